@@ -1,0 +1,33 @@
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -s -w -X github.com/harn-dev/harn/cli.version=$(VERSION) -X github.com/harn-dev/harn/cli.commit=$(COMMIT)
+BIN       ?= bin/harn
+
+.PHONY: build test bench lint run proto fuzz clean
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+
+test:
+	$(GO) test -race -timeout 15m ./...
+
+bench: build
+	HARN_BENCH_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/... 
+	$(GO) test -run '^$$' -bench . -benchmem ./presence/...
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+run: build
+	./$(BIN) node
+
+proto:
+	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative harn.proto
+
+fuzz:
+	./scripts/fuzz-all.sh 20s
+
+clean:
+	rm -rf bin

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"errors"
+	"strings"
+)
+
+// Exit codes. Each kind of failure has its own, so scripts can tell them
+// apart.
+const (
+	ExitOK          = 0
+	ExitError       = 1 // an unexpected failure
+	ExitUsage       = 2 // bad flags, arguments or input
+	ExitNotFound    = 3 // unknown session
+	ExitRefused     = 4 // a rule refused the request (lifecycle checks)
+	ExitUnavailable = 5 // no node answered
+	ExitAmbiguous   = 6 // a session prefix matches several sessions
+	ExitConflict    = 7 // the data dir is held by another node
+)
+
+// codedError carries an exit code with an error.
+type codedError struct {
+	code int
+	err  error
+}
+
+func (e *codedError) Error() string { return e.err.Error() }
+func (e *codedError) Unwrap() error { return e.err }
+
+// silentError exits with a code without printing (the command printed).
+type silentError struct{ code int }
+
+func (e *silentError) Error() string { return "" }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &codedError{code: code, err: err}
+}
+
+func usageErr(err error) error { return withCode(ExitUsage, err) }
+
+// ExitCode maps an error to the process exit code.
+func ExitCode(err error) int {
+	var ce *codedError
+	if errors.As(err, &ce) {
+		return ce.code
+	}
+	var se *silentError
+	if errors.As(err, &se) {
+		return se.code
+	}
+	return ExitError
+}
+
+func oneLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}

@@ -1,0 +1,83 @@
+// Package cli is harn's command line: cobra commands, the client that finds
+// or starts the local node, and output as tables or --json. os.Exit is never
+// called here; Main returns the exit code.
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Set by the linker (see Makefile).
+var (
+	version = "dev"
+	commit  = "unknown"
+)
+
+// Version is the build's version string.
+func Version() string { return version }
+
+// Commit is the commit the build came from.
+func Commit() string { return commit }
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	root := newRoot(stdin, stdout, stderr)
+	root.SetArgs(args)
+	err := root.Execute()
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitCode(err)
+	var silent *silentError
+	if !errors.As(err, &silent) {
+		fmt.Fprintln(stderr, "harn: "+oneLine(err.Error()))
+	}
+	return code
+}
+
+func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "harn",
+		Short:         "presence and agent mesh for AI coding agents",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErr(fmt.Errorf("unknown command %q; run `harn --help` for the list", args[0]))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr(err)
+	})
+	root.AddCommand(newVersionCmd())
+	for _, add := range commandSet {
+		root.AddCommand(add())
+	}
+	return root
+}
+
+// commandSet holds the constructors of the top-level commands other than
+// version; each file registers its own in init.
+var commandSet []func() *cobra.Command
+
+func newVersionCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "print the version and the commit it was built from",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			fmt.Fprintf(c.OutOrStdout(), "harn %s (commit %s)\n", version, commit)
+			return nil
+		},
+	}
+}

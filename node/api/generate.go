@@ -1,0 +1,6 @@
+// Package api holds the node's gRPC service definitions and their generated
+// code, committed so that a build needs no protoc. Run `make proto` (or go
+// generate) after editing harn.proto.
+package api
+
+//go:generate protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative harn.proto

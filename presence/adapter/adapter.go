@@ -1,0 +1,60 @@
+// Package adapter holds what every agent hook adapter shares: the input a
+// hook receives, the result it returns, and the Adapter interface. Each
+// agent's mapping lives in its own subpackage (claudecode, codex, cursor,
+// gemini). Adapters are pure: the clock reading and the keyed digest are
+// passed in.
+package adapter
+
+import (
+	"errors"
+	"time"
+
+	"github.com/harn-dev/harn/presence"
+)
+
+// ErrMalformed is wrapped when a hook's input cannot be decoded. A hook never
+// fails its agent on it; the node records a diagnostic.
+var ErrMalformed = errors.New("malformed hook input")
+
+// MaxInputBytes bounds a hook payload that an adapter decodes.
+const MaxInputBytes = 4 << 20
+
+// Input is what one hook invocation received.
+type Input struct {
+	// Stdin is the agent's JSON payload.
+	Stdin []byte
+	// Args are the hook's arguments after the agent name (Codex's legacy
+	// notify passes its JSON as the last one).
+	Args []string
+	// Now is when the hook process started: the event time for payloads
+	// that carry none.
+	Now time.Time
+	// Digest is a keyed digest (HMAC-SHA256 with the node key) for raw
+	// content that must never leave the node in the clear.
+	Digest func([]byte) string
+}
+
+// Result is what an adapter made of one hook invocation.
+type Result struct {
+	// Native is the agent's event name, e.g. "PreToolUse".
+	Native string
+	// SessionID is the session the events belong to (a subagent's events
+	// carry their own session id).
+	SessionID string
+	// Events are the canonical events, without id, node or seq.
+	Events []presence.Event
+	// WantsContext is true when the agent accepts additionalContext on
+	// this event (prompt-time peer context).
+	WantsContext bool
+}
+
+// Adapter maps one agent's native hook JSON to canonical events.
+type Adapter interface {
+	// Name is the agent name used in `harn hook <name>`, e.g. "claude-code".
+	Name() string
+	// Decode maps one invocation. Unknown events and fields are tolerated.
+	Decode(in Input) (Result, error)
+	// Output is what the hook prints to stdout for res, given the peer
+	// context to inject ("" for none). Most events print nothing.
+	Output(res Result, context string) []byte
+}

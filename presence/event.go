@@ -1,0 +1,340 @@
+package presence
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Canonical event types. See DESIGN.md, "Canonical events".
+const (
+	TypeSessionStart      = "session.start"
+	TypeSubagentStart     = "subagent.start"
+	TypeUserPromptSubmit  = "user_prompt.submit"
+	TypeToolPreUse        = "tool.pre_use"
+	TypeCommandStart      = "command.start"
+	TypeInputRequested    = "interaction.input_requested"
+	TypeInputResolved     = "interaction.input_resolved"
+	TypeTurnStop          = "turn.stop"
+	TypeSessionEnd        = "session.end"
+	TypeSubagentStop      = "subagent.stop"
+	TypeToolPostUse       = "tool.post_use"
+	TypeOutputChunk       = "output.chunk"
+	TypeNarration         = "narration"
+	TypeCoordination      = "coordination.command"
+	TypeTaskState         = "state.task_state"
+	TypeTaskSet           = "task.set"
+	TypeClaimWrite        = "claim.write"
+)
+
+// KnownTypes lists every canonical type the reducer gives meaning to.
+// Other types are stored and change nothing.
+var KnownTypes = map[string]bool{
+	TypeSessionStart: true, TypeSubagentStart: true, TypeUserPromptSubmit: true,
+	TypeToolPreUse: true, TypeCommandStart: true, TypeInputRequested: true,
+	TypeInputResolved: true, TypeTurnStop: true, TypeSessionEnd: true,
+	TypeSubagentStop: true, TypeToolPostUse: true, TypeOutputChunk: true,
+	TypeNarration: true, TypeCoordination: true, TypeTaskState: true,
+	TypeTaskSet: true, TypeClaimWrite: true,
+}
+
+// Well-known attribute keys.
+const (
+	AttrTool          = "tool"
+	AttrTaskState     = "task_state"
+	AttrReason        = "reason"
+	AttrSuggestedName = "suggested_session_name"
+	AttrNameReminted  = "name_reminted"
+	AttrTask          = "task"
+	AttrPaths         = "paths"
+	AttrSessionName   = "session_name"
+	AttrRequestKey    = "request_key"
+	AttrAgentPID      = "agent_pid"
+	AttrAgentStart    = "agent_pid_start"
+	AttrCwd           = "cwd"
+	AttrSource        = "source"
+	AttrError         = "error"
+	AttrDigest        = "digest"
+)
+
+// Limits on outside input. Oversized input is refused, never truncated.
+const (
+	MaxEventBytes     = 64 << 10
+	MaxReasonChars    = 1000
+	MaxTaskChars      = 4000
+	MaxIDLen          = 256
+	MaxTypeLen        = 128
+	MaxAttrs          = 64
+	MaxPathsPerClaim  = 256
+	MaxAttrStringLen  = 8 << 10
+	TimestampLayout   = "2006-01-02T15:04:05.000Z07:00"
+	timestampLayoutIn = time.RFC3339Nano
+)
+
+// Event is one canonical event. JSON is its file and display form; the
+// protobuf message in node/api carries the same fields.
+type Event struct {
+	ID              string         `json:"id"`
+	SessionID       string         `json:"session_id"`
+	ParentSessionID string         `json:"parent_session_id,omitempty"`
+	Type            string         `json:"type"`
+	TS              time.Time      `json:"ts"`
+	Agent           string         `json:"agent,omitempty"`
+	Node            string         `json:"node,omitempty"`
+	Seq             uint64         `json:"seq,omitempty"`
+	Attrs           map[string]any `json:"attrs,omitempty"`
+}
+
+// ErrInvalidEvent is wrapped by every validation failure.
+var ErrInvalidEvent = errors.New("invalid event")
+
+// FieldError names the field of an event that is wrong and how to fix it.
+type FieldError struct {
+	Field string
+	Msg   string
+}
+
+func (e *FieldError) Error() string { return e.Field + ": " + e.Msg }
+
+// Unwrap makes errors.Is(err, ErrInvalidEvent) hold.
+func (e *FieldError) Unwrap() error { return ErrInvalidEvent }
+
+func fieldErr(field, format string, a ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, a...)}
+}
+
+type eventJSON struct {
+	ID              string         `json:"id"`
+	SessionID       string         `json:"session_id"`
+	ParentSessionID string         `json:"parent_session_id,omitempty"`
+	Type            string         `json:"type"`
+	TS              string         `json:"ts"`
+	Agent           string         `json:"agent,omitempty"`
+	Node            string         `json:"node,omitempty"`
+	Seq             uint64         `json:"seq,omitempty"`
+	Attrs           map[string]any `json:"attrs,omitempty"`
+}
+
+// MarshalJSON writes ts with millisecond precision in UTC, as the seed shows.
+func (e Event) MarshalJSON() ([]byte, error) {
+	return json.Marshal(eventJSON{
+		ID: e.ID, SessionID: e.SessionID, ParentSessionID: e.ParentSessionID,
+		Type: e.Type, TS: FormatTime(e.TS), Agent: e.Agent, Node: e.Node,
+		Seq: e.Seq, Attrs: e.Attrs,
+	})
+}
+
+// UnmarshalJSON reads an event and normalizes its attributes. It does not
+// validate; call Validate.
+func (e *Event) UnmarshalJSON(b []byte) error {
+	var j eventJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*e = Event{ID: j.ID, SessionID: j.SessionID, ParentSessionID: j.ParentSessionID,
+		Type: j.Type, Agent: j.Agent, Node: j.Node, Seq: j.Seq, Attrs: j.Attrs}
+	if j.TS != "" {
+		t, err := ParseTime(j.TS)
+		if err != nil {
+			return fieldErr("ts", "%q is not an RFC 3339 timestamp; write it like 2026-08-12T10:02:00.000Z", j.TS)
+		}
+		e.TS = t
+	}
+	e.Attrs = normalizeAttrs(e.Attrs)
+	return nil
+}
+
+// FormatTime renders t as the canonical millisecond UTC timestamp, or "" for
+// the zero time.
+func FormatTime(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(TimestampLayout)
+}
+
+// ParseTime parses an RFC 3339 timestamp.
+func ParseTime(s string) (time.Time, error) {
+	t, err := time.Parse(timestampLayoutIn, s)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return t.UTC(), nil
+}
+
+// normalizeAttrs turns JSON arrays of strings into []string so that callers
+// and the reducer see one representation.
+func normalizeAttrs(m map[string]any) map[string]any {
+	for k, v := range m {
+		if arr, ok := v.([]any); ok {
+			ss := make([]string, 0, len(arr))
+			all := true
+			for _, x := range arr {
+				s, ok := x.(string)
+				if !ok {
+					all = false
+					break
+				}
+				ss = append(ss, s)
+			}
+			if all {
+				m[k] = ss
+			}
+		}
+	}
+	return m
+}
+
+// AttrString returns the string attribute k, or "".
+func (e *Event) AttrString(k string) string {
+	if v, ok := e.Attrs[k].(string); ok {
+		return v
+	}
+	return ""
+}
+
+// AttrBool returns the boolean attribute k.
+func (e *Event) AttrBool(k string) bool {
+	v, _ := e.Attrs[k].(bool)
+	return v
+}
+
+// AttrStrings returns the string-list attribute k. A single string is a
+// one-element list.
+func (e *Event) AttrStrings(k string) []string {
+	switch v := e.Attrs[k].(type) {
+	case []string:
+		return v
+	case string:
+		if v == "" {
+			return nil
+		}
+		return []string{v}
+	case []any:
+		out := make([]string, 0, len(v))
+		for _, x := range v {
+			if s, ok := x.(string); ok {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// SetAttr sets attribute k, allocating the map when needed.
+func (e *Event) SetAttr(k string, v any) {
+	if e.Attrs == nil {
+		e.Attrs = make(map[string]any, 4)
+	}
+	e.Attrs[k] = v
+}
+
+// Validate checks the required fields and bounds of an event. The id may be
+// empty (the node assigns one); the type may be unknown (it is stored and
+// changes nothing).
+func (e *Event) Validate() error {
+	switch {
+	case e.SessionID == "":
+		return fieldErr("session_id", "is required; set it to the agent's session id")
+	case len(e.SessionID) > MaxIDLen || !utf8.ValidString(e.SessionID) || strings.ContainsAny(e.SessionID, "\x00/\n"):
+		return fieldErr("session_id", "must be at most %d bytes of text without '/', NUL or newline", MaxIDLen)
+	case len(e.ID) > MaxIDLen || strings.ContainsRune(e.ID, 0):
+		return fieldErr("id", "must be at most %d bytes without NUL", MaxIDLen)
+	case len(e.ParentSessionID) > MaxIDLen:
+		return fieldErr("parent_session_id", "must be at most %d bytes", MaxIDLen)
+	case e.Type == "":
+		return fieldErr("type", "is required; use a canonical type such as tool.pre_use")
+	case len(e.Type) > MaxTypeLen:
+		return fieldErr("type", "must be at most %d bytes", MaxTypeLen)
+	case e.TS.IsZero():
+		return fieldErr("ts", "is required; write it like 2026-08-12T10:02:00.000Z")
+	case len(e.Attrs) > MaxAttrs:
+		return fieldErr("attrs", "has %d keys; at most %d are allowed", len(e.Attrs), MaxAttrs)
+	case len(e.Agent) > MaxTypeLen:
+		return fieldErr("agent", "must be at most %d bytes", MaxTypeLen)
+	}
+	for k, v := range e.Attrs {
+		if err := validateAttr(k, v); err != nil {
+			return err
+		}
+	}
+	if r := e.AttrString(AttrReason); utf8.RuneCountInString(r) > MaxReasonChars {
+		return fieldErr("attrs.reason", "is %d characters; a reason is at most %d", utf8.RuneCountInString(r), MaxReasonChars)
+	}
+	if e.Type == TypeTaskState {
+		switch TaskState(e.AttrString(AttrTaskState)) {
+		case TaskActive, TaskBlocked, TaskDone:
+		default:
+			return fieldErr("attrs.task_state", "is %q; use active, blocked or done", e.AttrString(AttrTaskState))
+		}
+	}
+	if e.Type == TypeTaskSet && utf8.RuneCountInString(e.AttrString(AttrTask)) > MaxTaskChars {
+		return fieldErr("attrs.task", "is longer than %d characters", MaxTaskChars)
+	}
+	if e.Type == TypeClaimWrite && len(e.AttrStrings(AttrPaths)) > MaxPathsPerClaim {
+		return fieldErr("attrs.paths", "names more than %d paths; split the claim", MaxPathsPerClaim)
+	}
+	if n := e.size(); n > MaxEventBytes {
+		return fieldErr("event", "is %d bytes; an event is at most %d bytes", n, MaxEventBytes)
+	}
+	return nil
+}
+
+func validateAttr(k string, v any) error {
+	if k == "" || len(k) > MaxTypeLen {
+		return fieldErr("attrs", "has a key of %d bytes; keys are 1 to %d bytes", len(k), MaxTypeLen)
+	}
+	switch x := v.(type) {
+	case string:
+		if len(x) > MaxAttrStringLen {
+			return fieldErr("attrs."+k, "is %d bytes; an attribute is at most %d", len(x), MaxAttrStringLen)
+		}
+	case bool, float64, int, int64, uint64, nil:
+	case []string:
+		for _, s := range x {
+			if len(s) > MaxAttrStringLen {
+				return fieldErr("attrs."+k, "holds a value over %d bytes", MaxAttrStringLen)
+			}
+		}
+	default:
+		return fieldErr("attrs."+k, "has type %T; attributes are strings, numbers, booleans or lists of strings", v)
+	}
+	return nil
+}
+
+// size is a cheap upper estimate of the encoded size.
+func (e *Event) size() int {
+	n := len(e.ID) + len(e.SessionID) + len(e.ParentSessionID) + len(e.Type) + len(e.Agent) + len(e.Node) + 128
+	for k, v := range e.Attrs {
+		n += len(k) + 8
+		switch x := v.(type) {
+		case string:
+			n += len(x) + 2
+		case []string:
+			for _, s := range x {
+				n += len(s) + 3
+			}
+		default:
+			n += 24
+		}
+	}
+	return n
+}
+
+// Less orders events by (ts, id), the order that defines a session's state.
+func Less(a, b *Event) bool {
+	if !a.TS.Equal(b.TS) {
+		return a.TS.Before(b.TS)
+	}
+	return a.ID < b.ID
+}
+
+// SortEvents sorts events in place by (ts, id).
+func SortEvents(evs []Event) {
+	sort.SliceStable(evs, func(i, j int) bool { return Less(&evs[i], &evs[j]) })
+}

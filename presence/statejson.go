@@ -1,0 +1,83 @@
+package presence
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// stateJSON is the stable JSON form of State, with the seed's field names
+// and timestamps as canonical strings.
+type stateJSON struct {
+	SessionID            string    `json:"session_id"`
+	ParentSessionID      string    `json:"parent_session_id,omitempty"`
+	Agent                string    `json:"agent,omitempty"`
+	Node                 string    `json:"node,omitempty"`
+	Name                 string    `json:"name,omitempty"`
+	SessionName          string    `json:"session_name,omitempty"`
+	Activity             Activity  `json:"activity"`
+	ActivityUpdatedAt    string    `json:"activity_updated_at,omitempty"`
+	ActivitySource       string    `json:"activity_source,omitempty"`
+	TaskState            TaskState `json:"task_state"`
+	TaskStateUpdatedAt   string    `json:"task_state_updated_at,omitempty"`
+	BlockerReason        string    `json:"blocker_reason,omitempty"`
+	LifecycleReason      string    `json:"lifecycle_reason,omitempty"`
+	Task                 string    `json:"task,omitempty"`
+	Claims               []string  `json:"claims,omitempty"`
+	SuggestedSessionName string    `json:"suggested_session_name,omitempty"`
+	StartedAt            string    `json:"started_at,omitempty"`
+	LastEventAt          string    `json:"last_event_at,omitempty"`
+	Ended                bool      `json:"ended"`
+	EndedAt              string    `json:"ended_at,omitempty"`
+	EndReason            string    `json:"end_reason,omitempty"`
+	AgentPID             int       `json:"agent_pid,omitempty"`
+	AgentPIDStart        uint64    `json:"agent_pid_start,omitempty"`
+	Cwd                  string    `json:"cwd,omitempty"`
+	Events               int       `json:"events"`
+	OpenTurn             bool      `json:"open_turn,omitempty"`
+	PendingRequest       string    `json:"pending_request,omitempty"`
+	LastTS               string    `json:"last_ts,omitempty"`
+	LastID               string    `json:"last_id,omitempty"`
+}
+
+// MarshalJSON writes the stable JSON form.
+func (s State) MarshalJSON() ([]byte, error) {
+	return json.Marshal(stateJSON{
+		SessionID: s.SessionID, ParentSessionID: s.ParentSessionID, Agent: s.Agent,
+		Node: s.Node, Name: s.Name, SessionName: s.SessionName(),
+		Activity: s.Activity, ActivityUpdatedAt: FormatTime(s.ActivityUpdatedAt),
+		ActivitySource: s.ActivitySource, TaskState: s.TaskState,
+		TaskStateUpdatedAt: FormatTime(s.TaskStateUpdatedAt), BlockerReason: s.BlockerReason,
+		LifecycleReason: s.LifecycleReason, Task: s.Task, Claims: s.Claims,
+		SuggestedSessionName: s.SuggestedSessionName, StartedAt: FormatTime(s.StartedAt),
+		LastEventAt: FormatTime(s.LastEventAt), Ended: s.Ended, EndedAt: FormatTime(s.EndedAt),
+		EndReason: s.EndReason, AgentPID: s.AgentPID, AgentPIDStart: s.AgentPIDStart,
+		Cwd: s.Cwd, Events: s.Events, OpenTurn: s.OpenTurn, PendingRequest: s.PendingRequest,
+		LastTS: FormatTime(s.LastTS), LastID: s.LastID,
+	})
+}
+
+// UnmarshalJSON reads the stable JSON form.
+func (s *State) UnmarshalJSON(b []byte) error {
+	var j stateJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	pt := func(v string) time.Time {
+		t, _ := ParseTime(v)
+		return t
+	}
+	*s = State{
+		SessionID: j.SessionID, ParentSessionID: j.ParentSessionID, Agent: j.Agent,
+		Node: j.Node, Name: j.Name, Activity: j.Activity,
+		ActivityUpdatedAt: pt(j.ActivityUpdatedAt), ActivitySource: j.ActivitySource,
+		TaskState: j.TaskState, TaskStateUpdatedAt: pt(j.TaskStateUpdatedAt),
+		BlockerReason: j.BlockerReason, LifecycleReason: j.LifecycleReason, Task: j.Task,
+		Claims: j.Claims, SuggestedSessionName: j.SuggestedSessionName,
+		StartedAt: pt(j.StartedAt), LastEventAt: pt(j.LastEventAt), Ended: j.Ended,
+		EndedAt: pt(j.EndedAt), EndReason: j.EndReason, AgentPID: j.AgentPID,
+		AgentPIDStart: j.AgentPIDStart, Cwd: j.Cwd, Events: j.Events,
+		OpenTurn: j.OpenTurn, PendingRequest: j.PendingRequest,
+		LastTS: pt(j.LastTS), LastID: j.LastID,
+	}
+	return nil
+}
