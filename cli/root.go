@@ -53,6 +53,8 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		},
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
+	addPlaceFlags(root)
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return applySettings(c) }
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)

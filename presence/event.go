@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"time"
@@ -12,23 +13,23 @@ import (
 
 // Canonical event types. See DESIGN.md, "Canonical events".
 const (
-	TypeSessionStart      = "session.start"
-	TypeSubagentStart     = "subagent.start"
-	TypeUserPromptSubmit  = "user_prompt.submit"
-	TypeToolPreUse        = "tool.pre_use"
-	TypeCommandStart      = "command.start"
-	TypeInputRequested    = "interaction.input_requested"
-	TypeInputResolved     = "interaction.input_resolved"
-	TypeTurnStop          = "turn.stop"
-	TypeSessionEnd        = "session.end"
-	TypeSubagentStop      = "subagent.stop"
-	TypeToolPostUse       = "tool.post_use"
-	TypeOutputChunk       = "output.chunk"
-	TypeNarration         = "narration"
-	TypeCoordination      = "coordination.command"
-	TypeTaskState         = "state.task_state"
-	TypeTaskSet           = "task.set"
-	TypeClaimWrite        = "claim.write"
+	TypeSessionStart     = "session.start"
+	TypeSubagentStart    = "subagent.start"
+	TypeUserPromptSubmit = "user_prompt.submit"
+	TypeToolPreUse       = "tool.pre_use"
+	TypeCommandStart     = "command.start"
+	TypeInputRequested   = "interaction.input_requested"
+	TypeInputResolved    = "interaction.input_resolved"
+	TypeTurnStop         = "turn.stop"
+	TypeSessionEnd       = "session.end"
+	TypeSubagentStop     = "subagent.stop"
+	TypeToolPostUse      = "tool.post_use"
+	TypeOutputChunk      = "output.chunk"
+	TypeNarration        = "narration"
+	TypeCoordination     = "coordination.command"
+	TypeTaskState        = "state.task_state"
+	TypeTaskSet          = "task.set"
+	TypeClaimWrite       = "claim.write"
 )
 
 // KnownTypes lists every canonical type the reducer gives meaning to.
@@ -73,6 +74,12 @@ const (
 	MaxAttrStringLen  = 8 << 10
 	TimestampLayout   = "2006-01-02T15:04:05.000Z07:00"
 	timestampLayoutIn = time.RFC3339Nano
+)
+
+// The span of ts that the wire form (ts_unix_nano, an int64) can carry.
+var (
+	minTS = time.Unix(0, math.MinInt64).UTC()
+	maxTS = time.Unix(0, math.MaxInt64).UTC()
 )
 
 // Event is one canonical event. JSON is its file and display form; the
@@ -144,17 +151,23 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		}
 		e.TS = t
 	}
-	e.Attrs = normalizeAttrs(e.Attrs)
+	e.Attrs = NormalizeAttrs(e.Attrs)
 	return nil
 }
 
 // FormatTime renders t as the canonical millisecond UTC timestamp, or "" for
-// the zero time.
+// the zero time. A time finer than a millisecond keeps all its digits, so
+// that a JSON round trip (a JSONL ledger, a resumed heartbeat) cannot merge
+// or reorder events.
 func FormatTime(t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(TimestampLayout)
+	t = t.UTC()
+	if t.Nanosecond()%int(time.Millisecond) != 0 {
+		return t.Format(time.RFC3339Nano)
+	}
+	return t.Format(TimestampLayout)
 }
 
 // ParseTime parses an RFC 3339 timestamp.
@@ -166,9 +179,9 @@ func ParseTime(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// normalizeAttrs turns JSON arrays of strings into []string so that callers
+// NormalizeAttrs turns JSON arrays of strings into []string so that callers
 // and the reducer see one representation.
-func normalizeAttrs(m map[string]any) map[string]any {
+func NormalizeAttrs(m map[string]any) map[string]any {
 	for k, v := range m {
 		if arr, ok := v.([]any); ok {
 			ss := make([]string, 0, len(arr))
@@ -253,6 +266,8 @@ func (e *Event) Validate() error {
 		return fieldErr("type", "must be at most %d bytes", MaxTypeLen)
 	case e.TS.IsZero():
 		return fieldErr("ts", "is required; write it like 2026-08-12T10:02:00.000Z")
+	case e.TS.Before(minTS) || e.TS.After(maxTS):
+		return fieldErr("ts", "is %s; a timestamp lies between %s and %s", FormatTime(e.TS), FormatTime(minTS), FormatTime(maxTS))
 	case len(e.Attrs) > MaxAttrs:
 		return fieldErr("attrs", "has %d keys; at most %d are allowed", len(e.Attrs), MaxAttrs)
 	case len(e.Agent) > MaxTypeLen:
@@ -294,7 +309,11 @@ func validateAttr(k string, v any) error {
 		if len(x) > MaxAttrStringLen {
 			return fieldErr("attrs."+k, "is %d bytes; an attribute is at most %d", len(x), MaxAttrStringLen)
 		}
-	case bool, float64, int, int64, uint64, nil:
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return fieldErr("attrs."+k, "is %v; a number must be finite", x)
+		}
+	case bool, int, int64, uint64, nil:
 	case []string:
 		for _, s := range x {
 			if len(s) > MaxAttrStringLen {
@@ -307,23 +326,33 @@ func validateAttr(k string, v any) error {
 	return nil
 }
 
-// size is a cheap upper estimate of the encoded size.
+// size is the length of the event's JSON encoding, or an upper bound of it
+// when that bound is within MaxEventBytes. The bound counts six bytes per
+// byte of text (the longest JSON escape, e.g. "<" as \u003c) and generous
+// room for the fixed fields; only a larger event is encoded to measure it.
 func (e *Event) size() int {
-	n := len(e.ID) + len(e.SessionID) + len(e.ParentSessionID) + len(e.Type) + len(e.Agent) + len(e.Node) + 128
+	text := len(e.ID) + len(e.SessionID) + len(e.ParentSessionID) + len(e.Type) + len(e.Agent) + len(e.Node)
+	n := 512 + 32*len(e.Attrs)
 	for k, v := range e.Attrs {
-		n += len(k) + 8
+		text += len(k)
 		switch x := v.(type) {
 		case string:
-			n += len(x) + 2
+			text += len(x)
 		case []string:
 			for _, s := range x {
-				n += len(s) + 3
+				text += len(s)
 			}
-		default:
-			n += 24
+			n += 3 * len(x)
 		}
 	}
-	return n
+	if n += 6 * text; n <= MaxEventBytes {
+		return n
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return MaxEventBytes + 1
+	}
+	return len(b)
 }
 
 // Less orders events by (ts, id), the order that defines a session's state.

@@ -13,8 +13,20 @@ const MaxClaims = 1024
 // Step is the one transition reducer: the state after e, given s. Step never
 // looks at the clock; elapsed time changes nothing. Callers that project
 // live must call Step only for an event that sorts after s's last event
-// (InOrder), and otherwise fold the session again.
+// (InOrder), and otherwise fold the session again. Step never writes into
+// memory that s shares with the caller's copy of it.
 func Step(s State, e *Event) State {
+	if e.Type == TypeClaimWrite {
+		// addClaims inserts in place when there is spare capacity; the
+		// caller's copy of s must keep its claims.
+		s.Claims = slices.Clip(s.Claims)
+	}
+	step(&s, e)
+	return s
+}
+
+// step applies e to s in place. Fold owns its state and calls it directly.
+func step(s *State, e *Event) {
 	s.Events++
 	if s.SessionID == "" {
 		s.SessionID = e.SessionID
@@ -42,7 +54,7 @@ func Step(s State, e *Event) State {
 	}
 	s.LastTS, s.LastID = e.TS, e.ID
 	if len(e.Attrs) > 0 {
-		stepAttrs(&s, e)
+		stepAttrs(s, e)
 	}
 
 	switch e.Type {
@@ -84,13 +96,12 @@ func Step(s State, e *Event) State {
 		s.Ended, s.EndedAt = true, e.TS
 		s.EndReason = e.AttrString(AttrReason)
 	case TypeTaskState:
-		stepTaskState(&s, e)
+		stepTaskState(s, e)
 	case TypeTaskSet:
 		s.Task = e.AttrString(AttrTask)
 	case TypeClaimWrite:
 		s.Claims = addClaims(s.Claims, e.AttrStrings(AttrPaths))
 	}
-	return s
 }
 
 func stepAttrs(s *State, e *Event) {
@@ -217,7 +228,7 @@ func Fold(evs []Event) State {
 			}
 			seen[e.ID] = struct{}{}
 		}
-		s = Step(s, e)
+		step(&s, e)
 	}
 	return s
 }

@@ -62,8 +62,8 @@ type State struct {
 
 	// Reducer bookkeeping; exported so that the live projection can
 	// persist and resume it, never shown to operators.
-	OpenTurn       bool   `json:"-"`
-	PendingRequest string `json:"-"`
+	OpenTurn       bool      `json:"-"`
+	PendingRequest string    `json:"-"`
 	LastTS         time.Time `json:"-"`
 	LastID         string    `json:"-"`
 }

@@ -79,5 +79,13 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		OpenTurn: j.OpenTurn, PendingRequest: j.PendingRequest,
 		LastTS: pt(j.LastTS), LastID: j.LastID,
 	}
+	// An older heartbeat may lack an axis: the seed's compatibility
+	// defaults, as NewState gives them.
+	if s.Activity == "" {
+		s.Activity = ActivityUnknown
+	}
+	if s.TaskState == "" {
+		s.TaskState = TaskActive
+	}
 	return nil
 }

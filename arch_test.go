@@ -1,0 +1,103 @@
+package main
+
+import (
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/harn-dev/harn/"
+
+// allowed says, for each top-level folder, which of the module's folders
+// and which outside modules its non-test code may import (DESIGN.md, "The
+// house"). The standard library is always allowed. Arrows point down the
+// table, never up.
+var allowed = map[string]struct {
+	inner []string
+	outer []string
+}{
+	"presence":  {inner: []string{"presence"}},
+	"util":      {inner: []string{"util"}, outer: []string{"golang.org/x/sys", "github.com/oklog/ulid"}},
+	"runtime":   {inner: []string{"runtime", "presence", "util"}},
+	"mesh":      {inner: []string{"mesh", "util"}, outer: []string{"github.com/hashicorp/memberlist"}},
+	"raftstore": {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
+	"node":      {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
+	"cli":       {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
+	"deploy":    {},
+}
+
+func TestImportDirection(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		top := strings.SplitN(filepath.ToSlash(path), "/", 2)[0]
+		if !strings.Contains(filepath.ToSlash(path), "/") {
+			return nil // main.go: calls cli only
+		}
+		rule, ok := allowed[top]
+		if !ok {
+			t.Errorf("%s: top-level folder %q is not in DESIGN.md's table", path, top)
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if !importOK(p, rule.inner, rule.outer) {
+				t.Errorf("%s imports %s, against the direction in DESIGN.md", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func importOK(p string, inner, outer []string) bool {
+	if rest, ok := strings.CutPrefix(p, module); ok {
+		top := strings.SplitN(rest, "/", 2)[0]
+		for _, a := range inner {
+			if a == "*" || a == top {
+				return true
+			}
+		}
+		return false
+	}
+	first := strings.SplitN(p, "/", 2)[0]
+	if !strings.Contains(first, ".") {
+		return true // standard library
+	}
+	for _, a := range outer {
+		if a == "*" || p == a || strings.HasPrefix(p, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestImportRuleCatchesUpwardImport(t *testing.T) {
+	r := allowed["presence"]
+	if importOK(module+"node", r.inner, r.outer) {
+		t.Fatal("presence importing node must be refused")
+	}
+	if importOK("github.com/hashicorp/memberlist", r.inner, r.outer) {
+		t.Fatal("presence importing memberlist must be refused")
+	}
+	if !importOK("encoding/json", r.inner, r.outer) {
+		t.Fatal("stdlib must be allowed")
+	}
+}

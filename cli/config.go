@@ -1,0 +1,154 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+// ErrConfigFile wraps a config file that cannot be read or parsed.
+var ErrConfigFile = errors.New("bad config file")
+
+// EnvName is the environment variable that backs a flag: HARN_ plus the
+// flag in upper case, dashes as underscores.
+func EnvName(flag string) string {
+	return "HARN_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// applySettings fills every flag of c that was not set on the command
+// line, first from its environment variable, then from the config file;
+// what is left keeps its default. So the precedence is flag, environment,
+// config file, default.
+func applySettings(c *cobra.Command) error {
+	file, err := loadConfigFile(c)
+	if err != nil {
+		return usageErr(err)
+	}
+	var ferr error
+	visit := func(f *pflag.Flag) {
+		if ferr != nil || f.Changed || f.Name == "help" || f.Name == "config" {
+			return
+		}
+		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
+			if err := setFlag(c, f, v); err != nil {
+				ferr = usageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
+			}
+			return
+		}
+		if v, ok := file.lookup(f.Name); ok {
+			if err := setFlag(c, f, v); err != nil {
+				ferr = usageErr(fmt.Errorf("config %s: key %q: %v", file.path, f.Name, err))
+			}
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	return ferr
+}
+
+func setFlag(c *cobra.Command, f *pflag.Flag, v string) error {
+	if sv, ok := f.Value.(pflag.SliceValue); ok {
+		parts := strings.Split(v, ",")
+		for i := range parts {
+			parts[i] = strings.TrimSpace(parts[i])
+		}
+		return sv.Replace(parts)
+	}
+	if err := f.Value.Set(v); err != nil {
+		return err
+	}
+	f.Changed = false
+	return nil
+}
+
+type configFile struct {
+	path string
+	vals map[string]string
+}
+
+func (f configFile) lookup(flag string) (string, bool) {
+	if f.vals == nil {
+		return "", false
+	}
+	if v, ok := f.vals[flag]; ok {
+		return v, true
+	}
+	v, ok := f.vals[strings.ReplaceAll(flag, "-", "_")]
+	return v, ok
+}
+
+// loadConfigFile reads --config, else HARN_CONFIG, else the default
+// $XDG_CONFIG_HOME/harn/config.json when it exists. The file is a JSON
+// object of flag names, or lines of `key = value` (# starts a comment).
+func loadConfigFile(c *cobra.Command) (configFile, error) {
+	path, explicit := "", false
+	if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
+		path, explicit = f.Value.String(), true
+	} else if v := os.Getenv("HARN_CONFIG"); v != "" {
+		path, explicit = v, true
+	} else if d, err := os.UserConfigDir(); err == nil {
+		path = filepath.Join(d, "harn", "config.json")
+	}
+	if path == "" {
+		return configFile{}, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return configFile{}, nil
+		}
+		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
+	}
+	vals, err := parseConfig(b)
+	if err != nil {
+		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
+	}
+	return configFile{path: path, vals: vals}, nil
+}
+
+func parseConfig(b []byte) (map[string]string, error) {
+	s := strings.TrimSpace(string(b))
+	out := map[string]string{}
+	if strings.HasPrefix(s, "{") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(s), &m); err != nil {
+			return nil, fmt.Errorf("not valid JSON: %v", err)
+		}
+		for k, v := range m {
+			switch x := v.(type) {
+			case string:
+				out[k] = x
+			case []any:
+				var parts []string
+				for _, p := range x {
+					parts = append(parts, fmt.Sprint(p))
+				}
+				out[k] = strings.Join(parts, ",")
+			default:
+				out[k] = fmt.Sprint(x)
+			}
+		}
+		return out, nil
+	}
+	for i, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			k, v, ok = strings.Cut(line, ":")
+		}
+		if !ok {
+			return nil, fmt.Errorf("line %d: want key = value", i+1)
+		}
+		out[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+	}
+	return out, nil
+}

@@ -1,0 +1,204 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/spool"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
+	"github.com/harn-dev/harn/util/ids"
+	"github.com/harn-dev/harn/util/procinfo"
+)
+
+func init() { commandSet = append(commandSet, newHookCmd) }
+
+func newHookCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "hook AGENT",
+		Short: "receive one agent hook (claude-code, codex, codex-notify, cursor, gemini) on stdin",
+		Long: `Reads the agent's hook JSON on stdin, sends the canonical events to the local
+node and prints what the agent expects (usually nothing). It always exits 0:
+when the node is down or slow the events are spooled to disk and a node is
+started in the background; bad input becomes a diagnostic (harn node errors).`,
+		Args: cobra.ArbitraryArgs,
+		RunE: runHook,
+	}
+	c.Flags().Duration("timeout", 1500*time.Millisecond, "how long to wait for the node before spooling")
+	c.AddCommand(newHookInstallCmd(), newHookUninstallCmd())
+	return c
+}
+
+// hookInputWait bounds how long a hook waits for its agent to close stdin.
+const hookInputWait = 2 * time.Second
+
+func runHook(c *cobra.Command, args []string) error {
+	now := time.Now()
+	p := placeOf(c)
+	timeout, _ := c.Flags().GetDuration("timeout")
+	stderr := c.ErrOrStderr()
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "harn hook: name the agent: one of", all.Names())
+		return nil
+	}
+	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: args[0]}
+	ad, ok := all.Lookup(args[0])
+	if !ok {
+		h.diagnose(fmt.Sprintf("unknown agent %q; use one of %v", args[0], all.Names()), nil)
+		return nil
+	}
+	var in []byte
+	if len(args) == 1 {
+		in = readBounded(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
+	}
+	key, err := node.LoadOrCreateKey(p.DataDir)
+	if err != nil {
+		key = nil
+	}
+	h.key = key
+	res, err := ad.Decode(adapter.Input{Stdin: in, Args: args[1:], Now: now, Digest: h.digest})
+	if err != nil {
+		h.diagnose(err.Error(), in)
+		return nil
+	}
+	if len(res.Events) == 0 {
+		return nil
+	}
+	stampEvents(res.Events, now)
+	ctxText := h.send(res)
+	if out := ad.Output(res, ctxText); len(out) > 0 {
+		c.OutOrStdout().Write(out)
+	}
+	return nil
+}
+
+// stampEvents gives each event an id and the agent process that ran the
+// hook (the nearest ancestor that is not a transient shell).
+func stampEvents(evs []presence.Event, now time.Time) {
+	agent, perr := procinfo.AgentOf(os.Getpid())
+	for i := range evs {
+		if evs[i].ID == "" {
+			evs[i].ID = ids.New(now)
+		}
+		if perr == nil {
+			evs[i].SetAttr(presence.AttrAgentPID, agent.PID)
+			evs[i].SetAttr(presence.AttrAgentStart, agent.Start)
+		}
+	}
+}
+
+type hookRun struct {
+	p       place
+	now     time.Time
+	timeout time.Duration
+	stderr  io.Writer
+	agent   string
+	key     []byte
+}
+
+func (h *hookRun) digest(b []byte) string {
+	var sum []byte
+	if h.key != nil {
+		m := hmac.New(sha256.New, h.key)
+		m.Write(b)
+		sum = m.Sum(nil)
+	} else {
+		s := sha256.Sum256(b)
+		sum = s[:]
+	}
+	return hex.EncodeToString(sum[:16])
+}
+
+// send delivers the events, or spools them; it returns the peer context
+// to inject, if any.
+func (h *hookRun) send(res adapter.Result) string {
+	req := &api.AppendRequest{}
+	for i := range res.Events {
+		req.Events = append(req.Events, node.EventToAPI(&res.Events[i]))
+	}
+	if res.WantsContext {
+		req.ContextFor = res.SessionID
+	}
+	cl, err := dial(h.p)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+		var out *api.AppendResponse
+		out, err = cl.api.Append(ctx, req)
+		cancel()
+		cl.Close()
+		if err == nil {
+			return out.AdditionalContext
+		}
+		if status.Code(err) == codes.InvalidArgument {
+			h.diagnose("node refused events: "+status.Convert(err).Message(), nil)
+			return ""
+		}
+	}
+	h.spool(spool.Record{Events: res.Events}, res.Events[0].ID)
+	return ""
+}
+
+func (h *hookRun) spool(rec spool.Record, name string) {
+	if _, err := spool.Write(node.SpoolDir(h.p.DataDir), h.now, name, rec); err != nil {
+		fmt.Fprintln(h.stderr, "harn hook: could not spool:", err)
+		return
+	}
+	if socketDead(h.p.Socket) {
+		if err := startNode(h.p); err != nil {
+			fmt.Fprintln(h.stderr, "harn hook: could not start a node:", err)
+		}
+	}
+}
+
+// diagnose records bad input with the node, or spools the diagnostic. The
+// raw input is never stored; only its size and keyed digest.
+func (h *hookRun) diagnose(msg string, in []byte) {
+	d := &api.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano(), InputBytes: int32(len(in))}
+	if len(in) > 0 {
+		d.InputDigest = h.digest(in)
+	}
+	if cl, err := dial(h.p); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+		_, err = cl.api.Diagnose(ctx, d)
+		cancel()
+		cl.Close()
+		if err == nil {
+			return
+		}
+	}
+	h.spool(spool.Record{Diagnostic: &spool.Diagnostic{TS: h.now, Source: "hook " + h.agent,
+		Error: msg, InputBytes: len(in), InputDigest: d.InputDigest}}, ids.New(h.now))
+}
+
+// readBounded reads up to max bytes, giving up after wait so that an agent
+// that never closes stdin cannot stall its hook. The reader goroutine is
+// owned by the hook process, which exits right after.
+func readBounded(r io.Reader, max int64, wait time.Duration) []byte {
+	type result struct{ b []byte }
+	ch := make(chan result, 1)
+	go func() {
+		var buf bytes.Buffer
+		io.Copy(&buf, io.LimitReader(r, max))
+		ch <- result{buf.Bytes()}
+	}()
+	select {
+	case res := <-ch:
+		return res.b
+	case <-time.After(wait):
+		return nil
+	}
+}

@@ -1,0 +1,62 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/cli/install"
+)
+
+func newHookInstallCmd() *cobra.Command {
+	return newInstallCmd("install", "merge harn's hook entries into an agent's settings file", install.Install)
+}
+
+func newHookUninstallCmd() *cobra.Command {
+	return newInstallCmd("uninstall", "remove harn's hook entries from an agent's settings file", install.Uninstall)
+}
+
+func newInstallCmd(use, short string, run func(install.Options) (install.Report, error)) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use + " AGENT",
+		Short: short + " (claude-code, codex, cursor, gemini)",
+		Args:  exactArgs(1, "an agent: claude-code, codex, cursor or gemini"),
+		RunE: func(c *cobra.Command, args []string) error {
+			scope, _ := c.Flags().GetString("scope")
+			dry, _ := c.Flags().GetBool("dry-run")
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return err
+			}
+			wd, err := os.Getwd()
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			rep, err := run(install.Options{Agent: args[0], Scope: scope, Home: home, ProjectDir: wd,
+				Command: exe, DryRun: dry, Now: time.Now()})
+			switch {
+			case errors.Is(err, install.ErrUnknownAgent), errors.Is(err, install.ErrBadScope), errors.Is(err, install.ErrBadSettings):
+				return usageErr(err)
+			case err != nil:
+				return err
+			}
+			if asJSON(c) {
+				return writeJSON(c, map[string]any{"path": rep.Path, "changed": rep.Changed,
+					"added": rep.Added, "removed": rep.Removed, "backup": rep.Backup, "dry_run": dry})
+			}
+			fmt.Fprint(c.OutOrStdout(), rep.Summary())
+			return nil
+		},
+	}
+	c.Flags().String("scope", "user", "user (your home) or project (the current directory)")
+	c.Flags().Bool("dry-run", false, "print what would change and write nothing")
+	addJSONFlag(c)
+	return c
+}

@@ -1,0 +1,225 @@
+package install
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/harn-dev/harn/presence/adapter/claudecode"
+	"github.com/harn-dev/harn/presence/adapter/codex"
+	"github.com/harn-dev/harn/presence/adapter/cursor"
+	"github.com/harn-dev/harn/presence/adapter/gemini"
+)
+
+// agentSpec is where and how one agent keeps its hooks.
+type agentSpec struct {
+	name   string // the agent name in `harn hook <name>`
+	dir    string // the config folder under home or the project
+	file   string
+	events []string // the native events harn registers
+	// flat hooks are {"event": [{"command": ...}]} (Cursor); the others are
+	// {"event": [{"matcher": ..., "hooks": [{"type": "command", ...}]}]}.
+	flat bool
+	// entry is harn's entry for one event, given the command.
+	entry func(cmd string) object
+}
+
+var specs = map[string]agentSpec{
+	claudecode.Name: {name: claudecode.Name, dir: ".claude", file: "settings.json", events: claudecode.Events(),
+		entry: func(cmd string) object {
+			return object{{"matcher", str("*")}, {"hooks", handlers(cmd, 10)}}
+		}},
+	codex.Name: {name: codex.Name, dir: ".codex", file: "hooks.json", events: codex.Events(),
+		// No matcher: Codex reads it as a regular expression; absent matches all.
+		entry: func(cmd string) object { return object{{"hooks", handlers(cmd, 10)}} }},
+	cursor.Name: {name: cursor.Name, dir: ".cursor", file: "hooks.json", events: cursor.Events(), flat: true,
+		entry: func(cmd string) object { return object{{"command", str(cmd)}} }},
+	gemini.Name: {name: gemini.Name, dir: ".gemini", file: "settings.json", events: gemini.Events(),
+		// Gemini's timeout is in milliseconds.
+		entry: func(cmd string) object {
+			h := object{{"name", str("harn")}, {"type", str("command")}, {"command", str(cmd)}, {"timeout", json.RawMessage("10000")}}
+			return object{{"hooks", rawArray([]json.RawMessage{h.raw()})}}
+		}},
+}
+
+// handlers is the one-element handler list of the Claude-shaped files.
+func handlers(cmd string, timeoutSec int) json.RawMessage {
+	h := object{{"type", str("command")}, {"command", str(cmd)}, {"timeout", json.RawMessage(fmt.Sprint(timeoutSec))}}
+	return rawArray([]json.RawMessage{h.raw()})
+}
+
+// Agents lists the agents whose hooks can be installed.
+func Agents() []string {
+	out := make([]string, 0, len(specs))
+	for n := range specs {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// errShape is a settings file that is JSON but not of the expected shape.
+var errShape = errors.New("unexpected shape")
+
+func shapeErr(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errShape, fmt.Sprintf(format, a...))
+}
+
+// isHarn reports whether a hook command is harn's hook for agent.
+func isHarn(cmd, agent string) bool {
+	cmd = strings.TrimSpace(cmd)
+	return strings.HasSuffix(cmd, " hook "+agent) && strings.Contains(cmd, "harn")
+}
+
+// hookCommand is the command an agent runs: the binary (quoted when it
+// holds spaces or shell characters), "hook" and the agent name.
+func hookCommand(bin, agent string) string {
+	if strings.ContainsAny(bin, " \t\"'$`\\|&;<>()*?[]#~!{}") {
+		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`")
+		bin = `"` + r.Replace(bin) + `"`
+	}
+	return bin + " hook " + agent
+}
+
+// hooksOf returns the top-level "hooks" object.
+func hooksOf(top object) (object, bool, error) {
+	raw, ok := top.get("hooks")
+	if !ok {
+		return nil, false, nil
+	}
+	h, err := parseObject(raw)
+	if err != nil {
+		return nil, true, shapeErr(`"hooks" is not an object`)
+	}
+	return h, true, nil
+}
+
+// install adds harn's entry to every event that lacks it and drops stale
+// or duplicate harn entries. It returns the events it changed and whether
+// the file changed at all (Cursor's "version" may be all that is missing).
+func (s agentSpec) install(top *object, cmd string) ([]string, bool, error) {
+	hooks, _, err := hooksOf(*top)
+	if err != nil {
+		return nil, false, err
+	}
+	var changed []string
+	for _, ev := range s.events {
+		raw, ok := hooks.get(ev)
+		list, err := array(raw, ok)
+		if err != nil {
+			return nil, false, shapeErr("hooks.%s is not a list", ev)
+		}
+		list, found, dirty := s.strip(list, cmd)
+		if !found {
+			list = append(list, s.entry(cmd).raw())
+			dirty = true
+		}
+		if dirty {
+			hooks.set(ev, rawArray(list))
+			changed = append(changed, ev)
+		}
+	}
+	modified := len(changed) > 0
+	if modified {
+		top.set("hooks", hooks.raw())
+	}
+	if _, ok := top.get("version"); s.flat && !ok {
+		top.prepend("version", json.RawMessage("1"))
+		modified = true
+	}
+	return changed, modified, nil
+}
+
+// uninstall removes every harn entry for this agent, drops matcher groups
+// and event keys that it left empty, and "hooks" itself when it emptied it.
+func (s agentSpec) uninstall(top *object) ([]string, error) {
+	hooks, present, err := hooksOf(*top)
+	if err != nil || !present {
+		return nil, err
+	}
+	var removed []string
+	for _, m := range slices.Clone(hooks) {
+		list, err := array(m.val, true)
+		if err != nil {
+			continue // not ours to judge: an unknown key keeps its value
+		}
+		list, _, dirty := s.strip(list, "")
+		if !dirty {
+			continue
+		}
+		if len(list) == 0 {
+			hooks.del(m.key)
+		} else {
+			hooks.set(m.key, rawArray(list))
+		}
+		removed = append(removed, m.key)
+	}
+	if len(removed) == 0 {
+		return nil, nil
+	}
+	if len(hooks) == 0 {
+		top.del("hooks")
+	} else {
+		top.set("hooks", hooks.raw())
+	}
+	return removed, nil
+}
+
+// strip removes harn's entries from one event's list, except the first one
+// whose command is exactly keep (none when keep is ""). Entries it cannot
+// read are kept as they are. found reports whether keep was seen; dirty
+// whether anything was removed.
+func (s agentSpec) strip(list []json.RawMessage, keep string) (out []json.RawMessage, found, dirty bool) {
+	take := func(h json.RawMessage) bool { // false drops the handler
+		o, err := parseObject(h)
+		if err != nil {
+			return true
+		}
+		cmd := stringField(o, "command")
+		if !isHarn(cmd, s.name) {
+			return true
+		}
+		if keep != "" && cmd == keep && !found {
+			found = true
+			return true
+		}
+		dirty = true
+		return false
+	}
+	for _, item := range list {
+		if s.flat {
+			if take(item) {
+				out = append(out, item)
+			}
+			continue
+		}
+		group, err := parseObject(item)
+		if err != nil {
+			out = append(out, item)
+			continue
+		}
+		raw, ok := group.get("hooks")
+		hs, err := array(raw, ok)
+		if err != nil {
+			out = append(out, item)
+			continue
+		}
+		var kept []json.RawMessage
+		for _, h := range hs {
+			if take(h) {
+				kept = append(kept, h)
+			}
+		}
+		switch {
+		case len(kept) == len(hs):
+			out = append(out, item) // untouched, byte for byte
+		case len(kept) > 0:
+			group.set("hooks", rawArray(kept))
+			out = append(out, group.raw())
+		}
+		// A group harn's removal emptied is dropped.
+	}
+	return out, found, dirty
+}

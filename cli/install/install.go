@@ -1,0 +1,273 @@
+// Package install registers `harn hook <agent>` in an agent's hook settings
+// (Claude Code, Codex, Cursor, Gemini CLI) and removes it again. It edits
+// only harn's own entries: every other key and hook of the file stays as the
+// user wrote it, in its order. A changed file is backed up first and written
+// atomically; an unreadable one is refused and left alone.
+package install
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Errors callers match with errors.Is.
+var (
+	// ErrUnknownAgent: the agent has no hook settings harn can install.
+	ErrUnknownAgent = errors.New("unknown agent")
+	// ErrBadScope: the scope is neither user nor project, or its folder
+	// is not given.
+	ErrBadScope = errors.New("bad scope")
+	// ErrBadSettings: the existing settings file is not valid JSON, or not
+	// of the shape its agent uses. Nothing is written.
+	ErrBadSettings = errors.New("unreadable settings file")
+	// ErrBadCommand: the harn binary path is missing or not absolute.
+	ErrBadCommand = errors.New("bad harn command")
+)
+
+// Scopes.
+const (
+	ScopeUser    = "user"
+	ScopeProject = "project"
+)
+
+// Options says what to install where.
+type Options struct {
+	Agent            string // claude-code, codex, cursor or gemini
+	Scope            string // "user" (under Home) or "project" (under ProjectDir)
+	Home, ProjectDir string
+	// Command is the absolute path of the harn binary.
+	Command string
+	// DryRun computes the change and writes nothing.
+	DryRun bool
+	// Now is when the command runs. The files carry no time; it is kept so
+	// that callers can log the run with the report.
+	Now time.Time
+}
+
+// Report says what Install or Uninstall did (or, in a dry run, would do).
+type Report struct {
+	Path    string
+	Changed bool
+	// Added and Removed name the native events whose harn entry was added
+	// (or rewritten) or removed.
+	Added, Removed []string
+	// Backup is the copy of the previous file, when one was made.
+	Backup string
+	// Before and After are the file's content ("" before when it did not
+	// exist); After equals Before when nothing changed.
+	Before, After []byte
+	DryRun        bool
+}
+
+// BackupSuffix is appended to a settings file's name for its backup.
+const BackupSuffix = ".harn-backup"
+
+// Path returns the settings file o's agent and scope use.
+func Path(o Options) (string, error) {
+	s, ok := specs[o.Agent]
+	if !ok {
+		return "", fmt.Errorf("%w %q: harn installs hooks for %s", ErrUnknownAgent, o.Agent, strings.Join(Agents(), ", "))
+	}
+	var base string
+	switch o.Scope {
+	case ScopeUser:
+		base = o.Home
+	case ScopeProject:
+		base = o.ProjectDir
+	default:
+		return "", fmt.Errorf("%w %q: use %q or %q", ErrBadScope, o.Scope, ScopeUser, ScopeProject)
+	}
+	if base == "" {
+		return "", fmt.Errorf("%w: the %s scope needs its folder (home or project directory)", ErrBadScope, o.Scope)
+	}
+	return filepath.Join(base, s.dir, s.file), nil
+}
+
+// Install registers harn's hook for every native event the agent's adapter
+// maps. It is idempotent: a second run changes nothing and writes nothing.
+func Install(o Options) (Report, error) {
+	if o.Command == "" || !filepath.IsAbs(o.Command) {
+		return Report{}, fmt.Errorf("%w: %q; give the absolute path of the harn binary", ErrBadCommand, o.Command)
+	}
+	cmd := hookCommand(o.Command, o.Agent)
+	return edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
+		var modified bool
+		var err error
+		r.Added, modified, err = s.install(top, cmd)
+		return modified, err
+	})
+}
+
+// Uninstall removes exactly harn's entries for the agent, dropping matcher
+// groups and event keys they leave empty. A missing file is no change.
+func Uninstall(o Options) (Report, error) {
+	return edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
+		var err error
+		r.Removed, err = s.uninstall(top)
+		return len(r.Removed) > 0, err
+	})
+}
+
+func edit(o Options, change func(agentSpec, *object, *Report) (bool, error)) (Report, error) {
+	path, err := Path(o)
+	if err != nil {
+		return Report{}, err
+	}
+	r := Report{Path: path, DryRun: o.DryRun}
+	// Write through a symlinked settings file (dotfile setups), not over it.
+	target := path
+	if t, err := filepath.EvalSymlinks(path); err == nil {
+		target = t
+	}
+	before, mode, err := read(target)
+	if err != nil {
+		return r, err
+	}
+	r.Before, r.After = before, before
+	top, err := parseSettings(before)
+	if err != nil {
+		return r, fmt.Errorf("%w: %s: %w; fix the file or move it aside, then run again", ErrBadSettings, path, err)
+	}
+	modified, err := change(specs[o.Agent], &top, &r)
+	if err != nil {
+		return r, fmt.Errorf("%w: %s: %w; fix the file or move it aside, then run again", ErrBadSettings, path, err)
+	}
+	if !modified {
+		return r, nil
+	}
+	r.Changed = true
+	if r.After, err = render(top); err != nil {
+		return r, err
+	}
+	if o.DryRun {
+		return r, nil
+	}
+	if before != nil {
+		r.Backup = path + BackupSuffix
+		if err := writeAtomic(target+BackupSuffix, before, mode); err != nil {
+			return r, fmt.Errorf("backing up %s: %w", path, err)
+		}
+	}
+	if err := writeAtomic(target, r.After, mode); err != nil {
+		return r, fmt.Errorf("writing %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// read returns the file's content and mode, or nil and 0644 when it does
+// not exist.
+func read(path string) ([]byte, fs.FileMode, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, 0o644, nil
+	}
+	if err != nil {
+		return nil, 0, fmt.Errorf("reading %s: %w", path, err)
+	}
+	mode := fs.FileMode(0o644)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	return b, mode, nil
+}
+
+// parseSettings reads a settings file; an absent or blank file is empty.
+func parseSettings(b []byte) (object, error) {
+	if len(bytes.TrimSpace(b)) == 0 {
+		return object{}, nil
+	}
+	if !json.Valid(b) {
+		var v any
+		err := json.Unmarshal(b, &v)
+		return nil, fmt.Errorf("not valid JSON (%w)", err)
+	}
+	o, err := parseObject(b)
+	if err != nil {
+		return nil, fmt.Errorf("the top level is not a JSON object")
+	}
+	return o, nil
+}
+
+// render writes the settings with two-space indentation and a final newline.
+func render(top object) ([]byte, error) {
+	var b bytes.Buffer
+	if err := json.Indent(&b, top.raw(), "", "  "); err != nil {
+		return nil, fmt.Errorf("encoding settings: %w", err)
+	}
+	b.WriteByte('\n')
+	return b.Bytes(), nil
+}
+
+// writeAtomic replaces path with data: a temporary file in the same folder,
+// synced, then renamed over path, and the folder synced. Missing folders
+// are made with 0755.
+func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			_ = os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync() // best effort: not every platform syncs folders
+		_ = d.Close()
+	}
+	return nil
+}
+
+// Summary is a short human-readable account of the report.
+func (r Report) Summary() string {
+	var b strings.Builder
+	b.WriteString(r.Path)
+	if r.DryRun {
+		b.WriteString(" (dry run: nothing written)")
+	}
+	b.WriteByte('\n')
+	if !r.Changed {
+		b.WriteString("  no change: nothing to add or remove\n")
+		return b.String()
+	}
+	verb := map[bool]string{true: "would ", false: ""}[r.DryRun]
+	if len(r.Added) > 0 {
+		fmt.Fprintf(&b, "  %sadd %d: %s\n", verb, len(r.Added), strings.Join(r.Added, ", "))
+	}
+	if len(r.Removed) > 0 {
+		fmt.Fprintf(&b, "  %sremove %d: %s\n", verb, len(r.Removed), strings.Join(r.Removed, ", "))
+	}
+	if len(r.Added) == 0 && len(r.Removed) == 0 {
+		fmt.Fprintf(&b, "  %supdate the file's format version\n", verb)
+	}
+	if r.Backup != "" {
+		fmt.Fprintf(&b, "  backup: %s\n", r.Backup)
+	}
+	return b.String()
+}

@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/ledger"
+)
+
+func init() { commandSet = append(commandSet, newNodeCmd) }
+
+func newNodeCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "node",
+		Short: "run the harn node for this machine in the foreground",
+		Args:  cobra.NoArgs,
+		RunE:  runNode,
+	}
+	c.Flags().String("name", "", "node name in the mesh (default: the hostname)")
+	c.Flags().String("config", "", "config file (JSON object or key = value lines; keys are flag names)")
+	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
+	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
+	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
+	return c
+}
+
+func runNode(c *cobra.Command, _ []string) error {
+	p := placeOf(c)
+	cfg := node.DefaultConfig()
+	cfg.DataDir, cfg.Socket, cfg.Version = p.DataDir, p.Socket, version
+	if name, _ := c.Flags().GetString("name"); name != "" {
+		cfg.Name = name
+	}
+	cfg.ReapInterval, _ = c.Flags().GetDuration("reap-interval")
+	lvl, _ := c.Flags().GetString("log-level")
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(lvl)); err != nil {
+		return usageErr(fmt.Errorf("--log-level %q: use debug, info, warn or error", lvl))
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	n, err := node.New(cfg)
+	if err != nil {
+		return usageErr(err)
+	}
+	if err := n.Open(); err != nil {
+		if errors.Is(err, node.ErrLocked) {
+			return withCode(ExitConflict, err)
+		}
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	s := <-sig
+	cfg.Logger.Info("stopping", "signal", s.String())
+	return n.Close()
+}
+
+func newNodeErrorsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "errors",
+		Short: "list the diagnostics the node recorded for bad hook input",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			p := placeOf(c)
+			limit, _ := c.Flags().GetInt("limit")
+			cl, err := connect(c.Context(), p, 5*time.Second)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(c.Context(), 10*time.Second)
+			defer cancel()
+			res, err := cl.api.Errors(ctx, &api.ErrorsRequest{Limit: int32(limit)})
+			if err != nil {
+				return rpcErr(err, p)
+			}
+			ds := make([]ledger.Diagnostic, 0, len(res.DiagnosticsJson))
+			for _, b := range res.DiagnosticsJson {
+				var d ledger.Diagnostic
+				if err := json.Unmarshal(b, &d); err != nil {
+					return err
+				}
+				ds = append(ds, d)
+			}
+			if asJSON(c) {
+				return writeJSON(c, ds)
+			}
+			if len(ds) == 0 {
+				fmt.Fprintln(c.OutOrStdout(), "no diagnostics")
+				return nil
+			}
+			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tERROR")
+			for _, d := range ds {
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", d.Seq, d.TS, d.Source, oneLine(d.Error))
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().Int("limit", 100, "at most this many, newest first")
+	addJSONFlag(c)
+	return c
+}
+
+func newNodeStatusCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "status",
+		Short: "show whether the local node runs, and its counts",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			p := placeOf(c)
+			if socketDead(p.Socket) {
+				return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `harn node`", ErrNoNode, p.Socket))
+			}
+			cl, err := dial(p)
+			if err != nil {
+				return err
+			}
+			defer cl.Close()
+			ctx, cancel := context.WithTimeout(c.Context(), 5*time.Second)
+			defer cancel()
+			st, err := cl.api.Status(ctx, &api.StatusRequest{})
+			if err != nil {
+				return rpcErr(err, p)
+			}
+			out := map[string]any{"node": st.Node, "version": st.Version, "data_dir": st.DataDir,
+				"socket": p.Socket, "pid": st.Pid, "live_sessions": st.LiveSessions, "sessions": st.Sessions,
+				"started_at": time.Unix(0, st.StartedUnixNano).UTC().Format(time.RFC3339)}
+			if asJSON(c) {
+				return writeJSON(c, out)
+			}
+			fmt.Fprintf(c.OutOrStdout(), "node %s (pid %d, %s) on %s: %d live of %d sessions\n",
+				st.Node, st.Pid, st.Version, p.Socket, st.LiveSessions, st.Sessions)
+			return nil
+		},
+	}
+	addJSONFlag(c)
+	return c
+}

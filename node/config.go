@@ -1,0 +1,138 @@
+package node
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/harn-dev/harn/util/clock"
+)
+
+// Config configures a Node. Build it with DefaultConfig and change fields.
+type Config struct {
+	// DataDir holds ledger/, spool/, active/ and node.key.
+	DataDir string
+	// Socket is the unix socket of the local gRPC service.
+	Socket string
+	// Name is the node's name in the mesh (default: the hostname).
+	Name string
+	// Version is reported by Status.
+	Version string
+
+	// ReapInterval is how often the node checks that the agent processes
+	// of live sessions still exist.
+	ReapInterval time.Duration
+	// SpoolInterval is how often the node drains the spool while running.
+	SpoolInterval time.Duration
+	// ProjectDelay coalesces heartbeat writes.
+	ProjectDelay time.Duration
+
+	Logger *slog.Logger
+	Clock  clock.Clock
+	// Procs checks agent processes (nil: /proc).
+	Procs ProcChecker
+	// Git runs the git finalization check (nil: the git CLI).
+	Git GitChecker
+}
+
+// DefaultConfig returns the embedded defaults: the XDG state dir, the socket
+// in the runtime dir, the hostname as name.
+func DefaultConfig() Config {
+	host, _ := os.Hostname()
+	if host == "" {
+		host = "localhost"
+	}
+	dd := DefaultDataDir()
+	return Config{
+		DataDir:       dd,
+		Socket:        DefaultSocket(dd),
+		Name:          host,
+		ReapInterval:  2 * time.Second,
+		SpoolInterval: time.Second,
+		ProjectDelay:  0,
+		Logger:        slog.Default(),
+		Clock:         clock.Real{},
+	}
+}
+
+// DefaultDataDir is $XDG_STATE_HOME/harn, or ~/.local/state/harn.
+func DefaultDataDir() string {
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "harn")
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return filepath.Join(h, ".local", "state", "harn")
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("harn-%d", os.Getuid()))
+}
+
+// maxSocketPath keeps a socket path within the kernel's sun_path limit.
+const maxSocketPath = 100
+
+// DefaultSocket is the socket for a data dir: in $XDG_RUNTIME_DIR when set
+// (named by a hash of the data dir, so that several nodes never share one),
+// else harn.sock inside the data dir; a path too long for a unix socket
+// moves to the temp dir.
+func DefaultSocket(dataDir string) string {
+	abs, err := filepath.Abs(dataDir)
+	if err != nil {
+		abs = dataDir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	tag := hex.EncodeToString(sum[:4])
+	if rd := os.Getenv("XDG_RUNTIME_DIR"); rd != "" {
+		p := filepath.Join(rd, "harn-"+tag+".sock")
+		if len(p) <= maxSocketPath {
+			return p
+		}
+	}
+	p := filepath.Join(abs, "harn.sock")
+	if len(p) <= maxSocketPath {
+		return p
+	}
+	return filepath.Join(os.TempDir(), fmt.Sprintf("harn-%d-%s.sock", os.Getuid(), tag))
+}
+
+// Errors of configuration and startup.
+var (
+	ErrConfig = errors.New("invalid node config")
+	ErrLocked = errors.New("another harn node is running on this data dir")
+)
+
+// Validate checks the Config.
+func (c Config) Validate() error {
+	switch {
+	case c.DataDir == "":
+		return fmt.Errorf("%w: data-dir is empty; pass --data-dir or set HARN_DATA_DIR", ErrConfig)
+	case c.Socket == "":
+		return fmt.Errorf("%w: socket is empty; pass --socket or set HARN_SOCKET", ErrConfig)
+	case len(c.Socket) > 104:
+		return fmt.Errorf("%w: socket path %q is longer than 104 bytes; pass a shorter --socket", ErrConfig, c.Socket)
+	case c.Name == "":
+		return fmt.Errorf("%w: name is empty; pass --name", ErrConfig)
+	case c.ReapInterval <= 0 || c.SpoolInterval <= 0 || c.ProjectDelay < 0:
+		return fmt.Errorf("%w: intervals must be positive", ErrConfig)
+	case c.Logger == nil || c.Clock == nil:
+		return fmt.Errorf("%w: Logger and Clock are required", ErrConfig)
+	}
+	return nil
+}
+
+// Paths inside the data dir.
+func (c Config) ledgerDir() string { return filepath.Join(c.DataDir, "ledger") }
+
+// SpoolDir is where hooks spool events while the node is down.
+func SpoolDir(dataDir string) string { return filepath.Join(dataDir, "spool") }
+
+// ActiveDir holds the heartbeat projections of live sessions.
+func ActiveDir(dataDir string) string { return filepath.Join(dataDir, "active") }
+
+// KeyPath is the node key used for keyed digests.
+func KeyPath(dataDir string) string { return filepath.Join(dataDir, "node.key") }
+
+func (c Config) lockPath() string { return filepath.Join(c.DataDir, "node.lock") }

@@ -1,0 +1,230 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/ids"
+)
+
+// Ingest errors.
+var (
+	ErrUnknownSession = errors.New("unknown session")
+	ErrAmbiguous      = errors.New("session prefix is ambiguous")
+)
+
+// Ingest validates evs, gives new sessions a name, stores the events
+// durably (idempotent by id) and folds them into the live states. It
+// returns after the events are in a synced WAL.
+func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
+	now := n.cfg.Clock.Now()
+	for i := range evs {
+		e := &evs[i]
+		if e.ID == "" {
+			e.ID = ids.New(now)
+		}
+		e.Node = n.cfg.Name
+		e.Seq = 0
+		if err := e.Validate(); err != nil {
+			return ledger.AppendResult{}, fmt.Errorf("event %d: %w", i, err)
+		}
+	}
+	named := n.nameNewSessions(evs)
+	res, err := n.ledger.Append(evs)
+	if err != nil {
+		n.unname(named)
+		return res, err
+	}
+	n.apply(res.Stored)
+	return res, nil
+}
+
+// nameNewSessions stamps a session_name on the first event of each session
+// the node has not seen, unique among live sessions.
+func (n *Node) nameNewSessions(evs []presence.Event) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var named []string
+	for i := range evs {
+		e := &evs[i]
+		if ent, ok := n.sessions[e.SessionID]; ok && ent.state.Name != "" {
+			continue
+		}
+		if contains(named, e.SessionID) {
+			continue
+		}
+		name := pickName(e.SessionID, n.takenLocked())
+		e.SetAttr(presence.AttrSessionName, name)
+		ent := n.sessions[e.SessionID]
+		if ent == nil {
+			ent = &entry{state: presence.NewState(e.SessionID)}
+			ent.state.Events = 0
+			n.sessions[e.SessionID] = ent
+		}
+		ent.state.Name = name
+		n.liveNames[name] = e.SessionID
+		named = append(named, e.SessionID)
+	}
+	return named
+}
+
+func (n *Node) takenLocked() map[string]bool {
+	t := make(map[string]bool, len(n.liveNames))
+	for k := range n.liveNames {
+		t[k] = true
+	}
+	return t
+}
+
+// unname undoes the names given to sessions whose first events were not
+// stored.
+func (n *Node) unname(sessions []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, s := range sessions {
+		ent := n.sessions[s]
+		if ent == nil || ent.state.Events > 0 {
+			continue
+		}
+		delete(n.liveNames, ent.state.Name)
+		delete(n.sessions, s)
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// apply folds stored events into the live states. An event that sorts
+// before the session's last folded event makes the node fold that session
+// again from the ledger, so that an older event arriving later never rolls
+// the state backward.
+func (n *Node) apply(stored []presence.Event) {
+	if len(stored) == 0 {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	changed := map[string]bool{}
+	for i := range stored {
+		e := &stored[i]
+		ent := n.sessions[e.SessionID]
+		if ent == nil {
+			ent = &entry{state: presence.NewState(e.SessionID)}
+			n.sessions[e.SessionID] = ent
+		}
+		if ent.state.Events == 0 {
+			// A placeholder made by naming: fold from scratch.
+			name := ent.state.Name
+			ent.state = presence.NewState(e.SessionID)
+			if presence.InOrder(&ent.state, e) {
+				ent.state = presence.Step(ent.state, e)
+			}
+			if ent.state.Name == "" {
+				ent.state.Name = name
+			}
+		} else if presence.InOrder(&ent.state, e) {
+			ent.state = presence.Step(ent.state, e)
+		} else {
+			evs, err := n.ledger.Session(e.SessionID)
+			if err != nil {
+				n.log.Error("refold session", "session", e.SessionID, "err", err)
+				continue
+			}
+			ent.state = presence.Fold(evs)
+		}
+		changed[e.SessionID] = true
+	}
+	keys := make([]string, 0, len(changed))
+	for k := range changed {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, s := range keys {
+		ent := n.sessions[s]
+		ent.hash = presence.PresenceHash(&ent.state)
+		if ent.state.Ended {
+			if n.liveNames[ent.state.Name] == s {
+				delete(n.liveNames, ent.state.Name)
+			}
+		} else if ent.state.Name != "" {
+			if _, taken := n.liveNames[ent.state.Name]; !taken {
+				n.liveNames[ent.state.Name] = s
+			}
+		}
+		if n.proj != nil {
+			n.proj.mark(ent.state)
+		}
+	}
+}
+
+// liveSnapshot copies the states of live sessions.
+func (n *Node) liveSnapshot() []presence.State {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]presence.State, 0, len(n.sessions))
+	for _, e := range n.sessions {
+		if e.state.Events > 0 && !e.state.Ended {
+			out = append(out, e.state)
+		}
+	}
+	return out
+}
+
+// Sessions copies the states of all sessions (all) or the live ones,
+// sorted by start time then id.
+func (n *Node) Sessions(all bool) []presence.State {
+	n.mu.Lock()
+	out := make([]presence.State, 0, len(n.sessions))
+	for _, e := range n.sessions {
+		if e.state.Events == 0 || (!all && e.state.Ended) {
+			continue
+		}
+		out = append(out, e.state)
+	}
+	n.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].StartedAt.Equal(out[j].StartedAt) {
+			return out[i].StartedAt.Before(out[j].StartedAt)
+		}
+		return out[i].SessionID < out[j].SessionID
+	})
+	return out
+}
+
+// Resolve finds a session by id or unique prefix.
+func (n *Node) Resolve(idOrPrefix string) (presence.State, error) {
+	if idOrPrefix == "" {
+		return presence.State{}, fmt.Errorf("%w: empty id", ErrUnknownSession)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if e, ok := n.sessions[idOrPrefix]; ok && e.state.Events > 0 {
+		return e.state, nil
+	}
+	var found []string
+	for id, e := range n.sessions {
+		if e.state.Events > 0 && len(id) >= len(idOrPrefix) && id[:len(idOrPrefix)] == idOrPrefix {
+			found = append(found, id)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return presence.State{}, fmt.Errorf("%w %q; see `harn agents list --all`", ErrUnknownSession, idOrPrefix)
+	case 1:
+		return n.sessions[found[0]].state, nil
+	}
+	sort.Strings(found)
+	if len(found) > 4 {
+		found = append(found[:4], "…")
+	}
+	return presence.State{}, fmt.Errorf("%w: %q matches %v; give more of the id", ErrAmbiguous, idOrPrefix, found)
+}

@@ -1,0 +1,210 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"unicode/utf8"
+
+	"github.com/harn-dev/harn/node/gitcheck"
+	"github.com/harn-dev/harn/presence"
+)
+
+// ErrRefused wraps every refusal of an operator declaration. A refusal
+// writes no event.
+var ErrRefused = errors.New("refused")
+
+// ErrBadRequest wraps operator input that is malformed.
+var ErrBadRequest = errors.New("bad request")
+
+// RefusedError names the check that refused a declaration.
+type RefusedError struct {
+	Check string
+	Err   error
+}
+
+func (e *RefusedError) Error() string { return e.Check + ": " + e.Err.Error() }
+
+// Unwrap returns both the sentinel and the cause.
+func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
+
+// GitChecker runs the git finalization check.
+type GitChecker interface {
+	Check(ctx context.Context, cwd string, paths []string) error
+}
+
+type realGit struct{ cfg gitcheck.Config }
+
+func (g realGit) Check(ctx context.Context, cwd string, paths []string) error {
+	return gitcheck.Check(ctx, g.cfg, cwd, paths)
+}
+
+// LifecycleResult is the outcome of a declaration.
+type LifecycleResult struct {
+	State    presence.State
+	Recorded bool
+}
+
+// Lifecycle declares a task state for a session, enforcing every rule: a
+// reason for blocked, top-level sessions only, a current task and a passing
+// git finalization check for done. Repeating the current state and reason
+// records nothing.
+func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
+	n.mutMu.Lock()
+	defer n.mutMu.Unlock()
+	st, err := n.Resolve(session)
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	decl, err := presence.Declare(&st, to, reason)
+	if err != nil {
+		check := "lifecycle"
+		switch {
+		case errors.Is(err, presence.ErrUnknownState), errors.Is(err, presence.ErrReasonTooLong):
+			return LifecycleResult{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		case errors.Is(err, presence.ErrReasonRequired):
+			check = "reason_required"
+		case errors.Is(err, presence.ErrSubagent):
+			check = "top_level_only"
+		case errors.Is(err, presence.ErrNoTask):
+			check = "current_task"
+		}
+		return LifecycleResult{}, &RefusedError{Check: check, Err: err}
+	}
+	if decl.Noop {
+		return LifecycleResult{State: st}, nil
+	}
+	if to == presence.TaskDone {
+		paths, err := n.claimHistory(st.SessionID)
+		if err != nil {
+			return LifecycleResult{}, err
+		}
+		if err := n.git.Check(ctx, st.Cwd, paths); err != nil {
+			var ce *gitcheck.CheckError
+			if errors.As(err, &ce) {
+				return LifecycleResult{}, &RefusedError{Check: "git_" + ce.Check, Err: err}
+			}
+			return LifecycleResult{}, &RefusedError{Check: "git", Err: err}
+		}
+	}
+	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
+		Type: presence.TypeTaskState, TS: n.cfg.Clock.Now(), Agent: st.Agent, Attrs: decl.Attrs}
+	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+		return LifecycleResult{}, err
+	}
+	st, err = n.Resolve(st.SessionID)
+	return LifecycleResult{State: st, Recorded: true}, err
+}
+
+// claimHistory is the session's durable write-claim history from the
+// ledger (the live state keeps a bounded set).
+func (n *Node) claimHistory(session string) ([]string, error) {
+	evs, err := n.ledger.Session(session)
+	if err != nil {
+		return nil, err
+	}
+	set := map[string]bool{}
+	for i := range evs {
+		if evs[i].Type == presence.TypeClaimWrite {
+			for _, p := range evs[i].AttrStrings(presence.AttrPaths) {
+				set[p] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for p := range set {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// SetTask sets the task text. It is lifecycle-neutral: while blocked or
+// done it records the text and returns a warning, and does not reopen.
+func (n *Node) SetTask(session, task string) (presence.State, string, error) {
+	if task == "" {
+		return presence.State{}, "", fmt.Errorf("%w: task text is empty; pass the task as an argument", ErrBadRequest)
+	}
+	if c := utf8.RuneCountInString(task); c > presence.MaxTaskChars {
+		return presence.State{}, "", fmt.Errorf("%w: task is %d characters; at most %d", ErrBadRequest, c, presence.MaxTaskChars)
+	}
+	n.mutMu.Lock()
+	defer n.mutMu.Unlock()
+	st, err := n.Resolve(session)
+	if err != nil {
+		return st, "", err
+	}
+	var warn string
+	if st.TaskState != presence.TaskActive {
+		warn = fmt.Sprintf("the task is %s; set-task does not reopen it — run `harn agents lifecycle active` to resume", st.TaskState)
+	}
+	if st.Task == task {
+		return st, warn, nil
+	}
+	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
+		Type: presence.TypeTaskSet, TS: n.cfg.Clock.Now(), Agent: st.Agent,
+		Attrs: map[string]any{presence.AttrTask: task}}
+	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+		return st, "", err
+	}
+	st, err = n.Resolve(st.SessionID)
+	return st, warn, err
+}
+
+// Claim records write claims (absolute paths) for a session.
+func (n *Node) Claim(session string, paths []string) (presence.State, error) {
+	if len(paths) == 0 {
+		return presence.State{}, fmt.Errorf("%w: no paths; pass the files the session writes", ErrBadRequest)
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) {
+			return presence.State{}, fmt.Errorf("%w: path %q is not absolute", ErrBadRequest, p)
+		}
+	}
+	st, err := n.Resolve(session)
+	if err != nil {
+		return st, err
+	}
+	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
+		Type: presence.TypeClaimWrite, TS: n.cfg.Clock.Now(), Agent: st.Agent,
+		Attrs: map[string]any{presence.AttrPaths: paths}}
+	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+		if errors.Is(err, presence.ErrInvalidEvent) {
+			return st, fmt.Errorf("%w: %w", ErrBadRequest, err)
+		}
+		return st, err
+	}
+	return n.Resolve(st.SessionID)
+}
+
+// Proc is a process in a caller's ancestry.
+type Proc struct {
+	PID   int
+	Start uint64
+}
+
+// Whoami finds the live session whose recorded agent process is the
+// nearest in the caller's ancestry; a top-level session is preferred over
+// its subagents, then the most recently active.
+func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
+	live := n.liveSnapshot()
+	for _, p := range ancestry {
+		var best *presence.State
+		for i := range live {
+			s := &live[i]
+			if s.AgentPID != p.PID || (p.Start != 0 && s.AgentPIDStart != 0 && s.AgentPIDStart != p.Start) {
+				continue
+			}
+			if best == nil || (best.IsSubagent() && !s.IsSubagent()) ||
+				(best.IsSubagent() == s.IsSubagent() && s.LastEventAt.After(best.LastEventAt)) {
+				best = s
+			}
+		}
+		if best != nil {
+			return *best, nil
+		}
+	}
+	return presence.State{}, fmt.Errorf("%w: no live session belongs to a process above this one; pass --session or set HARN_SESSION", ErrUnknownSession)
+}

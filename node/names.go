@@ -1,0 +1,39 @@
+package node
+
+import (
+	"fmt"
+	"hash/fnv"
+)
+
+// names are the short memorable session names ("Agent Sable").
+var names = []string{
+	"Sable", "Onyx", "Juniper", "Wren", "Cobalt", "Ember", "Fable", "Harbor", "Iris", "Jasper",
+	"Kestrel", "Linden", "Marlow", "Nimbus", "Orchid", "Pike", "Quill", "Rowan", "Sorrel", "Tamsin",
+	"Umber", "Vesper", "Willow", "Yarrow", "Zephyr", "Alder", "Birch", "Cedar", "Dune", "Echo",
+	"Flint", "Garnet", "Hazel", "Indigo", "Jade", "Kite", "Lark", "Moss", "Nova", "Opal",
+	"Pebble", "Quartz", "Raven", "Slate", "Thistle", "Vale", "Aspen", "Basil", "Clover", "Delta",
+	"Fern", "Gale", "Heron", "Ivy", "Juno", "Koi", "Lumen", "Maple", "Nettle", "Otter",
+	"Pine", "Rook", "Sage", "Tide", "Vireo", "Wisp", "Amber", "Briar", "Cinder", "Dove",
+	"Finch", "Gorse", "Hollow", "Lapis", "Mica", "Nectar", "Oriel", "Plume", "Reed", "Sparrow",
+}
+
+// pickName returns a name not in taken, starting at a place derived from
+// the session id so that names spread; when every name is taken it adds a
+// number.
+func pickName(session string, taken map[string]bool) string {
+	h := fnv.New32a()
+	h.Write([]byte(session))
+	start := int(h.Sum32() % uint32(len(names)))
+	for round := 1; round < 1000; round++ {
+		for i := range names {
+			n := names[(start+i)%len(names)]
+			if round > 1 {
+				n = fmt.Sprintf("%s-%d", n, round)
+			}
+			if !taken[n] {
+				return n
+			}
+		}
+	}
+	return session
+}

@@ -1,0 +1,251 @@
+// Package node is the harn daemon. It composes the session model (presence)
+// with its durable record (the Pebble ledger), keeps every session's live
+// state with the same reducer that replay uses, writes the heartbeat
+// projections, drains the hooks' spool, ends sessions whose agent process is
+// gone, and serves the local gRPC API on a unix socket.
+package node
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/gitcheck"
+	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/presence"
+)
+
+// ProcChecker tells whether an agent process still exists.
+type ProcChecker interface {
+	Alive(pid int, start uint64) bool
+}
+
+// entry is one session's live state.
+type entry struct {
+	state presence.State
+	hash  string
+}
+
+// Node is the daemon. Build it with New, start it with Open, stop it with
+// Close.
+type Node struct {
+	cfg   Config
+	log   *slog.Logger
+	procs ProcChecker
+	git   GitChecker
+
+	ledger *ledger.Ledger
+	lock   *os.File
+	key    []byte
+
+	mu        sync.Mutex
+	sessions  map[string]*entry
+	liveNames map[string]string // name -> session, live sessions only
+	mutMu     sync.Mutex        // serializes operator mutations
+
+	proj    *projector
+	grpc    *grpc.Server
+	lis     net.Listener
+	started time.Time
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	closeErr  error
+	opened    bool
+}
+
+// New builds a node. It does no I/O.
+func New(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	procs, git := cfg.Procs, cfg.Git
+	if procs == nil {
+		procs = systemProcs{}
+	}
+	if git == nil {
+		git = realGit{cfg: gitcheck.DefaultConfig()}
+	}
+	return &Node{
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
+		sessions: map[string]*entry{}, liveNames: map[string]string{},
+		stop: make(chan struct{}),
+	}, nil
+}
+
+// Open takes the data dir, opens the ledger, rebuilds every session's live
+// state, drains the spool, and starts serving.
+func (n *Node) Open() error {
+	if err := n.open(); err != nil {
+		n.Close()
+		return err
+	}
+	return nil
+}
+
+func (n *Node) open() error {
+	n.started = n.cfg.Clock.Now()
+	for _, d := range []string{n.cfg.DataDir, ActiveDir(n.cfg.DataDir), SpoolDir(n.cfg.DataDir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	lf, err := os.OpenFile(n.cfg.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("open lock: %w", err)
+	}
+	if err := unix.Flock(int(lf.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		lf.Close()
+		return fmt.Errorf("%w: %s is locked", ErrLocked, n.cfg.DataDir)
+	}
+	n.lock = lf
+	n.opened = true
+	if n.key, err = LoadOrCreateKey(n.cfg.DataDir); err != nil {
+		return err
+	}
+	lc := ledger.DefaultConfig(n.cfg.ledgerDir())
+	lc.Logger = n.log
+	if n.ledger, err = ledger.Open(lc); err != nil {
+		return err
+	}
+	if err := n.rebuild(); err != nil {
+		return err
+	}
+	n.proj = newProjector(ActiveDir(n.cfg.DataDir), n.log)
+	n.proj.resetFiles(n.liveSnapshot())
+	n.drainSpool()
+	if err := n.listen(); err != nil {
+		return err
+	}
+	n.wg.Add(3)
+	go n.proj.run(&n.wg, n.stop)
+	go n.spoolLoop()
+	go n.reapLoop()
+	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
+		"sessions", len(n.sessions))
+	return nil
+}
+
+func (n *Node) listen() error {
+	if err := os.MkdirAll(filepath.Dir(n.cfg.Socket), 0o700); err != nil {
+		return fmt.Errorf("socket dir: %w", err)
+	}
+	// The data dir lock is ours, so a socket file left here is stale.
+	if err := os.Remove(n.cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("remove stale socket: %w", err)
+	}
+	old := unix.Umask(0o177)
+	lis, err := net.Listen("unix", n.cfg.Socket)
+	unix.Umask(old)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", n.cfg.Socket, err)
+	}
+	if err := os.Chmod(n.cfg.Socket, 0o600); err != nil {
+		lis.Close()
+		return fmt.Errorf("chmod socket: %w", err)
+	}
+	n.lis = lis
+	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(8 << 20))
+	api.RegisterLocalServer(n.grpc, &localService{n: n})
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if err := n.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			n.log.Error("grpc serve", "err", err)
+		}
+	}()
+	return nil
+}
+
+// Close stops serving, waits for every goroutine, flushes heartbeats and
+// closes the ledger. It is safe to call twice.
+func (n *Node) Close() error {
+	n.closeOnce.Do(func() {
+		close(n.stop)
+		if n.grpc != nil {
+			done := make(chan struct{})
+			go func() { n.grpc.GracefulStop(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(3 * time.Second):
+				n.grpc.Stop()
+			}
+		}
+		n.wg.Wait()
+		if n.proj != nil {
+			n.proj.flush()
+		}
+		if n.ledger != nil {
+			n.closeErr = n.ledger.Close()
+		}
+		if n.lis != nil {
+			os.Remove(n.cfg.Socket)
+		}
+		if n.lock != nil {
+			n.lock.Close()
+		}
+	})
+	return n.closeErr
+}
+
+// Ledger exposes the ledger (tests and benchmarks).
+func (n *Node) Ledger() *ledger.Ledger { return n.ledger }
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.cfg.Name }
+
+// rebuild folds every session in the ledger into its live state.
+func (n *Node) rebuild() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.ledger.ForEachSession(func(id string, evs []presence.Event) error {
+		st := presence.Fold(evs)
+		n.sessions[id] = &entry{state: st, hash: presence.PresenceHash(&st)}
+		if !st.Ended && st.Name != "" {
+			n.liveNames[st.Name] = id
+		}
+		return nil
+	})
+}
+
+// LoadOrCreateKey reads the node key used for keyed digests, creating it
+// (32 random bytes, mode 0600) when absent. Hooks and the node share it.
+func LoadOrCreateKey(dataDir string) ([]byte, error) {
+	p := KeyPath(dataDir)
+	if b, err := os.ReadFile(p); err == nil && len(b) >= 32 {
+		return b[:32], nil
+	}
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return nil, fmt.Errorf("node key: %w", err)
+	}
+	key := make([]byte, 32)
+	if _, err := rand.Read(key); err != nil {
+		return nil, fmt.Errorf("node key: %w", err)
+	}
+	tmp := fmt.Sprintf("%s.tmp-%d", p, os.Getpid())
+	if err := os.WriteFile(tmp, key, 0o600); err != nil {
+		return nil, fmt.Errorf("node key: %w", err)
+	}
+	// Link fails if another process made the key first; then use theirs.
+	if err := os.Link(tmp, p); err != nil {
+		os.Remove(tmp)
+		b, rerr := os.ReadFile(p)
+		if rerr != nil || len(b) < 32 {
+			return nil, fmt.Errorf("node key: %w", err)
+		}
+		return b[:32], nil
+	}
+	os.Remove(tmp)
+	return key, nil
+}

@@ -1,0 +1,133 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/harn-dev/harn/presence"
+)
+
+// projector writes the heartbeat projection of each live session to
+// active/<id>.json (temp file and rename, so a reader never sees half a
+// file) and removes the file when the session ends. Writes are coalesced:
+// a session marked many times before the writer runs is written once.
+type projector struct {
+	dir string
+	log *slog.Logger
+
+	mu    sync.Mutex
+	dirty map[string]presence.State
+	kick  chan struct{}
+}
+
+func newProjector(dir string, log *slog.Logger) *projector {
+	return &projector{dir: dir, log: log, dirty: map[string]presence.State{}, kick: make(chan struct{}, 1)}
+}
+
+// HeartbeatPath is the heartbeat file of a session.
+func HeartbeatPath(dataDir, session string) string {
+	return filepath.Join(ActiveDir(dataDir), heartbeatName(session))
+}
+
+func heartbeatName(session string) string {
+	return url.PathEscape(session) + ".json"
+}
+
+func (p *projector) mark(s presence.State) {
+	p.mu.Lock()
+	p.dirty[s.SessionID] = s
+	p.mu.Unlock()
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *projector) run(wg *sync.WaitGroup, stop <-chan struct{}) {
+	defer wg.Done()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-p.kick:
+			p.flush()
+		}
+	}
+}
+
+// flush writes every dirty session.
+func (p *projector) flush() {
+	p.mu.Lock()
+	batch := p.dirty
+	p.dirty = make(map[string]presence.State, len(batch))
+	p.mu.Unlock()
+	for _, s := range batch {
+		if err := p.write(s); err != nil {
+			p.log.Error("heartbeat", "session", s.SessionID, "err", err)
+		}
+	}
+}
+
+func (p *projector) write(s presence.State) error {
+	path := filepath.Join(p.dir, heartbeatName(s.SessionID))
+	if s.Ended {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(p.dir, ".hb-*")
+	if err != nil {
+		return fmt.Errorf("heartbeat temp: %w", err)
+	}
+	if _, err := tmp.Write(append(b, '\n')); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
+}
+
+// resetFiles makes active/ match the live set at start: heartbeats of
+// sessions that are not live (or unknown) are removed, and every live
+// session is written.
+func (p *projector) resetFiles(live []presence.State) {
+	want := map[string]bool{}
+	for _, s := range live {
+		want[heartbeatName(s.SessionID)] = true
+	}
+	if ents, err := os.ReadDir(p.dir); err == nil {
+		for _, e := range ents {
+			if !want[e.Name()] || strings.HasPrefix(e.Name(), ".hb-") {
+				os.Remove(filepath.Join(p.dir, e.Name()))
+			}
+		}
+	}
+	for _, s := range live {
+		p.mark(s)
+	}
+	p.flush()
+}

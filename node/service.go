@@ -1,0 +1,225 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/presence"
+)
+
+// localService adapts the node to the generated gRPC server interface.
+type localService struct {
+	api.UnimplementedLocalServer
+	n *Node
+}
+
+var _ api.LocalServer = (*localService)(nil)
+
+// statusErr maps the node's errors to gRPC codes; the CLI maps the codes to
+// exit codes: InvalidArgument (bad input), NotFound (unknown session),
+// FailedPrecondition (a rule refused), Aborted (ambiguous prefix).
+func statusErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var c codes.Code
+	switch {
+	case errors.Is(err, ErrUnknownSession):
+		c = codes.NotFound
+	case errors.Is(err, ErrAmbiguous):
+		c = codes.Aborted
+	case errors.Is(err, ErrRefused):
+		c = codes.FailedPrecondition
+	case errors.Is(err, ErrBadRequest), errors.Is(err, presence.ErrInvalidEvent):
+		c = codes.InvalidArgument
+	default:
+		c = codes.Internal
+	}
+	return status.Error(c, err.Error())
+}
+
+// EventFromAPI converts a wire event.
+func EventFromAPI(e *api.Event) (presence.Event, error) {
+	ev := presence.Event{ID: e.Id, SessionID: e.SessionId, ParentSessionID: e.ParentSessionId,
+		Type: e.Type, Agent: e.Agent, Node: e.Node, Seq: e.Seq}
+	if e.TsUnixNano != 0 {
+		ev.TS = time.Unix(0, e.TsUnixNano).UTC()
+	}
+	if len(e.AttrsJson) > 0 {
+		var attrs map[string]any
+		if err := json.Unmarshal(e.AttrsJson, &attrs); err != nil {
+			return ev, &presence.FieldError{Field: "attrs", Msg: "is not a JSON object"}
+		}
+		ev.Attrs = presence.NormalizeAttrs(attrs)
+	}
+	return ev, nil
+}
+
+// EventToAPI converts an event for the wire.
+func EventToAPI(e *presence.Event) *api.Event {
+	out := &api.Event{Id: e.ID, SessionId: e.SessionID, ParentSessionId: e.ParentSessionID,
+		Type: e.Type, Agent: e.Agent, Node: e.Node, Seq: e.Seq}
+	if !e.TS.IsZero() {
+		out.TsUnixNano = e.TS.UnixNano()
+	}
+	if len(e.Attrs) > 0 {
+		out.AttrsJson, _ = json.Marshal(e.Attrs)
+	}
+	return out
+}
+
+func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
+	evs := make([]presence.Event, 0, len(req.Events))
+	for _, e := range req.Events {
+		ev, err := EventFromAPI(e)
+		if err != nil {
+			return nil, statusErr(err)
+		}
+		evs = append(evs, ev)
+	}
+	res, err := s.n.Ingest(evs)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	out := &api.AppendResponse{Duplicates: int32(res.Duplicates)}
+	for i := range evs {
+		out.Ids = append(out.Ids, evs[i].ID)
+	}
+	if req.ContextFor != "" {
+		out.AdditionalContext = s.n.peerContext(req.ContextFor)
+	}
+	return out, nil
+}
+
+func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (*api.DiagnoseResponse, error) {
+	ts := time.Unix(0, req.TsUnixNano)
+	if req.TsUnixNano == 0 {
+		ts = s.n.cfg.Clock.Now()
+	}
+	src := req.Agent
+	if src == "" {
+		src = "hook"
+	}
+	s.n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
+		Error: req.Error, InputBytes: int(req.InputBytes), InputDigest: req.InputDigest})
+	return &api.DiagnoseResponse{}, nil
+}
+
+func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.ListResponse, error) {
+	sessions := s.n.Sessions(req.All)
+	out := &api.ListResponse{Node: s.n.cfg.Name, SessionsJson: make([][]byte, 0, len(sessions))}
+	for i := range sessions {
+		b, err := json.Marshal(sessions[i])
+		if err != nil {
+			return nil, statusErr(err)
+		}
+		out.SessionsJson = append(out.SessionsJson, b)
+	}
+	return out, nil
+}
+
+func (s *localService) session(st presence.State, err error) (*api.SessionResponse, error) {
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	return &api.SessionResponse{SessionJson: b, Live: !st.Ended}, nil
+}
+
+func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
+	return s.session(s.n.Resolve(req.Id))
+}
+
+func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
+	st, err := s.n.Resolve(req.Id)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	evs, err := s.n.ledger.Session(st.SessionID)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	presence.SortEvents(evs)
+	b, _ := json.Marshal(st)
+	out := &api.TraceResponse{SessionJson: b}
+	for i := range evs {
+		out.Events = append(out.Events, EventToAPI(&evs[i]))
+	}
+	return out, nil
+}
+
+func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api.SessionResponse, error) {
+	anc := make([]Proc, 0, len(req.Ancestry))
+	for _, p := range req.Ancestry {
+		anc = append(anc, Proc{PID: int(p.Pid), Start: p.Start})
+	}
+	return s.session(s.n.Whoami(anc))
+}
+
+func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
+	res, err := s.n.Lifecycle(ctx, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	b, _ := json.Marshal(res.State)
+	out := &api.LifecycleResponse{SessionJson: b, Recorded: res.Recorded}
+	if !res.Recorded {
+		out.Note = "unchanged: the session already has this state and reason; nothing recorded"
+	}
+	return out, nil
+}
+
+func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*api.MutateResponse, error) {
+	st, warn, err := s.n.SetTask(req.SessionId, req.Task)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	b, _ := json.Marshal(st)
+	return &api.MutateResponse{SessionJson: b, Warning: warn}, nil
+}
+
+func (s *localService) Claim(ctx context.Context, req *api.ClaimRequest) (*api.MutateResponse, error) {
+	st, err := s.n.Claim(req.SessionId, req.Paths)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	b, _ := json.Marshal(st)
+	return &api.MutateResponse{SessionJson: b}, nil
+}
+
+func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api.ErrorsResponse, error) {
+	ds, err := s.n.ledger.Diagnostics(int(req.Limit))
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	out := &api.ErrorsResponse{}
+	for _, d := range ds {
+		b, _ := json.Marshal(d)
+		out.DiagnosticsJson = append(out.DiagnosticsJson, b)
+	}
+	return out, nil
+}
+
+func (s *localService) Status(ctx context.Context, req *api.StatusRequest) (*api.StatusResponse, error) {
+	all := s.n.Sessions(true)
+	live := 0
+	for i := range all {
+		if !all[i].Ended {
+			live++
+		}
+	}
+	return &api.StatusResponse{Node: s.n.cfg.Name, Version: s.n.cfg.Version, DataDir: s.n.cfg.DataDir,
+		LiveSessions: int32(live), Sessions: int32(len(all)), StartedUnixNano: s.n.started.UnixNano(),
+		Pid: int32(os.Getpid())}, nil
+}

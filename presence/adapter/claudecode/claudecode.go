@@ -1,0 +1,59 @@
+// Package claudecode maps Claude Code's hooks (`harn hook claude-code`) to
+// canonical events. See spec/hooks.md, "Claude Code".
+package claudecode
+
+import (
+	"encoding/json"
+
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/internal/claudelike"
+)
+
+// Name is the agent name of this adapter.
+const Name = "claude-code"
+
+// Events lists the native hook events the adapter maps: the ones `harn
+// install` registers.
+func Events() []string {
+	return []string{
+		claudelike.SessionStart, claudelike.UserPromptSubmit, claudelike.PreToolUse,
+		claudelike.PermissionRequest, claudelike.PostToolUse, claudelike.PostToolUseFailure,
+		claudelike.Notification, claudelike.Elicitation, claudelike.Stop, claudelike.StopFailure,
+		claudelike.SubagentStart, claudelike.SubagentStop, claudelike.PreCompact,
+		claudelike.PostCompact, claudelike.SessionEnd,
+	}
+}
+
+type claudeCode struct{ m claudelike.Mapper }
+
+// New returns the Claude Code adapter.
+func New() adapter.Adapter {
+	return claudeCode{claudelike.Mapper{Agent: Name, Claims: writeClaims}}
+}
+
+func (claudeCode) Name() string                                      { return Name }
+func (a claudeCode) Decode(in adapter.Input) (adapter.Result, error) { return a.m.Decode(in) }
+func (claudeCode) Output(res adapter.Result, ctx string) []byte      { return claudelike.Output(res, ctx) }
+
+// writeClaims names the file a Write, Edit, MultiEdit or NotebookEdit call
+// writes.
+func writeClaims(tool string, input json.RawMessage) []string {
+	switch tool {
+	case "Write", "Edit", "MultiEdit", "NotebookEdit":
+	default:
+		return nil
+	}
+	var in struct {
+		FilePath     any `json:"file_path"`
+		NotebookPath any `json:"notebook_path"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return nil
+	}
+	for _, v := range []any{in.FilePath, in.NotebookPath} {
+		if s, ok := v.(string); ok && s != "" {
+			return []string{s}
+		}
+	}
+	return nil
+}

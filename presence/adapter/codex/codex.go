@@ -1,0 +1,150 @@
+// Package codex maps Codex CLI's hooks (`harn hook codex`, hooks.json) and
+// its legacy notify program (`harn hook codex-notify`, config.toml) to
+// canonical events. See spec/hooks.md, "Codex CLI".
+package codex
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/internal/claudelike"
+	"github.com/harn-dev/harn/presence/adapter/internal/hookkit"
+)
+
+// Names of the two adapters; both stamp events with agent "codex".
+const (
+	Name       = "codex"
+	NotifyName = "codex-notify"
+)
+
+// Events lists the hooks.json events `harn install` registers: the ones
+// Codex documents. Decode also maps the Claude Code events Codex may add
+// (PostToolUseFailure, StopFailure, Notification), the same way.
+func Events() []string {
+	return []string{
+		claudelike.SessionStart, claudelike.UserPromptSubmit, claudelike.PreToolUse,
+		claudelike.PermissionRequest, claudelike.PostToolUse, claudelike.PreCompact,
+		claudelike.PostCompact, claudelike.SubagentStart, claudelike.SubagentStop,
+		claudelike.Stop, claudelike.SessionEnd,
+	}
+}
+
+type hooks struct{ m claudelike.Mapper }
+
+// New returns the Codex hooks adapter. Its mapping is Claude Code's, with
+// apply_patch calls as write claims.
+func New() adapter.Adapter {
+	return hooks{claudelike.Mapper{Agent: Name, Claims: patchClaims}}
+}
+
+func (hooks) Name() string                                      { return Name }
+func (a hooks) Decode(in adapter.Input) (adapter.Result, error) { return a.m.Decode(in) }
+func (hooks) Output(res adapter.Result, context string) []byte {
+	return claudelike.Output(res, context)
+}
+
+// patchClaims names the files an apply_patch call adds, updates, deletes or
+// moves to. Codex passes the patch text in tool_input.command (a string, or
+// an argv array such as ["apply_patch", "<patch>"]); tool_input.input,
+// tool_input.patch and a bare string tool_input are read too.
+func patchClaims(tool string, input json.RawMessage) []string {
+	if !strings.EqualFold(tool, "apply_patch") && tool != "ApplyPatch" {
+		return nil
+	}
+	return PatchPaths(patchText(input))
+}
+
+func patchText(input json.RawMessage) string {
+	var s string
+	if json.Unmarshal(input, &s) == nil {
+		return s
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(input, &obj) != nil {
+		return ""
+	}
+	var texts []string
+	for _, k := range []string{"command", "input", "patch"} {
+		raw, ok := obj[k]
+		if !ok {
+			continue
+		}
+		if json.Unmarshal(raw, &s) == nil {
+			texts = append(texts, s)
+			continue
+		}
+		var argv []any
+		if json.Unmarshal(raw, &argv) == nil {
+			for _, a := range argv {
+				if s, ok := a.(string); ok {
+					texts = append(texts, s)
+				}
+			}
+		}
+	}
+	return strings.Join(texts, "\n")
+}
+
+// Patch header prefixes that name a file the patch writes.
+var patchHeaders = []string{"*** Add File:", "*** Update File:", "*** Delete File:", "*** Move to:"}
+
+// PatchPaths returns the paths named by the Add, Update, Delete and Move
+// headers of an apply_patch text, in order, as written.
+func PatchPaths(text string) []string {
+	var out []string
+	for line := range strings.SplitSeq(text, "\n") {
+		line = strings.TrimSpace(line)
+		for _, h := range patchHeaders {
+			if rest, ok := strings.CutPrefix(line, h); ok {
+				if p := strings.TrimSpace(rest); p != "" {
+					out = append(out, p)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+type notify struct{}
+
+// NewNotify returns the adapter for Codex's legacy notify program: the JSON
+// is the last argument and stdin is ignored.
+func NewNotify() adapter.Adapter { return notify{} }
+
+func (notify) Name() string                         { return NotifyName }
+func (notify) Output(adapter.Result, string) []byte { return nil }
+
+// Decode maps a notify payload: agent-turn-complete is turn.stop for the
+// thread; other types are stored as coordination.command.
+func (notify) Decode(in adapter.Input) (adapter.Result, error) {
+	if in.Now.IsZero() {
+		return adapter.Result{}, hookkit.ErrNoClock
+	}
+	if len(in.Args) == 0 {
+		return adapter.Result{}, hookkit.Malformed("codex notify passes its JSON as the last argument; none was given")
+	}
+	arg := []byte(in.Args[len(in.Args)-1])
+	p, err := hookkit.Parse(arg)
+	if err != nil {
+		return adapter.Result{}, err
+	}
+	typ := p.Str("type")
+	if typ == "" {
+		return adapter.Result{}, hookkit.Malformed("notify payload has no type")
+	}
+	thread := p.Str("thread-id")
+	if err := hookkit.CheckSession("thread-id", thread); err != nil {
+		return adapter.Result{}, err
+	}
+	in.Stdin = arg // the digest covers the payload, wherever it came from
+	b := hookkit.NewBuilder(Name, typ, in.Now, p.Str("cwd"), in)
+	if typ == "agent-turn-complete" {
+		b.Add(presence.TypeTurnStop, thread, "", nil)
+	} else {
+		b.Add(presence.TypeCoordination, thread, "", nil)
+	}
+	return b.Result(thread, false)
+}

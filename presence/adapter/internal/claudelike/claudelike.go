@@ -1,0 +1,154 @@
+// Package claudelike maps the Claude Code hook family: Claude Code's own
+// hooks and Codex's, which share their shape (session_id, cwd,
+// hook_event_name, tool_name, tool_input, agent_id inside subagents). The
+// claudecode and codex adapters differ only in their name and in which tool
+// calls are write claims.
+package claudelike
+
+import (
+	"encoding/json"
+
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/internal/hookkit"
+)
+
+// Native event names of the family.
+const (
+	SessionStart       = "SessionStart"
+	UserPromptSubmit   = "UserPromptSubmit"
+	PreToolUse         = "PreToolUse"
+	PermissionRequest  = "PermissionRequest"
+	PostToolUse        = "PostToolUse"
+	PostToolUseFailure = "PostToolUseFailure"
+	Notification       = "Notification"
+	Elicitation        = "Elicitation"
+	Stop               = "Stop"
+	StopFailure        = "StopFailure"
+	SubagentStart      = "SubagentStart"
+	SubagentStop       = "SubagentStop"
+	PreCompact         = "PreCompact"
+	PostCompact        = "PostCompact"
+	SessionEnd         = "SessionEnd"
+)
+
+// Mapper maps one agent of the family.
+type Mapper struct {
+	// Agent is the canonical agent name stamped on events.
+	Agent string
+	// Claims returns the paths a PreToolUse of tool writes, as the payload
+	// names them (relative or absolute), or nil. It may be nil.
+	Claims func(tool string, input json.RawMessage) []string
+}
+
+// Decode maps one hook invocation whose JSON is in.Stdin.
+func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
+	if in.Now.IsZero() {
+		return adapter.Result{}, hookkit.ErrNoClock
+	}
+	p, err := hookkit.Parse(in.Stdin)
+	if err != nil {
+		return adapter.Result{}, err
+	}
+	native := p.Str("hook_event_name")
+	if native == "" {
+		return adapter.Result{}, hookkit.Malformed("hook_event_name is missing; the payload names no event")
+	}
+	sid := p.Str("session_id")
+	if err := hookkit.CheckSession("session_id", sid); err != nil {
+		return adapter.Result{}, err
+	}
+	// A payload carrying agent_id comes from inside a subagent: its events
+	// belong to the child session.
+	session, parent := sid, ""
+	if aid := p.Str("agent_id"); aid != "" && aid != sid {
+		if err := hookkit.CheckSession("agent_id", aid); err != nil {
+			return adapter.Result{}, err
+		}
+		session, parent = aid, sid
+	}
+	if (native == SubagentStart || native == SubagentStop) && parent == "" {
+		return adapter.Result{}, hookkit.Malformed("%s has no agent_id; the subagent's session is unknown", native)
+	}
+
+	cwd := p.Str("cwd")
+	b := hookkit.NewBuilder(m.Agent, native, in.Now, cwd, in)
+	tool := hookkit.Text(p.Str("tool_name"), presence.MaxAttrStringLen)
+	key := func() string { return hookkit.RequestKey(in.Digest, p.Str("tool_name"), p.Raw("tool_input")) }
+	add := func(typ string, attrs map[string]any) { b.Add(typ, session, parent, attrs) }
+	wants := false
+
+	switch native {
+	case SessionStart:
+		add(presence.TypeSessionStart, map[string]any{presence.AttrSource: hookkit.Text(p.Str("source"), presence.MaxTypeLen)})
+	case UserPromptSubmit:
+		add(presence.TypeUserPromptSubmit, nil)
+		wants = true
+	case PreToolUse:
+		add(presence.TypeToolPreUse, map[string]any{presence.AttrTool: tool})
+		if m.Claims != nil {
+			var paths []string
+			for _, raw := range m.Claims(p.Str("tool_name"), p.Raw("tool_input")) {
+				paths = append(paths, hookkit.CleanPath(b.Cwd, raw))
+			}
+			b.AddClaims(session, parent, paths, map[string]any{presence.AttrTool: tool})
+		}
+	case PermissionRequest:
+		add(presence.TypeInputRequested, map[string]any{presence.AttrTool: tool, presence.AttrRequestKey: key()})
+	case PostToolUse:
+		add(presence.TypeToolPostUse, map[string]any{presence.AttrTool: tool})
+		add(presence.TypeInputResolved, map[string]any{presence.AttrTool: tool, presence.AttrRequestKey: key()})
+	case PostToolUseFailure:
+		add(presence.TypeToolPostUse, map[string]any{presence.AttrTool: tool})
+		if p.Bool("is_interrupt") {
+			add(presence.TypeTurnStop, map[string]any{presence.AttrReason: "interrupt"})
+		} else {
+			add(presence.TypeInputResolved, map[string]any{presence.AttrTool: tool, presence.AttrRequestKey: key()})
+		}
+	case Notification:
+		nt := hookkit.Text(p.Str("notification_type"), presence.MaxTypeLen)
+		typ := presence.TypeNarration
+		if nt == "permission_prompt" || nt == "elicitation_dialog" {
+			typ = presence.TypeInputRequested
+		}
+		add(typ, map[string]any{hookkit.AttrNotificationType: nt})
+	case Elicitation:
+		add(presence.TypeInputRequested, nil)
+	case Stop:
+		add(presence.TypeTurnStop, map[string]any{presence.AttrReason: hookkit.Reason(p.Str("reason"))})
+	case StopFailure:
+		add(presence.TypeTurnStop, map[string]any{presence.AttrError: hookkit.Reason(p.Str("error"))})
+	case SubagentStart:
+		add(presence.TypeSubagentStart, map[string]any{hookkit.AttrAgentType: hookkit.Text(p.Str("agent_type"), presence.MaxTypeLen)})
+	case SubagentStop:
+		add(presence.TypeSubagentStop, map[string]any{hookkit.AttrAgentType: hookkit.Text(p.Str("agent_type"), presence.MaxTypeLen)})
+	case PreCompact, PostCompact:
+		add(presence.TypeNarration, map[string]any{hookkit.AttrTrigger: hookkit.Text(p.Str("trigger"), presence.MaxTypeLen)})
+	case SessionEnd:
+		add(presence.TypeSessionEnd, map[string]any{presence.AttrReason: hookkit.Reason(p.Str("reason"))})
+	default:
+		add(presence.TypeCoordination, nil)
+	}
+	return b.Result(session, wants)
+}
+
+type hookSpecificOutput struct {
+	HookEventName     string `json:"hookEventName"`
+	AdditionalContext string `json:"additionalContext"`
+}
+
+// Output prints the peer context on UserPromptSubmit and nothing else: the
+// family reads an empty stdout with exit 0 as "carry on", and harn never
+// takes a permission decision.
+func Output(res adapter.Result, context string) []byte {
+	if res.Native != UserPromptSubmit || context == "" {
+		return nil
+	}
+	b, err := json.Marshal(struct {
+		HookSpecificOutput hookSpecificOutput `json:"hookSpecificOutput"`
+	}{hookSpecificOutput{HookEventName: UserPromptSubmit, AdditionalContext: context}})
+	if err != nil {
+		return nil
+	}
+	return append(b, '\n')
+}
