@@ -61,38 +61,38 @@ func step(s *State, e *Event) {
 	case TypeSessionStart, TypeSubagentStart:
 		s.reopen()
 		s.setActivity(ActivityIdle, e)
-		s.OpenTurn, s.PendingRequest = false, ""
+		s.OpenTurn, s.PendingRequests = false, nil
 	case TypeUserPromptSubmit, TypeToolPreUse:
 		s.reopen()
 		s.setActivity(ActivityWorking, e)
-		s.OpenTurn, s.PendingRequest = true, ""
+		s.OpenTurn, s.PendingRequests = true, nil
 	case TypeCommandStart:
 		if s.OpenTurn && !s.Ended {
 			s.setActivity(ActivityWorking, e)
-			s.PendingRequest = ""
+			s.PendingRequests = nil
 		}
 	case TypeInputRequested:
 		s.reopen()
-		key := e.AttrString(AttrRequestKey)
-		if s.Activity != ActivityNeedsInput || key != "" {
-			if s.Activity != ActivityNeedsInput || s.PendingRequest == "" {
-				s.PendingRequest = key
-			}
+		if s.Activity != ActivityNeedsInput {
+			s.PendingRequests = nil
 		}
+		s.PendingRequests = addPending(s.PendingRequests, e.AttrString(AttrRequestKey))
 		s.setActivity(ActivityNeedsInput, e)
 		s.OpenTurn = true
 	case TypeInputResolved:
-		key := e.AttrString(AttrRequestKey)
-		if s.Activity == ActivityNeedsInput && (key == "" || s.PendingRequest == "" || key == s.PendingRequest) {
-			s.setActivity(ActivityWorking, e)
-			s.PendingRequest = ""
+		if s.Activity == ActivityNeedsInput {
+			var matched bool
+			s.PendingRequests, matched = resolvePending(s.PendingRequests, e.AttrString(AttrRequestKey))
+			if matched && len(s.PendingRequests) == 0 {
+				s.setActivity(ActivityWorking, e)
+			}
 		}
 	case TypeTurnStop:
 		s.setActivity(ActivityIdle, e)
-		s.OpenTurn, s.PendingRequest = false, ""
+		s.OpenTurn, s.PendingRequests = false, nil
 	case TypeSessionEnd, TypeSubagentStop:
 		s.setActivity(ActivityIdle, e)
-		s.OpenTurn, s.PendingRequest = false, ""
+		s.OpenTurn, s.PendingRequests = false, nil
 		s.Ended, s.EndedAt = true, e.TS
 		s.EndReason = e.AttrString(AttrReason)
 	case TypeTaskState:
@@ -174,6 +174,46 @@ func (s *State) reopen() {
 	if s.Ended {
 		s.Ended, s.EndedAt, s.EndReason = false, time.Time{}, ""
 	}
+}
+
+// MaxPending bounds the operator prompts a state tracks at once.
+const MaxPending = 16
+
+// addPending records an open operator prompt. A keyless prompt is recorded
+// as "" (any resolution clears it).
+func addPending(have []string, key string) []string {
+	i, found := slices.BinarySearch(have, key)
+	if found || len(have) >= MaxPending {
+		return have
+	}
+	return slices.Insert(slices.Clip(have), i, key)
+}
+
+// resolvePending removes what a resolution with key answers: the prompt
+// with the same key and any keyless prompt; a keyless resolution answers
+// every prompt. matched reports whether anything was answered.
+func resolvePending(have []string, key string) ([]string, bool) {
+	if key == "" {
+		return nil, len(have) > 0
+	}
+	out := make([]string, 0, len(have))
+	matched := false
+	for _, k := range have {
+		if k == key || k == "" {
+			matched = true
+			continue
+		}
+		out = append(out, k)
+	}
+	if len(have) == 0 {
+		// needs_input with nothing recorded (an older state): any
+		// resolution is progress evidence.
+		return nil, true
+	}
+	if len(out) == 0 {
+		out = nil
+	}
+	return out, matched
 }
 
 func addClaims(have, add []string) []string {

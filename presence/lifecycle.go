@@ -10,13 +10,11 @@ import (
 
 // Lifecycle refusals. A refusal writes no event.
 var (
-	ErrReasonRequired  = errors.New("blocked requires a reason; pass --reason")
-	ErrSubagent        = errors.New("only top-level human-facing sessions may declare lifecycle; this is a subagent session")
-	ErrNoTask          = errors.New("done requires a current task; set one with `harn agents set-task`")
-	ErrUnknownState    = errors.New("unknown task state; use active, blocked or done")
-	ErrReasonTooLong   = fmt.Errorf("reason is longer than %d characters", MaxReasonChars)
-	ErrSessionEnded    = errors.New("the session has ended")
-	ErrTaskNotReopened = errors.New("the task is not reopened by set-task; use `harn agents lifecycle active` to resume")
+	ErrReasonRequired = errors.New("blocked requires a reason; pass --reason")
+	ErrSubagent       = errors.New("only top-level human-facing sessions may declare lifecycle; this is a subagent session")
+	ErrNoTask         = errors.New("done requires a current task; set one with `harn agents set-task`")
+	ErrUnknownState   = errors.New("unknown task state; use active, blocked or done")
+	ErrReasonTooLong  = fmt.Errorf("reason is longer than %d characters", MaxReasonChars)
 )
 
 // Declaration is the outcome of checking a lifecycle declaration against a
@@ -67,7 +65,10 @@ func Declare(s *State, to TaskState, reason string) (Declaration, error) {
 
 // ProjectName is the human-facing session name for a lifecycle state.
 func ProjectName(name, task string, ts TaskState) string {
-	base := "Agent " + name
+	base := "Agent"
+	if name != "" {
+		base += " " + name
+	}
 	if task != "" {
 		base += " - " + task
 	}

@@ -62,10 +62,12 @@ type State struct {
 
 	// Reducer bookkeeping; exported so that the live projection can
 	// persist and resume it, never shown to operators.
-	OpenTurn       bool      `json:"-"`
-	PendingRequest string    `json:"-"`
-	LastTS         time.Time `json:"-"`
-	LastID         string    `json:"-"`
+	OpenTurn bool `json:"-"`
+	// PendingRequests are the request keys of open operator prompts
+	// ("" for a keyless prompt), sorted.
+	PendingRequests []string  `json:"-"`
+	LastTS          time.Time `json:"-"`
+	LastID          string    `json:"-"`
 }
 
 // NewState is the state of a session before any event: activity unknown,

@@ -1,0 +1,358 @@
+package presence
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+)
+
+// propTypes is every canonical type and one the reducer does not know.
+var propTypes = func() []string {
+	ts := make([]string, 0, len(KnownTypes)+1)
+	for k := range KnownTypes {
+		ts = append(ts, k)
+	}
+	sort.Strings(ts)
+	return append(ts, "vendor.unknown")
+}()
+
+// genEvent draws event number i of one session: a random type with the
+// attributes the reducer reads, a ts in a small range of half-milliseconds
+// (so that ties and sub-millisecond times happen), and a random id that is
+// unique to i (a duplicate is an exact copy, made elsewhere).
+func genEvent(t *rapid.T, i int, parent string) Event {
+	typ := rapid.SampledFrom(propTypes).Draw(t, "type")
+	e := Event{
+		ID:        rapid.StringMatching(`[a-c]{0,2}`).Draw(t, "id") + fmt.Sprintf("~%d", i),
+		SessionID: testSession,
+		Type:      typ,
+		TS:        t0.Add(time.Duration(rapid.IntRange(0, 12).Draw(t, "ts")) * 500 * time.Microsecond),
+		Agent:     rapid.SampledFrom([]string{"", "claude-code", "codex"}).Draw(t, "agent"),
+	}
+	if rapid.IntRange(0, 9).Draw(t, "parented") == 0 {
+		e.ParentSessionID = parent
+	}
+	key := func() string { return rapid.SampledFrom([]string{"", "k1", "k2"}).Draw(t, "request_key") }
+	switch typ {
+	case TypeTaskState:
+		e.SetAttr(AttrTaskState, rapid.SampledFrom([]string{"active", "blocked", "done"}).Draw(t, "task_state"))
+		if r := rapid.SampledFrom([]string{"", "r1", "r2", string(bytes.Repeat([]byte("é"), MaxHashedReason)) + "!"}).Draw(t, "reason"); r != "" {
+			e.SetAttr(AttrReason, r)
+		}
+		if rapid.Bool().Draw(t, "suggest") {
+			e.SetAttr(AttrSuggestedName, rapid.SampledFrom([]string{"Agent x - t", "[BLOCKED] - Agent x - t"}).Draw(t, "suggested"))
+			e.SetAttr(AttrNameReminted, true)
+		}
+	case TypeTaskSet:
+		e.SetAttr(AttrTask, rapid.SampledFrom([]string{"", "t1", "t2"}).Draw(t, "task"))
+	case TypeClaimWrite:
+		e.SetAttr(AttrPaths, rapid.SliceOfN(rapid.SampledFrom([]string{"", "a.go", "b.go", "c/d.go"}), 0, 3).Draw(t, "paths"))
+	case TypeInputRequested, TypeInputResolved:
+		if k := key(); k != "" {
+			e.SetAttr(AttrRequestKey, k)
+		}
+	case TypeSessionStart, TypeSubagentStart:
+		if rapid.Bool().Draw(t, "named") {
+			e.SetAttr(AttrSessionName, rapid.SampledFrom([]string{"harn-1", "harn-2"}).Draw(t, "name"))
+		}
+		if rapid.Bool().Draw(t, "pid") {
+			e.SetAttr(AttrAgentPID, float64(rapid.IntRange(1, 3).Draw(t, "agent_pid")))
+			e.SetAttr(AttrCwd, rapid.SampledFrom([]string{"/a", "/b"}).Draw(t, "cwd"))
+		}
+	case TypeSessionEnd:
+		if rapid.Bool().Draw(t, "end_reason") {
+			e.SetAttr(AttrReason, "exit")
+		}
+	}
+	return e
+}
+
+// genEvents draws a set of distinct events of one session.
+func genEvents(t *rapid.T, max int) []Event {
+	return genEventsN(t, 0, max)
+}
+
+func genEventsN(t *rapid.T, min, max int) []Event {
+	n := rapid.IntRange(min, max).Draw(t, "n")
+	evs := make([]Event, n)
+	for i := range evs {
+		evs[i] = genEvent(t, i, "s-parent")
+	}
+	return evs
+}
+
+// withDuplicates appends exact copies of some of evs.
+func withDuplicates(t *rapid.T, evs []Event) []Event {
+	out := slices.Clone(evs)
+	if len(evs) == 0 {
+		return out
+	}
+	for _, i := range rapid.SliceOfN(rapid.IntRange(0, len(evs)-1), 0, len(evs)).Draw(t, "dups") {
+		out = append(out, evs[i])
+	}
+	return out
+}
+
+func sortedFold(evs []Event) State { return Fold(slices.Clone(evs)) }
+
+func stateDiff(t *rapid.T, what string, got, want State) {
+	t.Helper()
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s\n got %+v\nwant %+v", what, got, want)
+	}
+}
+
+// (a) For any arrival order, the live projection (Step what is in order,
+// fold again otherwise, skip known ids) equals the fold of the sorted set.
+func TestPropLiveProjectionEqualsFold(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		all := withDuplicates(t, genEventsN(t, 1, 30))
+		arrival := rapid.Permutation(all).Draw(t, "arrival")
+		sorted := slices.Clone(all)
+		SortEvents(sorted)
+		want := Fold(sorted)
+
+		p := newProject(testSession)
+		for _, e := range arrival {
+			p.add(e)
+		}
+		stateDiff(t, "live projection", p.s, want)
+	})
+}
+
+// (a') The same with the projection persisted to its heartbeat and resumed
+// from it at random points, as a restarted node does.
+func TestPropResumedProjectionEqualsFold(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		all := withDuplicates(t, genEventsN(t, 1, 30))
+		arrival := rapid.Permutation(all).Draw(t, "arrival")
+		want := sortedFold(all)
+
+		p := newProject(testSession)
+		for _, e := range arrival {
+			p.add(e)
+			if rapid.IntRange(0, 3).Draw(t, "resume") == 0 {
+				b, err := json.Marshal(p.s)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var r State
+				if err := json.Unmarshal(b, &r); err != nil {
+					t.Fatal(err)
+				}
+				stateDiff(t, "heartbeat round trip", r, p.s)
+				p.s = r
+			}
+		}
+		stateDiff(t, "resumed projection", p.s, want)
+	})
+}
+
+// (b) Fold is idempotent under duplication of events, in any order.
+func TestPropFoldIgnoresDuplicates(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		evs := genEvents(t, 30)
+		want := sortedFold(evs)
+		dup := rapid.Permutation(withDuplicates(t, evs)).Draw(t, "order")
+		stateDiff(t, "fold with duplicates", sortedFold(dup), want)
+		stateDiff(t, "fold of everything twice", sortedFold(append(slices.Clone(evs), evs...)), want)
+	})
+}
+
+// (c) Moving timestamps without reordering changes neither the presence
+// hash nor any field but the times.
+func TestPropHashIgnoresTimestamps(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		evs := genEvents(t, 30)
+		// Map each distinct ts to a new, strictly increasing one.
+		var distinct []time.Time
+		for _, e := range evs {
+			distinct = append(distinct, e.TS)
+		}
+		slices.SortFunc(distinct, time.Time.Compare)
+		distinct = slices.CompactFunc(distinct, time.Time.Equal)
+		moved := map[time.Time]time.Time{}
+		at := t0.Add(-time.Duration(rapid.IntRange(0, 1e6).Draw(t, "start")) * time.Millisecond)
+		for _, ts := range distinct {
+			at = at.Add(time.Duration(rapid.IntRange(1, 1e9).Draw(t, "gap")))
+			moved[ts] = at
+		}
+		shifted := slices.Clone(evs)
+		for i := range shifted {
+			shifted[i].TS = moved[shifted[i].TS]
+		}
+		a, b := sortedFold(evs), sortedFold(shifted)
+		if PresenceHash(&a) != PresenceHash(&b) {
+			t.Fatalf("hash moved with the timestamps\n%+v\n%+v", a, b)
+		}
+		stateDiff(t, "state without its times", untimed(b), untimed(a))
+	})
+}
+
+// untimed clears every time field of s.
+func untimed(s State) State {
+	s.ActivityUpdatedAt, s.TaskStateUpdatedAt, s.StartedAt, s.LastEventAt, s.EndedAt, s.LastTS = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	return s
+}
+
+// (d) Elapsed time changes nothing: the fold of the same events is the same
+// whenever it runs.
+func TestPropElapsedTimeChangesNothing(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		evs := genEvents(t, 20)
+		a := sortedFold(evs)
+		time.Sleep(time.Duration(rapid.IntRange(0, 2000).Draw(t, "wait")) * time.Microsecond)
+		b := sortedFold(evs)
+		stateDiff(t, "fold later", b, a)
+		if PresenceHash(&a) != PresenceHash(&b) {
+			t.Fatal("hash moved with the clock")
+		}
+	})
+}
+
+// (e) needs_input is never cleared by tool.post_use, output.chunk,
+// narration, coordination.command or an unknown type (nor by task, claim
+// or lifecycle events), however many arrive and whenever.
+func TestPropNoiseNeverClearsNeedsInput(t *testing.T) {
+	noise := []string{TypeToolPostUse, TypeOutputChunk, TypeNarration, TypeCoordination, "vendor.unknown", TypeTaskSet, TypeClaimWrite, TypeTaskState}
+	rapid.Check(t, func(t *rapid.T) {
+		evs := genEvents(t, 20)
+		req := genEvent(t, len(evs), "s-parent")
+		req.Type, req.Attrs = TypeInputRequested, nil
+		if k := rapid.SampledFrom([]string{"", "k1"}).Draw(t, "key"); k != "" {
+			req.SetAttr(AttrRequestKey, k)
+		}
+		req.TS = t0.Add(time.Hour)
+		evs = append(evs, req)
+		waiting := sortedFold(evs)
+		wantActivity(t, waiting, ActivityNeedsInput)
+
+		n := rapid.IntRange(1, 20).Draw(t, "noise")
+		for i := 0; i < n; i++ {
+			e := genEvent(t, len(evs), "s-parent")
+			e.Type = rapid.SampledFrom(noise).Draw(t, "noise_type")
+			if e.Type == TypeTaskState && e.AttrString(AttrTaskState) == "" {
+				e.SetAttr(AttrTaskState, "blocked")
+				e.SetAttr(AttrReason, "r")
+			}
+			e.TS = req.TS.Add(time.Duration(rapid.IntRange(0, 1e6).Draw(t, "later")) * time.Second)
+			evs = append(evs, e)
+		}
+		s := sortedFold(rapid.Permutation(evs).Draw(t, "order"))
+		wantActivity(t, s, ActivityNeedsInput)
+		if !s.ActivityUpdatedAt.Equal(waiting.ActivityUpdatedAt) || s.ActivitySource != waiting.ActivitySource || !slices.Equal(s.PendingRequests, waiting.PendingRequests) {
+			t.Fatalf("noise moved activity: %+v", s)
+		}
+	})
+}
+
+// (f) Every generated event is valid, survives the JSONL ledger unchanged,
+// and replaying the ledger gives the same state.
+func TestPropJSONLReplayEqualsFold(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		evs := genEvents(t, 30)
+		var buf bytes.Buffer
+		for i := range evs {
+			if err := evs[i].Validate(); err != nil {
+				t.Fatalf("generated an invalid event: %v", err)
+			}
+			b, err := json.Marshal(evs[i])
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf.Write(b)
+			buf.WriteByte('\n')
+		}
+		got, err := DecodeJSONL(&buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(evs) {
+			t.Fatalf("decoded %d of %d events", len(got), len(evs))
+		}
+		for i := range got {
+			want := evs[i]
+			if want.Attrs != nil && len(want.Attrs) == 0 {
+				want.Attrs = nil
+			}
+			if !reflect.DeepEqual(got[i], want) {
+				t.Fatalf("event %d changed in the ledger\n got %+v\nwant %+v", i, got[i], want)
+			}
+		}
+		stateDiff(t, "replay", Fold(got), sortedFold(evs))
+	})
+}
+
+// FoldSessions folds each session as Fold does, whatever the interleaving.
+func TestPropFoldSessions(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		a := genEvents(t, 15)
+		b := genEvents(t, 15)
+		for i := range b {
+			b[i].SessionID = "s-43"
+		}
+		mixed := rapid.Permutation(append(slices.Clone(a), b...)).Draw(t, "mixed")
+		keep := slices.Clone(mixed)
+		got := FoldSessions(mixed)
+		if !reflect.DeepEqual(mixed, keep) {
+			t.Fatal("FoldSessions reordered its input")
+		}
+		want := map[string]State{}
+		if len(a) > 0 {
+			want[testSession] = sortedFold(a)
+		}
+		if len(b) > 0 {
+			want["s-43"] = sortedFold(b)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("got %+v\nwant %+v", got, want)
+		}
+	})
+}
+
+// Validate's size is never below the real encoding, whatever the text
+// (escapes grow "<" and control bytes sixfold), so a valid event always
+// fits a JSONL line.
+func TestPropEventSizeBoundsEncoding(t *testing.T) {
+	text := rapid.OneOf(rapid.String(), rapid.StringMatching(`[<>&"\\\x00-\x1f\x{2028}]{0,40}`))
+	rapid.Check(t, func(t *rapid.T) {
+		e := Event{
+			ID:        text.Draw(t, "id"),
+			SessionID: "s",
+			Type:      text.Draw(t, "type"),
+			TS:        time.Unix(0, rapid.Int64().Draw(t, "ts")).UTC(),
+			Agent:     text.Draw(t, "agent"),
+			Node:      text.Draw(t, "node"),
+			Seq:       rapid.Uint64().Draw(t, "seq"),
+		}
+		for i, n := 0, rapid.IntRange(0, 6).Draw(t, "attrs"); i < n; i++ {
+			k := fmt.Sprintf("k%d", i) + text.Draw(t, "key")
+			switch rapid.IntRange(0, 4).Draw(t, "kind") {
+			case 0:
+				e.SetAttr(k, text.Draw(t, "value"))
+			case 1:
+				e.SetAttr(k, rapid.SliceOfN(text, 0, 5).Draw(t, "values"))
+			case 2:
+				e.SetAttr(k, rapid.Float64().Draw(t, "number"))
+			case 3:
+				e.SetAttr(k, rapid.Int64().Draw(t, "int"))
+			default:
+				e.SetAttr(k, rapid.Bool().Draw(t, "bool"))
+			}
+		}
+		b, err := json.Marshal(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := e.size(); len(b) > n {
+			t.Fatalf("size() = %d, encoding %d bytes: %s", n, len(b), b)
+		}
+	})
+}
