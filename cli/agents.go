@@ -25,7 +25,7 @@ func newAgentsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "agents",
 		Short: "the roster of agent sessions: list, status, show, trace, lifecycle",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(newWhoamiCmd(), newListCmd(), newStatusCmd(), newShowCmd(), newTraceCmd(),
@@ -97,7 +97,7 @@ func newWhoamiCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "whoami",
 		Short: "show the session this command runs in",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				st, err := currentSession(ctx, c, cl, p)
@@ -117,7 +117,7 @@ func newListCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "list live agent sessions (--all: ended ones too)",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			all, _ := c.Flags().GetBool("all")
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {

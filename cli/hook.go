@@ -36,7 +36,27 @@ node and prints what the agent expects (usually nothing). It always exits 0:
 when the node is down or slow the events are spooled to disk and a node is
 started in the background; bad input becomes a diagnostic (harn node errors).`,
 		Args: cobra.ArbitraryArgs,
-		RunE: runHook,
+	}
+	// Bad settings (a broken config file, a bad HARN_ variable) must not
+	// cost the event: the hook goes on with what it could read and records
+	// a diagnostic. Its subcommands (install, uninstall) fail as usual.
+	var settingsErr error
+	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		err := applySettings(cmd)
+		if cmd != c {
+			return err
+		}
+		settingsErr = err
+		return nil
+	}
+	c.RunE = func(cmd *cobra.Command, args []string) (err error) {
+		defer func() {
+			if r := recover(); r != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "harn hook: internal error:", r)
+				err = nil
+			}
+		}()
+		return runHook(cmd, args, settingsErr)
 	}
 	c.Flags().Duration("timeout", 1500*time.Millisecond, "how long to wait for the node before spooling")
 	c.AddCommand(newHookInstallCmd(), newHookUninstallCmd())
@@ -46,7 +66,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 // hookInputWait bounds how long a hook waits for its agent to close stdin.
 const hookInputWait = 2 * time.Second
 
-func runHook(c *cobra.Command, args []string) error {
+func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	now := time.Now()
 	p := placeOf(c)
 	timeout, _ := c.Flags().GetDuration("timeout")
@@ -56,6 +76,12 @@ func runHook(c *cobra.Command, args []string) error {
 		return nil
 	}
 	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: args[0]}
+	if timeout <= 0 {
+		h.timeout = 1500 * time.Millisecond
+	}
+	if settingsErr != nil {
+		h.diagnose("settings: "+oneLine(settingsErr.Error())+"; the hook went on with the rest", nil)
+	}
 	ad, ok := all.Lookup(args[0])
 	if !ok {
 		h.diagnose(fmt.Sprintf("unknown agent %q; use one of %v", args[0], all.Names()), nil)

@@ -25,7 +25,7 @@ func newNodeCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "node",
 		Short: "run the harn node for this machine in the foreground",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE:  runNode,
 	}
 	c.Flags().String("name", "", "node name in the mesh (default: the hostname)")
@@ -72,7 +72,7 @@ func newNodeErrorsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "errors",
 		Short: "list the diagnostics the node recorded for bad hook input",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p := placeOf(c)
 			limit, _ := c.Flags().GetInt("limit")
@@ -119,7 +119,7 @@ func newNodeStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
 		Short: "show whether the local node runs, and its counts",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p := placeOf(c)
 			if socketDead(p.Socket) {

@@ -27,7 +27,7 @@ func Commit() string { return commit }
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(args)
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return ExitOK
 	}
@@ -35,6 +35,11 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var silent *silentError
 	if !errors.As(err, &silent) {
 		fmt.Fprintln(stderr, "harn: "+oneLine(err.Error()))
+	}
+	// A hook never fails its agent, which reads exit 2 as "block this
+	// action": bad flags, environment or config still exit 0.
+	if cmd != nil && cmd.Name() == "hook" && cmd.Parent() == root {
+		return ExitOK
 	}
 	return code
 }
@@ -76,10 +81,14 @@ func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "print the version and the commit it was built from",
-		Args:  cobra.NoArgs,
+		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			fmt.Fprintf(c.OutOrStdout(), "harn %s (commit %s)\n", version, commit)
 			return nil
 		},
 	}
 }
+
+// noArgs is cobra.NoArgs with the usage exit code: an unknown subcommand
+// or a stray argument is bad input (exit 2), not an unexpected failure.
+func noArgs(c *cobra.Command, args []string) error { return usageErr(cobra.NoArgs(c, args)) }

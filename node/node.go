@@ -53,10 +53,11 @@ type Node struct {
 	liveNames map[string]string // name -> session, live sessions only
 	mutMu     sync.Mutex        // serializes operator mutations
 
-	proj    *projector
-	grpc    *grpc.Server
-	lis     net.Listener
-	started time.Time
+	proj     *projector
+	grpc     *grpc.Server
+	lis      net.Listener
+	sockInfo os.FileInfo
+	started  time.Time
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -141,7 +142,12 @@ func (n *Node) listen() error {
 	if err := os.MkdirAll(filepath.Dir(n.cfg.Socket), 0o700); err != nil {
 		return fmt.Errorf("socket dir: %w", err)
 	}
-	// The data dir lock is ours, so a socket file left here is stale.
+	// A socket that answers belongs to another node (on another data
+	// dir); one that does not is stale and is replaced.
+	if c, err := net.DialTimeout("unix", n.cfg.Socket, 500*time.Millisecond); err == nil {
+		c.Close()
+		return fmt.Errorf("%w: socket %s is served by another node; pass another --socket", ErrLocked, n.cfg.Socket)
+	}
 	if err := os.Remove(n.cfg.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove stale socket: %w", err)
 	}
@@ -155,6 +161,9 @@ func (n *Node) listen() error {
 		lis.Close()
 		return fmt.Errorf("chmod socket: %w", err)
 	}
+	// Close removes the socket only if it is still the file made here.
+	lis.(*net.UnixListener).SetUnlinkOnClose(false)
+	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
 	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(8 << 20))
 	api.RegisterLocalServer(n.grpc, &localService{n: n})
@@ -189,8 +198,10 @@ func (n *Node) Close() error {
 		if n.ledger != nil {
 			n.closeErr = n.ledger.Close()
 		}
-		if n.lis != nil {
-			os.Remove(n.cfg.Socket)
+		if n.lis != nil && n.sockInfo != nil {
+			if fi, err := os.Stat(n.cfg.Socket); err == nil && os.SameFile(fi, n.sockInfo) {
+				os.Remove(n.cfg.Socket)
+			}
 		}
 		if n.lock != nil {
 			n.lock.Close()

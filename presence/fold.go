@@ -49,6 +49,10 @@ func step(s *State, e *Event) {
 	if s.StartedAt.IsZero() || e.TS.Before(s.StartedAt) {
 		s.StartedAt = e.TS
 	}
+	if !s.TaskStateDeclared {
+		// The compatibility default: active since the session began.
+		s.TaskStateUpdatedAt = s.StartedAt
+	}
 	if e.TS.After(s.LastEventAt) {
 		s.LastEventAt = e.TS
 	}
@@ -157,6 +161,7 @@ func stepTaskState(s *State, e *Event) {
 		return
 	}
 	s.TaskState, s.TaskStateUpdatedAt, s.LifecycleReason = ts, e.TS, reason
+	s.TaskStateDeclared = true
 	s.BlockerReason = ""
 	if ts == TaskBlocked {
 		s.BlockerReason = reason

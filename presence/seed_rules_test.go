@@ -286,8 +286,8 @@ func TestOnlyTaskStateChangesLifecycle(t *testing.T) {
 	// Stopping or ending does not mark the task done.
 	s := fold(ev(1, TypeTaskSet, AttrTask, "ship it"), ev(2, TypeUserPromptSubmit), ev(3, TypeTurnStop), ev(4, TypeSessionEnd))
 	wantTaskState(t, s, TaskActive)
-	if !s.TaskStateUpdatedAt.IsZero() {
-		t.Fatal("task_state_updated_at set without a lifecycle event")
+	if s.TaskStateDeclared || !s.TaskStateUpdatedAt.Equal(s.StartedAt) {
+		t.Fatal("task_state_updated_at moved without a lifecycle event")
 	}
 	s = fold(ev(1, TypeTaskSet, AttrTask, "ship it"), taskState(2, TaskDone, "complete"))
 	wantTaskState(t, s, TaskDone)
@@ -308,7 +308,7 @@ func TestBlockedRequiresReason(t *testing.T) {
 	// A recorded blocked event without a reason changes nothing.
 	got := fold(ev(1, TypeUserPromptSubmit), taskState(2, TaskBlocked, ""))
 	wantTaskState(t, got, TaskActive)
-	if !got.TaskStateUpdatedAt.IsZero() {
+	if got.TaskStateDeclared {
 		t.Fatal("a reasonless blocked event was recorded")
 	}
 }
@@ -383,7 +383,7 @@ func TestSubagentCannotDeclareLifecycle(t *testing.T) {
 	// A subagent's recorded declaration changes nothing.
 	got := fold(sub(ev(1, TypeSubagentStart)), sub(ev(2, TypeTaskSet, AttrTask, "t")), sub(taskState(3, TaskDone, "finished")))
 	wantTaskState(t, got, TaskActive)
-	if !got.TaskStateUpdatedAt.IsZero() || got.LifecycleReason != "" {
+	if got.TaskStateDeclared || got.LifecycleReason != "" {
 		t.Fatal("a subagent's declaration was applied")
 	}
 }
@@ -418,7 +418,7 @@ func TestSetTaskIsLifecycleNeutral(t *testing.T) {
 	}
 	s := fold(ev(1, TypeTaskSet, AttrTask, "first"))
 	wantTaskState(t, s, TaskActive)
-	if !s.TaskStateUpdatedAt.IsZero() {
+	if s.TaskStateDeclared {
 		t.Fatal("set-task recorded a lifecycle change")
 	}
 }
@@ -674,6 +674,9 @@ func TestUnknownTypesStoredChangeNothing(t *testing.T) {
 		want := fold(base...)
 		s := fold(append(base, unknown)...)
 		s.Events, s.LastTS, s.LastID, s.LastEventAt, s.StartedAt = want.Events, want.LastTS, want.LastID, want.LastEventAt, want.StartedAt
+		if !want.TaskStateDeclared {
+			s.TaskStateUpdatedAt = want.TaskStateUpdatedAt
+		}
 		if base == nil {
 			s.SessionID, s.Agent = want.SessionID, want.Agent
 		}
@@ -913,5 +916,18 @@ func TestNeedsInputHoldsUntilEveryPromptIsAnswered(t *testing.T) {
 	evs = append(evs, mk("6", TypeInputResolved, 6, "k1"))
 	if s := Fold(evs); s.Activity != ActivityWorking {
 		t.Fatalf("after answering both: %s", s.Activity)
+	}
+}
+
+// The heartbeat always carries task_state_updated_at: before any lifecycle
+// event, the compatibility default active holds since the session began.
+func TestDefaultTaskStateUpdatedAtIsSessionStart(t *testing.T) {
+	s := fold(ev(2, TypeUserPromptSubmit), ev(1, TypeSessionStart))
+	if !s.TaskStateUpdatedAt.Equal(s.StartedAt) || s.StartedAt.IsZero() {
+		t.Fatalf("task_state_updated_at %v, started_at %v", s.TaskStateUpdatedAt, s.StartedAt)
+	}
+	s = fold(ev(1, TypeSessionStart), taskState(5, TaskBlocked, "r"), ev(0, TypeNarration))
+	if s.TaskStateUpdatedAt.Equal(s.StartedAt) {
+		t.Fatal("a declared lifecycle keeps its own time")
 	}
 }

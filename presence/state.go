@@ -63,6 +63,9 @@ type State struct {
 	// Reducer bookkeeping; exported so that the live projection can
 	// persist and resume it, never shown to operators.
 	OpenTurn bool `json:"-"`
+	// TaskStateDeclared is true once a lifecycle event applied; until then
+	// TaskStateUpdatedAt is the session's start.
+	TaskStateDeclared bool `json:"-"`
 	// PendingRequests are the request keys of open operator prompts
 	// ("" for a keyless prompt), sorted.
 	PendingRequests []string  `json:"-"`

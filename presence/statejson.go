@@ -34,6 +34,7 @@ type stateJSON struct {
 	Cwd                  string    `json:"cwd,omitempty"`
 	Events               int       `json:"events"`
 	OpenTurn             bool      `json:"open_turn,omitempty"`
+	TaskStateDeclared    bool      `json:"task_state_declared,omitempty"`
 	PendingRequests      []string  `json:"pending_requests,omitempty"`
 	LastTS               string    `json:"last_ts,omitempty"`
 	LastID               string    `json:"last_id,omitempty"`
@@ -51,7 +52,7 @@ func (s State) MarshalJSON() ([]byte, error) {
 		SuggestedSessionName: s.SuggestedSessionName, StartedAt: FormatTime(s.StartedAt),
 		LastEventAt: FormatTime(s.LastEventAt), Ended: s.Ended, EndedAt: FormatTime(s.EndedAt),
 		EndReason: s.EndReason, AgentPID: s.AgentPID, AgentPIDStart: s.AgentPIDStart,
-		Cwd: s.Cwd, Events: s.Events, OpenTurn: s.OpenTurn, PendingRequests: s.PendingRequests,
+		Cwd: s.Cwd, Events: s.Events, OpenTurn: s.OpenTurn, TaskStateDeclared: s.TaskStateDeclared, PendingRequests: s.PendingRequests,
 		LastTS: FormatTime(s.LastTS), LastID: s.LastID,
 	})
 }
@@ -76,7 +77,7 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		StartedAt: pt(j.StartedAt), LastEventAt: pt(j.LastEventAt), Ended: j.Ended,
 		EndedAt: pt(j.EndedAt), EndReason: j.EndReason, AgentPID: j.AgentPID,
 		AgentPIDStart: j.AgentPIDStart, Cwd: j.Cwd, Events: j.Events,
-		OpenTurn: j.OpenTurn, PendingRequests: j.PendingRequests,
+		OpenTurn: j.OpenTurn, TaskStateDeclared: j.TaskStateDeclared, PendingRequests: j.PendingRequests,
 		LastTS: pt(j.LastTS), LastID: j.LastID,
 	}
 	// An older heartbeat may lack an axis: the seed's compatibility
