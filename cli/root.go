@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 
 	"github.com/spf13/cobra"
 )
@@ -16,6 +17,36 @@ var (
 	version = "dev"
 	commit  = "unknown"
 )
+
+func init() {
+	// A plain `go build` carries the commit in its build info; the
+	// Makefile's linker flags take precedence.
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	if version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		version = bi.Main.Version
+	}
+	if commit != "unknown" {
+		return
+	}
+	dirty := false
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+			if len(commit) > 12 {
+				commit = commit[:12]
+			}
+		case "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty && commit != "unknown" {
+		commit += "-dirty"
+	}
+}
 
 // Version is the build's version string.
 func Version() string { return version }
