@@ -24,7 +24,7 @@ var allowed = map[string]struct {
 	"util":      {inner: []string{"util"}, outer: []string{"golang.org/x/sys", "github.com/oklog/ulid"}},
 	"runtime":   {inner: []string{"runtime", "presence", "util"}},
 	"mesh":      {inner: []string{"mesh", "util"}, outer: []string{"github.com/hashicorp/memberlist"}},
-	"raftstore": {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
+	"raftstore": {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "github.com/hashicorp/go-hclog", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
 	"node":      {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
 	"cli":       {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
 	"deploy":    {},

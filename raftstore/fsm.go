@@ -1,0 +1,136 @@
+package raftstore
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/hashicorp/raft"
+)
+
+// maxSnapshotBytes bounds what Restore reads: a registry of about 100k
+// sessions.
+const maxSnapshotBytes = 1 << 30
+
+// fsm adapts a Registry to raft.FSM. It decodes entries, hands them to the
+// registry, and tracks the index of the last entry the registry has seen,
+// so that readers can wait for it (raft's own AppliedIndex runs ahead of
+// the FSM).
+type fsm struct {
+	reg *Registry
+	log *slog.Logger
+
+	mu      sync.Mutex
+	applied uint64
+	changed chan struct{} // closed and replaced on every advance
+}
+
+var (
+	_ raft.FSM         = (*fsm)(nil)
+	_ raft.FSMSnapshot = (*fsmSnapshot)(nil)
+)
+
+func newFSM(reg *Registry, log *slog.Logger) *fsm {
+	return &fsm{reg: reg, log: log, changed: make(chan struct{})}
+}
+
+// Apply is called by raft, one entry at a time, on its FSM goroutine. The
+// returned value is the Apply future's Response: nil or an error.
+func (f *fsm) Apply(l *raft.Log) any {
+	var out error
+	if l.Type == raft.LogCommand {
+		cmd, err := DecodeCommand(l.Data)
+		if err == nil {
+			err = f.reg.Apply(l.Index, cmd)
+		}
+		if err != nil {
+			f.log.Warn("registry entry refused", slog.Uint64(keyIndex, l.Index), slog.Any(keyErr, err))
+			out = err
+		}
+	}
+	f.advance(l.Index)
+	return out
+}
+
+func (f *fsm) advance(index uint64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if index <= f.applied {
+		return
+	}
+	f.applied = index
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// appliedIndex is the index of the last entry the registry reflects.
+func (f *fsm) appliedIndex() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+// waitApplied blocks until the registry reflects index, ctx ends or stop
+// is closed.
+func (f *fsm) waitApplied(ctx context.Context, index uint64, stop <-chan struct{}) error {
+	for {
+		f.mu.Lock()
+		applied, ch := f.applied, f.changed
+		f.mu.Unlock()
+		if applied >= index {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("wait for index %d (applied %d): %w", index, applied, ctx.Err())
+		case <-stop:
+			return ErrClosed
+		}
+	}
+}
+
+// Snapshot is called on the FSM goroutine; it copies the registry so that
+// Persist can run beside later Applies.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	b, err := f.reg.Snapshot()
+	if err != nil {
+		return nil, err
+	}
+	return &fsmSnapshot{data: b}, nil
+}
+
+// Restore replaces the registry with a snapshot's content.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	b, err := io.ReadAll(io.LimitReader(rc, maxSnapshotBytes+1))
+	if err != nil {
+		return fmt.Errorf("read registry snapshot: %w", err)
+	}
+	if len(b) > maxSnapshotBytes {
+		return fmt.Errorf("registry snapshot is larger than %d bytes", maxSnapshotBytes)
+	}
+	if err := f.reg.Restore(b); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	f.applied = f.reg.Index()
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.mu.Unlock()
+	return nil
+}
+
+type fsmSnapshot struct{ data []byte }
+
+func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := sink.Write(s.data); err != nil {
+		sink.Cancel()
+		return fmt.Errorf("write registry snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *fsmSnapshot) Release() {}

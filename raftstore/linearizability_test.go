@@ -1,0 +1,264 @@
+package raftstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// regInput is one operation on a session's register: a lifecycle write of
+// version Seq (its ts and its reason), or a consistent read.
+type regInput struct {
+	Key   string
+	Write bool
+	Seq   int64
+}
+
+// regModel is the registry's lifecycle group as a sequential object: a
+// last-writer-wins register per session, where the write with the larger
+// ts wins. Every write gets a fresh, growing ts (Seq), so a read must
+// return the largest Seq among the writes linearized before it.
+var regModel = porcupine.Model{
+	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
+		by := map[string][]porcupine.Operation{}
+		var keys []string
+		for _, op := range history {
+			k := op.Input.(regInput).Key
+			if _, ok := by[k]; !ok {
+				keys = append(keys, k)
+			}
+			by[k] = append(by[k], op)
+		}
+		out := make([][]porcupine.Operation, 0, len(keys))
+		for _, k := range keys {
+			out = append(out, by[k])
+		}
+		return out
+	},
+	Init: func() any { return int64(0) },
+	Step: func(state, input, output any) (bool, any) {
+		st, in := state.(int64), input.(regInput)
+		if in.Write {
+			return true, max(st, in.Seq)
+		}
+		return output.(int64) == st, st
+	},
+	DescribeOperation: func(input, output any) string {
+		in := input.(regInput)
+		if in.Write {
+			return fmt.Sprintf("write(%s, %d)", in.Key, in.Seq)
+		}
+		return fmt.Sprintf("read(%s) -> %v", in.Key, output)
+	},
+}
+
+// history collects operations from several clients.
+type history struct {
+	mu    sync.Mutex
+	start time.Time
+	ops   []porcupine.Operation
+}
+
+func (h *history) now() int64 { return int64(time.Since(h.start)) }
+
+func (h *history) add(op porcupine.Operation) {
+	h.mu.Lock()
+	h.ops = append(h.ops, op)
+	h.mu.Unlock()
+}
+
+// currentLeader returns a running store that believes it leads, without
+// waiting (clients must not call t.Fatal).
+func currentLeader(c *Cluster) *Store {
+	for _, s := range c.Running() {
+		if s.IsLeader() {
+			return s
+		}
+	}
+	return nil
+}
+
+// definitelyNotApplied tells refusals (the entry never reached the log)
+// from failures whose outcome is unknown.
+func definitelyNotApplied(err error) bool {
+	if errors.Is(err, ErrUnknownOutcome) {
+		return false
+	}
+	var nle *NotLeaderError
+	return errors.As(err, &nle) || errors.Is(err, ErrClosed) || errors.Is(err, ErrInvalidCommand)
+}
+
+// workload is what the clients of one run do.
+type workload struct {
+	c     *Cluster
+	h     *history
+	seq   atomic.Int64
+	keys  []string
+	stats [3]atomic.Int64 // acknowledged writes, reads, unknown-outcome writes
+	// readFrom picks the store a read goes to; consistent reads call
+	// VerifyRead first.
+	readFrom   func(rng *rand.Rand) *Store
+	consistent bool
+}
+
+func runClient(ctx context.Context, w *workload, id int) {
+	rng := rand.New(rand.NewPCG(uint64(id), 7))
+	c, h, keys, seq, stats := w.c, w.h, w.keys, &w.seq, &w.stats
+	for ctx.Err() == nil {
+		// Pace the clients so that the history stays checkable.
+		time.Sleep(time.Duration(500+rng.IntN(1500)) * time.Microsecond)
+		s := currentLeader(c)
+		if s == nil {
+			continue
+		}
+		key := keys[rng.IntN(len(keys))]
+		opCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		if rng.IntN(2) == 0 {
+			n := seq.Add(1)
+			in := regInput{Key: key, Write: true, Seq: n}
+			call := h.now()
+			_, err := s.Apply(opCtx, UpsertCommand(Upsert{SessionID: key, TS: at(int(n)),
+				Lifecycle: &LifecyclePatch{TaskState: "active", Reason: strconv.FormatInt(n, 10)}}))
+			ret := h.now()
+			switch {
+			case err == nil:
+				h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: int64(0), Return: ret})
+				stats[0].Add(1)
+			case definitelyNotApplied(err):
+			default:
+				// Maybe applied, maybe not, maybe later: it may take
+				// effect at any time after its call.
+				h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: int64(0), Return: math.MaxInt64})
+				stats[2].Add(1)
+			}
+		} else if s = w.readFrom(rng); s != nil {
+			call := h.now()
+			var err error
+			if w.consistent {
+				err = s.VerifyRead(opCtx)
+			}
+			var got int64
+			if err == nil {
+				if rec, ok := s.Get(key); ok {
+					got, _ = strconv.ParseInt(rec.LifecycleReason, 10, 64)
+				}
+				ret := h.now()
+				h.add(porcupine.Operation{ClientId: id, Input: regInput{Key: key}, Call: call, Output: got, Return: ret})
+				stats[1].Add(1)
+			}
+		}
+		cancel()
+	}
+}
+
+// TestLinearizable runs clients doing lifecycle writes and consistent
+// reads against a 3-node cluster while leaders are partitioned off and
+// stopped, and checks the history with porcupine.
+func TestLinearizable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("linearizability check takes seconds")
+	}
+	c := MakeCluster(t, 3, 3)
+	w := &workload{c: c, h: &history{start: time.Now()}, keys: []string{"k0", "k1", "k2", "k3"},
+		readFrom: func(*rand.Rand) *Store { return currentLeader(c) }, consistent: true}
+	stop := w.start(4)
+	defer stop()
+
+	pause := func() { time.Sleep(400 * time.Millisecond) }
+	pause()
+	for round := range 3 {
+		l := c.Leader()
+		c.Partition(l.ID()) // the leader alone in the minority
+		pause()
+		c.Heal()
+		pause()
+		c.Partition(c.Followers()[round%2].ID())
+		pause()
+		c.Heal()
+		pause()
+		l = c.Leader()
+		c.Stop(l.ID()) // crash the leader
+		pause()
+		c.Restart(l.ID())
+		pause()
+	}
+	stop()
+	c.Heal()
+	c.EnsureSame(t)
+	res, info := w.check(t)
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Unknown:
+		t.Logf("porcupine timed out; the history is neither proven nor refuted")
+	default:
+		path := filepath.Join(os.TempDir(), fmt.Sprintf("raftstore-linearizability-%d.html", time.Now().UnixNano()))
+		if f, err := os.Create(path); err == nil {
+			porcupine.Visualize(regModel, info, f)
+			f.Close()
+		}
+		t.Fatalf("history is not linearizable; visualization in %s", path)
+	}
+}
+
+// start runs n clients until the returned stop is called (stop waits for
+// them; it may be called twice).
+func (w *workload) start(n int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for id := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runClient(ctx, w, id)
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
+}
+
+func (w *workload) check(t *testing.T) (porcupine.CheckResult, porcupine.LinearizationInfo) {
+	t.Helper()
+	t.Logf("history: %d ops (%d acknowledged writes, %d reads, %d unknown-outcome writes)",
+		len(w.h.ops), w.stats[0].Load(), w.stats[1].Load(), w.stats[2].Load())
+	if w.stats[0].Load() == 0 || w.stats[1].Load() == 0 {
+		t.Fatal("the workload made no progress")
+	}
+	return porcupine.CheckOperationsVerbose(regModel, w.h.ops, 15*time.Second)
+}
+
+// TestLinearizabilityCheckCatchesStaleReads is the control: reads from a
+// follower's replica, without VerifyRead, are not linearizable, and the
+// check must say so.
+func TestLinearizabilityCheckCatchesStaleReads(t *testing.T) {
+	if testing.Short() {
+		t.Skip("linearizability check takes seconds")
+	}
+	c := MakeCluster(t, 3, 3)
+	w := &workload{c: c, h: &history{start: time.Now()}, keys: []string{"k0"},
+		readFrom: func(rng *rand.Rand) *Store {
+			if l := currentLeader(c); l != nil {
+				for _, s := range c.Running() {
+					if s != l {
+						return s
+					}
+				}
+			}
+			return nil
+		}}
+	stop := w.start(4)
+	time.Sleep(1500 * time.Millisecond)
+	stop()
+	if res, _ := w.check(t); res != porcupine.Illegal {
+		t.Fatalf("stale follower reads checked as %v, want Illegal", res)
+	}
+}
