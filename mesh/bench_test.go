@@ -1,0 +1,314 @@
+package mesh
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+)
+
+// BenchmarkPropagation measures, on real loopback UDP/TCP with LAN timers,
+// the time from a Broadcast on one node until every other node has the
+// delta, for three meshes running side by side in the same process:
+//
+//   - harn: this package as harn runs it (scaled retransmits, re-gossip,
+//     direct reliable sends in meshes of up to DirectSendMax members);
+//   - harn-gossip: the same with DirectSendMax = 0, gossip alone;
+//   - bare: plain memberlist with a TransmitLimitedQueue at memberlist's
+//     default RetransmitMult, each node re-queueing a message the first time
+//     it sees it (the usual epidemic pattern, as serf does for user events).
+//
+// A round that has not reached every node within propCap counts as a miss
+// (in production such a node waits for the next push/pull, 15–60 s on LAN)
+// and enters the percentiles as propCap. It runs a fixed number of rounds
+// (b.N is not used; run with -benchtime=1x) and skips under -short.
+func BenchmarkPropagation(b *testing.B) {
+	if testing.Short() {
+		b.Skip("real-network benchmark; skipped under -short")
+	}
+	for _, sz := range []struct{ nodes, rounds int }{{5, 40}, {20, 25}} {
+		b.Run(fmt.Sprintf("nodes=%d", sz.nodes), func(b *testing.B) {
+			benchPropagation(b, sz.nodes, sz.rounds)
+		})
+	}
+}
+
+const (
+	propCap     = 3 * time.Second
+	propPayload = 200 // bytes: a typical presence delta
+)
+
+// propTarget is one mesh under measurement.
+type propTarget struct {
+	name      string
+	n         int
+	broadcast func(origin int, id string) error
+	tracker   *propTracker
+	samples   []time.Duration
+	misses    int
+	close     func()
+}
+
+func benchPropagation(b *testing.B, n, rounds int) {
+	targets := []*propTarget{
+		newHarnTarget(b, "harn", n, 32),
+		newHarnTarget(b, "harn-gossip", n, 0),
+		newBareTarget(b, n),
+	}
+	defer func() {
+		for _, t := range targets {
+			t.close()
+		}
+	}()
+	b.ResetTimer()
+	for r := 0; r < rounds; r++ {
+		for _, t := range targets { // interleaved: the same load for all
+			t.round(b, r)
+		}
+	}
+	b.StopTimer()
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	stats := map[string][3]time.Duration{}
+	for _, t := range targets {
+		p50, p99, mx := percentiles(t.samples)
+		stats[t.name] = [3]time.Duration{p50, p99, mx}
+		b.ReportMetric(ms(p50), t.name+"_p50_ms")
+		b.ReportMetric(ms(p99), t.name+"_p99_ms")
+		b.ReportMetric(ms(mx), t.name+"_max_ms")
+		b.ReportMetric(float64(t.misses), t.name+"_misses")
+	}
+	ratio := func(a, h time.Duration) float64 { return float64(a) / float64(max(h, time.Microsecond)) }
+	b.ReportMetric(ratio(stats["bare"][0], stats["harn"][0]), "bare/harn_p50")
+	b.ReportMetric(ratio(stats["bare"][1], stats["harn"][1]), "bare/harn_p99")
+	b.ReportMetric(ratio(stats["bare"][2], stats["harn"][2]), "bare/harn_max")
+	b.ReportMetric(0, "ns/op")
+}
+
+func (t *propTarget) round(b *testing.B, r int) {
+	origin := r % t.n
+	id := fmt.Sprintf("%s-%d", t.name, r)
+	done := t.tracker.start(id, origin, t.n-1)
+	sent := time.Now()
+	if err := t.broadcast(origin, id); err != nil {
+		b.Fatal(err)
+	}
+	timer := time.NewTimer(propCap)
+	defer timer.Stop()
+	select {
+	case last := <-done:
+		t.samples = append(t.samples, last.Sub(sent))
+	case <-timer.C:
+		t.misses++
+		t.samples = append(t.samples, propCap)
+	}
+	// A random pause between rounds, so that broadcasts do not lock onto
+	// the phase of the 200 ms gossip tickers.
+	time.Sleep(50*time.Millisecond + rand.N(200*time.Millisecond))
+}
+
+func percentiles(s []time.Duration) (p50, p99, mx time.Duration) {
+	if len(s) == 0 {
+		return 0, 0, 0
+	}
+	s = append([]time.Duration(nil), s...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	at := func(q float64) time.Duration { return s[min(len(s)-1, int(q*float64(len(s))))] }
+	return at(0.50), at(0.99), s[len(s)-1]
+}
+
+// propTracker waits for one message id to reach want nodes.
+type propTracker struct {
+	mu     sync.Mutex
+	id     string
+	origin int
+	want   int
+	got    map[int]bool
+	last   time.Time
+	done   chan time.Time
+}
+
+func (p *propTracker) start(id string, origin, want int) <-chan time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.id, p.origin, p.want = id, origin, want
+	p.got = make(map[int]bool)
+	p.done = make(chan time.Time, 1)
+	return p.done
+}
+
+func (p *propTracker) mark(node int, id string) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id != p.id || node == p.origin || p.got[node] {
+		return
+	}
+	p.got[node] = true
+	if len(p.got) == p.want {
+		p.done <- now
+	}
+}
+
+func lanBenchConfig(name string) Config {
+	c := DefaultConfig() // LAN timers
+	c.Name = name
+	c.BindAddr = "127.0.0.1"
+	c.BindPort = 0
+	c.JoinBackoffMin = 50 * time.Millisecond
+	c.JoinBackoffMax = time.Second
+	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	return c
+}
+
+func newHarnTarget(b *testing.B, name string, n, directMax int) *propTarget {
+	t := &propTarget{name: name, n: n, tracker: &propTracker{}}
+	var meshes []*Mesh
+	payload := make([]byte, propPayload)
+	for i := 0; i < n; i++ {
+		h := &RecordingHandler{}
+		idx := i
+		h.OnDelta = func(d Delivery) { t.tracker.mark(idx, d.Key) }
+		c := lanBenchConfig(fmt.Sprintf("%s-%d", name, i))
+		c.DirectSendMax = directMax
+		c.Handler = h
+		if i > 0 {
+			c.Join = []string{meshes[0].LocalAddr()}
+		}
+		m, err := New(c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := m.Start(); err != nil {
+			b.Fatal(err)
+		}
+		meshes = append(meshes, m)
+	}
+	t.close = func() {
+		for _, m := range meshes {
+			_ = m.Shutdown()
+		}
+	}
+	WaitFor(b, 30*time.Second, name+" converged", func() bool {
+		for _, m := range meshes {
+			if m.NumAlive() != n {
+				return false
+			}
+		}
+		return true
+	})
+	t.broadcast = func(origin int, id string) error {
+		return meshes[origin].Broadcast(id, 1, payload)
+	}
+	return t
+}
+
+// bareNode is plain memberlist with a TransmitLimitedQueue.
+type bareNode struct {
+	list atomic.Pointer[memberlist.Memberlist]
+	q    *memberlist.TransmitLimitedQueue
+	mu   sync.Mutex
+	seen map[string]bool
+	recv func(id string)
+}
+
+type bareBroadcast []byte
+
+func (bb bareBroadcast) Invalidates(memberlist.Broadcast) bool { return false }
+func (bb bareBroadcast) Message() []byte                       { return bb }
+func (bb bareBroadcast) Finished()                             {}
+
+func (d *bareNode) NodeMeta(int) []byte { return nil }
+func (d *bareNode) NotifyMsg(b []byte) {
+	id := string(b[:idLen(b)])
+	d.mu.Lock()
+	if d.seen[id] {
+		d.mu.Unlock()
+		return
+	}
+	d.seen[id] = true
+	d.mu.Unlock()
+	d.q.QueueBroadcast(bareBroadcast(append([]byte(nil), b...)))
+	d.recv(id)
+}
+func (d *bareNode) GetBroadcasts(overhead, limit int) [][]byte {
+	return d.q.GetBroadcasts(overhead, limit)
+}
+func (d *bareNode) LocalState(bool) []byte        { return nil }
+func (d *bareNode) MergeRemoteState([]byte, bool) {}
+func (d *bareNode) numNodes() int {
+	if l := d.list.Load(); l != nil {
+		return l.NumMembers()
+	}
+	return 1
+}
+
+// idLen: a bare message is the id, a zero byte, then padding.
+func idLen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+func newBareTarget(b *testing.B, n int) *propTarget {
+	t := &propTarget{name: "bare", n: n, tracker: &propTracker{}}
+	var nodes []*bareNode
+	for i := 0; i < n; i++ {
+		mc := memberlist.DefaultLANConfig()
+		mc.Name = fmt.Sprintf("bare-%d", i)
+		mc.BindAddr = "127.0.0.1"
+		mc.BindPort = 0
+		mc.AdvertisePort = 0
+		mc.LogOutput = io.Discard
+		d := &bareNode{seen: make(map[string]bool)}
+		d.q = &memberlist.TransmitLimitedQueue{NumNodes: d.numNodes, RetransmitMult: mc.RetransmitMult}
+		idx := i
+		d.recv = func(id string) { t.tracker.mark(idx, id) }
+		mc.Delegate = d
+		l, err := memberlist.Create(mc)
+		if err != nil {
+			b.Fatal(err)
+		}
+		d.list.Store(l)
+		nodes = append(nodes, d)
+		if i > 0 {
+			seed := nodes[0].list.Load().LocalNode().Address()
+			if _, err := l.Join([]string{seed}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	t.close = func() {
+		for _, d := range nodes {
+			_ = d.list.Load().Shutdown()
+		}
+	}
+	WaitFor(b, 30*time.Second, "bare converged", func() bool {
+		for _, d := range nodes {
+			if d.list.Load().NumMembers() != n {
+				return false
+			}
+		}
+		return true
+	})
+	t.broadcast = func(origin int, id string) error {
+		d := nodes[origin]
+		msg := make([]byte, propPayload)
+		copy(msg, id)
+		d.mu.Lock()
+		d.seen[id] = true
+		d.mu.Unlock()
+		d.q.QueueBroadcast(bareBroadcast(msg))
+		return nil
+	}
+	return t
+}

@@ -1,0 +1,265 @@
+package mesh
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+)
+
+// This file holds helpers for tests of mesh and of the packages above it:
+// an in-process Cluster on a MemNetwork and a RecordingHandler.
+
+// Delivery is one delta a RecordingHandler received.
+type Delivery struct {
+	From    string
+	Key     string
+	Version uint64
+	Data    []byte
+	At      time.Time
+}
+
+// Merge is one push/pull state a RecordingHandler received.
+type Merge struct {
+	From string
+	Blob []byte
+}
+
+// RecordingHandler is a Handler that records everything mesh delivers. Its
+// LocalState is whatever SetState last set.
+type RecordingHandler struct {
+	// OnDelta, if set before the mesh starts, is called on every delivery.
+	OnDelta func(d Delivery)
+
+	mu     sync.Mutex
+	state  []byte
+	deltas []Delivery
+	merges []Merge
+	events []MemberEvent
+}
+
+var _ Handler = (*RecordingHandler)(nil)
+
+// SetState sets the blob LocalState returns.
+func (h *RecordingHandler) SetState(b []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.state = bytes.Clone(b)
+}
+
+func (h *RecordingHandler) LocalState() []byte {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return bytes.Clone(h.state)
+}
+
+func (h *RecordingHandler) MergeRemoteState(from string, blob []byte) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.merges = append(h.merges, Merge{From: from, Blob: blob})
+}
+
+func (h *RecordingHandler) ApplyDelta(from, key string, version uint64, delta []byte) {
+	d := Delivery{From: from, Key: key, Version: version, Data: delta, At: time.Now()}
+	h.mu.Lock()
+	h.deltas = append(h.deltas, d)
+	f := h.OnDelta
+	h.mu.Unlock()
+	if f != nil {
+		f(d)
+	}
+}
+
+func (h *RecordingHandler) MemberEvent(ev MemberEvent) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+}
+
+// Deltas returns the deliveries so far.
+func (h *RecordingHandler) Deltas() []Delivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Delivery(nil), h.deltas...)
+}
+
+// Latest returns the newest version delivered for key.
+func (h *RecordingHandler) Latest(key string) (Delivery, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var best Delivery
+	found := false
+	for _, d := range h.deltas {
+		if d.Key == key && (!found || d.Version > best.Version) {
+			best, found = d, true
+		}
+	}
+	return best, found
+}
+
+// Merges returns the push/pull states received so far.
+func (h *RecordingHandler) Merges() []Merge {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]Merge(nil), h.merges...)
+}
+
+// Events returns the member events delivered so far.
+func (h *RecordingHandler) Events() []MemberEvent {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]MemberEvent(nil), h.events...)
+}
+
+// Cluster is n meshes on one MemNetwork, built by MakeCluster.
+type Cluster struct {
+	t        testing.TB
+	Net      *MemNetwork
+	Nodes    []*Mesh
+	Handlers []*RecordingHandler
+	Configs  []Config
+}
+
+// MakeCluster starts n meshes named node0…node{n-1} with TestConfig on a
+// MemNetwork, every node seeded with node0, and waits until each sees n
+// alive members. cfg, if not nil, adjusts each node's Config before New.
+// The cluster is shut down when the test ends. Set HARN_MESH_DEBUG=1 to see
+// the logs.
+func MakeCluster(t testing.TB, n int, cfg func(i int, c *Config)) *Cluster {
+	t.Helper()
+	c := &Cluster{t: t, Net: &MemNetwork{}}
+	t.Cleanup(c.Close)
+	var seed string
+	for i := 0; i < n; i++ {
+		h := &RecordingHandler{}
+		conf := TestConfig()
+		conf.Name = fmt.Sprintf("node%d", i)
+		tr := c.Net.NewTransport()
+		conf.Transport = tr
+		conf.Handler = h
+		conf.Logger = testLogger()
+		if i == 0 {
+			seed = tr.Addr()
+		} else {
+			conf.Join = []string{seed}
+		}
+		if cfg != nil {
+			cfg(i, &conf)
+		}
+		m, err := New(conf)
+		if err != nil {
+			t.Fatalf("node%d: %v", i, err)
+		}
+		if err := m.Start(); err != nil {
+			t.Fatalf("node%d: %v", i, err)
+		}
+		c.Nodes = append(c.Nodes, m)
+		c.Handlers = append(c.Handlers, h)
+		c.Configs = append(c.Configs, conf)
+	}
+	WaitFor(t, 15*time.Second, fmt.Sprintf("%d nodes alive everywhere", n), func() bool {
+		for _, m := range c.Nodes {
+			if m.NumAlive() != n {
+				return false
+			}
+		}
+		return true
+	})
+	return c
+}
+
+func testLogger() *slog.Logger {
+	if os.Getenv("HARN_MESH_DEBUG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return TestConfig().Logger
+}
+
+// Members is node i's view of the mesh.
+func (c *Cluster) Members(i int) []Member { return c.Nodes[i].Members() }
+
+// Member is node i's view of the member named name.
+func (c *Cluster) Member(i int, name string) (Member, bool) {
+	for _, mb := range c.Nodes[i].Members() {
+		if mb.Name == name {
+			return mb, true
+		}
+	}
+	return Member{}, false
+}
+
+// Addr is node i's address on the network.
+func (c *Cluster) Addr(i int) string { return c.Configs[i].Transport.(*MemTransport).Addr() }
+
+// Partition splits the cluster into groups of node indexes that no longer
+// reach each other.
+func (c *Cluster) Partition(groups ...[]int) {
+	var addrs [][]string
+	for _, g := range groups {
+		var as []string
+		for _, i := range g {
+			as = append(as, c.Addr(i))
+		}
+		addrs = append(addrs, as)
+	}
+	c.Net.Partition(addrs...)
+}
+
+// Heal removes every partition.
+func (c *Cluster) Heal() { c.Net.Heal() }
+
+// Restart shuts node i down (without leaving) and starts a new process of
+// it: same name, same address unless adjust changes the transport, no seeds
+// unless adjust sets them.
+func (c *Cluster) Restart(i int, adjust func(c *Config)) *Mesh {
+	c.t.Helper()
+	if err := c.Nodes[i].Shutdown(); err != nil {
+		c.t.Fatalf("node%d shutdown: %v", i, err)
+	}
+	conf := c.Configs[i]
+	conf.Transport = c.Net.Listen(c.Addr(i))
+	conf.Join = nil
+	h := &RecordingHandler{}
+	conf.Handler = h
+	if adjust != nil {
+		adjust(&conf)
+	}
+	m, err := New(conf)
+	if err != nil {
+		c.t.Fatalf("node%d: %v", i, err)
+	}
+	if err := m.Start(); err != nil {
+		c.t.Fatalf("node%d: %v", i, err)
+	}
+	c.Nodes[i], c.Handlers[i], c.Configs[i] = m, h, conf
+	return m
+}
+
+// Close shuts every node down; it is safe to call twice.
+func (c *Cluster) Close() {
+	var wg sync.WaitGroup
+	for _, m := range c.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = m.Shutdown()
+		}()
+	}
+	wg.Wait()
+}
+
+// WaitFor polls cond every 10 ms until it holds, or fails the test after
+// timeout, saying what it waited for.
+func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
