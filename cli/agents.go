@@ -120,10 +120,17 @@ func newListCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			all, _ := c.Flags().GetBool("all")
+			consistent, _ := c.Flags().GetBool("consistent")
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				res, err := cl.api.List(ctx, &api.ListRequest{All: all})
+				res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent})
 				if err != nil {
 					return rpcErr(err, p)
+				}
+				var info node.ReadInfo
+				_ = json.Unmarshal(res.ReadJson, &info)
+				if info.Stale {
+					fmt.Fprintf(c.ErrOrStderr(), "harn: stale read: this node's registry replica last heard from a leader %s ago (leader %q); pass --consistent to read through the leader\n",
+						orDash(info.LastContact), info.LeaderID)
 				}
 				if asJSON(c) {
 					out := c.OutOrStdout()
@@ -139,24 +146,47 @@ func newListCmd() *cobra.Command {
 					out.Write([]byte("\n]\n"))
 					return nil
 				}
-				states := make([]presence.State, 0, len(res.SessionsJson))
+				rows := make([]row, 0, len(res.SessionsJson))
 				for _, b := range res.SessionsJson {
-					s, err := decodeState(b)
+					r, err := decodeRow(b)
 					if err != nil {
 						return err
 					}
-					states = append(states, s)
+					rows = append(rows, r)
 				}
-				return printTable(c, states)
+				return printTable(c, rows)
 			})
 		},
 	}
 	c.Flags().Bool("all", false, "include ended sessions")
+	c.Flags().Bool("consistent", false, "read the registry through the leader (linearizable; fails without a leader)")
 	addJSONFlag(c)
 	return c
 }
 
-func printTable(c *cobra.Command, states []presence.State) error {
+// row is a roster entry as the CLI reads it: the state and reachability.
+type row struct {
+	presence.State
+	Reachable        bool
+	UnreachableSince time.Time
+}
+
+func decodeRow(b []byte) (row, error) {
+	st, err := decodeState(b)
+	if err != nil {
+		return row{}, err
+	}
+	var extra struct {
+		Reachable        *bool  `json:"reachable"`
+		UnreachableSince string `json:"unreachable_since"`
+	}
+	_ = json.Unmarshal(b, &extra)
+	r := row{State: st, Reachable: extra.Reachable == nil || *extra.Reachable}
+	r.UnreachableSince, _ = presence.ParseTime(extra.UnreachableSince)
+	return r, nil
+}
+
+func printTable(c *cobra.Command, states []row) error {
 	if len(states) == 0 {
 		fmt.Fprintln(c.OutOrStdout(), "no agent sessions")
 		return nil
@@ -173,8 +203,16 @@ func printTable(c *cobra.Command, states []presence.State) error {
 		if s.Ended {
 			act = "ended"
 		}
+		where := s.Node
+		if !s.Reachable {
+			where += " (unreachable"
+			if !s.UnreachableSince.IsZero() {
+				where += " " + node.Age(now, s.UnreachableSince)
+			}
+			where += ")"
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clipText(s.SessionID, 12), "Agent "+s.Name,
-			s.Agent, act, life, clipText(orDash(s.Task), 40), node.Age(now, s.LastEventAt), s.Node)
+			s.Agent, act, life, clipText(orDash(s.Task), 40), node.Age(now, s.LastEventAt), where)
 	}
 	return tw.Flush()
 }
@@ -233,8 +271,11 @@ func newStatusCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				noteLine(c, res.Note)
 				if asJSON(c) {
-					return writeJSON(c, statusView(st))
+					v := statusView(st)
+					v.Note = res.Note
+					return writeJSON(c, v)
 				}
 				return printState(c, st)
 			})
@@ -256,13 +297,22 @@ type statusJSON struct {
 	TaskStateUpdatedAt string `json:"task_state_updated_at,omitempty"`
 	BlockerReason      string `json:"blocker_reason,omitempty"`
 	Ended              bool   `json:"ended"`
+	Node               string `json:"node,omitempty"`
+	Note               string `json:"note,omitempty"`
+}
+
+// noteLine prints a read's note (the live detail is unavailable) on stderr.
+func noteLine(c *cobra.Command, note string) {
+	if note != "" {
+		fmt.Fprintln(c.ErrOrStderr(), "harn: "+note)
+	}
 }
 
 func statusView(s presence.State) statusJSON {
 	return statusJSON{SessionID: s.SessionID, Name: s.Name, Activity: string(s.Activity),
 		ActivityUpdatedAt: presence.FormatTime(s.ActivityUpdatedAt), ActivitySource: s.ActivitySource,
 		TaskState: string(s.TaskState), TaskStateUpdatedAt: presence.FormatTime(s.TaskStateUpdatedAt),
-		BlockerReason: s.BlockerReason, Ended: s.Ended}
+		BlockerReason: s.BlockerReason, Ended: s.Ended, Node: s.Node}
 }
 
 func newShowCmd() *cobra.Command {
@@ -280,7 +330,13 @@ func newShowCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if err := printState(c, st); err != nil || asJSON(c) {
+				noteLine(c, res.Note)
+				if asJSON(c) {
+					c.OutOrStdout().Write(res.SessionJson)
+					fmt.Fprintln(c.OutOrStdout())
+					return nil
+				}
+				if err := printState(c, st); err != nil {
 					return err
 				}
 				w := c.OutOrStdout()
@@ -310,6 +366,7 @@ func newTraceCmd() *cobra.Command {
 				if err != nil {
 					return rpcErr(err, p)
 				}
+				noteLine(c, res.Note)
 				evs := make([]presence.Event, 0, len(res.Events))
 				for _, e := range res.Events {
 					ev, err := node.EventFromAPI(e)
@@ -383,6 +440,7 @@ func newLifecycleCmd() *cobra.Command {
 					fmt.Fprintln(c.OutOrStdout(), res.Note)
 					return nil
 				}
+				noteLine(c, res.Note)
 				fmt.Fprintf(c.OutOrStdout(), "%s is %s; suggested name: %s\n", st.SessionID, st.TaskState, st.SessionName())
 				return nil
 			})

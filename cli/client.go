@@ -150,6 +150,10 @@ func rpcErr(err error, p place) error {
 		return withCode(ExitRefused, errors.New(msg))
 	case codes.Aborted:
 		return withCode(ExitAmbiguous, errors.New(msg))
+	case codes.ResourceExhausted:
+		return withCode(ExitNoLeader, errors.New(msg))
+	case codes.Unimplemented:
+		return withCode(ExitUsage, errors.New(msg))
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `harn node`", ErrNoNode, p.Socket))
 	}

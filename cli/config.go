@@ -26,29 +26,31 @@ func EnvName(flag string) string {
 // what is left keeps its default. So the precedence is flag, environment,
 // config file, default.
 func applySettings(c *cobra.Command) error {
-	file, err := loadConfigFile(c)
-	if err != nil {
-		return usageErr(err)
-	}
+	// A bad config file is reported, but the environment still applies,
+	// so that a hook going on after the error still finds its node.
+	file, cerr := loadConfigFile(c)
 	var ferr error
 	visit := func(f *pflag.Flag) {
-		if ferr != nil || f.Changed || f.Name == "help" || f.Name == "config" {
+		if f.Changed || f.Name == "help" || f.Name == "config" {
 			return
 		}
 		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
-			if err := setFlag(c, f, v); err != nil {
+			if err := setFlag(c, f, v); err != nil && ferr == nil {
 				ferr = usageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
 			}
 			return
 		}
 		if v, ok := file.lookup(f.Name); ok {
-			if err := setFlag(c, f, v); err != nil {
+			if err := setFlag(c, f, v); err != nil && ferr == nil {
 				ferr = usageErr(fmt.Errorf("config %s: key %q: %v", file.path, f.Name, err))
 			}
 		}
 	}
 	c.Flags().VisitAll(visit)
 	c.InheritedFlags().VisitAll(visit)
+	if cerr != nil {
+		return usageErr(cerr)
+	}
 	return ferr
 }
 

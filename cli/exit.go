@@ -16,6 +16,7 @@ const (
 	ExitUnavailable = 5 // no node answered
 	ExitAmbiguous   = 6 // a session prefix matches several sessions
 	ExitConflict    = 7 // the data dir is held by another node
+	ExitNoLeader    = 8 // the registry has no leader (consistent reads)
 )
 
 // codedError carries an exit code with an error.

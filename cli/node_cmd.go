@@ -32,6 +32,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("config", "", "config file (JSON object or key = value lines; keys are flag names)")
 	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
+	addMeshFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
 	return c
 }
@@ -44,6 +45,9 @@ func runNode(c *cobra.Command, _ []string) error {
 		cfg.Name = name
 	}
 	cfg.ReapInterval, _ = c.Flags().GetDuration("reap-interval")
+	if err := meshConfig(c, &cfg.Cluster); err != nil {
+		return err
+	}
 	lvl, _ := c.Flags().GetString("log-level")
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(lvl)); err != nil {

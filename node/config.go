@@ -38,6 +38,10 @@ type Config struct {
 	Procs ProcChecker
 	// Git runs the git finalization check (nil: the git CLI).
 	Git GitChecker
+
+	// Cluster configures the mesh: gossip, the Raft registry and the
+	// cluster gRPC service.
+	Cluster ClusterConfig
 }
 
 // DefaultConfig returns the embedded defaults: the XDG state dir, the socket
@@ -57,6 +61,7 @@ func DefaultConfig() Config {
 		ProjectDelay:  0,
 		Logger:        slog.Default(),
 		Clock:         clock.Real{},
+		Cluster:       DefaultClusterConfig(),
 	}
 }
 
@@ -120,7 +125,7 @@ func (c Config) Validate() error {
 	case c.Logger == nil || c.Clock == nil:
 		return fmt.Errorf("%w: Logger and Clock are required", ErrConfig)
 	}
-	return nil
+	return c.Cluster.Validate()
 }
 
 // Paths inside the data dir.

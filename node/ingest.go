@@ -48,6 +48,7 @@ func (n *Node) nameNewSessions(evs []presence.Event) []string {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	var named []string
+	var taken map[string]bool // the live names, copied once per call
 	for i := range evs {
 		e := &evs[i]
 		if ent, ok := n.sessions[e.SessionID]; ok && ent.state.Name != "" {
@@ -56,7 +57,11 @@ func (n *Node) nameNewSessions(evs []presence.Event) []string {
 		if contains(named, e.SessionID) {
 			continue
 		}
-		name := pickName(e.SessionID, n.takenLocked())
+		if taken == nil {
+			taken = n.takenLocked()
+		}
+		name := pickName(e.SessionID, taken)
+		taken[name] = true
 		e.SetAttr(presence.AttrSessionName, name)
 		ent := n.sessions[e.SessionID]
 		if ent == nil {
@@ -112,7 +117,6 @@ func (n *Node) apply(stored []presence.Event) {
 		return
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	changed := map[string]bool{}
 	for i := range stored {
 		e := &stored[i]
@@ -148,9 +152,12 @@ func (n *Node) apply(stored []presence.Event) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	var publish []published
 	for _, s := range keys {
 		ent := n.sessions[s]
+		old := ent.hash
 		ent.hash = presence.PresenceHash(&ent.state)
+		publish = append(publish, published{state: ent.state, hash: ent.hash, changed: old != ent.hash})
 		if ent.state.Ended {
 			if n.liveNames[ent.state.Name] == s {
 				delete(n.liveNames, ent.state.Name)
@@ -164,6 +171,19 @@ func (n *Node) apply(stored []presence.Event) {
 			n.proj.mark(ent.state)
 		}
 	}
+	n.mu.Unlock()
+	if n.cl != nil {
+		for _, p := range publish {
+			n.cl.publish(p)
+		}
+	}
+}
+
+// published is a session state change to tell the mesh about.
+type published struct {
+	state   presence.State
+	hash    string
+	changed bool
 }
 
 // liveSnapshot copies the states of live sessions.
@@ -200,8 +220,10 @@ func (n *Node) Sessions(all bool) []presence.State {
 	return out
 }
 
-// Resolve finds a session by id or unique prefix.
-func (n *Node) Resolve(idOrPrefix string) (presence.State, error) {
+// Resolve finds one of this node's sessions by id or unique prefix.
+func (n *Node) Resolve(idOrPrefix string) (presence.State, error) { return n.resolveLocal(idOrPrefix) }
+
+func (n *Node) resolveLocal(idOrPrefix string) (presence.State, error) {
 	if idOrPrefix == "" {
 		return presence.State{}, fmt.Errorf("%w: empty id", ErrUnknownSession)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"time"
 	"unicode/utf8"
 
 	"github.com/harn-dev/harn/node/gitcheck"
@@ -45,7 +46,12 @@ func (g realGit) Check(ctx context.Context, cwd string, paths []string) error {
 type LifecycleResult struct {
 	State    presence.State
 	Recorded bool
+	// Note tells when the registry write is still pending.
+	Note string
 }
+
+// registrySyncTimeout bounds how long a declaration waits for the registry.
+const registrySyncTimeout = 10 * time.Second
 
 // Lifecycle declares a task state for a session, enforcing every rule: a
 // reason for blocked, top-level sessions only, a current task and a passing
@@ -95,7 +101,29 @@ func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskSt
 		return LifecycleResult{}, err
 	}
 	st, err = n.Resolve(st.SessionID)
-	return LifecycleResult{State: st, Recorded: true}, err
+	if err != nil {
+		return LifecycleResult{}, err
+	}
+	res := LifecycleResult{State: st, Recorded: true}
+	if n.cl != nil {
+		// The acknowledgement means the change survives this node's loss.
+		sctx, cancel := context.WithTimeout(ctx, registrySyncTimeout)
+		if err := n.cl.writer.sync(sctx, st); err != nil {
+			res.Note = "recorded in this node's ledger; the registry write is pending (" + oneLineErr(err) + ")"
+		}
+		cancel()
+	}
+	return res, nil
+}
+
+func oneLineErr(err error) string {
+	s := err.Error()
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
 }
 
 // claimHistory is the session's durable write-claim history from the

@@ -53,6 +53,9 @@ type Node struct {
 	liveNames map[string]string // name -> session, live sessions only
 	mutMu     sync.Mutex        // serializes operator mutations
 
+	cl     *cluster        // nil without the mesh
+	remote *remotePresence // what other nodes gossip
+
 	proj     *projector
 	grpc     *grpc.Server
 	lis      net.Listener
@@ -80,7 +83,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	return &Node{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
-		sessions: map[string]*entry{}, liveNames: map[string]string{},
+		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: newRemotePresence(),
 		stop: make(chan struct{}),
 	}, nil
 }
@@ -128,6 +131,11 @@ func (n *Node) open() error {
 	n.drainSpool()
 	if err := n.listen(); err != nil {
 		return err
+	}
+	if n.cfg.Cluster.Enabled {
+		if err := n.openCluster(); err != nil {
+			return err
+		}
 	}
 	n.wg.Add(3)
 	go n.proj.run(&n.wg, n.stop)
@@ -191,7 +199,13 @@ func (n *Node) Close() error {
 				n.grpc.Stop()
 			}
 		}
+		if n.cl != nil {
+			n.cl.close()
+		}
 		n.wg.Wait()
+		if n.cl != nil {
+			n.cl.closeStore()
+		}
 		if n.proj != nil {
 			n.proj.flush()
 		}

@@ -42,6 +42,7 @@ func testConfig(t *testing.T, dir string) Config {
 	cfg.Clock = clock.NewFake(t0.Add(time.Hour))
 	cfg.ReapInterval = time.Hour
 	cfg.SpoolInterval = time.Hour
+	cfg.Cluster.Enabled = false
 	return cfg
 }
 

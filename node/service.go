@@ -25,7 +25,8 @@ var _ api.LocalServer = (*localService)(nil)
 
 // statusErr maps the node's errors to gRPC codes; the CLI maps the codes to
 // exit codes: InvalidArgument (bad input), NotFound (unknown session),
-// FailedPrecondition (a rule refused), Aborted (ambiguous prefix).
+// FailedPrecondition (a rule refused), Aborted (ambiguous prefix),
+// ResourceExhausted (the registry has no leader), Unimplemented (no mesh).
 func statusErr(err error) error {
 	if err == nil {
 		return nil
@@ -40,6 +41,10 @@ func statusErr(err error) error {
 		c = codes.FailedPrecondition
 	case errors.Is(err, ErrBadRequest), errors.Is(err, presence.ErrInvalidEvent):
 		c = codes.InvalidArgument
+	case errors.Is(err, ErrNoLeader):
+		c = codes.ResourceExhausted
+	case errors.Is(err, ErrNoMesh):
+		c = codes.Unimplemented
 	default:
 		c = codes.Internal
 	}
@@ -114,15 +119,19 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 }
 
 func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.ListResponse, error) {
-	sessions := s.n.Sessions(req.All)
-	out := &api.ListResponse{Node: s.n.cfg.Name, SessionsJson: make([][]byte, 0, len(sessions))}
-	for i := range sessions {
-		b, err := json.Marshal(sessions[i])
+	entries, info, err := s.n.Roster(ctx, req.All, req.Consistent)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	out := &api.ListResponse{Node: s.n.cfg.Name, SessionsJson: make([][]byte, 0, len(entries))}
+	for i := range entries {
+		b, err := json.Marshal(entries[i])
 		if err != nil {
 			return nil, statusErr(err)
 		}
 		out.SessionsJson = append(out.SessionsJson, b)
 	}
+	out.ReadJson, _ = json.Marshal(info)
 	return out, nil
 }
 
@@ -130,7 +139,7 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, err := json.Marshal(st)
+	b, err := json.Marshal(RosterEntry{State: st, Reachable: true, Source: "local"})
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -138,25 +147,24 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 }
 
 func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	return s.session(s.n.Resolve(req.Id))
+	e, note, err := s.n.ReadSession(ctx, req.Id)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	return &api.SessionResponse{SessionJson: b, Live: !e.State.Ended, Note: note}, nil
 }
 
 func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	st, err := s.n.Resolve(req.Id)
+	e, evs, note, err := s.n.ReadTrace(ctx, req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	evs, err := s.n.ledger.Session(st.SessionID)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	presence.SortEvents(evs)
-	b, _ := json.Marshal(st)
-	out := &api.TraceResponse{SessionJson: b}
-	for i := range evs {
-		out.Events = append(out.Events, EventToAPI(&evs[i]))
-	}
-	return out, nil
+	b, _ := json.Marshal(e)
+	return &api.TraceResponse{SessionJson: b, Events: evs, Note: note}, nil
 }
 
 func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api.SessionResponse, error) {
@@ -173,7 +181,7 @@ func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest)
 		return nil, statusErr(err)
 	}
 	b, _ := json.Marshal(res.State)
-	out := &api.LifecycleResponse{SessionJson: b, Recorded: res.Recorded}
+	out := &api.LifecycleResponse{SessionJson: b, Recorded: res.Recorded, Note: res.Note}
 	if !res.Recorded {
 		out.Note = "unchanged: the session already has this state and reason; nothing recorded"
 	}
@@ -222,4 +230,40 @@ func (s *localService) Status(ctx context.Context, req *api.StatusRequest) (*api
 	return &api.StatusResponse{Node: s.n.cfg.Name, Version: s.n.cfg.Version, DataDir: s.n.cfg.DataDir,
 		LiveSessions: int32(live), Sessions: int32(len(all)), StartedUnixNano: s.n.started.UnixNano(),
 		Pid: int32(os.Getpid())}, nil
+}
+
+func (s *localService) Members(ctx context.Context, _ *api.MeshRequest) (*api.MembersResponse, error) {
+	ms, err := s.n.Members()
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	out := &api.MembersResponse{}
+	for i := range ms {
+		b, _ := json.Marshal(ms[i])
+		out.MembersJson = append(out.MembersJson, b)
+	}
+	return out, nil
+}
+
+func (s *localService) Raft(ctx context.Context, _ *api.MeshRequest) (*api.RaftResponse, error) {
+	st, err := s.n.RaftStats()
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	b, _ := json.Marshal(st)
+	return &api.RaftResponse{StatsJson: b}, nil
+}
+
+func (s *localService) Leave(ctx context.Context, _ *api.MeshRequest) (*api.LeaveResponse, error) {
+	if err := s.n.Leave(); err != nil {
+		return nil, statusErr(err)
+	}
+	return &api.LeaveResponse{}, nil
+}
+
+func (s *localService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
+	if err := s.n.RemoveServer(ctx, req.Id); err != nil {
+		return nil, statusErr(err)
+	}
+	return &api.RemoveServerResponse{}, nil
 }

@@ -139,9 +139,13 @@ func cleanEnv(root string) []string {
 		}
 		out = append(out, kv)
 	}
+	// Every node of a test picks free ports (tests run side by side) and
+	// uses the fast timers of its profiles.
 	return append(out,
 		"XDG_CONFIG_HOME="+filepath.Join(root, "xdg-config"),
-		"XDG_STATE_HOME="+filepath.Join(root, "xdg-state"))
+		"XDG_STATE_HOME="+filepath.Join(root, "xdg-state"),
+		"HARN_GOSSIP_PORT=0", "HARN_RAFT_PORT=0", "HARN_RPC_PORT=0", "HARN_HTTP_PORT=0",
+		"HARN_MESH_PROFILE=local", "HARN_RAFT_PROFILE=fast")
 }
 
 // hookEnv is the environment hooks and CLI commands run with.

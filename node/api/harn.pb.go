@@ -359,8 +359,10 @@ func (*DiagnoseResponse) Descriptor() ([]byte, []int) {
 }
 
 type ListRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	All           bool                   `protobuf:"varint,1,opt,name=all,proto3" json:"all,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	All   bool                   `protobuf:"varint,1,opt,name=all,proto3" json:"all,omitempty"`
+	// consistent reads the registry through the leader.
+	Consistent    bool `protobuf:"varint,2,opt,name=consistent,proto3" json:"consistent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -402,12 +404,21 @@ func (x *ListRequest) GetAll() bool {
 	return false
 }
 
+func (x *ListRequest) GetConsistent() bool {
+	if x != nil {
+		return x.Consistent
+	}
+	return false
+}
+
 // Session views carry the presence.State JSON document, so that a CLI's
 // --json output is exactly the node's view.
 type ListResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionsJson  [][]byte               `protobuf:"bytes,1,rep,name=sessions_json,json=sessionsJson,proto3" json:"sessions_json,omitempty"`
-	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	SessionsJson [][]byte               `protobuf:"bytes,1,rep,name=sessions_json,json=sessionsJson,proto3" json:"sessions_json,omitempty"`
+	Node         string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// read_json says how the registry part was read and how stale it may be.
+	ReadJson      []byte `protobuf:"bytes,3,opt,name=read_json,json=readJson,proto3" json:"read_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -456,10 +467,18 @@ func (x *ListResponse) GetNode() string {
 	return ""
 }
 
+func (x *ListResponse) GetReadJson() []byte {
+	if x != nil {
+		return x.ReadJson
+	}
+	return nil
+}
+
 type SessionRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id is a session id or a unique prefix of one.
 	Id            string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Consistent    bool   `protobuf:"varint,2,opt,name=consistent,proto3" json:"consistent,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -501,10 +520,20 @@ func (x *SessionRequest) GetId() string {
 	return ""
 }
 
+func (x *SessionRequest) GetConsistent() bool {
+	if x != nil {
+		return x.Consistent
+	}
+	return false
+}
+
 type SessionResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionJson   []byte                 `protobuf:"bytes,1,opt,name=session_json,json=sessionJson,proto3" json:"session_json,omitempty"`
-	Live          bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	SessionJson []byte                 `protobuf:"bytes,1,opt,name=session_json,json=sessionJson,proto3" json:"session_json,omitempty"`
+	Live        bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	// note says when the live detail is unavailable (an unreachable owner)
+	// and the registry's record is shown instead.
+	Note          string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,10 +582,18 @@ func (x *SessionResponse) GetLive() bool {
 	return false
 }
 
+func (x *SessionResponse) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
+}
+
 type TraceResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SessionJson   []byte                 `protobuf:"bytes,1,opt,name=session_json,json=sessionJson,proto3" json:"session_json,omitempty"`
 	Events        []*Event               `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
+	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -603,6 +640,13 @@ func (x *TraceResponse) GetEvents() []*Event {
 		return x.Events
 	}
 	return nil
+}
+
+func (x *TraceResponse) GetNote() string {
+	if x != nil {
+		return x.Note
+	}
+	return ""
 }
 
 type WhoamiRequest struct {
@@ -1194,6 +1238,246 @@ func (x *StatusResponse) GetPid() int32 {
 	return 0
 }
 
+type MeshRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MeshRequest) Reset() {
+	*x = MeshRequest{}
+	mi := &file_harn_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MeshRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MeshRequest) ProtoMessage() {}
+
+func (x *MeshRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MeshRequest.ProtoReflect.Descriptor instead.
+func (*MeshRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{21}
+}
+
+type MembersResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	MembersJson   [][]byte               `protobuf:"bytes,1,rep,name=members_json,json=membersJson,proto3" json:"members_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembersResponse) Reset() {
+	*x = MembersResponse{}
+	mi := &file_harn_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembersResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembersResponse) ProtoMessage() {}
+
+func (x *MembersResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
+func (*MembersResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *MembersResponse) GetMembersJson() [][]byte {
+	if x != nil {
+		return x.MembersJson
+	}
+	return nil
+}
+
+type RaftResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StatsJson     []byte                 `protobuf:"bytes,1,opt,name=stats_json,json=statsJson,proto3" json:"stats_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaftResponse) Reset() {
+	*x = RaftResponse{}
+	mi := &file_harn_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaftResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaftResponse) ProtoMessage() {}
+
+func (x *RaftResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaftResponse.ProtoReflect.Descriptor instead.
+func (*RaftResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *RaftResponse) GetStatsJson() []byte {
+	if x != nil {
+		return x.StatsJson
+	}
+	return nil
+}
+
+type LeaveResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LeaveResponse) Reset() {
+	*x = LeaveResponse{}
+	mi := &file_harn_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LeaveResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LeaveResponse) ProtoMessage() {}
+
+func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
+func (*LeaveResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{24}
+}
+
+type RemoveServerRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServerRequest) Reset() {
+	*x = RemoveServerRequest{}
+	mi := &file_harn_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServerRequest) ProtoMessage() {}
+
+func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
+func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RemoveServerRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RemoveServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveServerResponse) Reset() {
+	*x = RemoveServerResponse{}
+	mi := &file_harn_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveServerResponse) ProtoMessage() {}
+
+func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
+func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{26}
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -1231,20 +1515,29 @@ const file_harn_proto_rawDesc = "" +
 	"\vinput_bytes\x18\x04 \x01(\x05R\n" +
 	"inputBytes\x12!\n" +
 	"\finput_digest\x18\x05 \x01(\tR\vinputDigest\"\x12\n" +
-	"\x10DiagnoseResponse\"\x1f\n" +
+	"\x10DiagnoseResponse\"?\n" +
 	"\vListRequest\x12\x10\n" +
-	"\x03all\x18\x01 \x01(\bR\x03all\"G\n" +
+	"\x03all\x18\x01 \x01(\bR\x03all\x12\x1e\n" +
+	"\n" +
+	"consistent\x18\x02 \x01(\bR\n" +
+	"consistent\"d\n" +
 	"\fListResponse\x12#\n" +
 	"\rsessions_json\x18\x01 \x03(\fR\fsessionsJson\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\" \n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1b\n" +
+	"\tread_json\x18\x03 \x01(\fR\breadJson\"@\n" +
 	"\x0eSessionRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"H\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1e\n" +
+	"\n" +
+	"consistent\x18\x02 \x01(\bR\n" +
+	"consistent\"\\\n" +
 	"\x0fSessionResponse\x12!\n" +
 	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12\x12\n" +
-	"\x04live\x18\x02 \x01(\bR\x04live\"Z\n" +
+	"\x04live\x18\x02 \x01(\bR\x04live\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\"n\n" +
 	"\rTraceResponse\x12!\n" +
 	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12&\n" +
-	"\x06events\x18\x02 \x03(\v2\x0e.harn.v1.EventR\x06events\":\n" +
+	"\x06events\x18\x02 \x03(\v2\x0e.harn.v1.EventR\x06events\x12\x12\n" +
+	"\x04note\x18\x03 \x01(\tR\x04note\":\n" +
 	"\rWhoamiRequest\x12)\n" +
 	"\bancestry\x18\x01 \x03(\v2\r.harn.v1.ProcR\bancestry\".\n" +
 	"\x04Proc\x12\x10\n" +
@@ -1283,7 +1576,17 @@ const file_harn_proto_rawDesc = "" +
 	"\rlive_sessions\x18\x04 \x01(\x05R\fliveSessions\x12\x1a\n" +
 	"\bsessions\x18\x05 \x01(\x05R\bsessions\x12*\n" +
 	"\x11started_unix_nano\x18\x06 \x01(\x03R\x0fstartedUnixNano\x12\x10\n" +
-	"\x03pid\x18\a \x01(\x05R\x03pid2\x98\x05\n" +
+	"\x03pid\x18\a \x01(\x05R\x03pid\"\r\n" +
+	"\vMeshRequest\"4\n" +
+	"\x0fMembersResponse\x12!\n" +
+	"\fmembers_json\x18\x01 \x03(\fR\vmembersJson\"-\n" +
+	"\fRaftResponse\x12\x1d\n" +
+	"\n" +
+	"stats_json\x18\x01 \x01(\fR\tstatsJson\"\x0f\n" +
+	"\rLeaveResponse\"%\n" +
+	"\x13RemoveServerRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
+	"\x14RemoveServerResponse2\x8c\a\n" +
 	"\x05Local\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
 	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
@@ -1295,7 +1598,11 @@ const file_harn_proto_rawDesc = "" +
 	"\aSetTask\x12\x17.harn.v1.SetTaskRequest\x1a\x17.harn.v1.MutateResponse\x127\n" +
 	"\x05Claim\x12\x15.harn.v1.ClaimRequest\x1a\x17.harn.v1.MutateResponse\x129\n" +
 	"\x06Errors\x12\x16.harn.v1.ErrorsRequest\x1a\x17.harn.v1.ErrorsResponse\x129\n" +
-	"\x06Status\x12\x16.harn.v1.StatusRequest\x1a\x17.harn.v1.StatusResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x06Status\x12\x16.harn.v1.StatusRequest\x1a\x17.harn.v1.StatusResponse\x129\n" +
+	"\aMembers\x12\x14.harn.v1.MeshRequest\x1a\x18.harn.v1.MembersResponse\x123\n" +
+	"\x04Raft\x12\x14.harn.v1.MeshRequest\x1a\x15.harn.v1.RaftResponse\x125\n" +
+	"\x05Leave\x12\x14.harn.v1.MeshRequest\x1a\x16.harn.v1.LeaveResponse\x12K\n" +
+	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -1309,29 +1616,35 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_harn_proto_goTypes = []any{
-	(*Event)(nil),             // 0: harn.v1.Event
-	(*AppendRequest)(nil),     // 1: harn.v1.AppendRequest
-	(*AppendResponse)(nil),    // 2: harn.v1.AppendResponse
-	(*DiagnoseRequest)(nil),   // 3: harn.v1.DiagnoseRequest
-	(*DiagnoseResponse)(nil),  // 4: harn.v1.DiagnoseResponse
-	(*ListRequest)(nil),       // 5: harn.v1.ListRequest
-	(*ListResponse)(nil),      // 6: harn.v1.ListResponse
-	(*SessionRequest)(nil),    // 7: harn.v1.SessionRequest
-	(*SessionResponse)(nil),   // 8: harn.v1.SessionResponse
-	(*TraceResponse)(nil),     // 9: harn.v1.TraceResponse
-	(*WhoamiRequest)(nil),     // 10: harn.v1.WhoamiRequest
-	(*Proc)(nil),              // 11: harn.v1.Proc
-	(*LifecycleRequest)(nil),  // 12: harn.v1.LifecycleRequest
-	(*LifecycleResponse)(nil), // 13: harn.v1.LifecycleResponse
-	(*SetTaskRequest)(nil),    // 14: harn.v1.SetTaskRequest
-	(*ClaimRequest)(nil),      // 15: harn.v1.ClaimRequest
-	(*MutateResponse)(nil),    // 16: harn.v1.MutateResponse
-	(*ErrorsRequest)(nil),     // 17: harn.v1.ErrorsRequest
-	(*ErrorsResponse)(nil),    // 18: harn.v1.ErrorsResponse
-	(*StatusRequest)(nil),     // 19: harn.v1.StatusRequest
-	(*StatusResponse)(nil),    // 20: harn.v1.StatusResponse
+	(*Event)(nil),                // 0: harn.v1.Event
+	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
+	(*AppendResponse)(nil),       // 2: harn.v1.AppendResponse
+	(*DiagnoseRequest)(nil),      // 3: harn.v1.DiagnoseRequest
+	(*DiagnoseResponse)(nil),     // 4: harn.v1.DiagnoseResponse
+	(*ListRequest)(nil),          // 5: harn.v1.ListRequest
+	(*ListResponse)(nil),         // 6: harn.v1.ListResponse
+	(*SessionRequest)(nil),       // 7: harn.v1.SessionRequest
+	(*SessionResponse)(nil),      // 8: harn.v1.SessionResponse
+	(*TraceResponse)(nil),        // 9: harn.v1.TraceResponse
+	(*WhoamiRequest)(nil),        // 10: harn.v1.WhoamiRequest
+	(*Proc)(nil),                 // 11: harn.v1.Proc
+	(*LifecycleRequest)(nil),     // 12: harn.v1.LifecycleRequest
+	(*LifecycleResponse)(nil),    // 13: harn.v1.LifecycleResponse
+	(*SetTaskRequest)(nil),       // 14: harn.v1.SetTaskRequest
+	(*ClaimRequest)(nil),         // 15: harn.v1.ClaimRequest
+	(*MutateResponse)(nil),       // 16: harn.v1.MutateResponse
+	(*ErrorsRequest)(nil),        // 17: harn.v1.ErrorsRequest
+	(*ErrorsResponse)(nil),       // 18: harn.v1.ErrorsResponse
+	(*StatusRequest)(nil),        // 19: harn.v1.StatusRequest
+	(*StatusResponse)(nil),       // 20: harn.v1.StatusResponse
+	(*MeshRequest)(nil),          // 21: harn.v1.MeshRequest
+	(*MembersResponse)(nil),      // 22: harn.v1.MembersResponse
+	(*RaftResponse)(nil),         // 23: harn.v1.RaftResponse
+	(*LeaveResponse)(nil),        // 24: harn.v1.LeaveResponse
+	(*RemoveServerRequest)(nil),  // 25: harn.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil), // 26: harn.v1.RemoveServerResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
@@ -1348,19 +1661,27 @@ var file_harn_proto_depIdxs = []int32{
 	15, // 11: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
 	17, // 12: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
 	19, // 13: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	2,  // 14: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 15: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 16: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 17: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 18: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 19: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 20: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 21: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 22: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 23: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 24: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	14, // [14:25] is the sub-list for method output_type
-	3,  // [3:14] is the sub-list for method input_type
+	21, // 14: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	21, // 15: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	21, // 16: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	25, // 17: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	2,  // 18: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 19: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 20: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 21: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 22: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 23: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 24: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 25: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 26: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 27: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	20, // 28: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	22, // 29: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	23, // 30: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	24, // 31: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	26, // 32: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	18, // [18:33] is the sub-list for method output_type
+	3,  // [3:18] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -1377,7 +1698,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   21,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

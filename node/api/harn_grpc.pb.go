@@ -19,17 +19,21 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Local_Append_FullMethodName    = "/harn.v1.Local/Append"
-	Local_Diagnose_FullMethodName  = "/harn.v1.Local/Diagnose"
-	Local_List_FullMethodName      = "/harn.v1.Local/List"
-	Local_Get_FullMethodName       = "/harn.v1.Local/Get"
-	Local_Trace_FullMethodName     = "/harn.v1.Local/Trace"
-	Local_Whoami_FullMethodName    = "/harn.v1.Local/Whoami"
-	Local_Lifecycle_FullMethodName = "/harn.v1.Local/Lifecycle"
-	Local_SetTask_FullMethodName   = "/harn.v1.Local/SetTask"
-	Local_Claim_FullMethodName     = "/harn.v1.Local/Claim"
-	Local_Errors_FullMethodName    = "/harn.v1.Local/Errors"
-	Local_Status_FullMethodName    = "/harn.v1.Local/Status"
+	Local_Append_FullMethodName       = "/harn.v1.Local/Append"
+	Local_Diagnose_FullMethodName     = "/harn.v1.Local/Diagnose"
+	Local_List_FullMethodName         = "/harn.v1.Local/List"
+	Local_Get_FullMethodName          = "/harn.v1.Local/Get"
+	Local_Trace_FullMethodName        = "/harn.v1.Local/Trace"
+	Local_Whoami_FullMethodName       = "/harn.v1.Local/Whoami"
+	Local_Lifecycle_FullMethodName    = "/harn.v1.Local/Lifecycle"
+	Local_SetTask_FullMethodName      = "/harn.v1.Local/SetTask"
+	Local_Claim_FullMethodName        = "/harn.v1.Local/Claim"
+	Local_Errors_FullMethodName       = "/harn.v1.Local/Errors"
+	Local_Status_FullMethodName       = "/harn.v1.Local/Status"
+	Local_Members_FullMethodName      = "/harn.v1.Local/Members"
+	Local_Raft_FullMethodName         = "/harn.v1.Local/Raft"
+	Local_Leave_FullMethodName        = "/harn.v1.Local/Leave"
+	Local_RemoveServer_FullMethodName = "/harn.v1.Local/RemoveServer"
 )
 
 // LocalClient is the client API for Local service.
@@ -49,6 +53,10 @@ type LocalClient interface {
 	Claim(ctx context.Context, in *ClaimRequest, opts ...grpc.CallOption) (*MutateResponse, error)
 	Errors(ctx context.Context, in *ErrorsRequest, opts ...grpc.CallOption) (*ErrorsResponse, error)
 	Status(ctx context.Context, in *StatusRequest, opts ...grpc.CallOption) (*StatusResponse, error)
+	Members(ctx context.Context, in *MeshRequest, opts ...grpc.CallOption) (*MembersResponse, error)
+	Raft(ctx context.Context, in *MeshRequest, opts ...grpc.CallOption) (*RaftResponse, error)
+	Leave(ctx context.Context, in *MeshRequest, opts ...grpc.CallOption) (*LeaveResponse, error)
+	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
 }
 
 type localClient struct {
@@ -169,6 +177,46 @@ func (c *localClient) Status(ctx context.Context, in *StatusRequest, opts ...grp
 	return out, nil
 }
 
+func (c *localClient) Members(ctx context.Context, in *MeshRequest, opts ...grpc.CallOption) (*MembersResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MembersResponse)
+	err := c.cc.Invoke(ctx, Local_Members_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *localClient) Raft(ctx context.Context, in *MeshRequest, opts ...grpc.CallOption) (*RaftResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RaftResponse)
+	err := c.cc.Invoke(ctx, Local_Raft_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *localClient) Leave(ctx context.Context, in *MeshRequest, opts ...grpc.CallOption) (*LeaveResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(LeaveResponse)
+	err := c.cc.Invoke(ctx, Local_Leave_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *localClient) RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RemoveServerResponse)
+	err := c.cc.Invoke(ctx, Local_RemoveServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LocalServer is the server API for Local service.
 // All implementations must embed UnimplementedLocalServer
 // for forward compatibility.
@@ -186,6 +234,10 @@ type LocalServer interface {
 	Claim(context.Context, *ClaimRequest) (*MutateResponse, error)
 	Errors(context.Context, *ErrorsRequest) (*ErrorsResponse, error)
 	Status(context.Context, *StatusRequest) (*StatusResponse, error)
+	Members(context.Context, *MeshRequest) (*MembersResponse, error)
+	Raft(context.Context, *MeshRequest) (*RaftResponse, error)
+	Leave(context.Context, *MeshRequest) (*LeaveResponse, error)
+	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
 	mustEmbedUnimplementedLocalServer()
 }
 
@@ -228,6 +280,18 @@ func (UnimplementedLocalServer) Errors(context.Context, *ErrorsRequest) (*Errors
 }
 func (UnimplementedLocalServer) Status(context.Context, *StatusRequest) (*StatusResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Status not implemented")
+}
+func (UnimplementedLocalServer) Members(context.Context, *MeshRequest) (*MembersResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Members not implemented")
+}
+func (UnimplementedLocalServer) Raft(context.Context, *MeshRequest) (*RaftResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Raft not implemented")
+}
+func (UnimplementedLocalServer) Leave(context.Context, *MeshRequest) (*LeaveResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Leave not implemented")
+}
+func (UnimplementedLocalServer) RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method RemoveServer not implemented")
 }
 func (UnimplementedLocalServer) mustEmbedUnimplementedLocalServer() {}
 func (UnimplementedLocalServer) testEmbeddedByValue()               {}
@@ -448,6 +512,78 @@ func _Local_Status_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Local_Members_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MeshRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Members(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Members_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Members(ctx, req.(*MeshRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Local_Raft_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MeshRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Raft(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Raft_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Raft(ctx, req.(*MeshRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Local_Leave_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MeshRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Leave(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Leave_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Leave(ctx, req.(*MeshRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Local_RemoveServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).RemoveServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_RemoveServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).RemoveServer(ctx, req.(*RemoveServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Local_ServiceDesc is the grpc.ServiceDesc for Local service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -498,6 +634,22 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Status",
 			Handler:    _Local_Status_Handler,
+		},
+		{
+			MethodName: "Members",
+			Handler:    _Local_Members_Handler,
+		},
+		{
+			MethodName: "Raft",
+			Handler:    _Local_Raft_Handler,
+		},
+		{
+			MethodName: "Leave",
+			Handler:    _Local_Leave_Handler,
+		},
+		{
+			MethodName: "RemoveServer",
+			Handler:    _Local_RemoveServer_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
+)
+
+func init() { commandSet = append(commandSet, newMeshCmd, newKeygenCmd) }
+
+func addMeshFlags(c *cobra.Command) {
+	f := c.Flags()
+	f.String("bind", "", "address the gossip, raft, rpc and http listeners bind (default 127.0.0.1 alone, 0.0.0.0 in a mesh)")
+	f.String("advertise", "", "address other nodes use to reach this one (default: the bind address, or the first private address)")
+	f.Int("gossip-port", node.DefaultGossipPort, "gossip (memberlist) port, UDP and TCP; 0 picks a free one")
+	f.Int("raft-port", node.DefaultRaftPort, "registry (raft) port; 0 picks a free one")
+	f.Int("rpc-port", node.DefaultRPCPort, "cluster gRPC port; 0 picks a free one")
+	f.Int("http-port", node.DefaultHTTPPort, "web board port (reserved); 0 picks none")
+	f.StringSlice("join", nil, "gossip address of a node to join, host:port (repeatable)")
+	f.Bool("server", false, "be a registry voter (build boxes); others are non-voting replicas")
+	f.Int("bootstrap-expect", 0, "form the registry when this many servers have met (with --server)")
+	f.String("gossip-key", "", "base64 32-byte key encrypting gossip (make one with `harn keygen`)")
+	f.String("mesh-profile", "lan", "gossip timers: lan, or local (fast; tests)")
+	f.String("raft-profile", "lan", "registry timers: lan (1 s), or fast (tests)")
+	f.Bool("no-mesh", false, "run without the mesh: no network listener, local sessions only")
+}
+
+// meshConfig reads the mesh flags into cc.
+func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
+	f := c.Flags()
+	noMesh, _ := f.GetBool("no-mesh")
+	cc.Enabled = !noMesh
+	cc.Bind, _ = f.GetString("bind")
+	cc.Advertise, _ = f.GetString("advertise")
+	cc.GossipPort, _ = f.GetInt("gossip-port")
+	cc.RaftPort, _ = f.GetInt("raft-port")
+	cc.RPCPort, _ = f.GetInt("rpc-port")
+	cc.HTTPPort, _ = f.GetInt("http-port")
+	cc.Join, _ = f.GetStringSlice("join")
+	cc.Server, _ = f.GetBool("server")
+	cc.BootstrapExpect, _ = f.GetInt("bootstrap-expect")
+	cc.MeshProfile, _ = f.GetString("mesh-profile")
+	cc.RaftProfile, _ = f.GetString("raft-profile")
+	if k, _ := f.GetString("gossip-key"); k != "" {
+		key, err := mesh.DecodeKey(k)
+		if err != nil {
+			return usageErr(fmt.Errorf("--gossip-key: %v", err))
+		}
+		cc.GossipKey = key
+	}
+	if err := cc.Validate(); err != nil {
+		return usageErr(err)
+	}
+	return nil
+}
+
+func newKeygenCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "keygen",
+		Short: "print a fresh gossip key (base64, 32 bytes) for --gossip-key",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			k, err := mesh.GenerateKey()
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.OutOrStdout(), mesh.EncodeKey(k))
+			return nil
+		},
+	}
+}
+
+func newMeshCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "mesh",
+		Short: "the mesh: members, registry (raft) state, leave, remove",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	members := &cobra.Command{
+		Use:   "members",
+		Short: "list the mesh's members: name, addr, status, role",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				res, err := cl.api.Members(ctx, &api.MeshRequest{})
+				if err != nil {
+					return rpcErr(err, p)
+				}
+				ms := make([]node.MemberView, 0, len(res.MembersJson))
+				for _, b := range res.MembersJson {
+					var m node.MemberView
+					if err := json.Unmarshal(b, &m); err != nil {
+						return err
+					}
+					ms = append(ms, m)
+				}
+				if asJSON(c) {
+					return writeJSON(c, ms)
+				}
+				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "NAME\tADDR\tSTATUS\tROLE\tSINCE")
+				for _, m := range ms {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.Status, m.Role, orDash(m.Since))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	addJSONFlag(members)
+	raft := &cobra.Command{
+		Use:   "raft",
+		Short: "show the registry's raft state: leader, term, commit index, servers",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				res, err := cl.api.Raft(ctx, &api.MeshRequest{})
+				if err != nil {
+					return rpcErr(err, p)
+				}
+				var v node.RaftView
+				if err := json.Unmarshal(res.StatsJson, &v); err != nil {
+					return err
+				}
+				if asJSON(c) {
+					return writeJSON(c, v)
+				}
+				fmt.Fprintf(c.OutOrStdout(), "leader %s, term %d, commit index %d (%s here)\n", orDash(v.Leader), v.Term, v.CommitIndex, v.State)
+				for _, s := range v.Servers {
+					role := "non-voter"
+					if s.Voter {
+						role = "voter"
+					}
+					fmt.Fprintf(c.OutOrStdout(), "  %s %s %s\n", s.ID, s.Addr, role)
+				}
+				return nil
+			})
+		},
+	}
+	addJSONFlag(raft)
+	leave := &cobra.Command{
+		Use:   "leave",
+		Short: "leave the mesh gracefully (others see this node as left, not dead)",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				if _, err := cl.api.Leave(ctx, &api.MeshRequest{}); err != nil {
+					return rpcErr(err, p)
+				}
+				fmt.Fprintln(c.OutOrStdout(), "left the mesh; stop the node when you are done with it")
+				return nil
+			})
+		},
+	}
+	remove := &cobra.Command{
+		Use:   "remove NODE",
+		Short: "remove a dead server from the registry's raft configuration",
+		Args:  exactArgs(1, "the node name of the server to remove"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				if _, err := cl.api.RemoveServer(ctx, &api.RemoveServerRequest{Id: args[0]}); err != nil {
+					return rpcErr(err, p)
+				}
+				fmt.Fprintf(c.OutOrStdout(), "removed %s from the registry\n", args[0])
+				return nil
+			})
+		},
+	}
+	c.AddCommand(members, raft, leave, remove)
+	return c
+}

@@ -1,0 +1,168 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// Default cluster ports.
+const (
+	DefaultGossipPort = 7710
+	DefaultRaftPort   = 7711
+	DefaultRPCPort    = 7712
+	DefaultHTTPPort   = 7713
+)
+
+// ClusterConfig configures the node's part in the mesh: gossip
+// (memberlist), the Raft registry and the cluster gRPC service.
+type ClusterConfig struct {
+	// Enabled runs the mesh. A node without it is one machine's node with
+	// no network listener (used by tests of the single-machine path).
+	Enabled bool
+	// Bind is the address every cluster listener binds. Empty means
+	// 127.0.0.1 for a lone node (no Join, not Server) and 0.0.0.0 otherwise.
+	Bind string
+	// Advertise is the address other nodes use; empty means Bind, or the
+	// first private address when Bind is unspecified.
+	Advertise string
+	// Ports; 0 picks a free port.
+	GossipPort, RaftPort, RPCPort, HTTPPort int
+	// Join lists gossip seeds, host:port.
+	Join []string
+	// Server makes this node a Raft voter.
+	Server bool
+	// BootstrapExpect forms the cluster when this many servers have met.
+	// 0 means 1 for a server that joins nobody (a lone machine), else
+	// "never bootstrap; wait to be added".
+	BootstrapExpect int
+	// GossipKey encrypts gossip (32 bytes); nil is plaintext.
+	GossipKey []byte
+	// MeshProfile is "lan" or "local" (fast timers, tests).
+	MeshProfile string
+	// RaftProfile is "lan" (1 s timers) or "fast" (tests).
+	RaftProfile string
+	// ActivityFlush is how often coalesced activity changes are written
+	// to the registry.
+	ActivityFlush time.Duration
+	// PresenceRefresh is how often the node re-gossips its sessions'
+	// presence hashes so that a missed delta is noticed.
+	PresenceRefresh time.Duration
+}
+
+// DefaultClusterConfig is a lone machine's mesh on the default ports.
+func DefaultClusterConfig() ClusterConfig {
+	return ClusterConfig{
+		Enabled:    true,
+		GossipPort: DefaultGossipPort, RaftPort: DefaultRaftPort,
+		RPCPort: DefaultRPCPort, HTTPPort: DefaultHTTPPort,
+		MeshProfile: "lan", RaftProfile: "lan",
+		ActivityFlush:   2 * time.Second,
+		PresenceRefresh: 5 * time.Second,
+	}
+}
+
+// Lone reports whether the node forms a one-machine mesh by itself.
+func (c ClusterConfig) Lone() bool { return len(c.Join) == 0 && !c.Server }
+
+// Voter reports whether this node is a Raft voter: a server, or a lone
+// machine (which is its own one-server cluster).
+func (c ClusterConfig) Voter() bool { return c.Server || c.Lone() }
+
+// bootstrapExpect is the number of servers to wait for before forming the
+// cluster, or 0 for never.
+func (c ClusterConfig) bootstrapExpect() int {
+	if c.BootstrapExpect > 0 {
+		return c.BootstrapExpect
+	}
+	if c.Voter() && len(c.Join) == 0 {
+		return 1
+	}
+	return 0
+}
+
+func (c ClusterConfig) bindAddr() string {
+	if c.Bind != "" {
+		return c.Bind
+	}
+	if c.Lone() {
+		return "127.0.0.1"
+	}
+	return "0.0.0.0"
+}
+
+// advertiseAddr is the address peers dial.
+func (c ClusterConfig) advertiseAddr() (string, error) {
+	if c.Advertise != "" {
+		return c.Advertise, nil
+	}
+	b := c.bindAddr()
+	if ip := net.ParseIP(b); ip != nil && !ip.IsUnspecified() {
+		return b, nil
+	}
+	addrs, err := net.InterfaceAddrs()
+	if err != nil {
+		return "", err
+	}
+	var fallback string
+	for _, a := range addrs {
+		ipn, ok := a.(*net.IPNet)
+		if !ok || ipn.IP.To4() == nil || ipn.IP.IsLoopback() {
+			continue
+		}
+		if ipn.IP.IsPrivate() {
+			return ipn.IP.String(), nil
+		}
+		if fallback == "" {
+			fallback = ipn.IP.String()
+		}
+	}
+	if fallback != "" {
+		return fallback, nil
+	}
+	return "", errors.New("no address to advertise; pass --advertise")
+}
+
+// Validate checks the cluster config.
+func (c ClusterConfig) Validate() error {
+	if !c.Enabled {
+		return nil
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"gossip-port", c.GossipPort}, {"raft-port", c.RaftPort}, {"rpc-port", c.RPCPort}, {"http-port", c.HTTPPort}} {
+		if p.v < 0 || p.v > 65535 {
+			return fmt.Errorf("%w: --%s %d is not a port (0-65535)", ErrConfig, p.name, p.v)
+		}
+	}
+	if c.BootstrapExpect < 0 {
+		return fmt.Errorf("%w: --bootstrap-expect must be at least 1", ErrConfig)
+	}
+	if c.BootstrapExpect > 0 && !c.Server {
+		return fmt.Errorf("%w: --bootstrap-expect needs --server", ErrConfig)
+	}
+	if c.GossipKey != nil && len(c.GossipKey) != 32 {
+		return fmt.Errorf("%w: the gossip key is %d bytes; it must be 32 (make one with `harn keygen`)", ErrConfig, len(c.GossipKey))
+	}
+	for _, j := range c.Join {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			return fmt.Errorf("%w: --join %q: want host:port", ErrConfig, j)
+		}
+	}
+	switch c.MeshProfile {
+	case "lan", "local":
+	default:
+		return fmt.Errorf("%w: mesh profile %q: use lan or local", ErrConfig, c.MeshProfile)
+	}
+	switch c.RaftProfile {
+	case "lan", "fast":
+	default:
+		return fmt.Errorf("%w: raft profile %q: use lan or fast", ErrConfig, c.RaftProfile)
+	}
+	if c.ActivityFlush <= 0 || c.PresenceRefresh <= 0 {
+		return fmt.Errorf("%w: activity flush and presence refresh must be positive", ErrConfig)
+	}
+	return nil
+}

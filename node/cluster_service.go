@@ -1,0 +1,87 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/raftstore"
+)
+
+// clusterService adapts the node to the generated Cluster gRPC server.
+type clusterService struct {
+	api.UnimplementedClusterServer
+	c *cluster
+}
+
+var _ api.ClusterServer = (*clusterService)(nil)
+
+func (s *clusterService) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
+	cmd, err := raftstore.DecodeCommand(req.Command)
+	if err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	idx, err := s.c.store.Apply(ctx, cmd)
+	if err != nil {
+		if errors.Is(err, raftstore.ErrNotLeader) {
+			return nil, status.Error(codes.FailedPrecondition, err.Error())
+		}
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return &api.ApplyResponse{Index: idx}, nil
+}
+
+func (s *clusterService) ConsistentList(ctx context.Context, _ *api.ConsistentListRequest) (*api.RegistryResponse, error) {
+	if err := s.c.store.VerifyRead(ctx); err != nil {
+		return nil, status.Error(codes.FailedPrecondition, err.Error())
+	}
+	recs := s.c.store.List()
+	out := &api.RegistryResponse{Leader: s.c.n.cfg.Name, Index: s.c.store.Stats().AppliedIndex}
+	for i := range recs {
+		b, _ := json.Marshal(&recs[i])
+		out.RecordsJson = append(out.RecordsJson, b)
+	}
+	return out, nil
+}
+
+func (s *clusterService) Session(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
+	st, err := s.c.n.resolveLocal(req.Id)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	b, _ := json.Marshal(st)
+	return &api.SessionResponse{SessionJson: b, Live: !st.Ended}, nil
+}
+
+func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
+	st, err := s.c.n.resolveLocal(req.Id)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	evs, err := s.c.n.ledger.Session(st.SessionID)
+	if err != nil {
+		return nil, statusErr(err)
+	}
+	presence.SortEvents(evs)
+	b, _ := json.Marshal(st)
+	out := &api.TraceResponse{SessionJson: b}
+	for i := range evs {
+		out.Events = append(out.Events, EventToAPI(&evs[i]))
+	}
+	return out, nil
+}
+
+func (s *clusterService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
+	if err := s.c.store.RemoveServer(req.Id); err != nil {
+		if errors.Is(err, raftstore.ErrNotLeader) {
+			return nil, status.Error(codes.FailedPrecondition, err.Error())
+		}
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return &api.RemoveServerResponse{}, nil
+}

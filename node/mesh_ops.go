@@ -1,0 +1,100 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/raftstore"
+)
+
+// MemberView is one mesh member as `harn mesh members` shows it.
+type MemberView struct {
+	Name   string `json:"name"`
+	Addr   string `json:"addr"`
+	Status string `json:"status"`
+	Role   string `json:"role"`
+	Since  string `json:"since,omitempty"`
+	RPC    string `json:"rpc_addr,omitempty"`
+	Raft   string `json:"raft_addr,omitempty"`
+}
+
+// Members lists the mesh's members, dead and departed ones included.
+func (n *Node) Members() ([]MemberView, error) {
+	if n.cl == nil {
+		return nil, ErrNoMesh
+	}
+	var out []MemberView
+	for _, m := range n.cl.mesh.Members() {
+		v := MemberView{Name: m.Name, Addr: m.Address(), Status: string(m.Status), Role: string(m.Meta.Role),
+			RPC: m.Meta.RPCAddr, Raft: m.Meta.RaftAddr}
+		if !m.Since.IsZero() {
+			v.Since = m.Since.UTC().Format(time.RFC3339)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// RaftView is the registry's Raft state as `harn mesh raft` shows it.
+type RaftView struct {
+	Leader      string             `json:"leader"`
+	Term        uint64             `json:"term"`
+	CommitIndex uint64             `json:"commit_index"`
+	Applied     uint64             `json:"applied_index"`
+	State       string             `json:"state"`
+	Servers     []raftstore.Server `json:"servers"`
+	Stale       bool               `json:"stale"`
+	LastContact string             `json:"last_contact,omitempty"`
+}
+
+// RaftStats reports the registry's Raft state as this node sees it.
+func (n *Node) RaftStats() (RaftView, error) {
+	if n.cl == nil {
+		return RaftView{}, ErrNoMesh
+	}
+	st := n.cl.store.Stats()
+	v := RaftView{Leader: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, Applied: st.AppliedIndex,
+		State: st.State, Servers: st.Servers, Stale: st.Read.Stale}
+	if st.Read.LastContact >= 0 {
+		v.LastContact = st.Read.LastContact.Round(time.Millisecond).String()
+	}
+	return v, nil
+}
+
+// Leave leaves the mesh gracefully: the others see this node as left, not
+// dead. The node goes on serving its local socket; stop it afterwards.
+func (n *Node) Leave() error {
+	if n.cl == nil {
+		return ErrNoMesh
+	}
+	err := n.cl.mesh.Leave(5 * time.Second)
+	if errors.Is(err, mesh.ErrShutdown) {
+		return nil
+	}
+	return err
+}
+
+// RemoveServer removes a (dead) server from the Raft configuration, on
+// the leader (forwarded when this node does not lead).
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if n.cl == nil {
+		return ErrNoMesh
+	}
+	err := n.cl.store.RemoveServer(id)
+	var nl *raftstore.NotLeaderError
+	if !errors.As(err, &nl) {
+		return err
+	}
+	if nl.LeaderID == "" {
+		return ErrNoLeader
+	}
+	cl, err := n.cl.clusterClientOf(nl.LeaderID)
+	if err != nil {
+		return err
+	}
+	_, err = cl.RemoveServer(ctx, &api.RemoveServerRequest{Id: id})
+	return err
+}

@@ -1,0 +1,307 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/raftstore"
+)
+
+// RosterEntry is one session as a reader anywhere sees it: its state, and
+// whether its owning node can be reached now.
+type RosterEntry struct {
+	State presence.State
+	// Reachable is false when the owning node is dead or has left.
+	Reachable bool
+	// UnreachableSince is when the owning node stopped being reachable.
+	UnreachableSince time.Time
+	// Source says where the state came from: local (this node's own
+	// session), gossip (live presence of a reachable node) or registry.
+	Source string
+}
+
+// MarshalJSON writes the state's stable JSON with the roster fields added.
+func (r RosterEntry) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(r.State)
+	if err != nil {
+		return nil, err
+	}
+	extra := fmt.Sprintf(`,"reachable":%t,"source":%q`, r.Reachable, r.Source)
+	if !r.UnreachableSince.IsZero() {
+		extra += fmt.Sprintf(`,"unreachable_since":%q`, presence.FormatTime(r.UnreachableSince))
+	}
+	return append(append(b[:len(b)-1], extra...), '}'), nil
+}
+
+// ReadInfo says how a roster read was made and how stale it may be.
+type ReadInfo struct {
+	Consistent   bool   `json:"consistent"`
+	Stale        bool   `json:"stale"`
+	LeaderID     string `json:"leader,omitempty"`
+	LastContact  string `json:"last_contact,omitempty"`
+	AppliedIndex uint64 `json:"applied_index,omitempty"`
+	Mesh         bool   `json:"mesh"`
+}
+
+// recordState turns a registry record into a session state.
+func recordState(r *raftstore.Record) presence.State {
+	return presence.State{SessionID: r.SessionID, ParentSessionID: r.ParentSessionID, Agent: r.Agent,
+		Node: r.Node, Name: r.Name, Activity: presence.Activity(orDefault(r.Activity, string(presence.ActivityUnknown))),
+		ActivityUpdatedAt: r.ActivityAt, TaskState: presence.TaskState(orDefault(r.TaskState, string(presence.TaskActive))),
+		TaskStateUpdatedAt: r.Clocks.Lifecycle, BlockerReason: r.BlockerReason, LifecycleReason: r.LifecycleReason,
+		Task: r.Task, StartedAt: r.StartedAt, LastEventAt: r.UpdatedAt, Ended: r.Ended, EndedAt: r.EndedAt,
+		EndReason: r.EndReason}
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+// reachability returns, per node name, whether it is reachable and since
+// when it is not.
+func (n *Node) reachability() map[string]mesh.Member {
+	out := map[string]mesh.Member{}
+	if n.cl == nil {
+		return out
+	}
+	for _, m := range n.cl.mesh.Members() {
+		out[m.Name] = m
+	}
+	return out
+}
+
+func reachable(m mesh.Member, known bool) bool {
+	return known && (m.Status == mesh.StatusAlive || m.Status == mesh.StatusSuspect)
+}
+
+// registryRecords reads the registry: the local replica, or through the
+// leader when consistent.
+func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstore.Record, ReadInfo, error) {
+	info := ReadInfo{Consistent: consistent, Mesh: n.cl != nil}
+	if n.cl == nil {
+		return nil, info, nil
+	}
+	st := n.cl.store.Staleness()
+	info.LeaderID, info.AppliedIndex, info.Stale = st.LeaderID, st.AppliedIndex, st.Stale
+	if st.LastContact >= 0 {
+		info.LastContact = st.LastContact.Round(time.Millisecond).String()
+	}
+	if !consistent {
+		return n.cl.store.List(), info, nil
+	}
+	if n.cl.store.IsLeader() {
+		if err := n.cl.store.VerifyRead(ctx); err != nil {
+			return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
+		}
+		info.Stale = false
+		return n.cl.store.List(), info, nil
+	}
+	if st.LeaderID == "" {
+		return nil, info, ErrNoLeader
+	}
+	cl, err := n.cl.clusterClientOf(st.LeaderID)
+	if err != nil {
+		return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
+	}
+	res, err := cl.ConsistentList(ctx, &api.ConsistentListRequest{})
+	if err != nil {
+		return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
+	}
+	recs := make([]raftstore.Record, 0, len(res.RecordsJson))
+	for _, b := range res.RecordsJson {
+		var r raftstore.Record
+		if err := json.Unmarshal(b, &r); err != nil {
+			return nil, info, err
+		}
+		recs = append(recs, r)
+	}
+	info.Stale, info.LeaderID, info.AppliedIndex = false, res.Leader, res.Index
+	return recs, info, nil
+}
+
+// Roster merges this node's own sessions, the live presence other nodes
+// gossip, and the registry: every session on every node. A session of a
+// dead or departed node stays listed, unreachable, with the time since.
+func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry, ReadInfo, error) {
+	recs, info, err := n.registryRecords(ctx, consistent)
+	if err != nil {
+		return nil, info, err
+	}
+	members := n.reachability()
+	seen := map[string]bool{}
+	var out []RosterEntry
+	for _, s := range n.Sessions(all) {
+		seen[s.SessionID] = true
+		out = append(out, RosterEntry{State: s, Reachable: true, Source: "local"})
+	}
+	byID := map[string]*raftstore.Record{}
+	for i := range recs {
+		byID[recs[i].SessionID] = &recs[i]
+	}
+	if n.cl != nil {
+		for _, ne := range n.remote.all() {
+			if seen[ne.entry.SessionID] || ne.node == n.cfg.Name {
+				continue
+			}
+			m, known := members[ne.node]
+			ok := reachable(m, known)
+			st := ne.entry.stateOf(ne.node)
+			if rec := byID[st.SessionID]; rec != nil && rec.Task != "" && len(rec.Task) > len(st.Task) {
+				st.Task = rec.Task
+			}
+			if !ok {
+				continue // an unreachable node's gossip is stale: the registry speaks
+			}
+			seen[st.SessionID] = true
+			if st.Ended && !all {
+				continue
+			}
+			out = append(out, RosterEntry{State: st, Reachable: true, Source: "gossip"})
+		}
+	}
+	for i := range recs {
+		r := &recs[i]
+		if seen[r.SessionID] || r.Node == n.cfg.Name {
+			continue
+		}
+		if r.Ended && !all {
+			continue
+		}
+		m, known := members[r.Node]
+		e := RosterEntry{State: recordState(r), Reachable: reachable(m, known), Source: "registry"}
+		if !e.Reachable && known {
+			e.UnreachableSince = m.Since
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].State, out[j].State
+		if !a.StartedAt.Equal(b.StartedAt) {
+			return a.StartedAt.Before(b.StartedAt)
+		}
+		return a.SessionID < b.SessionID
+	})
+	return out, info, nil
+}
+
+// ReadSession resolves a session anywhere: this node's own first, else the
+// registry, asking the owning node for the live detail. When the owner
+// cannot be reached, it returns the registry's record and a note saying so.
+func (n *Node) ReadSession(ctx context.Context, idOrPrefix string) (RosterEntry, string, error) {
+	st, err := n.resolveLocal(idOrPrefix)
+	if err == nil {
+		return RosterEntry{State: st, Reachable: true, Source: "local"}, "", nil
+	}
+	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
+		return RosterEntry{}, "", err
+	}
+	rec, err := n.resolveRecord(idOrPrefix)
+	if err != nil {
+		return RosterEntry{}, "", err
+	}
+	members := n.reachability()
+	m, known := members[rec.Node]
+	if reachable(m, known) {
+		if cl, cerr := n.cl.clusterClientOf(rec.Node); cerr == nil {
+			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			res, rerr := cl.Session(rctx, &api.SessionRequest{Id: rec.SessionID})
+			cancel()
+			if rerr == nil {
+				var st presence.State
+				if json.Unmarshal(res.SessionJson, &st) == nil {
+					return RosterEntry{State: st, Reachable: true, Source: "owner"}, "", nil
+				}
+			}
+		}
+	}
+	e := RosterEntry{State: recordState(&rec), Reachable: false, Source: "registry"}
+	since := "now"
+	if known && !m.Since.IsZero() {
+		e.UnreachableSince = m.Since
+		since = presence.FormatTime(m.Since)
+	}
+	return e, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", rec.Node, since), nil
+}
+
+// resolveRecord finds a registry record by id or unique prefix.
+func (n *Node) resolveRecord(idOrPrefix string) (raftstore.Record, error) {
+	if r, ok := n.cl.store.Get(idOrPrefix); ok {
+		return r, nil
+	}
+	var found []raftstore.Record
+	for _, r := range n.cl.store.List() {
+		if strings.HasPrefix(r.SessionID, idOrPrefix) {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return raftstore.Record{}, fmt.Errorf("%w %q; see `harn agents list --all`", ErrUnknownSession, idOrPrefix)
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]string, 0, len(found))
+	for _, r := range found {
+		ids = append(ids, r.SessionID)
+	}
+	sort.Strings(ids)
+	return raftstore.Record{}, fmt.Errorf("%w: %q matches %v; give more of the id", ErrAmbiguous, idOrPrefix, ids)
+}
+
+// ReadTrace returns a session's events: from this node's ledger, or from
+// the owning node. When the owner cannot be reached, it returns the
+// registry's record, no events, and a note.
+func (n *Node) ReadTrace(ctx context.Context, idOrPrefix string) (RosterEntry, []*api.Event, string, error) {
+	st, err := n.resolveLocal(idOrPrefix)
+	if err == nil {
+		evs, err := n.ledger.Session(st.SessionID)
+		if err != nil {
+			return RosterEntry{}, nil, "", err
+		}
+		presence.SortEvents(evs)
+		out := make([]*api.Event, 0, len(evs))
+		for i := range evs {
+			out = append(out, EventToAPI(&evs[i]))
+		}
+		return RosterEntry{State: st, Reachable: true, Source: "local"}, out, "", nil
+	}
+	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
+		return RosterEntry{}, nil, "", err
+	}
+	rec, err := n.resolveRecord(idOrPrefix)
+	if err != nil {
+		return RosterEntry{}, nil, "", err
+	}
+	m, known := n.reachability()[rec.Node]
+	if reachable(m, known) {
+		if cl, cerr := n.cl.clusterClientOf(rec.Node); cerr == nil {
+			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			res, rerr := cl.SessionTrace(rctx, &api.SessionRequest{Id: rec.SessionID})
+			cancel()
+			if rerr == nil {
+				var st presence.State
+				if json.Unmarshal(res.SessionJson, &st) == nil {
+					return RosterEntry{State: st, Reachable: true, Source: "owner"}, res.Events, "", nil
+				}
+			}
+		}
+	}
+	e := RosterEntry{State: recordState(&rec), Source: "registry"}
+	since := "now"
+	if known && !m.Since.IsZero() {
+		e.UnreachableSince = m.Since
+		since = presence.FormatTime(m.Since)
+	}
+	return e, nil, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); its events stay on that node", rec.Node, since), nil
+}
