@@ -62,6 +62,9 @@ func runNode(c *cobra.Command, _ []string) error {
 		if errors.Is(err, node.ErrLocked) {
 			return withCode(ExitConflict, err)
 		}
+		if errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig) {
+			return usageErr(err)
+		}
 		return err
 	}
 	sig := make(chan os.Signal, 1)

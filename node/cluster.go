@@ -23,6 +23,8 @@ import (
 var (
 	ErrNoLeader = errors.New("the registry has no leader now; consistent reads and registry writes wait for one (retry, or read without --consistent)")
 	ErrNoMesh   = errors.New("this node runs without the mesh")
+	// ErrGossipKey means the mesh refused this node's gossip key.
+	ErrGossipKey = errors.New("cannot join the mesh: gossip keys differ; pass the mesh's key with --gossip-key (or HARN_GOSSIP_KEY)")
 )
 
 // cluster is the node's part in the mesh: gossip, the registry, the
@@ -141,6 +143,15 @@ func (n *Node) openCluster() error {
 	n.cl = c // before Start: member events arrive at once
 	if err := m.Start(); err != nil {
 		return fmt.Errorf("gossip: %w", err)
+	}
+	// One join now, so that a wrong gossip key fails the start with an
+	// error that says so; unreachable seeds are retried in the background.
+	if len(cc.Join) > 0 {
+		if _, err := m.Join(cc.Join); errors.Is(err, mesh.ErrKeyMismatch) {
+			return fmt.Errorf("%w: %w", ErrGossipKey, err)
+		} else if err != nil {
+			n.log.Warn("join: no seed answered yet; retrying in the background", "join", cc.Join, "err", err)
+		}
 	}
 	n.wg.Add(4)
 	go c.bootstrapLoop()
