@@ -8,7 +8,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 )
@@ -49,7 +48,7 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.MeshProfile, _ = f.GetString("mesh-profile")
 	cc.RaftProfile, _ = f.GetString("raft-profile")
 	if k, _ := f.GetString("gossip-key"); k != "" {
-		key, err := mesh.DecodeKey(k)
+		key, err := node.DecodeGossipKey(k)
 		if err != nil {
 			return usageErr(fmt.Errorf("--gossip-key: %v", err))
 		}
@@ -67,11 +66,11 @@ func newKeygenCmd() *cobra.Command {
 		Short: "print a fresh gossip key (base64, 32 bytes) for --gossip-key",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			k, err := mesh.GenerateKey()
+			k, err := node.GenerateGossipKey()
 			if err != nil {
 				return err
 			}
-			fmt.Fprintln(c.OutOrStdout(), mesh.EncodeKey(k))
+			fmt.Fprintln(c.OutOrStdout(), k)
 			return nil
 		},
 	}

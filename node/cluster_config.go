@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/harn-dev/harn/mesh"
 )
 
 // Default cluster ports.
@@ -166,3 +168,15 @@ func (c ClusterConfig) Validate() error {
 	}
 	return nil
 }
+
+// GenerateGossipKey makes a fresh gossip key, base64-encoded.
+func GenerateGossipKey() (string, error) {
+	k, err := mesh.GenerateKey()
+	if err != nil {
+		return "", err
+	}
+	return mesh.EncodeKey(k), nil
+}
+
+// DecodeGossipKey decodes a base64 gossip key and checks its size.
+func DecodeGossipKey(s string) ([]byte, error) { return mesh.DecodeKey(s) }
