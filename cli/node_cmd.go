@@ -58,6 +58,11 @@ func runNode(c *cobra.Command, _ []string) error {
 	if err != nil {
 		return usageErr(err)
 	}
+	// Catch the signals before Open: the socket answers while Open still
+	// joins the mesh, and a stop in that window must still be graceful.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
 	if err := n.Open(); err != nil {
 		if errors.Is(err, node.ErrLocked) {
 			return withCode(ExitConflict, err)
@@ -67,9 +72,6 @@ func runNode(c *cobra.Command, _ []string) error {
 		}
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
 	s := <-sig
 	cfg.Logger.Info("stopping", "signal", s.String())
 	return n.Close()

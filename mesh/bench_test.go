@@ -7,11 +7,8 @@ import (
 	"math/rand/v2"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/memberlist"
 )
 
 // BenchmarkPropagation measures, on real loopback UDP/TCP with LAN timers,
@@ -209,105 +206,12 @@ func newHarnTarget(b *testing.B, name string, n, directMax int) *propTarget {
 	return t
 }
 
-// bareNode is plain memberlist with a TransmitLimitedQueue.
-type bareNode struct {
-	list atomic.Pointer[memberlist.Memberlist]
-	q    *memberlist.TransmitLimitedQueue
-	mu   sync.Mutex
-	seen map[string]bool
-	recv func(id string)
-}
-
-type bareBroadcast []byte
-
-func (bb bareBroadcast) Invalidates(memberlist.Broadcast) bool { return false }
-func (bb bareBroadcast) Message() []byte                       { return bb }
-func (bb bareBroadcast) Finished()                             {}
-
-func (d *bareNode) NodeMeta(int) []byte { return nil }
-func (d *bareNode) NotifyMsg(b []byte) {
-	id := string(b[:idLen(b)])
-	d.mu.Lock()
-	if d.seen[id] {
-		d.mu.Unlock()
-		return
-	}
-	d.seen[id] = true
-	d.mu.Unlock()
-	d.q.QueueBroadcast(bareBroadcast(append([]byte(nil), b...)))
-	d.recv(id)
-}
-func (d *bareNode) GetBroadcasts(overhead, limit int) [][]byte {
-	return d.q.GetBroadcasts(overhead, limit)
-}
-func (d *bareNode) LocalState(bool) []byte        { return nil }
-func (d *bareNode) MergeRemoteState([]byte, bool) {}
-func (d *bareNode) numNodes() int {
-	if l := d.list.Load(); l != nil {
-		return l.NumMembers()
-	}
-	return 1
-}
-
-// idLen: a bare message is the id, a zero byte, then padding.
-func idLen(b []byte) int {
-	for i, c := range b {
-		if c == 0 {
-			return i
-		}
-	}
-	return len(b)
-}
-
 func newBareTarget(b *testing.B, n int) *propTarget {
 	t := &propTarget{name: "bare", n: n, tracker: &propTracker{}}
-	var nodes []*bareNode
-	for i := 0; i < n; i++ {
-		mc := memberlist.DefaultLANConfig()
-		mc.Name = fmt.Sprintf("bare-%d", i)
-		mc.BindAddr = "127.0.0.1"
-		mc.BindPort = 0
-		mc.AdvertisePort = 0
-		mc.LogOutput = io.Discard
-		d := &bareNode{seen: make(map[string]bool)}
-		d.q = &memberlist.TransmitLimitedQueue{NumNodes: d.numNodes, RetransmitMult: mc.RetransmitMult}
-		idx := i
-		d.recv = func(id string) { t.tracker.mark(idx, id) }
-		mc.Delegate = d
-		l, err := memberlist.Create(mc)
-		if err != nil {
-			b.Fatal(err)
-		}
-		d.list.Store(l)
-		nodes = append(nodes, d)
-		if i > 0 {
-			seed := nodes[0].list.Load().LocalNode().Address()
-			if _, err := l.Join([]string{seed}); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	t.close = func() {
-		for _, d := range nodes {
-			_ = d.list.Load().Shutdown()
-		}
-	}
-	WaitFor(b, 30*time.Second, "bare converged", func() bool {
-		for _, d := range nodes {
-			if d.list.Load().NumMembers() != n {
-				return false
-			}
-		}
-		return true
-	})
+	bm := StartBareMesh(b, n, func(node int, id string) { t.tracker.mark(node, id) })
+	t.close = bm.Close
 	t.broadcast = func(origin int, id string) error {
-		d := nodes[origin]
-		msg := make([]byte, propPayload)
-		copy(msg, id)
-		d.mu.Lock()
-		d.seen[id] = true
-		d.mu.Unlock()
-		d.q.QueueBroadcast(bareBroadcast(msg))
+		bm.Broadcast(origin, id, propPayload)
 		return nil
 	}
 	return t

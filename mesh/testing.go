@@ -3,11 +3,15 @@ package mesh
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hashicorp/memberlist"
 )
 
 // This file holds helpers for tests of mesh and of the packages above it:
@@ -262,4 +266,137 @@ func WaitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// BareMesh is the comparison side of propagation benchmarks: n plain
+// memberlist nodes on loopback UDP/TCP with memberlist.DefaultLANConfig,
+// each with a TransmitLimitedQueue at memberlist's default RetransmitMult
+// that re-queues a message the first time it sees it (the usual epidemic
+// pattern, as serf does for user events). Build it with StartBareMesh.
+type BareMesh struct {
+	nodes     []*bareNode
+	closeOnce sync.Once
+}
+
+// bareNode is plain memberlist with a TransmitLimitedQueue.
+type bareNode struct {
+	list atomic.Pointer[memberlist.Memberlist]
+	q    *memberlist.TransmitLimitedQueue
+	mu   sync.Mutex
+	seen map[string]bool
+	recv func(id string)
+}
+
+type bareBroadcast []byte
+
+func (bb bareBroadcast) Invalidates(memberlist.Broadcast) bool { return false }
+func (bb bareBroadcast) Message() []byte                       { return bb }
+func (bb bareBroadcast) Finished()                             {}
+
+func (d *bareNode) NodeMeta(int) []byte { return nil }
+func (d *bareNode) NotifyMsg(b []byte) {
+	id := string(b[:idLen(b)])
+	d.mu.Lock()
+	if d.seen[id] {
+		d.mu.Unlock()
+		return
+	}
+	d.seen[id] = true
+	d.mu.Unlock()
+	d.q.QueueBroadcast(bareBroadcast(append([]byte(nil), b...)))
+	d.recv(id)
+}
+func (d *bareNode) GetBroadcasts(overhead, limit int) [][]byte {
+	return d.q.GetBroadcasts(overhead, limit)
+}
+func (d *bareNode) LocalState(bool) []byte        { return nil }
+func (d *bareNode) MergeRemoteState([]byte, bool) {}
+func (d *bareNode) numNodes() int {
+	if l := d.list.Load(); l != nil {
+		return l.NumMembers()
+	}
+	return 1
+}
+
+// idLen: a bare message is the id, a zero byte, then padding.
+func idLen(b []byte) int {
+	for i, c := range b {
+		if c == 0 {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// StartBareMesh starts n bare memberlist nodes named bare-0…bare-{n-1} on
+// 127.0.0.1 (free ports), every node joining bare-0, and waits (30 s at
+// most) until each sees n members. recv(node, id) is called the first time
+// node receives the message id (never on the node that broadcast it). The
+// mesh is closed when tb ends, or earlier by Close.
+func StartBareMesh(tb testing.TB, n int, recv func(node int, id string)) *BareMesh {
+	tb.Helper()
+	bm := &BareMesh{}
+	tb.Cleanup(bm.Close)
+	for i := 0; i < n; i++ {
+		mc := memberlist.DefaultLANConfig()
+		mc.Name = fmt.Sprintf("bare-%d", i)
+		mc.BindAddr = "127.0.0.1"
+		mc.BindPort = 0
+		mc.AdvertisePort = 0
+		mc.LogOutput = io.Discard
+		d := &bareNode{seen: make(map[string]bool)}
+		d.q = &memberlist.TransmitLimitedQueue{NumNodes: d.numNodes, RetransmitMult: mc.RetransmitMult}
+		idx := i
+		d.recv = func(id string) { recv(idx, id) }
+		mc.Delegate = d
+		l, err := memberlist.Create(mc)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		d.list.Store(l)
+		bm.nodes = append(bm.nodes, d)
+		if i > 0 {
+			seed := bm.nodes[0].list.Load().LocalNode().Address()
+			if _, err := l.Join([]string{seed}); err != nil {
+				tb.Fatal(err)
+			}
+		}
+	}
+	WaitFor(tb, 30*time.Second, "bare converged", func() bool {
+		for _, d := range bm.nodes {
+			if d.list.Load().NumMembers() != n {
+				return false
+			}
+		}
+		return true
+	})
+	return bm
+}
+
+// Broadcast queues, on node origin, the message id padded to size bytes
+// (at least the id and a zero byte) for gossip to every other node.
+func (bm *BareMesh) Broadcast(origin int, id string, size int) {
+	d := bm.nodes[origin]
+	msg := make([]byte, max(size, len(id)+1))
+	copy(msg, id)
+	d.mu.Lock()
+	d.seen[id] = true
+	d.mu.Unlock()
+	d.q.QueueBroadcast(bareBroadcast(msg))
+}
+
+// Kill shuts node i down without leaving, as a crash would.
+func (bm *BareMesh) Kill(i int) { _ = bm.nodes[i].list.Load().Shutdown() }
+
+// NumMembers is how many members node i counts alive or suspect (itself
+// included): memberlist's view, without the dead and the departed.
+func (bm *BareMesh) NumMembers(i int) int { return bm.nodes[i].list.Load().NumMembers() }
+
+// Close shuts every node down (without leaving); it is safe to call twice.
+func (bm *BareMesh) Close() {
+	bm.closeOnce.Do(func() {
+		for _, d := range bm.nodes {
+			_ = d.list.Load().Shutdown()
+		}
+	})
 }

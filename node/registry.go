@@ -94,6 +94,11 @@ type registryWriter struct {
 	hurry    bool
 	lastSent map[string]regView
 	kick     chan struct{}
+	// inflight holds the views the running flush writes, and flushed is
+	// closed when that flush ends, so that sync waits for a write already
+	// on its way instead of committing the same change a second time.
+	inflight map[string]regView
+	flushed  chan struct{}
 }
 
 func newRegistryWriter(c *cluster) *registryWriter {
@@ -176,11 +181,15 @@ func (w *registryWriter) flush() error {
 		ups = append(ups, upserts(&s, pp)...)
 		views[id] = viewOf(&s)
 	}
+	done := make(chan struct{})
+	w.inflight, w.flushed = views, done
 	w.mu.Unlock()
 
 	err := w.write(ups)
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	defer close(done) // after lastSent or pending is updated, before the unlock
+	w.inflight, w.flushed = nil, nil
 	if err != nil {
 		for id, s := range batch {
 			if _, newer := w.pending[id]; !newer {
@@ -215,25 +224,59 @@ func (w *registryWriter) write(ups []raftstore.Upsert) error {
 
 // sync writes one session's state now and returns when the registry has
 // committed it (used by lifecycle declarations, whose acknowledgement
-// means the change survives the loss of this node).
+// means the change survives the loss of this node). The change is written
+// once: when the background flush is already writing this very state,
+// sync waits for that write; when it is still pending, sync takes it over.
 func (w *registryWriter) sync(ctx context.Context, s presence.State) error {
+	id, v := s.SessionID, viewOf(&s)
 	w.mu.Lock()
+	for {
+		iv, ok := w.inflight[id]
+		if !ok || iv != v {
+			break
+		}
+		done := w.flushed
+		w.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		w.mu.Lock() // written (lastSent is v now) or failed (pending again)
+	}
 	var pp *regView
-	if prev, ok := w.lastSent[s.SessionID]; ok {
+	if prev, ok := w.lastSent[id]; ok {
 		pp = &prev
 	}
 	ups := upserts(&s, pp)
+	claimed := false
+	if p, ok := w.pending[id]; ok && viewOf(&p) == v {
+		delete(w.pending, id)
+		claimed = true
+	}
 	w.mu.Unlock()
 	if len(ups) == 0 {
 		return nil
 	}
 	if _, err := w.c.applyCommand(ctx, raftstore.BatchCommand(ups...)); err != nil {
+		if claimed { // hand it back to the background writer
+			w.mu.Lock()
+			if _, newer := w.pending[id]; !newer {
+				w.pending[id] = s
+			}
+			w.hurry = true
+			w.mu.Unlock()
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
 		return err
 	}
 	w.mu.Lock()
-	w.lastSent[s.SessionID] = viewOf(&s)
-	if p, ok := w.pending[s.SessionID]; ok && viewOf(&p) == viewOf(&s) {
-		delete(w.pending, s.SessionID)
+	w.lastSent[id] = v
+	if p, ok := w.pending[id]; ok && viewOf(&p) == v {
+		delete(w.pending, id)
 	}
 	w.mu.Unlock()
 	return nil

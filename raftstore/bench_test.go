@@ -3,91 +3,10 @@ package raftstore
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
-
-// nopFSM is the bare side's state machine: it does nothing.
-type nopFSM struct{}
-
-func (nopFSM) Apply(*raft.Log) any                 { return nil }
-func (nopFSM) Snapshot() (raft.FSMSnapshot, error) { return nopSnap{}, nil }
-func (nopFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
-
-type nopSnap struct{}
-
-func (nopSnap) Persist(sink raft.SnapshotSink) error { return sink.Close() }
-func (nopSnap) Release()                             {}
-
-// startBareRaft starts n plain raft servers on loopback TCP with bolt
-// stores, raft's own TCP transport and a no-op FSM, on cfg's timers.
-func startBareRaft(b *testing.B, n int, cfg Config) []*raft.Raft {
-	b.Helper()
-	dir := b.TempDir()
-	var rafts []*raft.Raft
-	var conf raft.Configuration
-	for i := range n {
-		id := fmt.Sprintf("bare%d", i)
-		d := filepath.Join(dir, id)
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			b.Fatal(err)
-		}
-		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db")})
-		if err != nil {
-			b.Fatal(err)
-		}
-		snaps, err := raft.NewFileSnapshotStore(d, 2, io.Discard)
-		if err != nil {
-			b.Fatal(err)
-		}
-		trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, cfg.MaxPool, cfg.IOTimeout, io.Discard)
-		if err != nil {
-			b.Fatal(err)
-		}
-		c := cfg
-		c.ID = id
-		rc := c.raftConfig()
-		rc.LogOutput = io.Discard
-		r, err := raft.NewRaft(rc, nopFSM{}, bolt, bolt, snaps, trans)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() {
-			r.Shutdown().Error()
-			trans.Close()
-			bolt.Close()
-		})
-		rafts = append(rafts, r)
-		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(id), Address: trans.LocalAddr(), Suffrage: raft.Voter})
-	}
-	for _, r := range rafts {
-		if err := r.BootstrapCluster(conf).Error(); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return rafts
-}
-
-func bareLeader(b *testing.B, rafts []*raft.Raft) *raft.Raft {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) {
-		for _, r := range rafts {
-			if r.State() == raft.Leader {
-				return r
-			}
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	b.Fatal("no bare raft leader")
-	return nil
-}
 
 func percentile(d []time.Duration, p float64) time.Duration {
 	s := slices.Clone(d)
@@ -107,8 +26,8 @@ func BenchmarkApply(b *testing.B) {
 	}
 	cfg := DefaultConfig()
 	stores := startTCP(b, 3, cfg)
-	rafts := startBareRaft(b, 3, cfg)
-	store, bare := tcpLeader(b, stores), bareLeader(b, rafts)
+	rafts := StartBareRaft(b, 3, cfg)
+	store, bare := tcpLeader(b, stores), BareLeader(b, rafts)
 
 	cmd := func(i int) Command {
 		return UpsertCommand(Upsert{SessionID: fmt.Sprintf("s%d", i%64), TS: at(i + 1),

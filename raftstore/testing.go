@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
 // clusterWait bounds every wait of the Cluster helpers.
@@ -385,3 +388,82 @@ func (h *tbHandler) WithAttrs(as []slog.Attr) slog.Handler {
 
 // WithGroup keeps the handler: the test log prints attributes flat.
 func (h *tbHandler) WithGroup(string) slog.Handler { return h }
+
+// nopFSM is the bare side's state machine: it does nothing.
+type nopFSM struct{}
+
+func (nopFSM) Apply(*raft.Log) any                 { return nil }
+func (nopFSM) Snapshot() (raft.FSMSnapshot, error) { return nopSnap{}, nil }
+func (nopFSM) Restore(rc io.ReadCloser) error      { return rc.Close() }
+
+type nopSnap struct{}
+
+func (nopSnap) Persist(sink raft.SnapshotSink) error { return sink.Close() }
+func (nopSnap) Release()                             {}
+
+// StartBareRaft starts n plain raft servers (bare0…) on loopback TCP with
+// bolt stores under tb.TempDir(), raft's own TCP transport and a no-op FSM,
+// on cfg's timers, all bootstrapped as voters: the comparison side of
+// benchmarks. They are shut down when tb ends.
+func StartBareRaft(tb testing.TB, n int, cfg Config) []*raft.Raft {
+	tb.Helper()
+	dir := tb.TempDir()
+	var rafts []*raft.Raft
+	var conf raft.Configuration
+	for i := range n {
+		id := fmt.Sprintf("bare%d", i)
+		d := filepath.Join(dir, id)
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		bolt, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(d, "raft.db")})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		snaps, err := raft.NewFileSnapshotStore(d, 2, io.Discard)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		trans, err := raft.NewTCPTransport("127.0.0.1:0", nil, cfg.MaxPool, cfg.IOTimeout, io.Discard)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		c := cfg
+		c.ID = id
+		rc := c.raftConfig()
+		rc.LogOutput = io.Discard
+		r, err := raft.NewRaft(rc, nopFSM{}, bolt, bolt, snaps, trans)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() {
+			r.Shutdown().Error()
+			trans.Close()
+			bolt.Close()
+		})
+		rafts = append(rafts, r)
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(id), Address: trans.LocalAddr(), Suffrage: raft.Voter})
+	}
+	for _, r := range rafts {
+		if err := r.BootstrapCluster(conf).Error(); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return rafts
+}
+
+// BareLeader waits (15 s at most) for one of rafts to lead and returns it.
+func BareLeader(tb testing.TB, rafts []*raft.Raft) *raft.Raft {
+	tb.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, r := range rafts {
+			if r.State() == raft.Leader {
+				return r
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	tb.Fatal("no bare raft leader")
+	return nil
+}
