@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -50,6 +51,10 @@ type cluster struct {
 	sentVer map[string]uint64 // session -> last broadcast version
 
 	kickReconcile chan struct{}
+
+	pullMu  sync.Mutex
+	pulling map[string]bool
+	pulls   atomic.Int64 // anti-entropy pulls made (tests, benchmarks)
 }
 
 func (n *Node) openCluster() error {
@@ -59,7 +64,7 @@ func (n *Node) openCluster() error {
 		return fmt.Errorf("%w: %v", ErrConfig, err)
 	}
 	c := &cluster{n: n, cfg: cc, advertise: adv, conns: map[string]*grpc.ClientConn{},
-		sent: map[string]string{}, sentVer: map[string]uint64{}, kickReconcile: make(chan struct{}, 1)}
+		sent: map[string]string{}, sentVer: map[string]uint64{}, pulling: map[string]bool{}, kickReconcile: make(chan struct{}, 1)}
 	bind := cc.bindAddr()
 
 	// The cluster gRPC service.
@@ -153,7 +158,8 @@ func (n *Node) openCluster() error {
 			n.log.Warn("join: no seed answered yet; retrying in the background", "join", cc.Join, "err", err)
 		}
 	}
-	n.wg.Add(4)
+	n.wg.Add(5)
+	go c.digestLoop()
 	go c.bootstrapLoop()
 	go c.reconcileLoop()
 	go c.writer.run()

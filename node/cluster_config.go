@@ -48,8 +48,9 @@ type ClusterConfig struct {
 	// ActivityFlush is how often coalesced activity changes are written
 	// to the registry.
 	ActivityFlush time.Duration
-	// PresenceRefresh is how often the node re-gossips its sessions'
-	// presence hashes so that a missed delta is noticed.
+	// PresenceRefresh is how often the node gossips the digest of its
+	// sessions' presence hashes, so that a peer that missed a delta notices
+	// and pulls the full presence at once.
 	PresenceRefresh time.Duration
 }
 

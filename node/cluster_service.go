@@ -85,3 +85,11 @@ func (s *clusterService) RemoveServer(ctx context.Context, req *api.RemoveServer
 	}
 	return &api.RemoveServerResponse{}, nil
 }
+
+func (s *clusterService) Presence(ctx context.Context, _ *api.PresenceRequest) (*api.PresenceResponse, error) {
+	b, err := json.Marshal(s.c.n.localBlob())
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &api.PresenceResponse{Blob: b}, nil
+}

@@ -37,6 +37,12 @@ func (h *gossipHandler) ApplyDelta(from, key string, version uint64, delta []byt
 	if from == h.n.cfg.Name {
 		return
 	}
+	if key == digestKey {
+		if c := h.n.cl; c != nil {
+			c.checkDigest(from, delta)
+		}
+		return
+	}
 	var e PresenceEntry
 	if err := json.Unmarshal(delta, &e); err != nil || e.SessionID != key {
 		h.n.log.Warn("presence delta from peer", "from", from, "key", key, "err", err)

@@ -21,6 +21,86 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type PresenceRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PresenceRequest) Reset() {
+	*x = PresenceRequest{}
+	mi := &file_cluster_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PresenceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PresenceRequest) ProtoMessage() {}
+
+func (x *PresenceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PresenceRequest.ProtoReflect.Descriptor instead.
+func (*PresenceRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{0}
+}
+
+type PresenceResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Blob          []byte                 `protobuf:"bytes,1,opt,name=blob,proto3" json:"blob,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PresenceResponse) Reset() {
+	*x = PresenceResponse{}
+	mi := &file_cluster_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PresenceResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PresenceResponse) ProtoMessage() {}
+
+func (x *PresenceResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PresenceResponse.ProtoReflect.Descriptor instead.
+func (*PresenceResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *PresenceResponse) GetBlob() []byte {
+	if x != nil {
+		return x.Blob
+	}
+	return nil
+}
+
 type ApplyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// command is a registry command (raftstore's JSON encoding).
@@ -33,7 +113,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_cluster_proto_msgTypes[0]
+	mi := &file_cluster_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -45,7 +125,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[0]
+	mi := &file_cluster_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -58,7 +138,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{0}
+	return file_cluster_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ApplyRequest) GetCommand() []byte {
@@ -84,7 +164,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_cluster_proto_msgTypes[1]
+	mi := &file_cluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -96,7 +176,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[1]
+	mi := &file_cluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -109,7 +189,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{1}
+	return file_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ApplyResponse) GetIndex() uint64 {
@@ -127,7 +207,7 @@ type ConsistentListRequest struct {
 
 func (x *ConsistentListRequest) Reset() {
 	*x = ConsistentListRequest{}
-	mi := &file_cluster_proto_msgTypes[2]
+	mi := &file_cluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -139,7 +219,7 @@ func (x *ConsistentListRequest) String() string {
 func (*ConsistentListRequest) ProtoMessage() {}
 
 func (x *ConsistentListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[2]
+	mi := &file_cluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -152,7 +232,7 @@ func (x *ConsistentListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsistentListRequest.ProtoReflect.Descriptor instead.
 func (*ConsistentListRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{2}
+	return file_cluster_proto_rawDescGZIP(), []int{4}
 }
 
 type RegistryResponse struct {
@@ -166,7 +246,7 @@ type RegistryResponse struct {
 
 func (x *RegistryResponse) Reset() {
 	*x = RegistryResponse{}
-	mi := &file_cluster_proto_msgTypes[3]
+	mi := &file_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -178,7 +258,7 @@ func (x *RegistryResponse) String() string {
 func (*RegistryResponse) ProtoMessage() {}
 
 func (x *RegistryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[3]
+	mi := &file_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -191,7 +271,7 @@ func (x *RegistryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryResponse.ProtoReflect.Descriptor instead.
 func (*RegistryResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{3}
+	return file_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *RegistryResponse) GetRecordsJson() [][]byte {
@@ -220,7 +300,10 @@ var File_cluster_proto protoreflect.FileDescriptor
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\rcluster.proto\x12\aharn.v1\x1a\n" +
-	"harn.proto\"<\n" +
+	"harn.proto\"\x11\n" +
+	"\x0fPresenceRequest\"&\n" +
+	"\x10PresenceResponse\x12\x12\n" +
+	"\x04blob\x18\x01 \x01(\fR\x04blob\"<\n" +
 	"\fApplyRequest\x12\x18\n" +
 	"\acommand\x18\x01 \x01(\fR\acommand\x12\x12\n" +
 	"\x04hops\x18\x02 \x01(\x05R\x04hops\"%\n" +
@@ -230,13 +313,14 @@ const file_cluster_proto_rawDesc = "" +
 	"\x10RegistryResponse\x12!\n" +
 	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\tR\x06leader2\xda\x02\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader2\x9b\x03\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
 	"\aSession\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x12?\n" +
 	"\fSessionTrace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12K\n" +
-	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x12?\n" +
+	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -250,34 +334,38 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_cluster_proto_goTypes = []any{
-	(*ApplyRequest)(nil),          // 0: harn.v1.ApplyRequest
-	(*ApplyResponse)(nil),         // 1: harn.v1.ApplyResponse
-	(*ConsistentListRequest)(nil), // 2: harn.v1.ConsistentListRequest
-	(*RegistryResponse)(nil),      // 3: harn.v1.RegistryResponse
-	(*SessionRequest)(nil),        // 4: harn.v1.SessionRequest
-	(*RemoveServerRequest)(nil),   // 5: harn.v1.RemoveServerRequest
-	(*SessionResponse)(nil),       // 6: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 7: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 8: harn.v1.RemoveServerResponse
+	(*PresenceRequest)(nil),       // 0: harn.v1.PresenceRequest
+	(*PresenceResponse)(nil),      // 1: harn.v1.PresenceResponse
+	(*ApplyRequest)(nil),          // 2: harn.v1.ApplyRequest
+	(*ApplyResponse)(nil),         // 3: harn.v1.ApplyResponse
+	(*ConsistentListRequest)(nil), // 4: harn.v1.ConsistentListRequest
+	(*RegistryResponse)(nil),      // 5: harn.v1.RegistryResponse
+	(*SessionRequest)(nil),        // 6: harn.v1.SessionRequest
+	(*RemoveServerRequest)(nil),   // 7: harn.v1.RemoveServerRequest
+	(*SessionResponse)(nil),       // 8: harn.v1.SessionResponse
+	(*TraceResponse)(nil),         // 9: harn.v1.TraceResponse
+	(*RemoveServerResponse)(nil),  // 10: harn.v1.RemoveServerResponse
 }
 var file_cluster_proto_depIdxs = []int32{
-	0, // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
-	2, // 1: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
-	4, // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
-	4, // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
-	5, // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	1, // 5: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	3, // 6: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	6, // 7: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	7, // 8: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	8, // 9: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	5, // [5:10] is the sub-list for method output_type
-	0, // [0:5] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	2,  // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
+	4,  // 1: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
+	6,  // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
+	6,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
+	7,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	0,  // 5: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
+	3,  // 6: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	5,  // 7: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	8,  // 8: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	9,  // 9: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	10, // 10: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	1,  // 11: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	6,  // [6:12] is the sub-list for method output_type
+	0,  // [0:6] is the sub-list for method input_type
+	0,  // [0:0] is the sub-list for extension type_name
+	0,  // [0:0] is the sub-list for extension extendee
+	0,  // [0:0] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -292,7 +380,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

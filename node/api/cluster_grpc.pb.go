@@ -24,6 +24,7 @@ const (
 	Cluster_Session_FullMethodName        = "/harn.v1.Cluster/Session"
 	Cluster_SessionTrace_FullMethodName   = "/harn.v1.Cluster/SessionTrace"
 	Cluster_RemoveServer_FullMethodName   = "/harn.v1.Cluster/RemoveServer"
+	Cluster_Presence_FullMethodName       = "/harn.v1.Cluster/Presence"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -46,6 +47,9 @@ type ClusterClient interface {
 	SessionTrace(ctx context.Context, in *SessionRequest, opts ...grpc.CallOption) (*TraceResponse, error)
 	// RemoveServer removes a server from the Raft configuration, on the leader.
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
+	// Presence returns the node's full presence blob: the anti-entropy pull a
+	// peer makes when the digest it was gossiped differs from what it holds.
+	Presence(ctx context.Context, in *PresenceRequest, opts ...grpc.CallOption) (*PresenceResponse, error)
 }
 
 type clusterClient struct {
@@ -106,6 +110,16 @@ func (c *clusterClient) RemoveServer(ctx context.Context, in *RemoveServerReques
 	return out, nil
 }
 
+func (c *clusterClient) Presence(ctx context.Context, in *PresenceRequest, opts ...grpc.CallOption) (*PresenceResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PresenceResponse)
+	err := c.cc.Invoke(ctx, Cluster_Presence_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServer is the server API for Cluster service.
 // All implementations must embed UnimplementedClusterServer
 // for forward compatibility.
@@ -126,6 +140,9 @@ type ClusterServer interface {
 	SessionTrace(context.Context, *SessionRequest) (*TraceResponse, error)
 	// RemoveServer removes a server from the Raft configuration, on the leader.
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
+	// Presence returns the node's full presence blob: the anti-entropy pull a
+	// peer makes when the digest it was gossiped differs from what it holds.
+	Presence(context.Context, *PresenceRequest) (*PresenceResponse, error)
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -150,6 +167,9 @@ func (UnimplementedClusterServer) SessionTrace(context.Context, *SessionRequest)
 }
 func (UnimplementedClusterServer) RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method RemoveServer not implemented")
+}
+func (UnimplementedClusterServer) Presence(context.Context, *PresenceRequest) (*PresenceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Presence not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -262,6 +282,24 @@ func _Cluster_RemoveServer_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_Presence_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PresenceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).Presence(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_Presence_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).Presence(ctx, req.(*PresenceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -288,6 +326,10 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveServer",
 			Handler:    _Cluster_RemoveServer_Handler,
+		},
+		{
+			MethodName: "Presence",
+			Handler:    _Cluster_Presence_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
