@@ -9,8 +9,8 @@ import (
 )
 
 // startTestCluster opens n servers (bootstrap-expect n) with the fast
-// profiles, joined to node 0.
-func startTestCluster(t *testing.T, n int) *cbCluster {
+// raft profile and the given mesh profile, joined to node 0.
+func startTestCluster(t *testing.T, n int, meshProfile string) *cbCluster {
 	t.Helper()
 	base := t.TempDir()
 	c := &cbCluster{tb: t, nodes: make([]*Node, n), closed: make([]bool, n), socks: make([]string, n)}
@@ -18,7 +18,7 @@ func startTestCluster(t *testing.T, n int) *cbCluster {
 	open := func(i int, join string) {
 		cfg, sock := cbConfig(t, base, i, n, join)
 		c.socks[i] = sock
-		cfg.Cluster.MeshProfile, cfg.Cluster.RaftProfile = "local", "fast"
+		cfg.Cluster.MeshProfile, cfg.Cluster.RaftProfile = meshProfile, "fast"
 		cfg.Cluster.PresenceRefresh = 100 * time.Millisecond
 		cfg.Cluster.ActivityFlush = 100 * time.Millisecond
 		nd, err := New(cfg)
@@ -69,7 +69,7 @@ func rosterState(n *Node, session string) (RosterEntry, bool) {
 }
 
 func TestPresenceReachesEveryNode(t *testing.T) {
-	c := startTestCluster(t, 3)
+	c := startTestCluster(t, 3, "local")
 	now := time.Now()
 	mustIngest(t, c.nodes[0], presence.Event{SessionID: "p1", Type: presence.TypeSessionStart, TS: now},
 		presence.Event{SessionID: "p1", Type: presence.TypeInputRequested, TS: now.Add(time.Millisecond)})
@@ -82,7 +82,9 @@ func TestPresenceReachesEveryNode(t *testing.T) {
 }
 
 func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
-	c := startTestCluster(t, 3)
+	// The LAN profile's push/pull runs every 30 s: a repair within the
+	// bound below can only come from the digest pull.
+	c := startTestCluster(t, 3, "lan")
 	now := time.Now()
 	mustIngest(t, c.nodes[0], presence.Event{SessionID: "m1", Type: presence.TypeUserPromptSubmit, TS: now})
 	for _, n := range c.nodes[1:] {
@@ -115,7 +117,7 @@ func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 }
 
 func TestLifecycleFromNonLeaderIsInEveryReplica(t *testing.T) {
-	c := startTestCluster(t, 3)
+	c := startTestCluster(t, 3, "local")
 	leader, _ := c.nodes[0].cl.store.Leader()
 	var follower *Node
 	for _, n := range c.nodes {

@@ -1,15 +1,19 @@
 package node
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/harn-dev/harn/presence"
 )
@@ -83,7 +87,7 @@ func (p *projector) write(s presence.State) error {
 		}
 		return nil
 	}
-	b, err := json.MarshalIndent(s, "", "  ")
+	b, err := heartbeatBytes(s)
 	if err != nil {
 		return err
 	}
@@ -91,7 +95,7 @@ func (p *projector) write(s presence.State) error {
 	if err != nil {
 		return fmt.Errorf("heartbeat temp: %w", err)
 	}
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(b); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return err
@@ -111,9 +115,20 @@ func (p *projector) write(s presence.State) error {
 	return nil
 }
 
+// heartbeatBytes is the content of a session's heartbeat file.
+func heartbeatBytes(s presence.State) ([]byte, error) {
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(b, '\n'), nil
+}
+
 // resetFiles makes active/ match the live set at start: heartbeats of
 // sessions that are not live (or unknown) are removed, and every live
-// session is written.
+// session is written, unless its file already holds exactly what would be
+// written (a restart folds the same state again; rewriting thousands of
+// identical files dominated the start).
 func (p *projector) resetFiles(live []presence.State) {
 	want := map[string]bool{}
 	for _, s := range live {
@@ -127,7 +142,30 @@ func (p *projector) resetFiles(live []presence.State) {
 		}
 	}
 	for _, s := range live {
-		p.mark(s)
+		if !p.current(s) {
+			p.mark(s)
+		}
 	}
 	p.flush()
+}
+
+// current reports whether s's heartbeat file is a regular file (not a
+// symlink) with mode 0644 holding exactly what write would put there.
+func (p *projector) current(s presence.State) bool {
+	want, err := heartbeatBytes(s)
+	if err != nil {
+		return false
+	}
+	f, err := os.OpenFile(filepath.Join(p.dir, heartbeatName(s.SessionID)), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 || fi.Size() != int64(len(want)) {
+		return false
+	}
+	got := make([]byte, len(want)+1)
+	n, err := io.ReadFull(f, got)
+	return err == io.ErrUnexpectedEOF && n == len(want) && bytes.Equal(got[:n], want)
 }

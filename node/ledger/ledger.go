@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/harn-dev/harn/presence"
@@ -89,6 +90,13 @@ func Open(cfg Config) (*Ledger, error) {
 	opts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		Logger:             pebbleLogger{cfg.Logger},
+	}
+	// Every Append looks its event ids up in the index, and almost always
+	// finds nothing: bloom filters answer those misses without reading
+	// data blocks, so an Append's cost does not grow with the ledger.
+	// Tables written without filters (older ledgers) are still read.
+	for i := range opts.Levels {
+		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
 	}
 	if cfg.InMemory {
 		opts.FS = vfs.NewMem()
@@ -168,6 +176,7 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 		return res, ErrClosed
 	}
 	seenNow := map[string]bool{}
+	var keys [][]byte
 	for i := range evs {
 		e := evs[i]
 		if e.ID == "" {
@@ -203,20 +212,23 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 			return AppendResult{}, err
 		}
 		e.Seq = seq
-		val, err := json.Marshal(e)
-		if err != nil {
-			l.mu.Unlock()
-			l.release(mine, err)
-			return AppendResult{}, fmt.Errorf("encode event %s: %w", e.ID, err)
-		}
-		k := eventKey(e.SessionID, seq)
-		_ = b.Set(k, val, nil)
-		_ = b.Set(indexKey(e.ID), k[2:], nil)
 		l.inflight[e.ID] = &flight{done: make(chan struct{})}
 		mine = append(mine, e.ID)
+		keys = append(keys, eventKey(e.SessionID, seq))
 		res.Stored = append(res.Stored, e)
 	}
 	l.mu.Unlock()
+
+	// The ids and seqs are reserved (in flight); encoding needs no lock.
+	for i, e := range res.Stored {
+		val, err := json.Marshal(e)
+		if err != nil {
+			l.release(mine, err)
+			return AppendResult{}, fmt.Errorf("encode event %s: %w", e.ID, err)
+		}
+		_ = b.Set(keys[i], val, nil)
+		_ = b.Set(indexKey(e.ID), keys[i][2:], nil)
+	}
 
 	var err error
 	if len(mine) > 0 {

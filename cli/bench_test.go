@@ -1,0 +1,288 @@
+package cli_test
+
+// Benchmarks of real harn processes (make bench), each beside its baseline
+// in the same run: `harn hook claude-code` beside `harn version` (the cost
+// of starting the binary at all), and `harn agents list --json` over
+// 10,000 sessions beside `harn version`. Benchmarks report; they never fail
+// on speed.
+//
+// The binary is $HARN_BIN (the Makefile sets it) or is built into a temp
+// dir; when it cannot be built the benchmarks skip and say why.
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/ids"
+	"github.com/harn-dev/harn/util/procinfo"
+)
+
+// harnBin returns $HARN_BIN, or builds the binary into a temp dir of b;
+// it skips b when neither works.
+func harnBin(b *testing.B) string {
+	b.Helper()
+	if p := os.Getenv("HARN_BIN"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			b.Skipf("skipping: HARN_BIN=%s is not usable: %v", p, err)
+		}
+		return p
+	}
+	p := filepath.Join(b.TempDir(), "harn")
+	out, err := exec.Command("go", "build", "-o", p, "github.com/harn-dev/harn").CombinedOutput()
+	if err != nil {
+		b.Skipf("skipping: cannot build harn (set HARN_BIN or fix the build): %v\n%s", err, out)
+	}
+	return p
+}
+
+// shortDir makes a temp dir with a short path, so that the socket inside
+// it stays well under the unix socket path limit.
+func shortDir(b *testing.B) string {
+	b.Helper()
+	d, err := os.MkdirTemp("", "hb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// benchNode is an in-process node with the daemon's defaults on dir (a
+// lone machine's mesh with its Raft registry), its cluster listeners on
+// free ports so as never to collide with a node already running here.
+func benchNode(b *testing.B, dir string) *node.Node {
+	b.Helper()
+	cfg := node.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Socket = filepath.Join(dir, "s.sock")
+	cfg.Name = "buildbox"
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	cfg.Cluster.GossipPort, cfg.Cluster.RaftPort, cfg.Cluster.RPCPort, cfg.Cluster.HTTPPort = 0, 0, 0, 0
+	n, err := node.New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := n.Open(); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// runner runs the harn binary against one data dir, isolated from the
+// caller's config file, and times each run.
+type runner struct {
+	bin, dir, sock string
+	env            []string
+}
+
+func newRunner(b *testing.B, dir string) *runner {
+	cfgHome := filepath.Join(dir, "xdg-config")
+	return &runner{bin: harnBin(b), dir: dir, sock: filepath.Join(dir, "s.sock"),
+		env: append(os.Environ(), "XDG_CONFIG_HOME="+cfgHome, "HARN_CONFIG=")}
+}
+
+// run runs harn with args (and the data dir and socket flags unless
+// bare), stdin as input, and returns the wall time and stdout; a failed
+// run fails b.
+func (r *runner) run(b *testing.B, stdin []byte, place bool, args ...string) (time.Duration, []byte) {
+	b.Helper()
+	el, out, err := r.try(stdin, place, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return el, out
+}
+
+// try is run that returns the failure.
+func (r *runner) try(stdin []byte, place bool, args ...string) (time.Duration, []byte, error) {
+	if place {
+		args = append(args, "--data-dir", r.dir, "--socket", r.sock)
+	}
+	cmd := exec.Command(r.bin, args...)
+	cmd.Env = r.env
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	start := time.Now()
+	err := cmd.Run()
+	el := time.Since(start)
+	if err != nil {
+		return el, nil, fmt.Errorf("harn %v: %v\n%s", args, err, bytes.TrimSpace(errb.Bytes()))
+	}
+	return el, out.Bytes(), nil
+}
+
+// pct is the p-th percentile (nearest rank) of sorted ds.
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	i := int(p/100*float64(len(ds))+0.5) - 1
+	return ds[min(max(i, 0), len(ds)-1)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// hookRuns is how many hook and version processes one iteration runs.
+const hookRuns = 500
+
+// BenchmarkHook runs `harn hook claude-code` with a PreToolUse payload on
+// stdin against a running node (in this process, on the daemon's
+// defaults), 500 times, interleaved with 500 runs of `harn version`; it
+// reports p50 and p99 of each and the ratios hook/version. One iteration
+// is the whole sample (b.N is 1 unless -benchtime asks for more).
+func BenchmarkHook(b *testing.B) {
+	dir := shortDir(b)
+	r := newRunner(b, dir)
+	n := benchNode(b, dir)
+	defer n.Close()
+	const sid = "8a1f0c2e-5b7d-4e21-9c3a-0d6e2f4b1a77"
+	payload := []byte(`{"session_id":"` + sid + `","transcript_path":"/home/ana/.claude/projects/-home-ana-shop/` + sid +
+		`.jsonl","cwd":"/home/ana/shop","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Bash",` +
+		`"tool_input":{"command":"go test ./...","description":"Run the tests"},"tool_use_id":"toolu_01ABCxyz"}`)
+	start := []byte(`{"session_id":"` + sid + `","transcript_path":"/home/ana/.claude/projects/-home-ana-shop/` + sid +
+		`.jsonl","cwd":"/home/ana/shop","permission_mode":"default","hook_event_name":"SessionStart","source":"startup"}`)
+	r.run(b, start, true, "hook", "claude-code")
+	for i := 0; i < 10; i++ { // warm the page cache and the node
+		r.run(b, payload, true, "hook", "claude-code")
+		r.run(b, nil, false, "version")
+	}
+	var hook, version []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < hookRuns; j++ {
+			if j%2 == 0 {
+				d, _ := r.run(b, payload, true, "hook", "claude-code")
+				hook = append(hook, d)
+				d, _ = r.run(b, nil, false, "version")
+				version = append(version, d)
+			} else {
+				d, _ := r.run(b, nil, false, "version")
+				version = append(version, d)
+				d, _ = r.run(b, payload, true, "hook", "claude-code")
+				hook = append(hook, d)
+			}
+		}
+	}
+	b.StopTimer()
+	// Every hook must have reached the node, none spooled.
+	st, err := n.Resolve(sid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if want := 1 + 10 + b.N*hookRuns; st.Events != want {
+		b.Errorf("session has %d events, want %d: some hooks did not reach the node", st.Events, want)
+	}
+	if ents, _ := os.ReadDir(node.SpoolDir(dir)); len(ents) > 0 {
+		b.Errorf("%d hook records were spooled: the node did not answer in time", len(ents))
+	}
+	slices.Sort(hook)
+	slices.Sort(version)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(pct(hook, 50)), "hook-p50-ms")
+	b.ReportMetric(ms(pct(hook, 99)), "hook-p99-ms")
+	b.ReportMetric(ms(pct(version, 50)), "version-p50-ms")
+	b.ReportMetric(ms(pct(version, 99)), "version-p99-ms")
+	b.ReportMetric(float64(pct(hook, 50))/float64(pct(version, 50)), "p50-hook/version")
+	b.ReportMetric(float64(pct(hook, 99))/float64(pct(version, 99)), "p99-hook/version")
+}
+
+// rosterSessions is the size of the roster benchmarks.
+const rosterSessions = 10000
+
+// populate ingests sessions sessions of three events each (session.start
+// with a name-worthy cwd, a prompt, a tool.pre_use), 100 sessions per
+// Ingest call, as live sessions of this process's agent.
+func populate(b *testing.B, n *node.Node, sessions int) {
+	b.Helper()
+	self, err := procinfo.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour)
+	const perBatch = 100
+	for s0 := 0; s0 < sessions; s0 += perBatch {
+		evs := make([]presence.Event, 0, 3*perBatch)
+		for s := s0; s < min(s0+perBatch, sessions); s++ {
+			sid := fmt.Sprintf("%08x-5b7d-4e21-9c3a-0d6e2f4b1a77", s)
+			ts := t0.Add(time.Duration(s) * time.Millisecond)
+			common := map[string]any{presence.AttrCwd: fmt.Sprintf("/home/ana/proj%d", s%50),
+				presence.AttrAgentPID: self.PID, presence.AttrAgentStart: self.Start}
+			add := func(typ string, dt time.Duration, attrs map[string]any) {
+				e := presence.Event{ID: ids.New(ts.Add(dt)), SessionID: sid, Type: typ, TS: ts.Add(dt), Agent: "claude-code"}
+				for k, v := range common {
+					e.SetAttr(k, v)
+				}
+				for k, v := range attrs {
+					e.SetAttr(k, v)
+				}
+				evs = append(evs, e)
+			}
+			add(presence.TypeSessionStart, 0, map[string]any{"native": "SessionStart", presence.AttrSource: "startup"})
+			add(presence.TypeUserPromptSubmit, time.Second, map[string]any{"native": "UserPromptSubmit"})
+			add(presence.TypeToolPreUse, 2*time.Second, map[string]any{"native": "PreToolUse", presence.AttrTool: "Bash"})
+		}
+		if _, err := n.Ingest(evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAgentsList10k fills a node with 10,000 live sessions, then runs
+// `harn agents list --json` against it as a real process 20 times,
+// interleaved with `harn version`, and reports p50 (and max) of each. (The
+// node restart with 10,000 sessions is node's BenchmarkRestart10k.)
+func BenchmarkAgentsList10k(b *testing.B) {
+	dir := shortDir(b)
+	r := newRunner(b, dir)
+	n := benchNode(b, dir)
+	defer n.Close()
+	t := time.Now()
+	populate(b, n, rosterSessions)
+	populated := time.Since(t)
+	if got := n.Sessions(false); len(got) != rosterSessions {
+		b.Fatalf("node has %d live sessions, want %d", len(got), rosterSessions)
+	}
+	if _, _, err := r.try(nil, true, "agents", "list", "--json"); err != nil {
+		b.Fatalf("`harn agents list --json` with %d live sessions fails: %v", rosterSessions, err)
+	}
+	for i := 0; i < 2; i++ { // warm
+		r.run(b, nil, true, "agents", "list", "--json")
+		r.run(b, nil, false, "version")
+	}
+	const runs = 20
+	var list, version []time.Duration
+	var outLen int
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < runs; j++ {
+			d, out := r.run(b, nil, true, "agents", "list", "--json")
+			list = append(list, d)
+			outLen = len(out)
+			d, _ = r.run(b, nil, false, "version")
+			version = append(version, d)
+		}
+	}
+	b.StopTimer()
+	slices.Sort(list)
+	slices.Sort(version)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(populated.Seconds(), "populate-s")
+	b.ReportMetric(ms(pct(list, 50)), "list-p50-ms")
+	b.ReportMetric(ms(list[len(list)-1]), "list-max-ms")
+	b.ReportMetric(ms(pct(version, 50)), "version-p50-ms")
+	b.ReportMetric(float64(pct(list, 50))/float64(pct(version, 50)), "p50-list/version")
+	b.ReportMetric(float64(outLen)/1e6, "list-MB")
+}

@@ -1,0 +1,508 @@
+package node_test
+
+// Benchmarks of the node beside bare Pebble, each in the same run (make
+// bench); they report, they never fail on speed.
+//
+// BenchmarkIngest measures durable ingest through the node's socket. Both
+// sides run interleaved: b.N events each, in alternating chunks (the side
+// that goes first alternates too), so that the disk's drift over the run
+// falls on both alike. It reports harn-events/s, bare-events/s and
+// harn/bare.
+//
+// BenchmarkRestart10k measures a node restart over 10,000 sessions beside
+// bare Pebble opening and scanning the same ledger.
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
+	"github.com/harn-dev/harn/util/ids"
+	"github.com/harn-dev/harn/util/procinfo"
+)
+
+// benchWriters are the concurrencies measured: one hook at a time, a busy
+// machine, a storm.
+var benchWriters = []int{1, 8, 64}
+
+// shortDir makes a temp dir with a short path (a unix socket path must stay
+// under ~100 bytes; b.TempDir paths grow with the benchmark's name).
+func shortDir(b *testing.B) string {
+	b.Helper()
+	d, err := os.MkdirTemp("", "hb")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// benchConfig is the daemon's default config (real clock, real process
+// checks, reaper and spool loops, a lone machine's mesh with its Raft
+// registry) on dir, with the cluster listeners on free ports so that a
+// benchmark never collides with a node already running on this machine.
+func benchConfig(dir string) node.Config {
+	cfg := node.DefaultConfig()
+	cfg.DataDir = dir
+	cfg.Socket = filepath.Join(dir, "s.sock")
+	cfg.Name = "buildbox"
+	cfg.Logger = quietLogger()
+	cfg.Cluster.GossipPort, cfg.Cluster.RaftPort, cfg.Cluster.RPCPort, cfg.Cluster.HTTPPort = 0, 0, 0, 0
+	return cfg
+}
+
+// openBenchNode starts an in-process node on dir with benchConfig.
+func openBenchNode(b *testing.B, dir string) *node.Node {
+	b.Helper()
+	n, err := node.New(benchConfig(dir))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := n.Open(); err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// dialNode is what the hook does: a gRPC client over the unix socket.
+func dialNode(b *testing.B, sock string) (*grpc.ClientConn, api.LocalClient) {
+	b.Helper()
+	conn, err := grpc.NewClient("unix://"+sock,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", sock)
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cl := api.NewLocalClient(conn)
+	if _, err := cl.Status(context.Background(), &api.StatusRequest{}); err != nil {
+		b.Fatal(err)
+	}
+	return conn, cl
+}
+
+// benchSession is the session id of writer w: Claude Code's UUID shape.
+func benchSession(w int) string {
+	return fmt.Sprintf("8a1f0c2e-5b7d-4e21-9c3a-%012d", w)
+}
+
+// hookEvents decodes a real Claude Code payload of the given native event
+// for session with the claude-code adapter, stamped as the hook stamps it
+// (this process as the agent).
+func hookEvents(b *testing.B, native, session, extra string) []presence.Event {
+	b.Helper()
+	ad, ok := all.Lookup("claude-code")
+	if !ok {
+		b.Fatal("no claude-code adapter")
+	}
+	payload := `{"session_id":"` + session + `","transcript_path":"/home/ana/.claude/projects/-home-ana-shop/` + session +
+		`.jsonl","cwd":"/home/ana/shop","permission_mode":"default","hook_event_name":"` + native + `"` + extra + `}`
+	digest := func(p []byte) string { return fmt.Sprintf("%032x", len(p)) }
+	res, err := ad.Decode(adapter.Input{Stdin: []byte(payload), Now: time.Now(), Digest: digest})
+	if err != nil || len(res.Events) == 0 {
+		b.Fatalf("decode %s: %v", native, err)
+	}
+	agent, err := procinfo.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range res.Events {
+		res.Events[i].SetAttr(presence.AttrAgentPID, agent.PID)
+		res.Events[i].SetAttr(presence.AttrAgentStart, agent.Start)
+	}
+	return res.Events
+}
+
+const preToolUse = `,"tool_name":"Bash","tool_input":{"command":"go test ./...","description":"Run the tests"},"tool_use_id":"toolu_01ABCxyz"`
+
+// idGen makes unique, time-ordered event ids without the process-wide lock
+// of ids.New: a ULID per writer as a prefix, then a counter.
+type idGen struct {
+	base string
+	n    uint64
+}
+
+func (g *idGen) next() string {
+	g.n++
+	return g.base + strconv.FormatUint(g.n, 36)
+}
+
+// side is one contender of an interleaved benchmark. op(w) performs one
+// operation as writer w; writers never share a w at the same time.
+type side struct {
+	name string
+	op   func(w int) error
+	el   time.Duration
+	n    int
+}
+
+// runChunk runs k operations over writers goroutines and returns the wall
+// time.
+func runChunk(writers, k int, op func(w int) error) (time.Duration, error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr atomic.Value
+	start := time.Now()
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for next.Add(1) <= int64(k) {
+				if err := op(w); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+			}
+		}(w)
+	}
+	wg.Wait()
+	el := time.Since(start)
+	if err, _ := firstErr.Load().(error); err != nil {
+		return el, err
+	}
+	return el, nil
+}
+
+// interleave runs b.N operations on each side in alternating chunks and
+// reports <side>-events/s for both and the ratio a/bare.
+func interleave(b *testing.B, writers int, a, bare *side) {
+	b.Helper()
+	chunk := max(256, 16*writers)
+	b.ResetTimer()
+	for done, round := 0, 0; done < b.N; round++ {
+		k := min(chunk, b.N-done)
+		order := []*side{a, bare}
+		if round%2 == 1 {
+			order = []*side{bare, a}
+		}
+		for _, s := range order {
+			el, err := runChunk(writers, k, s.op)
+			if err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+			s.el += el
+			s.n += k
+		}
+		done += k
+	}
+	b.StopTimer()
+	ra := float64(a.n) / a.el.Seconds()
+	rb := float64(bare.n) / bare.el.Seconds()
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ra, a.name+"-events/s")
+	b.ReportMetric(rb, bare.name+"-events/s")
+	b.ReportMetric(ra/rb, a.name+"/"+bare.name)
+}
+
+// quietPebble drops Pebble's logs; a fatal one still panics.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)         {}
+func (quietPebble) Errorf(string, ...any)        {}
+func (quietPebble) Fatalf(f string, args ...any) { panic(fmt.Sprintf(f, args...)) }
+
+// ledgerKey has the shape of the ledger's event key.
+func ledgerKey(session string, seq uint64) []byte {
+	k := append([]byte{'e', 0}, session...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// BenchmarkIngest: writers concurrent gRPC clients, each on its own
+// connection and session (as concurrent hooks are), each Append carrying
+// one tool.pre_use decoded from a real Claude Code PreToolUse payload;
+// Append returns after the event is in a synced WAL. Beside it, bare Pebble
+// with db.Set(k, v, pebble.Sync) of one key per event at the same
+// concurrency, the value the size of the ledger's stored event.
+func BenchmarkIngest(b *testing.B) {
+	for _, writers := range benchWriters {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			dir := shortDir(b)
+			n := openBenchNode(b, filepath.Join(dir, "n"))
+			defer n.Close()
+			db, err := pebble.Open(filepath.Join(dir, "bare"), &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: quietPebble{}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer db.Close()
+
+			type writer struct {
+				cl      api.LocalClient
+				session string
+				tmpl    *api.Event
+				ids     idGen
+				seq     uint64
+			}
+			ws := make([]*writer, writers)
+			ctx := context.Background()
+			for i := range ws {
+				conn, cl := dialNode(b, filepath.Join(dir, "n", "s.sock"))
+				defer conn.Close()
+				s := benchSession(i)
+				start := &api.AppendRequest{}
+				for _, e := range hookEvents(b, "SessionStart", s, `,"source":"startup","model":"claude-sonnet-4-6"`) {
+					e.ID = ids.New(time.Now())
+					start.Events = append(start.Events, node.EventToAPI(&e))
+				}
+				if _, err := cl.Append(ctx, start); err != nil {
+					b.Fatal(err)
+				}
+				pre := hookEvents(b, "PreToolUse", s, preToolUse)[0]
+				ws[i] = &writer{cl: cl, session: s, tmpl: node.EventToAPI(&pre), ids: idGen{base: ids.New(time.Now())}}
+			}
+			// The bare value is the size of what the ledger stores.
+			stored := hookEvents(b, "PreToolUse", ws[0].session, preToolUse)[0]
+			stored.ID, stored.Node, stored.Seq = ws[0].ids.base+"1", n.Name(), 17
+			stored.SetAttr(presence.AttrAgentPID, float64(os.Getpid()))
+			val, err := json.Marshal(stored)
+			if err != nil {
+				b.Fatal(err)
+			}
+
+			interleave(b, writers,
+				&side{name: "harn", op: func(w int) error {
+					wr := ws[w]
+					t := wr.tmpl
+					e := &api.Event{Id: wr.ids.next(), SessionId: t.SessionId, Type: t.Type, Agent: t.Agent,
+						TsUnixNano: time.Now().UnixNano(), AttrsJson: t.AttrsJson}
+					_, err := wr.cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{e}})
+					return err
+				}},
+				&side{name: "bare", op: func(w int) error {
+					wr := ws[w]
+					wr.seq++
+					return db.Set(ledgerKey(wr.session, wr.seq), val, pebble.Sync)
+				}})
+			b.ReportMetric(float64(len(val)), "value-bytes")
+		})
+	}
+}
+
+// restartSessions is the size of the restart benchmark.
+const restartSessions = 10000
+
+// populate ingests sessions live sessions of three events each
+// (session.start, a prompt, a tool.pre_use), 100 sessions per Ingest call,
+// with this process as their agent.
+func populate(b *testing.B, n *node.Node, sessions int) {
+	b.Helper()
+	self, err := procinfo.Self()
+	if err != nil {
+		b.Fatal(err)
+	}
+	t0 := time.Now().Add(-time.Hour)
+	const perBatch = 100
+	for s0 := 0; s0 < sessions; s0 += perBatch {
+		evs := make([]presence.Event, 0, 3*perBatch)
+		for s := s0; s < min(s0+perBatch, sessions); s++ {
+			sid := fmt.Sprintf("%08x-5b7d-4e21-9c3a-0d6e2f4b1a77", s)
+			ts := t0.Add(time.Duration(s) * time.Millisecond)
+			add := func(typ, native string, dt time.Duration, attrs map[string]any) {
+				e := presence.Event{ID: ids.New(ts.Add(dt)), SessionID: sid, Type: typ, TS: ts.Add(dt), Agent: "claude-code"}
+				e.SetAttr("native", native)
+				e.SetAttr(presence.AttrCwd, fmt.Sprintf("/home/ana/proj%d", s%50))
+				e.SetAttr(presence.AttrAgentPID, self.PID)
+				e.SetAttr(presence.AttrAgentStart, self.Start)
+				for k, v := range attrs {
+					e.SetAttr(k, v)
+				}
+				evs = append(evs, e)
+			}
+			add(presence.TypeSessionStart, "SessionStart", 0, map[string]any{presence.AttrSource: "startup"})
+			add(presence.TypeUserPromptSubmit, "UserPromptSubmit", time.Second, nil)
+			add(presence.TypeToolPreUse, "PreToolUse", 2*time.Second, map[string]any{presence.AttrTool: "Bash"})
+		}
+		if _, err := n.Ingest(evs); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRestart10k fills a node with 10,000 live sessions (three events
+// each), then restarts it (Close, then New and Open: every session's state
+// is folded again from the ledger and its heartbeat file rewritten) three
+// times, each beside bare Pebble opening the same ledger, reading every key
+// and value, and closing. It reports the median of each and the ratio.
+func BenchmarkRestart10k(b *testing.B) {
+	dir := shortDir(b)
+	n := openBenchNode(b, dir)
+	b.Cleanup(func() { n.Close() }) // the latest node; Close is idempotent
+	t := time.Now()
+	populate(b, n, restartSessions)
+	populated := time.Since(t)
+	if err := n.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var restart, bare []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < 3; j++ {
+			t := time.Now()
+			n = openBenchNode(b, dir)
+			restart = append(restart, time.Since(t))
+			if got := len(n.Sessions(false)); got != restartSessions {
+				b.Fatalf("after restart %d live sessions, want %d", got, restartSessions)
+			}
+			if err := n.Close(); err != nil {
+				b.Fatal(err)
+			}
+			t = time.Now()
+			keys, err := bareScan(filepath.Join(dir, "ledger"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			bare = append(bare, time.Since(t))
+			if keys < 3*restartSessions {
+				b.Fatalf("bare scan read %d keys", keys)
+			}
+		}
+	}
+	b.StopTimer()
+	slices.Sort(restart)
+	slices.Sort(bare)
+	med := func(ds []time.Duration) float64 { return float64(ds[len(ds)/2]) / float64(time.Millisecond) }
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(populated.Seconds(), "populate-s")
+	b.ReportMetric(med(restart), "restart-ms")
+	b.ReportMetric(med(bare), "bare-open-scan-ms")
+	b.ReportMetric(med(restart)/med(bare), "restart/bare")
+}
+
+// bareScan opens a Pebble directory, reads every key and value, and closes
+// it: the floor under a node's rebuild.
+func bareScan(dir string) (int, error) {
+	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatNewest, Logger: quietPebble{}})
+	if err != nil {
+		return 0, err
+	}
+	it, err := db.NewIter(nil)
+	if err != nil {
+		db.Close()
+		return 0, err
+	}
+	keys := 0
+	for it.First(); it.Valid(); it.Next() {
+		if _, err := it.ValueAndErr(); err != nil {
+			it.Close()
+			db.Close()
+			return 0, err
+		}
+		keys++
+	}
+	if err := it.Close(); err != nil {
+		db.Close()
+		return 0, err
+	}
+	return keys, db.Close()
+}
+
+// TestRestartRewritesOnlyStaleHeartbeats guards the restart shortcut that
+// BenchmarkRestart10k measures: a heartbeat file that already holds exactly
+// what the node would write is left alone, and any other (changed content,
+// another mode, a symlink) is rewritten as a regular 0644 file.
+func TestRestartRewritesOnlyStaleHeartbeats(t *testing.T) {
+	dir, err := os.MkdirTemp("", "hb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	open := func() *node.Node {
+		cfg := benchConfig(dir)
+		cfg.ReapInterval, cfg.SpoolInterval = time.Hour, time.Hour
+		cfg.Cluster.Enabled = false
+		n, err := node.New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Open(); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	n := open()
+	ts := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
+	sessions := []string{"same", "edited", "chmodded", "symlinked"}
+	for i, s := range sessions {
+		if _, err := n.Ingest([]presence.Event{
+			{ID: fmt.Sprintf("a%d", i), SessionID: s, Type: presence.TypeSessionStart, TS: ts, Agent: "claude-code"},
+			{ID: fmt.Sprintf("b%d", i), SessionID: s, Type: presence.TypeToolPreUse, TS: ts.Add(time.Second), Agent: "claude-code",
+				Attrs: map[string]any{presence.AttrTool: "Bash"}},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]byte{}
+	for _, s := range sessions {
+		b, err := os.ReadFile(node.HeartbeatPath(dir, s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[s] = b
+	}
+	sameBefore, err := os.Stat(node.HeartbeatPath(dir, "same"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(node.HeartbeatPath(dir, "edited"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(node.HeartbeatPath(dir, "chmodded"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := filepath.Join(dir, "elsewhere.json")
+	if err := os.WriteFile(elsewhere, want["symlinked"], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(node.HeartbeatPath(dir, "symlinked"))
+	if err := os.Symlink(elsewhere, node.HeartbeatPath(dir, "symlinked")); err != nil {
+		t.Fatal(err)
+	}
+
+	n = open()
+	defer n.Close()
+	for _, s := range sessions {
+		p := node.HeartbeatPath(dir, s)
+		fi, err := os.Lstat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+			t.Errorf("%s: heartbeat mode %v, want a regular 0644 file", s, fi.Mode())
+		}
+		if b, _ := os.ReadFile(p); !bytes.Equal(b, want[s]) {
+			t.Errorf("%s: heartbeat after restart\n%s\nwant\n%s", s, b, want[s])
+		}
+	}
+	if sameAfter, err := os.Stat(node.HeartbeatPath(dir, "same")); err != nil || !os.SameFile(sameBefore, sameAfter) {
+		t.Errorf("an up-to-date heartbeat was rewritten at restart (%v)", err)
+	}
+}
