@@ -51,6 +51,9 @@ func placeOf(c *cobra.Command) place {
 	return place{DataDir: dd, Socket: sock}
 }
 
+// maxReply bounds one reply from the node (a whole roster).
+const maxReply = 512 << 20
+
 // client is a connection to the local node.
 type client struct {
 	conn *grpc.ClientConn
@@ -60,6 +63,8 @@ type client struct {
 func dial(p place) (*client, error) {
 	conn, err := grpc.NewClient("unix://"+p.Socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// A roster of many thousands of sessions is one large reply.
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", p.Socket)

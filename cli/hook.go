@@ -76,6 +76,13 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 		return nil
 	}
 	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: args[0]}
+	// Connect now, so that the connection's handshake overlaps reading
+	// and decoding the payload.
+	if cl, err := dial(p); err == nil {
+		cl.conn.Connect()
+		h.cl = cl
+		defer cl.Close()
+	}
 	if timeout <= 0 {
 		h.timeout = 1500 * time.Millisecond
 	}
@@ -134,6 +141,20 @@ type hookRun struct {
 	stderr  io.Writer
 	agent   string
 	key     []byte
+	cl      *client // dialed at start; nil if dialing failed
+}
+
+// client returns the hook's connection to the node.
+func (h *hookRun) client() (*client, error) {
+	if h.cl != nil {
+		return h.cl, nil
+	}
+	cl, err := dial(h.p)
+	if err != nil {
+		return nil, err
+	}
+	h.cl = cl
+	return cl, nil
 }
 
 func (h *hookRun) digest(b []byte) string {
@@ -159,13 +180,12 @@ func (h *hookRun) send(res adapter.Result) string {
 	if res.WantsContext {
 		req.ContextFor = res.SessionID
 	}
-	cl, err := dial(h.p)
+	cl, err := h.client()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 		var out *api.AppendResponse
 		out, err = cl.api.Append(ctx, req)
 		cancel()
-		cl.Close()
 		if err == nil {
 			return out.AdditionalContext
 		}
@@ -197,11 +217,10 @@ func (h *hookRun) diagnose(msg string, in []byte) {
 	if len(in) > 0 {
 		d.InputDigest = h.digest(in)
 	}
-	if cl, err := dial(h.p); err == nil {
+	if cl, err := h.client(); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 		_, err = cl.api.Diagnose(ctx, d)
 		cancel()
-		cl.Close()
 		if err == nil {
 			return
 		}

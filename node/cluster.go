@@ -51,6 +51,7 @@ type cluster struct {
 	sentVer map[string]uint64 // session -> last broadcast version
 
 	kickReconcile chan struct{}
+	meta          mesh.NodeMeta
 
 	pullMu  sync.Mutex
 	pulling map[string]bool
@@ -136,6 +137,7 @@ func (n *Node) openCluster() error {
 		httpAddr = net.JoinHostPort(adv, strconv.Itoa(cc.HTTPPort))
 	}
 	mc.Meta = mesh.NodeMeta{Role: role, RaftAddr: raftAddr, RPCAddr: rpcAddr, HTTPAddr: httpAddr, Version: n.cfg.Version}
+	c.meta = mc.Meta
 	mc.Handler = &gossipHandler{n: n}
 	mc.Logger = n.log.With("component", "mesh")
 	mc.Clock = n.cfg.Clock
@@ -249,7 +251,12 @@ func (c *cluster) applyCommand(ctx context.Context, cmd raftstore.Command) (uint
 		}
 		var nl *raftstore.NotLeaderError
 		if !errors.As(err, &nl) {
-			return 0, err
+			// Leadership lost during the write: its outcome is unknown,
+			// and an upsert is safe to repeat, so try the new leader.
+			if !(errors.Is(err, raftstore.ErrUnknownOutcome) && errors.Is(err, raftstore.ErrNotLeader)) {
+				return 0, err
+			}
+			nl = &raftstore.NotLeaderError{}
 		}
 		last = err
 		if nl.LeaderID != "" {
@@ -278,6 +285,10 @@ func (c *cluster) applyCommand(ctx context.Context, cmd raftstore.Command) (uint
 	}
 	return 0, fmt.Errorf("%w: %v", ErrNoLeader, last)
 }
+
+// roleLeaving marks a node that is leaving the mesh (no role): the
+// reconciler does not add it to the registry.
+const roleLeaving mesh.Role = ""
 
 // ErrClosed means the node is shutting down.
 var ErrClosed = errors.New("the node is closing")
@@ -359,7 +370,8 @@ func (c *cluster) reconcile() {
 		have[s.ID] = s
 	}
 	for _, m := range c.mesh.Members() {
-		if m.Status != mesh.StatusAlive || m.Meta.RaftAddr == "" || m.Name == c.n.cfg.Name {
+		if m.Status != mesh.StatusAlive || m.Meta.RaftAddr == "" || m.Name == c.n.cfg.Name ||
+			(m.Meta.Role != mesh.RoleServer && m.Meta.Role != mesh.RoleClient) {
 			continue
 		}
 		want := m.Meta.Role == mesh.RoleServer

@@ -29,7 +29,9 @@ type Config struct {
 	ReapInterval time.Duration
 	// SpoolInterval is how often the node drains the spool while running.
 	SpoolInterval time.Duration
-	// ProjectDelay coalesces heartbeat writes.
+	// ProjectDelay coalesces heartbeat writes: a heartbeat lags its
+	// session's state by at most this much, and a burst of events costs
+	// one write per session.
 	ProjectDelay time.Duration
 
 	Logger *slog.Logger
@@ -58,7 +60,7 @@ func DefaultConfig() Config {
 		Name:          host,
 		ReapInterval:  2 * time.Second,
 		SpoolInterval: time.Second,
-		ProjectDelay:  0,
+		ProjectDelay:  20 * time.Millisecond,
 		Logger:        slog.Default(),
 		Clock:         clock.Real{},
 		Cluster:       DefaultClusterConfig(),

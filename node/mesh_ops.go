@@ -64,11 +64,33 @@ func (n *Node) RaftStats() (RaftView, error) {
 	return v, nil
 }
 
-// Leave leaves the mesh gracefully: the others see this node as left, not
-// dead. The node goes on serving its local socket; stop it afterwards.
+// Leave leaves the mesh gracefully: a server first leaves the registry's
+// Raft configuration (so that its absence costs no quorum), then the others
+// see this node as left, not dead. The node goes on serving its local
+// socket; stop it afterwards.
 func (n *Node) Leave() error {
 	if n.cl == nil {
 		return ErrNoMesh
+	}
+	// Tell the leader's reconciler first, so that it does not add this
+	// node back between its removal and its leave.
+	meta := n.cl.meta
+	meta.Role = roleLeaving
+	if err := n.cl.mesh.SetMeta(meta, 2*time.Second); err != nil {
+		n.log.Warn("leave: could not announce leaving", "err", err)
+	}
+	if servers, err := n.cl.store.Servers(); err == nil && len(servers) > 1 {
+		for _, s := range servers {
+			if s.ID != n.cfg.Name {
+				continue
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err := n.RemoveServer(ctx, n.cfg.Name)
+			cancel()
+			if err != nil {
+				n.log.Warn("leave: could not leave the registry configuration", "err", err)
+			}
+		}
 	}
 	err := n.cl.mesh.Leave(5 * time.Second)
 	if errors.Is(err, mesh.ErrShutdown) {

@@ -126,7 +126,7 @@ func (n *Node) open() error {
 	if err := n.rebuild(); err != nil {
 		return err
 	}
-	n.proj = newProjector(ActiveDir(n.cfg.DataDir), n.log)
+	n.proj = newProjector(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay)
 	n.proj.resetFiles(n.liveSnapshot())
 	n.drainSpool()
 	if err := n.listen(); err != nil {

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -29,10 +30,13 @@ type projector struct {
 	mu    sync.Mutex
 	dirty map[string]presence.State
 	kick  chan struct{}
+	// delay coalesces: after a mark the writer waits this long, so that a
+	// burst of events becomes one write per session.
+	delay time.Duration
 }
 
-func newProjector(dir string, log *slog.Logger) *projector {
-	return &projector{dir: dir, log: log, dirty: map[string]presence.State{}, kick: make(chan struct{}, 1)}
+func newProjector(dir string, log *slog.Logger, delay time.Duration) *projector {
+	return &projector{dir: dir, log: log, delay: delay, dirty: map[string]presence.State{}, kick: make(chan struct{}, 1)}
 }
 
 // HeartbeatPath is the heartbeat file of a session.
@@ -61,8 +65,15 @@ func (p *projector) run(wg *sync.WaitGroup, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case <-p.kick:
-			p.flush()
 		}
+		if p.delay > 0 {
+			select {
+			case <-stop:
+				return
+			case <-time.After(p.delay):
+			}
+		}
+		p.flush()
 	}
 }
 

@@ -28,18 +28,23 @@ type RosterEntry struct {
 	Source string
 }
 
-// MarshalJSON writes the state's stable JSON with the roster fields added.
-func (r RosterEntry) MarshalJSON() ([]byte, error) {
-	b, err := json.Marshal(r.State)
-	if err != nil {
-		return nil, err
-	}
-	extra := fmt.Sprintf(`,"reachable":%t,"source":%q`, r.Reachable, r.Source)
-	if !r.UnreachableSince.IsZero() {
-		extra += fmt.Sprintf(`,"unreachable_since":%q`, presence.FormatTime(r.UnreachableSince))
-	}
-	return append(append(b[:len(b)-1], extra...), '}'), nil
+// rosterJSON is a roster entry's JSON: the state's stable fields and the
+// roster's, in one plain struct (one encoding pass, no nested marshaler).
+type rosterJSON struct {
+	presence.StateJSON
+	Reachable        bool   `json:"reachable"`
+	UnreachableSince string `json:"unreachable_since,omitempty"`
+	Source           string `json:"source"`
 }
+
+// JSON is the entry's JSON form as a plain struct.
+func (r RosterEntry) JSON() any {
+	return rosterJSON{StateJSON: r.State.JSON(), Reachable: r.Reachable,
+		UnreachableSince: presence.FormatTime(r.UnreachableSince), Source: r.Source}
+}
+
+// MarshalJSON writes the state's stable JSON with the roster fields added.
+func (r RosterEntry) MarshalJSON() ([]byte, error) { return json.Marshal(r.JSON()) }
 
 // ReadInfo says how a roster read was made and how stale it may be.
 type ReadInfo struct {

@@ -5,9 +5,10 @@ import (
 	"time"
 )
 
-// stateJSON is the stable JSON form of State, with the seed's field names
-// and timestamps as canonical strings.
-type stateJSON struct {
+// StateJSON is the stable JSON form of State, with the seed's field names
+// and timestamps as canonical strings. Embed it to add fields to a State's
+// JSON without a second encoding pass.
+type StateJSON struct {
 	SessionID            string    `json:"session_id"`
 	ParentSessionID      string    `json:"parent_session_id,omitempty"`
 	Agent                string    `json:"agent,omitempty"`
@@ -41,8 +42,11 @@ type stateJSON struct {
 }
 
 // MarshalJSON writes the stable JSON form.
-func (s State) MarshalJSON() ([]byte, error) {
-	return json.Marshal(stateJSON{
+func (s State) MarshalJSON() ([]byte, error) { return json.Marshal(s.JSON()) }
+
+// JSON is the stable JSON form of s as a plain struct.
+func (s State) JSON() StateJSON {
+	return StateJSON{
 		SessionID: s.SessionID, ParentSessionID: s.ParentSessionID, Agent: s.Agent,
 		Node: s.Node, Name: s.Name, SessionName: s.SessionName(),
 		Activity: s.Activity, ActivityUpdatedAt: FormatTime(s.ActivityUpdatedAt),
@@ -54,12 +58,12 @@ func (s State) MarshalJSON() ([]byte, error) {
 		EndReason: s.EndReason, AgentPID: s.AgentPID, AgentPIDStart: s.AgentPIDStart,
 		Cwd: s.Cwd, Events: s.Events, OpenTurn: s.OpenTurn, TaskStateDeclared: s.TaskStateDeclared, PendingRequests: s.PendingRequests,
 		LastTS: FormatTime(s.LastTS), LastID: s.LastID,
-	})
+	}
 }
 
 // UnmarshalJSON reads the stable JSON form.
 func (s *State) UnmarshalJSON(b []byte) error {
-	var j stateJSON
+	var j StateJSON
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
