@@ -150,7 +150,11 @@ func parseConfig(b []byte) (map[string]string, error) {
 		if !ok {
 			return nil, fmt.Errorf("line %d: want key = value", i+1)
 		}
-		out[strings.TrimSpace(k)] = strings.Trim(strings.TrimSpace(v), `"`)
+		k = strings.TrimSpace(k)
+		if k == "" {
+			return nil, fmt.Errorf("line %d: the key is empty; want key = value", i+1)
+		}
+		out[k] = strings.Trim(strings.TrimSpace(v), `"`)
 	}
 	return out, nil
 }
