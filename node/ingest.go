@@ -155,6 +155,7 @@ func (n *Node) apply(stored []presence.Event) {
 	var publish []published
 	for _, s := range keys {
 		ent := n.sessions[s]
+		ent.view = nil
 		old := ent.hash
 		ent.hash = presence.PresenceHash(&ent.state)
 		publish = append(publish, published{state: ent.state, hash: ent.hash, changed: old != ent.hash})

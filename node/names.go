@@ -24,7 +24,13 @@ func pickName(session string, taken map[string]bool) string {
 	h := fnv.New32a()
 	h.Write([]byte(session))
 	start := int(h.Sum32() % uint32(len(names)))
-	for round := 1; round < 1000; round++ {
+	// With many live sessions, start at the round where free names are
+	// likely, instead of trying every taken one.
+	first := 1 + len(taken)/len(names)
+	if first > 1 {
+		first-- // the round below may have names freed by ended sessions
+	}
+	for round := first; round < first+1000; round++ {
 		for i := range names {
 			n := names[(start+i)%len(names)]
 			if round > 1 {

@@ -34,6 +34,8 @@ type ProcChecker interface {
 type entry struct {
 	state presence.State
 	hash  string
+	// view caches the session's roster JSON; apply clears it.
+	view []byte
 }
 
 // Node is the daemon. Build it with New, start it with Open, stop it with

@@ -18,6 +18,10 @@ import (
 // RosterEntry is one session as a reader anywhere sees it: its state, and
 // whether its owning node can be reached now.
 type RosterEntry struct {
+	// raw is the entry's JSON when already encoded (this node's sessions
+	// keep theirs between changes).
+	raw []byte
+
 	State presence.State
 	// Reachable is false when the owning node is dead or has left.
 	Reachable bool
@@ -37,14 +41,48 @@ type rosterJSON struct {
 	Source           string `json:"source"`
 }
 
-// JSON is the entry's JSON form as a plain struct.
+// JSON is the entry's JSON form as a plain struct. The reducer's
+// bookkeeping (open turn, pending prompts, last event cursor) stays in the
+// heartbeat and out of readers' views.
 func (r RosterEntry) JSON() any {
-	return rosterJSON{StateJSON: r.State.JSON(), Reachable: r.Reachable,
+	sj := r.State.JSON()
+	sj.OpenTurn, sj.TaskStateDeclared, sj.PendingRequests, sj.LastTS, sj.LastID = false, false, nil, "", ""
+	return rosterJSON{StateJSON: sj, Reachable: r.Reachable,
 		UnreachableSince: presence.FormatTime(r.UnreachableSince), Source: r.Source}
 }
 
 // MarshalJSON writes the state's stable JSON with the roster fields added.
-func (r RosterEntry) MarshalJSON() ([]byte, error) { return json.Marshal(r.JSON()) }
+func (r RosterEntry) MarshalJSON() ([]byte, error) { return r.Encode() }
+
+// Encode returns the entry's JSON, from the cache when it has one.
+func (r RosterEntry) Encode() ([]byte, error) {
+	if r.raw != nil {
+		return r.raw, nil
+	}
+	return json.Marshal(r.JSON())
+}
+
+// localEntries are this node's sessions as roster entries, with their
+// cached JSON (encoded here when a change cleared it).
+func (n *Node) localEntries(all bool) []RosterEntry {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := make([]RosterEntry, 0, len(n.sessions))
+	for _, e := range n.sessions {
+		if e.state.Events == 0 || (!all && e.state.Ended) {
+			continue
+		}
+		re := RosterEntry{State: e.state, Reachable: true, Source: "local"}
+		if e.view == nil {
+			if b, err := json.Marshal(re.JSON()); err == nil {
+				e.view = b
+			}
+		}
+		re.raw = e.view
+		out = append(out, re)
+	}
+	return out
+}
 
 // ReadInfo says how a roster read was made and how stale it may be.
 type ReadInfo struct {
@@ -146,9 +184,9 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 	members := n.reachability()
 	seen := map[string]bool{}
 	var out []RosterEntry
-	for _, s := range n.Sessions(all) {
-		seen[s.SessionID] = true
-		out = append(out, RosterEntry{State: s, Reachable: true, Source: "local"})
+	for _, e := range n.localEntries(all) {
+		seen[e.State.SessionID] = true
+		out = append(out, e)
 	}
 	byID := map[string]*raftstore.Record{}
 	for i := range recs {
@@ -190,14 +228,24 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		}
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i].State, out[j].State
+	// Sort by index: entries are large, and moving them costs more than
+	// comparing them.
+	idx := make([]int, len(out))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.Slice(idx, func(i, j int) bool {
+		a, b := &out[idx[i]].State, &out[idx[j]].State
 		if !a.StartedAt.Equal(b.StartedAt) {
 			return a.StartedAt.Before(b.StartedAt)
 		}
 		return a.SessionID < b.SessionID
 	})
-	return out, info, nil
+	sorted := make([]RosterEntry, len(out))
+	for i, k := range idx {
+		sorted[i] = out[k]
+	}
+	return sorted, info, nil
 }
 
 // ReadSession resolves a session anywhere: this node's own first, else the

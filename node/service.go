@@ -125,7 +125,7 @@ func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.Lis
 	}
 	out := &api.ListResponse{Node: s.n.cfg.Name, SessionsJson: make([][]byte, 0, len(entries))}
 	for i := range entries {
-		b, err := json.Marshal(entries[i].JSON())
+		b, err := entries[i].Encode()
 		if err != nil {
 			return nil, statusErr(err)
 		}
