@@ -4,7 +4,7 @@ COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/harn-dev/harn/cli.version=$(VERSION) -X github.com/harn-dev/harn/cli.commit=$(COMMIT)
 BIN       ?= bin/harn
 
-.PHONY: build test bench lint run proto fuzz clean
+.PHONY: build test bench lint run proto fuzz clean docker
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
@@ -29,5 +29,10 @@ proto:
 fuzz:
 	./scripts/fuzz-all.sh 20s
 
+# docker: the static binary into deploy/ and the FROM scratch image harn:dev.
+docker:
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o deploy/harn .
+	docker build -t harn:dev deploy
+
 clean:
-	rm -rf bin
+	rm -rf bin deploy/harn

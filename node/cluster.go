@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
@@ -219,7 +220,9 @@ func (c *cluster) peerConn(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := c.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second}),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512<<20)))
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +269,12 @@ func (c *cluster) applyCommand(ctx context.Context, cmd raftstore.Command) (uint
 				if eerr != nil {
 					return 0, eerr
 				}
-				res, ferr := cl.Apply(ctx, &api.ApplyRequest{Command: b, Hops: 1})
+				// Each forward has its own short deadline: a leader cut off
+				// by a partition must not eat the caller's whole budget
+				// while the majority already elected another.
+				fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+				res, ferr := cl.Apply(fctx, &api.ApplyRequest{Command: b, Hops: 1})
+				cancel()
 				if ferr == nil {
 					return res.Index, nil
 				}
@@ -289,6 +297,10 @@ func (c *cluster) applyCommand(ctx context.Context, cmd raftstore.Command) (uint
 // roleLeaving marks a node that is leaving the mesh (no role): the
 // reconciler does not add it to the registry.
 const roleLeaving mesh.Role = ""
+
+// forwardTimeout bounds one forward of a registry write or read to the
+// leader.
+const forwardTimeout = 2 * time.Second
 
 // ErrClosed means the node is shutting down.
 var ErrClosed = errors.New("the node is closing")
@@ -398,6 +410,11 @@ func (c *cluster) reconcile() {
 // memberEvent is called by mesh for every membership change.
 func (n *Node) memberEvent(ev mesh.MemberEvent) {
 	n.log.Info("member", "event", ev.Kind.String(), "member", ev.Member.Name, "status", string(ev.Member.Status))
+	// A dead or departed node's gossip is stale from now on: readers fall
+	// back to the registry until it gossips again.
+	if ev.Member.Status == mesh.StatusDead || ev.Member.Status == mesh.StatusLeft {
+		n.remote.dropNode(ev.Member.Name)
+	}
 	if c := n.cl; c != nil {
 		select {
 		case c.kickReconcile <- struct{}{}:

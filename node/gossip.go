@@ -186,3 +186,10 @@ type nodeEntry struct {
 	node  string
 	entry PresenceEntry
 }
+
+// dropNode forgets a node's gossiped presence.
+func (r *remotePresence) dropNode(node string) {
+	r.mu.Lock()
+	delete(r.nodes, node)
+	r.mu.Unlock()
+}

@@ -157,7 +157,9 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	if err != nil {
 		return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
-	res, err := cl.ConsistentList(ctx, &api.ConsistentListRequest{})
+	fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	res, err := cl.ConsistentList(fctx, &api.ConsistentListRequest{})
+	cancel()
 	if err != nil {
 		return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
 	}
@@ -182,6 +184,9 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		return nil, info, err
 	}
 	members := n.reachability()
+	if consistent {
+		return n.registryRoster(recs, members, all), info, nil
+	}
 	seen := map[string]bool{}
 	var out []RosterEntry
 	for _, e := range n.localEntries(all) {
@@ -246,6 +251,33 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		sorted[i] = out[k]
 	}
 	return sorted, info, nil
+}
+
+// registryRoster is the roster of a consistent read: the registry's
+// records as the leader holds them, nothing newer from this node's ledger
+// or from gossip (which a linearizable read must not mix in), each with its
+// node's reachability.
+func (n *Node) registryRoster(recs []raftstore.Record, members map[string]mesh.Member, all bool) []RosterEntry {
+	out := make([]RosterEntry, 0, len(recs))
+	for i := range recs {
+		r := &recs[i]
+		if r.Ended && !all {
+			continue
+		}
+		e := RosterEntry{State: recordState(r), Source: "registry"}
+		if r.Node == n.cfg.Name {
+			e.Reachable = true
+		} else {
+			m, known := members[r.Node]
+			e.Reachable = reachable(m, known)
+			if !e.Reachable && known {
+				e.UnreachableSince = m.Since
+			}
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].State.SessionID < out[j].State.SessionID })
+	return out
 }
 
 // ReadSession resolves a session anywhere: this node's own first, else the

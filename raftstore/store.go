@@ -80,6 +80,8 @@ type Store struct {
 
 	stop chan struct{} // closed by Close
 	wg   sync.WaitGroup
+	// futures counts goroutines waiting on raft futures (see wait).
+	futures sync.WaitGroup
 }
 
 // New checks cfg and returns a Store. It does no I/O; call Open.
@@ -168,6 +170,17 @@ func (s *Store) Close() error {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
 	}
 	s.wg.Wait()
+	// Waiters on futures: raft resolves nearly every future at shutdown,
+	// but not one still queued (a VerifyLeader behind the 64-deep verify
+	// queue). Wait a bounded time; a waiter still blocked then is parked on
+	// a future nothing will answer and holds nothing else.
+	waited := make(chan struct{})
+	go func() { s.futures.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(futureDrain):
+		s.log.Warn("raft store closed with future waiters left", "after", futureDrain)
+	}
 	for _, c := range owned {
 		if err := c.Close(); err != nil {
 			errs = append(errs, err)
@@ -187,9 +200,12 @@ func (s *Store) running() (*raft.Raft, error) {
 	return s.raft, nil
 }
 
+// futureDrain bounds how long Close waits for goroutines parked on raft
+// futures after raft shut down.
+const futureDrain = 2 * time.Second
+
 // wait waits for a raft future, or for ctx. When ctx ends first the
-// future is left to a goroutine that Close waits for (raft resolves every
-// future at shutdown).
+// future is left to a goroutine that Close waits for, for a bounded time.
 func (s *Store) wait(ctx context.Context, f raft.Future) error {
 	if ctx.Done() == nil {
 		return f.Error()
@@ -199,11 +215,11 @@ func (s *Store) wait(ctx context.Context, f raft.Future) error {
 		s.mu.RUnlock()
 		return ErrClosed
 	}
-	s.wg.Add(1)
+	s.futures.Add(1)
 	s.mu.RUnlock()
 	done := make(chan error, 1)
 	go func() {
-		defer s.wg.Done()
+		defer s.futures.Done()
 		done <- f.Error()
 	}()
 	select {
