@@ -878,15 +878,10 @@ func (h *history) count(stat string) {
 // has an unknown outcome (it may take effect at any later time, or never).
 // Failed reads are left out.
 //
-// Two histories are checked. The registry's: the writes and the reads
-// whose entry came from the registry record (source "registry": a session
-// whose owner is cut off, read through the leader); it must be
-// linearizable. The roster's: every read, whatever its source. A consistent
-// read still shows a reachable owner's live state (its own ledger, or its
-// gossip), which is not linearizable: the owner shows a write whose registry
-// write is pending, and a node back from a partition is shown from its
-// stale pre-partition gossip until the next push/pull. That history is
-// reported, and fails the test only with HARN_PARTITION_STRICT=1.
+// Two histories are checked, and both must be linearizable. The
+// registry's: the writes and the reads whose entry came from the registry
+// record. The roster's: every consistent read, whatever its entry's source
+// (a consistent read returns the leader's registry records only).
 func TestPartitionLinearizableHistory(t *testing.T) {
 	c := newCluster(t, "lin")
 	h := &history{start: time.Now(), stats: map[string]int{}}
@@ -976,14 +971,10 @@ func TestPartitionLinearizableHistory(t *testing.T) {
 		t.Logf("porcupine: the registry's history (writes and %d registry reads): %s", h.stats["read op registry"], res)
 	}
 	res, info := porcupine.CheckOperationsVerbose(regModel, h.ops, 30*time.Second)
-	switch {
-	case res != porcupine.Illegal:
-		t.Logf("porcupine: the roster's history (every consistent read): %s", res)
-	case os.Getenv("HARN_PARTITION_STRICT") == "1":
+	if res == porcupine.Illegal {
 		t.Errorf("porcupine: the roster's history (every consistent read) is not linearizable (visualization: %s)", visualize(info, "roster"))
-	default:
-		t.Logf("porcupine: KNOWN ISSUE: the roster's history (every consistent read) is not linearizable: a reachable owner's "+
-			"local or gossiped state overrides the registry record in `agents list --consistent` (visualization: %s)", visualize(info, "roster"))
+	} else {
+		t.Logf("porcupine: the roster's history (every consistent read): %s", res)
 	}
 }
 
