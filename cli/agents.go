@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -133,18 +134,20 @@ func newListCmd() *cobra.Command {
 						orDash(info.LastContact), info.LeaderID)
 				}
 				if asJSON(c) {
-					out := c.OutOrStdout()
-					out.Write([]byte("["))
+					// One buffered write: a roster of thousands of sessions
+					// must not cost a syscall per session.
+					out := bufio.NewWriterSize(c.OutOrStdout(), 1<<20)
+					out.WriteString("[")
 					for i, b := range res.SessionsJson {
 						if i > 0 {
-							out.Write([]byte(",\n"))
+							out.WriteString(",\n")
 						} else {
-							out.Write([]byte("\n"))
+							out.WriteString("\n")
 						}
 						out.Write(b)
 					}
-					out.Write([]byte("\n]\n"))
-					return nil
+					out.WriteString("\n]\n")
+					return out.Flush()
 				}
 				rows := make([]row, 0, len(res.SessionsJson))
 				for _, b := range res.SessionsJson {
