@@ -266,15 +266,10 @@ func newStatusCmd() *cobra.Command {
 		Args:  exactArgs(1, "a session id or unique prefix"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				res, err := cl.api.Get(ctx, &api.SessionRequest{Id: args[0]})
-				if err != nil {
-					return rpcErr(err, p)
-				}
-				st, err := decodeState(res.SessionJson)
+				st, res, err := getSession(ctx, c, cl, p, args[0])
 				if err != nil {
 					return err
 				}
-				noteLine(c, res.Note)
 				if asJSON(c) {
 					v := statusView(st)
 					v.Note = res.Note
@@ -304,6 +299,21 @@ type statusJSON struct {
 	Note               string `json:"note,omitempty"`
 }
 
+// getSession reads one session anywhere in the mesh and prints the read's
+// note, if any, on stderr.
+func getSession(ctx context.Context, c *cobra.Command, cl *client, p place, id string) (presence.State, *api.SessionResponse, error) {
+	res, err := cl.api.Get(ctx, &api.SessionRequest{Id: id})
+	if err != nil {
+		return presence.State{}, nil, rpcErr(err, p)
+	}
+	st, err := decodeState(res.SessionJson)
+	if err != nil {
+		return presence.State{}, nil, err
+	}
+	noteLine(c, res.Note)
+	return st, res, nil
+}
+
 // noteLine prints a read's note (the live detail is unavailable) on stderr.
 func noteLine(c *cobra.Command, note string) {
 	if note != "" {
@@ -325,15 +335,10 @@ func newShowCmd() *cobra.Command {
 		Args:  exactArgs(1, "a session id or unique prefix"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				res, err := cl.api.Get(ctx, &api.SessionRequest{Id: args[0]})
-				if err != nil {
-					return rpcErr(err, p)
-				}
-				st, err := decodeState(res.SessionJson)
+				st, res, err := getSession(ctx, c, cl, p, args[0])
 				if err != nil {
 					return err
 				}
-				noteLine(c, res.Note)
 				if asJSON(c) {
 					c.OutOrStdout().Write(res.SessionJson)
 					fmt.Fprintln(c.OutOrStdout())

@@ -105,15 +105,10 @@ func (c *cluster) pull(from string) {
 	if err != nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	sctx, stop := c.n.stopContext(context.Background())
+	defer stop()
+	ctx, cancel := context.WithTimeout(sctx, 3*time.Second)
 	defer cancel()
-	go func() {
-		select {
-		case <-c.n.stop:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	res, err := cl.Presence(ctx, &api.PresenceRequest{})
 	if err != nil {
 		c.n.log.Debug("presence pull", "from", from, "err", err)

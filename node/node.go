@@ -6,6 +6,7 @@
 package node
 
 import (
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
@@ -275,4 +276,18 @@ func LoadOrCreateKey(dataDir string) ([]byte, error) {
 	}
 	os.Remove(tmp)
 	return key, nil
+}
+
+// stopContext returns a context that ends when the node stops (or cancel
+// is called). Its watcher goroutine ends with it.
+func (n *Node) stopContext(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-n.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
 }

@@ -73,11 +73,7 @@ const resyncInterval = 30 * time.Second
 // is first known, and then every resyncInterval.
 func (c *cluster) refreshLoop() {
 	defer c.n.wg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-c.n.stop
-		cancel()
-	}()
+	ctx, cancel := c.n.stopContext(context.Background())
 	defer cancel()
 	if err := c.store.WaitForLeader(ctx); err != nil {
 		return

@@ -310,13 +310,20 @@ func (n *Node) ReadSession(ctx context.Context, idOrPrefix string) (RosterEntry,
 			}
 		}
 	}
-	e := RosterEntry{State: recordState(&rec), Reachable: false, Source: "registry"}
+	e, since := unreachableEntry(&rec, m, known)
+	return e, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", rec.Node, since), nil
+}
+
+// unreachableEntry is the registry's record of a session whose owner cannot
+// be reached, and since when (as text) it cannot.
+func unreachableEntry(rec *raftstore.Record, m mesh.Member, known bool) (RosterEntry, string) {
+	e := RosterEntry{State: recordState(rec), Reachable: false, Source: "registry"}
 	since := "now"
 	if known && !m.Since.IsZero() {
 		e.UnreachableSince = m.Since
 		since = presence.FormatTime(m.Since)
 	}
-	return e, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", rec.Node, since), nil
+	return e, since
 }
 
 // resolveRecord finds a registry record by id or unique prefix.
@@ -382,11 +389,6 @@ func (n *Node) ReadTrace(ctx context.Context, idOrPrefix string) (RosterEntry, [
 			}
 		}
 	}
-	e := RosterEntry{State: recordState(&rec), Source: "registry"}
-	since := "now"
-	if known && !m.Since.IsZero() {
-		e.UnreachableSince = m.Since
-		since = presence.FormatTime(m.Since)
-	}
+	e, since := unreachableEntry(&rec, m, known)
 	return e, nil, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); its events stay on that node", rec.Node, since), nil
 }
