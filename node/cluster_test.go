@@ -138,3 +138,40 @@ func TestLifecycleFromNonLeaderIsInEveryReplica(t *testing.T) {
 		})
 	}
 }
+
+// harn mesh remove: a dead server is taken out of the registry's Raft
+// configuration explicitly, from any node (forwarded to the leader).
+func TestRemoveDeadServer(t *testing.T) {
+	c := startTestCluster(t, 3, "local")
+	waitFor(t, 10*time.Second, "three voters", func() bool {
+		st, err := c.nodes[0].RaftStats()
+		return err == nil && len(st.Servers) == 3
+	})
+	dead := c.nodes[2]
+	dead.Close()
+	c.closed[2] = true
+	leader, _ := c.nodes[0].cl.store.Leader()
+	from := c.nodes[0]
+	if leader == from.Name() {
+		from = c.nodes[1]
+	}
+	waitFor(t, 10*time.Second, "a leader among the living", func() bool {
+		id, _ := from.cl.store.Leader()
+		return id != "" && id != dead.Name()
+	})
+	if err := from.RemoveServer(context.Background(), dead.Name()); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the dead server out of the configuration", func() bool {
+		st, err := from.RaftStats()
+		if err != nil || len(st.Servers) != 2 {
+			return false
+		}
+		for _, s := range st.Servers {
+			if s.ID == dead.Name() {
+				return false
+			}
+		}
+		return true
+	})
+}
