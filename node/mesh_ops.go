@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
@@ -100,23 +101,42 @@ func (n *Node) Leave() error {
 }
 
 // RemoveServer removes a (dead) server from the Raft configuration, on
-// the leader (forwarded when this node does not lead).
+// the leader (forwarded when this node does not lead). It retries while
+// leadership moves, within ctx.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if n.cl == nil {
 		return ErrNoMesh
 	}
-	err := n.cl.store.RemoveServer(id)
-	var nl *raftstore.NotLeaderError
-	if !errors.As(err, &nl) {
-		return err
+	var last error
+	for attempt := 0; attempt < 50; attempt++ {
+		err := n.cl.store.RemoveServer(id)
+		if err == nil {
+			return nil
+		}
+		last = err
+		var nl *raftstore.NotLeaderError
+		switch {
+		case errors.As(err, &nl) && nl.LeaderID != "":
+			cl, cerr := n.cl.clusterClientOf(nl.LeaderID)
+			if cerr == nil {
+				fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+				_, ferr := cl.RemoveServer(fctx, &api.RemoveServerRequest{Id: id})
+				cancel()
+				if ferr == nil {
+					return nil
+				}
+				last = ferr
+			}
+		case errors.Is(err, raftstore.ErrNotLeader):
+			// No leader known, or leadership lost mid-change: wait.
+		default:
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: %v", ErrNoLeader, last)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	if nl.LeaderID == "" {
-		return ErrNoLeader
-	}
-	cl, err := n.cl.clusterClientOf(nl.LeaderID)
-	if err != nil {
-		return err
-	}
-	_, err = cl.RemoveServer(ctx, &api.RemoveServerRequest{Id: id})
-	return err
+	return fmt.Errorf("%w: %v", ErrNoLeader, last)
 }
