@@ -97,6 +97,10 @@ func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskSt
 	}
 	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
 		Type: presence.TypeTaskState, TS: n.cfg.Clock.Now(), Agent: st.Agent, Attrs: decl.Attrs}
+	if n.cl != nil {
+		// This declaration writes the registry itself, below.
+		defer n.cl.writer.hold(st.SessionID)()
+	}
 	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
 		return LifecycleResult{}, err
 	}

@@ -98,12 +98,15 @@ type registryWriter struct {
 	// closed when that flush ends, so that sync waits for a write already
 	// on its way instead of committing the same change a second time.
 	inflight map[string]regView
-	flushed  chan struct{}
+	// holding counts, per session, declarations about to write it
+	// themselves (sync): the background writer leaves those alone.
+	holding map[string]int
+	flushed chan struct{}
 }
 
 func newRegistryWriter(c *cluster) *registryWriter {
 	return &registryWriter{c: c, pending: map[string]presence.State{}, lastSent: map[string]regView{},
-		kick: make(chan struct{}, 1)}
+		holding: map[string]int{}, kick: make(chan struct{}, 1)}
 }
 
 // observe records a session's new state. It never blocks.
@@ -121,7 +124,7 @@ func (w *registryWriter) observe(s presence.State) {
 		return
 	}
 	w.pending[s.SessionID] = s
-	hurry := urgent(pp, v)
+	hurry := urgent(pp, v) && w.holding[s.SessionID] == 0
 	w.hurry = w.hurry || hurry
 	w.mu.Unlock()
 	if hurry {
@@ -171,6 +174,12 @@ func (w *registryWriter) flush() error {
 	batch := w.pending
 	w.pending = make(map[string]presence.State, len(batch))
 	w.hurry = false
+	for id, s := range batch {
+		if w.holding[id] > 0 { // its declaration writes it
+			w.pending[id] = s
+			delete(batch, id)
+		}
+	}
 	var ups []raftstore.Upsert
 	views := make(map[string]regView, len(batch))
 	for id, s := range batch {
@@ -220,6 +229,29 @@ func (w *registryWriter) write(ups []raftstore.Upsert) error {
 		ups = ups[n:]
 	}
 	return nil
+}
+
+// hold tells the writer that a declaration is about to write session id
+// itself (sync), so that the background writer does not race it. The
+// returned func releases the hold.
+func (w *registryWriter) hold(id string) func() {
+	w.mu.Lock()
+	w.holding[id]++
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		if w.holding[id]--; w.holding[id] <= 0 {
+			delete(w.holding, id)
+		}
+		hurry := len(w.pending) > 0 && w.hurry
+		w.mu.Unlock()
+		if hurry {
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
 }
 
 // sync writes one session's state now and returns when the registry has
