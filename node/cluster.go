@@ -140,7 +140,7 @@ func (n *Node) openCluster() error {
 	mc.Meta = mesh.NodeMeta{Role: role, RaftAddr: raftAddr, RPCAddr: rpcAddr, HTTPAddr: httpAddr, Version: n.cfg.Version}
 	c.meta = mc.Meta
 	mc.Handler = &gossipHandler{n: n}
-	mc.Logger = n.log.With("component", "mesh")
+	mc.Logger = n.cfg.Logger.With("component", "mesh") // mesh adds the node name itself
 	mc.Clock = n.cfg.Clock
 	m, err := mesh.New(mc)
 	if err != nil {
