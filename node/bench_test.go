@@ -24,9 +24,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,6 +36,7 @@ import (
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
+	"github.com/harn-dev/harn/util/benchrun"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/procinfo"
 )
@@ -107,11 +105,6 @@ func dialNode(b *testing.B, sock string) (*grpc.ClientConn, api.LocalClient) {
 	return conn, cl
 }
 
-// benchSession is the session id of writer w: Claude Code's UUID shape.
-func benchSession(w int) string {
-	return fmt.Sprintf("8a1f0c2e-5b7d-4e21-9c3a-%012d", w)
-}
-
 // hookEvents decodes a real Claude Code payload of the given native event
 // for session with the claude-code adapter, stamped as the hook stamps it
 // (this process as the agent).
@@ -140,85 +133,6 @@ func hookEvents(b *testing.B, native, session, extra string) []presence.Event {
 }
 
 const preToolUse = `,"tool_name":"Bash","tool_input":{"command":"go test ./...","description":"Run the tests"},"tool_use_id":"toolu_01ABCxyz"`
-
-// idGen makes unique, time-ordered event ids without the process-wide lock
-// of ids.New: a ULID per writer as a prefix, then a counter.
-type idGen struct {
-	base string
-	n    uint64
-}
-
-func (g *idGen) next() string {
-	g.n++
-	return g.base + strconv.FormatUint(g.n, 36)
-}
-
-// side is one contender of an interleaved benchmark. op(w) performs one
-// operation as writer w; writers never share a w at the same time.
-type side struct {
-	name string
-	op   func(w int) error
-	el   time.Duration
-	n    int
-}
-
-// runChunk runs k operations over writers goroutines and returns the wall
-// time.
-func runChunk(writers, k int, op func(w int) error) (time.Duration, error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	start := time.Now()
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for next.Add(1) <= int64(k) {
-				if err := op(w); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if err, _ := firstErr.Load().(error); err != nil {
-		return el, err
-	}
-	return el, nil
-}
-
-// interleave runs b.N operations on each side in alternating chunks and
-// reports <side>-events/s for both and the ratio a/bare.
-func interleave(b *testing.B, writers int, a, bare *side) {
-	b.Helper()
-	chunk := max(256, 16*writers)
-	b.ResetTimer()
-	for done, round := 0, 0; done < b.N; round++ {
-		k := min(chunk, b.N-done)
-		order := []*side{a, bare}
-		if round%2 == 1 {
-			order = []*side{bare, a}
-		}
-		for _, s := range order {
-			el, err := runChunk(writers, k, s.op)
-			if err != nil {
-				b.Fatalf("%s: %v", s.name, err)
-			}
-			s.el += el
-			s.n += k
-		}
-		done += k
-	}
-	b.StopTimer()
-	ra := float64(a.n) / a.el.Seconds()
-	rb := float64(bare.n) / bare.el.Seconds()
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(ra, a.name+"-events/s")
-	b.ReportMetric(rb, bare.name+"-events/s")
-	b.ReportMetric(ra/rb, a.name+"/"+bare.name)
-}
 
 // quietPebble drops Pebble's logs; a fatal one still panics.
 type quietPebble struct{}
@@ -256,7 +170,7 @@ func BenchmarkIngest(b *testing.B) {
 				cl      api.LocalClient
 				session string
 				tmpl    *api.Event
-				ids     idGen
+				ids     *benchrun.IDGen
 				seq     uint64
 			}
 			ws := make([]*writer, writers)
@@ -264,7 +178,7 @@ func BenchmarkIngest(b *testing.B) {
 			for i := range ws {
 				conn, cl := dialNode(b, filepath.Join(dir, "n", "s.sock"))
 				defer conn.Close()
-				s := benchSession(i)
+				s := benchrun.Session(i)
 				start := &api.AppendRequest{}
 				for _, e := range hookEvents(b, "SessionStart", s, `,"source":"startup","model":"claude-sonnet-4-6"`) {
 					e.ID = ids.New(time.Now())
@@ -274,27 +188,27 @@ func BenchmarkIngest(b *testing.B) {
 					b.Fatal(err)
 				}
 				pre := hookEvents(b, "PreToolUse", s, preToolUse)[0]
-				ws[i] = &writer{cl: cl, session: s, tmpl: node.EventToAPI(&pre), ids: idGen{base: ids.New(time.Now())}}
+				ws[i] = &writer{cl: cl, session: s, tmpl: node.EventToAPI(&pre), ids: benchrun.NewIDGen()}
 			}
 			// The bare value is the size of what the ledger stores.
 			stored := hookEvents(b, "PreToolUse", ws[0].session, preToolUse)[0]
-			stored.ID, stored.Node, stored.Seq = ws[0].ids.base+"1", n.Name(), 17
+			stored.ID, stored.Node, stored.Seq = ids.New(time.Now())+"1", n.Name(), 17 // the shape of an IDGen id
 			stored.SetAttr(presence.AttrAgentPID, float64(os.Getpid()))
 			val, err := json.Marshal(stored)
 			if err != nil {
 				b.Fatal(err)
 			}
 
-			interleave(b, writers,
-				&side{name: "harn", op: func(w int) error {
+			benchrun.Interleave(b, writers, 1,
+				&benchrun.Side{Name: "harn", Op: func(w int) error {
 					wr := ws[w]
 					t := wr.tmpl
-					e := &api.Event{Id: wr.ids.next(), SessionId: t.SessionId, Type: t.Type, Agent: t.Agent,
+					e := &api.Event{Id: wr.ids.Next(), SessionId: t.SessionId, Type: t.Type, Agent: t.Agent,
 						TsUnixNano: time.Now().UnixNano(), AttrsJson: t.AttrsJson}
 					_, err := wr.cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{e}})
 					return err
 				}},
-				&side{name: "bare", op: func(w int) error {
+				&benchrun.Side{Name: "bare", Op: func(w int) error {
 					wr := ws[w]
 					wr.seq++
 					return db.Set(ledgerKey(wr.session, wr.seq), val, pebble.Sync)

@@ -11,15 +11,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/benchrun"
 	"github.com/harn-dev/harn/util/ids"
 )
 
@@ -40,27 +38,10 @@ func benchEvent(id, session string, now time.Time) presence.Event {
 	}
 }
 
-// benchSession is the session id of writer w: Claude Code's UUID shape.
-func benchSession(w int) string {
-	return fmt.Sprintf("8a1f0c2e-5b7d-4e21-9c3a-%012d", w)
-}
-
-// idGen makes unique, time-ordered event ids without the process-wide lock
-// of ids.New: a ULID per writer as a prefix, then a counter.
-type idGen struct {
-	base string
-	n    uint64
-}
-
-func (g *idGen) next() string {
-	g.n++
-	return g.base + strconv.FormatUint(g.n, 36)
-}
-
-func newIDGens(n int) []*idGen {
-	gs := make([]*idGen, n)
+func newIDGens(n int) []*benchrun.IDGen {
+	gs := make([]*benchrun.IDGen, n)
 	for i := range gs {
-		gs[i] = &idGen{base: ids.New(time.Now())}
+		gs[i] = benchrun.NewIDGen()
 	}
 	return gs
 }
@@ -68,7 +49,7 @@ func newIDGens(n int) []*idGen {
 // storedValueSize is the size of the value the ledger stores for a
 // benchEvent (its JSON with node and seq), used as the bare value size.
 func storedValueSize() int {
-	e := benchEvent(ids.New(time.Now())+"1", benchSession(0), time.Now())
+	e := benchEvent(ids.New(time.Now())+"1", benchrun.Session(0), time.Now())
 	e.Node, e.Seq = "buildbox", 17
 	b, err := json.Marshal(e)
 	if err != nil {
@@ -83,74 +64,6 @@ func benchValue(size int) []byte {
 		v[i] = 'a' + byte(i%26)
 	}
 	return v
-}
-
-// side is one contender of an interleaved benchmark. op(w) performs one
-// operation as writer w; writers never share a w at the same time.
-type side struct {
-	name string
-	op   func(w int) error
-	el   time.Duration
-	n    int
-}
-
-// runChunk runs k operations over writers goroutines and returns the wall
-// time.
-func runChunk(writers, k int, op func(w int) error) (time.Duration, error) {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var firstErr atomic.Value
-	start := time.Now()
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func(w int) {
-			defer wg.Done()
-			for next.Add(1) <= int64(k) {
-				if err := op(w); err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					return
-				}
-			}
-		}(w)
-	}
-	wg.Wait()
-	el := time.Since(start)
-	if err, _ := firstErr.Load().(error); err != nil {
-		return el, err
-	}
-	return el, nil
-}
-
-// interleave runs b.N operations on each side in alternating chunks and
-// reports <side>-events/s for both and the ratio sides[0]/sides[1].
-// perOp is the number of events one operation stores.
-func interleave(b *testing.B, writers, perOp int, a, bare *side) {
-	b.Helper()
-	chunk := max(256, 16*writers)
-	b.ResetTimer()
-	for done, round := 0, 0; done < b.N; round++ {
-		k := min(chunk, b.N-done)
-		order := []*side{a, bare}
-		if round%2 == 1 {
-			order = []*side{bare, a}
-		}
-		for _, s := range order {
-			el, err := runChunk(writers, k, s.op)
-			if err != nil {
-				b.Fatalf("%s: %v", s.name, err)
-			}
-			s.el += el
-			s.n += k
-		}
-		done += k
-	}
-	b.StopTimer()
-	ra := float64(a.n*perOp) / a.el.Seconds()
-	rb := float64(bare.n*perOp) / bare.el.Seconds()
-	b.ReportMetric(0, "ns/op")
-	b.ReportMetric(ra, a.name+"-events/s")
-	b.ReportMetric(rb, bare.name+"-events/s")
-	b.ReportMetric(ra/rb, a.name+"/"+bare.name)
 }
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -188,16 +101,16 @@ func BenchmarkAppend(b *testing.B) {
 			defer l.Close()
 			sessions := make([]string, writers)
 			for w := range sessions {
-				sessions[w] = benchSession(w)
+				sessions[w] = benchrun.Session(w)
 			}
 			seqs := make([]uint64, writers)
 			gens := newIDGens(writers)
-			interleave(b, writers, 1,
-				&side{name: "ledger", op: func(w int) error {
-					_, err := l.Append([]presence.Event{benchEvent(gens[w].next(), sessions[w], time.Now())})
+			benchrun.Interleave(b, writers, 1,
+				&benchrun.Side{Name: "ledger", Op: func(w int) error {
+					_, err := l.Append([]presence.Event{benchEvent(gens[w].Next(), sessions[w], time.Now())})
 					return err
 				}},
-				&side{name: "bare", op: func(w int) error {
+				&benchrun.Side{Name: "bare", Op: func(w int) error {
 					seqs[w]++
 					return db.Set(eventKey(sessions[w], seqs[w]), val, pebble.Sync)
 				}})
@@ -213,7 +126,7 @@ func BenchmarkAppendBatch100(b *testing.B) {
 	val := benchValue(storedValueSize())
 	sessions := make([]string, batch)
 	for k := range sessions {
-		sessions[k] = benchSession(k)
+		sessions[k] = benchrun.Session(k)
 	}
 	db := openBare(b)
 	defer db.Close()
@@ -221,17 +134,17 @@ func BenchmarkAppendBatch100(b *testing.B) {
 	defer l.Close()
 	gen := newIDGens(1)[0]
 	seq := uint64(0)
-	interleave(b, 1, batch,
-		&side{name: "ledger", op: func(int) error {
+	benchrun.Interleave(b, 1, batch,
+		&benchrun.Side{Name: "ledger", Op: func(int) error {
 			now := time.Now()
 			evs := make([]presence.Event, batch)
 			for k := range evs {
-				evs[k] = benchEvent(gen.next(), sessions[k], now)
+				evs[k] = benchEvent(gen.Next(), sessions[k], now)
 			}
 			_, err := l.Append(evs)
 			return err
 		}},
-		&side{name: "bare", op: func(int) error {
+		&benchrun.Side{Name: "bare", Op: func(int) error {
 			bt := db.NewBatch()
 			seq++
 			for k := 0; k < batch; k++ {
