@@ -127,7 +127,6 @@ type propTracker struct {
 	origin int
 	want   int
 	got    map[int]bool
-	last   time.Time
 	done   chan time.Time
 }
 

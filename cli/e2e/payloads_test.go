@@ -14,7 +14,6 @@ import (
 // step is one native hook invocation and what must hold after it.
 type step struct {
 	name    string
-	agent   string        // `harn hook <agent>`
 	payload func() string // stdin (built at run time: Gemini stamps it)
 	args    []string      // extra argv (codex-notify's JSON)
 
