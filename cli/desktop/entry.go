@@ -63,18 +63,39 @@ type Fields struct {
 	Archived     bool
 }
 
-// MalformedError is an entry file that cannot be used; it wraps
-// ErrMalformed.
+// MalformedError is an entry file that cannot be used. It matches
+// ErrMalformed and its cause, if any.
 type MalformedError struct {
-	Path   string
+	Path   string // "" for bytes not read from a file
 	Reason string
+	Err    error // the cause, or nil
 }
 
 func (e *MalformedError) Error() string {
-	return fmt.Sprintf("desktop: malformed entry %s: %s; fix or remove the file (Claude Desktop recreates its entries)", e.Path, e.Reason)
+	msg := "desktop: malformed entry"
+	if e.Path != "" {
+		msg += " " + e.Path
+	}
+	msg += ": " + e.Reason
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Path != "" {
+		msg += "; fix or remove the file (Claude Desktop recreates its entries)"
+	}
+	return msg
 }
 
-func (e *MalformedError) Unwrap() error { return ErrMalformed }
+func (e *MalformedError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrMalformed}
+	}
+	return []error{ErrMalformed, e.Err}
+}
+
+func malformed(cause error, format string, args ...any) error {
+	return &MalformedError{Reason: fmt.Sprintf(format, args...), Err: cause}
+}
 
 // DecodeEntry decodes an entry file's bytes into the fields harn reads and
 // the raw object, whose other fields a rewrite keeps. The file must be one
@@ -84,21 +105,21 @@ func (e *MalformedError) Unwrap() error { return ErrMalformed }
 func DecodeEntry(b []byte) (Fields, map[string]json.RawMessage, error) {
 	var f Fields
 	if len(b) > MaxEntryBytes {
-		return f, nil, fmt.Errorf("%w: %d bytes, more than %d", ErrMalformed, len(b), MaxEntryBytes)
+		return f, nil, malformed(nil, "%d bytes, more than %d", len(b), MaxEntryBytes)
 	}
 	if !utf8.Valid(b) {
-		return f, nil, fmt.Errorf("%w: not UTF-8", ErrMalformed)
+		return f, nil, malformed(nil, "not UTF-8")
 	}
 	var obj map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&obj); err != nil {
-		return f, nil, fmt.Errorf("%w: not a JSON object: %v", ErrMalformed, err)
+		return f, nil, malformed(err, "not a JSON object")
 	}
 	if obj == nil {
-		return f, nil, fmt.Errorf("%w: not a JSON object: null", ErrMalformed)
+		return f, nil, malformed(nil, "not a JSON object: null")
 	}
 	if dec.More() {
-		return f, nil, fmt.Errorf("%w: data after the JSON object", ErrMalformed)
+		return f, nil, malformed(nil, "data after the JSON object")
 	}
 	str := func(k string, dst *string) error {
 		v, ok := obj[k]
@@ -106,7 +127,7 @@ func DecodeEntry(b []byte) (Fields, map[string]json.RawMessage, error) {
 			return nil
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
-			return fmt.Errorf("%w: %s is not a string", ErrMalformed, k)
+			return malformed(nil, "%s is not a string", k)
 		}
 		return nil
 	}
@@ -120,7 +141,7 @@ func DecodeEntry(b []byte) (Fields, map[string]json.RawMessage, error) {
 	}
 	if v, ok := obj[fieldArchived]; ok && !isNull(v) {
 		if err := json.Unmarshal(v, &f.Archived); err != nil {
-			return Fields{}, nil, fmt.Errorf("%w: %s is not a boolean", ErrMalformed, fieldArchived)
+			return Fields{}, nil, malformed(nil, "%s is not a boolean", fieldArchived)
 		}
 	}
 	if err := checkSessionID(f.CLISessionID); err != nil {
@@ -131,14 +152,14 @@ func DecodeEntry(b []byte) (Fields, map[string]json.RawMessage, error) {
 
 func checkSessionID(id string) error {
 	if len(id) > MaxSessionIDLen {
-		return fmt.Errorf("%w: %s is longer than %d bytes", ErrMalformed, fieldSessionID, MaxSessionIDLen)
+		return malformed(nil, "%s is longer than %d bytes", fieldSessionID, MaxSessionIDLen)
 	}
 	if strings.TrimSpace(id) != id {
-		return fmt.Errorf("%w: %s has surrounding white space", ErrMalformed, fieldSessionID)
+		return malformed(nil, "%s has surrounding white space", fieldSessionID)
 	}
 	for _, r := range id {
 		if r < 0x20 || r == 0x7f || r == '/' || r == '\\' {
-			return fmt.Errorf("%w: %s holds a control character or a slash", ErrMalformed, fieldSessionID)
+			return malformed(nil, "%s holds a control character or a slash", fieldSessionID)
 		}
 	}
 	return nil
@@ -185,7 +206,11 @@ func readEntry(path string) (Fields, map[string]json.RawMessage, []byte, os.File
 	}
 	f, obj, err := DecodeEntry(b)
 	if err != nil {
-		return Fields{}, nil, nil, 0, &MalformedError{Path: path, Reason: strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrMalformed.Error()), ": ")}
+		var me *MalformedError
+		if errors.As(err, &me) {
+			me.Path = path
+		}
+		return Fields{}, nil, nil, 0, err
 	}
 	return f, obj, b, fi.Mode().Perm(), nil
 }

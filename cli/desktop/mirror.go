@@ -116,7 +116,7 @@ func (c Copy) Apply() error {
 		return err
 	}
 	if f.CLISessionID != c.From.CLISessionID {
-		return fmt.Errorf("%w: %s now holds session %q, not %q; run the command again", ErrChanged, c.From.Path, f.CLISessionID, c.From.CLISessionID)
+		return fmt.Errorf("%w: %q now holds session %q, not %q; run the command again", ErrChanged, c.From.Path, f.CLISessionID, c.From.CLISessionID)
 	}
 	if _, err := os.Lstat(c.To); !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("%w: %s; run the command again", ErrExists, c.To)

@@ -147,7 +147,7 @@ func (t *Tree) scanEnv(acct, env, edir string) {
 		if err != nil {
 			var me *MalformedError
 			if !errors.As(err, &me) {
-				err = &MalformedError{Path: p, Reason: err.Error()}
+				err = &MalformedError{Path: p, Reason: "cannot be read", Err: err}
 			}
 			t.Warnings = append(t.Warnings, err)
 			continue

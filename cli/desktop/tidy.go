@@ -49,7 +49,7 @@ func Lookup(ctx context.Context, t *Tree, lc Lifecycles) ([]Row, error) {
 				var err error
 				l, err = lc.Lifecycle(ctx, id)
 				if err != nil {
-					return nil, fmt.Errorf("desktop: looking up session %s of %s: %w", id, e.Path, err)
+					return nil, fmt.Errorf("desktop: looking up session %q of %q: %w", id, e.Path, err)
 				}
 				cache[id] = l
 			}
@@ -128,7 +128,7 @@ func Archive(e Entry) error {
 		return err
 	}
 	if f.CLISessionID != e.CLISessionID {
-		return fmt.Errorf("%w: %s now holds session %q, not %q; run the command again", ErrChanged, e.Path, f.CLISessionID, e.CLISessionID)
+		return fmt.Errorf("%w: %q now holds session %q, not %q; run the command again", ErrChanged, e.Path, f.CLISessionID, e.CLISessionID)
 	}
 	if f.Archived {
 		return nil
