@@ -142,18 +142,31 @@ func (n nodeLifecycles) Lifecycle(ctx context.Context, id string) (desktop.Lifec
 	return desktop.Lifecycle{Known: true, TaskState: string(st.TaskState), Declared: declared}, nil
 }
 
-// withLifecycles connects to the node and runs fn with its lookups.
-func withLifecycles(c *cobra.Command, fn func(ctx context.Context, lc desktop.Lifecycles) error) error {
-	p := desktopNodePlace(c)
-	cl, err := connect(c.Context(), p, 5*time.Second)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
+// noLifecycles knows no session; it serves a tree with no entries, which
+// needs no node.
+type noLifecycles struct{}
+
+func (noLifecycles) Lifecycle(context.Context, string) (desktop.Lifecycle, error) {
+	return desktop.Lifecycle{}, nil
+}
+
+// withLifecycles connects to the node (starting one if needed, as every
+// command does) and runs fn with its lookups. A tree with no entries
+// connects to nothing.
+func withLifecycles(c *cobra.Command, t *desktop.Tree, fn func(ctx context.Context, lc desktop.Lifecycles) error) error {
 	ctx := c.Context()
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	if len(t.Entries) == 0 {
+		return fn(ctx, noLifecycles{})
+	}
+	p := desktopNodePlace(c)
+	cl, err := connect(ctx, p, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
 	return fn(ctx, nodeLifecycles{cl: cl, p: p})
 }
 
@@ -190,7 +203,7 @@ func newDesktopSessionsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return withLifecycles(c, func(ctx context.Context, lc desktop.Lifecycles) error {
+			return withLifecycles(c, t, func(ctx context.Context, lc desktop.Lifecycles) error {
 				rows, err := desktop.Lookup(ctx, t, lc)
 				if err != nil {
 					return err
@@ -333,7 +346,7 @@ the isArchived field changes; each file is rewritten atomically.`,
 			if err != nil {
 				return err
 			}
-			return withLifecycles(c, func(ctx context.Context, lc desktop.Lifecycles) error {
+			return withLifecycles(c, t, func(ctx context.Context, lc desktop.Lifecycles) error {
 				ds, err := desktop.PlanTidy(ctx, t, lc, legacy)
 				if err != nil {
 					return err

@@ -233,7 +233,8 @@ func TestClaudeDesktopMirrorThroughCLI(t *testing.T) {
 }
 
 // TestClaudeDesktopBadDataDirIsOneLineError: an unreadable data dir exits
-// 2 with one line naming the folder and --data-dir; without --data-dir the
+// 2 with one line naming the folder and --data-dir; an empty one lists
+// nothing and starts no node; without --data-dir the
 // command reads Claude Desktop's default folder, never harn's own state
 // dir (HARN_DATA_DIR).
 func TestClaudeDesktopBadDataDirIsOneLineError(t *testing.T) {
@@ -244,6 +245,14 @@ func TestClaudeDesktopBadDataDirIsOneLineError(t *testing.T) {
 		t.Fatalf("want exit 2 naming %s and --data-dir: %v", missing, r)
 	}
 	oneLineErr(t, r)
+
+	// A data dir with no entries needs no node: none is started.
+	if out := e.ok("claude-desktop", "sessions", "--data-dir", t.TempDir()); !strings.Contains(out, "no Claude Code entries") {
+		t.Errorf("empty data dir:\n%s", out)
+	}
+	if !socketDead(e.socket) {
+		t.Error("listing an empty data dir started a node")
+	}
 
 	if runtime.GOOS != "linux" {
 		return
