@@ -88,9 +88,9 @@ func testCatalog() []Capability {
 		{Name: "write_file", Kind: KindTool, ContractHash: "h-write", Provider: "fs", Tokens: 100, Core: true, Subject: SubjectPath},
 		{Name: "shell", Kind: KindTool, ContractHash: "h-shell", Provider: "exec", Tokens: 200, Subject: SubjectCommand},
 		{Name: "search", Kind: KindTool, ContractHash: "h-search", Provider: "web", ReadOnly: true, Tokens: 300},
-		{Name: "big", Kind: KindTool, ContractHash: "h-big", Provider: "fs", ReadOnly: true, Tokens: 6000},
+		{Name: "big", Kind: KindTool, ContractHash: "h-big", Provider: "fs", ReadOnly: true, Tokens: 7000},
 		{Name: "review", Kind: KindSkill, ContractHash: "h-review", Provider: "skills", Tokens: 400},
-		{Name: "huge_skill", Kind: KindSkill, ContractHash: "h-huge", Provider: "skills", Tokens: 6000},
+		{Name: "huge_skill", Kind: KindSkill, ContractHash: "h-huge", Provider: "skills", Tokens: 7000},
 		{Name: "orphan", Kind: KindTool, ContractHash: "h-orphan", ReadOnly: true, Core: true},
 	}
 }

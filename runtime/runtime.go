@@ -373,7 +373,7 @@ type TaskView struct {
 	QueueDepth      int       `json:"queue_depth"`
 	Position        int       `json:"position,omitempty"` // 1-based place in the queue
 	RequiresSuccess bool      `json:"requires_success,omitempty"`
-	Predecessor     string    `json:"predecessor,omitempty"` // the task it was queued behind
+	Predecessor     string    `json:"predecessor,omitempty"`   // the task it was queued behind
 	PendingCalls    []string  `json:"pending_calls,omitempty"` // calls waiting for a confirmation
 	CreatedAt       time.Time `json:"created_at"`
 }
