@@ -273,6 +273,11 @@ func (rt *Runtime) settleCall(t *task, c *call, o Outcome, out string) {
 	}
 	t.counts.add(o)
 	c.cancel()
+	t.settled = append(t.settled, c.id)
+	if len(t.settled) > maxSettled {
+		delete(t.calls, t.settled[0])
+		t.settled = t.settled[1:]
+	}
 	if o == OutcomeUnknown && !c.readOnly {
 		t.s.holds = append(t.s.holds, hold{task: t.id, call: c.id, capability: c.capName})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -105,7 +104,7 @@ type fixture struct {
 	gen uint64
 }
 
-func newFixture(t testing.TB) *fixture {
+func newFixture(t tb) *fixture {
 	t.Helper()
 	clk := newFakeClock()
 	led := NewMemLedger()
@@ -137,7 +136,7 @@ func (f *fixture) req(name, input string) CallRequest {
 	return CallRequest{Capability: name, Input: []byte(input), Generation: f.gen, ContractHash: hashes[name]}
 }
 
-func (f *fixture) start(t testing.TB, text string, grants []Grant) string {
+func (f *fixture) start(t tb, text string, grants []Grant) string {
 	t.Helper()
 	v, err := f.rt.Start(testSession, Request{Text: text, Grants: grants})
 	if err != nil {
@@ -146,7 +145,7 @@ func (f *fixture) start(t testing.TB, text string, grants []Grant) string {
 	return v.ID
 }
 
-func (f *fixture) next(t testing.TB) *Run {
+func (f *fixture) next(t tb) *Run {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -157,7 +156,7 @@ func (f *fixture) next(t testing.TB) *Run {
 	return r
 }
 
-func (f *fixture) state(t testing.TB, id string) TaskView {
+func (f *fixture) state(t tb, id string) TaskView {
 	t.Helper()
 	v, err := f.rt.Task(id)
 	if err != nil {
@@ -166,7 +165,7 @@ func (f *fixture) state(t testing.TB, id string) TaskView {
 	return v
 }
 
-func (f *fixture) wantState(t testing.TB, id string, st State, status Status) {
+func (f *fixture) wantState(t tb, id string, st State, status Status) {
 	t.Helper()
 	v := f.state(t, id)
 	if v.State != st || (status != "" && v.Status != status) {
@@ -174,7 +173,7 @@ func (f *fixture) wantState(t testing.TB, id string, st State, status Status) {
 	}
 }
 
-func (f *fixture) begin(t testing.TB, task, name, input string) *Call {
+func (f *fixture) begin(t tb, task, name, input string) *Call {
 	t.Helper()
 	c, err := f.rt.Begin(task, f.req(name, input))
 	if err != nil {
@@ -183,17 +182,24 @@ func (f *fixture) begin(t testing.TB, task, name, input string) *Call {
 	return c
 }
 
-func wantErr(t testing.TB, err, target error) {
+func wantErr(t tb, err, target error) {
 	t.Helper()
 	if !errors.Is(err, target) {
 		t.Fatalf("error %v, want %v", err, target)
 	}
 }
 
-func wantCheck(t testing.TB, err error, c Check) {
+func wantCheck(t tb, err error, c Check) {
 	t.Helper()
 	var re *RefusalError
 	if !errors.As(err, &re) || re.Check != c {
 		t.Fatalf("error %v, want a refusal by the %s check", err, c)
 	}
+}
+
+// tb is what the helpers need from *testing.T, *testing.B and *rapid.T.
+type tb interface {
+	Helper()
+	Fatal(args ...any)
+	Fatalf(format string, args ...any)
 }

@@ -18,6 +18,7 @@ const (
 	MaxReasonBytes = 1 << 10   // an operator's reason
 	MaxByBytes     = 256       // who answered
 	maxMessages    = 4096      // conversation messages kept in memory per session
+	maxSettled     = 1024      // settled calls kept per task (to name a first answer)
 )
 
 // State is a task's action state.
@@ -263,6 +264,7 @@ type task struct {
 	active     int
 
 	calls    map[string]*call
+	settled  []string // settled call ids, oldest first; beyond maxSettled the oldest are forgotten
 	nextCall int
 	open     int // started calls not settled
 	counts   CallCounts
