@@ -1,0 +1,410 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+)
+
+// CallRequest is one capability call, as the executor is about to make it.
+// ID is the agent's own call id when it has one (Claude Code's
+// tool_use_id), so a later report can name it; the runtime makes one
+// otherwise. Input is the raw JSON input: the ledger keeps only its keyed
+// digest, and input patterns match its subject (Subject overrides the one
+// SubjectOf finds). Generation and ContractHash are what the executor got
+// from Load or Inspect; the harn agent loop states both, a hook neither.
+type CallRequest struct {
+	ID           string
+	Capability   string
+	Input        []byte
+	Subject      string
+	Generation   uint64
+	ContractHash string
+}
+
+// Decision is a call's passed check: whether it must wait for a
+// confirmation, and whether it only reads.
+type Decision struct {
+	Capability string `json:"capability"`
+	Confirm    bool   `json:"confirm,omitempty"`
+	ReadOnly   bool   `json:"read_only,omitempty"`
+}
+
+// Outcome is how a call settled.
+type Outcome string
+
+// The outcomes.
+const (
+	OutcomeSucceeded Outcome = "succeeded"
+	OutcomeFailed    Outcome = "failed"
+	OutcomeAborted   Outcome = "aborted"         // it acknowledged the abort signal
+	OutcomeUnknown   Outcome = "outcome_unknown" // the grace period passed first
+	OutcomeDenied    Outcome = "denied"          // it waited for a confirmation and was denied
+)
+
+// CallCounts counts a task's calls by how they ended.
+type CallCounts struct {
+	Started   int `json:"started"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+	Aborted   int `json:"aborted"`
+	Unknown   int `json:"outcome_unknown"`
+	Refused   int `json:"refused"`
+	Denied    int `json:"denied"`
+}
+
+func (c *CallCounts) add(o Outcome) {
+	switch o {
+	case OutcomeSucceeded:
+		c.Succeeded++
+	case OutcomeFailed:
+		c.Failed++
+	case OutcomeAborted:
+		c.Aborted++
+	case OutcomeUnknown:
+		c.Unknown++
+	case OutcomeDenied:
+		c.Denied++
+	}
+}
+
+// call is a call's runtime state, guarded by its session's mu.
+type call struct {
+	id       string
+	req      CallRequest // Input cleared once digested
+	capName  string
+	readOnly bool
+	pending  bool // waits for a confirmation
+	started  bool
+	settled  bool
+	outcome  Outcome
+	ctx      context.Context
+	cancel   context.CancelFunc
+	decided  chan struct{}
+	answered bool
+	yes      bool
+	by       string
+	reason   string
+	at       time.Time
+}
+
+// Call is the executor's handle on a call that passed its checks.
+type Call struct {
+	ID         string
+	Task       string
+	Capability string
+	// Pending says the call must Wait for a confirmation before it runs.
+	Pending bool
+	rt      *Runtime
+	c       *call
+}
+
+// Context is cancelled when the call must abort (the task is cancelled or
+// finished under it); the call then reports End or AckAbort.
+func (c *Call) Context() context.Context { return c.c.ctx }
+
+// Wait waits for the confirmation of a pending call: nil once confirmed
+// (or at once for a call that needed none), a *DeniedError after Deny or a
+// cancellation, ctx's error when ctx ends first.
+func (c *Call) Wait(ctx context.Context) error {
+	if !c.Pending {
+		return nil
+	}
+	select {
+	case <-c.c.decided:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	t, err := c.rt.lock(c.Task)
+	if err != nil {
+		return err
+	}
+	defer t.s.mu.Unlock()
+	if !c.c.yes {
+		return &DeniedError{Call: c.ID, By: c.c.by, Reason: c.c.reason}
+	}
+	return nil
+}
+
+// End reports the call's outcome (succeeded, failed or aborted) with its
+// raw output, which the ledger keeps only as a keyed digest.
+func (c *Call) End(o Outcome, output []byte) error { return c.rt.End(c.Task, c.ID, o, output) }
+
+// Check runs the pre-call checks for req in a task without starting
+// anything: task state, catalog snapshot, global revocation, catalog
+// generation, contract hash, provider binding, disabled provider, kind,
+// grant (with the input pattern), load state, and the hold on mutations
+// after an unknown outcome. A refusal is a *RefusalError naming the check.
+func (rt *Runtime) Check(taskID string, req CallRequest) (Decision, error) {
+	t, err := rt.lock(taskID)
+	if err != nil {
+		return Decision{}, err
+	}
+	defer t.s.mu.Unlock()
+	c, confirm, err := rt.checkLocked(t, &req)
+	if err != nil {
+		return Decision{}, err
+	}
+	return Decision{Capability: req.Capability, Confirm: confirm, ReadOnly: c.ReadOnly}, nil
+}
+
+func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, error) {
+	name := req.Capability
+	switch t.state {
+	case StateRunning:
+	case StateCancelling, StateQuiescing:
+		return Capability{}, false, refuse(CheckTask, name, ErrTaskCancelling, "task %s is %s", t.id, t.state)
+	case StateTerminal:
+		return Capability{}, false, refuse(CheckTask, name, ErrTaskTerminal, "task %s is %s", t.id, t.status)
+	default:
+		return Capability{}, false, refuse(CheckTask, name, ErrTaskNotRunning, "task %s is %s", t.id, t.state)
+	}
+	c, ok := t.snap.lookup(name)
+	if !ok {
+		return c, false, refuse(CheckCatalog, name, ErrUnknownCapability, "not in generation %d of catalog %q", t.snap.gen, t.snap.name)
+	}
+	g := rt.global.Load()
+	if g.isRevoked(name) {
+		return c, false, refuse(CheckRevocation, name, ErrRevoked, "revoked for every task")
+	}
+	if req.Generation != 0 && req.Generation != t.snap.gen {
+		return c, false, refuse(CheckGeneration, name, ErrGeneration, "call states %d, the task's snapshot is %d", req.Generation, t.snap.gen)
+	}
+	if req.ContractHash != c.ContractHash {
+		return c, false, refuse(CheckContract, name, ErrContractHash, "call states %q, the snapshot has %q", req.ContractHash, c.ContractHash)
+	}
+	if c.Provider == "" {
+		return c, false, refuse(CheckBinding, name, ErrUnbound, "no provider")
+	}
+	if g.disabled[c.Provider] {
+		return c, false, refuse(CheckProvider, name, ErrProviderDisabled, "provider %q is disabled", c.Provider)
+	}
+	if c.Kind != KindTool {
+		return c, false, refuse(CheckKind, name, ErrWrongKind, "a skill is activated, not called")
+	}
+	subject := req.Subject
+	if subject == "" {
+		subject = SubjectOf(c.Subject, req.Input)
+	}
+	lvl, confirm := ceiling(t.grants, t.limits, &c, subject, modeCall, t.s.cfg.Workdir)
+	if lvl < Execute {
+		return c, false, refuse(CheckGrant, name, ErrNotGranted, "the task holds %s for this input; a call needs execute", lvl)
+	}
+	if _, ok := t.loaded[name]; !ok && !c.Core {
+		return c, false, refuse(CheckLoad, name, ErrNotLoaded, "load it first")
+	}
+	if !c.ReadOnly && len(t.s.holds) > 0 {
+		h := t.s.holds[0]
+		return c, false, &RefusalError{Check: CheckAck, Capability: name, Detail: "mutations wait for an acknowledgement",
+			Err: &AckRequiredError{Task: h.task, Call: h.call, Capability: h.capability}}
+	}
+	return c, confirm, nil
+}
+
+// Begin checks a call and, when it passes, records it and starts it (or,
+// when its grant asks for a confirmation, registers it as pending: the
+// executor then Waits). A refusal is recorded too.
+func (rt *Runtime) Begin(taskID string, req CallRequest) (*Call, error) {
+	if len(req.Input) > MaxInputBytes || len(req.ID) > maxNameBytes || len(req.Capability) > maxNameBytes {
+		return nil, fmt.Errorf("%w: call input over %d bytes or id/name over %d", ErrTooLarge, MaxInputBytes, maxNameBytes)
+	}
+	t, err := rt.lock(taskID)
+	if err != nil {
+		return nil, err
+	}
+	s := t.s
+	defer s.mu.Unlock()
+	in := rt.dig.Digest(req.Input)
+	c, confirm, err := rt.checkLocked(t, &req)
+	if err != nil {
+		var re *RefusalError
+		check := ""
+		if errors.As(err, &re) {
+			check = string(re.Check)
+		}
+		t.counts.Refused++
+		rt.recLog(t, Record{Kind: RecRefused, Call: req.ID, Capability: req.Capability, Status: check, Input: in})
+		return nil, err
+	}
+	id := req.ID
+	if id == "" {
+		t.nextCall++
+		id = "c" + strconv.Itoa(t.nextCall)
+		for t.calls[id] != nil {
+			t.nextCall++
+			id = "c" + strconv.Itoa(t.nextCall)
+		}
+	} else if t.calls[id] != nil {
+		return nil, fmt.Errorf("%w: %s", ErrDuplicateCall, id)
+	}
+	status := "running"
+	if confirm {
+		status = "pending"
+	}
+	if err := rt.rec(t, Record{Kind: RecBegin, Call: id, Capability: c.Name, Status: status, Input: in}); err != nil {
+		return nil, err
+	}
+	req.Input = nil
+	cl := &call{id: id, req: req, capName: c.Name, readOnly: c.ReadOnly, pending: confirm, decided: make(chan struct{})}
+	cl.ctx, cl.cancel = context.WithCancel(t.ctx)
+	t.calls[id] = cl
+	if !confirm {
+		rt.startCall(t, cl)
+	}
+	s.signal()
+	return &Call{ID: id, Task: t.id, Capability: c.Name, Pending: confirm, rt: rt, c: cl}, nil
+}
+
+func (rt *Runtime) startCall(t *task, c *call) {
+	c.started = true
+	t.open++
+	t.counts.Started++
+	t.perCap[c.capName]++
+}
+
+// settleCall ends a call with an outcome and releases its context.
+func (rt *Runtime) settleCall(t *task, c *call, o Outcome, out string) {
+	c.settled, c.outcome = true, o
+	if c.started {
+		t.open--
+	}
+	t.counts.add(o)
+	c.cancel()
+	t.settled = append(t.settled, c.id)
+	if len(t.settled) > maxSettled {
+		delete(t.calls, t.settled[0])
+		t.settled = t.settled[1:]
+	}
+	if o == OutcomeUnknown && !c.readOnly {
+		t.s.holds = append(t.s.holds, hold{task: t.id, call: c.id, capability: c.capName})
+	}
+	rt.recLog(t, Record{Kind: RecEnd, Call: c.id, Capability: c.capName, Status: string(o), Output: out})
+}
+
+func (rt *Runtime) findCall(t *task, id string) (*call, error) {
+	c := t.calls[id]
+	if c == nil {
+		return nil, fmt.Errorf("%w: %s in %s", ErrNoCall, id, t.id)
+	}
+	return c, nil
+}
+
+// Confirm answers a pending call with yes. It adds no authority: the call
+// is checked again first (a reduction or revocation since it asked wins,
+// and the call is then denied).
+func (rt *Runtime) Confirm(taskID, callID, by string) error {
+	if err := checkAnswer(by, ""); err != nil {
+		return err
+	}
+	t, err := rt.lock(taskID)
+	if err != nil {
+		return err
+	}
+	s := t.s
+	defer s.mu.Unlock()
+	c, err := rt.findCall(t, callID)
+	if err != nil {
+		return err
+	}
+	if err := answerable(c); err != nil {
+		return err
+	}
+	req := c.req
+	if _, _, err := rt.checkLocked(t, &req); err != nil {
+		rt.answer(t, c, false, "runtime", "re-check at confirmation: "+err.Error())
+		return err
+	}
+	if err := rt.rec(t, Record{Kind: RecConfirm, Call: c.id, Capability: c.capName, By: by}); err != nil {
+		return err
+	}
+	c.answered, c.yes, c.by, c.at = true, true, by, rt.clock.Now()
+	c.pending = false
+	rt.startCall(t, c)
+	close(c.decided)
+	s.signal()
+	return nil
+}
+
+// Deny answers a pending call with no.
+func (rt *Runtime) Deny(taskID, callID, by, reason string) error {
+	if err := checkAnswer(by, reason); err != nil {
+		return err
+	}
+	t, err := rt.lock(taskID)
+	if err != nil {
+		return err
+	}
+	defer t.s.mu.Unlock()
+	c, err := rt.findCall(t, callID)
+	if err != nil {
+		return err
+	}
+	if err := answerable(c); err != nil {
+		return err
+	}
+	rt.answer(t, c, false, by, reason)
+	rt.settleLocked(t)
+	return nil
+}
+
+func answerable(c *call) error {
+	if c.answered {
+		return &AnswerError{Call: c.id, Confirmed: c.yes, By: c.by, At: c.at, Reason: c.reason}
+	}
+	if !c.pending || c.settled {
+		return fmt.Errorf("%w: %s", ErrNotPending, c.id)
+	}
+	return nil
+}
+
+// answer denies a pending call (by an operator, or by the runtime when the
+// task is cancelled or a re-check fails).
+func (rt *Runtime) answer(t *task, c *call, yes bool, by, reason string) {
+	rt.recLog(t, Record{Kind: RecDeny, Call: c.id, Capability: c.capName, By: by, Reason: reason})
+	c.answered, c.yes, c.by, c.reason, c.at = true, yes, by, reason, rt.clock.Now()
+	c.pending = false
+	rt.settleCall(t, c, OutcomeDenied, "")
+	close(c.decided)
+	t.s.signal()
+}
+
+// End reports a started call's outcome: succeeded, failed, or aborted (it
+// acknowledged the abort signal). A call the grace period already settled
+// as outcome_unknown stays so (ErrCallSettled).
+func (rt *Runtime) End(taskID, callID string, o Outcome, output []byte) error {
+	if o != OutcomeSucceeded && o != OutcomeFailed && o != OutcomeAborted {
+		return fmt.Errorf("%w: outcome %q; report succeeded, failed or aborted", ErrBadConfig, o)
+	}
+	if len(output) > MaxInputBytes {
+		return fmt.Errorf("%w: output of %d bytes", ErrTooLarge, len(output))
+	}
+	t, err := rt.lock(taskID)
+	if err != nil {
+		return err
+	}
+	defer t.s.mu.Unlock()
+	c, err := rt.findCall(t, callID)
+	if err != nil {
+		return err
+	}
+	switch {
+	case c.settled:
+		return fmt.Errorf("%w: %s is %s", ErrCallSettled, c.id, c.outcome)
+	case !c.started:
+		return fmt.Errorf("%w: %s waits for a confirmation", ErrNotPending, c.id)
+	}
+	rt.settleCall(t, c, o, rt.dig.Digest(output))
+	rt.settleLocked(t)
+	t.s.signal()
+	return nil
+}
+
+// AckAbort reports that a call stopped on its abort signal.
+func (rt *Runtime) AckAbort(taskID, callID string) error {
+	return rt.End(taskID, callID, OutcomeAborted, nil)
+}
+
+func sortStrings(s []string) { sort.Strings(s) }
