@@ -1,0 +1,9 @@
+//go:build !unix
+
+package trust
+
+import (
+	"io/fs"
+)
+
+func foreignOwner(fs.FileInfo) string { return "" }
