@@ -43,20 +43,32 @@ func genEvent(t *rapid.T, i int, parent string) Event {
 	switch typ {
 	case TypeTaskState:
 		e.SetAttr(AttrTaskState, rapid.SampledFrom([]string{"active", "blocked", "done"}).Draw(t, "task_state"))
-		if r := rapid.SampledFrom([]string{"", "r1", "r2", string(bytes.Repeat([]byte("é"), MaxHashedReason)) + "!"}).Draw(t, "reason"); r != "" {
+		if r := rapid.SampledFrom([]string{"", "r1", "r2", " ", "\t\n", string(bytes.Repeat([]byte("é"), MaxHashedReason)) + "!"}).Draw(t, "reason"); r != "" {
 			e.SetAttr(AttrReason, r)
 		}
 		if rapid.Bool().Draw(t, "suggest") {
-			e.SetAttr(AttrSuggestedName, rapid.SampledFrom([]string{"Agent x - t", "[BLOCKED] - Agent x - t"}).Draw(t, "suggested"))
+			e.SetAttr(AttrSuggestedName, rapid.SampledFrom(propNames).Draw(t, "suggested"))
 			e.SetAttr(AttrNameReminted, true)
 		}
 	case TypeTaskSet:
-		e.SetAttr(AttrTask, rapid.SampledFrom([]string{"", "t1", "t2"}).Draw(t, "task"))
+		e.SetAttr(AttrTask, rapid.SampledFrom([]string{"", "t1", "t2", "  "}).Draw(t, "task"))
 	case TypeClaimWrite:
 		e.SetAttr(AttrPaths, rapid.SliceOfN(rapid.SampledFrom([]string{"", "a.go", "b.go", "c/d.go"}), 0, 3).Draw(t, "paths"))
 	case TypeInputRequested, TypeInputResolved:
 		if k := key(); k != "" {
 			e.SetAttr(AttrRequestKey, k)
+		}
+		if typ == TypeInputRequested {
+			if w := rapid.SampledFrom([]string{"", "Bash", "Bash: git", "Edit a.go"}).Draw(t, "summary"); w != "" {
+				e.SetAttr(AttrSummary, w)
+			}
+		}
+	case TypeSessionNameSeen:
+		e.SetAttr(AttrName, rapid.SampledFrom(propNames).Draw(t, "seen"))
+	case TypeUserPromptSubmit:
+		if rapid.Bool().Draw(t, "where") {
+			e.SetAttr(AttrRepo, rapid.SampledFrom([]string{"harn", "shop"}).Draw(t, "repo"))
+			e.SetAttr(AttrBranch, rapid.SampledFrom([]string{"main", "fix"}).Draw(t, "branch"))
 		}
 	case TypeSessionStart, TypeSubagentStart:
 		if rapid.Bool().Draw(t, "named") {
@@ -73,6 +85,9 @@ func genEvent(t *rapid.T, i int, parent string) Event {
 	}
 	return e
 }
+
+// propNames are the suggested and seen session names the generator uses.
+var propNames = []string{"Agent harn-1 - t1", "[BLOCKED] - Agent harn-1 - t1", "Agent x - t", "[DONE] - Agent harn-2 - t2"}
 
 // genEvents draws a set of distinct events of one session.
 func genEvents(t *rapid.T, max int) []Event {
@@ -199,21 +214,35 @@ func TestPropHashIgnoresTimestamps(t *testing.T) {
 // untimed clears every time field of s.
 func untimed(s State) State {
 	s.ActivityUpdatedAt, s.TaskStateUpdatedAt, s.StartedAt, s.LastEventAt, s.EndedAt, s.LastTS = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	s.LastEvidenceAt, s.SilentSince = time.Time{}, time.Time{}
 	return s
 }
 
-// (d) Elapsed time changes nothing: the fold of the same events is the same
-// whenever it runs.
+// (d) Elapsed time changes nothing. The fold takes no clock (the package
+// reads none: TestPresenceReadsNoClock), so it is a function of its events;
+// what a reader derives from the time (SilentSince) leaves the state, its
+// activity and its hash alone, and the fold never sets silent_since.
 func TestPropElapsedTimeChangesNothing(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		evs := genEvents(t, 20)
 		a := sortedFold(evs)
-		time.Sleep(time.Duration(rapid.IntRange(0, 2000).Draw(t, "wait")) * time.Microsecond)
-		b := sortedFold(evs)
-		stateDiff(t, "fold later", b, a)
-		if PresenceHash(&a) != PresenceHash(&b) {
+		if !a.SilentSince.IsZero() || a.WaitingChild != "" {
+			t.Fatalf("the fold set a reader's field: %+v", a)
+		}
+		hash := PresenceHash(&a)
+		b := a
+		now := t0.Add(time.Duration(rapid.Int64Range(-1e6, 1e9).Draw(t, "now_ms")) * time.Millisecond)
+		after := time.Duration(rapid.Int64Range(0, 1e7).Draw(t, "after_ms")) * time.Millisecond
+		b.SilentSince = SilentSince(&b, now, after)
+		if !b.SilentSince.IsZero() && (b.Activity != ActivityWorking || now.Sub(b.SilentSince) <= after) {
+			t.Fatalf("silent since %v at %v (after %v) for %s", b.SilentSince, now, after, b.Activity)
+		}
+		if PresenceHash(&b) != hash {
 			t.Fatal("hash moved with the clock")
 		}
+		b.SilentSince = time.Time{}
+		stateDiff(t, "state after asking about silence", b, a)
+		stateDiff(t, "fold again", sortedFold(evs), a)
 	})
 }
 
