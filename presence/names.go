@@ -72,16 +72,16 @@ func ShownNames(text string) []string {
 					break
 				}
 			}
-			ok, bare := projection(line[from:], prefixed)
+			ok, bare := projection(line[from:min(len(line), from+maxNameWordBytes+8)], prefixed)
 			if !ok {
 				continue
 			}
-			cand := line[start:]
+			// Work per match is bounded: nothing past a name's longest
+			// length is read.
+			end := min(len(line), start+MaxShownNameBytes+8)
+			cand := line[start:end]
 			if bare >= 0 {
 				cand = line[start : from+bare]
-			}
-			if len(cand) > 4*MaxShownNameBytes {
-				cand = cand[:4*MaxShownNameBytes]
 			}
 			if !add(cand) || !add(strings.TrimRight(cand, " \t\r"+trailing)) {
 				return out
@@ -89,7 +89,7 @@ func ShownNames(text string) []string {
 			if start > 0 {
 				open, _ := utf8.DecodeLastRuneInString(line[:start])
 				if cl, ok := closers[open]; ok {
-					if j := strings.IndexRune(line[from:], cl); j > 0 {
+					if j := strings.IndexRune(line[from:end], cl); j > 0 {
 						if !add(line[start : from+j]) {
 							return out
 						}
