@@ -113,7 +113,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	stampEvents(res.Events, now)
 	ctxText := h.send(res)
-	if out := ad.Output(res, ctxText); len(out) > 0 {
+	if out := ad.Output(res, adapter.Reply{Context: ctxText}); len(out) > 0 {
 		c.OutOrStdout().Write(out)
 	}
 	return nil

@@ -1,6 +1,8 @@
 // Package presence is the session-state model of harn: the canonical event,
 // its validation, the one transition reducer (Step and Fold), the lifecycle
-// rules, the session-name projection and the presence hash.
+// rules, the session-name projection and its observation (ShownNames), the
+// presence hash, and what readers derive for a roster without changing a
+// folded state (SilentSince, SurfaceChildren).
 //
 // The package is pure. It performs no I/O, reads no clock and starts no
 // goroutine; everything it needs (time, digests) is passed in. The live

@@ -30,6 +30,9 @@ const (
 	TypeTaskState        = "state.task_state"
 	TypeTaskSet          = "task.set"
 	TypeClaimWrite       = "claim.write"
+	// TypeSessionNameSeen records that the agent showed a session name
+	// (attr name): the node observes it in the agent's own text.
+	TypeSessionNameSeen = "session_name.seen"
 )
 
 // KnownTypes lists every canonical type the reducer gives meaning to.
@@ -40,7 +43,18 @@ var KnownTypes = map[string]bool{
 	TypeInputResolved: true, TypeTurnStop: true, TypeSessionEnd: true,
 	TypeSubagentStop: true, TypeToolPostUse: true, TypeOutputChunk: true,
 	TypeNarration: true, TypeCoordination: true, TypeTaskState: true,
-	TypeTaskSet: true, TypeClaimWrite: true,
+	TypeTaskSet: true, TypeClaimWrite: true, TypeSessionNameSeen: true,
+}
+
+// evidenceTypes are the events that evidence the agent itself acting: what
+// moves LastEvidenceAt. Task text, claims, lifecycle declarations, name
+// observations, coordination and unknown types are not agent activity.
+var evidenceTypes = map[string]bool{
+	TypeSessionStart: true, TypeSubagentStart: true, TypeUserPromptSubmit: true,
+	TypeToolPreUse: true, TypeCommandStart: true, TypeInputRequested: true,
+	TypeInputResolved: true, TypeTurnStop: true, TypeSessionEnd: true,
+	TypeSubagentStop: true, TypeToolPostUse: true, TypeOutputChunk: true,
+	TypeNarration: true,
 }
 
 // Well-known attribute keys.
@@ -60,6 +74,19 @@ const (
 	AttrSource        = "source"
 	AttrError         = "error"
 	AttrDigest        = "digest"
+	// AttrSummary is the short, safe description of what an input request
+	// waits on ("Bash: git", "Edit src/app.go"); adapters derive it and
+	// never put raw command text or tool input beyond a file path in it.
+	AttrSummary = "summary"
+	// AttrRepo and AttrBranch name where the session runs: the
+	// repository's name and its branch, stamped by the hook process.
+	AttrRepo   = "repo"
+	AttrBranch = "branch"
+	// AttrName is the session name a session_name.seen event observed.
+	AttrName = "name"
+	// AttrTranscriptPath is the agent's transcript file, where the node
+	// looks for the session name the agent showed.
+	AttrTranscriptPath = "transcript_path"
 )
 
 // Limits on outside input. Oversized input is refused, never truncated.

@@ -61,6 +61,10 @@ func step(s *State, e *Event) {
 		stepAttrs(s, e)
 	}
 
+	if evidenceTypes[e.Type] && e.TS.After(s.LastEvidenceAt) {
+		s.LastEvidenceAt = e.TS
+	}
+
 	switch e.Type {
 	case TypeSessionStart, TypeSubagentStart:
 		s.reopen()
@@ -80,8 +84,12 @@ func step(s *State, e *Event) {
 		if s.Activity != ActivityNeedsInput {
 			s.PendingRequests = nil
 		}
-		s.PendingRequests = addPending(s.PendingRequests, e.AttrString(AttrRequestKey))
+		var added bool
+		s.PendingRequests, added = addPending(s.PendingRequests, e.AttrString(AttrRequestKey))
 		s.setActivity(ActivityNeedsInput, e)
+		if added || s.WaitingOn == "" {
+			s.WaitingOn = waitingOn(e)
+		}
 		s.OpenTurn = true
 	case TypeInputResolved:
 		if s.Activity == ActivityNeedsInput {
@@ -105,6 +113,12 @@ func step(s *State, e *Event) {
 		s.Task = e.AttrString(AttrTask)
 	case TypeClaimWrite:
 		s.Claims = addClaims(s.Claims, e.AttrStrings(AttrPaths))
+	case TypeSessionNameSeen:
+		// Only this session's own name counts: agents also quote the names
+		// of their peers.
+		if n := e.AttrString(AttrName); n != "" && (n == s.SuggestedSessionName || n == s.SessionName()) {
+			s.SessionNameSeenFor = n
+		}
 	}
 }
 
@@ -122,6 +136,12 @@ func stepAttrs(s *State, e *Event) {
 	if c := e.AttrString(AttrCwd); c != "" {
 		s.Cwd = c
 	}
+	if r := e.AttrString(AttrRepo); r != "" {
+		s.Repo = r
+	}
+	if b := e.AttrString(AttrBranch); b != "" {
+		s.Branch = b
+	}
 }
 
 func attrInt(v any) (int64, bool) {
@@ -138,26 +158,15 @@ func attrInt(v any) (int64, bool) {
 	return 0, false
 }
 
-// stepTaskState applies a lifecycle event. What a declaration would refuse
-// and the events alone can show (a subagent's declaration, blocked without a
-// reason, an unknown state) changes nothing; repeating the same state and
-// reason changes nothing.
+// stepTaskState applies a lifecycle event. The fold refuses exactly what
+// Declare refuses (checkDeclaration is their one rule set): a subagent's
+// declaration, blocked without a reason, done without a task, an unknown
+// state, an overlong reason; repeating the same state and reason changes
+// nothing.
 func stepTaskState(s *State, e *Event) {
-	if s.IsSubagent() {
-		return
-	}
 	ts := TaskState(e.AttrString(AttrTaskState))
 	reason := e.AttrString(AttrReason)
-	switch ts {
-	case TaskActive, TaskDone:
-	case TaskBlocked:
-		if reason == "" {
-			return
-		}
-	default:
-		return
-	}
-	if ts == s.TaskState && reason == s.LifecycleReason {
+	if noop, err := checkDeclaration(s, ts, reason); noop || err != nil {
 		return
 	}
 	s.TaskState, s.TaskStateUpdatedAt, s.LifecycleReason = ts, e.TS, reason
@@ -171,8 +180,39 @@ func stepTaskState(s *State, e *Event) {
 	}
 }
 
+// setActivity gives activity the value a on the evidence e. Evidence of
+// the value it already has moves nothing: activity_updated_at is when the
+// current value began.
 func (s *State) setActivity(a Activity, e *Event) {
+	if a != ActivityNeedsInput {
+		s.WaitingOn = ""
+	}
+	if s.Activity == a && !s.ActivityUpdatedAt.IsZero() {
+		return
+	}
 	s.Activity, s.ActivityUpdatedAt, s.ActivitySource = a, e.TS, e.Type
+}
+
+// Waiting-on summaries.
+const (
+	// WaitingQuestion is what a request that names no tool waits on: an
+	// elicitation, a question, a prompt known only from a notification.
+	WaitingQuestion = "question"
+	// MaxWaitingOnChars bounds WaitingOn.
+	MaxWaitingOnChars = 160
+)
+
+// waitingOn is what the input request e waits on: its summary, else its
+// tool, else a question.
+func waitingOn(e *Event) string {
+	w := e.AttrString(AttrSummary)
+	if w == "" {
+		w = e.AttrString(AttrTool)
+	}
+	if w == "" {
+		return WaitingQuestion
+	}
+	return boundRunes(w, MaxWaitingOnChars)
 }
 
 func (s *State) reopen() {
@@ -184,41 +224,52 @@ func (s *State) reopen() {
 // MaxPending bounds the operator prompts a state tracks at once.
 const MaxPending = 16
 
-// addPending records an open operator prompt. A keyless prompt is recorded
-// as "" (any resolution clears it).
-func addPending(have []string, key string) []string {
+// addPending records an open operator prompt and reports whether it is a
+// new one. A keyless prompt is recorded as "" and only while no keyed
+// prompt is known: a keyless request beside a keyed one is that prompt's
+// notification (Claude Code's permission_prompt after a PermissionRequest),
+// and a keyed request names a keyless prompt already recorded.
+func addPending(have []string, key string) ([]string, bool) {
+	if key == "" {
+		if len(have) > 0 {
+			return have, false
+		}
+		return []string{""}, true
+	}
+	if len(have) == 1 && have[0] == "" {
+		return []string{key}, true
+	}
 	i, found := slices.BinarySearch(have, key)
 	if found || len(have) >= MaxPending {
-		return have
+		return have, false
 	}
-	return slices.Insert(slices.Clip(have), i, key)
+	return slices.Insert(slices.Clip(have), i, key), true
 }
 
 // resolvePending removes what a resolution with key answers: the prompt
-// with the same key and any keyless prompt; a keyless resolution answers
-// every prompt. matched reports whether anything was answered.
+// with the same key only. A keyless prompt is not answered by a keyed
+// resolution (a tool finishing says nothing of it); it waits for progress
+// evidence or a stop. A keyless resolution (the operator answered, without
+// saying what) answers every prompt. matched reports whether anything was
+// answered.
 func resolvePending(have []string, key string) ([]string, bool) {
 	if key == "" {
 		return nil, len(have) > 0
-	}
-	out := make([]string, 0, len(have))
-	matched := false
-	for _, k := range have {
-		if k == key || k == "" {
-			matched = true
-			continue
-		}
-		out = append(out, k)
 	}
 	if len(have) == 0 {
 		// needs_input with nothing recorded (an older state): any
 		// resolution is progress evidence.
 		return nil, true
 	}
+	i, found := slices.BinarySearch(have, key)
+	if !found {
+		return have, false
+	}
+	out := slices.Delete(slices.Clone(have), i, i+1)
 	if len(out) == 0 {
 		out = nil
 	}
-	return out, matched
+	return out, true
 }
 
 func addClaims(have, add []string) []string {

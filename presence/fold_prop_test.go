@@ -43,20 +43,32 @@ func genEvent(t *rapid.T, i int, parent string) Event {
 	switch typ {
 	case TypeTaskState:
 		e.SetAttr(AttrTaskState, rapid.SampledFrom([]string{"active", "blocked", "done"}).Draw(t, "task_state"))
-		if r := rapid.SampledFrom([]string{"", "r1", "r2", string(bytes.Repeat([]byte("é"), MaxHashedReason)) + "!"}).Draw(t, "reason"); r != "" {
+		if r := rapid.SampledFrom([]string{"", "r1", "r2", " ", "\t\n", string(bytes.Repeat([]byte("é"), MaxHashedReason)) + "!"}).Draw(t, "reason"); r != "" {
 			e.SetAttr(AttrReason, r)
 		}
 		if rapid.Bool().Draw(t, "suggest") {
-			e.SetAttr(AttrSuggestedName, rapid.SampledFrom([]string{"Agent x - t", "[BLOCKED] - Agent x - t"}).Draw(t, "suggested"))
+			e.SetAttr(AttrSuggestedName, rapid.SampledFrom(propNames).Draw(t, "suggested"))
 			e.SetAttr(AttrNameReminted, true)
 		}
 	case TypeTaskSet:
-		e.SetAttr(AttrTask, rapid.SampledFrom([]string{"", "t1", "t2"}).Draw(t, "task"))
+		e.SetAttr(AttrTask, rapid.SampledFrom([]string{"", "t1", "t2", "  "}).Draw(t, "task"))
 	case TypeClaimWrite:
 		e.SetAttr(AttrPaths, rapid.SliceOfN(rapid.SampledFrom([]string{"", "a.go", "b.go", "c/d.go"}), 0, 3).Draw(t, "paths"))
 	case TypeInputRequested, TypeInputResolved:
 		if k := key(); k != "" {
 			e.SetAttr(AttrRequestKey, k)
+		}
+		if typ == TypeInputRequested {
+			if w := rapid.SampledFrom([]string{"", "Bash", "Bash: git", "Edit a.go"}).Draw(t, "summary"); w != "" {
+				e.SetAttr(AttrSummary, w)
+			}
+		}
+	case TypeSessionNameSeen:
+		e.SetAttr(AttrName, rapid.SampledFrom(propNames).Draw(t, "seen"))
+	case TypeUserPromptSubmit:
+		if rapid.Bool().Draw(t, "where") {
+			e.SetAttr(AttrRepo, rapid.SampledFrom([]string{"harn", "shop"}).Draw(t, "repo"))
+			e.SetAttr(AttrBranch, rapid.SampledFrom([]string{"main", "fix"}).Draw(t, "branch"))
 		}
 	case TypeSessionStart, TypeSubagentStart:
 		if rapid.Bool().Draw(t, "named") {
@@ -73,6 +85,9 @@ func genEvent(t *rapid.T, i int, parent string) Event {
 	}
 	return e
 }
+
+// propNames are the suggested and seen session names the generator uses.
+var propNames = []string{"Agent harn-1 - t1", "[BLOCKED] - Agent harn-1 - t1", "Agent x - t", "[DONE] - Agent harn-2 - t2"}
 
 // genEvents draws a set of distinct events of one session.
 func genEvents(t *rapid.T, max int) []Event {
@@ -199,21 +214,35 @@ func TestPropHashIgnoresTimestamps(t *testing.T) {
 // untimed clears every time field of s.
 func untimed(s State) State {
 	s.ActivityUpdatedAt, s.TaskStateUpdatedAt, s.StartedAt, s.LastEventAt, s.EndedAt, s.LastTS = time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	s.LastEvidenceAt, s.SilentSince = time.Time{}, time.Time{}
 	return s
 }
 
-// (d) Elapsed time changes nothing: the fold of the same events is the same
-// whenever it runs.
+// (d) Elapsed time changes nothing. The fold takes no clock (the package
+// reads none: TestPresenceReadsNoClock), so it is a function of its events;
+// what a reader derives from the time (SilentSince) leaves the state, its
+// activity and its hash alone, and the fold never sets silent_since.
 func TestPropElapsedTimeChangesNothing(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		evs := genEvents(t, 20)
 		a := sortedFold(evs)
-		time.Sleep(time.Duration(rapid.IntRange(0, 2000).Draw(t, "wait")) * time.Microsecond)
-		b := sortedFold(evs)
-		stateDiff(t, "fold later", b, a)
-		if PresenceHash(&a) != PresenceHash(&b) {
+		if !a.SilentSince.IsZero() || a.WaitingChild != "" {
+			t.Fatalf("the fold set a reader's field: %+v", a)
+		}
+		hash := PresenceHash(&a)
+		b := a
+		now := t0.Add(time.Duration(rapid.Int64Range(-1e6, 1e9).Draw(t, "now_ms")) * time.Millisecond)
+		after := time.Duration(rapid.Int64Range(0, 1e7).Draw(t, "after_ms")) * time.Millisecond
+		b.SilentSince = SilentSince(&b, now, after)
+		if !b.SilentSince.IsZero() && (b.Activity != ActivityWorking || now.Sub(b.SilentSince) <= after) {
+			t.Fatalf("silent since %v at %v (after %v) for %s", b.SilentSince, now, after, b.Activity)
+		}
+		if PresenceHash(&b) != hash {
 			t.Fatal("hash moved with the clock")
 		}
+		b.SilentSince = time.Time{}
+		stateDiff(t, "state after asking about silence", b, a)
+		stateDiff(t, "fold again", sortedFold(evs), a)
 	})
 }
 
@@ -353,6 +382,215 @@ func TestPropEventSizeBoundsEncoding(t *testing.T) {
 		}
 		if n := e.size(); len(b) > n {
 			t.Fatalf("size() = %d, encoding %d bytes: %s", n, len(b), b)
+		}
+	})
+}
+
+// stepsOf folds evs in (ts, id) order, one event at a time, and calls f
+// with the state before and after each event (duplicates skipped).
+func stepsOf(evs []Event, f func(before State, e *Event, after State)) {
+	sorted := slices.Clone(evs)
+	SortEvents(sorted)
+	s := NewState(testSession)
+	seen := map[string]bool{}
+	for i := range sorted {
+		e := &sorted[i]
+		if seen[e.ID] {
+			continue
+		}
+		seen[e.ID] = true
+		next := Step(s, e)
+		f(s, e, next)
+		s = next
+	}
+}
+
+// The fold refuses exactly what Declare refuses: a lifecycle event changes
+// the state if and only if Declare, from the state just before it (with the
+// identity the event itself gives), accepts it as a change.
+func TestPropFoldRefusesWhatDeclareRefuses(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		stepsOf(withDuplicates(t, genEvents(t, 30)), func(before State, e *Event, after State) {
+			if e.Type != TypeTaskState {
+				return
+			}
+			pre := before
+			if pre.ParentSessionID == "" {
+				pre.ParentSessionID = e.ParentSessionID
+			}
+			d, err := Declare(&pre, TaskState(e.AttrString(AttrTaskState)), e.AttrString(AttrReason))
+			accepted := err == nil && !d.Noop
+			applied := after.TaskState != before.TaskState || after.LifecycleReason != before.LifecycleReason
+			if accepted != applied {
+				t.Fatalf("%s %q from %s/%q (task %q, parent %q): Declare err=%v noop=%v, fold applied=%v",
+					e.AttrString(AttrTaskState), e.AttrString(AttrReason), before.TaskState, before.LifecycleReason,
+					before.Task, pre.ParentSessionID, err, d.Noop, applied)
+			}
+		})
+	})
+}
+
+// A keyless request waits for progress evidence or a stop: no keyed
+// resolution and no noise, in any number, clears it.
+func TestPropKeylessRequestWaitsForProgress(t *testing.T) {
+	noise := []string{TypeToolPostUse, TypeOutputChunk, TypeNarration, TypeCoordination, "vendor.unknown",
+		TypeTaskSet, TypeClaimWrite, TypeInputResolved, TypeSessionNameSeen, TypeInputRequested}
+	rapid.Check(t, func(t *rapid.T) {
+		evs := genEvents(t, 20)
+		// A turn is open and nothing is pending when the keyless request
+		// comes.
+		req := Event{ID: "req", SessionID: testSession, Type: TypeInputRequested, TS: t0.Add(time.Hour)}
+		prompt := Event{ID: "prompt", SessionID: testSession, Type: TypeUserPromptSubmit, TS: req.TS.Add(-time.Nanosecond)}
+		evs = append(evs, prompt, req)
+		n := rapid.IntRange(1, 20).Draw(t, "noise")
+		for i := 0; i < n; i++ {
+			e := genEvent(t, len(evs), "s-parent")
+			e.Type = rapid.SampledFrom(noise).Draw(t, "noise_type")
+			e.ParentSessionID = ""
+			if e.Type == TypeInputResolved || e.Type == TypeInputRequested {
+				// Every adapter keys what a tool call resolves.
+				e.Attrs = map[string]any{AttrRequestKey: rapid.SampledFrom([]string{"k1", "k2", "k3"}).Draw(t, "key")}
+			}
+			e.TS = req.TS.Add(time.Duration(rapid.IntRange(0, 1e6).Draw(t, "later")) * time.Second)
+			evs = append(evs, e)
+		}
+		s := sortedFold(evs)
+		if s.Activity == ActivityNeedsInput {
+			return
+		}
+		// Only a keyed request in the same wait and its own resolution may
+		// end it: the keyless request was that prompt's notification, or
+		// the keyed request named the keyless prompt.
+		keyed := map[string]bool{}
+		stepsOf(evs, func(before State, e *Event, after State) {
+			if Less(&prompt, e) && e.Type == TypeInputRequested && e.AttrString(AttrRequestKey) != "" {
+				keyed[e.AttrString(AttrRequestKey)] = true
+			}
+		})
+		if len(keyed) == 0 {
+			t.Fatalf("a keyless request was cleared without progress: %s from %s", s.Activity, s.ActivitySource)
+		}
+	})
+}
+
+// "Since" means since: an event that leaves activity as it was moves
+// neither activity_updated_at nor activity_source; last_evidence_at moves
+// exactly with agent-activity evidence and never goes back.
+func TestPropSinceMeansSince(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		stepsOf(genEvents(t, 30), func(before State, e *Event, after State) {
+			if after.Activity == before.Activity && before.Events > 0 &&
+				(!after.ActivityUpdatedAt.Equal(before.ActivityUpdatedAt) || after.ActivitySource != before.ActivitySource) {
+				t.Fatalf("%s moved %s from %v to %v", e.Type, after.Activity, before.ActivityUpdatedAt, after.ActivityUpdatedAt)
+			}
+			if after.LastEvidenceAt.Before(before.LastEvidenceAt) {
+				t.Fatal("last_evidence_at went back")
+			}
+			moved := !after.LastEvidenceAt.Equal(before.LastEvidenceAt)
+			if moved && !evidenceTypes[e.Type] {
+				t.Fatalf("%s is not agent activity but moved last_evidence_at", e.Type)
+			}
+			if evidenceTypes[e.Type] && !after.LastEvidenceAt.Equal(maxTime(before.LastEvidenceAt, e.TS)) {
+				t.Fatalf("%s at %v left last_evidence_at at %v", e.Type, e.TS, after.LastEvidenceAt)
+			}
+			if after.Activity != ActivityNeedsInput && after.WaitingOn != "" {
+				t.Fatalf("waiting on %q while %s", after.WaitingOn, after.Activity)
+			}
+			if after.Activity == ActivityNeedsInput && after.WaitingOn == "" {
+				t.Fatal("needs_input without waiting_on")
+			}
+		})
+	})
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// genRoster draws the states of a roster: top-level sessions, children and
+// grandchildren (some of whose parents are missing), in any activity.
+func genRoster(t *rapid.T) []State {
+	n := rapid.IntRange(0, 12).Draw(t, "sessions")
+	ids := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l"}
+	out := make([]State, 0, n)
+	for i := 0; i < n; i++ {
+		parent := ""
+		if i > 0 && rapid.IntRange(0, 2).Draw(t, "is_child") > 0 {
+			parent = rapid.SampledFrom(append(ids[:i:i], "missing")).Draw(t, "parent")
+		}
+		a := rapid.SampledFrom([]Activity{ActivityUnknown, ActivityWorking, ActivityNeedsInput, ActivityIdle}).Draw(t, "activity")
+		s := rosterState(ids[i], parent, rapid.SampledFrom([]string{"", "Flint", "Mica"}).Draw(t, "name"), a,
+			rapid.IntRange(0, 5).Draw(t, "since"), "")
+		if a == ActivityNeedsInput {
+			s.WaitingOn = rapid.SampledFrom([]string{"Bash", "question"}).Draw(t, "waiting_on")
+		}
+		s.Ended = a == ActivityIdle && rapid.Bool().Draw(t, "ended")
+		out = append(out, s)
+	}
+	return rapid.Permutation(out).Draw(t, "order")
+}
+
+// SurfaceChildren never changes a subagent row, never changes a top-level
+// session's own needs_input, surfaces every waiting descendant of a live
+// top-level session, and is idempotent.
+func TestPropSurfaceChildren(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		in := genRoster(t)
+		out := slices.Clone(in)
+		SurfaceChildren(out)
+		byID := map[string]State{}
+		for _, s := range in {
+			byID[s.SessionID] = s
+		}
+		for i := range in {
+			switch {
+			case in[i].ParentSessionID != "":
+				stateDiff(t, "a subagent row", out[i], in[i])
+			case in[i].Activity == ActivityNeedsInput:
+				stateDiff(t, "a session waiting on its own input", out[i], in[i])
+			case out[i].WaitingChild != "":
+				c, ok := byID[out[i].WaitingChild]
+				if !ok || c.Activity != ActivityNeedsInput || out[i].Activity != ActivityNeedsInput || in[i].Ended {
+					t.Fatalf("surfaced %+v from %+v", out[i], c)
+				}
+				// The named child descends from this session.
+				for p, hops := c, 0; p.ParentSessionID != ""; hops++ {
+					if hops > len(in) {
+						t.Fatal("loop")
+					}
+					p = byID[p.ParentSessionID]
+					if p.ParentSessionID == "" && p.SessionID != in[i].SessionID {
+						t.Fatalf("%s surfaced on %s, not its top-level %s", c.SessionID, in[i].SessionID, p.SessionID)
+					}
+				}
+			default:
+				stateDiff(t, "a top-level row without a waiting descendant", out[i], in[i])
+				// No live descendant waits.
+				for _, c := range in {
+					if c.Activity != ActivityNeedsInput || c.ParentSessionID == "" || in[i].Ended {
+						continue
+					}
+					p, hops := c, 0
+					for p.ParentSessionID != "" && hops <= len(in) {
+						next, ok := byID[p.ParentSessionID]
+						if !ok {
+							break
+						}
+						p, hops = next, hops+1
+					}
+					if p.SessionID == in[i].SessionID {
+						t.Fatalf("%s waits under %s, which does not show it", c.SessionID, p.SessionID)
+					}
+				}
+			}
+		}
+		again := slices.Clone(out)
+		SurfaceChildren(again)
+		for i := range out {
+			stateDiff(t, "a second pass", again[i], out[i])
 		}
 	})
 }

@@ -10,8 +10,10 @@ import (
 	"os"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // checkRoundTrip: a valid event encodes within MaxEventBytes and decodes
@@ -204,6 +206,31 @@ func FuzzFold(f *testing.F) {
 			if !reflect.DeepEqual(p.s, want) {
 				t.Fatalf("live projection != Fold(sorted)\n got %+v\nwant %+v", p.s, want)
 			}
+		}
+	})
+}
+
+// ShownNames reads agent text: it never panics, and what it returns is
+// bounded, valid text in the projection pattern.
+func FuzzShownNames(f *testing.F) {
+	for _, s := range []string{"Agent Flint - fix", "[BLOCKED] - Agent Flint - t\n[DONE] - Agent X.", `"Agent a - b" x`,
+		"**Agent a - b**", "Agent - t", "Agent ", "[DONE] - Agent ", "\xff Agent \xfe - x", "“Agent Flint - t” ok"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		got := ShownNames(text)
+		if len(got) > MaxShownNames {
+			t.Fatalf("%d names", len(got))
+		}
+		seen := map[string]bool{}
+		for _, n := range got {
+			if n == "" || len(n) > MaxShownNameBytes || !utf8.ValidString(n) || strings.ContainsAny(n, "\n") || seen[n] {
+				t.Fatalf("bad candidate %q", n)
+			}
+			if !strings.HasPrefix(n, "Agent ") && !strings.HasPrefix(n, prefixBlocked+"Agent ") && !strings.HasPrefix(n, prefixDone+"Agent ") {
+				t.Fatalf("%q is not a projection", n)
+			}
+			seen[n] = true
 		}
 	})
 }

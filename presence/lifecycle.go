@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -31,25 +32,12 @@ type Declaration struct {
 // they pass, returns the attributes of the event to record. The caller runs
 // the git finalization check for done before recording.
 func Declare(s *State, to TaskState, reason string) (Declaration, error) {
-	switch to {
-	case TaskActive, TaskBlocked, TaskDone:
-	default:
-		return Declaration{}, ErrUnknownState
+	noop, err := checkDeclaration(s, to, reason)
+	if err != nil {
+		return Declaration{}, err
 	}
-	if s.IsSubagent() {
-		return Declaration{}, ErrSubagent
-	}
-	if utf8.RuneCountInString(reason) > MaxReasonChars {
-		return Declaration{}, ErrReasonTooLong
-	}
-	if to == TaskBlocked && reason == "" {
-		return Declaration{}, ErrReasonRequired
-	}
-	if to == s.TaskState && reason == s.LifecycleReason {
+	if noop {
 		return Declaration{Noop: true}, nil
-	}
-	if to == TaskDone && s.Task == "" {
-		return Declaration{}, ErrNoTask
 	}
 	attrs := map[string]any{AttrTaskState: string(to)}
 	if reason != "" {
@@ -61,6 +49,34 @@ func Declare(s *State, to TaskState, reason string) (Declaration, error) {
 		attrs[AttrNameReminted] = true
 	}
 	return Declaration{Attrs: attrs}, nil
+}
+
+// checkDeclaration is the one rule set of a lifecycle change, shared by
+// Declare (before anything is written) and the fold (which ignores a
+// state.task_state event that Declare would have refused). noop reports a
+// declaration that repeats the current state and reason.
+func checkDeclaration(s *State, to TaskState, reason string) (noop bool, err error) {
+	switch to {
+	case TaskActive, TaskBlocked, TaskDone:
+	default:
+		return false, ErrUnknownState
+	}
+	if s.IsSubagent() {
+		return false, ErrSubagent
+	}
+	if utf8.RuneCountInString(reason) > MaxReasonChars {
+		return false, ErrReasonTooLong
+	}
+	if to == TaskBlocked && strings.TrimSpace(reason) == "" {
+		return false, ErrReasonRequired
+	}
+	if to == s.TaskState && reason == s.LifecycleReason {
+		return true, nil
+	}
+	if to == TaskDone && strings.TrimSpace(s.Task) == "" {
+		return false, ErrNoTask
+	}
+	return false, nil
 }
 
 // ProjectName is the human-facing session name for a lifecycle state.
@@ -93,7 +109,8 @@ func (s *State) SessionName() string {
 const MaxHashedReason = 200
 
 // PresenceHash covers what other machines must see change: task, claims,
-// activity, lifecycle, the bounded blocker reason, name and end. It covers
+// activity and what it waits on, lifecycle, the bounded blocker reason,
+// name, repository and branch, and end. It covers
 // no timestamp, so elapsed time never looks like a change.
 func PresenceHash(s *State) string {
 	h := sha256.New()
@@ -110,6 +127,9 @@ func PresenceHash(s *State) string {
 	w(string(s.Activity))
 	w(string(s.TaskState))
 	w(boundRunes(s.BlockerReason, MaxHashedReason))
+	w(s.WaitingOn)
+	w(s.Repo)
+	w(s.Branch)
 	if s.Ended {
 		w("ended")
 	} else {

@@ -114,10 +114,17 @@ func TestCommandStartOnlyDuringOpenTurn(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			prev := fold(c.before...)
 			s := fold(append(c.before, ev(10, TypeCommandStart))...)
 			wantActivity(t, s, c.want)
-			if c.want == ActivityWorking && s.ActivitySource != TypeCommandStart {
+			// Working already: the command is more evidence of the same
+			// value and moves only last_evidence_at.
+			if c.want == ActivityWorking && prev.Activity != ActivityWorking && s.ActivitySource != TypeCommandStart {
 				t.Fatalf("source %q", s.ActivitySource)
+			}
+			if c.want == ActivityWorking && prev.Activity == ActivityWorking &&
+				(s.ActivitySource != prev.ActivitySource || !s.ActivityUpdatedAt.Equal(prev.ActivityUpdatedAt)) {
+				t.Fatalf("repeated working moved activity to %s from %q", s.ActivityUpdatedAt, s.ActivitySource)
 			}
 		})
 	}
@@ -194,10 +201,14 @@ func TestNoiseDoesNotClearNeedsInput(t *testing.T) {
 		})
 	}
 	t.Run("elapsed time", func(t *testing.T) {
+		// The fold reads no clock (TestPresenceReadsNoClock); a reader
+		// asking a day later finds a waiting session still waiting, and
+		// never silent: silence is a working session's.
 		s := fold(base...)
-		time.Sleep(2 * time.Millisecond)
-		check(t, fold(base...))
 		check(t, s)
+		if got := SilentSince(&s, s.ActivityUpdatedAt.Add(24*time.Hour), time.Minute); !got.IsZero() {
+			t.Fatalf("a waiting session is silent since %v", got)
+		}
 		// A persisted heartbeat read much later says the same.
 		b, err := json.Marshal(s)
 		if err != nil {
@@ -254,8 +265,11 @@ func TestInputResolvedClearsMatchingRequestOnly(t *testing.T) {
 	// A resolution with no key cannot be told apart; it counts.
 	s = fold(append(base, ev(3, TypeInputResolved))...)
 	wantActivity(t, s, ActivityWorking)
-	// A request without a key is resolved by any answer.
+	// A request without a key is not answered by a keyed resolution (an
+	// unrelated tool finishing); a keyless answer counts.
 	s = fold(ev(1, TypeUserPromptSubmit), ev(2, TypeInputRequested), ev(3, TypeInputResolved, AttrRequestKey, "perm-9"))
+	wantActivity(t, s, ActivityNeedsInput)
+	s = fold(ev(1, TypeUserPromptSubmit), ev(2, TypeInputRequested), ev(3, TypeInputResolved))
 	wantActivity(t, s, ActivityWorking)
 	// A resolution without a waiting request is no evidence of anything.
 	for _, before := range [][]Event{nil, seq(TypeSessionStart), seq(TypeUserPromptSubmit, TypeTurnStop)} {

@@ -1,6 +1,7 @@
 package presence
 
 import (
+	"strings"
 	"time"
 )
 
@@ -34,9 +35,25 @@ type State struct {
 	Node            string `json:"node,omitempty"`
 	Name            string `json:"name,omitempty"`
 
-	Activity           Activity  `json:"activity"`
-	ActivityUpdatedAt  time.Time `json:"-"`
-	ActivitySource     string    `json:"activity_source,omitempty"`
+	Activity Activity `json:"activity"`
+	// ActivityUpdatedAt is when activity took its current value; repeated
+	// evidence of the same value does not move it. ActivitySource is the
+	// type of the event that gave it that value.
+	ActivityUpdatedAt time.Time `json:"-"`
+	ActivitySource    string    `json:"activity_source,omitempty"`
+	// LastEvidenceAt is the time of the latest event that evidences the
+	// agent acting (see evidenceTypes), whatever the activity.
+	LastEvidenceAt time.Time `json:"-"`
+	// WaitingOn, while activity is needs_input, is what the session waits
+	// on: a tool and a short safe summary ("Bash: git", "Edit src/app.go")
+	// or "question". The wait began at ActivityUpdatedAt.
+	WaitingOn string `json:"waiting_on,omitempty"`
+	// WaitingChild is set by SurfaceChildren, never by the fold: the
+	// subagent session whose input request this top-level session shows.
+	WaitingChild string `json:"waiting_child,omitempty"`
+	// SilentSince is set by readers (see SilentSince), never by the fold:
+	// elapsed time never changes the folded state.
+	SilentSince        time.Time `json:"-"`
 	TaskState          TaskState `json:"task_state"`
 	TaskStateUpdatedAt time.Time `json:"-"`
 	BlockerReason      string    `json:"blocker_reason,omitempty"`
@@ -47,6 +64,9 @@ type State struct {
 	Task                 string   `json:"task,omitempty"`
 	Claims               []string `json:"claims,omitempty"`
 	SuggestedSessionName string   `json:"suggested_session_name,omitempty"`
+	// SessionNameSeenFor is the suggested (or projected) session name the
+	// agent was last seen showing (session_name.seen).
+	SessionNameSeenFor string `json:"session_name_seen_for,omitempty"`
 
 	StartedAt   time.Time `json:"-"`
 	LastEventAt time.Time `json:"-"`
@@ -57,6 +77,10 @@ type State struct {
 	AgentPID      int    `json:"agent_pid,omitempty"`
 	AgentPIDStart uint64 `json:"agent_pid_start,omitempty"`
 	Cwd           string `json:"cwd,omitempty"`
+	// Repo and Branch are where the session runs, from the repo and branch
+	// attributes; Project is what a roster shows.
+	Repo   string `json:"repo,omitempty"`
+	Branch string `json:"branch,omitempty"`
 
 	Events int `json:"events"`
 
@@ -84,3 +108,29 @@ func (s *State) IsSubagent() bool { return s.ParentSessionID != "" }
 
 // Live reports whether the session belongs on the live board.
 func (s *State) Live() bool { return !s.Ended }
+
+// Project is the name of what the session works on: its repository's name,
+// or the last element of its working directory when the repository is
+// unknown.
+func (s *State) Project() string {
+	if s.Repo != "" {
+		return s.Repo
+	}
+	return baseName(s.Cwd)
+}
+
+// baseName is the last element of a slash or backslash separated path,
+// whichever system wrote it.
+func baseName(p string) string {
+	p = strings.TrimRight(p, `/\`)
+	if i := strings.LastIndexAny(p, `/\`); i >= 0 {
+		p = p[i+1:]
+	}
+	return p
+}
+
+// NamePending reports whether a suggested session name exists that the
+// agent has not been seen showing: a re-mint the agent still has to show.
+func (s *State) NamePending() bool {
+	return s.SuggestedSessionName != "" && s.SessionNameSeenFor != s.SuggestedSessionName
+}

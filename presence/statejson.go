@@ -18,6 +18,10 @@ type StateJSON struct {
 	Activity             Activity  `json:"activity"`
 	ActivityUpdatedAt    string    `json:"activity_updated_at,omitempty"`
 	ActivitySource       string    `json:"activity_source,omitempty"`
+	LastEvidenceAt       string    `json:"last_evidence_at,omitempty"`
+	WaitingOn            string    `json:"waiting_on,omitempty"`
+	WaitingChild         string    `json:"waiting_child,omitempty"`
+	SilentSince          string    `json:"silent_since,omitempty"`
 	TaskState            TaskState `json:"task_state"`
 	TaskStateUpdatedAt   string    `json:"task_state_updated_at,omitempty"`
 	BlockerReason        string    `json:"blocker_reason,omitempty"`
@@ -25,6 +29,7 @@ type StateJSON struct {
 	Task                 string    `json:"task,omitempty"`
 	Claims               []string  `json:"claims,omitempty"`
 	SuggestedSessionName string    `json:"suggested_session_name,omitempty"`
+	SessionNameSeenFor   string    `json:"session_name_seen_for,omitempty"`
 	StartedAt            string    `json:"started_at,omitempty"`
 	LastEventAt          string    `json:"last_event_at,omitempty"`
 	Ended                bool      `json:"ended"`
@@ -33,6 +38,9 @@ type StateJSON struct {
 	AgentPID             int       `json:"agent_pid,omitempty"`
 	AgentPIDStart        uint64    `json:"agent_pid_start,omitempty"`
 	Cwd                  string    `json:"cwd,omitempty"`
+	Project              string    `json:"project,omitempty"`
+	Repo                 string    `json:"repo,omitempty"`
+	Branch               string    `json:"branch,omitempty"`
 	Events               int       `json:"events"`
 	OpenTurn             bool      `json:"open_turn,omitempty"`
 	TaskStateDeclared    bool      `json:"task_state_declared,omitempty"`
@@ -47,17 +55,44 @@ func (s State) MarshalJSON() ([]byte, error) { return json.Marshal(s.JSON()) }
 // JSON is the stable JSON form of s as a plain struct.
 func (s State) JSON() StateJSON {
 	return StateJSON{
-		SessionID: s.SessionID, ParentSessionID: s.ParentSessionID, Agent: s.Agent,
-		Node: s.Node, Name: s.Name, SessionName: s.SessionName(),
-		Activity: s.Activity, ActivityUpdatedAt: FormatTime(s.ActivityUpdatedAt),
-		ActivitySource: s.ActivitySource, TaskState: s.TaskState,
-		TaskStateUpdatedAt: FormatTime(s.TaskStateUpdatedAt), BlockerReason: s.BlockerReason,
-		LifecycleReason: s.LifecycleReason, Task: s.Task, Claims: s.Claims,
-		SuggestedSessionName: s.SuggestedSessionName, StartedAt: FormatTime(s.StartedAt),
-		LastEventAt: FormatTime(s.LastEventAt), Ended: s.Ended, EndedAt: FormatTime(s.EndedAt),
-		EndReason: s.EndReason, AgentPID: s.AgentPID, AgentPIDStart: s.AgentPIDStart,
-		Cwd: s.Cwd, Events: s.Events, OpenTurn: s.OpenTurn, TaskStateDeclared: s.TaskStateDeclared, PendingRequests: s.PendingRequests,
-		LastTS: FormatTime(s.LastTS), LastID: s.LastID,
+		SessionID:            s.SessionID,
+		ParentSessionID:      s.ParentSessionID,
+		Agent:                s.Agent,
+		Node:                 s.Node,
+		Name:                 s.Name,
+		SessionName:          s.SessionName(),
+		Activity:             s.Activity,
+		ActivityUpdatedAt:    FormatTime(s.ActivityUpdatedAt),
+		ActivitySource:       s.ActivitySource,
+		LastEvidenceAt:       FormatTime(s.LastEvidenceAt),
+		WaitingOn:            s.WaitingOn,
+		WaitingChild:         s.WaitingChild,
+		SilentSince:          FormatTime(s.SilentSince),
+		TaskState:            s.TaskState,
+		TaskStateUpdatedAt:   FormatTime(s.TaskStateUpdatedAt),
+		BlockerReason:        s.BlockerReason,
+		LifecycleReason:      s.LifecycleReason,
+		Task:                 s.Task,
+		Claims:               s.Claims,
+		SuggestedSessionName: s.SuggestedSessionName,
+		SessionNameSeenFor:   s.SessionNameSeenFor,
+		StartedAt:            FormatTime(s.StartedAt),
+		LastEventAt:          FormatTime(s.LastEventAt),
+		Ended:                s.Ended,
+		EndedAt:              FormatTime(s.EndedAt),
+		EndReason:            s.EndReason,
+		AgentPID:             s.AgentPID,
+		AgentPIDStart:        s.AgentPIDStart,
+		Cwd:                  s.Cwd,
+		Project:              s.Project(),
+		Repo:                 s.Repo,
+		Branch:               s.Branch,
+		Events:               s.Events,
+		OpenTurn:             s.OpenTurn,
+		TaskStateDeclared:    s.TaskStateDeclared,
+		PendingRequests:      s.PendingRequests,
+		LastTS:               FormatTime(s.LastTS),
+		LastID:               s.LastID,
 	}
 }
 
@@ -72,17 +107,42 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		return t
 	}
 	*s = State{
-		SessionID: j.SessionID, ParentSessionID: j.ParentSessionID, Agent: j.Agent,
-		Node: j.Node, Name: j.Name, Activity: j.Activity,
-		ActivityUpdatedAt: pt(j.ActivityUpdatedAt), ActivitySource: j.ActivitySource,
-		TaskState: j.TaskState, TaskStateUpdatedAt: pt(j.TaskStateUpdatedAt),
-		BlockerReason: j.BlockerReason, LifecycleReason: j.LifecycleReason, Task: j.Task,
-		Claims: j.Claims, SuggestedSessionName: j.SuggestedSessionName,
-		StartedAt: pt(j.StartedAt), LastEventAt: pt(j.LastEventAt), Ended: j.Ended,
-		EndedAt: pt(j.EndedAt), EndReason: j.EndReason, AgentPID: j.AgentPID,
-		AgentPIDStart: j.AgentPIDStart, Cwd: j.Cwd, Events: j.Events,
-		OpenTurn: j.OpenTurn, TaskStateDeclared: j.TaskStateDeclared, PendingRequests: j.PendingRequests,
-		LastTS: pt(j.LastTS), LastID: j.LastID,
+		SessionID:            j.SessionID,
+		ParentSessionID:      j.ParentSessionID,
+		Agent:                j.Agent,
+		Node:                 j.Node,
+		Name:                 j.Name,
+		Activity:             j.Activity,
+		ActivityUpdatedAt:    pt(j.ActivityUpdatedAt),
+		ActivitySource:       j.ActivitySource,
+		LastEvidenceAt:       pt(j.LastEvidenceAt),
+		WaitingOn:            j.WaitingOn,
+		WaitingChild:         j.WaitingChild,
+		SilentSince:          pt(j.SilentSince),
+		TaskState:            j.TaskState,
+		TaskStateUpdatedAt:   pt(j.TaskStateUpdatedAt),
+		BlockerReason:        j.BlockerReason,
+		LifecycleReason:      j.LifecycleReason,
+		Task:                 j.Task,
+		Claims:               j.Claims,
+		SuggestedSessionName: j.SuggestedSessionName,
+		SessionNameSeenFor:   j.SessionNameSeenFor,
+		StartedAt:            pt(j.StartedAt),
+		LastEventAt:          pt(j.LastEventAt),
+		Ended:                j.Ended,
+		EndedAt:              pt(j.EndedAt),
+		EndReason:            j.EndReason,
+		AgentPID:             j.AgentPID,
+		AgentPIDStart:        j.AgentPIDStart,
+		Cwd:                  j.Cwd,
+		Repo:                 j.Repo, // project is derived: Repo, or the cwd's base name
+		Branch:               j.Branch,
+		Events:               j.Events,
+		OpenTurn:             j.OpenTurn,
+		TaskStateDeclared:    j.TaskStateDeclared,
+		PendingRequests:      j.PendingRequests,
+		LastTS:               pt(j.LastTS),
+		LastID:               j.LastID,
 	}
 	// An older heartbeat may lack an axis: the seed's compatibility
 	// defaults, as NewState gives them.

@@ -46,6 +46,20 @@ type Result struct {
 	// WantsContext is true when the agent accepts additionalContext on
 	// this event (prompt-time peer context).
 	WantsContext bool
+	// StopHookActive is true when the agent runs this Stop hook again
+	// because an earlier Stop hook blocked the stop: the hook must not
+	// block again, or it could loop.
+	StopHookActive bool
+}
+
+// Reply is what the node gives a hook to answer its agent with.
+type Reply struct {
+	// Context is the prompt-time peer context to inject ("" for none).
+	Context string
+	// PendingName is a re-minted session name the agent has not shown yet
+	// and has not been asked to show ("" for none). An adapter whose agent
+	// can be asked at its stop asks for it there.
+	PendingName string
 }
 
 // Adapter maps one agent's native hook JSON to canonical events.
@@ -54,7 +68,7 @@ type Adapter interface {
 	Name() string
 	// Decode maps one invocation. Unknown events and fields are tolerated.
 	Decode(in Input) (Result, error)
-	// Output is what the hook prints to stdout for res, given the peer
-	// context to inject ("" for none). Most events print nothing.
-	Output(res Result, context string) []byte
+	// Output is what the hook prints to stdout for res, given the node's
+	// reply. Most events print nothing.
+	Output(res Result, reply Reply) []byte
 }

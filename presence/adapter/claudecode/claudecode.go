@@ -28,12 +28,12 @@ type claudeCode struct{ m claudelike.Mapper }
 
 // New returns the Claude Code adapter.
 func New() adapter.Adapter {
-	return claudeCode{claudelike.Mapper{Agent: Name, Claims: writeClaims}}
+	return claudeCode{claudelike.Mapper{Agent: Name, Claims: writeClaims, StopNames: true}}
 }
 
-func (claudeCode) Name() string                                      { return Name }
-func (a claudeCode) Decode(in adapter.Input) (adapter.Result, error) { return a.m.Decode(in) }
-func (claudeCode) Output(res adapter.Result, ctx string) []byte      { return claudelike.Output(res, ctx) }
+func (claudeCode) Name() string                                        { return Name }
+func (a claudeCode) Decode(in adapter.Input) (adapter.Result, error)   { return a.m.Decode(in) }
+func (a claudeCode) Output(res adapter.Result, r adapter.Reply) []byte { return a.m.Output(res, r) }
 
 // writeClaims names the file a Write, Edit, MultiEdit or NotebookEdit call
 // writes.

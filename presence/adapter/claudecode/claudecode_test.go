@@ -37,6 +37,11 @@ const (
 	noteAuth     = `{` + common + `,"hook_event_name":"Notification","message":"SECRET signed in","notification_type":"auth_success"}`
 	elicitation  = `{` + common + `,"hook_event_name":"Elicitation","mcp_server_name":"github","message":"SECRET Which repository?","requested_schema":{"type":"object","properties":{"repo":{"type":"string"}}}}`
 	stop         = `{` + common + `,"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"SECRET Done: rounding fixed."}`
+	stopAgain    = `{` + common + `,"hook_event_name":"Stop","stop_hook_active":true,"last_assistant_message":"SECRET"}`
+	permEdit     = `{` + common + `,"hook_event_name":"PermissionRequest","tool_name":"Edit","tool_input":{"file_path":"/home/ana/shop/src/app.go","old_string":"SECRET","new_string":"SECRET2"}}`
+	permEnvBash  = `{` + common + `,"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"TOKEN=SECRET curl https://x"}}`
+	permGit      = `{` + common + `,"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"/usr/bin/git push origin SECRET"}}`
+	permMCP      = `{` + common + `,"hook_event_name":"PermissionRequest","tool_name":"mcp__github__create_issue","tool_input":{"title":"SECRET"}}`
 	stopFailure  = `{` + common + `,"hook_event_name":"StopFailure","error":"rate_limit","error_details":"SECRET 429","last_assistant_message":"SECRET"}`
 	subStart     = `{` + common + `,"hook_event_name":"SubagentStart","agent_id":"` + child + `","agent_type":"Explore"}`
 	subPre       = `{` + common + `,"hook_event_name":"PreToolUse","agent_id":"` + child + `","agent_type":"Explore","tool_name":"Write","tool_input":{"file_path":"notes/explore.md","content":"SECRET"},"tool_use_id":"toolu_09"}`
@@ -51,6 +56,8 @@ const (
 )
 
 var cwd = map[string]any{presence.AttrCwd: "/home/ana/shop"}
+
+const transcript = "/home/ana/.claude/projects/-home-ana-shop/8a1f0c2e-5b7d-4e21-9c3a-0d6e2f4b1a77.jsonl"
 
 func attrs(kv ...any) map[string]any {
 	m := map[string]any{}
@@ -81,7 +88,7 @@ func cases(t *testing.T) []at.Case {
 		{Name: "SessionStart", Payload: sessionStart, Native: "SessionStart", Session: sid,
 			Events: []at.Want{{Type: presence.TypeSessionStart, Session: sid, Attrs: attrs("source", "startup", "cwd", "/home/ana/shop")}}},
 		{Name: "UserPromptSubmit", Payload: promptSubmit, Native: "UserPromptSubmit", Session: sid, Wants: true,
-			Events:  []at.Want{{Type: presence.TypeUserPromptSubmit, Session: sid, Attrs: cwd}},
+			Events:  []at.Want{{Type: presence.TypeUserPromptSubmit, Session: sid, Attrs: attrs("cwd", "/home/ana/shop", "transcript_path", transcript)}},
 			Context: "peer: bo is editing cart/tax.go",
 			Output:  `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"peer: bo is editing cart/tax.go"}}` + "\n"},
 		{Name: "UserPromptSubmit without context prints nothing", Payload: promptSubmit, Native: "UserPromptSubmit", Session: sid, Wants: true,
@@ -110,7 +117,15 @@ func cases(t *testing.T) []at.Case {
 				{Type: presence.TypeClaimWrite, Session: sid, Attrs: attrs("paths", []string{"/home/ana/shop/analysis.ipynb"})},
 			}},
 		{Name: "PermissionRequest", Payload: permRequest, Native: "PermissionRequest", Session: sid,
-			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("tool", "Bash", "request_key", k)}}},
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("tool", "Bash", "request_key", k, "summary", "Bash: rm")}}},
+		{Name: "PermissionRequest for an edit names the file", Payload: permEdit, Native: "PermissionRequest", Session: sid,
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("tool", "Edit", "summary", "Edit src/app.go")}}},
+		{Name: "PermissionRequest never shows a variable", Payload: permEnvBash, Native: "PermissionRequest", Session: sid,
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("summary", "Bash")}}},
+		{Name: "PermissionRequest shows the program's name", Payload: permGit, Native: "PermissionRequest", Session: sid,
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("summary", "Bash: git")}}},
+		{Name: "PermissionRequest for an MCP tool", Payload: permMCP, Native: "PermissionRequest", Session: sid,
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("summary", "mcp__github__create_issue")}}},
 		{Name: "PostToolUse resolves the same call", Payload: postBash, Native: "PostToolUse", Session: sid,
 			Events: []at.Want{
 				{Type: presence.TypeToolPostUse, Session: sid, Attrs: attrs("tool", "Bash", "request_key", nil)},
@@ -127,7 +142,7 @@ func cases(t *testing.T) []at.Case {
 				{Type: presence.TypeTurnStop, Session: sid, Attrs: attrs("reason", "interrupt")},
 			}},
 		{Name: "Notification permission_prompt", Payload: notePerm, Native: "Notification", Session: sid,
-			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("notification_type", "permission_prompt", "request_key", nil)}}},
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("notification_type", "permission_prompt", "request_key", nil, "summary", "question")}}},
 		{Name: "Notification elicitation_dialog", Payload: noteElicit, Native: "Notification", Session: sid,
 			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid}}},
 		{Name: "Notification idle_prompt is narration", Payload: noteIdle, Native: "Notification", Session: sid,
@@ -135,11 +150,18 @@ func cases(t *testing.T) []at.Case {
 		{Name: "Notification auth_success is narration", Payload: noteAuth, Native: "Notification", Session: sid,
 			Events: []at.Want{{Type: presence.TypeNarration, Session: sid}}},
 		{Name: "Elicitation", Payload: elicitation, Native: "Elicitation", Session: sid,
-			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("request_key", nil)}}},
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("request_key", nil, "summary", "question")}}},
 		{Name: "Stop", Payload: stop, Native: "Stop", Session: sid,
-			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid, Attrs: attrs("reason", nil)}}},
+			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid, Attrs: attrs("reason", nil, "transcript_path", transcript)}}},
+		{Name: "Stop with a pending name asks for it", Payload: stop, Native: "Stop", Session: sid,
+			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid}}, Context: "peers", PendingName: "[BLOCKED] - Agent Flint - fix rounding",
+			Output: `{"decision":"block","reason":"harn: this session has a new name. Before you stop, show this session name: [BLOCKED] - Agent Flint - fix rounding (one line, exactly as written, so that the operator sees it), then stop."}` + "\n"},
+		{Name: "Stop after a block never blocks again", Payload: stopAgain, Native: "Stop", Session: sid,
+			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid}}, PendingName: "Agent Flint - fix rounding", Output: ""},
+		{Name: "a pending name outside Stop prints nothing", Payload: preBash, Native: "PreToolUse", Session: sid,
+			Events: []at.Want{{Type: presence.TypeToolPreUse, Session: sid}}, PendingName: "Agent Flint - fix rounding", Output: ""},
 		{Name: "StopFailure", Payload: stopFailure, Native: "StopFailure", Session: sid,
-			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid, Attrs: attrs("error", "rate_limit")}}},
+			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid, Attrs: attrs("error", "rate_limit", "transcript_path", transcript)}}, PendingName: "x"},
 		{Name: "SubagentStart", Payload: subStart, Native: "SubagentStart", Session: child,
 			Events: []at.Want{{Type: presence.TypeSubagentStart, Session: child, Parent: sid, Attrs: attrs("agent_type", "Explore")}}},
 		{Name: "tool inside a subagent belongs to the child", Payload: subPre, Native: "PreToolUse", Session: child,
@@ -222,6 +244,19 @@ func TestFold(t *testing.T) {
 		{Payload: postInterr, Want: presence.ActivityIdle},
 		{Payload: sessionEnd, Want: presence.ActivityIdle},
 	})
+	// A keyless request (an MCP elicitation) is not answered by a tool
+	// finishing; the next tool call or the stop ends it.
+	at.Fold(t, claudecode.New(), sid, []at.Step{
+		{Payload: promptSubmit, Want: presence.ActivityWorking},
+		{Payload: elicitation, Want: presence.ActivityNeedsInput},
+		{Payload: noteElicit, Want: presence.ActivityNeedsInput},
+		{Payload: postOther, Want: presence.ActivityNeedsInput},
+		{Payload: postBash, Want: presence.ActivityNeedsInput},
+		{Payload: preBash, Want: presence.ActivityWorking},
+		{Payload: notePerm, Want: presence.ActivityNeedsInput},
+		{Payload: postOther, Want: presence.ActivityNeedsInput},
+		{Payload: stop, Want: presence.ActivityIdle},
+	})
 	// The subagent's own session: started idle, working on its tool, idle
 	// when it stops.
 	at.Fold(t, claudecode.New(), child, []at.Step{
@@ -265,7 +300,7 @@ func TestEvents(t *testing.T) {
 var seeds = []string{
 	sessionStart, promptSubmit, preBash, preWrite, preEditRel, preMulti, preNotebook, permRequest,
 	postBash, postOther, postFail, postInterr, notePerm, noteIdle, noteElicit, noteAuth, elicitation,
-	stop, stopFailure, subStart, subPre, subStop, preCompact, postCompact, sessionEnd, unknown,
+	stop, stopAgain, permEdit, permEnvBash, permGit, permMCP, stopFailure, subStart, subPre, subStop, preCompact, postCompact, sessionEnd, unknown,
 	unknownField, minimal, wrongTypes, "", "null", `{"session_id":"a/b","hook_event_name":"Stop"}`,
 }
 

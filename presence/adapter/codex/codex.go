@@ -39,11 +39,9 @@ func New() adapter.Adapter {
 	return hooks{claudelike.Mapper{Agent: Name, Claims: patchClaims}}
 }
 
-func (hooks) Name() string                                      { return Name }
-func (a hooks) Decode(in adapter.Input) (adapter.Result, error) { return a.m.Decode(in) }
-func (hooks) Output(res adapter.Result, context string) []byte {
-	return claudelike.Output(res, context)
-}
+func (hooks) Name() string                                        { return Name }
+func (a hooks) Decode(in adapter.Input) (adapter.Result, error)   { return a.m.Decode(in) }
+func (a hooks) Output(res adapter.Result, r adapter.Reply) []byte { return a.m.Output(res, r) }
 
 // patchClaims names the files an apply_patch call adds, updates, deletes or
 // moves to. Codex passes the patch text in tool_input.command (a string, or
@@ -114,8 +112,8 @@ type notify struct{}
 // is the last argument and stdin is ignored.
 func NewNotify() adapter.Adapter { return notify{} }
 
-func (notify) Name() string                         { return NotifyName }
-func (notify) Output(adapter.Result, string) []byte { return nil }
+func (notify) Name() string                                { return NotifyName }
+func (notify) Output(adapter.Result, adapter.Reply) []byte { return nil }
 
 // Decode maps a notify payload: agent-turn-complete is turn.stop for the
 // thread; other types are stored as coordination.command.

@@ -38,6 +38,9 @@ const (
 	unknown      = `{` + common + `,"hook_event_name":"TaskRequested","future":true}`
 	minimal      = `{"session_id":"` + sid + `","hook_event_name":"Stop"}`
 
+	permApply     = `{` + common + `,` + turn + `,"hook_event_name":"PermissionRequest","tool_name":"apply_patch","tool_input":{"command":["apply_patch","*** Begin Patch\n*** Update File: cart/total.go\n-SECRET\n*** End Patch"]}}`
+	permArgv      = `{` + common + `,` + turn + `,"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":["SECRET=x","make"]}}`
+	transcript    = "/home/ana/.codex/sessions/2026/08/12/rollout-2026-08-12T10-02-00-" + sid + ".jsonl"
 	notifyTurn    = `{"type":"agent-turn-complete","thread-id":"` + sid + `","turn-id":"12","cwd":"/home/ana/shop","input-messages":["SECRET prompt"],"last-assistant-message":"SECRET answer"}`
 	notifyUnknown = `{"type":"approval-requested","thread-id":"` + sid + `","cwd":"/home/ana/shop"}`
 )
@@ -76,7 +79,7 @@ func TestDecode(t *testing.T) {
 		{Name: "SessionStart", Payload: sessionStart, Native: "SessionStart", Session: sid,
 			Events: []at.Want{{Type: presence.TypeSessionStart, Session: sid, Attrs: attrs("source", "startup", "cwd", "/home/ana/shop")}}},
 		{Name: "UserPromptSubmit", Payload: promptSubmit, Native: "UserPromptSubmit", Session: sid, Wants: true,
-			Events:  []at.Want{{Type: presence.TypeUserPromptSubmit, Session: sid}},
+			Events:  []at.Want{{Type: presence.TypeUserPromptSubmit, Session: sid, Attrs: attrs("transcript_path", transcript)}},
 			Context: "peer context",
 			Output:  `{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"peer context"}}` + "\n"},
 		{Name: "PreToolUse Bash", Payload: preBash, Native: "PreToolUse", Session: sid,
@@ -104,8 +107,12 @@ func TestDecode(t *testing.T) {
 		{Name: "apply_patch without headers claims nothing", Payload: applyWith("*** Begin Patch\n*** End Patch"), Native: "PreToolUse", Session: sid,
 			Events: []at.Want{{Type: presence.TypeToolPreUse, Session: sid}}},
 		{Name: "PermissionRequest", Payload: permRequest, Native: "PermissionRequest", Session: sid,
-			Events:  []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("tool", "Bash", "request_key", k)}},
+			Events:  []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("tool", "Bash", "request_key", k, "summary", "Bash: git")}},
 			Context: "ctx", Output: ""},
+		{Name: "PermissionRequest for a patch names its first file", Payload: permApply, Native: "PermissionRequest", Session: sid,
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("tool", "apply_patch", "summary", "apply_patch cart/total.go")}}},
+		{Name: "PermissionRequest with an argv never shows a variable", Payload: permArgv, Native: "PermissionRequest", Session: sid,
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("summary", "Bash")}}},
 		{Name: "PostToolUse resolves", Payload: postBash, Native: "PostToolUse", Session: sid,
 			Events: []at.Want{
 				{Type: presence.TypeToolPostUse, Session: sid},
@@ -122,7 +129,8 @@ func TestDecode(t *testing.T) {
 		{Name: "SubagentStop", Payload: subStop, Native: "SubagentStop", Session: child,
 			Events: []at.Want{{Type: presence.TypeSubagentStop, Session: child, Parent: sid}}},
 		{Name: "Stop", Payload: stop, Native: "Stop", Session: sid,
-			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid}}},
+			Events:      []at.Want{{Type: presence.TypeTurnStop, Session: sid, Attrs: attrs("transcript_path", transcript)}},
+			PendingName: "Agent Flint - t", Output: ""},
 		{Name: "SessionEnd", Payload: sessionEnd, Native: "SessionEnd", Session: sid,
 			Events: []at.Want{{Type: presence.TypeSessionEnd, Session: sid, Attrs: attrs("reason", "exit")}}},
 		{Name: "unknown event", Payload: unknown, Native: "TaskRequested", Session: sid,
@@ -221,7 +229,7 @@ func TestEvents(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	seeds := []string{sessionStart, promptSubmit, preBash, applyWith(patch), applyWith([]string{"apply_patch", patch}),
+	seeds := []string{sessionStart, promptSubmit, permApply, permArgv, preBash, applyWith(patch), applyWith([]string{"apply_patch", patch}),
 		permRequest, postBash, postTests, preCompact, postCompact, subStart, subPre, subStop, stop, sessionEnd,
 		unknown, minimal, notifyTurn, notifyUnknown, "", "{}"}
 	at.Fuzz(f, []adapter.Adapter{codex.New(), codex.NewNotify()}, seeds)

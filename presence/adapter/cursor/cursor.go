@@ -72,13 +72,9 @@ func (cursor) Decode(in adapter.Input) (adapter.Result, error) {
 	if in.Now.IsZero() {
 		return adapter.Result{}, hookkit.ErrNoClock
 	}
-	p, err := hookkit.Parse(in.Stdin)
+	p, native, err := hookkit.Begin(in.Stdin)
 	if err != nil {
 		return adapter.Result{}, err
-	}
-	native := p.Str("hook_event_name")
-	if native == "" {
-		return adapter.Result{}, hookkit.Malformed("hook_event_name is missing; the payload names no event")
 	}
 	conv, field := p.Str("conversation_id"), "conversation_id"
 	if conv == "" {
@@ -147,7 +143,14 @@ func (cursor) Decode(in adapter.Input) (adapter.Result, error) {
 		add(presence.TypeToolPostUse, map[string]any{presence.AttrTool: toolEdit})
 		path := hookkit.CleanPath(b.Cwd, p.Str("file_path"))
 		b.AddClaims(session, parent, []string{path}, map[string]any{presence.AttrTool: toolEdit})
-	case AfterAgentResponse, AfterAgentThought:
+	case AfterAgentResponse:
+		add(presence.TypeOutputChunk, nil)
+		// The session names the agent shows in its answer (only its own
+		// counts, which the fold decides).
+		for _, n := range presence.ShownNames(p.Str("text") + "\n" + p.Str("agent_message")) {
+			add(presence.TypeSessionNameSeen, map[string]any{presence.AttrName: n})
+		}
+	case AfterAgentThought:
 		add(presence.TypeOutputChunk, nil)
 	case Stop:
 		add(presence.TypeTurnStop, map[string]any{presence.AttrReason: hookkit.Reason(p.Str("status"))})
@@ -174,7 +177,8 @@ func (cursor) Decode(in adapter.Input) (adapter.Result, error) {
 // gives no answer (its hooks fail open), while an explicit "allow" could
 // skip the approval the user configured: a presence hook must neither deny
 // nor approve.
-func (cursor) Output(res adapter.Result, context string) []byte {
+func (cursor) Output(res adapter.Result, reply adapter.Reply) []byte {
+	context := reply.Context
 	var v any
 	switch res.Native {
 	case SessionStart:

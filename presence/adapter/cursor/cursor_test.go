@@ -1,7 +1,9 @@
 package cursor_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
@@ -29,6 +31,9 @@ const (
 	fileEdit     = `{` + common + `,"hook_event_name":"afterFileEdit","file_path":"/home/ana/shop/cart/tax.go","edits":[{"old_string":"SECRET a","new_string":"SECRET b"}]}`
 	fileEditRel  = `{` + common + `,"hook_event_name":"afterFileEdit","file_path":"cart/./round.go","edits":[]}`
 	response     = `{` + common + `,"hook_event_name":"afterAgentResponse","text":"SECRET Done."}`
+	named        = `{` + common + `,"hook_event_name":"afterAgentResponse","text":"Done. Session name: **[BLOCKED] - Agent Flint - add tax rounding**\nPeer: Agent Sable - docs"}`
+	namedMsg     = `{` + common + `,"hook_event_name":"afterAgentResponse","agent_message":"Agent Flint - add tax rounding"}`
+	namedThought = `{` + common + `,"hook_event_name":"afterAgentThought","text":"Agent Flint - add tax rounding"}`
 	thought      = `{` + common + `,"hook_event_name":"afterAgentThought","text":"SECRET thinking","duration_ms":5000}`
 	stop         = `{` + common + `,"hook_event_name":"stop","status":"completed","loop_count":0}`
 	stopAborted  = `{` + common + `,"hook_event_name":"stop","status":"aborted","loop_count":0}`
@@ -107,6 +112,24 @@ func TestDecode(t *testing.T) {
 		{Name: "missing optional fields", Payload: minimal, Native: "stop", Session: conv,
 			Events: []at.Want{{Type: presence.TypeTurnStop, Session: conv, Attrs: attrs("cwd", nil, "reason", nil)}}},
 		{Name: "empty", Payload: "", Err: true},
+		{Name: "afterAgentResponse shows session names", Payload: named, Native: "afterAgentResponse", Session: conv,
+			Events: []at.Want{
+				{Type: presence.TypeOutputChunk, Session: conv},
+				{Type: presence.TypeSessionNameSeen, Session: conv, Attrs: attrs("name", "[BLOCKED] - Agent Flint - add tax rounding**")},
+				{Type: presence.TypeSessionNameSeen, Session: conv, Attrs: attrs("name", "[BLOCKED] - Agent Flint - add tax rounding")},
+				{Type: presence.TypeSessionNameSeen, Session: conv, Attrs: attrs("name", "Agent Sable - docs")},
+			}},
+		{Name: "agent_message shows a session name", Payload: namedMsg, Native: "afterAgentResponse", Session: conv,
+			Events: []at.Want{
+				{Type: presence.TypeOutputChunk, Session: conv},
+				{Type: presence.TypeSessionNameSeen, Session: conv, Attrs: attrs("name", "Agent Flint - add tax rounding")},
+			}},
+		{Name: "a thought shows nothing", Payload: namedThought, Native: "afterAgentThought", Session: conv,
+			Events: []at.Want{{Type: presence.TypeOutputChunk, Session: conv}}},
+		{Name: "a response without names", Payload: response, Native: "afterAgentResponse", Session: conv,
+			Events: []at.Want{{Type: presence.TypeOutputChunk, Session: conv}}},
+		{Name: "stop never blocks for a name", Payload: stop, Native: "stop", Session: conv,
+			Events: []at.Want{{Type: presence.TypeTurnStop, Session: conv}}, PendingName: "Agent Flint - t"},
 		{Name: "invalid JSON", Payload: `{"conversation_id":`, Err: true},
 		{Name: "no conversation", Payload: `{"hook_event_name":"stop","status":"completed","workspace_roots":["/x"]}`, Err: true},
 		{Name: "subagentStart without subagent_id", Payload: `{` + common + `,"hook_event_name":"subagentStart"}`, Err: true},
@@ -147,6 +170,28 @@ func TestFold(t *testing.T) {
 	})
 }
 
+// The name Cursor's agent shows ends a pending re-mint; a peer's does not.
+func TestNameSeenFromResponse(t *testing.T) {
+	lc := presence.Event{ID: "0", SessionID: conv, Type: presence.TypeTaskState, TS: at.Now.Add(-time.Second), Attrs: map[string]any{
+		presence.AttrTaskState: "blocked", presence.AttrReason: "waiting", presence.AttrSuggestedName: "[BLOCKED] - Agent Flint - add tax rounding"}}
+	evs := []presence.Event{lc}
+	res, err := cursor.New().Decode(at.Input(named))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, e := range res.Events {
+		e.ID = fmt.Sprint(i + 1)
+		evs = append(evs, e)
+	}
+	if before := presence.Fold(evs[:1]); !before.NamePending() {
+		t.Fatal("the re-mint is not pending")
+	}
+	s := presence.Fold(evs)
+	if s.NamePending() || s.SessionNameSeenFor != "[BLOCKED] - Agent Flint - add tax rounding" {
+		t.Fatalf("after the response: pending %v, seen %q", s.NamePending(), s.SessionNameSeenFor)
+	}
+}
+
 func TestEvents(t *testing.T) {
 	for _, ev := range cursor.Events() {
 		res, err := cursor.New().Decode(at.Input(`{` + common + `,"hook_event_name":"` + ev + `","subagent_id":"` + child + `"}`))
@@ -160,7 +205,7 @@ func TestEvents(t *testing.T) {
 }
 
 var seeds = []string{sessionStart, sessionEnd, submit, preTool, postTool, postFail, beforeShell, afterShell,
-	beforeMCP, afterMCP, beforeRead, fileEdit, fileEditRel, response, thought, stop, stopAborted, subStart,
+	beforeMCP, afterMCP, beforeRead, fileEdit, fileEditRel, response, named, namedMsg, namedThought, thought, stop, stopAborted, subStart,
 	subStop, unknown, minimal, startOnlyID, "", "[]"}
 
 func FuzzDecode(f *testing.F) {

@@ -4,6 +4,8 @@
 package gemini
 
 import (
+	"encoding/json"
+
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/internal/hookkit"
@@ -44,13 +46,9 @@ func (gemini) Name() string { return Name }
 
 // Decode maps one Gemini hook invocation.
 func (gemini) Decode(in adapter.Input) (adapter.Result, error) {
-	p, err := hookkit.Parse(in.Stdin)
+	p, native, err := hookkit.Begin(in.Stdin)
 	if err != nil {
 		return adapter.Result{}, err
-	}
-	native := p.Str("hook_event_name")
-	if native == "" {
-		return adapter.Result{}, hookkit.Malformed("hook_event_name is missing; the payload names no event")
 	}
 	session := p.Str("session_id")
 	if err := hookkit.CheckSession("session_id", session); err != nil {
@@ -63,12 +61,15 @@ func (gemini) Decode(in adapter.Input) (adapter.Result, error) {
 	b := hookkit.NewBuilder(Name, native, ts, p.Str("cwd"), in)
 	add := func(typ string, attrs map[string]any) { b.Add(typ, session, "", attrs) }
 	tool := hookkit.Text(p.Str("tool_name"), presence.MaxAttrStringLen)
+	wants := false
 
 	switch native {
 	case SessionStart:
 		add(presence.TypeSessionStart, map[string]any{presence.AttrSource: hookkit.Text(p.Str("source"), presence.MaxTypeLen)})
+		wants = true
 	case BeforeAgent:
 		add(presence.TypeUserPromptSubmit, nil)
+		wants = true
 	case BeforeTool:
 		add(presence.TypeToolPreUse, map[string]any{presence.AttrTool: tool})
 	case AfterTool:
@@ -88,9 +89,13 @@ func (gemini) Decode(in adapter.Input) (adapter.Result, error) {
 		// command); only when they name the tool and its arguments as
 		// AfterTool does can the request be keyed. Unkeyed, any later
 		// AfterTool resolves it.
-		if d := p.Obj("details"); d.Str("tool_name") != "" && d.Raw("tool_input") != nil {
+		d := p.Obj("details")
+		if d.Str("tool_name") != "" && d.Raw("tool_input") != nil {
 			attrs[presence.AttrTool] = hookkit.Text(d.Str("tool_name"), presence.MaxAttrStringLen)
 			attrs[presence.AttrRequestKey] = hookkit.RequestKey(in.Digest, d.Str("tool_name"), d.Raw("tool_input"))
+			attrs[presence.AttrSummary] = hookkit.Summary(b.Cwd, d.Str("tool_name"), d.Raw("tool_input"), nil)
+		} else {
+			attrs[presence.AttrSummary] = confirmationSummary(b.Cwd, d)
 		}
 		add(presence.TypeInputRequested, attrs)
 	case AfterAgent:
@@ -104,12 +109,55 @@ func (gemini) Decode(in adapter.Input) (adapter.Result, error) {
 	default:
 		add(presence.TypeCoordination, nil)
 	}
-	return b.Result(session, false)
+	return b.Result(session, wants)
 }
 
-// Output is always the empty object: Gemini parses a successful hook's
+// confirmationSummary says what a keyless ToolPermission waits on, from
+// Gemini's confirmation details: "Shell: <root command>" for a command,
+// "Edit <path>" for an edit, the MCP tool's name, else a question.
+func confirmationSummary(cwd string, d hookkit.Payload) string {
+	switch d.Str("type") {
+	case "exec":
+		if w := hookkit.CommandWord(d.Str("rootCommand")); w != "" {
+			return "Shell: " + w
+		}
+		return "Shell"
+	case "edit":
+		if p := hookkit.ShortPath(cwd, d.Str("filePath")); p != "" {
+			return "Edit " + p
+		}
+		return "Edit"
+	case "mcp":
+		if t := hookkit.Summary(cwd, d.Str("toolName"), nil, nil); t != "" {
+			return t
+		}
+		return "MCP"
+	}
+	return presence.WaitingQuestion
+}
+
+type contextOutput struct {
+	HookSpecificOutput struct {
+		HookEventName     string `json:"hookEventName"`
+		AdditionalContext string `json:"additionalContext"`
+	} `json:"hookSpecificOutput"`
+}
+
+// Output is the empty object, or, on SessionStart and BeforeAgent with peer
+// context, {"hookSpecificOutput":{"hookEventName":…,"additionalContext":…}}:
+// Gemini appends that text to the prompt of the turn (BeforeAgent) or puts
+// it first in the history (SessionStart). Gemini parses a successful hook's
 // stdout as JSON, and some versions read stderr as the hook's message when
-// stdout is empty. {} carries no decision, so it never blocks.
-func (gemini) Output(adapter.Result, string) []byte {
-	return []byte("{}\n")
+// stdout is empty; neither answer carries a decision, so it never blocks.
+func (gemini) Output(res adapter.Result, reply adapter.Reply) []byte {
+	if reply.Context == "" || (res.Native != SessionStart && res.Native != BeforeAgent) {
+		return []byte("{}\n")
+	}
+	var out contextOutput
+	out.HookSpecificOutput.HookEventName, out.HookSpecificOutput.AdditionalContext = res.Native, reply.Context
+	b, err := json.Marshal(out)
+	if err != nil {
+		return []byte("{}\n")
+	}
+	return append(b, '\n')
 }

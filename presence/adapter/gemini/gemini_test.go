@@ -30,6 +30,9 @@ var (
 	beforeAgent  = ev("BeforeAgent", 1, `"prompt":"SECRET add rounding"`)
 	beforeShell  = ev("BeforeTool", 2, `"tool_name":"run_shell_command","tool_input":{"command":"SECRET=1 npm test","description":"Run tests"}`)
 	permExec     = ev("Notification", 3, `"notification_type":"ToolPermission","message":"SECRET Tool Run shell command requires execution","details":{"type":"exec","title":"Confirm Shell Command","command":"SECRET=1 npm test","rootCommand":"npm"}`)
+	permEdit     = ev("Notification", 3, `"notification_type":"ToolPermission","message":"SECRET","details":{"type":"edit","title":"Confirm Edit: SECRET","fileName":"total.go","filePath":"/home/ana/shop/cart/total.go","fileDiff":"+SECRET"}`)
+	permMCP      = ev("Notification", 3, `"notification_type":"ToolPermission","message":"SECRET","details":{"type":"mcp","title":"SECRET","serverName":"github","toolName":"create_issue","toolDisplayName":"Create issue"}`)
+	permAsk      = ev("Notification", 3, `"notification_type":"ToolPermission","message":"SECRET","details":{"type":"ask_user","title":"Ask User"}`)
 	permKeyed    = ev("Notification", 3, `"notification_type":"ToolPermission","message":"SECRET","details":{"tool_name":"run_shell_command","tool_input":{"description":"Run tests","command":"SECRET=1 npm test"}}`)
 	afterShell   = ev("AfterTool", 4, `"tool_name":"run_shell_command","tool_input":{"command":"SECRET=1 npm test","description":"Run tests"},"tool_response":{"llmContent":"SECRET 12 passing","returnDisplay":"SECRET"}`)
 	afterRead    = ev("AfterTool", 4, `"tool_name":"read_file","tool_input":{"absolute_path":"/home/ana/shop/a.go"},"tool_response":{"llmContent":"SECRET"}`)
@@ -70,15 +73,29 @@ func TestDecode(t *testing.T) {
 	at.Run(t, gemini.New(), "gemini", []at.Case{
 		{Name: "SessionStart", Payload: sessionStart, Native: "SessionStart", Session: sid, TS: at0(0),
 			Events: []at.Want{{Type: presence.TypeSessionStart, Session: sid, Attrs: attrs("source", "startup", "cwd", "/home/ana/shop")}},
-			Output: "{}\n"},
-		{Name: "BeforeAgent", Payload: beforeAgent, Native: "BeforeAgent", Session: sid, TS: at0(1),
-			Events: []at.Want{{Type: presence.TypeUserPromptSubmit, Session: sid}}, Context: "ctx", Output: "{}\n"},
+			Wants:  true, Output: "{}\n"},
+		{Name: "SessionStart with peer context", Payload: sessionStart, Native: "SessionStart", Session: sid, TS: at0(0),
+			Events: []at.Want{{Type: presence.TypeSessionStart, Session: sid}}, Wants: true, Context: "peers <b>",
+			Output: `{"hookSpecificOutput":{"hookEventName":"SessionStart","additionalContext":"peers \u003cb\u003e"}}` + "\n"},
+		{Name: "BeforeAgent with peer context", Payload: beforeAgent, Native: "BeforeAgent", Session: sid, TS: at0(1),
+			Events: []at.Want{{Type: presence.TypeUserPromptSubmit, Session: sid}}, Wants: true, Context: "ctx",
+			Output: `{"hookSpecificOutput":{"hookEventName":"BeforeAgent","additionalContext":"ctx"}}` + "\n"},
+		{Name: "BeforeAgent without context", Payload: beforeAgent, Native: "BeforeAgent", Session: sid, TS: at0(1),
+			Events: []at.Want{{Type: presence.TypeUserPromptSubmit, Session: sid}}, Wants: true, Output: "{}\n"},
+		{Name: "AfterAgent never blocks for a name", Payload: afterAgent, Native: "AfterAgent", Session: sid, TS: at0(5),
+			Events: []at.Want{{Type: presence.TypeTurnStop, Session: sid}}, Context: "ctx", PendingName: "Agent Flint - t", Output: "{}\n"},
 		{Name: "BeforeTool", Payload: beforeShell, Native: "BeforeTool", Session: sid, TS: at0(2),
 			Events: []at.Want{{Type: presence.TypeToolPreUse, Session: sid, Attrs: attrs("tool", "run_shell_command")}}, Output: "{}\n"},
 		{Name: "ToolPermission without tool args is unkeyed", Payload: permExec, Native: "Notification", Session: sid, TS: at0(3),
-			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("notification_type", "ToolPermission", "request_key", nil)}}, Output: "{}\n"},
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("notification_type", "ToolPermission", "request_key", nil, "summary", "Shell: npm")}}, Output: "{}\n"},
+		{Name: "ToolPermission for an edit", Payload: permEdit, Native: "Notification", Session: sid, TS: at0(3),
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("request_key", nil, "summary", "Edit cart/total.go")}}, Output: "{}\n"},
+		{Name: "ToolPermission for an MCP tool", Payload: permMCP, Native: "Notification", Session: sid, TS: at0(3),
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("request_key", nil, "summary", "create_issue")}}, Output: "{}\n"},
+		{Name: "ToolPermission asking the user", Payload: permAsk, Native: "Notification", Session: sid, TS: at0(3),
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("request_key", nil, "summary", "question")}}, Output: "{}\n"},
 		{Name: "ToolPermission naming tool and args is keyed", Payload: permKeyed, Native: "Notification", Session: sid, TS: at0(3),
-			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("request_key", k, "tool", "run_shell_command")}}, Output: "{}\n"},
+			Events: []at.Want{{Type: presence.TypeInputRequested, Session: sid, Attrs: attrs("request_key", k, "tool", "run_shell_command", "summary", "run_shell_command")}}, Output: "{}\n"},
 		{Name: "other notification is narration", Payload: otherNote, Native: "Notification", Session: sid, TS: at0(2),
 			Events: []at.Want{{Type: presence.TypeNarration, Session: sid}}, Output: "{}\n"},
 		{Name: "AfterTool resolves", Payload: afterShell, Native: "AfterTool", Session: sid, TS: at0(4),
@@ -110,15 +127,24 @@ func TestDecode(t *testing.T) {
 }
 
 func TestFold(t *testing.T) {
-	// Unkeyed ToolPermission: the next AfterTool answers it.
+	// Unkeyed ToolPermission: no AfterTool answers it (post-tool events
+	// never clear needs_input); the next tool or the turn's end does.
 	at.Fold(t, gemini.New(), sid, []at.Step{
 		{Payload: sessionStart, Want: presence.ActivityIdle},
 		{Payload: beforeAgent, Want: presence.ActivityWorking},
 		{Payload: beforeShell, Want: presence.ActivityWorking},
 		{Payload: permExec, Want: presence.ActivityNeedsInput},
-		{Payload: afterShell, Want: presence.ActivityWorking},
+		{Payload: afterShell, Want: presence.ActivityNeedsInput},
+		{Payload: ev("AfterTool", 4, `"tool_name":"read_file","tool_input":{}`), Want: presence.ActivityNeedsInput},
+		{Payload: ev("BeforeTool", 5, `"tool_name":"read_file","tool_input":{}`), Want: presence.ActivityWorking},
 		{Payload: afterAgent, Want: presence.ActivityIdle},
 		{Payload: sessionEnd, Want: presence.ActivityIdle},
+	})
+	at.Fold(t, gemini.New(), sid, []at.Step{
+		{Payload: beforeAgent, Want: presence.ActivityWorking},
+		{Payload: permEdit, Want: presence.ActivityNeedsInput},
+		{Payload: afterShell, Want: presence.ActivityNeedsInput},
+		{Payload: afterAgent, Want: presence.ActivityIdle},
 	})
 	// Keyed: only the matching AfterTool answers it.
 	at.Fold(t, gemini.New(), sid, []at.Step{
@@ -142,7 +168,7 @@ func TestEvents(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	seeds := []string{sessionStart, beforeAgent, beforeShell, permExec, permKeyed, afterShell, afterRead,
+	seeds := []string{sessionStart, beforeAgent, beforeShell, permExec, permEdit, permMCP, permAsk, permKeyed, afterShell, afterRead,
 		afterAgent, sessionEnd, preCompress, beforeModel, afterModel, otherNote, unknown, noTimestamp,
 		badTimestamp, "", `{"session_id":"s","hook_event_name":"AfterAgent","timestamp":"0000-01-01T00:00:00Z"}`}
 	at.Fuzz(f, []adapter.Adapter{gemini.New()}, seeds)

@@ -59,8 +59,9 @@ type Case struct {
 	Events   []Want
 	// TS, when set, is the expected event time (else Now).
 	TS time.Time
-	// Context and Output: Output(res, Context) must equal Output.
-	Context, Output string
+	// Context, PendingName and Output: Output(res, Reply{Context,
+	// PendingName}) must equal Output.
+	Context, PendingName, Output string
 }
 
 // Run checks every case against a.
@@ -117,7 +118,7 @@ func Run(t *testing.T, a adapter.Adapter, agent string, cases []Case) {
 					}
 				}
 			}
-			if out := string(a.Output(res, c.Context)); out != c.Output {
+			if out := string(a.Output(res, adapter.Reply{Context: c.Context, PendingName: c.PendingName})); out != c.Output {
 				t.Errorf("Output = %q; want %q", out, c.Output)
 			}
 		})
@@ -228,7 +229,7 @@ func Fuzz(f *testing.F, adapters []adapter.Adapter, seeds []string) {
 					t.Fatalf("%s: event %d (%s) does not validate: %v", a.Name(), i, res.Events[i].Type, err)
 				}
 			}
-			_ = a.Output(res, "peer context")
+			_ = a.Output(res, adapter.Reply{Context: "peer context", PendingName: "Agent Flint - t"})
 		}
 	})
 }

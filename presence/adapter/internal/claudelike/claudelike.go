@@ -39,20 +39,23 @@ type Mapper struct {
 	// Claims returns the paths a PreToolUse of tool writes, as the payload
 	// names them (relative or absolute), or nil. It may be nil.
 	Claims func(tool string, input json.RawMessage) []string
+	// StopNames is true when the agent's Stop hook may ask it to show a
+	// pending session name (decision block); see Output.
+	StopNames bool
 }
+
+// MaxTranscriptPath bounds the transcript_path attribute; a longer path is
+// left out.
+const MaxTranscriptPath = 4096
 
 // Decode maps one hook invocation whose JSON is in.Stdin.
 func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 	if in.Now.IsZero() {
 		return adapter.Result{}, hookkit.ErrNoClock
 	}
-	p, err := hookkit.Parse(in.Stdin)
+	p, native, err := hookkit.Begin(in.Stdin)
 	if err != nil {
 		return adapter.Result{}, err
-	}
-	native := p.Str("hook_event_name")
-	if native == "" {
-		return adapter.Result{}, hookkit.Malformed("hook_event_name is missing; the payload names no event")
 	}
 	sid := p.Str("session_id")
 	if err := hookkit.CheckSession("session_id", sid); err != nil {
@@ -76,13 +79,14 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 	tool := hookkit.Text(p.Str("tool_name"), presence.MaxAttrStringLen)
 	key := func() string { return hookkit.RequestKey(in.Digest, p.Str("tool_name"), p.Raw("tool_input")) }
 	add := func(typ string, attrs map[string]any) { b.Add(typ, session, parent, attrs) }
+	transcript := hookkit.Text(p.Str("transcript_path"), MaxTranscriptPath)
 	wants := false
 
 	switch native {
 	case SessionStart:
 		add(presence.TypeSessionStart, map[string]any{presence.AttrSource: hookkit.Text(p.Str("source"), presence.MaxTypeLen)})
 	case UserPromptSubmit:
-		add(presence.TypeUserPromptSubmit, nil)
+		add(presence.TypeUserPromptSubmit, map[string]any{presence.AttrTranscriptPath: transcript})
 		wants = true
 	case PreToolUse:
 		add(presence.TypeToolPreUse, map[string]any{presence.AttrTool: tool})
@@ -94,7 +98,11 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 			b.AddClaims(session, parent, paths, map[string]any{presence.AttrTool: tool})
 		}
 	case PermissionRequest:
-		add(presence.TypeInputRequested, map[string]any{presence.AttrTool: tool, presence.AttrRequestKey: key()})
+		add(presence.TypeInputRequested, map[string]any{
+			presence.AttrTool:       tool,
+			presence.AttrRequestKey: key(),
+			presence.AttrSummary:    hookkit.Summary(b.Cwd, p.Str("tool_name"), p.Raw("tool_input"), m.Claims),
+		})
 	case PostToolUse:
 		add(presence.TypeToolPostUse, map[string]any{presence.AttrTool: tool})
 		add(presence.TypeInputResolved, map[string]any{presence.AttrTool: tool, presence.AttrRequestKey: key()})
@@ -111,13 +119,23 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 		if nt == "permission_prompt" || nt == "elicitation_dialog" {
 			typ = presence.TypeInputRequested
 		}
-		add(typ, map[string]any{hookkit.AttrNotificationType: nt})
+		attrs := map[string]any{hookkit.AttrNotificationType: nt}
+		if typ == presence.TypeInputRequested {
+			attrs[presence.AttrSummary] = presence.WaitingQuestion
+		}
+		add(typ, attrs)
 	case Elicitation:
-		add(presence.TypeInputRequested, nil)
+		add(presence.TypeInputRequested, map[string]any{presence.AttrSummary: presence.WaitingQuestion})
 	case Stop:
-		add(presence.TypeTurnStop, map[string]any{presence.AttrReason: hookkit.Reason(p.Str("reason"))})
+		add(presence.TypeTurnStop, map[string]any{
+			presence.AttrReason:         hookkit.Reason(p.Str("reason")),
+			presence.AttrTranscriptPath: transcript,
+		})
 	case StopFailure:
-		add(presence.TypeTurnStop, map[string]any{presence.AttrError: hookkit.Reason(p.Str("error"))})
+		add(presence.TypeTurnStop, map[string]any{
+			presence.AttrError:          hookkit.Reason(p.Str("error")),
+			presence.AttrTranscriptPath: transcript,
+		})
 	case SubagentStart:
 		add(presence.TypeSubagentStart, map[string]any{hookkit.AttrAgentType: hookkit.Text(p.Str("agent_type"), presence.MaxTypeLen)})
 	case SubagentStop:
@@ -129,7 +147,12 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 	default:
 		add(presence.TypeCoordination, nil)
 	}
-	return b.Result(session, wants)
+	res, err := b.Result(session, wants)
+	if err != nil {
+		return adapter.Result{}, err
+	}
+	res.StopHookActive = p.Bool("stop_hook_active")
+	return res, nil
 }
 
 type hookSpecificOutput struct {
@@ -137,18 +160,37 @@ type hookSpecificOutput struct {
 	AdditionalContext string `json:"additionalContext"`
 }
 
-// Output prints the peer context on UserPromptSubmit and nothing else: the
-// family reads an empty stdout with exit 0 as "carry on", and harn never
-// takes a permission decision.
-func Output(res adapter.Result, context string) []byte {
-	if res.Native != UserPromptSubmit || context == "" {
+// Output prints the peer context on UserPromptSubmit and, when m.StopNames,
+// asks at Stop for a pending session name to be shown: {"decision":"block",
+// "reason":…}, never when stop_hook_active says a Stop hook already blocked
+// this stop (so it cannot loop). Everything else prints nothing: the family
+// reads an empty stdout with exit 0 as "carry on", and harn never takes a
+// permission decision.
+func (m Mapper) Output(res adapter.Result, reply adapter.Reply) []byte {
+	var v any
+	switch {
+	case res.Native == UserPromptSubmit && reply.Context != "":
+		v = struct {
+			HookSpecificOutput hookSpecificOutput `json:"hookSpecificOutput"`
+		}{hookSpecificOutput{HookEventName: UserPromptSubmit, AdditionalContext: reply.Context}}
+	case res.Native == Stop && m.StopNames && reply.PendingName != "" && !res.StopHookActive:
+		v = struct {
+			Decision string `json:"decision"`
+			Reason   string `json:"reason"`
+		}{"block", NameReason(reply.PendingName)}
+	default:
 		return nil
 	}
-	b, err := json.Marshal(struct {
-		HookSpecificOutput hookSpecificOutput `json:"hookSpecificOutput"`
-	}{hookSpecificOutput{HookEventName: UserPromptSubmit, AdditionalContext: context}})
+	b, err := json.Marshal(v)
 	if err != nil {
 		return nil
 	}
 	return append(b, '\n')
+}
+
+// NameReason is what a Stop hook tells the agent when it blocks the stop
+// to have a re-minted session name shown.
+func NameReason(name string) string {
+	return "harn: this session has a new name. Before you stop, show this session name: " + name +
+		" (one line, exactly as written, so that the operator sees it), then stop."
 }

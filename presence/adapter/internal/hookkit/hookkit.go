@@ -284,3 +284,18 @@ func Timestamp(s string, fallback time.Time) time.Time {
 	}
 	return t
 }
+
+// Begin reads what every hook payload of the Claude Code, Cursor and Gemini
+// families starts with: a JSON object (see Parse) naming its event in
+// hook_event_name.
+func Begin(raw []byte) (Payload, string, error) {
+	p, err := Parse(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	native := p.Str("hook_event_name")
+	if native == "" {
+		return nil, "", Malformed("hook_event_name is missing; the payload names no event")
+	}
+	return p, native, nil
+}
