@@ -69,7 +69,7 @@ func MakeClusterConfig(t testing.TB, n, voters int, base Config) *Cluster {
 	for i := range n {
 		nd := &clusterNode{id: fmt.Sprintf("s%d", i), voter: i < voters}
 		if base.Dir == "" {
-			nd.mem, nd.snaps = raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+			nd.mem, nd.snaps = raft.NewInmemStore(), NewMemSnapshotStore(1)
 		}
 		c.nodes = append(c.nodes, nd)
 		c.Stores = append(c.Stores, nil)
@@ -258,7 +258,7 @@ func (c *Cluster) Add(voter bool) *Store {
 	c.t.Helper()
 	nd := &clusterNode{id: fmt.Sprintf("s%d", len(c.nodes)), voter: voter}
 	if c.Base.Dir == "" {
-		nd.mem, nd.snaps = raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+		nd.mem, nd.snaps = raft.NewInmemStore(), NewMemSnapshotStore(1)
 	}
 	c.mu.Lock()
 	c.nodes = append(c.nodes, nd)
