@@ -351,8 +351,9 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 		if cerr := guarded(func() error { return db.Apply(b, l.wopt) }); cerr != nil {
 			l.markUnwritable(cerr)
 			l.noteRefused(len(evs))
-			err = l.state.Load()
-			if err == nil { // recovered already: still this commit failed
+			if e := l.state.Load(); e != nil {
+				err = e
+			} else { // recovered already: still this commit failed
 				err = classify(cerr, time.Now())
 			}
 		}

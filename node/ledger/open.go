@@ -349,7 +349,7 @@ func guarded(fn func() error) (err error) {
 
 // inGuarded reports whether the calling goroutine runs inside guarded.
 func inGuarded() bool {
-	pcs := make([]uintptr, 64)
+	pcs := make([]uintptr, 128)
 	n := runtime.Callers(2, pcs)
 	frames := runtime.CallersFrames(pcs[:n])
 	for {
