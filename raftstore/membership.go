@@ -27,7 +27,7 @@ func (s *Store) openStores(hl hclog.Logger) error {
 		s.logs, s.stable, s.snaps = s.cfg.LogStore, s.cfg.StableStore, s.cfg.SnapshotStore
 	case s.cfg.InMemory:
 		mem := raft.NewInmemStore()
-		s.logs, s.stable, s.snaps = mem, mem, raft.NewInmemSnapshotStore()
+		s.logs, s.stable, s.snaps = mem, mem, NewMemSnapshotStore(s.cfg.SnapshotRetain)
 	default:
 		if err := os.MkdirAll(s.cfg.Dir, 0o700); err != nil {
 			return fmt.Errorf("raft dir: %w", err)

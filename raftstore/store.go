@@ -79,7 +79,6 @@ type Store struct {
 	owned  []io.Closer // closed by Close, in order (transport, bolt)
 
 	stop chan struct{} // closed by Close
-	wg   sync.WaitGroup
 	// futures counts goroutines waiting on raft futures (see wait).
 	futures sync.WaitGroup
 }
@@ -169,7 +168,6 @@ func (s *Store) Close() error {
 	if err := r.Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
 	}
-	s.wg.Wait()
 	// Waiters on futures: raft resolves nearly every future at shutdown,
 	// but not one still queued (a VerifyLeader behind the 64-deep verify
 	// queue). Wait a bounded time; a waiter still blocked then is parked on

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -74,11 +75,23 @@ func tcpLeader(tb testing.TB, stores []*Store) *Store {
 
 func checkReplication(t *testing.T, stores []*Store) {
 	t.Helper()
-	l := tcpLeader(t, stores)
-	idx, err := l.Apply(ctxT(t), UpsertCommand(Upsert{SessionID: "tcp", TS: at(1),
-		Identity: &IdentityPatch{Node: "buildbox", Agent: "codex"}, Lifecycle: &LifecyclePatch{TaskState: "blocked", Reason: "review"}}))
-	if err != nil {
-		t.Fatal(err)
+	// The upsert is idempotent: retry it (bounded) through whichever store
+	// leads, since leadership may move on a loaded machine.
+	cmd := UpsertCommand(Upsert{SessionID: "tcp", TS: at(1),
+		Identity: &IdentityPatch{Node: "buildbox", Agent: "codex"}, Lifecycle: &LifecyclePatch{TaskState: "blocked", Reason: "review"}})
+	var l *Store
+	var idx uint64
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var err error
+		l = tcpLeader(t, stores)
+		if idx, err = l.Apply(ctxT(t), cmd); err == nil {
+			break
+		}
+		if time.Now().After(deadline) || !(errors.Is(err, ErrNotLeader) || errors.Is(err, ErrUnknownOutcome)) {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 	for _, s := range stores {
 		if err := s.WaitForApplied(ctxT(t), idx); err != nil {

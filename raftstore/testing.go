@@ -69,7 +69,7 @@ func MakeClusterConfig(t testing.TB, n, voters int, base Config) *Cluster {
 	for i := range n {
 		nd := &clusterNode{id: fmt.Sprintf("s%d", i), voter: i < voters}
 		if base.Dir == "" {
-			nd.mem, nd.snaps = raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+			nd.mem, nd.snaps = raft.NewInmemStore(), NewMemSnapshotStore(1)
 		}
 		c.nodes = append(c.nodes, nd)
 		c.Stores = append(c.Stores, nil)
@@ -258,21 +258,31 @@ func (c *Cluster) Add(voter bool) *Store {
 	c.t.Helper()
 	nd := &clusterNode{id: fmt.Sprintf("s%d", len(c.nodes)), voter: voter}
 	if c.Base.Dir == "" {
-		nd.mem, nd.snaps = raft.NewInmemStore(), raft.NewInmemSnapshotStore()
+		nd.mem, nd.snaps = raft.NewInmemStore(), NewMemSnapshotStore(1)
 	}
 	c.mu.Lock()
 	c.nodes = append(c.nodes, nd)
 	c.Stores = append(c.Stores, nil)
 	c.mu.Unlock()
 	s := c.start(len(c.nodes) - 1)
-	add := c.Leader().AddNonvoter
-	if voter {
-		add = c.Leader().AddVoter
+	// Adding is idempotent: retry (bounded) through whichever store leads
+	// while leadership moves.
+	deadline := time.Now().Add(clusterWait)
+	for {
+		l := c.Leader()
+		add := l.AddNonvoter
+		if voter {
+			add = l.AddVoter
+		}
+		err := add(nd.id, nd.id)
+		if err == nil {
+			return s
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("add %s: %v", nd.id, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	if err := add(nd.id, nd.id); err != nil {
-		c.t.Fatalf("add %s: %v", nd.id, err)
-	}
-	return s
 }
 
 // EnsureSame waits (bounded) until every running member holds the same

@@ -71,7 +71,7 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 func openBare(b *testing.B) *pebble.DB {
 	b.Helper()
 	db, err := pebble.Open(b.TempDir(), &pebble.Options{
-		FormatMajorVersion: pebble.FormatNewest, Logger: pebbleLogger{quietLogger()}})
+		FormatMajorVersion: pebble.FormatNewest, Logger: quietPebble{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -155,3 +155,11 @@ func BenchmarkAppendBatch100(b *testing.B) {
 			return err
 		}})
 }
+
+// quietPebble is bare Pebble's logger in benchmarks: silent, and fatal
+// as Pebble's own.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)           {}
+func (quietPebble) Errorf(string, ...any)          {}
+func (quietPebble) Fatalf(format string, a ...any) { panic(fmt.Sprintf(format, a...)) }

@@ -7,6 +7,7 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -14,9 +15,10 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
 	"github.com/harn-dev/harn/presence"
@@ -30,12 +32,6 @@ const (
 	pfxMeta  = 'm' // m\x00<key> -> value
 )
 
-// Errors.
-var (
-	ErrClosed   = errors.New("ledger is closed")
-	ErrInFlight = errors.New("an append of the same event id failed; retry")
-)
-
 // Config configures a Ledger.
 type Config struct {
 	// Dir is the Pebble directory.
@@ -46,6 +42,22 @@ type Config struct {
 	InMemory bool
 	// NoSync skips WAL syncs (benchmarks of the bare path only).
 	NoSync bool
+	// FS replaces the file system (tests inject faults with errorfs).
+	// Nil: the OS's, or memory when InMemory.
+	FS vfs.FS
+	// OpenTimeout bounds Open, and each reopen while recovering from a
+	// disk fault (default 10 s).
+	OpenTimeout time.Duration
+	// RetryMin and RetryMax bound the backoff of the disk probe while the
+	// ledger refuses writes (defaults 1 s and 30 s). Retry probes now.
+	RetryMin, RetryMax time.Duration
+	// MinFreeBytes is the free space Open and the recovery probe want
+	// (default 8 MiB; negative: no check).
+	MinFreeBytes int64
+	// OnRecover, when set, is called after writes resume, from the
+	// ledger's recovery goroutine, after the meta values and diagnostics
+	// refused meanwhile are written. It must not block for long.
+	OnRecover func()
 }
 
 // DefaultConfig returns a Config for dir.
@@ -58,20 +70,81 @@ func (c Config) Validate() error {
 	if c.Dir == "" && !c.InMemory {
 		return errors.New("ledger: Dir is required")
 	}
+	if c.OpenTimeout < 0 || c.RetryMin < 0 || c.RetryMax < 0 {
+		return errors.New("ledger: OpenTimeout, RetryMin and RetryMax must not be negative")
+	}
 	return nil
 }
 
-// Ledger is the event store. It is safe for concurrent use.
-type Ledger struct {
-	cfg  Config
-	db   *pebble.DB
-	wopt *pebble.WriteOptions
+func (c *Config) setDefaults() {
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = 10 * time.Second
+	}
+	if c.RetryMin == 0 {
+		c.RetryMin = time.Second
+	}
+	if c.RetryMax == 0 {
+		c.RetryMax = 30 * time.Second
+	}
+	c.RetryMax = max(c.RetryMax, c.RetryMin)
+	if c.MinFreeBytes == 0 {
+		c.MinFreeBytes = 8 << 20
+	}
+	if c.InMemory && c.Dir == "" {
+		c.Dir = "ledger"
+	}
+}
 
-	mu       sync.Mutex
-	nextSeq  map[string]uint64
-	inflight map[string]*flight
-	diagSeq  uint64
-	closed   bool
+// probeBytes is the size of the probe write.
+const probeBytes = 64 << 10
+
+// logWindow is the rate limit of repeated Pebble log lines.
+const logWindow = 10 * time.Second
+
+// closeWait bounds how long Close waits for writes stuck in Pebble.
+const closeWait = 5 * time.Second
+
+// Ledger is the event store. It is safe for concurrent use.
+//
+// A failed commit never panics: the ledger turns unwritable (every write
+// returns an *UnwritableError), keeps serving reads from the store
+// reopened read-only, probes the disk with backoff, and reopens it
+// read-write once a probe passes. See Writable, Retry, Config.OnRecover.
+type Ledger struct {
+	cfg   Config
+	fs    vfs.FS
+	wopt  *pebble.WriteOptions
+	limit limiter
+
+	// swap is held for reading around every use of db, and for writing
+	// to replace it (recovery, Close).
+	swap sync.RWMutex
+	db   *pebble.DB // nil when closed or when a reopen failed
+	ro   bool
+
+	state atomic.Pointer[UnwritableError] // nil: writable
+	rearm atomic.Bool                     // a fault arrived while recovering
+	ready atomic.Bool                     // Open succeeded
+	nudge chan struct{}
+	stop  chan struct{}
+	wg    sync.WaitGroup // the recovery goroutine
+
+	life   sync.Mutex // guards closed and writes
+	idle   *sync.Cond // on life: writes fell to 0
+	closed bool
+	writes int
+
+	mu           sync.Mutex
+	nextSeq      map[string]uint64
+	inflight     map[string]*flight
+	diagSeq      uint64
+	pendingMeta  map[string][]byte
+	pendingDiags []Diagnostic
+	droppedDiags int
+	refused      refusals
 }
 
 type flight struct {
@@ -79,58 +152,86 @@ type flight struct {
 	err  error
 }
 
-// Open opens (creating if needed) the ledger.
+// Open opens (creating if needed) the ledger; see OpenContext.
 func Open(cfg Config) (*Ledger, error) {
+	return OpenContext(context.Background(), cfg)
+}
+
+// OpenContext opens (creating if needed) the ledger. It first probes that
+// Dir takes a synced write (a full disk fails at once with ErrNoSpace, a
+// read-only or unwritable dir with ErrUnwritable), then opens Pebble, and
+// returns an error wrapping ErrOpenTimeout after Config.OpenTimeout, or
+// ctx's error when ctx ends first (a signal). On any failure nothing it
+// opened stays open.
+func OpenContext(ctx context.Context, cfg Config) (*Ledger, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
+	cfg.setDefaults()
+	l := &Ledger{cfg: cfg, fs: cfg.FS, wopt: pebble.Sync, limit: limiter{window: logWindow},
+		nudge: make(chan struct{}, 1), stop: make(chan struct{}),
+		nextSeq: map[string]uint64{}, inflight: map[string]*flight{}, pendingMeta: map[string][]byte{}}
+	l.idle = sync.NewCond(&l.life)
+	if l.fs == nil {
+		l.fs = vfs.Default
+		if cfg.InMemory {
+			l.fs = vfs.NewMem()
+		}
 	}
-	opts := &pebble.Options{
-		FormatMajorVersion: pebble.FormatNewest,
-		Logger:             pebbleLogger{cfg.Logger},
-	}
-	// Every Append looks its event ids up in the index, and almost always
-	// finds nothing: bloom filters answer those misses without reading
-	// data blocks, so an Append's cost does not grow with the ledger.
-	// Tables written without filters (older ledgers) are still read.
-	for i := range opts.Levels {
-		opts.Levels[i].FilterPolicy = bloom.FilterPolicy(10)
-	}
-	if cfg.InMemory {
-		opts.FS = vfs.NewMem()
-	}
-	db, err := pebble.Open(cfg.Dir, opts)
-	if err != nil {
-		return nil, fmt.Errorf("open ledger %s: %w", cfg.Dir, err)
-	}
-	l := &Ledger{cfg: cfg, db: db, wopt: pebble.Sync,
-		nextSeq: map[string]uint64{}, inflight: map[string]*flight{}}
 	if cfg.NoSync {
 		l.wopt = pebble.NoSync
 	}
+	if err := probe(l.fs, cfg.Dir, probeBytes, cfg.MinFreeBytes); err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Dir, classify(err, time.Now()))
+	}
+	db, err := l.openDB(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Dir, err)
+	}
+	l.db = db
 	if err := l.loadDiagSeq(); err != nil {
-		db.Close()
+		_ = guarded(db.Close)
 		return nil, err
 	}
+	l.ready.Store(true)
 	return l, nil
 }
 
-// Close closes the ledger. It is safe to call twice.
+// Close stops the recovery, waits (at most 5 s) for writes in progress
+// and closes the store. It is safe to call twice.
 func (l *Ledger) Close() error {
-	l.mu.Lock()
+	l.life.Lock()
 	if l.closed {
-		l.mu.Unlock()
+		l.life.Unlock()
 		return nil
 	}
 	l.closed = true
-	l.mu.Unlock()
-	return l.db.Close()
+	close(l.stop)
+	l.idle.Broadcast()
+	deadline := time.Now().Add(closeWait)
+	for l.writes > 0 && time.Now().Before(deadline) {
+		l.life.Unlock()
+		time.Sleep(10 * time.Millisecond)
+		l.life.Lock()
+	}
+	stuck := l.writes
+	l.life.Unlock()
+	l.wg.Wait()
+	if stuck > 0 {
+		// A write parked inside Pebble (a write stall on a full disk)
+		// holds the store; closing Pebble under it is not allowed.
+		return fmt.Errorf("%w: %d writes still blocked in the store after %s; it stays open until exit",
+			ErrClosed, stuck, closeWait)
+	}
+	l.swap.Lock()
+	defer l.swap.Unlock()
+	if l.db == nil {
+		return nil
+	}
+	err := guarded(l.db.Close)
+	l.db = nil
+	return err
 }
-
-// DB exposes the Pebble handle for benchmarks beside the bare library.
-func (l *Ledger) DB() *pebble.DB { return l.db }
 
 func eventKey(session string, seq uint64) []byte {
 	k := make([]byte, 0, len(session)+11)
@@ -165,15 +266,27 @@ type AppendResult struct {
 // synced commit.
 func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 	var res AppendResult
-	b := l.db.NewBatch()
+	db, err := l.beginWrite()
+	if err != nil {
+		if errors.Is(err, ErrUnwritable) {
+			l.noteRefused(len(evs))
+		}
+		return res, err
+	}
+	defer l.endWrite()
+	b := db.NewBatch()
 	defer b.Close()
 
 	var waits []*flight
 	var mine []string
 	l.mu.Lock()
-	if l.closed {
+	// A failed commit marks the ledger unwritable before it releases its
+	// ids (under mu): an event whose commit failed but which Pebble shows
+	// anyway is never answered as a duplicate.
+	if e := l.state.Load(); e != nil {
 		l.mu.Unlock()
-		return res, ErrClosed
+		l.noteRefused(len(evs))
+		return res, e
 	}
 	seenNow := map[string]bool{}
 	var keys [][]byte
@@ -194,7 +307,11 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 			res.Duplicates++
 			continue
 		}
-		_, closer, err := l.db.Get(indexKey(e.ID))
+		var closer io.Closer
+		err := guarded(func() (err error) {
+			_, closer, err = db.Get(indexKey(e.ID))
+			return err
+		})
 		if err == nil {
 			closer.Close()
 			res.Duplicates++
@@ -203,9 +320,9 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 		if !errors.Is(err, pebble.ErrNotFound) {
 			l.mu.Unlock()
 			l.release(mine, err)
-			return AppendResult{}, fmt.Errorf("ledger index lookup: %w", err)
+			return AppendResult{}, fmt.Errorf("ledger: index lookup: %w", err)
 		}
-		seq, err := l.nextSeqLocked(e.SessionID)
+		seq, err := l.nextSeqLocked(db, e.SessionID)
 		if err != nil {
 			l.mu.Unlock()
 			l.release(mine, err)
@@ -224,17 +341,21 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 		val, err := json.Marshal(e)
 		if err != nil {
 			l.release(mine, err)
-			return AppendResult{}, fmt.Errorf("encode event %s: %w", e.ID, err)
+			return AppendResult{}, fmt.Errorf("ledger: encode event %s: %w", e.ID, err)
 		}
 		_ = b.Set(keys[i], val, nil)
 		_ = b.Set(indexKey(e.ID), keys[i][2:], nil)
 	}
 
-	var err error
 	if len(mine) > 0 {
-		err = l.db.Apply(b, l.wopt)
-		if err != nil {
-			err = fmt.Errorf("ledger commit: %w", err)
+		if cerr := guarded(func() error { return db.Apply(b, l.wopt) }); cerr != nil {
+			l.markUnwritable(cerr)
+			l.noteRefused(len(evs))
+			if e := l.state.Load(); e != nil {
+				err = e
+			} else { // recovered already: still this commit failed
+				err = classify(cerr, time.Now())
+			}
 		}
 	}
 	l.release(mine, err)
@@ -244,7 +365,7 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 	for _, f := range waits {
 		<-f.done
 		if f.err != nil {
-			return AppendResult{}, ErrInFlight
+			return AppendResult{}, fmt.Errorf("%w: %w", ErrInFlight, f.err)
 		}
 	}
 	return res, nil
@@ -266,23 +387,26 @@ func (l *Ledger) release(ids []string, err error) {
 	l.mu.Unlock()
 }
 
-func (l *Ledger) nextSeqLocked(session string) (uint64, error) {
+func (l *Ledger) nextSeqLocked(db *pebble.DB, session string) (uint64, error) {
 	if n, ok := l.nextSeq[session]; ok {
 		l.nextSeq[session] = n + 1
 		return n, nil
 	}
 	lo, hi := sessionBounds(session)
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return 0, fmt.Errorf("ledger seq scan: %w", err)
-	}
 	n := uint64(1)
-	if it.Last() {
-		k := it.Key()
-		n = binary.BigEndian.Uint64(k[len(k)-8:]) + 1
-	}
-	if err := it.Close(); err != nil {
-		return 0, fmt.Errorf("ledger seq scan: %w", err)
+	err := guarded(func() error {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return err
+		}
+		if it.Last() {
+			k := it.Key()
+			n = binary.BigEndian.Uint64(k[len(k)-8:]) + 1
+		}
+		return it.Close()
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ledger: seq scan: %w", err)
 	}
 	l.nextSeq[session] = n + 1
 	return n, nil
@@ -335,7 +459,16 @@ func (l *Ledger) ForEachSession(fn func(session string, evs []presence.Event) er
 // HasEvent reports whether an event with the given id is stored:
 // used by tests that check nothing was stored twice.
 func (l *Ledger) HasEvent(id string) (bool, error) {
-	_, closer, err := l.db.Get(indexKey(id))
+	db, err := l.beginRead()
+	if err != nil {
+		return false, err
+	}
+	defer l.endRead()
+	var closer io.Closer
+	err = guarded(func() (err error) {
+		_, closer, err = db.Get(indexKey(id))
+		return err
+	})
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -346,42 +479,97 @@ func (l *Ledger) HasEvent(id string) (bool, error) {
 	return true, nil
 }
 
+// scan calls fn with each key and value in [lo, hi), in order.
 func (l *Ledger) scan(lo, hi []byte, fn func(k, v []byte) error) error {
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	if err != nil {
-		return fmt.Errorf("ledger scan: %w", err)
-	}
-	for it.First(); it.Valid(); it.Next() {
-		v, err := it.ValueAndErr()
-		if err != nil {
-			it.Close()
-			return fmt.Errorf("ledger scan: %w", err)
+	return l.iterate(lo, hi, func(it *pebble.Iterator) error {
+		for it.First(); it.Valid(); it.Next() {
+			v, err := it.ValueAndErr()
+			if err != nil {
+				return fmt.Errorf("ledger: scan: %w", err)
+			}
+			if err := fn(it.Key(), v); err != nil {
+				return err
+			}
 		}
-		if err := fn(it.Key(), v); err != nil {
-			it.Close()
-			return err
-		}
-	}
-	return it.Close()
+		return nil
+	})
 }
+
+// iterate runs fn on an iterator over [lo, hi) of the current store.
+func (l *Ledger) iterate(lo, hi []byte, fn func(it *pebble.Iterator) error) error {
+	db, err := l.beginRead()
+	if err != nil {
+		return err
+	}
+	defer l.endRead()
+	return guarded(func() error {
+		it, err := db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+		if err != nil {
+			return fmt.Errorf("ledger: scan: %w", err)
+		}
+		ferr := fn(it)
+		if cerr := it.Close(); ferr == nil && cerr != nil {
+			ferr = fmt.Errorf("ledger: scan: %w", cerr)
+		}
+		return ferr
+	})
+}
+
+func metaKey(key string) []byte { return append([]byte{pfxMeta, 0}, key...) }
 
 // PutMeta stores a small advisory value under key. It is not synced: a
 // value lost in a crash costs one repeated prompt-context injection.
+// While the ledger is unwritable the value is kept in memory (GetMeta
+// returns it), written once writes resume, and the *UnwritableError is
+// returned.
 func (l *Ledger) PutMeta(key string, val []byte) error {
-	return l.db.Set(append([]byte{pfxMeta, 0}, key...), val, pebble.NoSync)
+	db, err := l.beginWrite()
+	if err == nil {
+		err = guarded(func() error { return db.Set(metaKey(key), val, pebble.NoSync) })
+		l.endWrite()
+		if err == nil {
+			return nil
+		}
+		l.markUnwritable(err)
+		if e := l.state.Load(); e != nil {
+			err = e
+		}
+	}
+	if !errors.Is(err, ErrUnwritable) {
+		return err
+	}
+	l.mu.Lock()
+	l.pendingMeta[key] = bytes.Clone(val)
+	l.mu.Unlock()
+	return err
 }
 
 // GetMeta reads a value stored with PutMeta; nil when absent.
 func (l *Ledger) GetMeta(key string) ([]byte, error) {
-	v, closer, err := l.db.Get(append([]byte{pfxMeta, 0}, key...))
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
+	l.mu.Lock()
+	v, ok := l.pendingMeta[key]
+	l.mu.Unlock()
+	if ok {
+		return bytes.Clone(v), nil
 	}
+	db, err := l.beginRead()
 	if err != nil {
 		return nil, err
 	}
-	defer closer.Close()
-	return bytes.Clone(v), nil
+	defer l.endRead()
+	var out []byte
+	err = guarded(func() error {
+		v, closer, err := db.Get(metaKey(key))
+		if err != nil {
+			return err
+		}
+		out = bytes.Clone(v)
+		return closer.Close()
+	})
+	if errors.Is(err, pebble.ErrNotFound) {
+		return nil, nil
+	}
+	return out, err
 }
 
 // Diagnostic is a record of bad input the node received.
@@ -395,18 +583,19 @@ type Diagnostic struct {
 }
 
 func (l *Ledger) loadDiagSeq() error {
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxDiag, 0}, UpperBound: []byte{pfxDiag, 1}})
-	if err != nil {
-		return err
-	}
-	if it.Last() {
-		k := it.Key()
-		l.diagSeq = binary.BigEndian.Uint64(k[len(k)-8:])
-	}
-	return it.Close()
+	return l.iterate([]byte{pfxDiag, 0}, []byte{pfxDiag, 1}, func(it *pebble.Iterator) error {
+		if it.Last() {
+			k := it.Key()
+			l.diagSeq = binary.BigEndian.Uint64(k[len(k)-8:])
+		}
+		return nil
+	})
 }
 
-// AddDiagnostic records d durably and returns it with its seq.
+// AddDiagnostic records d durably and returns it with its seq. While the
+// ledger is unwritable, up to 64 diagnostics are kept in memory and
+// written once writes resume (later ones are counted in the diagnostic
+// that recovery writes), and the *UnwritableError is returned.
 func (l *Ledger) AddDiagnostic(d Diagnostic) (Diagnostic, error) {
 	l.mu.Lock()
 	l.diagSeq++
@@ -417,39 +606,50 @@ func (l *Ledger) AddDiagnostic(d Diagnostic) (Diagnostic, error) {
 		return d, err
 	}
 	k := binary.BigEndian.AppendUint64([]byte{pfxDiag, 0}, d.Seq)
-	return d, l.db.Set(k, v, l.wopt)
-}
-
-// Diagnostics returns up to limit diagnostics, newest first.
-func (l *Ledger) Diagnostics(limit int) ([]Diagnostic, error) {
-	it, err := l.db.NewIter(&pebble.IterOptions{LowerBound: []byte{pfxDiag, 0}, UpperBound: []byte{pfxDiag, 1}})
-	if err != nil {
-		return nil, err
-	}
-	defer it.Close()
-	var out []Diagnostic
-	for ok := it.Last(); ok && (limit <= 0 || len(out) < limit); ok = it.Prev() {
-		var d Diagnostic
-		if err := json.Unmarshal(it.Value(), &d); err != nil {
-			return nil, err
+	db, err := l.beginWrite()
+	if err == nil {
+		err = guarded(func() error { return db.Set(k, v, l.wopt) })
+		l.endWrite()
+		if err == nil {
+			return d, nil
 		}
-		out = append(out, d)
+		l.markUnwritable(err)
+		if e := l.state.Load(); e != nil {
+			err = e
+		}
 	}
-	return out, nil
+	if errors.Is(err, ErrUnwritable) {
+		l.mu.Lock()
+		if len(l.pendingDiags) < maxPendingDiags {
+			l.pendingDiags = append(l.pendingDiags, d)
+		} else {
+			l.droppedDiags++
+		}
+		l.mu.Unlock()
+	}
+	return d, err
 }
 
-// pebbleLogger adapts slog to Pebble's logger.
-type pebbleLogger struct{ l *slog.Logger }
-
-func (p pebbleLogger) Infof(format string, args ...any) {
-	p.l.Debug(fmt.Sprintf(format, args...), "component", "pebble")
-}
-func (p pebbleLogger) Errorf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-}
-func (p pebbleLogger) Fatalf(format string, args ...any) {
-	p.l.Error(fmt.Sprintf(format, args...), "component", "pebble")
-	panic(fmt.Sprintf(format, args...))
+// Diagnostics returns up to limit diagnostics, newest first (those kept
+// in memory while unwritable first).
+func (l *Ledger) Diagnostics(limit int) ([]Diagnostic, error) {
+	l.mu.Lock()
+	var out []Diagnostic
+	for i := len(l.pendingDiags) - 1; i >= 0 && (limit <= 0 || len(out) < limit); i-- {
+		out = append(out, l.pendingDiags[i])
+	}
+	l.mu.Unlock()
+	err := l.iterate([]byte{pfxDiag, 0}, []byte{pfxDiag, 1}, func(it *pebble.Iterator) error {
+		for ok := it.Last(); ok && (limit <= 0 || len(out) < limit); ok = it.Prev() {
+			var d Diagnostic
+			if err := json.Unmarshal(it.Value(), &d); err != nil {
+				return err
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	return out, err
 }
 
 var _ io.Closer = (*Ledger)(nil)

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/harn-dev/harn/presence"
@@ -36,44 +37,99 @@ type Diagnostic struct {
 
 const tmpPrefix = ".tmp-"
 
-// ErrCorrupt marks a spool file that cannot be decoded.
-var ErrCorrupt = errors.New("corrupt spool file")
+// Errors.
+var (
+	// ErrCorrupt marks a spool file that cannot be decoded.
+	ErrCorrupt = errors.New("spool: corrupt spool file")
+	// ErrUnwritable: a record could not be put on disk. Write returns it
+	// as a *WriteError, which says what was lost.
+	ErrUnwritable = errors.New("spool: not writable")
+	// ErrNoSpace: the disk is full (or over quota); it comes with
+	// ErrUnwritable.
+	ErrNoSpace = errors.New("spool: disk full")
+)
+
+// WriteError is what Write returns when the record did not reach the
+// disk: the record is lost unless the caller keeps it. It matches
+// ErrUnwritable, ErrNoSpace on a full disk, and the OS error.
+type WriteError struct {
+	// Dir is the spool directory; Step is what failed (mkdir, create,
+	// write, sync, close, rename, dirsync).
+	Dir, Step string
+	// EventIDs are the ids of the events lost, in order; Diagnostic is
+	// true when the record carried a diagnostic.
+	EventIDs   []string
+	Diagnostic bool
+	// NoSpace is true on a full disk (ENOSPC, EDQUOT).
+	NoSpace bool
+	Cause   error
+}
+
+func (e *WriteError) Error() string {
+	what := "spool: not writable"
+	if e.NoSpace {
+		what = "spool: disk full"
+	}
+	lost := fmt.Sprintf("%d events", len(e.EventIDs))
+	if e.Diagnostic {
+		lost += " and a diagnostic"
+	}
+	return fmt.Sprintf("%s: %s lost, %s in %s failed: %v", what, lost, e.Step, e.Dir, e.Cause)
+}
+
+// Unwrap gives ErrUnwritable, ErrNoSpace on a full disk, and the cause.
+func (e *WriteError) Unwrap() []error {
+	errs := []error{ErrUnwritable}
+	if e.NoSpace {
+		errs = append(errs, ErrNoSpace)
+	}
+	return append(errs, e.Cause)
+}
 
 // Write stores rec durably under dir. name must be unique (an event id).
+// A record that does not reach the disk yields a *WriteError (nothing
+// of it is left behind); an encoding failure, a plain error.
 func Write(dir string, now time.Time, name string, rec Record) (string, error) {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", fmt.Errorf("spool: %w", err)
+	fail := func(step string, err error) error {
+		we := &WriteError{Dir: dir, Step: step, Diagnostic: rec.Diagnostic != nil, Cause: err,
+			NoSpace: errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)}
+		for _, e := range rec.Events {
+			we.EventIDs = append(we.EventIDs, e.ID)
+		}
+		return we
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
-		return "", fmt.Errorf("spool encode: %w", err)
+		return "", fmt.Errorf("spool: encode: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fail("mkdir", err)
 	}
 	final := filepath.Join(dir, fmt.Sprintf("%020d-%s.json", now.UnixNano(), name))
 	tmp := filepath.Join(dir, tmpPrefix+filepath.Base(final))
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return "", fmt.Errorf("spool: %w", err)
+		return "", fail("create", err)
 	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return "", fmt.Errorf("spool write: %w", err)
+	step := "write"
+	_, err = f.Write(b)
+	if err == nil {
+		step, err = "sync", f.Sync()
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return "", fmt.Errorf("spool sync: %w", err)
+	if cerr := f.Close(); err == nil && cerr != nil {
+		step, err = "close", cerr
 	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return "", fmt.Errorf("spool close: %w", err)
+	if err == nil {
+		step, err = "rename", os.Rename(tmp, final)
 	}
-	if err := os.Rename(tmp, final); err != nil {
+	if err != nil {
 		os.Remove(tmp)
-		return "", fmt.Errorf("spool rename: %w", err)
+		return "", fail(step, err)
 	}
 	if err := syncDir(dir); err != nil {
-		return "", err
+		// The record is in place but its directory entry may not survive
+		// a crash: report it, and leave the file for the drain.
+		return final, fail("dirsync", err)
 	}
 	return final, nil
 }
@@ -119,7 +175,7 @@ func Read(path string) (Record, error) {
 	}
 	var rec Record
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return Record{}, fmt.Errorf("%w %s: %v", ErrCorrupt, filepath.Base(path), err)
+		return Record{}, fmt.Errorf("%w %s: %w", ErrCorrupt, filepath.Base(path), err)
 	}
 	return rec, nil
 }
