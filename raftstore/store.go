@@ -76,7 +76,8 @@ type Store struct {
 	logs   raft.LogStore
 	stable raft.StableStore
 	snaps  raft.SnapshotStore
-	owned  []io.Closer // closed by Close, in order (transport, bolt)
+	owned  []io.Closer       // closed by Close, in order (transport, bolt)
+	guard  *guardedTransport // nil with a transport from the config
 
 	stop chan struct{} // closed by Close
 	// futures counts goroutines waiting on raft futures (see wait).
@@ -132,7 +133,8 @@ func (s *Store) Open() (err error) {
 			Timeout: s.cfg.IOTimeout,
 			Logger:  hl.Named("net"),
 		})
-		s.trans = nt
+		g := &guardedTransport{NetworkTransport: nt}
+		s.trans, s.guard = g, g
 		s.owned = append([]io.Closer{nt}, s.owned...)
 	}
 	rc := s.cfg.raftConfig()
@@ -158,7 +160,7 @@ func (s *Store) Close() error {
 	}
 	s.state = stateClosed
 	close(s.stop)
-	r, owned := s.raft, s.owned
+	r, owned, guard := s.raft, s.owned, s.guard
 	s.owned = nil
 	s.mu.Unlock()
 	if prev != stateOpen {
@@ -167,6 +169,9 @@ func (s *Store) Close() error {
 	var errs []error
 	if err := r.Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
+	}
+	if guard != nil {
+		guard.quiesce() // no heartbeat may reach the stores closed below
 	}
 	// Waiters on futures: raft resolves nearly every future at shutdown,
 	// but not one still queued (a VerifyLeader behind the 64-deep verify
