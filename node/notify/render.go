@@ -158,7 +158,7 @@ func Text(t Transition) string {
 func NewPayload(t Transition) Payload {
 	s := clean(t.Session)
 	return Payload{
-		Schema: SchemaV1, Kind: t.Kind, At: presence.FormatTime(t.At),
+		Schema: SchemaV1, Kind: Kind(text.Clip(text.OneLine(string(t.Kind)), 32)), At: presence.FormatTime(t.At),
 		Title: Title(t), Text: Text(t),
 		Session: PayloadSession{
 			ID: s.ID, Name: s.Name, Agent: s.Agent, Node: s.Node, Task: s.Task,
