@@ -412,3 +412,16 @@ func TestRemovedWebhookStopsItsWorker(t *testing.T) {
 		}
 	}
 }
+
+func TestSendErrorDoesNotRevealWebhookURL(t *testing.T) {
+	tg := newTarget(t)
+	url := tg.srv.URL + "/services/T0/B0/secret-token"
+	tg.srv.Close() // connection refused from now on
+	err := NewHTTPSender(time.Second).Send(t.Context(), Request{URL: url, Body: []byte("{}")})
+	if !errors.Is(err, ErrSend) {
+		t.Fatalf("err %v", err)
+	}
+	if strings.Contains(err.Error(), "secret-token") || !strings.Contains(err.Error(), "127.0.0.1") {
+		t.Fatalf("error %q reveals the path or hides the host", err)
+	}
+}

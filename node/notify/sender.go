@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -88,7 +89,7 @@ func NewHTTPSender(timeout time.Duration) *HTTPSender {
 func (s *HTTPSender) Send(ctx context.Context, r Request) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.URL, bytes.NewReader(r.Body))
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrSend, err)
+		return fmt.Errorf("%w: cannot post to %s", ErrSend, redactURL(r.URL))
 	}
 	for k, vs := range r.Header {
 		for _, v := range vs {
@@ -101,6 +102,11 @@ func (s *HTTPSender) Send(ctx context.Context, r Request) error {
 	req.Header.Set("User-Agent", "harn-notify/1")
 	resp, err := s.client.Do(req)
 	if err != nil {
+		// The URL of a webhook is its secret: errors name only its host.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			ue.URL = redactURL(ue.URL)
+		}
 		return fmt.Errorf("%w: %w", ErrSend, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswer))

@@ -195,8 +195,10 @@ func (w Webhook) Wants(k Kind) bool { return len(w.On) == 0 || slices.Contains(w
 // Redacted is the URL as `notify list` and logs show it: scheme and host,
 // and "/…" when a path or query follows, since webhook paths and queries
 // often are the secret (Slack and Discord tokens, ntfy topics).
-func (w Webhook) Redacted() string {
-	u, err := url.Parse(w.URL)
+func (w Webhook) Redacted() string { return redactURL(w.URL) }
+
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
 		return "(invalid url)"
 	}
