@@ -11,7 +11,8 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-// Desktop shows one notification on this machine's desktop.
+// Desktop shows one notification on this machine's desktop. Notify must
+// return soon after ctx is done: the engine's Close waits for it.
 type Desktop interface {
 	Notify(ctx context.Context, title, body string) error
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -68,24 +67,33 @@ func (c *fakeClock) remove(t *fakeTimer) {
 	}
 }
 
-// Advance moves the time by d and runs every callback that became due.
+// Advance moves the time by d, running each timer that becomes due at its
+// own time, earliest first (a timer set by a callback runs too when it
+// falls due within d).
 func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	for _, t := range c.timers {
-		if !t.at.After(c.now) {
-			due = append(due, t)
-		}
-	}
-	for _, t := range due {
-		t.done = true
-		c.remove(t)
-	}
+	target := c.now.Add(d)
 	c.mu.Unlock()
-	sort.SliceStable(due, func(i, j int) bool { return due[i].at.Before(due[j].at) })
-	for _, t := range due {
-		t.f()
+	for {
+		c.mu.Lock()
+		var next *fakeTimer
+		for _, t := range c.timers {
+			if !t.at.After(target) && (next == nil || t.at.Before(next.at)) {
+				next = t
+			}
+		}
+		if next == nil {
+			c.now = target
+			c.mu.Unlock()
+			return
+		}
+		if next.at.After(c.now) {
+			c.now = next.at
+		}
+		next.done = true
+		c.remove(next)
+		c.mu.Unlock()
+		next.f()
 	}
 }
 

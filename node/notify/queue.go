@@ -145,6 +145,7 @@ func (w *worker) deliver(it item) {
 		w.mu.Lock()
 		if err == nil {
 			w.st.Sent++
+			w.inflight = false
 			w.mu.Unlock()
 			return
 		}
@@ -154,6 +155,7 @@ func (w *worker) deliver(it item) {
 		giveUp := permanent || (cfg.MaxAttempts > 0 && attempt >= cfg.MaxAttempts) || now.Sub(it.queued) >= cfg.MaxAge
 		if giveUp {
 			w.st.Failed++
+			w.inflight = false
 		} else {
 			w.st.Retries++
 		}
