@@ -1,0 +1,231 @@
+package notify
+
+import (
+	"encoding/json"
+	"fmt"
+	"mime"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// SchemaV1 names the JSON format's schema; a consumer should check it.
+const SchemaV1 = "harn.notify/v1"
+
+// Bounds of rendered text, in runes.
+const (
+	maxName    = 64
+	maxAgent   = 32
+	maxNode    = 64
+	maxTask    = 200
+	maxReason  = 200
+	maxWaiting = 120
+	maxID      = 128
+	// MaxText bounds a message's text.
+	MaxText = 600
+	// MaxTitle bounds a message's title.
+	MaxTitle = 120
+)
+
+// Payload is the body of the json format, version harn.notify/v1. Field
+// names are stable; new fields may be added, none removed or renamed
+// without a new schema name. Every string is one line with no control
+// characters.
+//
+//	{"schema":"harn.notify/v1","kind":"blocked","at":"2026-08-12T10:02:00.000Z",
+//	 "title":"harn: Sable is blocked","text":"Sable (claude-code on buildbox) is blocked: …",
+//	 "session":{"id":"s-42","name":"Sable","agent":"claude-code","node":"buildbox",
+//	   "task":"fix the tests","activity":"idle","task_state":"blocked",
+//	   "reason":"waiting for repository access","reachable":true}}
+type Payload struct {
+	Schema  string         `json:"schema"`
+	Kind    Kind           `json:"kind"`
+	At      string         `json:"at"`
+	Title   string         `json:"title"`
+	Text    string         `json:"text"`
+	Session PayloadSession `json:"session"`
+}
+
+// PayloadSession is the session part of Payload.
+type PayloadSession struct {
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	Agent            string `json:"agent"`
+	Node             string `json:"node"`
+	Task             string `json:"task"`
+	Activity         string `json:"activity"`
+	TaskState        string `json:"task_state"`
+	Reason           string `json:"reason,omitempty"`
+	WaitingOn        string `json:"waiting_on,omitempty"`
+	Reachable        bool   `json:"reachable"`
+	UnreachableSince string `json:"unreachable_since,omitempty"`
+	SilentSince      string `json:"silent_since,omitempty"`
+}
+
+// clean returns s with every text field folded to one safe line and
+// clipped: the only way agent text enters a message.
+func clean(s Session) Session {
+	c := func(v string, n int) string { return text.Clip(text.OneLine(v), n) }
+	s.ID, s.Name, s.Agent, s.Node = c(s.ID, maxID), c(s.Name, maxName), c(s.Agent, maxAgent), c(s.Node, maxNode)
+	s.Task, s.BlockerReason, s.WaitingOn = c(s.Task, maxTask), c(s.BlockerReason, maxReason), c(s.WaitingOn, maxWaiting)
+	s.Activity = presence.Activity(c(string(s.Activity), 32))
+	s.TaskState = presence.TaskState(c(string(s.TaskState), 32))
+	return s
+}
+
+func label(s Session) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	if s.ID != "" {
+		return s.ID
+	}
+	return "a session"
+}
+
+// Title is a transition's short title, e.g. "harn: Sable needs input".
+func Title(t Transition) string {
+	s := clean(t.Session)
+	var what string
+	switch t.Kind {
+	case KindNeedsInput:
+		what = "needs input"
+	case KindBlocked:
+		what = "is blocked"
+	case KindDone:
+		what = "is done"
+	case KindUnreachable:
+		what = "is unreachable"
+	case KindSilent:
+		what = "went silent"
+	default:
+		what = text.Clip(text.OneLine(string(t.Kind)), 32)
+	}
+	return text.Clip("harn: "+label(s)+" "+what, MaxTitle)
+}
+
+// Text is a transition's one-line message, e.g. "Sable (claude-code on
+// buildbox) is blocked: waiting for repository access. Task: fix the tests".
+func Text(t Transition) string {
+	s := clean(t.Session)
+	who := label(s)
+	switch {
+	case s.Agent != "" && s.Node != "":
+		who += fmt.Sprintf(" (%s on %s)", s.Agent, s.Node)
+	case s.Agent != "":
+		who += " (" + s.Agent + ")"
+	case s.Node != "":
+		who += " (on " + s.Node + ")"
+	}
+	var b strings.Builder
+	b.WriteString(who)
+	switch t.Kind {
+	case KindNeedsInput:
+		b.WriteString(" needs input")
+		if s.WaitingOn != "" {
+			b.WriteString(": waiting on " + s.WaitingOn)
+		}
+	case KindBlocked:
+		b.WriteString(" is blocked")
+		if s.BlockerReason != "" {
+			b.WriteString(": " + s.BlockerReason)
+		}
+	case KindDone:
+		b.WriteString(" is done")
+	case KindUnreachable:
+		b.WriteString(" is unreachable")
+		if since := presence.FormatTime(s.UnreachableSince); since != "" {
+			b.WriteString(": its node has not answered since " + since)
+		}
+	case KindSilent:
+		b.WriteString(" went silent")
+		if since := presence.FormatTime(s.SilentSince); since != "" {
+			b.WriteString(": no evidence since " + since)
+		}
+	default:
+		b.WriteString(": " + text.Clip(text.OneLine(string(t.Kind)), 32))
+	}
+	if s.Task != "" {
+		b.WriteString(". Task: " + s.Task)
+	}
+	return text.Clip(text.OneLine(b.String()), MaxText)
+}
+
+// NewPayload builds the json format's body for t.
+func NewPayload(t Transition) Payload {
+	s := clean(t.Session)
+	return Payload{
+		Schema: SchemaV1, Kind: Kind(text.Clip(text.OneLine(string(t.Kind)), 32)), At: presence.FormatTime(t.At),
+		Title: Title(t), Text: Text(t),
+		Session: PayloadSession{
+			ID: s.ID, Name: s.Name, Agent: s.Agent, Node: s.Node, Task: s.Task,
+			Activity: string(s.Activity), TaskState: string(s.TaskState),
+			Reason: s.BlockerReason, WaitingOn: s.WaitingOn, Reachable: s.Reachable,
+			UnreachableSince: presence.FormatTime(s.UnreachableSince),
+			SilentSince:      presence.FormatTime(s.SilentSince),
+		},
+	}
+}
+
+// slackEscape escapes the three characters Slack's message formatting
+// gives meaning to, so agent text cannot mention a channel or a user.
+var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// ntfy's priority and tags per kind (docs.ntfy.sh/publish: priority 1 to 5,
+// tags comma-separated; tags naming an emoji show as that emoji).
+var ntfyStyle = map[Kind]struct{ prio, tags string }{
+	KindNeedsInput:  {"4", "bell,harn"},
+	KindBlocked:     {"4", "warning,harn"},
+	KindDone:        {"3", "white_check_mark,harn"},
+	KindUnreachable: {"4", "electric_plug,harn"},
+	KindSilent:      {"3", "zzz,harn"},
+}
+
+// Render builds the request that tells t to w, in w's format.
+func Render(w Webhook, t Transition) (Request, error) {
+	switch w.Format {
+	case FormatJSON, "":
+		body, err := json.Marshal(NewPayload(t))
+		return Request{URL: w.URL, ContentType: "application/json", Body: body}, err
+	case FormatSlack:
+		body, err := json.Marshal(map[string]string{"text": slackEscape.Replace(Text(t))})
+		return Request{URL: w.URL, ContentType: "application/json", Body: body}, err
+	case FormatDiscord:
+		body, err := json.Marshal(struct {
+			Content         string `json:"content"`
+			AllowedMentions struct {
+				Parse []string `json:"parse"`
+			} `json:"allowed_mentions"`
+		}{Content: Text(t), AllowedMentions: struct {
+			Parse []string `json:"parse"`
+		}{Parse: []string{}}})
+		return Request{URL: w.URL, ContentType: "application/json", Body: body}, err
+	case FormatNtfy:
+		st, ok := ntfyStyle[t.Kind]
+		if !ok {
+			st.prio, st.tags = "3", "harn"
+		}
+		h := http.Header{}
+		h.Set("Title", headerText(Title(t)))
+		h.Set("Priority", st.prio)
+		h.Set("Tags", st.tags)
+		return Request{URL: w.URL, ContentType: "text/plain; charset=utf-8", Header: h, Body: []byte(Text(t))}, nil
+	}
+	return Request{}, &FieldError{Field: "format", Value: string(w.Format), Problem: "is not a format",
+		Fix: "use one of json, slack, discord, ntfy"}
+}
+
+// headerText makes s safe as an HTTP header value: ASCII as is, anything
+// else as an RFC 2047 encoded word, which ntfy decodes.
+func headerText(s string) string {
+	s = text.OneLine(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] >= utf8.RuneSelf {
+			return mime.BEncoding.Encode("utf-8", s)
+		}
+	}
+	return s
+}

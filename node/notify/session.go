@@ -1,0 +1,95 @@
+package notify
+
+import (
+	"time"
+
+	"github.com/harn-dev/harn/presence"
+)
+
+// Kind names a transition worth telling. The values are the `--on` names.
+type Kind string
+
+// The transitions. Each is a state that began to hold.
+const (
+	// KindNeedsInput: the session's activity became needs_input.
+	KindNeedsInput Kind = "needs_input"
+	// KindBlocked: the session's task_state became blocked (with a reason).
+	KindBlocked Kind = "blocked"
+	// KindDone: the session's task_state became done.
+	KindDone Kind = "done"
+	// KindUnreachable: the node owning the session became unreachable.
+	KindUnreachable Kind = "unreachable"
+	// KindSilent: the session became silent (silent_since became set).
+	KindSilent Kind = "silent"
+)
+
+// Kinds lists every kind, in the order Diff reports them.
+var Kinds = []Kind{KindNeedsInput, KindBlocked, KindDone, KindUnreachable, KindSilent}
+
+// Session is one session as the engine sees it. The node fills it from its
+// roster; every text field may come from an agent and is untrusted (it is
+// sanitized when a message is rendered).
+type Session struct {
+	ID        string
+	Name      string
+	Agent     string
+	Node      string
+	Task      string
+	Activity  presence.Activity
+	TaskState presence.TaskState
+	// BlockerReason is the reason of a blocked task.
+	BlockerReason string
+	// WaitingOn says what a needs_input session waits for (a tool, a
+	// question), when known.
+	WaitingOn string
+	// Reachable is false when the owning node is dead or has left.
+	Reachable bool
+	// UnreachableSince is when the owning node stopped being reachable.
+	UnreachableSince time.Time
+	// SilentSince is set while the session shows no evidence for longer
+	// than the roster's silence threshold.
+	SilentSince time.Time
+}
+
+// Transition is one state that began to hold for one session.
+type Transition struct {
+	Kind    Kind
+	Session Session
+	// At is when the state began to hold, as the engine observed it. Diff
+	// leaves it zero.
+	At time.Time
+}
+
+// Holds reports whether the state named by k holds in s.
+func Holds(s Session, k Kind) bool {
+	switch k {
+	case KindNeedsInput:
+		return s.Activity == presence.ActivityNeedsInput
+	case KindBlocked:
+		return s.TaskState == presence.TaskBlocked
+	case KindDone:
+		return s.TaskState == presence.TaskDone
+	case KindUnreachable:
+		return !s.Reachable
+	case KindSilent:
+		return !s.SilentSince.IsZero()
+	}
+	return false
+}
+
+// Diff returns the transitions from prev to cur of one session: each kind
+// whose state holds in cur and did not hold in prev, once, in the order of
+// Kinds. A nil prev means the session was not seen before, so every state
+// that holds in cur is reported. Diff is pure.
+//
+// Only the start of a state is a transition: a blocked task whose reason
+// changes, or a silent session whose silent_since moves, reports nothing.
+func Diff(prev *Session, cur Session) []Transition {
+	var out []Transition
+	for _, k := range Kinds {
+		if Holds(cur, k) && (prev == nil || !Holds(*prev, k)) {
+			out = append(out, Transition{Kind: k, Session: cur})
+		}
+	}
+	return out
+}
