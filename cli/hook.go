@@ -6,9 +6,11 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -63,7 +65,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 	return c
 }
 
-// hookInputWait bounds how long a hook waits for its agent to close stdin.
+// hookInputWait bounds how long a hook waits for its agent's payload.
 const hookInputWait = 2 * time.Second
 
 func runHook(c *cobra.Command, args []string, settingsErr error) error {
@@ -96,7 +98,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	var in []byte
 	if len(args) == 1 {
-		in = readBounded(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
+		in = readPayload(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
 	}
 	key, err := node.LoadOrCreateKey(p.DataDir)
 	if err != nil {
@@ -112,6 +114,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 		return nil
 	}
 	stampEvents(res.Events, now)
+	stampRepo(res.Events)
 	ctxText := h.send(res)
 	if out := ad.Output(res, ctxText); len(out) > 0 {
 		c.OutOrStdout().Write(out)
@@ -229,21 +232,50 @@ func (h *hookRun) diagnose(msg string, in []byte) {
 		Error: msg, InputBytes: len(in), InputDigest: d.InputDigest}}, ids.New(h.now))
 }
 
-// readBounded reads up to max bytes, giving up after wait so that an agent
-// that never closes stdin cannot stall its hook. The reader goroutine is
-// owned by the hook process, which exits right after.
-func readBounded(r io.Reader, max int64, wait time.Duration) []byte {
-	type result struct{ b []byte }
-	ch := make(chan result, 1)
+// readPayload reads one complete JSON value from r and stops there: an
+// agent that keeps stdin open after writing its payload does not stall the
+// hook, and EOF is not required. It reads at most max bytes and gives up
+// after wait. Input that is not one JSON value (garbage, a cut-off value,
+// too many bytes) comes back as the bytes read so far, for the adapter to
+// refuse with a diagnostic. The reader goroutine is owned by the hook
+// process, which exits right after.
+func readPayload(r io.Reader, max int64, wait time.Duration) []byte {
+	buf := &lockedBuffer{}
+	ch := make(chan []byte, 1)
 	go func() {
-		var buf bytes.Buffer
-		io.Copy(&buf, io.LimitReader(r, max))
-		ch <- result{buf.Bytes()}
+		dec := json.NewDecoder(io.TeeReader(io.LimitReader(r, max), buf))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			ch <- buf.bytes()
+			return
+		}
+		ch <- v
 	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	select {
-	case res := <-ch:
-		return res.b
-	case <-time.After(wait):
-		return nil
+	case b := <-ch:
+		return b
+	case <-timer.C:
+		return buf.bytes()
 	}
+}
+
+// lockedBuffer is the bytes a payload reader has taken so far; the hook
+// reads them when the reader is still waiting at its deadline.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }
