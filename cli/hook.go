@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,6 +39,10 @@ node and prints what the agent expects (usually nothing). It always exits 0:
 when the node is down or slow the events are spooled to disk and a node is
 started in the background; bad input becomes a diagnostic (harn node errors).`,
 		Args: cobra.ArbitraryArgs,
+		// A flag this harn does not know (say, from a newer harn in the
+		// agent's settings) is ignored and recorded as a diagnostic: the
+		// event still counts.
+		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
 	}
 	// Bad settings (a broken config file, a bad HARN_ variable) must not
 	// cost the event: the hook goes on with what it could read and records
@@ -73,11 +78,11 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	p := placeOf(c)
 	timeout, _ := c.Flags().GetDuration("timeout")
 	stderr := c.ErrOrStderr()
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "harn hook: name the agent: one of", all.Names())
-		return nil
+	agent := "(none)"
+	if len(args) > 0 {
+		agent = args[0]
 	}
-	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: args[0]}
+	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: agent}
 	// Connect now, so that the connection's handshake overlaps reading
 	// and decoding the payload.
 	if cl, err := dial(p); err == nil {
@@ -90,6 +95,15 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	if settingsErr != nil {
 		h.diagnose("settings: "+oneLine(settingsErr.Error())+"; the hook went on with the rest", nil)
+	}
+	if bad := unknownFlags(c, rawArgs(c.Context())); len(bad) > 0 {
+		h.diagnose(fmt.Sprintf("unknown flag %s, ignored; run `harn hook --help` for the flags this harn knows, or reinstall the hooks with `harn hook install AGENT`",
+			strings.Join(bad, ", ")), nil)
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "harn hook: name the agent: one of", all.Names())
+		h.diagnose(fmt.Sprintf("no agent named; use `harn hook AGENT` with one of %v", all.Names()), nil)
+		return nil
 	}
 	ad, ok := all.Lookup(args[0])
 	if !ok {
@@ -120,6 +134,31 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 		c.OutOrStdout().Write(out)
 	}
 	return nil
+}
+
+// unknownFlags lists the flags in argv (the command line as given) that c
+// does not define. Arguments after "--" are not flags.
+func unknownFlags(c *cobra.Command, argv []string) []string {
+	var bad []string
+	for _, a := range argv {
+		if a == "--" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		if name, ok := strings.CutPrefix(a, "--"); ok {
+			name, _, _ = strings.Cut(name, "=")
+			if name != "help" && c.Flags().Lookup(name) == nil {
+				bad = append(bad, "--"+oneLine(name))
+			}
+			continue
+		}
+		if sh := a[1:2]; sh != "h" && c.Flags().ShorthandLookup(sh) == nil {
+			bad = append(bad, "-"+sh)
+		}
+	}
+	return bad
 }
 
 // stampEvents gives each event an id and the agent process that ran the
