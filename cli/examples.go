@@ -37,7 +37,7 @@ var examples = map[string]string{
   harn agents lifecycle blocked --reason "waiting for the API key"
   harn agents lifecycle done`,
 	"harn agents set-task": `  harn agents set-task "Fix the checkout rounding bug"`,
-	"harn agents claim": `  harn agents claim src/cart.go src/cart_test.go`,
+	"harn agents claim":    `  harn agents claim src/cart.go src/cart_test.go`,
 	"harn agents fold": `  harn agents fold events.jsonl
   cat events.jsonl | harn agents fold -
   harn agents fold --session 8a1f0c2e --full events.jsonl`,
