@@ -215,3 +215,43 @@ func FuzzStripComments(f *testing.F) {
 		}
 	})
 }
+
+// TestInspectFindsHarnEntries: Inspect names each harn entry with its
+// place and reports the events that lack one, without writing.
+func TestInspectFindsHarnEntries(t *testing.T) {
+	for _, agent := range Agents() {
+		t.Run(agent, func(t *testing.T) {
+			o := opts(t, agent)
+			st, err := Inspect(o)
+			if err != nil || st.FileExists || st.DirExists || len(st.Missing) != len(agentEvents(t, agent)) {
+				t.Fatalf("before install: %+v %v", st, err)
+			}
+			path := mustPath(t, o)
+			writeFile(t, path, userFiles[agent])
+			if _, err := Install(o); err != nil {
+				t.Fatal(err)
+			}
+			before := readFile(t, path)
+			st, err = Inspect(o)
+			if err != nil || !st.FileExists || !st.DirExists || len(st.Missing) != 0 || len(st.Hooks) != len(agentEvents(t, agent)) {
+				t.Fatalf("after install: %+v %v", st, err)
+			}
+			for _, h := range st.Hooks {
+				if CommandBinary(h.Command) != bin {
+					t.Errorf("%+v: binary %q", h, CommandBinary(h.Command))
+				}
+			}
+			if readFile(t, path) != before {
+				t.Fatal("Inspect wrote")
+			}
+		})
+	}
+}
+
+func TestCommandBinary(t *testing.T) {
+	for _, b := range []string{"/usr/local/bin/harn", "/Users/Ana Lee/bin/harn", `/tmp/we"ird $dir/harn`, "harn"} {
+		if got := CommandBinary(hookCommand(b, "codex")); got != b {
+			t.Errorf("CommandBinary(hookCommand(%q)) = %q", b, got)
+		}
+	}
+}
