@@ -75,5 +75,7 @@ each session) with the seed's fields. It uses the same reducer as the node.`,
 	}
 	c.Flags().String("session", "", "fold only this session's events")
 	c.Flags().Bool("full", false, "print the whole folded state, not just the two axes")
+	// fold always prints JSON; --json is accepted like on every read command.
+	addJSONFlag(c)
 	return c
 }

@@ -6,9 +6,12 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -36,6 +39,10 @@ node and prints what the agent expects (usually nothing). It always exits 0:
 when the node is down or slow the events are spooled to disk and a node is
 started in the background; bad input becomes a diagnostic (harn node errors).`,
 		Args: cobra.ArbitraryArgs,
+		// A flag this harn does not know (say, from a newer harn in the
+		// agent's settings) is ignored and recorded as a diagnostic: the
+		// event still counts.
+		FParseErrWhitelist: cobra.FParseErrWhitelist{UnknownFlags: true},
 	}
 	// Bad settings (a broken config file, a bad HARN_ variable) must not
 	// cost the event: the hook goes on with what it could read and records
@@ -63,7 +70,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 	return c
 }
 
-// hookInputWait bounds how long a hook waits for its agent to close stdin.
+// hookInputWait bounds how long a hook waits for its agent's payload.
 const hookInputWait = 2 * time.Second
 
 func runHook(c *cobra.Command, args []string, settingsErr error) error {
@@ -71,11 +78,11 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	p := placeOf(c)
 	timeout, _ := c.Flags().GetDuration("timeout")
 	stderr := c.ErrOrStderr()
-	if len(args) == 0 {
-		fmt.Fprintln(stderr, "harn hook: name the agent: one of", all.Names())
-		return nil
+	agent := "(none)"
+	if len(args) > 0 {
+		agent = args[0]
 	}
-	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: args[0]}
+	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: agent}
 	// Connect now, so that the connection's handshake overlaps reading
 	// and decoding the payload.
 	if cl, err := dial(p); err == nil {
@@ -89,6 +96,15 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	if settingsErr != nil {
 		h.diagnose("settings: "+oneLine(settingsErr.Error())+"; the hook went on with the rest", nil)
 	}
+	if bad := unknownFlags(c, rawArgs(c.Context())); len(bad) > 0 {
+		h.diagnose(fmt.Sprintf("unknown flag %s, ignored; run `harn hook --help` for the flags this harn knows, or reinstall the hooks with `harn hook install AGENT`",
+			strings.Join(bad, ", ")), nil)
+	}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "harn hook: name the agent: one of", all.Names())
+		h.diagnose(fmt.Sprintf("no agent named; use `harn hook AGENT` with one of %v", all.Names()), nil)
+		return nil
+	}
 	ad, ok := all.Lookup(args[0])
 	if !ok {
 		h.diagnose(fmt.Sprintf("unknown agent %q; use one of %v", args[0], all.Names()), nil)
@@ -96,7 +112,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	var in []byte
 	if len(args) == 1 {
-		in = readBounded(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
+		in = readPayload(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
 	}
 	key, err := node.LoadOrCreateKey(p.DataDir)
 	if err != nil {
@@ -112,11 +128,37 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 		return nil
 	}
 	stampEvents(res.Events, now)
+	stampRepo(res.Events)
 	ctxText := h.send(res)
 	if out := ad.Output(res, adapter.Reply{Context: ctxText}); len(out) > 0 {
 		c.OutOrStdout().Write(out)
 	}
 	return nil
+}
+
+// unknownFlags lists the flags in argv (the command line as given) that c
+// does not define. Arguments after "--" are not flags.
+func unknownFlags(c *cobra.Command, argv []string) []string {
+	var bad []string
+	for _, a := range argv {
+		if a == "--" {
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			continue
+		}
+		if name, ok := strings.CutPrefix(a, "--"); ok {
+			name, _, _ = strings.Cut(name, "=")
+			if name != "help" && c.Flags().Lookup(name) == nil {
+				bad = append(bad, "--"+oneLine(name))
+			}
+			continue
+		}
+		if sh := a[1:2]; sh != "h" && c.Flags().ShorthandLookup(sh) == nil {
+			bad = append(bad, "-"+sh)
+		}
+	}
+	return bad
 }
 
 // stampEvents gives each event an id and the agent process that ran the
@@ -229,21 +271,50 @@ func (h *hookRun) diagnose(msg string, in []byte) {
 		Error: msg, InputBytes: len(in), InputDigest: d.InputDigest}}, ids.New(h.now))
 }
 
-// readBounded reads up to max bytes, giving up after wait so that an agent
-// that never closes stdin cannot stall its hook. The reader goroutine is
-// owned by the hook process, which exits right after.
-func readBounded(r io.Reader, max int64, wait time.Duration) []byte {
-	type result struct{ b []byte }
-	ch := make(chan result, 1)
+// readPayload reads one complete JSON value from r and stops there: an
+// agent that keeps stdin open after writing its payload does not stall the
+// hook, and EOF is not required. It reads at most max bytes and gives up
+// after wait. Input that is not one JSON value (garbage, a cut-off value,
+// too many bytes) comes back as the bytes read so far, for the adapter to
+// refuse with a diagnostic. The reader goroutine is owned by the hook
+// process, which exits right after.
+func readPayload(r io.Reader, max int64, wait time.Duration) []byte {
+	buf := &lockedBuffer{}
+	ch := make(chan []byte, 1)
 	go func() {
-		var buf bytes.Buffer
-		io.Copy(&buf, io.LimitReader(r, max))
-		ch <- result{buf.Bytes()}
+		dec := json.NewDecoder(io.TeeReader(io.LimitReader(r, max), buf))
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			ch <- buf.bytes()
+			return
+		}
+		ch <- v
 	}()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
 	select {
-	case res := <-ch:
-		return res.b
-	case <-time.After(wait):
-		return nil
+	case b := <-ch:
+		return b
+	case <-timer.C:
+		return buf.bytes()
 	}
+}
+
+// lockedBuffer is the bytes a payload reader has taken so far; the hook
+// reads them when the reader is still waiting at its deadline.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return bytes.Clone(b.buf.Bytes())
 }

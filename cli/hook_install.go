@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -39,17 +41,21 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 			if err != nil {
 				return err
 			}
+			yes, _ := c.Flags().GetBool("yes")
 			rep, err := run(install.Options{Agent: args[0], Scope: scope, Home: home, ProjectDir: wd,
-				Command: exe, DryRun: dry, Now: time.Now()})
+				Command: hookBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: time.Now()})
 			switch {
 			case errors.Is(err, install.ErrUnknownAgent), errors.Is(err, install.ErrBadScope), errors.Is(err, install.ErrBadSettings):
 				return usageErr(err)
+			case errors.Is(err, install.ErrCommentsLost):
+				return withCode(ExitRefused, err)
 			case err != nil:
 				return err
 			}
 			if asJSON(c) {
 				return writeJSON(c, map[string]any{"path": rep.Path, "changed": rep.Changed,
-					"added": rep.Added, "removed": rep.Removed, "backup": rep.Backup, "dry_run": dry})
+					"added": rep.Added, "replaced": rep.Replaced, "removed": rep.Removed,
+					"lost_comment_lines": rep.LostComments, "backup": rep.Backup, "dry_run": dry})
 			}
 			fmt.Fprint(c.OutOrStdout(), rep.Summary())
 			return nil
@@ -57,6 +63,25 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 	}
 	c.Flags().String("scope", "user", "user (your home) or project (the current directory)")
 	c.Flags().Bool("dry-run", false, "print what would change and write nothing")
+	c.Flags().Bool("yes", false, "write even when comments inside \"hooks\" of a settings file with comments (Gemini) cannot be kept")
 	addJSONFlag(c)
 	return c
+}
+
+// hookBinary is the binary the hook command names: "harn" when that name
+// on PATH is this very binary, else its absolute path.
+func hookBinary(exe string, lookPath func(string) (string, error)) string {
+	p, err := lookPath(install.BareCommand)
+	if err != nil {
+		return exe
+	}
+	if abs, err := filepath.Abs(p); err == nil {
+		p = abs
+	}
+	a, errA := os.Stat(p)
+	b, errB := os.Stat(exe)
+	if errA != nil || errB != nil || !os.SameFile(a, b) {
+		return exe
+	}
+	return install.BareCommand
 }

@@ -4,12 +4,17 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime/debug"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // Set by the linker (see Makefile).
@@ -58,7 +63,7 @@ func Commit() string { return commit }
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdin, stdout, stderr)
 	root.SetArgs(args)
-	cmd, err := root.ExecuteC()
+	cmd, err := root.ExecuteContextC(withRawArgs(context.Background(), args))
 	if err == nil {
 		return ExitOK
 	}
@@ -83,7 +88,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 		SilenceErrors: true,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr(fmt.Errorf("unknown command %q; run `harn --help` for the list", args[0]))
+				return usageErr(fmt.Errorf("unknown command %q%s; run `harn --help` for the list", args[0], didYouMean(c.SuggestionsFor(args[0]))))
 			}
 			return nil
 		},
@@ -95,13 +100,105 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr(err)
+		return usageErr(fmt.Errorf("%w%s", err, flagSuggestion(c, err)))
 	})
 	root.AddCommand(newVersionCmd())
 	for _, add := range commandSet {
 		root.AddCommand(add())
 	}
+	// cobra adds help and completion when it runs; add them now so that
+	// they get examples and suggestions like the rest.
+	root.InitDefaultHelpCmd()
+	root.InitDefaultCompletionCmd()
+	walkCommands(root, func(c *cobra.Command) { c.SuggestionsMinimumDistance = suggestDistance })
+	applyExamples(root)
 	return root
+}
+
+// suggestDistance is the largest edit distance at which a typo gets a
+// suggestion.
+const suggestDistance = 2
+
+// didYouMean formats suggestions: ` (did you mean "list"?)`, or "".
+func didYouMean(s []string) string {
+	switch len(s) {
+	case 0:
+		return ""
+	case 1:
+		return fmt.Sprintf(" (did you mean %q?)", s[0])
+	}
+	q := make([]string, len(s))
+	for i, x := range s {
+		q[i] = strconv.Quote(x)
+	}
+	return " (did you mean " + strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1] + "?)"
+}
+
+// flagSuggestion names the flags of c closest to the unknown flag err
+// complains about, as didYouMean does.
+func flagSuggestion(c *cobra.Command, err error) string {
+	msg := err.Error()
+	var typed string
+	switch {
+	case strings.HasPrefix(msg, "unknown flag: --"):
+		typed = strings.TrimPrefix(msg, "unknown flag: --")
+		typed, _, _ = strings.Cut(typed, "=")
+	default:
+		return ""
+	}
+	var out []string
+	seen := map[string]bool{}
+	visit := func(f *pflag.Flag) {
+		if seen[f.Name] || f.Hidden {
+			return
+		}
+		seen[f.Name] = true
+		if editDistance(typed, f.Name) <= suggestDistance || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
+			out = append(out, "--"+f.Name)
+		}
+	}
+	c.Flags().VisitAll(visit)
+	c.InheritedFlags().VisitAll(visit)
+	sort.Strings(out)
+	return didYouMean(out)
+}
+
+// editDistance is the Levenshtein distance of a and b, ignoring case.
+func editDistance(a, b string) int {
+	a, b = strings.ToLower(a), strings.ToLower(b)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+type rawArgsKey struct{}
+
+// withRawArgs keeps the command line as given, for the hook to name the
+// flags it ignored.
+func withRawArgs(ctx context.Context, args []string) context.Context {
+	return context.WithValue(ctx, rawArgsKey{}, args)
+}
+
+func rawArgs(ctx context.Context) []string {
+	if ctx == nil {
+		return nil
+	}
+	a, _ := ctx.Value(rawArgsKey{}).([]string)
+	return a
 }
 
 // commandSet holds the constructors of the top-level commands other than
@@ -109,17 +206,32 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 var commandSet []func() *cobra.Command
 
 func newVersionCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "version",
 		Short: "print the version and the commit it was built from",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if asJSON(c) {
+				return writeJSON(c, map[string]string{"version": version, "commit": commit})
+			}
 			fmt.Fprintf(c.OutOrStdout(), "harn %s (commit %s)\n", version, commit)
 			return nil
 		},
 	}
+	addJSONFlag(c)
+	return c
 }
 
 // noArgs is cobra.NoArgs with the usage exit code: an unknown subcommand
-// or a stray argument is bad input (exit 2), not an unexpected failure.
-func noArgs(c *cobra.Command, args []string) error { return usageErr(cobra.NoArgs(c, args)) }
+// or a stray argument is bad input (exit 2), not an unexpected failure. A
+// command with subcommands suggests the closest ones.
+func noArgs(c *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if c.HasSubCommands() {
+		return usageErr(fmt.Errorf("unknown command %q for %q%s; run `%s --help` for the list",
+			args[0], c.CommandPath(), didYouMean(c.SuggestionsFor(args[0])), c.CommandPath()))
+	}
+	return usageErr(cobra.NoArgs(c, args))
+}

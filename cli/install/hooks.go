@@ -24,19 +24,24 @@ type agentSpec struct {
 	flat bool
 	// entry is harn's entry for one event, given the command.
 	entry func(cmd string) object
+	// envDir names the environment variable that moves the agent's user
+	// config folder (CLAUDE_CONFIG_DIR, CODEX_HOME), if any.
+	envDir string
+	// jsonc: the agent reads its settings with comments (Gemini CLI).
+	jsonc bool
 }
 
 var specs = map[string]agentSpec{
-	claudecode.Name: {name: claudecode.Name, dir: ".claude", file: "settings.json", events: claudecode.Events(),
+	claudecode.Name: {name: claudecode.Name, dir: ".claude", file: "settings.json", events: claudecode.Events(), envDir: "CLAUDE_CONFIG_DIR",
 		entry: func(cmd string) object {
 			return object{{"matcher", str("*")}, {"hooks", handlers(cmd, 10)}}
 		}},
-	codex.Name: {name: codex.Name, dir: ".codex", file: "hooks.json", events: codex.Events(),
+	codex.Name: {name: codex.Name, dir: ".codex", file: "hooks.json", events: codex.Events(), envDir: "CODEX_HOME",
 		// No matcher: Codex reads it as a regular expression; absent matches all.
 		entry: func(cmd string) object { return object{{"hooks", handlers(cmd, 10)}} }},
 	cursor.Name: {name: cursor.Name, dir: ".cursor", file: "hooks.json", events: cursor.Events(), flat: true,
 		entry: func(cmd string) object { return object{{"command", str(cmd)}} }},
-	gemini.Name: {name: gemini.Name, dir: ".gemini", file: "settings.json", events: gemini.Events(),
+	gemini.Name: {name: gemini.Name, dir: ".gemini", file: "settings.json", events: gemini.Events(), jsonc: true,
 		// Gemini's timeout is in milliseconds.
 		entry: func(cmd string) object {
 			h := object{{"name", str("harn")}, {"type", str("command")}, {"command", str(cmd)}, {"timeout", json.RawMessage("10000")}}
@@ -97,31 +102,36 @@ func hooksOf(top object) (object, bool, error) {
 }
 
 // install adds harn's entry to every event that lacks it and drops stale
-// or duplicate harn entries. It returns the events it changed and whether
-// the file changed at all (Cursor's "version" may be all that is missing).
-func (s agentSpec) install(top *object, cmd string) ([]string, bool, error) {
+// or duplicate harn entries. It returns the events where it added harn's
+// entry, those where it replaced harn's entries, and whether the file
+// changed at all (Cursor's "version" may be all that is missing).
+func (s agentSpec) install(top *object, cmd string) (added, replaced []string, modified bool, err error) {
 	hooks, _, err := hooksOf(*top)
 	if err != nil {
-		return nil, false, err
+		return nil, nil, false, err
 	}
-	var changed []string
 	for _, ev := range s.events {
 		raw, ok := hooks.get(ev)
 		list, err := array(raw, ok)
 		if err != nil {
-			return nil, false, shapeErr("hooks.%s is not a list", ev)
+			return nil, nil, false, shapeErr("hooks.%s is not a list", ev)
 		}
 		list, found, dirty := s.strip(list, cmd)
+		switch {
+		case dirty: // stale or duplicate harn entries went
+			replaced = append(replaced, ev)
+		case !found:
+			added = append(added, ev)
+		}
 		if !found {
 			list = append(list, s.entry(cmd).raw())
 			dirty = true
 		}
 		if dirty {
 			hooks.set(ev, rawArray(list))
-			changed = append(changed, ev)
 		}
 	}
-	modified := len(changed) > 0
+	modified = len(added)+len(replaced) > 0
 	if modified {
 		top.set("hooks", hooks.raw())
 	}
@@ -129,7 +139,7 @@ func (s agentSpec) install(top *object, cmd string) ([]string, bool, error) {
 		top.prepend("version", json.RawMessage("1"))
 		modified = true
 	}
-	return changed, modified, nil
+	return added, replaced, modified, nil
 }
 
 // uninstall removes every harn entry for this agent, drops matcher groups

@@ -13,6 +13,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -29,6 +30,9 @@ var (
 	ErrBadSettings = errors.New("unreadable settings file")
 	// ErrBadCommand: the harn binary path is missing or not absolute.
 	ErrBadCommand = errors.New("bad harn command")
+	// ErrCommentsLost: the settings file has comments inside the part
+	// harn rewrites; nothing is written unless Options.Yes.
+	ErrCommentsLost = errors.New("comments would be lost")
 )
 
 // Scopes.
@@ -42,10 +46,17 @@ type Options struct {
 	Agent            string // claude-code, codex, cursor or gemini
 	Scope            string // "user" (under Home) or "project" (under ProjectDir)
 	Home, ProjectDir string
-	// Command is the absolute path of the harn binary.
+	// Command is the absolute path of the harn binary, or "harn" when
+	// that name finds the same binary on PATH.
 	Command string
 	// DryRun computes the change and writes nothing.
 	DryRun bool
+	// Yes writes even when comments inside the rewritten part of a
+	// settings file with comments cannot be kept.
+	Yes bool
+	// Getenv reads the environment for the user scope's config folders
+	// (CLAUDE_CONFIG_DIR, CODEX_HOME); nil reads none.
+	Getenv func(string) string
 	// Now is when the command runs. The files carry no time; it is kept so
 	// that callers can log the run with the report.
 	Now time.Time
@@ -55,9 +66,12 @@ type Options struct {
 type Report struct {
 	Path    string
 	Changed bool
-	// Added and Removed name the native events whose harn entry was added
-	// (or rewritten) or removed.
-	Added, Removed []string
+	// Added, Replaced and Removed name the native events whose harn entry
+	// was added, replaced (a stale or duplicate one rewritten) or removed.
+	Added, Replaced, Removed []string
+	// LostComments are the lines of comments the change drops (or, when
+	// refused, would drop).
+	LostComments []int
 	// Backup is the copy of the previous file, when one was made.
 	Backup string
 	// Before and After are the file's content ("" before when it did not
@@ -78,6 +92,11 @@ func Path(o Options) (string, error) {
 	var base string
 	switch o.Scope {
 	case ScopeUser:
+		if s.envDir != "" && o.Getenv != nil {
+			if d := o.Getenv(s.envDir); d != "" {
+				return filepath.Join(filepath.Clean(d), s.file), nil
+			}
+		}
 		base = o.Home
 	case ScopeProject:
 		base = o.ProjectDir
@@ -90,17 +109,21 @@ func Path(o Options) (string, error) {
 	return filepath.Join(base, s.dir, s.file), nil
 }
 
+// BareCommand is the hook command's binary when `harn` on PATH is the
+// binary that installs.
+const BareCommand = "harn"
+
 // Install registers harn's hook for every native event the agent's adapter
 // maps. It is idempotent: a second run changes nothing and writes nothing.
 func Install(o Options) (Report, error) {
-	if o.Command == "" || !filepath.IsAbs(o.Command) {
+	if o.Command == "" || (!filepath.IsAbs(o.Command) && o.Command != BareCommand) {
 		return Report{}, fmt.Errorf("%w: %q; give the absolute path of the harn binary", ErrBadCommand, o.Command)
 	}
 	cmd := hookCommand(o.Command, o.Agent)
 	return edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
 		var modified bool
 		var err error
-		r.Added, modified, err = s.install(top, cmd)
+		r.Added, r.Replaced, modified, err = s.install(top, cmd)
 		return modified, err
 	})
 }
@@ -131,11 +154,19 @@ func edit(o Options, change func(agentSpec, *object, *Report) (bool, error)) (Re
 		return r, err
 	}
 	r.Before, r.After = before, before
-	top, err := parseSettings(before)
+	spec := specs[o.Agent]
+	clean, comments := before, []span(nil)
+	if spec.jsonc {
+		if clean, comments, err = stripComments(before); err != nil {
+			return r, fmt.Errorf("%w: %s: %w; fix the file or move it aside, then run again", ErrBadSettings, path, err)
+		}
+	}
+	top, err := parseSettings(clean)
 	if err != nil {
 		return r, fmt.Errorf("%w: %s: %w; fix the file or move it aside, then run again", ErrBadSettings, path, err)
 	}
-	modified, err := change(specs[o.Agent], &top, &r)
+	old := slices.Clone(top)
+	modified, err := change(spec, &top, &r)
 	if err != nil {
 		return r, fmt.Errorf("%w: %s: %w; fix the file or move it aside, then run again", ErrBadSettings, path, err)
 	}
@@ -143,8 +174,18 @@ func edit(o Options, change func(agentSpec, *object, *Report) (bool, error)) (Re
 		return r, nil
 	}
 	r.Changed = true
-	if r.After, err = render(top); err != nil {
+	if len(comments) > 0 {
+		// Keep the file as the user wrote it and rewrite only "hooks".
+		r.After, r.LostComments, err = spliceHooks(before, clean, comments, old, top)
+	} else {
+		r.After, err = render(top)
+	}
+	if err != nil {
 		return r, err
+	}
+	if len(r.LostComments) > 0 && !o.Yes && !o.DryRun {
+		return r, fmt.Errorf("%w: %s: the comments on %s sit inside \"hooks\", which harn rewrites; run again with --yes to write anyway (the old file is kept as %s), or move them out of \"hooks\"",
+			ErrCommentsLost, path, lineList(r.LostComments), filepath.Base(path)+BackupSuffix)
 	}
 	if o.DryRun {
 		return r, nil
@@ -257,13 +298,19 @@ func (r Report) Summary() string {
 		return b.String()
 	}
 	verb := map[bool]string{true: "would ", false: ""}[r.DryRun]
+	if len(r.LostComments) > 0 {
+		fmt.Fprintf(&b, "  %sdrop the comments on %s (inside \"hooks\")\n", verb, lineList(r.LostComments))
+	}
 	if len(r.Added) > 0 {
 		fmt.Fprintf(&b, "  %sadd %d: %s\n", verb, len(r.Added), strings.Join(r.Added, ", "))
+	}
+	if len(r.Replaced) > 0 {
+		fmt.Fprintf(&b, "  %sreplace %d: %s\n", verb, len(r.Replaced), strings.Join(r.Replaced, ", "))
 	}
 	if len(r.Removed) > 0 {
 		fmt.Fprintf(&b, "  %sremove %d: %s\n", verb, len(r.Removed), strings.Join(r.Removed, ", "))
 	}
-	if len(r.Added) == 0 && len(r.Removed) == 0 {
+	if len(r.Added) == 0 && len(r.Replaced) == 0 && len(r.Removed) == 0 {
 		fmt.Fprintf(&b, "  %supdate the file's format version\n", verb)
 	}
 	if r.Backup != "" {

@@ -268,8 +268,11 @@ func TestInstallReplacesStaleCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(r.Path)
-	if !r.Changed || len(r.Added) != len(agentEvents(t, "codex")) || strings.Contains(string(b), "old place") {
+	if !r.Changed || len(r.Replaced) != len(agentEvents(t, "codex")) || len(r.Added) != 0 || strings.Contains(string(b), "old place") {
 		t.Fatalf("stale command kept: %+v\n%s", r, b)
+	}
+	if s := r.Summary(); !strings.Contains(s, "replace ") || strings.Contains(s, "add ") {
+		t.Errorf("a reinstall that replaces entries must say replace, not add:\n%s", s)
 	}
 	for ev, n := range harnEvents(t, b, "codex") {
 		if n != 1 {
@@ -365,7 +368,7 @@ func TestOptionsErrors(t *testing.T) {
 		"bad scope":           {func(o *Options) { o.Scope = "global" }, ErrBadScope},
 		"user without home":   {func(o *Options) { o.Home = "" }, ErrBadScope},
 		"project without dir": {func(o *Options) { o.Scope = ScopeProject }, ErrBadScope},
-		"relative command":    {func(o *Options) { o.Command = "harn" }, ErrBadCommand},
+		"relative command":    {func(o *Options) { o.Command = "bin/harn" }, ErrBadCommand},
 		"no command":          {func(o *Options) { o.Command = "" }, ErrBadCommand},
 	} {
 		t.Run(name, func(t *testing.T) {

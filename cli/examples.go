@@ -1,0 +1,97 @@
+package cli
+
+import (
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// examples holds every command's Examples section, by command path. A
+// command added to the tree needs its entry here: TestEveryCommandHasExamples
+// walks the tree and fails for any command without one.
+var examples = map[string]string{
+	"harn": `  harn hook install claude-code   # wire an agent (codex, cursor, gemini)
+  harn doctor                     # check the setup
+  harn agents list                # who is working, who needs you`,
+	"harn version": `  harn version
+  harn version --json`,
+	"harn doctor": `  harn doctor
+  harn doctor --json
+  harn doctor --raft-port 7811    # check the ports a node with this flag would use`,
+	"harn keygen": `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
+
+	"harn agents": `  harn agents list
+  harn agents show 8a1f0c2e`,
+	"harn agents list": `  harn agents list
+  harn agents list --all --json
+  harn agents list --consistent`,
+	"harn agents whoami": `  harn agents whoami
+  harn agents whoami --json`,
+	"harn agents status": `  harn agents status 8a1f0c2e
+  harn agents status 8a1f --json`,
+	"harn agents show": `  harn agents show 8a1f0c2e
+  harn agents show 8a1f --json`,
+	"harn agents trace": `  harn agents trace 8a1f0c2e
+  harn agents trace 8a1f0c2e --json`,
+	"harn agents lifecycle": `  harn agents lifecycle active
+  harn agents lifecycle blocked --reason "waiting for the API key"
+  harn agents lifecycle done`,
+	"harn agents set-task": `  harn agents set-task "Fix the checkout rounding bug"`,
+	"harn agents claim":    `  harn agents claim src/cart.go src/cart_test.go`,
+	"harn agents fold": `  harn agents fold events.jsonl
+  cat events.jsonl | harn agents fold -
+  harn agents fold --session 8a1f0c2e --full events.jsonl`,
+
+	"harn hook": `  echo '{"session_id":"s1","hook_event_name":"Stop","cwd":"/tmp"}' | harn hook claude-code
+  harn hook install codex`,
+	"harn hook install": `  harn hook install claude-code
+  harn hook install gemini --scope project --dry-run
+  harn hook install gemini --yes   # write even where a comment inside "hooks" cannot be kept`,
+	"harn hook uninstall": `  harn hook uninstall cursor
+  harn hook uninstall codex --scope project`,
+
+	"harn node": `  harn node
+  harn node --server --bootstrap-expect 3 --join buildbox1:7710 --gossip-key "$(cat gossip.key)"
+  harn node --no-mesh`,
+	"harn node status": `  harn node status
+  harn node status --json`,
+	"harn node errors": `  harn node errors
+  harn node errors --limit 10 --json`,
+
+	"harn mesh": `  harn mesh members
+  harn mesh raft`,
+	"harn mesh members": `  harn mesh members
+  harn mesh members --json`,
+	"harn mesh raft": `  harn mesh raft
+  harn mesh raft --json`,
+	"harn mesh leave":  `  harn mesh leave`,
+	"harn mesh remove": `  harn mesh remove buildbox3`,
+
+	"harn help": `  harn help
+  harn help agents list`,
+	"harn completion": `  harn completion bash > /etc/bash_completion.d/harn
+  harn completion zsh > "${fpath[1]}/_harn"`,
+	"harn completion bash":       `  source <(harn completion bash)`,
+	"harn completion zsh":        `  harn completion zsh > "${fpath[1]}/_harn"`,
+	"harn completion fish":       `  harn completion fish > ~/.config/fish/completions/harn.fish`,
+	"harn completion powershell": `  harn completion powershell | Out-String | Invoke-Expression`,
+}
+
+// applyExamples sets the Examples section of every command in the tree
+// from the examples map; a command that sets its own keeps it.
+func applyExamples(root *cobra.Command) {
+	walkCommands(root, func(c *cobra.Command) {
+		if strings.TrimSpace(c.Example) != "" {
+			return
+		}
+		c.Example = examples[c.CommandPath()]
+	})
+}
+
+// walkCommands calls fn on c and every command below it.
+func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, sub := range c.Commands() {
+		walkCommands(sub, fn)
+	}
+}

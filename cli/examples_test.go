@@ -1,0 +1,136 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+func testRoot() *cobra.Command {
+	return newRoot(strings.NewReader(""), io.Discard, io.Discard)
+}
+
+// TestEveryCommandHasExamples: every command's help has an Examples
+// section. A new command adds its entry to the examples map.
+func TestEveryCommandHasExamples(t *testing.T) {
+	root := testRoot()
+	n := 0
+	walkCommands(root, func(c *cobra.Command) {
+		n++
+		if strings.TrimSpace(c.Example) == "" {
+			t.Errorf("%q has no examples: add them to the examples map in cli/examples.go", c.CommandPath())
+		}
+	})
+	if n < 20 {
+		t.Fatalf("walked only %d commands", n)
+	}
+	var help bytes.Buffer
+	root.SetOut(&help)
+	root.SetArgs([]string{"agents", "list", "--help"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(help.String(), "Examples:\n  harn agents list") {
+		t.Errorf("help has no Examples section:\n%s", help.String())
+	}
+}
+
+// TestExamplesNameRealCommandsAndFlags: each example line that runs harn
+// names a command of the tree and only flags it has, and no entry of the
+// map is left without its command.
+func TestExamplesNameRealCommandsAndFlags(t *testing.T) {
+	root := testRoot()
+	paths := map[string]bool{}
+	walkCommands(root, func(c *cobra.Command) { paths[c.CommandPath()] = true })
+	for path, text := range examples {
+		if !paths[path] {
+			t.Errorf("examples has %q, which is not a command", path)
+		}
+		for _, line := range strings.Split(text, "\n") {
+			line, _, _ = strings.Cut(strings.TrimSpace(line), "#")
+			for _, part := range strings.Split(line, "|") {
+				f := strings.Fields(part)
+				if len(f) == 0 || f[0] != "harn" {
+					continue
+				}
+				c, rest, err := root.Find(f[1:])
+				if err != nil {
+					t.Errorf("%s: %q: %v", path, part, err)
+					continue
+				}
+				for _, a := range rest {
+					name, ok := strings.CutPrefix(a, "--")
+					if !ok {
+						continue
+					}
+					name, _, _ = strings.Cut(name, "=")
+					if c.Flags().Lookup(name) == nil && c.InheritedFlags().Lookup(name) == nil {
+						t.Errorf("%s: example %q uses --%s, which %q does not have", path, strings.TrimSpace(part), name, c.CommandPath())
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestTyposGetSuggestions: an unknown command or flag says what was
+// probably meant, with the usage exit code.
+func TestTyposGetSuggestions(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"agnets"}, `unknown command "agnets" (did you mean "agents"?)`},
+		{[]string{"agents", "lsit"}, `(did you mean "list"?)`},
+		{[]string{"mesh", "member"}, `(did you mean "members"?)`},
+		{[]string{"version", "--jsno"}, `(did you mean "--json"?)`},
+		{[]string{"agents", "list", "--al"}, `(did you mean "--all"?)`},
+		{[]string{"node", "status", "--data-dri", "x"}, `(did you mean "--data-dir"?)`},
+		{[]string{"zzzzzz"}, `unknown command "zzzzzz"; run`},
+	}
+	for _, c := range cases {
+		var stderr bytes.Buffer
+		code := Main(c.args, strings.NewReader(""), io.Discard, &stderr)
+		if code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("harn %v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr.String(), ExitUsage, c.want)
+		}
+		if strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
+			t.Errorf("harn %v: error is not one line: %q", c.args, stderr.String())
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"", "", 0}, {"json", "json", 0}, {"jsno", "json", 2}, {"al", "all", 1}, {"DATA", "data", 0}, {"", "abc", 3}, {"kitten", "sitting", 3}} {
+		if got := editDistance(c.a, c.b); got != c.d {
+			t.Errorf("editDistance(%q, %q) = %d; want %d", c.a, c.b, got, c.d)
+		}
+	}
+}
+
+// TestReadCommandsTakeJSON: version and fold accept --json.
+func TestReadCommandsTakeJSON(t *testing.T) {
+	var out bytes.Buffer
+	if code := Main([]string{"version", "--json"}, strings.NewReader(""), &out, io.Discard); code != 0 {
+		t.Fatalf("version --json: exit %d", code)
+	}
+	var v struct{ Version, Commit string }
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v.Version == "" || v.Commit == "" {
+		t.Fatalf("version --json: %q %v", out.String(), err)
+	}
+	out.Reset()
+	ev := `{"id":"01J0000000000000000000000A","session_id":"s1","type":"session.start","ts":"2026-08-12T10:00:00.000Z","agent":"codex"}` + "\n"
+	if code := Main([]string{"agents", "fold", "--json", "-"}, strings.NewReader(ev), &out, io.Discard); code != 0 {
+		t.Fatalf("fold --json: exit %d", code)
+	}
+	if !json.Valid(out.Bytes()) {
+		t.Fatalf("fold --json: %q", out.String())
+	}
+}
