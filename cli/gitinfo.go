@@ -11,13 +11,6 @@ import (
 	"github.com/harn-dev/harn/presence"
 )
 
-// Attributes the hook stamps on session.start and user_prompt.submit: the
-// repository's name and the checked-out branch of the session's cwd.
-const (
-	AttrRepo   = "repo"
-	AttrBranch = "branch"
-)
-
 // Bounds of the repository lookup on the hook path: it walks at most
 // gitMaxLevels folders up from the cwd and reads at most gitMaxRead bytes
 // of any one file (HEAD, a .git file, commondir, config).
@@ -212,10 +205,10 @@ func stampRepo(evs []presence.Event) {
 			continue
 		}
 		if len(info.Repo) <= gitMaxName {
-			e.SetAttr(AttrRepo, info.Repo)
+			e.SetAttr(presence.AttrRepo, info.Repo)
 		}
 		if len(info.Branch) <= gitMaxName {
-			e.SetAttr(AttrBranch, info.Branch)
+			e.SetAttr(presence.AttrBranch, info.Branch)
 		}
 	}
 }

@@ -213,12 +213,12 @@ func TestHookStampsRepoOnlyOnStartAndPrompt(t *testing.T) {
 	}
 	stampRepo(evs)
 	for i, want := range []map[string]any{
-		{AttrRepo: "shop", AttrBranch: "main"},
-		{AttrRepo: "shop", AttrBranch: "main"},
+		{presence.AttrRepo: "shop", presence.AttrBranch: "main"},
+		{presence.AttrRepo: "shop", presence.AttrBranch: "main"},
 		{},
 		{},
 	} {
-		for _, k := range []string{AttrRepo, AttrBranch} {
+		for _, k := range []string{presence.AttrRepo, presence.AttrBranch} {
 			got, has := evs[i].Attrs[k]
 			w, want := want[k]
 			if has != want || got != w {
