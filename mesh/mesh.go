@@ -128,6 +128,13 @@ func (m *Mesh) Start() error {
 	}
 
 	mc := m.cfg.memberlistConfig()
+	if mc.Transport == nil && mc.BindPort != 0 {
+		// memberlist flattens its bind errors into text: try the address
+		// first, so that a port in use keeps its cause (EADDRINUSE).
+		if err := probeBind(mc.BindAddr, mc.BindPort); err != nil {
+			return fmt.Errorf("%w: %w", ErrBind, err)
+		}
+	}
 	mc.Delegate = &delegate{m: m}
 	mc.Events = &eventDelegate{m: m}
 	mc.Ping = &pingDelegate{m: m}
