@@ -102,7 +102,8 @@ type Config struct {
 	Handler Handler
 	// Logger receives mesh's logs; memberlist's own go to it at debug level.
 	Logger *slog.Logger
-	// Clock stamps Member.Since.
+	// Clock stamps Member.Since and the times mesh keeps (dead, claim,
+	// intent and seen stamps, and their expiry).
 	Clock clock.Clock
 	// Transport replaces memberlist's UDP/TCP transport (tests pass a
 	// MemNetwork transport); nil is the real network.

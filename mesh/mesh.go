@@ -256,7 +256,7 @@ func (m *Mesh) Broadcast(key string, version uint64, delta []byte) error {
 		m.log.Debug("stale broadcast dropped", "key", key, "version", version, "newest", s.version)
 		return nil
 	}
-	m.seen[key] = seenRec{version: version, at: time.Now()}
+	m.seen[key] = seenRec{version: version, at: m.cfg.Clock.Now()}
 	var targets []memberlist.Node
 	if m.cfg.DirectSendMax > 0 && m.numAliveLocked() <= m.cfg.DirectSendMax {
 		targets = m.othersLocked()
