@@ -286,7 +286,7 @@ func (m *Mesh) SetMeta(meta NodeMeta, timeout time.Duration) error {
 	}
 	m.meta.Store(&b)
 	if err := list.UpdateNode(timeout); err != nil {
-		return fmt.Errorf("%w: meta update not yet gossiped: %v", ErrTimeout, err)
+		return fmt.Errorf("%w: meta update not yet gossiped: %w", ErrTimeout, err)
 	}
 	return nil
 }
@@ -349,7 +349,7 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 	err := list.Leave(remaining)
 	m.log.Info("mesh left", "took", time.Since(start).Round(time.Millisecond))
 	if err != nil {
-		return fmt.Errorf("%w: leave not yet gossiped: %v", ErrTimeout, err)
+		return fmt.Errorf("%w: leave not yet gossiped: %w", ErrTimeout, err)
 	}
 	return nil
 }
