@@ -1,6 +1,7 @@
 package main
 
 import (
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -99,5 +100,57 @@ func TestImportRuleCatchesUpwardImport(t *testing.T) {
 	}
 	if !importOK("encoding/json", r.inner, r.outer) {
 		t.Fatal("stdlib must be allowed")
+	}
+}
+
+// TestNodeRoomsDoNotImportNode: the rooms under node/ are wired by node,
+// the composition root; none of them imports node (nor another's room
+// through it).
+func TestNodeRoomsDoNotImportNode(t *testing.T) {
+	rooms, err := filepath.Glob("node/*/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range rooms {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"node" {
+				t.Errorf("%s imports %s: a room must not import the composition root", path, p)
+			}
+		}
+	}
+}
+
+// TestPresenceReadsNoClock: the reducer's "elapsed time changes nothing"
+// holds by construction: presence never calls time.Now or time.Sleep.
+func TestPresenceReadsNoClock(t *testing.T) {
+	files, err := filepath.Glob("presence/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			sel, ok := n.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			if id, ok := sel.X.(*ast.Ident); ok && id.Name == "time" && (sel.Sel.Name == "Now" || sel.Sel.Name == "Sleep") {
+				t.Errorf("%s: presence calls time.%s; take the time from the event", path, sel.Sel.Name)
+			}
+			return true
+		})
 	}
 }

@@ -17,6 +17,7 @@ const (
 	ExitAmbiguous   = 6 // a session prefix matches several sessions
 	ExitConflict    = 7 // the data dir is held by another node
 	ExitNoLeader    = 8 // the registry has no leader (consistent reads)
+	ExitPortInUse   = 9 // a node listener cannot bind its address (port in use)
 )
 
 // codedError carries an exit code with an error.

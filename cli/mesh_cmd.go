@@ -45,8 +45,9 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.Join, _ = f.GetStringSlice("join")
 	cc.Server, _ = f.GetBool("server")
 	cc.BootstrapExpect, _ = f.GetInt("bootstrap-expect")
-	cc.MeshProfile, _ = f.GetString("mesh-profile")
-	cc.RaftProfile, _ = f.GetString("raft-profile")
+	mp, _ := f.GetString("mesh-profile")
+	rp, _ := f.GetString("raft-profile")
+	cc.MeshProfile, cc.RaftProfile = node.MeshProfile(mp), node.RaftProfile(rp)
 	if k, _ := f.GetString("gossip-key"); k != "" {
 		key, err := node.DecodeGossipKey(k)
 		if err != nil {

@@ -63,18 +63,75 @@ func runNode(c *cobra.Command, _ []string) error {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
-	if err := n.Open(); err != nil {
-		if errors.Is(err, node.ErrLocked) {
-			return withCode(ExitConflict, err)
+	opened := make(chan error, 1)
+	go func() { opened <- n.Open() }()
+	select {
+	case err := <-opened:
+		if err != nil {
+			return openErr(err)
 		}
-		if errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig) {
-			return usageErr(err)
-		}
-		return err
+	case s := <-sig:
+		// Stopped while starting (joining, no leader yet): give Open a
+		// moment to finish, then stop whatever it built.
+		cfg.Logger.Info("stopping while starting", "signal", s.String())
+		return stopWithin(stopBound, func() error {
+			if err := <-opened; err != nil {
+				return nil // Open closed what it opened
+			}
+			return n.Close()
+		})
 	}
 	s := <-sig
 	cfg.Logger.Info("stopping", "signal", s.String())
-	return n.Close()
+	return stopWithin(stopBound, func() error {
+		if !cfg.Cluster.Voter() {
+			// A client node leaves, so that the others see "left" rather
+			// than "suspect" then "dead".
+			if err := n.LeaveWithin(leaveBound); err != nil {
+				cfg.Logger.Warn("leave", "err", err)
+			}
+		}
+		return n.Close()
+	})
+}
+
+// stopBound bounds the stop after a signal; leaveBound the graceful leave
+// within it.
+const (
+	stopBound  = 4500 * time.Millisecond
+	leaveBound = 2 * time.Second
+)
+
+// errStopTimeout: the node did not stop within stopBound after a signal.
+var errStopTimeout = errors.New("cli: the node did not stop in time after the signal; exiting anyway")
+
+// stopWithin runs stop, and gives up waiting for it after d: the process
+// exits either way.
+func stopWithin(d time.Duration, stop func() error) error {
+	done := make(chan error, 1)
+	go func() { done <- stop() }()
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return err
+	case <-t.C:
+		return errStopTimeout
+	}
+}
+
+// openErr maps a failed start to its exit code, named in the message.
+func openErr(err error) error {
+	var le *node.ListenError
+	switch {
+	case errors.As(err, &le):
+		return withCode(ExitPortInUse, fmt.Errorf("%w (exit %d)", err, ExitPortInUse))
+	case errors.Is(err, node.ErrLocked):
+		return withCode(ExitConflict, err)
+	case errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig):
+		return usageErr(err)
+	}
+	return err
 }
 
 func newNodeErrorsCmd() *cobra.Command {

@@ -16,8 +16,8 @@ import (
 // Profiles name the memberlist base configuration that the fields a Config
 // does not expose (indirect checks, awareness, UDP buffer size, …) come from.
 const (
-	ProfileLAN   = "lan"   // memberlist.DefaultLANConfig: machines on one network
-	ProfileLocal = "local" // memberlist.DefaultLocalConfig: one machine, loopback
+	ProfileLAN   Profile = "lan"   // memberlist.DefaultLANConfig: machines on one network
+	ProfileLocal Profile = "local" // memberlist.DefaultLocalConfig: one machine, loopback
 )
 
 // DefaultPort is the port a harn node binds for gossip when none is given.
@@ -52,7 +52,7 @@ type Config struct {
 	// kept, so that a restarted node rejoins by itself; "" keeps none.
 	PeersFile string
 	// Profile is ProfileLAN or ProfileLocal.
-	Profile string
+	Profile Profile
 
 	// RetransmitMult scales how many times each node gossips a delta; 0
 	// scales it to the mesh size (see scaledRetransmitMult).
@@ -102,7 +102,8 @@ type Config struct {
 	Handler Handler
 	// Logger receives mesh's logs; memberlist's own go to it at debug level.
 	Logger *slog.Logger
-	// Clock stamps Member.Since.
+	// Clock stamps Member.Since and the times mesh keeps (dead, claim,
+	// intent and seen stamps, and their expiry).
 	Clock clock.Clock
 	// Transport replaces memberlist's UDP/TCP transport (tests pass a
 	// MemNetwork transport); nil is the real network.
@@ -144,10 +145,29 @@ func DefaultConfig() Config {
 	}
 }
 
-// TestConfig is DefaultConfig with timers in milliseconds, bound to a free
+// Profile names a memberlist base configuration and the timers that go
+// with it.
+type Profile string
+
+// ProfileConfig is the configuration of a profile: DefaultConfig for
+// ProfileLAN (or ""), localConfig's millisecond timers for ProfileLocal.
+func ProfileConfig(p Profile) (Config, error) {
+	switch p {
+	case ProfileLAN, "":
+		return DefaultConfig(), nil
+	case ProfileLocal:
+		return localConfig(), nil
+	}
+	return Config{}, fmt.Errorf("%w: profile %q is unknown; use %q or %q", ErrConfig, p, ProfileLAN, ProfileLocal)
+}
+
+// TestConfig is the ProfileLocal configuration (tests).
+func TestConfig() Config { return localConfig() }
+
+// localConfig is DefaultConfig with timers in milliseconds, bound to a free
 // port on loopback, logging nowhere: a mesh of a few nodes converges, detects
 // a failure and reclaims a name within about a second.
-func TestConfig() Config {
+func localConfig() Config {
 	c := DefaultConfig()
 	c.Name = "test"
 	c.BindAddr = "127.0.0.1"

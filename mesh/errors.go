@@ -3,7 +3,11 @@ package mesh
 import (
 	"errors"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
+
+	"github.com/harn-dev/harn/util/text"
 )
 
 // Sentinels. mesh wraps them with %w and a sentence; match them with
@@ -26,7 +30,26 @@ var (
 	ErrTimeout = errors.New("mesh: timeout")
 	// ErrJoin: no seed could be joined.
 	ErrJoin = errors.New("mesh: join failed")
+	// ErrBind: the gossip address cannot be bound (the cause, e.g.
+	// syscall.EADDRINUSE, is wrapped too).
+	ErrBind = errors.New("mesh: cannot bind the gossip address")
 )
+
+// probeBind binds the gossip address on TCP and UDP, as memberlist will,
+// and releases it.
+func probeBind(host string, port int) error {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	l.Close()
+	u, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return err
+	}
+	return u.Close()
+}
 
 // keyMismatchTexts are the messages memberlist v0.7.0 produces, on either
 // side of a push/pull, when the two nodes' keys differ or one has none. The
@@ -50,23 +73,23 @@ func classifyJoinErr(err error) error {
 	for _, t := range keyMismatchTexts {
 		if strings.Contains(text, t) {
 			return fmt.Errorf("%w: the gossip keys differ between this node and the mesh; "+
-				"give every node the same secret key (or none): %s", ErrKeyMismatch, oneLine(err))
+				"give every node the same secret key (or none): %s", ErrKeyMismatch, joinErrText(err))
 		}
 	}
-	return fmt.Errorf("%w: %s", ErrJoin, oneLine(err))
+	return fmt.Errorf("%w: %s", ErrJoin, joinErrText(err))
 }
 
-// oneLine renders a memberlist error on one line: go-multierror's list
+// joinErrText renders a memberlist error on one line: go-multierror's list
 // (found through its WrappedErrors method, without importing it) becomes
 // "a; b".
-func oneLine(err error) string {
+func joinErrText(err error) string {
 	var multi interface{ WrappedErrors() []error }
 	if errors.As(err, &multi) {
 		var parts []string
 		for _, e := range multi.WrappedErrors() {
-			parts = append(parts, oneLine(e))
+			parts = append(parts, joinErrText(e))
 		}
 		return strings.Join(parts, "; ")
 	}
-	return strings.Join(strings.Fields(err.Error()), " ")
+	return text.OneLine(err.Error())
 }

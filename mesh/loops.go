@@ -71,8 +71,7 @@ func (m *Mesh) maintLoop() {
 }
 
 func (m *Mesh) prune() {
-	now := time.Now()
-	clockNow := m.cfg.Clock.Now()
+	now := m.cfg.Clock.Now()
 	m.mu.Lock()
 	if m.cfg.SeenRetention > 0 {
 		for k, s := range m.seen {
@@ -84,7 +83,7 @@ func (m *Mesh) prune() {
 	if m.cfg.DepartedRetention > 0 {
 		for name, r := range m.members {
 			departed := r.Status == StatusDead || r.Status == StatusLeft
-			if departed && name != m.cfg.Name && clockNow.Sub(r.Since) > m.cfg.DepartedRetention {
+			if departed && name != m.cfg.Name && now.Sub(r.Since) > m.cfg.DepartedRetention {
 				delete(m.members, name)
 			}
 		}
@@ -174,7 +173,7 @@ func (m *Mesh) joinOrReconnect(list *memberlist.Memberlist, backoff *time.Durati
 // of waiting for a periodic push/pull (30 s on LAN). It returns how long
 // until the next claim is due, if one is pending on a timer.
 func (m *Mesh) serveClaims(list *memberlist.Memberlist) (time.Duration, bool) {
-	now := time.Now()
+	now := m.cfg.Clock.Now()
 	reclaim := m.cfg.DeadNodeReclaimTime
 	var due []string
 	var wait time.Duration

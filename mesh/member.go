@@ -93,7 +93,7 @@ type record struct {
 	Member
 	node     memberlist.Node // name, address and port, for direct sends
 	instance uint64          // from the meta; tells a restart from the process before it
-	deadAt   time.Time       // wall clock, when declared dead (for DeadNodeReclaimTime)
+	deadAt   time.Time       // Config.Clock, when declared dead (for DeadNodeReclaimTime)
 }
 
 // intentRec remembers that one instance of a node announced its leave.
@@ -170,26 +170,8 @@ func (m *Mesh) onJoin(n *memberlist.Node) {
 
 // onUpdate: n's metadata changed (or a restarted process refuted its old
 // self).
-func (m *Mesh) onUpdate(n *memberlist.Node) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	r, ok := m.members[n.Name]
-	if !ok {
-		r = m.newRecordLocked(n)
-		m.members[n.Name] = r
-		m.setStatusLocked(r, StatusAlive, MemberJoin)
-		return
-	}
-	changed := m.fillLocked(r, n)
-	switch {
-	case r.Status == StatusSuspect || r.Status == StatusDead:
-		m.setStatusLocked(r, StatusAlive, MemberAlive)
-	case r.Status == StatusLeft:
-		m.setStatusLocked(r, StatusAlive, MemberJoin)
-	case changed:
-		m.emitLocked(MemberUpdate, r)
-	}
-}
+// Both mean n is alive as memberlist now sees it, and are handled alike.
+func (m *Mesh) onUpdate(n *memberlist.Node) { m.onJoin(n) }
 
 // onLeave: memberlist declared n dead, or n left. memberlist does not say
 // which through its API (Node.State is not kept up to date), so a leave
@@ -209,7 +191,7 @@ func (m *Mesh) onLeave(n *memberlist.Node) {
 		m.setStatusLocked(r, StatusLeft, MemberLeave)
 		return
 	}
-	r.deadAt = time.Now()
+	r.deadAt = m.cfg.Clock.Now()
 	m.setStatusLocked(r, StatusDead, MemberFailed)
 	if _, ok := m.claims[n.Name]; ok {
 		signal(m.joinSig) // its name may soon be reclaimed
@@ -247,7 +229,7 @@ func (m *Mesh) onConflict(existing, other *memberlist.Node) {
 	if c, ok := m.claims[existing.Name]; ok && c.addr == addr {
 		return
 	}
-	m.claims[existing.Name] = claim{addr: addr, at: time.Now()}
+	m.claims[existing.Name] = claim{addr: addr, at: m.cfg.Clock.Now()}
 	m.log.Info("name claimed from a new address; will admit it once the old one is dead",
 		"peer", existing.Name, "addr", addr, "old", existing.Address())
 	signal(m.joinSig)
@@ -268,7 +250,7 @@ func (m *Mesh) onIntent(li leaveIntent) bool {
 	if old, ok := m.intents[li.name]; ok && old.instance == li.instance {
 		return false
 	}
-	m.intents[li.name] = intentRec{instance: li.instance, at: time.Now()}
+	m.intents[li.name] = intentRec{instance: li.instance, at: m.cfg.Clock.Now()}
 	if known && r.Status == StatusDead {
 		// It was declared dead before the intent arrived: it left. Since
 		// stays the time it went away.

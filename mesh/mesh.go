@@ -128,6 +128,13 @@ func (m *Mesh) Start() error {
 	}
 
 	mc := m.cfg.memberlistConfig()
+	if mc.Transport == nil && mc.BindPort != 0 {
+		// memberlist flattens its bind errors into text: try the address
+		// first, so that a port in use keeps its cause (EADDRINUSE).
+		if err := probeBind(mc.BindAddr, mc.BindPort); err != nil {
+			return fmt.Errorf("%w: %w", ErrBind, err)
+		}
+	}
 	mc.Delegate = &delegate{m: m}
 	mc.Events = &eventDelegate{m: m}
 	mc.Ping = &pingDelegate{m: m}
@@ -249,7 +256,7 @@ func (m *Mesh) Broadcast(key string, version uint64, delta []byte) error {
 		m.log.Debug("stale broadcast dropped", "key", key, "version", version, "newest", s.version)
 		return nil
 	}
-	m.seen[key] = seenRec{version: version, at: time.Now()}
+	m.seen[key] = seenRec{version: version, at: m.cfg.Clock.Now()}
 	var targets []memberlist.Node
 	if m.cfg.DirectSendMax > 0 && m.numAliveLocked() <= m.cfg.DirectSendMax {
 		targets = m.othersLocked()
@@ -279,7 +286,7 @@ func (m *Mesh) SetMeta(meta NodeMeta, timeout time.Duration) error {
 	}
 	m.meta.Store(&b)
 	if err := list.UpdateNode(timeout); err != nil {
-		return fmt.Errorf("%w: meta update not yet gossiped: %v", ErrTimeout, err)
+		return fmt.Errorf("%w: meta update not yet gossiped: %w", ErrTimeout, err)
 	}
 	return nil
 }
@@ -342,7 +349,7 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 	err := list.Leave(remaining)
 	m.log.Info("mesh left", "took", time.Since(start).Round(time.Millisecond))
 	if err != nil {
-		return fmt.Errorf("%w: leave not yet gossiped: %v", ErrTimeout, err)
+		return fmt.Errorf("%w: leave not yet gossiped: %w", ErrTimeout, err)
 	}
 	return nil
 }

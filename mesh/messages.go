@@ -2,7 +2,6 @@ package mesh
 
 import (
 	"bytes"
-	"time"
 )
 
 // handleMsg receives one user message, by gossip or by direct send. b is
@@ -56,7 +55,7 @@ func (m *Mesh) freshDelta(key string, version uint64) bool {
 	if s, ok := m.seen[key]; ok && s.version >= version {
 		return false
 	}
-	m.seen[key] = seenRec{version: version, at: time.Now()}
+	m.seen[key] = seenRec{version: version, at: m.cfg.Clock.Now()}
 	return true
 }
 

@@ -31,6 +31,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -215,17 +216,14 @@ func cbIngest(tb testing.TB, nd *Node, session, typ string, attrs map[string]any
 
 // sentVersion is the gossip version node nd last broadcast for session.
 func sentVersion(nd *Node, session string) uint64 {
-	nd.cl.sentMu.Lock()
-	defer nd.cl.sentMu.Unlock()
-	return nd.cl.sentVer[session]
+	v, _ := nd.cl.pub.SentVersion(session)
+	return v
 }
 
 // remoteVersion is the version of origin's session that nd holds from
 // gossip (deltas or push/pull), 0 if none: the data its roster shows.
 func remoteVersion(nd *Node, origin, session string) uint64 {
-	nd.remote.mu.Lock()
-	defer nd.remote.mu.Unlock()
-	return nd.remote.nodes[origin][session].version
+	return nd.remote.Version(origin, session)
 }
 
 func cbPercentiles(s []time.Duration) (p50, p99, mx time.Duration) {
@@ -330,7 +328,7 @@ func benchPresencePropagation(b *testing.B, n, rounds int) {
 		b.Fatal(err)
 	}
 	st.Activity, st.ActivitySource = presence.ActivityNeedsInput, "hook"
-	delta, err := encodeDelta(entryOf(&st, "0123456789abcdef0123456789abcdef"))
+	delta, err := gossip.EncodeDelta(gossip.EntryOf(&st, "0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/raftstore"
 )
 
 // Default cluster ports.
@@ -16,6 +17,13 @@ const (
 	DefaultRPCPort    = 7712
 	DefaultHTTPPort   = 7713
 )
+
+// MeshProfile names the gossip timers (mesh.ProfileLAN or mesh.ProfileLocal).
+type MeshProfile = mesh.Profile
+
+// RaftProfile names the registry's raft timers (raftstore.ProfileLAN or
+// raftstore.ProfileFast).
+type RaftProfile = raftstore.Profile
 
 // ClusterConfig configures the node's part in the mesh: gossip
 // (memberlist), the Raft registry and the cluster gRPC service.
@@ -41,10 +49,12 @@ type ClusterConfig struct {
 	BootstrapExpect int
 	// GossipKey encrypts gossip (32 bytes); nil is plaintext.
 	GossipKey []byte
-	// MeshProfile is "lan" or "local" (fast timers, tests).
-	MeshProfile string
-	// RaftProfile is "lan" (1 s timers) or "fast" (tests).
-	RaftProfile string
+	// MeshProfile is mesh.ProfileLAN or mesh.ProfileLocal (fast timers,
+	// tests).
+	MeshProfile MeshProfile
+	// RaftProfile is raftstore.ProfileLAN (1 s timers) or
+	// raftstore.ProfileFast (tests).
+	RaftProfile RaftProfile
 	// ActivityFlush is how often coalesced activity changes are written
 	// to the registry.
 	ActivityFlush time.Duration
@@ -52,6 +62,48 @@ type ClusterConfig struct {
 	// sessions' presence hashes, so that a peer that missed a delta notices
 	// and pulls the full presence at once.
 	PresenceRefresh time.Duration
+
+	// The timers below take their default when zero.
+
+	// ResyncInterval is how often the node compares its sessions with the
+	// registry and rewrites what differs.
+	ResyncInterval time.Duration
+	// ForwardTimeout bounds one forward of a registry write or read to the
+	// leader.
+	ForwardTimeout time.Duration
+	// RegistrySyncTimeout bounds how long a declaration waits for the
+	// registry (and one background registry write).
+	RegistrySyncTimeout time.Duration
+	// OwnerReadTimeout and OwnerTraceTimeout bound the read of a session's
+	// live detail, and of its events, from the node that owns it.
+	OwnerReadTimeout, OwnerTraceTimeout time.Duration
+	// PullTimeout bounds one anti-entropy pull of a peer's presence.
+	PullTimeout time.Duration
+}
+
+// Defaults of the ClusterConfig timers that take one when zero.
+const (
+	DefaultResyncInterval      = 30 * time.Second
+	DefaultForwardTimeout      = 2 * time.Second
+	DefaultRegistrySyncTimeout = 10 * time.Second
+	DefaultOwnerReadTimeout    = 3 * time.Second
+	DefaultOwnerTraceTimeout   = 5 * time.Second
+	DefaultPullTimeout         = 3 * time.Second
+)
+
+// withDefaults fills the zero timers with their defaults.
+func (c ClusterConfig) withDefaults() ClusterConfig {
+	for _, f := range []struct {
+		v *time.Duration
+		d time.Duration
+	}{{&c.ResyncInterval, DefaultResyncInterval}, {&c.ForwardTimeout, DefaultForwardTimeout},
+		{&c.RegistrySyncTimeout, DefaultRegistrySyncTimeout}, {&c.OwnerReadTimeout, DefaultOwnerReadTimeout},
+		{&c.OwnerTraceTimeout, DefaultOwnerTraceTimeout}, {&c.PullTimeout, DefaultPullTimeout}} {
+		if *f.v <= 0 {
+			*f.v = f.d
+		}
+	}
+	return c
 }
 
 // DefaultClusterConfig is a lone machine's mesh on the default ports.
@@ -60,10 +112,10 @@ func DefaultClusterConfig() ClusterConfig {
 		Enabled:    true,
 		GossipPort: DefaultGossipPort, RaftPort: DefaultRaftPort,
 		RPCPort: DefaultRPCPort, HTTPPort: DefaultHTTPPort,
-		MeshProfile: "lan", RaftProfile: "lan",
+		MeshProfile: mesh.ProfileLAN, RaftProfile: raftstore.ProfileLAN,
 		ActivityFlush:   2 * time.Second,
 		PresenceRefresh: 5 * time.Second,
-	}
+	}.withDefaults()
 }
 
 // Lone reports whether the node forms a one-machine mesh by itself.
@@ -124,8 +176,10 @@ func (c ClusterConfig) advertiseAddr() (string, error) {
 	if fallback != "" {
 		return fallback, nil
 	}
-	return "", errors.New("no address to advertise; pass --advertise")
+	return "", errNoAdvertise
 }
+
+var errNoAdvertise = errors.New("node: no address to advertise; pass --advertise")
 
 // Validate checks the cluster config.
 func (c ClusterConfig) Validate() error {
@@ -154,14 +208,10 @@ func (c ClusterConfig) Validate() error {
 			return fmt.Errorf("%w: --join %q: want host:port", ErrConfig, j)
 		}
 	}
-	switch c.MeshProfile {
-	case "lan", "local":
-	default:
+	if _, err := mesh.ProfileConfig(c.MeshProfile); err != nil {
 		return fmt.Errorf("%w: mesh profile %q: use lan or local", ErrConfig, c.MeshProfile)
 	}
-	switch c.RaftProfile {
-	case "lan", "fast":
-	default:
+	if _, err := raftstore.ProfileConfig(c.RaftProfile); err != nil {
 		return fmt.Errorf("%w: raft profile %q: use lan or fast", ErrConfig, c.RaftProfile)
 	}
 	if c.ActivityFlush <= 0 || c.PresenceRefresh <= 0 {

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -41,7 +40,7 @@ func (s *clusterService) ConsistentList(ctx context.Context, _ *api.ConsistentLi
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
 	recs := s.c.store.List()
-	out := &api.RegistryResponse{Leader: s.c.n.cfg.Name, Index: s.c.store.Stats().AppliedIndex}
+	out := &api.RegistryResponse{Leader: s.c.name, Index: s.c.store.Stats().AppliedIndex}
 	for i := range recs {
 		b, _ := json.Marshal(&recs[i])
 		out.RecordsJson = append(out.RecordsJson, b)
@@ -50,7 +49,7 @@ func (s *clusterService) ConsistentList(ctx context.Context, _ *api.ConsistentLi
 }
 
 func (s *clusterService) Session(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	st, err := s.c.n.resolveLocal(req.Id)
+	st, err := s.c.local.resolveLocal(req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -59,15 +58,14 @@ func (s *clusterService) Session(ctx context.Context, req *api.SessionRequest) (
 }
 
 func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	st, err := s.c.n.resolveLocal(req.Id)
+	st, err := s.c.local.resolveLocal(req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	evs, err := s.c.n.ledger.Session(st.SessionID)
+	evs, err := s.c.local.sessionEvents(st.SessionID)
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	presence.SortEvents(evs)
 	b, _ := json.Marshal(st)
 	out := &api.TraceResponse{SessionJson: b}
 	for i := range evs {
@@ -87,7 +85,7 @@ func (s *clusterService) RemoveServer(ctx context.Context, req *api.RemoveServer
 }
 
 func (s *clusterService) Presence(ctx context.Context, _ *api.PresenceRequest) (*api.PresenceResponse, error) {
-	b, err := json.Marshal(s.c.n.localBlob())
+	b, err := json.Marshal(s.c.localBlob())
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}

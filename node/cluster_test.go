@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/presence"
 )
 
 // startTestCluster opens n servers (bootstrap-expect n) with the fast
 // raft profile and the given mesh profile, joined to node 0.
-func startTestCluster(t *testing.T, n int, meshProfile string) *cbCluster {
+func startTestCluster(t *testing.T, n int, meshProfile mesh.Profile) *cbCluster {
 	t.Helper()
 	base := t.TempDir()
 	c := &cbCluster{tb: t, nodes: make([]*Node, n), closed: make([]bool, n), socks: make([]string, n)}
@@ -88,7 +89,7 @@ func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 	now := time.Now()
 	mustIngest(t, c.nodes[0], presence.Event{SessionID: "m1", Type: presence.TypeUserPromptSubmit, TS: now})
 	for _, n := range c.nodes[1:] {
-		waitFor(t, 5*time.Second, "m1 on "+n.Name(), func() bool { _, ok := n.remote.get(c.nodes[0].Name(), "m1"); return ok })
+		waitFor(t, 5*time.Second, "m1 on "+n.Name(), func() bool { _, ok := n.remote.Get(c.nodes[0].Name(), "m1"); return ok })
 	}
 	// Steady state: the digests agree, so nobody pulls.
 	time.Sleep(300 * time.Millisecond)
@@ -104,11 +105,9 @@ func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 	}
 	// Node 1 misses a delta: its copy of m1 is lost.
 	r := c.nodes[1].remote
-	r.mu.Lock()
-	delete(r.nodes[c.nodes[0].Name()], "m1")
-	r.mu.Unlock()
+	r.Forget(c.nodes[0].Name(), "m1")
 	waitFor(t, 2*time.Second, "the digest pull to restore m1", func() bool {
-		_, ok := r.get(c.nodes[0].Name(), "m1")
+		_, ok := r.Get(c.nodes[0].Name(), "m1")
 		return ok
 	})
 	if c.nodes[1].cl.pulls.Load() == before[1] {

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/util/clock"
 )
 
@@ -143,3 +144,8 @@ func ActiveDir(dataDir string) string { return filepath.Join(dataDir, "active") 
 func KeyPath(dataDir string) string { return filepath.Join(dataDir, "node.key") }
 
 func (c Config) lockPath() string { return filepath.Join(c.DataDir, "node.lock") }
+
+// HeartbeatPath is the heartbeat file of a session.
+func HeartbeatPath(dataDir, session string) string {
+	return filepath.Join(ActiveDir(dataDir), heartbeat.FileName(session))
+}

@@ -54,19 +54,7 @@ func (n *Node) drainSpool() {
 	spool.CleanTemps(dir, n.cfg.Clock.Now(), time.Hour)
 }
 
-func (n *Node) spoolLoop() {
-	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.SpoolInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-n.stop:
-			return
-		case <-t.C:
-			n.drainSpool()
-		}
-	}
-}
+func (n *Node) spoolLoop() { n.every(n.cfg.SpoolInterval, n.drainSpool) }
 
 func (n *Node) diagnose(source, msg string, size int, digest string) {
 	n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: source,

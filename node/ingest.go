@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/ids"
@@ -12,8 +13,8 @@ import (
 
 // Ingest errors.
 var (
-	ErrUnknownSession = errors.New("unknown session")
-	ErrAmbiguous      = errors.New("session prefix is ambiguous")
+	ErrUnknownSession = errors.New("node: unknown session")
+	ErrAmbiguous      = errors.New("node: session handle is ambiguous")
 )
 
 // Ingest validates evs, gives new sessions a name, stores the events
@@ -169,7 +170,7 @@ func (n *Node) apply(stored []presence.Event) {
 			}
 		}
 		if n.proj != nil {
-			n.proj.mark(ent.state)
+			n.proj.Mark(ent.state)
 		}
 	}
 	n.mu.Unlock()
@@ -221,33 +222,32 @@ func (n *Node) Sessions(all bool) []presence.State {
 	return out
 }
 
-// Resolve finds one of this node's sessions by id or unique prefix.
-func (n *Node) Resolve(idOrPrefix string) (presence.State, error) { return n.resolveLocal(idOrPrefix) }
+// Resolve finds one of this node's sessions by its id, a unique prefix of
+// its id, or its name (with or without "Agent ", any case).
+func (n *Node) Resolve(handle string) (presence.State, error) { return n.resolveLocal(handle) }
 
-func (n *Node) resolveLocal(idOrPrefix string) (presence.State, error) {
-	if idOrPrefix == "" {
-		return presence.State{}, fmt.Errorf("%w: empty id", ErrUnknownSession)
-	}
+// liveEntries are the gossiped entries of this node's live sessions.
+func (n *Node) liveEntries() []gossip.Entry {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if e, ok := n.sessions[idOrPrefix]; ok && e.state.Events > 0 {
-		return e.state, nil
-	}
-	var found []string
-	for id, e := range n.sessions {
-		if e.state.Events > 0 && len(id) >= len(idOrPrefix) && id[:len(idOrPrefix)] == idOrPrefix {
-			found = append(found, id)
+	var out []gossip.Entry
+	for _, e := range n.sessions {
+		if e.state.Events > 0 && !e.state.Ended {
+			out = append(out, gossip.EntryOf(&e.state, e.hash))
 		}
 	}
-	switch len(found) {
-	case 0:
-		return presence.State{}, fmt.Errorf("%w %q; see `harn agents list --all`", ErrUnknownSession, idOrPrefix)
-	case 1:
-		return n.sessions[found[0]].state, nil
+	return out
+}
+
+// localDigest is the presence digest of this node's live sessions.
+func (n *Node) localDigest() string {
+	n.mu.Lock()
+	pairs := make([][2]string, 0, len(n.sessions))
+	for id, e := range n.sessions {
+		if e.state.Events > 0 && !e.state.Ended {
+			pairs = append(pairs, [2]string{id, e.hash})
+		}
 	}
-	sort.Strings(found)
-	if len(found) > 4 {
-		found = append(found[:4], "…")
-	}
-	return presence.State{}, fmt.Errorf("%w: %q matches %v; give more of the id", ErrAmbiguous, idOrPrefix, found)
+	n.mu.Unlock()
+	return gossip.Digest(pairs)
 }

@@ -3,11 +3,9 @@ package node
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
-	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -70,14 +68,24 @@ func (n *Node) RaftStats() (RaftView, error) {
 // see this node as left, not dead. The node goes on serving its local
 // socket; stop it afterwards.
 func (n *Node) Leave() error {
+	return n.LeaveWithin(2*time.Second + 10*time.Second + 5*time.Second)
+}
+
+// LeaveWithin is Leave bounded by budget in all: each step gets at most
+// what is left of it.
+func (n *Node) LeaveWithin(budget time.Duration) error {
 	if n.cl == nil {
 		return ErrNoMesh
+	}
+	deadline := n.cfg.Clock.Now().Add(budget)
+	left := func(max time.Duration) time.Duration {
+		return min(max, deadline.Sub(n.cfg.Clock.Now()))
 	}
 	// Tell the leader's reconciler first, so that it does not add this
 	// node back between its removal and its leave.
 	meta := n.cl.meta
 	meta.Role = roleLeaving
-	if err := n.cl.mesh.SetMeta(meta, 2*time.Second); err != nil {
+	if err := n.cl.mesh.SetMeta(meta, left(2*time.Second)); err != nil {
 		n.log.Warn("leave: could not announce leaving", "err", err)
 	}
 	if servers, err := n.cl.store.Servers(); err == nil && len(servers) > 1 {
@@ -85,7 +93,7 @@ func (n *Node) Leave() error {
 			if s.ID != n.cfg.Name {
 				continue
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), left(10*time.Second))
 			err := n.RemoveServer(ctx, n.cfg.Name)
 			cancel()
 			if err != nil {
@@ -93,7 +101,7 @@ func (n *Node) Leave() error {
 			}
 		}
 	}
-	err := n.cl.mesh.Leave(5 * time.Second)
+	err := n.cl.mesh.Leave(max(left(5*time.Second), 100*time.Millisecond))
 	if errors.Is(err, mesh.ErrShutdown) {
 		return nil
 	}
@@ -107,36 +115,5 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if n.cl == nil {
 		return ErrNoMesh
 	}
-	var last error
-	for attempt := 0; attempt < 50; attempt++ {
-		err := n.cl.store.RemoveServer(id)
-		if err == nil {
-			return nil
-		}
-		last = err
-		var nl *raftstore.NotLeaderError
-		switch {
-		case errors.As(err, &nl) && nl.LeaderID != "":
-			cl, cerr := n.cl.clusterClientOf(nl.LeaderID)
-			if cerr == nil {
-				fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
-				_, ferr := cl.RemoveServer(fctx, &api.RemoveServerRequest{Id: id})
-				cancel()
-				if ferr == nil {
-					return nil
-				}
-				last = ferr
-			}
-		case errors.Is(err, raftstore.ErrNotLeader):
-			// No leader known, or leadership lost mid-change: wait.
-		default:
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w: %v", ErrNoLeader, last)
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("%w: %v", ErrNoLeader, last)
+	return n.cl.removeServer(ctx, id)
 }

@@ -6,19 +6,19 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
-	"time"
 	"unicode/utf8"
 
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // ErrRefused wraps every refusal of an operator declaration. A refusal
 // writes no event.
-var ErrRefused = errors.New("refused")
+var ErrRefused = errors.New("node: refused")
 
 // ErrBadRequest wraps operator input that is malformed.
-var ErrBadRequest = errors.New("bad request")
+var ErrBadRequest = errors.New("node: bad request")
 
 // RefusedError names the check that refused a declaration.
 type RefusedError struct {
@@ -50,20 +50,20 @@ type LifecycleResult struct {
 	Note string
 }
 
-// registrySyncTimeout bounds how long a declaration waits for the registry.
-const registrySyncTimeout = 10 * time.Second
-
 // Lifecycle declares a task state for a session, enforcing every rule: a
 // reason for blocked, top-level sessions only, a current task and a passing
 // git finalization check for done. Repeating the current state and reason
 // records nothing.
+//
+// Declarations about one session are serialized; those about different
+// sessions run side by side (a slow git check or registry write stalls
+// only its own session).
 func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
-	n.mutMu.Lock()
-	defer n.mutMu.Unlock()
-	st, err := n.Resolve(session)
+	st, unlock, err := n.lockSession(session)
 	if err != nil {
 		return LifecycleResult{}, err
 	}
+	defer unlock()
 	decl, err := presence.Declare(&st, to, reason)
 	if err != nil {
 		check := "lifecycle"
@@ -99,7 +99,7 @@ func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskSt
 		Type: presence.TypeTaskState, TS: n.cfg.Clock.Now(), Agent: st.Agent, Attrs: decl.Attrs}
 	if n.cl != nil {
 		// This declaration writes the registry itself, below.
-		defer n.cl.writer.hold(st.SessionID)()
+		defer n.cl.writer.Hold(st.SessionID)()
 	}
 	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
 		return LifecycleResult{}, err
@@ -111,23 +111,13 @@ func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskSt
 	res := LifecycleResult{State: st, Recorded: true}
 	if n.cl != nil {
 		// The acknowledgement means the change survives this node's loss.
-		sctx, cancel := context.WithTimeout(ctx, registrySyncTimeout)
-		if err := n.cl.writer.sync(sctx, st); err != nil {
-			res.Note = "recorded in this node's ledger; the registry write is pending (" + oneLineErr(err) + ")"
+		sctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.RegistrySyncTimeout)
+		if err := n.cl.writer.Sync(sctx, st); err != nil {
+			res.Note = "recorded in this node's ledger; the registry write is pending (" + text.OneLine(err.Error()) + ")"
 		}
 		cancel()
 	}
 	return res, nil
-}
-
-func oneLineErr(err error) string {
-	s := err.Error()
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\n' {
-			return s[:i]
-		}
-	}
-	return s
 }
 
 // claimHistory is the session's durable write-claim history from the
@@ -162,12 +152,11 @@ func (n *Node) SetTask(session, task string) (presence.State, string, error) {
 	if c := utf8.RuneCountInString(task); c > presence.MaxTaskChars {
 		return presence.State{}, "", fmt.Errorf("%w: task is %d characters; at most %d", ErrBadRequest, c, presence.MaxTaskChars)
 	}
-	n.mutMu.Lock()
-	defer n.mutMu.Unlock()
-	st, err := n.Resolve(session)
+	st, unlock, err := n.lockSession(session)
 	if err != nil {
 		return st, "", err
 	}
+	defer unlock()
 	var warn string
 	if st.TaskState != presence.TaskActive {
 		warn = fmt.Sprintf("the task is %s; set-task does not reopen it — run `harn agents lifecycle active` to resume", st.TaskState)

@@ -1,8 +1,17 @@
-// Package node is the harn daemon. It composes the session model (presence)
-// with its durable record (the Pebble ledger), keeps every session's live
-// state with the same reducer that replay uses, writes the heartbeat
-// projections, drains the hooks' spool, ends sessions whose agent process is
-// gone, and serves the local gRPC API on a unix socket.
+// Package node is the harn daemon and the composition root of its rooms.
+// It composes the session model (presence) with its durable record (the
+// Pebble ledger, node/ledger), keeps every session's live state with the
+// same reducer that replay uses, drains the hooks' spool (node/spool), ends
+// sessions whose agent process is gone, and serves the local gRPC API on a
+// unix socket.
+//
+// With the mesh on, its cluster part joins the gossip mesh (mesh) and the
+// Raft registry (raftstore), serves the cluster gRPC service to other
+// nodes, and wires the rooms that do the work: presence gossip
+// (node/gossip), the registry writer (node/registry), the leader-forwarding
+// path (node/forward) and the heartbeat files (node/heartbeat). The node
+// owns every room's lifetime: Open builds them, Close stops them. See
+// DESIGN.md.
 package node
 
 import (
@@ -22,8 +31,11 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gitcheck"
+	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // ProcChecker tells whether an agent process still exists.
@@ -54,12 +66,12 @@ type Node struct {
 	mu        sync.Mutex
 	sessions  map[string]*entry
 	liveNames map[string]string // name -> session, live sessions only
-	mutMu     sync.Mutex        // serializes operator mutations
+	mutLocks  sessionLocks      // serializes operator mutations, per session
 
-	cl     *cluster        // nil without the mesh
-	remote *remotePresence // what other nodes gossip
+	cl     *cluster      // nil without the mesh
+	remote *gossip.Table // what other nodes gossip
 
-	proj     *projector
+	proj     *heartbeat.Projector
 	grpc     *grpc.Server
 	lis      net.Listener
 	sockInfo os.FileInfo
@@ -69,7 +81,6 @@ type Node struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	closeErr  error
-	opened    bool
 }
 
 // New builds a node. It does no I/O.
@@ -77,6 +88,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg.Cluster = cfg.Cluster.withDefaults()
 	procs, git := cfg.Procs, cfg.Git
 	if procs == nil {
 		procs = systemProcs{}
@@ -86,13 +98,15 @@ func New(cfg Config) (*Node, error) {
 	}
 	return &Node{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
-		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: newRemotePresence(),
+		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
 		stop: make(chan struct{}),
 	}, nil
 }
 
 // Open takes the data dir, opens the ledger, rebuilds every session's live
-// state, drains the spool, and starts serving.
+// state, drains the spool, and starts serving. When it fails, it has
+// closed everything it opened; a listener that cannot bind is a
+// *ListenError.
 func (n *Node) Open() error {
 	if err := n.open(); err != nil {
 		n.Close()
@@ -117,7 +131,6 @@ func (n *Node) open() error {
 		return fmt.Errorf("%w: %s is locked", ErrLocked, n.cfg.DataDir)
 	}
 	n.lock = lf
-	n.opened = true
 	if n.key, err = LoadOrCreateKey(n.cfg.DataDir); err != nil {
 		return err
 	}
@@ -129,21 +142,20 @@ func (n *Node) open() error {
 	if err := n.rebuild(); err != nil {
 		return err
 	}
-	n.proj = newProjector(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay)
-	n.proj.resetFiles(n.liveSnapshot())
+	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
+	n.proj.Reset(n.liveSnapshot())
 	n.drainSpool()
 	if err := n.listen(); err != nil {
 		return err
 	}
 	if n.cfg.Cluster.Enabled {
-		if err := n.openCluster(); err != nil {
+		c, err := n.openCluster()
+		if err != nil {
+			c.close() // what it opened, even when n.cl is not set yet
 			return err
 		}
 	}
-	n.wg.Add(3)
-	go n.proj.run(&n.wg, n.stop)
-	go n.spoolLoop()
-	go n.reapLoop()
+	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
 		"sessions", len(n.sessions))
 	return nil
@@ -166,7 +178,7 @@ func (n *Node) listen() error {
 	lis, err := net.Listen("unix", n.cfg.Socket)
 	unix.Umask(old)
 	if err != nil {
-		return fmt.Errorf("listen %s: %w", n.cfg.Socket, err)
+		return &ListenError{Listener: "socket", Addr: n.cfg.Socket, Flag: "--socket", Err: err}
 	}
 	if err := os.Chmod(n.cfg.Socket, 0o600); err != nil {
 		lis.Close()
@@ -178,14 +190,23 @@ func (n *Node) listen() error {
 	n.lis = lis
 	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(8 << 20))
 	api.RegisterLocalServer(n.grpc, &localService{n: n})
-	n.wg.Add(1)
-	go func() {
-		defer n.wg.Done()
+	n.start(func() {
 		if err := n.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.log.Error("grpc serve", "err", err)
 		}
-	}()
+	})
 	return nil
+}
+
+// start runs each fn in a goroutine the node owns.
+func (n *Node) start(fns ...func()) {
+	for _, fn := range fns {
+		n.wg.Add(1)
+		go func() {
+			defer n.wg.Done()
+			fn()
+		}()
+	}
 }
 
 // Close stops serving, waits for every goroutine, flushes heartbeats and
@@ -194,23 +215,14 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
 		if n.grpc != nil {
-			done := make(chan struct{})
-			go func() { n.grpc.GracefulStop(); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(3 * time.Second):
-				n.grpc.Stop()
-			}
+			stopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
 		}
 		if n.cl != nil {
 			n.cl.close()
 		}
 		n.wg.Wait()
-		if n.cl != nil {
-			n.cl.closeStore()
-		}
 		if n.proj != nil {
-			n.proj.flush()
+			n.proj.Flush()
 		}
 		if n.ledger != nil {
 			n.closeErr = n.ledger.Close()
@@ -278,13 +290,13 @@ func LoadOrCreateKey(dataDir string) ([]byte, error) {
 	return key, nil
 }
 
-// stopContext returns a context that ends when the node stops (or cancel
-// is called). Its watcher goroutine ends with it.
-func (n *Node) stopContext(parent context.Context) (context.Context, context.CancelFunc) {
+// stopContext returns a context that ends when stop closes (or cancel is
+// called). Its watcher goroutine ends with it.
+func stopContext(parent context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
 	go func() {
 		select {
-		case <-n.stop:
+		case <-stop:
 			cancel()
 		case <-ctx.Done():
 		}

@@ -148,7 +148,7 @@ func TestReaperEndsSessionWhenProcessGone(t *testing.T) {
 	if !st.Ended || st.EndReason != ReasonProcessGone {
 		t.Fatalf("state %+v", st)
 	}
-	n.proj.flush()
+	n.proj.Flush()
 	if _, err := os.Stat(HeartbeatPath(cfg.DataDir, "s")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("heartbeat of an ended session remains")
 	}

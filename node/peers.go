@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // peerContext renders the prompt-time table of the other live sessions for
@@ -64,11 +65,11 @@ func renderPeers(peers []presence.State, now time.Time) string {
 	for _, p := range peers {
 		life := string(p.TaskState)
 		if p.BlockerReason != "" {
-			life += ": " + clip(p.BlockerReason, 80)
+			life += ": " + text.Clip(p.BlockerReason, 80)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
-			cell("Agent "+p.Name), cell(p.Agent), cell(clip(p.Task, 80)), p.Activity, cell(life),
-			Age(now, p.StartedAt), cell(claimSummary(p.Claims)))
+			text.Cell("Agent "+p.Name), text.Cell(p.Agent), text.Cell(text.Clip(p.Task, 80)), p.Activity, text.Cell(life),
+			text.Age(now, p.StartedAt), text.Cell(claimSummary(p.Claims)))
 	}
 	return b.String()
 }
@@ -88,34 +89,7 @@ func claimSummary(cs []string) string {
 	return strings.Join(parts, ", ")
 }
 
-func cell(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return strings.NewReplacer("|", "/", "\n", " ").Replace(s)
-}
-
-func clip(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n-1]) + "…"
-}
-
 // Age renders the time since t compactly (45s, 12m, 3h, 2d).
-func Age(now, t time.Time) string {
-	if t.IsZero() {
-		return "-"
-	}
-	d := now.Sub(t)
-	switch {
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d.Seconds()))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm", int(d.Minutes()))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh", int(d.Hours()))
-	}
-	return fmt.Sprintf("%dd", int(d.Hours()/24))
-}
+//
+// Deprecated: use text.Age.
+func Age(now, t time.Time) string { return text.Age(now, t) }

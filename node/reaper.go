@@ -18,16 +18,18 @@ func (systemProcs) Alive(pid int, start uint64) bool {
 	return procinfo.Alive(procinfo.Proc{PID: pid, Start: start})
 }
 
-func (n *Node) reapLoop() {
-	defer n.wg.Done()
-	t := time.NewTicker(n.cfg.ReapInterval)
+func (n *Node) reapLoop() { n.every(n.cfg.ReapInterval, func() { n.Reap() }) }
+
+// every runs fn every d until the node stops.
+func (n *Node) every(d time.Duration, fn func()) {
+	t := n.cfg.Clock.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-n.stop:
 			return
-		case <-t.C:
-			n.Reap()
+		case <-t.C():
+			fn()
 		}
 	}
 }

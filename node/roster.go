@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
@@ -145,7 +144,7 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	}
 	if n.cl.store.IsLeader() {
 		if err := n.cl.store.VerifyRead(ctx); err != nil {
-			return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
+			return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
 		}
 		info.Stale = false
 		return n.cl.store.List(), info, nil
@@ -155,13 +154,13 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	}
 	cl, err := n.cl.clusterClientOf(st.LeaderID)
 	if err != nil {
-		return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
+		return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
-	fctx, cancel := context.WithTimeout(ctx, forwardTimeout)
+	fctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.ForwardTimeout)
 	res, err := cl.ConsistentList(fctx, &api.ConsistentListRequest{})
 	cancel()
 	if err != nil {
-		return nil, info, fmt.Errorf("%w: %v", ErrNoLeader, err)
+		return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
 	recs := make([]raftstore.Record, 0, len(res.RecordsJson))
 	for _, b := range res.RecordsJson {
@@ -198,13 +197,13 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		byID[recs[i].SessionID] = &recs[i]
 	}
 	if n.cl != nil {
-		for _, ne := range n.remote.all() {
-			if seen[ne.entry.SessionID] || ne.node == n.cfg.Name {
+		for _, ne := range n.remote.All() {
+			if seen[ne.Entry.SessionID] || ne.Node == n.cfg.Name {
 				continue
 			}
-			m, known := members[ne.node]
+			m, known := members[ne.Node]
 			ok := reachable(m, known)
-			st := ne.entry.stateOf(ne.node)
+			st := ne.Entry.State(ne.Node)
 			if rec := byID[st.SessionID]; rec != nil && rec.Task != "" && len(rec.Task) > len(st.Task) {
 				st.Task = rec.Task
 			}
@@ -280,115 +279,145 @@ func (n *Node) registryRoster(recs []raftstore.Record, members map[string]mesh.M
 	return out
 }
 
-// ReadSession resolves a session anywhere: this node's own first, else the
-// registry, asking the owning node for the live detail. When the owner
-// cannot be reached, it returns the registry's record and a note saying so.
-func (n *Node) ReadSession(ctx context.Context, idOrPrefix string) (RosterEntry, string, error) {
-	st, err := n.resolveLocal(idOrPrefix)
+// readResult is a session read anywhere (readAnywhere).
+type readResult struct {
+	entry RosterEntry
+	// local: the session is this node's own.
+	local bool
+	// since is set when the owner could not be reached and entry is the
+	// registry's record: since when (as text) it cannot.
+	since string
+}
+
+// readAnywhere resolves a session handle: this node's own first, else the
+// registry, asking the owning node for the live detail through ask (within
+// timeout). When the owner cannot be reached, it returns the registry's
+// record and since when.
+func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Duration,
+	ask func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error)) (readResult, error) {
+	st, err := n.resolveLocal(handle)
 	if err == nil {
-		return RosterEntry{State: st, Reachable: true, Source: "local"}, "", nil
+		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local"}, local: true}, nil
 	}
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
-		return RosterEntry{}, "", err
+		return readResult{}, err
 	}
-	rec, err := n.resolveRecord(idOrPrefix)
+	rec, err := n.cl.resolveRecord(handle)
 	if err != nil {
-		return RosterEntry{}, "", err
+		return readResult{}, err
 	}
-	members := n.reachability()
-	m, known := members[rec.Node]
+	m, known := n.reachability()[rec.Node]
 	if reachable(m, known) {
 		if cl, cerr := n.cl.clusterClientOf(rec.Node); cerr == nil {
-			rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-			res, rerr := cl.Session(rctx, &api.SessionRequest{Id: rec.SessionID})
+			rctx, cancel := context.WithTimeout(ctx, timeout)
+			st, rerr := ask(rctx, cl, rec.SessionID)
 			cancel()
 			if rerr == nil {
-				var st presence.State
-				if json.Unmarshal(res.SessionJson, &st) == nil {
-					return RosterEntry{State: st, Reachable: true, Source: "owner"}, "", nil
-				}
+				return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "owner"}}, nil
 			}
 		}
 	}
-	e, since := unreachableEntry(&rec, m, known)
-	return e, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", rec.Node, since), nil
-}
-
-// unreachableEntry is the registry's record of a session whose owner cannot
-// be reached, and since when (as text) it cannot.
-func unreachableEntry(rec *raftstore.Record, m mesh.Member, known bool) (RosterEntry, string) {
-	e := RosterEntry{State: recordState(rec), Reachable: false, Source: "registry"}
+	e := RosterEntry{State: recordState(&rec), Reachable: false, Source: "registry"}
 	since := "now"
 	if known && !m.Since.IsZero() {
 		e.UnreachableSince = m.Since
 		since = presence.FormatTime(m.Since)
 	}
-	return e, since
+	return readResult{entry: e, since: since}, nil
 }
 
-// resolveRecord finds a registry record by id or unique prefix.
-func (n *Node) resolveRecord(idOrPrefix string) (raftstore.Record, error) {
-	if r, ok := n.cl.store.Get(idOrPrefix); ok {
-		return r, nil
+// ReadSession resolves a session anywhere: this node's own first, else the
+// registry, asking the owning node for the live detail. When the owner
+// cannot be reached, it returns the registry's record and a note saying so.
+func (n *Node) ReadSession(ctx context.Context, handle string) (RosterEntry, string, error) {
+	r, err := n.readAnywhere(ctx, handle, n.cfg.Cluster.OwnerReadTimeout,
+		func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error) {
+			res, err := cl.Session(ctx, &api.SessionRequest{Id: id})
+			if err != nil {
+				return presence.State{}, err
+			}
+			var st presence.State
+			return st, json.Unmarshal(res.SessionJson, &st)
+		})
+	if err != nil || r.since == "" {
+		return r.entry, "", err
 	}
-	var found []raftstore.Record
-	for _, r := range n.cl.store.List() {
-		if strings.HasPrefix(r.SessionID, idOrPrefix) {
-			found = append(found, r)
-		}
-	}
-	switch len(found) {
-	case 0:
-		return raftstore.Record{}, fmt.Errorf("%w %q; see `harn agents list --all`", ErrUnknownSession, idOrPrefix)
-	case 1:
-		return found[0], nil
-	}
-	ids := make([]string, 0, len(found))
-	for _, r := range found {
-		ids = append(ids, r.SessionID)
-	}
-	sort.Strings(ids)
-	return raftstore.Record{}, fmt.Errorf("%w: %q matches %v; give more of the id", ErrAmbiguous, idOrPrefix, ids)
+	return r.entry, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", r.entry.State.Node, r.since), nil
 }
 
 // ReadTrace returns a session's events: from this node's ledger, or from
 // the owning node. When the owner cannot be reached, it returns the
 // registry's record, no events, and a note.
-func (n *Node) ReadTrace(ctx context.Context, idOrPrefix string) (RosterEntry, []*api.Event, string, error) {
-	st, err := n.resolveLocal(idOrPrefix)
-	if err == nil {
-		evs, err := n.ledger.Session(st.SessionID)
-		if err != nil {
-			return RosterEntry{}, nil, "", err
-		}
-		presence.SortEvents(evs)
-		out := make([]*api.Event, 0, len(evs))
-		for i := range evs {
-			out = append(out, EventToAPI(&evs[i]))
-		}
-		return RosterEntry{State: st, Reachable: true, Source: "local"}, out, "", nil
-	}
-	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
-		return RosterEntry{}, nil, "", err
-	}
-	rec, err := n.resolveRecord(idOrPrefix)
+func (n *Node) ReadTrace(ctx context.Context, handle string) (RosterEntry, []*api.Event, string, error) {
+	var evs []*api.Event
+	r, err := n.readAnywhere(ctx, handle, n.cfg.Cluster.OwnerTraceTimeout,
+		func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error) {
+			res, err := cl.SessionTrace(ctx, &api.SessionRequest{Id: id})
+			if err != nil {
+				return presence.State{}, err
+			}
+			var st presence.State
+			if err := json.Unmarshal(res.SessionJson, &st); err != nil {
+				return st, err
+			}
+			evs = res.Events
+			return st, nil
+		})
 	if err != nil {
 		return RosterEntry{}, nil, "", err
 	}
-	m, known := n.reachability()[rec.Node]
-	if reachable(m, known) {
-		if cl, cerr := n.cl.clusterClientOf(rec.Node); cerr == nil {
-			rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			res, rerr := cl.SessionTrace(rctx, &api.SessionRequest{Id: rec.SessionID})
-			cancel()
-			if rerr == nil {
-				var st presence.State
-				if json.Unmarshal(res.SessionJson, &st) == nil {
-					return RosterEntry{State: st, Reachable: true, Source: "owner"}, res.Events, "", nil
-				}
-			}
+	if r.local {
+		if evs, err = n.traceEvents(r.entry.State.SessionID); err != nil {
+			return RosterEntry{}, nil, "", err
 		}
 	}
-	e, since := unreachableEntry(&rec, m, known)
-	return e, nil, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); its events stay on that node", rec.Node, since), nil
+	if r.since == "" {
+		return r.entry, evs, "", nil
+	}
+	return r.entry, nil, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); its events stay on that node", r.entry.State.Node, r.since), nil
+}
+
+// traceEvents are a local session's events, sorted, for the wire.
+func (n *Node) traceEvents(id string) ([]*api.Event, error) {
+	evs, err := n.sessionEvents(id)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*api.Event, 0, len(evs))
+	for i := range evs {
+		out = append(out, EventToAPI(&evs[i]))
+	}
+	return out, nil
+}
+
+// sessionEvents are a session's events from the ledger, sorted.
+func (n *Node) sessionEvents(id string) ([]presence.Event, error) {
+	evs, err := n.ledger.Session(id)
+	if err != nil {
+		return nil, err
+	}
+	presence.SortEvents(evs)
+	return evs, nil
+}
+
+// resolveRecord finds a registry record by handle (pickHandle).
+func (c *cluster) resolveRecord(handle string) (raftstore.Record, error) {
+	if r, ok := c.store.Get(handle); ok {
+		return r, nil
+	}
+	recs := c.store.List()
+	cands := make([]candidate, len(recs))
+	for i := range recs {
+		cands[i] = candidate{id: recs[i].SessionID, name: recs[i].Name, ended: recs[i].Ended}
+	}
+	id, err := pickHandle(handle, cands)
+	if err != nil {
+		return raftstore.Record{}, err
+	}
+	for i := range recs {
+		if recs[i].SessionID == id {
+			return recs[i], nil
+		}
+	}
+	return raftstore.Record{}, fmt.Errorf("%w %q", ErrUnknownSession, handle)
 }

@@ -94,8 +94,31 @@ func DefaultConfig() Config {
 	}
 }
 
-// TestConfig returns timers in milliseconds for in-process clusters.
-func TestConfig() Config {
+// Profile names a set of raft timers.
+type Profile string
+
+// The profiles.
+const (
+	ProfileLAN  Profile = "lan"  // DefaultConfig: 1 s timers
+	ProfileFast Profile = "fast" // fastConfig: millisecond timers, one machine
+)
+
+// ProfileConfig is the configuration of a profile (ProfileLAN for "").
+func ProfileConfig(p Profile) (Config, error) {
+	switch p {
+	case ProfileLAN, "":
+		return DefaultConfig(), nil
+	case ProfileFast:
+		return fastConfig(), nil
+	}
+	return Config{}, fmt.Errorf("%w: profile %q is unknown; use %q or %q", ErrConfig, p, ProfileLAN, ProfileFast)
+}
+
+// TestConfig returns timers in milliseconds for in-process clusters (the
+// ProfileFast configuration).
+func TestConfig() Config { return fastConfig() }
+
+func fastConfig() Config {
 	c := DefaultConfig()
 	c.HeartbeatTimeout = 50 * time.Millisecond
 	c.ElectionTimeout = 50 * time.Millisecond

@@ -1,4 +1,9 @@
-package node
+// Package heartbeat writes the heartbeat projection of each live session
+// to active/<id>.json, the file that hooks and other local readers read
+// without asking the node. It owns the projector (coalesced writes by temp
+// file and rename, removal when a session ends) and the reset of the
+// directory at start.
+package heartbeat
 
 import (
 	"bytes"
@@ -17,15 +22,17 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
-// projector writes the heartbeat projection of each live session to
+// Projector writes the heartbeat projection of each live session to
 // active/<id>.json (temp file and rename, so a reader never sees half a
 // file) and removes the file when the session ends. Writes are coalesced:
 // a session marked many times before the writer runs is written once.
-type projector struct {
-	dir string
-	log *slog.Logger
+type Projector struct {
+	dir   string
+	log   *slog.Logger
+	clock clock.Clock
 
 	mu    sync.Mutex
 	dirty map[string]presence.State
@@ -35,20 +42,18 @@ type projector struct {
 	delay time.Duration
 }
 
-func newProjector(dir string, log *slog.Logger, delay time.Duration) *projector {
-	return &projector{dir: dir, log: log, delay: delay, dirty: map[string]presence.State{}, kick: make(chan struct{}, 1)}
+// New returns a projector writing into dir (which must exist).
+func New(dir string, log *slog.Logger, delay time.Duration, clk clock.Clock) *Projector {
+	return &Projector{dir: dir, log: log, delay: delay, clock: clk, dirty: map[string]presence.State{}, kick: make(chan struct{}, 1)}
 }
 
-// HeartbeatPath is the heartbeat file of a session.
-func HeartbeatPath(dataDir, session string) string {
-	return filepath.Join(ActiveDir(dataDir), heartbeatName(session))
-}
-
-func heartbeatName(session string) string {
+// FileName is the name of a session's heartbeat file in the directory.
+func FileName(session string) string {
 	return url.PathEscape(session) + ".json"
 }
 
-func (p *projector) mark(s presence.State) {
+// Mark queues s for writing. It never blocks.
+func (p *Projector) Mark(s presence.State) {
 	p.mu.Lock()
 	p.dirty[s.SessionID] = s
 	p.mu.Unlock()
@@ -58,27 +63,24 @@ func (p *projector) mark(s presence.State) {
 	}
 }
 
-func (p *projector) run(wg *sync.WaitGroup, stop <-chan struct{}) {
-	defer wg.Done()
+// Run writes marked sessions, ProjectDelay after the first mark of a
+// burst, until stop closes. The caller owns the goroutine.
+func (p *Projector) Run(stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
 			return
 		case <-p.kick:
 		}
-		if p.delay > 0 {
-			select {
-			case <-stop:
-				return
-			case <-time.After(p.delay):
-			}
+		if p.delay > 0 && !clock.Sleep(p.clock, p.delay, stop) {
+			return
 		}
-		p.flush()
+		p.Flush()
 	}
 }
 
-// flush writes every dirty session.
-func (p *projector) flush() {
+// Flush writes every marked session now.
+func (p *Projector) Flush() {
 	p.mu.Lock()
 	batch := p.dirty
 	p.dirty = make(map[string]presence.State, len(batch))
@@ -90,8 +92,8 @@ func (p *projector) flush() {
 	}
 }
 
-func (p *projector) write(s presence.State) error {
-	path := filepath.Join(p.dir, heartbeatName(s.SessionID))
+func (p *Projector) write(s presence.State) error {
+	path := filepath.Join(p.dir, FileName(s.SessionID))
 	if s.Ended {
 		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return err
@@ -135,15 +137,15 @@ func heartbeatBytes(s presence.State) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
-// resetFiles makes active/ match the live set at start: heartbeats of
+// Reset makes active/ match the live set at start: heartbeats of
 // sessions that are not live (or unknown) are removed, and every live
 // session is written, unless its file already holds exactly what would be
 // written (a restart folds the same state again; rewriting thousands of
 // identical files dominated the start).
-func (p *projector) resetFiles(live []presence.State) {
+func (p *Projector) Reset(live []presence.State) {
 	want := map[string]bool{}
 	for _, s := range live {
-		want[heartbeatName(s.SessionID)] = true
+		want[FileName(s.SessionID)] = true
 	}
 	if ents, err := os.ReadDir(p.dir); err == nil {
 		for _, e := range ents {
@@ -154,20 +156,20 @@ func (p *projector) resetFiles(live []presence.State) {
 	}
 	for _, s := range live {
 		if !p.current(s) {
-			p.mark(s)
+			p.Mark(s)
 		}
 	}
-	p.flush()
+	p.Flush()
 }
 
 // current reports whether s's heartbeat file is a regular file (not a
 // symlink) with mode 0644 holding exactly what write would put there.
-func (p *projector) current(s presence.State) bool {
+func (p *Projector) current(s presence.State) bool {
 	want, err := heartbeatBytes(s)
 	if err != nil {
 		return false
 	}
-	f, err := os.OpenFile(filepath.Join(p.dir, heartbeatName(s.SessionID)), os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(filepath.Join(p.dir, FileName(s.SessionID)), os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return false
 	}

@@ -1,13 +1,42 @@
-package node
+// Package registry is the node's registry writer: it writes the node's
+// sessions to the Raft-replicated registry. It owns the coalescing of
+// activity changes, the urgent writes (start, task, lifecycle, end), the
+// hold and sync that lifecycle declarations use to write their own change,
+// and the retries of failed writes. It writes through an Applier (the
+// node's leader-forwarding path) and never sees the node.
+package registry
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
+	"github.com/harn-dev/harn/util/clock"
 )
+
+// Applier applies a registry command on the leader and returns its index
+// (the node's leader-forwarding path).
+type Applier interface {
+	Apply(ctx context.Context, cmd raftstore.Command) (uint64, error)
+}
+
+// Records reads the registry's local replica.
+type Records interface {
+	Get(id string) (raftstore.Record, bool)
+}
+
+// Config configures a Writer.
+type Config struct {
+	// ActivityFlush is how often coalesced activity changes are written.
+	ActivityFlush time.Duration
+	// WriteTimeout bounds one background write.
+	WriteTimeout time.Duration
+	Clock        clock.Clock
+	Logger       *slog.Logger
+}
 
 // regView is what the registry records of a session, per field group.
 // Comparing views tells which groups changed since the last write.
@@ -82,12 +111,13 @@ func urgent(prev *regView, v regView) bool {
 		prev.ended != v.ended || prev.endReason != v.endReason
 }
 
-// registryWriter writes the node's sessions to the Raft registry. Start,
+// Writer writes the node's sessions to the Raft registry. Start,
 // task, lifecycle and end changes are written at once; activity changes are
 // coalesced and written every ActivityFlush. A failed write stays pending
 // and is retried; the ledger holds the truth meanwhile.
-type registryWriter struct {
-	c *cluster
+type Writer struct {
+	cfg Config
+	to  Applier
 
 	mu       sync.Mutex
 	pending  map[string]presence.State
@@ -99,18 +129,28 @@ type registryWriter struct {
 	// on its way instead of committing the same change a second time.
 	inflight map[string]regView
 	// holding counts, per session, declarations about to write it
-	// themselves (sync): the background writer leaves those alone.
+	// themselves (Sync): the background writer leaves those alone.
 	holding map[string]int
 	flushed chan struct{}
 }
 
-func newRegistryWriter(c *cluster) *registryWriter {
-	return &registryWriter{c: c, pending: map[string]presence.State{}, lastSent: map[string]regView{},
+// New returns a writer that writes through to.
+func New(cfg Config, to Applier) *Writer {
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = 10 * time.Second
+	}
+	return &Writer{cfg: cfg, to: to, pending: map[string]presence.State{}, lastSent: map[string]regView{},
 		holding: map[string]int{}, kick: make(chan struct{}, 1)}
 }
 
-// observe records a session's new state. It never blocks.
-func (w *registryWriter) observe(s presence.State) {
+// Observe records a session's new state. It never blocks.
+func (w *Writer) Observe(s presence.State) {
 	w.mu.Lock()
 	prev, ok := w.lastSent[s.SessionID]
 	var pp *regView
@@ -135,36 +175,34 @@ func (w *registryWriter) observe(s presence.State) {
 	}
 }
 
-func (w *registryWriter) run() {
-	defer w.c.n.wg.Done()
-	t := time.NewTicker(w.c.cfg.ActivityFlush)
+// Run writes until stop closes: urgent changes at once, the rest every
+// ActivityFlush, failed writes again with backoff. The caller owns the
+// goroutine.
+func (w *Writer) Run(stop <-chan struct{}) {
+	t := w.cfg.Clock.NewTicker(w.cfg.ActivityFlush)
 	defer t.Stop()
 	backoff := time.Duration(0)
 	for {
 		select {
-		case <-w.c.n.stop:
+		case <-stop:
 			return
 		case <-w.kick:
-		case <-t.C:
+		case <-t.C():
 		}
-		if backoff > 0 {
-			select {
-			case <-w.c.n.stop:
-				return
-			case <-time.After(backoff):
-			}
+		if backoff > 0 && !clock.Sleep(w.cfg.Clock, backoff, stop) {
+			return
 		}
-		if err := w.flush(); err != nil {
+		if err := w.Flush(); err != nil {
 			backoff = min(max(2*backoff, 100*time.Millisecond), 5*time.Second)
-			w.c.n.log.Debug("registry write pending", "err", err)
+			w.cfg.Logger.Debug("registry write pending", "err", err)
 			continue
 		}
 		backoff = 0
 	}
 }
 
-// flush writes every pending session in one batch command.
-func (w *registryWriter) flush() error {
+// Flush writes every pending session in one batch command.
+func (w *Writer) Flush() error {
 	w.mu.Lock()
 	if len(w.pending) == 0 {
 		w.hurry = false
@@ -217,11 +255,11 @@ func (w *registryWriter) flush() error {
 // maxBatch bounds the upserts in one registry command.
 const maxBatch = 512
 
-func (w *registryWriter) write(ups []raftstore.Upsert) error {
+func (w *Writer) write(ups []raftstore.Upsert) error {
 	for len(ups) > 0 {
 		n := min(len(ups), maxBatch)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := w.c.applyCommand(ctx, raftstore.BatchCommand(ups[:n]...))
+		ctx, cancel := context.WithTimeout(context.Background(), w.cfg.WriteTimeout)
+		_, err := w.to.Apply(ctx, raftstore.BatchCommand(ups[:n]...))
 		cancel()
 		if err != nil {
 			return err
@@ -231,10 +269,10 @@ func (w *registryWriter) write(ups []raftstore.Upsert) error {
 	return nil
 }
 
-// hold tells the writer that a declaration is about to write session id
+// Hold tells the writer that a declaration is about to write session id
 // itself (sync), so that the background writer does not race it. The
 // returned func releases the hold.
-func (w *registryWriter) hold(id string) func() {
+func (w *Writer) Hold(id string) func() {
 	w.mu.Lock()
 	w.holding[id]++
 	w.mu.Unlock()
@@ -254,12 +292,12 @@ func (w *registryWriter) hold(id string) func() {
 	}
 }
 
-// sync writes one session's state now and returns when the registry has
+// Sync writes one session's state now and returns when the registry has
 // committed it (used by lifecycle declarations, whose acknowledgement
 // means the change survives the loss of this node). The change is written
 // once: when the background flush is already writing this very state,
-// sync waits for that write; when it is still pending, sync takes it over.
-func (w *registryWriter) sync(ctx context.Context, s presence.State) error {
+// Sync waits for that write; when it is still pending, Sync takes it over.
+func (w *Writer) Sync(ctx context.Context, s presence.State) error {
 	id, v := s.SessionID, viewOf(&s)
 	w.mu.Lock()
 	for {
@@ -290,7 +328,7 @@ func (w *registryWriter) sync(ctx context.Context, s presence.State) error {
 	if len(ups) == 0 {
 		return nil
 	}
-	if _, err := w.c.applyCommand(ctx, raftstore.BatchCommand(ups...)); err != nil {
+	if _, err := w.to.Apply(ctx, raftstore.BatchCommand(ups...)); err != nil {
 		if claimed { // hand it back to the background writer
 			w.mu.Lock()
 			if _, newer := w.pending[id]; !newer {
@@ -314,23 +352,25 @@ func (w *registryWriter) sync(ctx context.Context, s presence.State) error {
 	return nil
 }
 
-// resync compares every local session with the registry's record and
+// Resync compares every local session with the registry's record and
 // queues those that differ (after a restart, or a lost write).
-func (w *registryWriter) resync(states []presence.State) {
+func (w *Writer) Resync(states []presence.State, recs Records) {
 	for i := range states {
 		s := &states[i]
-		rec, ok := w.c.store.Get(s.SessionID)
-		if ok && recordMatches(&rec, s) {
+		rec, ok := recs.Get(s.SessionID)
+		if ok && RecordMatches(&rec, s) {
 			w.mu.Lock()
 			w.lastSent[s.SessionID] = viewOf(s)
 			w.mu.Unlock()
 			continue
 		}
-		w.observe(*s)
+		w.Observe(*s)
 	}
 }
 
-func recordMatches(r *raftstore.Record, s *presence.State) bool {
+// RecordMatches reports whether the registry's record holds what the
+// registry keeps of s.
+func RecordMatches(r *raftstore.Record, s *presence.State) bool {
 	return r.Node == s.Node && r.Agent == s.Agent && r.Name == s.Name && r.ParentSessionID == s.ParentSessionID &&
 		r.Task == s.Task && r.TaskState == string(s.TaskState) && r.LifecycleReason == s.LifecycleReason &&
 		r.Ended == s.Ended && r.EndReason == s.EndReason && r.Activity == string(s.Activity)

@@ -1,0 +1,219 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"time"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/raftstore"
+	"github.com/harn-dev/harn/util/clock"
+)
+
+// roleLeaving marks a node that is leaving the mesh (no role): the
+// reconciler does not add it to the registry.
+const roleLeaving mesh.Role = ""
+
+// bootstrapLoop forms the cluster when BootstrapExpect servers have met.
+func (c *cluster) bootstrapLoop() {
+	expect := c.cfg.bootstrapExpect()
+	if expect == 0 {
+		return
+	}
+	if has, err := c.store.HasState(); err != nil || has {
+		return
+	}
+	t := c.clock.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if id, _ := c.store.Leader(); id != "" {
+			return
+		}
+		if servers, ok := c.bootstrapServers(expect); ok {
+			if err := c.store.Bootstrap(servers); err != nil {
+				c.log.Warn("bootstrap", "err", err)
+			} else {
+				c.log.Info("registry bootstrapped", "servers", len(servers))
+			}
+			return
+		}
+		select {
+		case <-c.stop:
+			return
+		case <-t.C():
+		}
+	}
+}
+
+// bootstrapServers returns the first expect alive servers by name, when
+// that many have met and this node is one of them.
+func (c *cluster) bootstrapServers(expect int) ([]raftstore.Server, bool) {
+	var servers []raftstore.Server
+	for _, m := range c.mesh.Members() {
+		if m.Status == mesh.StatusAlive && m.Meta.Role == mesh.RoleServer && m.Meta.RaftAddr != "" {
+			servers = append(servers, raftstore.Server{ID: m.Name, Addr: m.Meta.RaftAddr, Voter: true})
+		}
+	}
+	if len(servers) < expect {
+		return nil, false
+	}
+	sort.Slice(servers, func(i, j int) bool { return servers[i].ID < servers[j].ID })
+	servers = servers[:expect]
+	for _, s := range servers {
+		if s.ID == c.name {
+			return servers, true
+		}
+	}
+	return nil, false
+}
+
+// reconcileLoop, on the leader, adds every alive mesh member to the Raft
+// configuration: servers as voters, other nodes as non-voters. Removing a
+// dead server is explicit (harn mesh remove).
+func (c *cluster) reconcileLoop() {
+	t := c.clock.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C():
+		case <-c.kickReconcile:
+		}
+		if !c.store.IsLeader() {
+			continue
+		}
+		c.reconcile()
+	}
+}
+
+func (c *cluster) reconcile() {
+	servers, err := c.store.Servers()
+	if err != nil {
+		return
+	}
+	have := map[string]raftstore.Server{}
+	for _, s := range servers {
+		have[s.ID] = s
+	}
+	for _, m := range c.mesh.Members() {
+		if m.Status != mesh.StatusAlive || m.Meta.RaftAddr == "" || m.Name == c.name ||
+			(m.Meta.Role != mesh.RoleServer && m.Meta.Role != mesh.RoleClient) {
+			continue
+		}
+		want := m.Meta.Role == mesh.RoleServer
+		cur, ok := have[m.Name]
+		if ok && cur.Addr == m.Meta.RaftAddr && cur.Voter == want {
+			continue
+		}
+		var err error
+		if want {
+			err = c.store.AddVoter(m.Name, m.Meta.RaftAddr)
+		} else if !ok || cur.Addr != m.Meta.RaftAddr {
+			err = c.store.AddNonvoter(m.Name, m.Meta.RaftAddr)
+		} else {
+			continue // a voter that now says client stays until removed
+		}
+		if err != nil {
+			c.log.Warn("add to registry", "member", m.Name, "err", err)
+		} else {
+			c.log.Info("added to registry", "member", m.Name, "voter", want)
+		}
+	}
+}
+
+// memberEvent is called by mesh for every membership change.
+func (c *cluster) memberEvent(ev mesh.MemberEvent) {
+	c.log.Info("member", "event", ev.Kind.String(), "member", ev.Member.Name, "status", string(ev.Member.Status))
+	// A dead or departed node's gossip is stale from now on: readers fall
+	// back to the registry until it gossips again.
+	if ev.Member.Status == mesh.StatusDead || ev.Member.Status == mesh.StatusLeft {
+		c.remote.DropNode(ev.Member.Name)
+	}
+	select {
+	case c.kickReconcile <- struct{}{}:
+	default:
+	}
+}
+
+// digestLoop gossips this node's presence digest every PresenceRefresh. A
+// peer whose copy differs (it missed a delta) pulls the full blob at once
+// rather than waiting for the next push/pull: presence does not inherit
+// gossip's rare long tail.
+func (c *cluster) digestLoop() {
+	t := c.clock.NewTicker(c.cfg.PresenceRefresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.stop:
+			return
+		case <-t.C():
+		}
+		c.pub.BroadcastDigest(c.local.localDigest())
+	}
+}
+
+// checkDigest compares a peer's gossiped digest with what this node holds
+// for it, and pulls the peer's full presence when they differ.
+func (c *cluster) checkDigest(from string, digest []byte) {
+	if c.remote.Digest(from) == string(digest) {
+		return
+	}
+	c.pullMu.Lock()
+	if c.pulling[from] {
+		c.pullMu.Unlock()
+		return
+	}
+	c.pulling[from] = true
+	c.pullMu.Unlock()
+	c.start(func() {
+		defer func() {
+			c.pullMu.Lock()
+			delete(c.pulling, from)
+			c.pullMu.Unlock()
+		}()
+		c.pull(from)
+	})
+}
+
+func (c *cluster) pull(from string) {
+	cl, err := c.clusterClientOf(from)
+	if err != nil {
+		return
+	}
+	sctx, stop := c.stopContext(context.Background())
+	defer stop()
+	ctx, cancel := context.WithTimeout(sctx, c.cfg.PullTimeout)
+	defer cancel()
+	res, err := cl.Presence(ctx, &api.PresenceRequest{})
+	if err != nil {
+		c.log.Debug("presence pull", "from", from, "err", err)
+		return
+	}
+	var b gossip.Blob
+	if err := json.Unmarshal(res.Blob, &b); err != nil {
+		return
+	}
+	b.Node = from
+	c.remote.Merge(b)
+	c.pulls.Add(1)
+}
+
+// refreshLoop resyncs the registry with the node's sessions once a leader
+// is first known, and then every ResyncInterval.
+func (c *cluster) refreshLoop() {
+	ctx, cancel := c.stopContext(context.Background())
+	defer cancel()
+	if err := c.store.WaitForLeader(ctx); err != nil {
+		return
+	}
+	for {
+		c.writer.Resync(c.local.Sessions(true), c.store)
+		if !clock.Sleep(c.clock, c.cfg.ResyncInterval, c.stop) {
+			return
+		}
+	}
+}

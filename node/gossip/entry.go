@@ -1,0 +1,103 @@
+package gossip
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// Entry is what a node gossips about one of its sessions: small and
+// bounded, so that one delta fits a UDP packet.
+type Entry struct {
+	SessionID       string    `json:"id"`
+	ParentSessionID string    `json:"parent,omitempty"`
+	Name            string    `json:"name,omitempty"`
+	Agent           string    `json:"agent,omitempty"`
+	Task            string    `json:"task,omitempty"`
+	Activity        string    `json:"activity"`
+	ActivityAt      time.Time `json:"activity_at,omitzero"`
+	ActivitySource  string    `json:"activity_source,omitempty"`
+	TaskState       string    `json:"task_state"`
+	TaskStateAt     time.Time `json:"task_state_at,omitzero"`
+	BlockerReason   string    `json:"blocker,omitempty"`
+	Claims          []string  `json:"claims,omitempty"`
+	ClaimCount      int       `json:"claims_n,omitempty"`
+	Ended           bool      `json:"ended,omitempty"`
+	EndReason       string    `json:"end_reason,omitempty"`
+	StartedAt       time.Time `json:"started_at,omitzero"`
+	LastEventAt     time.Time `json:"last_event_at,omitzero"`
+	Hash            string    `json:"hash"`
+}
+
+// Bounds of a gossiped entry.
+const (
+	taskChars   = 160
+	reasonChars = presence.MaxHashedReason
+	maxClaims   = 6
+)
+
+// EntryOf is the gossiped entry of a session state whose presence hash is
+// hash.
+func EntryOf(s *presence.State, hash string) Entry {
+	e := Entry{SessionID: s.SessionID, ParentSessionID: s.ParentSessionID, Name: s.Name,
+		Agent: s.Agent, Task: text.Clip(s.Task, taskChars), Activity: string(s.Activity),
+		ActivityAt: s.ActivityUpdatedAt, ActivitySource: s.ActivitySource, TaskState: string(s.TaskState),
+		TaskStateAt: s.TaskStateUpdatedAt, BlockerReason: text.Clip(s.BlockerReason, reasonChars),
+		ClaimCount: len(s.Claims), Ended: s.Ended, EndReason: s.EndReason, StartedAt: s.StartedAt,
+		LastEventAt: s.LastEventAt, Hash: hash}
+	if len(s.Claims) > 0 {
+		n := min(len(s.Claims), maxClaims)
+		e.Claims = append([]string(nil), s.Claims[:n]...)
+	}
+	return e
+}
+
+// EncodeDelta encodes an entry to fit one gossip frame, dropping detail
+// (claims, then task and reason length) until it does.
+func EncodeDelta(e Entry) ([]byte, error) {
+	for step := 0; ; step++ {
+		b, err := json.Marshal(e)
+		if err != nil || len(b) <= mesh.MaxFrameSize-64 {
+			return b, err
+		}
+		switch step {
+		case 0:
+			e.Claims = nil
+		case 1:
+			e.Task = text.Clip(e.Task, 40)
+			e.BlockerReason = text.Clip(e.BlockerReason, 40)
+		case 2:
+			e.ActivitySource, e.EndReason = "", ""
+		default:
+			e.Task, e.BlockerReason, e.Name = "", "", text.Clip(e.Name, 20)
+			b, err := json.Marshal(e)
+			return b, err
+		}
+	}
+}
+
+// State turns a gossiped entry of node's into a session state for readers.
+func (e *Entry) State(node string) presence.State {
+	s := presence.State{SessionID: e.SessionID, ParentSessionID: e.ParentSessionID, Agent: e.Agent,
+		Node: node, Name: e.Name, Activity: presence.Activity(e.Activity), ActivityUpdatedAt: e.ActivityAt,
+		ActivitySource: e.ActivitySource, TaskState: presence.TaskState(e.TaskState),
+		TaskStateUpdatedAt: e.TaskStateAt, BlockerReason: e.BlockerReason, Task: e.Task,
+		Claims: e.Claims, StartedAt: e.StartedAt, LastEventAt: e.LastEventAt, Ended: e.Ended,
+		EndReason: e.EndReason}
+	if s.BlockerReason != "" {
+		s.LifecycleReason = s.BlockerReason
+	}
+	return s
+}
+
+// Blob is a node's full presence, exchanged on push/pull.
+type Blob struct {
+	Node    string  `json:"node"`
+	At      uint64  `json:"at"`
+	Entries []Entry `json:"entries"`
+	// Versions parallel Entries.
+	Versions []uint64 `json:"versions"`
+}

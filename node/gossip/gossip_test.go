@@ -1,0 +1,136 @@
+package gossip
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
+)
+
+func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// FuzzGossipHandler: deltas and blobs come from other machines; decoding
+// them never panics and never lets a peer write another node's entries.
+func FuzzGossipHandler(f *testing.F) {
+	e := Entry{SessionID: "s1", Activity: "working", TaskState: "active", Hash: "h"}
+	d, _ := json.Marshal(e)
+	b, _ := json.Marshal(Blob{Node: "peer", At: 9, Entries: []Entry{e}, Versions: []uint64{3}})
+	f.Add(d, b, "s1", uint64(1))
+	f.Add([]byte("{"), []byte(`{"entries":[{}],"versions":[]}`), "", uint64(0))
+	f.Fuzz(func(t *testing.T, delta, full []byte, key string, version uint64) {
+		tab := NewTable()
+		h := &Handler{Self: "me", Table: tab, Log: discard()}
+		h.ApplyDelta("peer", key, version, delta)
+		h.MergeRemoteState("peer", full)
+		for _, node := range tab.Nodes() {
+			if node != "peer" {
+				t.Fatalf("a peer's message wrote entries for %q", node)
+			}
+		}
+	})
+}
+
+func TestNewerVersionWins(t *testing.T) {
+	tab := NewTable()
+	if !tab.Apply("a", 2, Entry{SessionID: "s", Task: "new"}) {
+		t.Fatal("first apply refused")
+	}
+	if tab.Apply("a", 1, Entry{SessionID: "s", Task: "old"}) {
+		t.Fatal("an older version replaced a newer one")
+	}
+	if e, _ := tab.Get("a", "s"); e.Task != "new" {
+		t.Fatalf("task %q", e.Task)
+	}
+}
+
+func TestMergeDropsEntriesTheBlobNoLongerLists(t *testing.T) {
+	tab := NewTable()
+	tab.Apply("a", 5, Entry{SessionID: "gone"})
+	tab.Apply("a", 50, Entry{SessionID: "newer-than-blob"})
+	tab.Merge(Blob{Node: "a", At: 10, Entries: []Entry{{SessionID: "kept"}}, Versions: []uint64{7}})
+	if _, ok := tab.Get("a", "gone"); ok {
+		t.Fatal("an entry older than the blob that it no longer lists stayed")
+	}
+	if _, ok := tab.Get("a", "newer-than-blob"); !ok {
+		t.Fatal("an entry newer than the blob was dropped")
+	}
+	if tab.Version("a", "kept") != 7 {
+		t.Fatal("the blob's entry was not applied at its version")
+	}
+	tab.DropNode("a")
+	if len(tab.All()) != 0 {
+		t.Fatal("DropNode left entries")
+	}
+}
+
+func TestDigestIgnoresOrderAndEndedSessions(t *testing.T) {
+	tab := NewTable()
+	tab.Apply("a", 1, Entry{SessionID: "x", Hash: "1"})
+	tab.Apply("a", 1, Entry{SessionID: "y", Hash: "2"})
+	tab.Apply("a", 1, Entry{SessionID: "z", Hash: "3", Ended: true})
+	want := Digest([][2]string{{"y", "2"}, {"x", "1"}})
+	if got := tab.Digest("a"); got != want {
+		t.Fatalf("digest %s, want %s", got, want)
+	}
+}
+
+func TestEncodeDeltaFitsOneFrame(t *testing.T) {
+	long := strings.Repeat("ü", 4000)
+	s := presence.State{SessionID: "s", Task: long, BlockerReason: long, Name: long,
+		ActivitySource: long, EndReason: long, Claims: []string{long, long, long, long, long, long, long}}
+	b, err := EncodeDelta(EntryOf(&s, "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > mesh.MaxFrameSize-64 {
+		t.Fatalf("delta is %d bytes", len(b))
+	}
+	var e Entry
+	if err := json.Unmarshal(b, &e); err != nil || e.SessionID != "s" {
+		t.Fatalf("decoded %+v %v", e, err)
+	}
+}
+
+type recBroadcaster struct {
+	mu   sync.Mutex
+	keys []string
+	vers []uint64
+}
+
+func (r *recBroadcaster) Broadcast(key string, version uint64, _ []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.keys = append(r.keys, key)
+	r.vers = append(r.vers, version)
+	return nil
+}
+
+func TestPublisherSendsOneDeltaPerHashWithRisingVersions(t *testing.T) {
+	clk := clock.NewFake(time.Unix(100, 0))
+	out := &recBroadcaster{}
+	p := NewPublisher(clk, discard(), out)
+	s := presence.State{SessionID: "s"}
+	p.Publish(&s, "h1")
+	p.Publish(&s, "h1")
+	p.Publish(&s, "h2") // same clock reading: the version still rises
+	if len(out.keys) != 2 {
+		t.Fatalf("broadcasts %v", out.keys)
+	}
+	if out.vers[1] <= out.vers[0] {
+		t.Fatalf("versions %v do not rise", out.vers)
+	}
+	if v, ok := p.SentVersion("s"); !ok || v != out.vers[1] {
+		t.Fatalf("sent version %d %v", v, ok)
+	}
+	b := p.Blob("me", []Entry{{SessionID: "s"}, {SessionID: "never-sent"}})
+	if b.Versions[0] != out.vers[1] || b.Versions[1] != b.At {
+		t.Fatalf("blob versions %v at %d", b.Versions, b.At)
+	}
+}

@@ -1,0 +1,104 @@
+package gossip
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
+)
+
+// Broadcaster sends a versioned delta to the mesh (mesh.Mesh does).
+type Broadcaster interface {
+	Broadcast(key string, version uint64, data []byte) error
+}
+
+// Publisher tells the mesh about this node's sessions: one delta per
+// change of a session's presence hash, each with a version that keeps
+// increasing across restarts (it comes from the clock).
+type Publisher struct {
+	clock clock.Clock
+	log   *slog.Logger
+	out   Broadcaster
+
+	verMu   sync.Mutex
+	lastVer uint64
+
+	sentMu  sync.Mutex
+	sent    map[string]string // session -> last broadcast hash
+	sentVer map[string]uint64 // session -> last broadcast version
+}
+
+// NewPublisher returns a publisher that broadcasts on out.
+func NewPublisher(clk clock.Clock, log *slog.Logger, out Broadcaster) *Publisher {
+	return &Publisher{clock: clk, log: log, out: out, sent: map[string]string{}, sentVer: map[string]uint64{}}
+}
+
+// NextVersion returns a strictly increasing gossip version, from the clock
+// so that it keeps increasing across restarts.
+func (p *Publisher) NextVersion() uint64 {
+	p.verMu.Lock()
+	defer p.verMu.Unlock()
+	v := uint64(p.clock.Now().UnixNano())
+	if v <= p.lastVer {
+		v = p.lastVer + 1
+	}
+	p.lastVer = v
+	return v
+}
+
+// Publish broadcasts s's delta unless hash was already broadcast for it.
+func (p *Publisher) Publish(s *presence.State, hash string) {
+	p.sentMu.Lock()
+	if p.sent[s.SessionID] == hash {
+		p.sentMu.Unlock()
+		return
+	}
+	p.sent[s.SessionID] = hash
+	p.sentMu.Unlock()
+	delta, err := EncodeDelta(EntryOf(s, hash))
+	if err != nil {
+		p.log.Error("presence delta", "session", s.SessionID, "err", err)
+		return
+	}
+	v := p.NextVersion()
+	p.sentMu.Lock()
+	p.sentVer[s.SessionID] = v
+	p.sentMu.Unlock()
+	if err := p.out.Broadcast(s.SessionID, v, delta); err != nil && !errors.Is(err, mesh.ErrShutdown) {
+		p.log.Warn("presence broadcast", "session", s.SessionID, "err", err)
+	}
+}
+
+// SentVersion is the version of the last delta broadcast for session.
+func (p *Publisher) SentVersion(session string) (uint64, bool) {
+	p.sentMu.Lock()
+	defer p.sentMu.Unlock()
+	v, ok := p.sentVer[session]
+	return v, ok
+}
+
+// Blob is node's full presence for push/pull, from its live entries: each
+// entry carries the version of its last delta (or the blob's own).
+func (p *Publisher) Blob(node string, live []Entry) Blob {
+	b := Blob{Node: node, At: p.NextVersion(), Entries: live}
+	p.sentMu.Lock()
+	for _, e := range b.Entries {
+		v, ok := p.sentVer[e.SessionID]
+		if !ok {
+			v = b.At
+		}
+		b.Versions = append(b.Versions, v)
+	}
+	p.sentMu.Unlock()
+	return b
+}
+
+// BroadcastDigest gossips this node's presence digest.
+func (p *Publisher) BroadcastDigest(digest string) {
+	if err := p.out.Broadcast(DigestKey, p.NextVersion(), []byte(digest)); err != nil {
+		p.log.Debug("digest broadcast", "err", err)
+	}
+}
