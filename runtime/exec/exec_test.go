@@ -332,3 +332,44 @@ func TestAgentEnvironmentNamesSessionAndTask(t *testing.T) {
 		t.Fatalf("final %q, want %s/%s", r.Final, testSession, id)
 	}
 }
+
+func TestStoppingTheExecutorStopsTheAgentAndFailsTheTask(t *testing.T) {
+	f := newFixture(t)
+	id := f.start("hang")
+	f.waitFor("first output", func() bool { return f.firstBytes() == 1 })
+	f.stop()
+	r := f.end()
+	if r.Status != runtime.StatusFailed || !r.Interrupted || !strings.Contains(r.Final, "executor stopped") {
+		t.Fatalf("result %+v", r)
+	}
+	if v := f.task(id); v.State != runtime.StateTerminal || v.Status != runtime.StatusFailed {
+		t.Fatalf("task %s/%s", v.State, v.Status)
+	}
+	f.groupGone(f.startsSeen()[0].PID)
+}
+
+func TestConcurrentSteersAllReachTheStreamingAgent(t *testing.T) {
+	f := newFixture(t)
+	id := f.start("first await-steer")
+	errs := make(chan error, 4)
+	for i := range 4 {
+		go func() {
+			_, err := f.ex.Steer("steer-" + string(rune('a'+i)))
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if r := f.end(); r.Status != runtime.StatusSucceeded {
+		t.Fatalf("result %+v", r)
+	}
+	got := f.texts(id)
+	for i := range 4 {
+		if s := "echo: steer-" + string(rune('a'+i)); !contains(got, s) {
+			t.Errorf("messages lack %q: %q", s, got)
+		}
+	}
+}

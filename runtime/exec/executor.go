@@ -250,7 +250,7 @@ func prompt(run *runtime.Run) string {
 	return FormatHandoff(run.Handoff, MaxHandoffBytes) + run.Text
 }
 
-// errFinish wraps a refused Finish that is not the normal race with the
+// finishErr keeps a refused Finish unless it is the normal race with the
 // grace period.
 func finishErr(err error) error {
 	if err == nil || errors.Is(err, runtime.ErrTaskTerminal) || errors.Is(err, runtime.ErrTaskNotRunning) {

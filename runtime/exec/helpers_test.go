@@ -153,6 +153,7 @@ type fixture struct {
 	steers  []harnexec.SteerResult
 	ends    chan harnexec.TaskResult
 	onStart func(harnexec.Started)
+	stop    context.CancelFunc // stops the executor's Run
 }
 
 type option func(*fixtureConfig)
@@ -222,6 +223,7 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 	f.ex = ex
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	f.stop = cancel
 	go func() { done <- ex.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()

@@ -49,6 +49,7 @@ type taskRun struct {
 	errText   string   // the last error the agent reported
 	open      map[string]bool
 	undeliver []string // steers taken but not written
+	started   bool     // the process started
 }
 
 // RunTask runs one task taken with Runtime.Next: it starts the agent,
@@ -80,6 +81,7 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 		return t.res
 	}
 	spawned := e.clock.Now()
+	t.started = true
 	log.Debug("exec: agent started", "pid", p.pid)
 	t.cur = &current{task: run.Task, inputOpen: true}
 	e.setCurrent(t.cur)
@@ -92,16 +94,16 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 	// reaps the process. Each ends when its pipe or process does, and the
 	// drain timer below closes the pipes if a stray process holds them.
 	inCh := make(chan []byte)
-	go func() {
+	go func(in <-chan []byte) {
 		defer p.stdin.Close()
-		for b := range inCh {
+		for b := range in {
 			if _, err := p.stdin.Write(b); err != nil {
-				for range inCh { // the agent stopped reading: drop the rest
+				for range in { // the agent stopped reading: drop the rest
 				}
 				return
 			}
 		}
-	}()
+	}(inCh)
 	evCh := make(chan Event, 16)
 	firstCh := make(chan time.Time, 1)
 	go t.readOutput(p.stdout, evCh, firstCh)
@@ -322,18 +324,22 @@ func (t *taskRun) flush() {
 // follow-ups.
 func (t *taskRun) finish(ctx context.Context, stderr string) {
 	run, res := t.run, &t.res
+	stopped := ctx.Err() != nil && run.Context().Err() == nil && (res.Interrupted || !t.started)
+	if stopped {
+		t.flush() // the agent's last words, then why it ended
+	}
 	final := t.held
 	cancelled := run.Context().Err() != nil // only the runtime's cancellation ends it before Finish
 	switch {
 	case cancelled:
 		res.Status = runtime.StatusCancelled
-	case res.ExitCode == 0 && !t.resultErr && !res.Interrupted:
+	case res.ExitCode == 0 && !t.resultErr && !stopped:
 		res.Status = runtime.StatusSucceeded
 	default:
 		res.Status = runtime.StatusFailed
 	}
 	if res.Status == runtime.StatusFailed && final == "" {
-		final = failureText(res, t.errText, stderr, ctx.Err() != nil)
+		final = failureText(res, t.errText, stderr, stopped)
 	}
 	final = clipText(final)
 	res.Final = final
@@ -354,7 +360,7 @@ func (t *taskRun) finish(ctx context.Context, stderr string) {
 		}
 		t.e.log.Info("exec: steer dropped with its cancelled task", "task", run.Task, "bytes", len(s))
 	}
-	if status != runtime.StatusSucceeded && status != runtime.StatusFailed || cancelled {
+	if cancelled {
 		return
 	}
 	// Steers the agent never read (it had ended) follow the task.
