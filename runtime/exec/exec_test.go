@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -100,7 +101,7 @@ func TestSteerReachesAgentThroughStreamJSON(t *testing.T) {
 }
 
 func TestSteerWithoutStreamingInputBecomesFollowUp(t *testing.T) {
-	f := newFixture(t, withDriver(harnexec.Codex(fakeAgent, "exec", "--json")))
+	f := newFixture(t, withDriver(codexDriver(t)))
 	gate := filepath.Join(t.TempDir(), "gate")
 	id := f.start("first wait-file=" + gate)
 	res, err := f.ex.Steer("second")
@@ -134,7 +135,7 @@ func TestSteerWithoutStreamingInputBecomesFollowUp(t *testing.T) {
 }
 
 func TestRuntimeSteerOnNonStreamingDriverIsQueuedAndReported(t *testing.T) {
-	f := newFixture(t, withDriver(harnexec.Codex(fakeAgent, "exec", "--json")))
+	f := newFixture(t, withDriver(codexDriver(t)))
 	gate := filepath.Join(t.TempDir(), "gate")
 	id := f.start("first wait-file=" + gate)
 	if _, err := f.rt.Steer(testSession, "second"); err != nil { // not through the executor
@@ -372,4 +373,34 @@ func TestConcurrentSteersAllReachTheStreamingAgent(t *testing.T) {
 			t.Errorf("messages lack %q: %q", s, got)
 		}
 	}
+}
+
+func TestNoChildProcessOutlivesItsTask(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("needs /proc")
+	}
+	// The agent leaves a background child holding its stdout and exits.
+	f := newFixture(t, withRealClock(), withDriver(harnexec.Generic("/bin/sh", "-c", `sleep 300 & echo "$!"`)))
+	f.start("x")
+	r := f.end()
+	if r.Status != runtime.StatusSucceeded {
+		t.Fatalf("result %+v", r)
+	}
+	child, err := strconv.Atoi(r.Final)
+	if err != nil {
+		t.Fatalf("final %q is not the child's pid", r.Final)
+	}
+	f.waitFor("the background child to die", func() bool { return !running(child) })
+	f.groupGone(f.startsSeen()[0].PID)
+}
+
+// running reports whether pid exists and is not a zombie.
+func running(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }

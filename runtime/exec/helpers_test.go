@@ -28,31 +28,47 @@ const (
 	envHookSock = "EXECTEST_HOOK_SOCK"
 )
 
-var fakeAgent string // the built fake agent
+var (
+	fakeAgent    string // the built fake agent
+	fakeAgentDir string
+	buildOnce    sync.Once
+	buildErr     error
+)
 
-// TestMain builds the fake agent once. Run with EXECTEST_HOOK_SOCK set, the
-// test binary is instead the hook command the fake agent calls: it passes
-// the hook payload to the test's bridge and prints the answer.
+// TestMain removes the fake agent once the tests are done. Run with
+// EXECTEST_HOOK_SOCK set, the test binary is instead the hook command the
+// fake agent calls: it passes the hook payload to the test's bridge and
+// prints the answer.
 func TestMain(m *testing.M) {
 	if sock := os.Getenv(envHookSock); sock != "" {
 		hookClient(sock)
 		os.Exit(0)
 	}
-	dir, err := os.MkdirTemp("", "fakeagent")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fakeAgent = filepath.Join(dir, "fakeagent")
-	build := osexec.Command("go", "build", "-o", fakeAgent, "./testdata/fakeagent")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "building the fake agent:", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	if fakeAgentDir != "" {
+		os.RemoveAll(fakeAgentDir)
+	}
 	os.Exit(code)
+}
+
+// buildFakeAgent builds testdata/fakeagent once, for the tests that run it
+// (fuzz workers never do).
+func buildFakeAgent(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		fakeAgentDir, buildErr = os.MkdirTemp("", "fakeagent")
+		if buildErr != nil {
+			return
+		}
+		fakeAgent = filepath.Join(fakeAgentDir, "fakeagent")
+		out, err := osexec.Command("go", "build", "-o", fakeAgent, "./testdata/fakeagent").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("building the fake agent: %w: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
 }
 
 // fakeClock moves only when told; due AfterFunc callbacks run on the
@@ -174,6 +190,7 @@ func claudeDriver() harnexec.Driver {
 
 func newFixture(t *testing.T, opts ...option) *fixture {
 	t.Helper()
+	buildFakeAgent(t)
 	cfg := fixtureConfig{driver: claudeDriver()}
 	for _, o := range opts {
 		o(&cfg)
@@ -305,7 +322,7 @@ func (f *fixture) texts(task string) []string {
 // groupGone waits until the process group pgid has no process left.
 func (f *fixture) groupGone(pgid int) {
 	f.t.Helper()
-	f.waitFor(fmt.Sprintf("process group %d to be gone", pgid), func() bool { return !harnexec.GroupAlive(pgid) })
+	f.waitFor(fmt.Sprintf("process group %d to be gone", pgid), func() bool { return !harnexec.GroupAlive(pgid) || zombiesOnly(pgid) })
 }
 
 func (f *fixture) start(text string) string {
@@ -441,4 +458,35 @@ func hookClient(sock string) {
 	var out bytes.Buffer
 	io.Copy(&out, io.LimitReader(c, 1<<20))
 	os.Stdout.Write(out.Bytes())
+}
+
+func codexDriver(t *testing.T) harnexec.Driver {
+	buildFakeAgent(t)
+	return harnexec.Codex(fakeAgent, "exec", "--json")
+}
+
+// zombiesOnly reports whether every process left in group pgid is a zombie
+// (dead, waiting for a parent that may never reap it, such as a container's
+// first process); false when that cannot be read.
+func zombiesOnly(pgid int) bool {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(s[i+1:]) // state ppid pgrp …
+		if len(f) > 2 && f[2] == fmt.Sprint(pgid) && f[0] != "Z" {
+			return false
+		}
+	}
+	return true
 }
