@@ -76,10 +76,12 @@ func (s *Server) roster(r *http.Request) ([]Row, error) {
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	rows, err := s.cfg.Source.Roster(ctx)
-	for i := range rows {
-		rows[i] = clean(rows[i])
+	// A copy: the source may hand out a slice it keeps.
+	out := make([]Row, len(rows))
+	for i, r := range rows {
+		out[i] = clean(r)
 	}
-	return rows, err
+	return out, err
 }
 
 func (s *Server) boardData(r *http.Request) (page, int) {

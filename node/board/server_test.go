@@ -386,3 +386,47 @@ func TestAgesUseTheInjectedClock(t *testing.T) {
 		t.Fatal("age after the clock moved")
 	}
 }
+
+func TestRosterSliceOfTheSourceIsNotModified(t *testing.T) {
+	shared := []Row{{SessionID: "s\x1b", Name: "n\x07", Activity: "idle", Reachable: true}}
+	s, err := New(Config{Source: newFake(shared...), Now: fixedNow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := s.cfg.Source.(*fakeSource)
+	get(t, s.Handler(), "/")
+	if src.rows[0].Name != "n\x07" {
+		t.Fatal("the board wrote into the source's rows")
+	}
+}
+
+// FuzzActionForm posts any form: the board never panics, and never acts
+// without the page's CSRF token.
+func FuzzActionForm(f *testing.F) {
+	f.Add("kind=approve&session=s-need&request=req-1&confirmed=1", true)
+	f.Add("kind=steer&session=s&task=t&text=%1b%5b2J", true)
+	f.Add("kind=%ff&session=&&&=", false)
+	f.Fuzz(func(t *testing.T, body string, withToken bool) {
+		src := newFake(seed()...)
+		acts := &fakeActions{}
+		s, err := New(Config{Source: src, Actions: acts, Now: fixedNow})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if withToken {
+			body += "&csrf=" + s.csrf
+		}
+		w := post(t, s, body, map[string]string{"Accept": "application/json"})
+		if w.Code == 0 {
+			t.Fatal("no status")
+		}
+		if !withToken && !strings.Contains(body, s.csrf) && len(acts.log()) != 0 {
+			t.Fatal("acted without the CSRF token")
+		}
+		for _, c := range strings.Join(acts.log(), "") {
+			if c < 0x20 && c != ' ' {
+				t.Fatalf("a control character reached the node: %q", acts.log())
+			}
+		}
+	})
+}
