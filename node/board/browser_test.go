@@ -179,6 +179,9 @@ func TestBrowser(t *testing.T) {
 		if got := strings.Join(ids, " "); got != "s-need s-block s-task s-work s-idle s-gone" {
 			t.Fatalf("cards %q", got)
 		}
+		if title := eval[string](t, bctx, `document.title`); title != "(2) harn board" {
+			t.Fatalf("title %q: it counts the sessions that need input or are blocked", title)
+		}
 		if n := eval[int](t, bctx, `document.querySelectorAll('section.machine.unreachable').length`); n != 1 {
 			t.Fatalf("%d unreachable machines dimmed", n)
 		}

@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"io/fs"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -114,7 +115,7 @@ func (s *Server) detailData(r *http.Request) (page, int) {
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
 	row, err := s.cfg.Source.Session(ctx, id)
-	p := page{Title: "session " + short(id), CSRF: s.csrf, Live: "/s/" + id + "/fragment"}
+	p := page{Title: "session " + short(id), CSRF: s.csrf, Live: "/s/" + url.PathEscape(id) + "/fragment"}
 	if err != nil {
 		p.Result = result{Message: text.OneLine(err.Error())}
 		if errors.Is(err, ErrNotFound) {
@@ -127,7 +128,7 @@ func (s *Server) detailData(r *http.Request) (page, int) {
 	var evs []presence.Event
 	evs, err = s.cfg.Source.Trace(ctx, row.SessionID)
 	p.Title = "session " + orDash(row.Name) + " " + short(row.SessionID)
-	p.Live = "/s/" + row.SessionID + "/fragment"
+	p.Live = "/s/" + url.PathEscape(row.SessionID) + "/fragment"
 	p.Detail = s.buildDetail(row, evs, err)
 	return p, http.StatusOK
 }

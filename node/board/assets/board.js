@@ -9,6 +9,14 @@
   var meta = document.querySelector('meta[name="harn-csrf"]');
   var csrf = meta ? meta.content : '';
   var skew = 0; // client clock minus server clock, in ms
+  var baseTitle = document.title;
+
+  // The tab title counts the sessions that need someone: (2) harn board.
+  function title() {
+    var n = root && root.querySelector('[data-attention]');
+    var k = n ? parseInt(n.dataset.attention, 10) : 0;
+    document.title = (k > 0 ? '(' + k + ') ' : '') + baseTitle;
+  }
 
   function setState(state, label) {
     if (!live) return;
@@ -52,6 +60,7 @@
       if (c) { fid = c.dataset.id; fkind = a.tagName === 'BUTTON' ? a.value : null; }
     }
     root.innerHTML = html;
+    title();
     readSkew();
     ages();
     if (fid) {
@@ -194,6 +203,7 @@
     });
   }
 
+  title();
   readSkew();
   ages();
   setInterval(ages, 10000);
