@@ -1,0 +1,116 @@
+package board
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// coalescer spaces pushes at least gap apart: a change arriving sooner is
+// held and sent once when the gap has passed, however many arrived.
+type coalescer struct {
+	gap     time.Duration
+	last    time.Time // when the last push went out
+	pending bool
+}
+
+// change records a change at now. It returns send (push now), or a wait
+// after which flush must be called (zero when a flush is already due).
+func (c *coalescer) change(now time.Time) (send bool, wait time.Duration) {
+	if c.pending {
+		return false, 0
+	}
+	if c.last.IsZero() || now.Sub(c.last) >= c.gap {
+		c.last = now
+		return true, 0
+	}
+	c.pending = true
+	return false, c.gap - now.Sub(c.last)
+}
+
+// flush sends the held change, if any, at now.
+func (c *coalescer) flush(now time.Time) bool {
+	if !c.pending {
+		return false
+	}
+	c.pending = false
+	c.last = now
+	return true
+}
+
+// events is GET /events: a server-sent event stream with one "change"
+// event per (coalesced) change of the source, and a comment every Ping.
+// It ends when the client goes, the source ends the subscription, or the
+// board closes.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) {
+	fl, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "board: streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	ch, stop := s.cfg.Source.Changes()
+	defer stop()
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	// retry: the browser's reconnect delay; hello: the page refetches on
+	// every (re)connect, so nothing missed while away stays stale.
+	if _, err := fmt.Fprint(w, "retry: 1000\nevent: hello\ndata: {}\n\n"); err != nil {
+		return
+	}
+	fl.Flush()
+
+	ping := time.NewTicker(s.cfg.Ping)
+	defer ping.Stop()
+	c := coalescer{gap: s.cfg.MinInterval}
+	var hold *time.Timer
+	var holdC <-chan time.Time
+	defer func() {
+		if hold != nil {
+			hold.Stop()
+		}
+	}()
+	var seq uint64
+	push := func() bool {
+		seq++
+		_, err := fmt.Fprintf(w, "id: %d\nevent: change\ndata: {\"seq\":%d}\n\n", seq, seq)
+		fl.Flush()
+		return err == nil
+	}
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-s.ctx.Done():
+			return
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+			send, wait := c.change(time.Now())
+			if send && !push() {
+				return
+			}
+			if wait > 0 {
+				if hold == nil {
+					hold = time.NewTimer(wait)
+				} else {
+					hold.Reset(wait)
+				}
+				holdC = hold.C
+			}
+		case <-holdC:
+			holdC = nil
+			if c.flush(time.Now()) && !push() {
+				return
+			}
+		case <-ping.C:
+			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
+				return
+			}
+			fl.Flush()
+		}
+	}
+}

@@ -1,0 +1,306 @@
+package board
+
+import (
+	"encoding/json"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// The values the activity and lifecycle filters offer.
+var (
+	activities = []string{"needs_input", "working", "idle", "unknown"}
+	lifecycles = []string{"active", "blocked", "done"}
+)
+
+// Filter is the board's selection, from the query string (node, agent,
+// activity, lifecycle); an empty field selects everything.
+type Filter struct {
+	Node, Agent, Activity, Lifecycle string
+}
+
+func filterOf(q url.Values) Filter {
+	g := func(k string) string { return text.OneLine(q.Get(k)) }
+	return Filter{Node: g("node"), Agent: g("agent"), Activity: g("activity"), Lifecycle: g("lifecycle")}
+}
+
+// Query is the filter as a query string ("" when empty).
+func (f Filter) Query() string {
+	v := url.Values{}
+	for k, s := range map[string]string{"node": f.Node, "agent": f.Agent, "activity": f.Activity, "lifecycle": f.Lifecycle} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	return v.Encode()
+}
+
+// Active reports whether any field is set.
+func (f Filter) Active() bool { return f != Filter{} }
+
+func activityOf(r Row) string {
+	if slices.Contains(activities, r.Activity) {
+		return r.Activity
+	}
+	return "unknown"
+}
+
+func lifecycleOf(r Row) string {
+	if slices.Contains(lifecycles, r.TaskState) {
+		return r.TaskState
+	}
+	return "active"
+}
+
+// Match reports whether r passes the filter.
+func (f Filter) Match(r Row) bool {
+	return (f.Node == "" || f.Node == r.Node) && (f.Agent == "" || f.Agent == r.Agent) &&
+		(f.Activity == "" || f.Activity == activityOf(r)) &&
+		(f.Lifecycle == "" || f.Lifecycle == lifecycleOf(r))
+}
+
+// card is one session on the board.
+type card struct {
+	ID, Short, Agent, Name, Task string
+	Activity, ActivityLabel      string
+	Silent                       string // "silent 7m", when working and silent
+	Lifecycle, LifecycleLabel    string // set for blocked and done only
+	Evidence                     stamp
+	WaitingOn                    string
+	Project, Branch              string
+	Unreachable                  bool
+	Requests                     []Request
+	Actions                      bool      // render the action buttons
+	CSRF                         string    // for the forms that work without the script
+	HarnTask                     *HarnTask // the harn task when it can be steered
+}
+
+// stamp is a time as the page shows it: an age now, and the time for the
+// script that keeps the age current.
+type stamp struct {
+	Age string
+	ISO string
+}
+
+func stampOf(now, t time.Time) stamp {
+	if t.IsZero() {
+		return stamp{Age: "-"}
+	}
+	return stamp{Age: text.Age(now, t), ISO: t.UTC().Format(time.RFC3339Nano)}
+}
+
+// group is one machine's cards.
+type group struct {
+	Node        string
+	Unreachable bool
+	Since       stamp
+	Cards       []card
+}
+
+// boardView is the board fragment's data.
+type boardView struct {
+	Groups          []group
+	Live, Shown     int
+	Counts          map[string]int
+	Filter          Filter
+	Err             string
+	ActionsOn       bool
+	NowISO          string
+	NeedsAttention  int
+	FilterQueryPart string
+}
+
+func short(id string) string { return text.Clip(id, 12) }
+
+func cardOf(now time.Time, r Row) card {
+	c := card{ID: r.SessionID, Short: short(r.SessionID), Agent: orDash(r.Agent), Name: r.Name,
+		Task: text.Clip(text.OneLine(r.Task), 240), Activity: activityOf(r), WaitingOn: r.WaitingOn,
+		Project: r.Project, Branch: r.Branch, Unreachable: !r.Reachable, Evidence: stampOf(now, r.Evidence()),
+		Requests: r.PendingRequests}
+	c.ActivityLabel = strings.ReplaceAll(c.Activity, "_", " ")
+	if c.Activity == "working" && !r.SilentSince.IsZero() {
+		c.Silent = "silent " + text.Age(now, r.SilentSince)
+	}
+	if c.WaitingOn == "" && r.WaitingChild != "" {
+		c.WaitingOn = "child " + r.WaitingChild
+	}
+	switch lifecycleOf(r) {
+	case "blocked":
+		c.Lifecycle, c.LifecycleLabel = "blocked", "blocked"
+		if r.BlockerReason != "" {
+			c.LifecycleLabel += ": " + text.Clip(text.OneLine(r.BlockerReason), 160)
+		}
+	case "done":
+		c.Lifecycle, c.LifecycleLabel = "done", "done"
+	}
+	if r.HasTask() {
+		c.HarnTask = r.HarnTask
+	}
+	return c
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// buildBoard sorts and groups the live rows that pass f. Groups come in the
+// order of their most urgent card, reachable machines first.
+func (s *Server) buildBoard(rows []Row, f Filter) boardView {
+	now := s.cfg.Now()
+	v := boardView{Filter: f, Counts: map[string]int{}, ActionsOn: s.cfg.Actions != nil,
+		NowISO: now.UTC().Format(time.RFC3339Nano), FilterQueryPart: f.Query()}
+	live := make([]Row, 0, len(rows))
+	for _, r := range rows {
+		if r.Ended {
+			continue
+		}
+		v.Live++
+		v.Counts[activityOf(r)]++
+		if lifecycleOf(r) == "blocked" {
+			v.Counts["blocked"]++
+		}
+		if rank(r) <= rankBlocked {
+			v.NeedsAttention++
+		}
+		if f.Match(r) {
+			live = append(live, r)
+		}
+	}
+	sort.SliceStable(live, func(i, j int) bool { return s.cfg.Less(live[i], live[j]) })
+	v.Shown = len(live)
+	idx := map[string]int{}
+	for _, r := range live {
+		i, ok := idx[r.Node]
+		if !ok {
+			i = len(v.Groups)
+			idx[r.Node] = i
+			v.Groups = append(v.Groups, group{Node: orDash(r.Node), Unreachable: true})
+		}
+		g := &v.Groups[i]
+		c := cardOf(now, r)
+		c.Actions, c.CSRF = v.ActionsOn, s.csrf
+		g.Cards = append(g.Cards, c)
+		if r.Reachable {
+			g.Unreachable = false
+		} else if g.Since.ISO == "" || r.UnreachableSince.Before(mustTime(g.Since.ISO)) {
+			g.Since = stampOf(now, r.UnreachableSince)
+		}
+	}
+	sort.SliceStable(v.Groups, func(i, j int) bool { return !v.Groups[i].Unreachable && v.Groups[j].Unreachable })
+	return v
+}
+
+func mustTime(s string) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, s)
+	return t
+}
+
+// options are the filter's choices: the machines and agent kinds the
+// roster has, and the selected value even when absent.
+type options struct {
+	Nodes, Agents, Activities, Lifecycles []string
+}
+
+func optionsOf(rows []Row, f Filter) options {
+	nodes, agents := map[string]bool{}, map[string]bool{}
+	for _, r := range rows {
+		if !r.Ended {
+			nodes[r.Node], agents[r.Agent] = true, true
+		}
+	}
+	nodes[f.Node], agents[f.Agent] = true, true
+	keys := func(m map[string]bool) []string {
+		var out []string
+		for k := range m {
+			if k != "" {
+				out = append(out, k)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	return options{Nodes: keys(nodes), Agents: keys(agents), Activities: activities, Lifecycles: lifecycles}
+}
+
+// detail is the session page's data.
+type detail struct {
+	Row         Row
+	Activity    string
+	Lifecycle   string
+	Short       string
+	ActivityAt  stamp
+	LifecycleAt stamp
+	Evidence    stamp
+	Started     stamp
+	Ended       stamp
+	Unreachable stamp
+	Silent      stamp
+	Events      []traceLine
+	TraceErr    string
+	Truncated   int
+	ActionsOn   bool
+	CSRF        string
+	NowISO      string
+}
+
+// ActionData is the session's action forms' data (the card's fields the
+// "actions" template reads).
+func (d detail) ActionData() card {
+	c := card{ID: d.Row.SessionID, CSRF: d.CSRF, Requests: d.Row.PendingRequests}
+	if d.Row.HasTask() {
+		c.HarnTask = d.Row.HarnTask
+	}
+	return c
+}
+
+// traceLine is one event of the trace.
+type traceLine struct {
+	When  stamp
+	TS    string
+	Type  string
+	Seq   uint64
+	Attrs string
+}
+
+// maxTrace bounds the trace a page shows (newest first).
+const maxTrace = 1000
+
+func (s *Server) buildDetail(r Row, evs []presence.Event, traceErr error) detail {
+	now := s.cfg.Now()
+	d := detail{Row: r, Activity: activityOf(r), Lifecycle: lifecycleOf(r), Short: short(r.SessionID),
+		ActivityAt: stampOf(now, r.ActivityUpdatedAt), LifecycleAt: stampOf(now, r.TaskStateUpdatedAt),
+		Evidence: stampOf(now, r.Evidence()), Started: stampOf(now, r.StartedAt), Ended: stampOf(now, r.EndedAt),
+		Unreachable: stampOf(now, r.UnreachableSince), Silent: stampOf(now, r.SilentSince),
+		ActionsOn: s.cfg.Actions != nil, CSRF: s.csrf, NowISO: now.UTC().Format(time.RFC3339Nano)}
+	if traceErr != nil {
+		d.TraceErr = text.OneLine(traceErr.Error())
+	}
+	evs = slices.Clone(evs)
+	sort.SliceStable(evs, func(i, j int) bool {
+		if !evs[i].TS.Equal(evs[j].TS) {
+			return evs[i].TS.After(evs[j].TS)
+		}
+		return evs[i].ID > evs[j].ID
+	})
+	if len(evs) > maxTrace {
+		d.Truncated = len(evs) - maxTrace
+		evs = evs[:maxTrace]
+	}
+	for _, e := range evs {
+		l := traceLine{When: stampOf(now, e.TS), TS: presence.FormatTime(e.TS), Type: text.Sanitize(e.Type), Seq: e.Seq}
+		if len(e.Attrs) > 0 {
+			b, _ := json.Marshal(e.Attrs)
+			l.Attrs = text.Clip(text.Sanitize(string(b)), 400)
+		}
+		d.Events = append(d.Events, l)
+	}
+	return d
+}
