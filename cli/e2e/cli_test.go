@@ -100,8 +100,12 @@ func TestGitFinalizationThroughCLI(t *testing.T) {
 	const reason = "implementation and verification complete"
 	done := []string{"done", "--reason", reason}
 
-	// Let the heartbeat settle before comparing it byte for byte.
-	e.waitHeartbeat(sid, "working", "tool.pre_use")
+	// Let the heartbeat settle (all four events, the claim included)
+	// before comparing it byte for byte.
+	eventually(t, stateTimeout, "heartbeat shows the claim", func() (bool, string) {
+		b, _ := os.ReadFile(e.heartbeatPath(sid))
+		return bytes.Contains(b, []byte("cart/total.go")) && bytes.Contains(b, []byte(`"events": 4`)), string(b)
+	})
 	// No task yet.
 	refused("current_task", done...)
 	e.ok("agents", "set-task", "--session", sid, "fix the checkout rounding")

@@ -18,7 +18,7 @@ type step struct {
 	args    []string      // extra argv (codex-notify's JSON)
 
 	activity string   // activity after the step
-	source   string   // activity_source after the step
+	source   string   // activity_source after the step: the event that began the current activity (repeated evidence does not move it)
 	types    []string // canonical event types the step adds, in order
 	ended    bool
 }
@@ -61,7 +61,7 @@ func claudeSteps(sid, cwd string) []step {
 		{name: "UserPromptSubmit", payload: fixed(claudePrompt(sid, cwd)),
 			activity: "working", source: "user_prompt.submit", types: []string{"user_prompt.submit"}},
 		{name: "PreToolUse", payload: fixed(`{` + c + `,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"rm -rf build","description":"Clean the build"},"tool_use_id":"toolu_06"}`),
-			activity: "working", source: "tool.pre_use", types: []string{"tool.pre_use"}},
+			activity: "working", source: "user_prompt.submit", types: []string{"tool.pre_use"}},
 		{name: "PermissionRequest", payload: fixed(`{` + c + `,"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"rm -rf build","description":"Clean the build"},"permission_suggestions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"rm -rf build/*"}],"behavior":"allow","destination":"localSettings"}]}`),
 			activity: "needs_input", source: "interaction.input_requested", types: []string{"interaction.input_requested"}},
 		{name: "PostToolUse", payload: fixed(`{` + c + `,"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{ "description":"Clean the build", "command":"rm -rf build" },"tool_response":{"stdout":"","stderr":"","interrupted":false,"isImage":false},"tool_use_id":"toolu_06","duration_ms":412}`),
@@ -69,7 +69,7 @@ func claudeSteps(sid, cwd string) []step {
 		{name: "Stop", payload: fixed(`{` + c + `,"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"Done: rounding fixed."}`),
 			activity: "idle", source: "turn.stop", types: []string{"turn.stop"}},
 		{name: "SessionEnd", payload: fixed(`{` + c + `,"hook_event_name":"SessionEnd","reason":"prompt_input_exit"}`),
-			activity: "idle", source: "session.end", types: []string{"session.end"}, ended: true},
+			activity: "idle", source: "turn.stop", types: []string{"session.end"}, ended: true},
 	}
 }
 
@@ -91,7 +91,7 @@ func codexSteps(sid, cwd string) []step {
 		{name: "UserPromptSubmit", payload: fixed(codexPrompt(sid, cwd)),
 			activity: "working", source: "user_prompt.submit", types: []string{"user_prompt.submit"}},
 		{name: "PreToolUse", payload: fixed(`{` + c + `,` + codexTurn + `,"hook_event_name":"PreToolUse","tool_name":"Bash","tool_input":{"command":"git push origin main"},"tool_use_id":"call_Yb33"}`),
-			activity: "working", source: "tool.pre_use", types: []string{"tool.pre_use"}},
+			activity: "working", source: "user_prompt.submit", types: []string{"tool.pre_use"}},
 		{name: "PermissionRequest", payload: fixed(`{` + c + `,` + codexTurn + `,"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"git push origin main"}}`),
 			activity: "needs_input", source: "interaction.input_requested", types: []string{"interaction.input_requested"}},
 		{name: "PostToolUse", payload: fixed(`{` + c + `,` + codexTurn + `,"hook_event_name":"PostToolUse","tool_name":"Bash","tool_input":{"command":"git push origin main"},"tool_response":"To github.com:ana/shop.git","tool_use_id":"call_Yb33"}`),
@@ -99,7 +99,7 @@ func codexSteps(sid, cwd string) []step {
 		{name: "Stop", payload: fixed(`{` + c + `,` + codexTurn + `,"hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"All tests pass."}`),
 			activity: "idle", source: "turn.stop", types: []string{"turn.stop"}},
 		{name: "SessionEnd", payload: fixed(`{` + c + `,"hook_event_name":"SessionEnd","reason":"exit"}`),
-			activity: "idle", source: "session.end", types: []string{"session.end"}, ended: true},
+			activity: "idle", source: "turn.stop", types: []string{"session.end"}, ended: true},
 	}
 }
 
@@ -122,13 +122,13 @@ func cursorSteps(conv, cwd string) []step {
 		{name: "beforeSubmitPrompt", payload: fixed(`{` + c + `,"hook_event_name":"beforeSubmitPrompt","prompt":"add tax rounding","attachments":[]}`),
 			activity: "working", source: "user_prompt.submit", types: []string{"user_prompt.submit"}},
 		{name: "beforeShellExecution", payload: fixed(`{` + c + `,"hook_event_name":"beforeShellExecution","command":"npm test","cwd":"` + cwd + `","sandbox":false}`),
-			activity: "working", source: "command.start", types: []string{"tool.pre_use", "command.start"}},
+			activity: "working", source: "user_prompt.submit", types: []string{"tool.pre_use", "command.start"}},
 		{name: "afterShellExecution", payload: fixed(`{` + c + `,"hook_event_name":"afterShellExecution","command":"npm test","output":"12 passing","duration":1234}`),
-			activity: "working", source: "command.start", types: []string{"tool.post_use"}},
+			activity: "working", source: "user_prompt.submit", types: []string{"tool.post_use"}},
 		{name: "stop", payload: fixed(`{` + c + `,"hook_event_name":"stop","status":"completed","loop_count":0}`),
 			activity: "idle", source: "turn.stop", types: []string{"turn.stop"}},
 		{name: "sessionEnd", payload: fixed(`{` + c + `,"hook_event_name":"sessionEnd","session_id":"` + conv + `","reason":"user_close","duration_ms":5505,"is_background_agent":false,"final_status":"completed"}`),
-			activity: "idle", source: "session.end", types: []string{"session.end"}, ended: true},
+			activity: "idle", source: "turn.stop", types: []string{"session.end"}, ended: true},
 	}
 }
 
@@ -163,7 +163,7 @@ func geminiSteps(sid, cwd string) []step {
 		{name: "BeforeAgent", payload: ev("BeforeAgent", `"prompt":"add rounding"`),
 			activity: "working", source: "user_prompt.submit", types: []string{"user_prompt.submit"}},
 		{name: "BeforeTool", payload: ev("BeforeTool", shell),
-			activity: "working", source: "tool.pre_use", types: []string{"tool.pre_use"}},
+			activity: "working", source: "user_prompt.submit", types: []string{"tool.pre_use"}},
 		{name: "Notification ToolPermission", payload: ev("Notification", `"notification_type":"ToolPermission","message":"Tool Run shell command requires execution","details":{"tool_name":"run_shell_command","tool_input":{"description":"Run tests","command":"npm test"}}`),
 			activity: "needs_input", source: "interaction.input_requested", types: []string{"interaction.input_requested"}},
 		{name: "AfterTool", payload: ev("AfterTool", shell+`,"tool_response":{"llmContent":"12 passing","returnDisplay":"12 passing"}`),
@@ -171,7 +171,7 @@ func geminiSteps(sid, cwd string) []step {
 		{name: "AfterAgent", payload: ev("AfterAgent", `"prompt":"add rounding","prompt_response":"done","stop_hook_active":false`),
 			activity: "idle", source: "turn.stop", types: []string{"turn.stop"}},
 		{name: "SessionEnd", payload: ev("SessionEnd", `"reason":"exit"`),
-			activity: "idle", source: "session.end", types: []string{"session.end"}, ended: true},
+			activity: "idle", source: "turn.stop", types: []string{"session.end"}, ended: true},
 	}
 }
 
