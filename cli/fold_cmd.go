@@ -75,5 +75,6 @@ each session) with the seed's fields. It uses the same reducer as the node.`,
 	}
 	c.Flags().String("session", "", "fold only this session's events")
 	c.Flags().Bool("full", false, "print the whole folded state, not just the two axes")
+	addJSONFlag(c) // fold always prints JSON; --json is accepted like every read command
 	return c
 }

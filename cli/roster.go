@@ -1,0 +1,317 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/harn-dev/harn/presence"
+)
+
+// rosterRow is a roster entry as the CLI reads it from the node's JSON.
+// It is the CLI's own view: it reads the fields the node writes today and
+// those newer nodes add (last_evidence_at, waiting_on, project, branch,
+// silent_since, waiting_child), and works when any of them is absent.
+type rosterRow struct {
+	raw []byte
+
+	SessionID, ParentSessionID, Agent, Node, Name, SessionName string
+	Activity, ActivitySource, TaskState, BlockerReason, Task   string
+	Cwd, WaitingOn, Project, Branch, WaitingChild, EndReason   string
+	Claims                                                     []string
+	Ended, Reachable                                           bool
+	AgentPID                                                   int
+	Events                                                     int
+
+	ActivityAt, TaskStateAt, StartedAt, LastEventAt, LastEvidenceAt time.Time
+	SilentSince, UnreachableSince, EndedAt                          time.Time
+
+	// silentComputed is set when this reader, not the node, found the
+	// silence.
+	silentComputed bool
+}
+
+func parseTime(val []byte) time.Time {
+	t, _ := presence.ParseTime(jsonString(val))
+	return t
+}
+
+// decodeRosterRow reads one roster entry. With full unset it reads only
+// what sorting and the silence rule need (the --json path over thousands
+// of rows); full reads everything a human view shows.
+func decodeRosterRow(b []byte, full bool) (rosterRow, error) {
+	r := rosterRow{raw: b, Reachable: true}
+	var actAt, taskAt []byte
+	err := scanObject(b, func(k, v []byte) {
+		switch string(k) {
+		case "session_id":
+			r.SessionID = jsonString(v)
+		case "parent_session_id":
+			r.ParentSessionID = jsonString(v)
+		case "activity":
+			r.Activity = jsonString(v)
+		case "activity_updated_at":
+			actAt = v
+		case "task_state":
+			r.TaskState = jsonString(v)
+		case "task_state_updated_at":
+			taskAt = v
+		case "ended":
+			r.Ended = string(v) == "true"
+		case "last_event_at":
+			r.LastEventAt = parseTime(v)
+		case "last_evidence_at":
+			r.LastEvidenceAt = parseTime(v)
+		case "silent_since":
+			r.SilentSince = parseTime(v)
+		}
+		if !full {
+			return
+		}
+		switch string(k) {
+		case "agent":
+			r.Agent = jsonString(v)
+		case "node":
+			r.Node = jsonString(v)
+		case "name":
+			r.Name = jsonString(v)
+		case "session_name":
+			r.SessionName = jsonString(v)
+		case "activity_source":
+			r.ActivitySource = jsonString(v)
+		case "blocker_reason":
+			r.BlockerReason = jsonString(v)
+		case "task":
+			r.Task = jsonString(v)
+		case "cwd":
+			r.Cwd = jsonString(v)
+		case "waiting_on":
+			r.WaitingOn = jsonString(v)
+		case "project":
+			r.Project = jsonString(v)
+		case "branch":
+			r.Branch = jsonString(v)
+		case "waiting_child":
+			r.WaitingChild = jsonString(v)
+		case "end_reason":
+			r.EndReason = jsonString(v)
+		case "claims":
+			_ = json.Unmarshal(v, &r.Claims)
+		case "reachable":
+			r.Reachable = string(v) != "false"
+		case "agent_pid":
+			_ = json.Unmarshal(v, &r.AgentPID)
+		case "events":
+			_ = json.Unmarshal(v, &r.Events)
+		case "started_at":
+			r.StartedAt = parseTime(v)
+		case "ended_at":
+			r.EndedAt = parseTime(v)
+		case "unreachable_since":
+			r.UnreachableSince = parseTime(v)
+		}
+	})
+	if err != nil {
+		// Let encoding/json say what is wrong.
+		var probe map[string]json.RawMessage
+		if jerr := json.Unmarshal(b, &probe); jerr != nil {
+			return rosterRow{}, jerr
+		}
+		return rosterRow{}, err
+	}
+	if r.Activity == "" {
+		r.Activity = string(presence.ActivityUnknown)
+	}
+	if r.TaskState == "" {
+		r.TaskState = string(presence.TaskActive)
+	}
+	r.ActivityAt = parseTime(actAt)
+	if full || r.TaskState == string(presence.TaskBlocked) {
+		r.TaskStateAt = parseTime(taskAt)
+	}
+	return r, nil
+}
+
+// urgencyKey is the row's key for presence.CompareUrgency.
+func (r *rosterRow) urgencyKey() presence.UrgencyKey {
+	return presence.UrgencyKey{SessionID: r.SessionID, Activity: presence.Activity(r.Activity),
+		TaskState: presence.TaskState(r.TaskState), Ended: r.Ended,
+		ActivityUpdatedAt: r.ActivityAt, TaskStateUpdatedAt: r.TaskStateAt}
+}
+
+// evidenceAt is the time of the session's latest evidence: the node's
+// last_evidence_at, or its last event where the node does not say.
+func (r *rosterRow) evidenceAt() time.Time {
+	if !r.LastEvidenceAt.IsZero() {
+		return r.LastEvidenceAt
+	}
+	return r.LastEventAt
+}
+
+// markSilence applies the honest-silence rule where the node has not: a
+// working session whose latest evidence is older than after is silent
+// since that evidence. Activity is never changed. after <= 0 turns the
+// rule off.
+func (r *rosterRow) markSilence(now time.Time, after time.Duration) {
+	if after <= 0 || !r.SilentSince.IsZero() || r.Ended || r.Activity != string(presence.ActivityWorking) {
+		return
+	}
+	ev := r.evidenceAt()
+	if ev.IsZero() || now.Sub(ev) <= after {
+		return
+	}
+	r.SilentSince, r.silentComputed = ev, true
+}
+
+// silent reports whether a working row is to be shown as silent.
+func (r *rosterRow) silent() bool {
+	return !r.SilentSince.IsZero() && r.Activity == string(presence.ActivityWorking) && !r.Ended
+}
+
+// jsonOut is the row's JSON as the node wrote it, with silent_since added
+// when this reader found the silence.
+func (r *rosterRow) jsonOut() []byte {
+	if !r.silentComputed {
+		return r.raw
+	}
+	b := bytes.TrimRight(r.raw, " \n\t\r")
+	if len(b) == 0 || b[len(b)-1] != '}' {
+		return r.raw
+	}
+	add := `"silent_since":"` + presence.FormatTime(r.SilentSince) + `"`
+	out := make([]byte, 0, len(b)+len(add)+1)
+	out = append(out, b[:len(b)-1]...)
+	if len(bytes.TrimSpace(b[:len(b)-1])) > 1 { // not "{"
+		out = append(out, ',')
+	}
+	out = append(out, add...)
+	return append(out, '}')
+}
+
+// project is the row's project column: the node's project (or the cwd's
+// basename when the node does not say) and @branch when known.
+func (r *rosterRow) project() string {
+	p := r.Project
+	if p == "" && r.Cwd != "" {
+		p = path.Base(strings.TrimRight(r.Cwd, "/"))
+		if p == "." || p == "/" {
+			p = ""
+		}
+	}
+	if r.Branch != "" {
+		if p == "" {
+			p = "-"
+		}
+		p += "@" + r.Branch
+	}
+	return p
+}
+
+// sortRows orders rows by urgency (presence.CompareUrgency).
+func sortRows(rows []rosterRow) {
+	slices.SortFunc(rows, func(a, b rosterRow) int { return presence.CompareUrgency(a.urgencyKey(), b.urgencyKey()) })
+}
+
+// placed is a row in display order with its depth under its parent.
+type placed struct {
+	row   int
+	depth int
+}
+
+// treeOrder lists sorted rows with each child right under its parent
+// (parents first, children in the rows' order), at any depth. A child
+// whose parent is not listed is at the top level, where its own urgency
+// puts it. A cycle of parents cannot hide rows: whatever is left is
+// placed at the top level.
+func treeOrder(rows []rosterRow) []placed {
+	index := make(map[string]int, len(rows))
+	for i := range rows {
+		if _, dup := index[rows[i].SessionID]; !dup {
+			index[rows[i].SessionID] = i
+		}
+	}
+	children := map[int][]int{}
+	var roots []int
+	for i := range rows {
+		p, ok := index[rows[i].ParentSessionID]
+		if rows[i].ParentSessionID == "" || !ok || p == i {
+			roots = append(roots, i)
+			continue
+		}
+		children[p] = append(children[p], i)
+	}
+	out := make([]placed, 0, len(rows))
+	seen := make([]bool, len(rows))
+	var walk func(i, depth int)
+	walk = func(i, depth int) {
+		if seen[i] {
+			return
+		}
+		seen[i] = true
+		out = append(out, placed{row: i, depth: depth})
+		for _, c := range children[i] {
+			walk(c, depth+1)
+		}
+	}
+	for _, i := range roots {
+		walk(i, 0)
+	}
+	for i := range rows {
+		walk(i, 0)
+	}
+	return out
+}
+
+// minHandle is the shortest id prefix the roster shows.
+const minHandle = 6
+
+// shortIDs returns, for each id, its shortest prefix of at least
+// minHandle bytes (cut on a rune boundary) that no other listed id
+// shares, so that it can be pasted back where an id is accepted.
+func shortIDs(ids []string) []string {
+	order := make([]int, len(ids))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(ids[a], ids[b]) })
+	out := make([]string, len(ids))
+	for k, i := range order {
+		n := minHandle
+		for _, nb := range []int{k - 1, k + 1} {
+			if nb < 0 || nb >= len(order) {
+				continue
+			}
+			o := ids[order[nb]]
+			if o == ids[i] {
+				continue // the same id twice: nothing tells them apart
+			}
+			n = max(n, commonPrefix(ids[i], o)+1)
+		}
+		out[i] = cutRunes(ids[i], n)
+	}
+	return out
+}
+
+func commonPrefix(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return n
+}
+
+// cutRunes is s's first n bytes, extended to the end of a rune.
+func cutRunes(s string, n int) string {
+	if n >= len(s) {
+		return s
+	}
+	for n < len(s) && s[n]&0xc0 == 0x80 {
+		n++
+	}
+	return s[:n]
+}
