@@ -19,7 +19,7 @@ import (
 const tableWidth = 120
 
 // waitingOnMax bounds what a needs_input row says it waits on.
-const waitingOnMax = 40
+const waitingOnMax = 30
 
 // Colours (SGR) of states on a terminal.
 const (
@@ -199,40 +199,52 @@ func rosterCells(rows []rosterRow, now time.Time) [][nCols]cell {
 }
 
 // fitWidths returns each column's width: its widest cell, cut in
-// shrinkOrder until the table fits width (or no column can give more).
+// shrinkOrder until the table fits width. A first pass cuts columns down
+// to their floors; if that is not enough a second pass cuts the free-text
+// columns further, down to hardFloor. A cell's kept prefix (a state) and
+// a column whose floor is unbounded (the handle, the age) are never cut;
+// so a table of very long states may stay wider than width.
 func fitWidths(cols []column, rows [][nCols]cell, width int) []int {
 	w := make([]int, len(cols))
-	floor := make([]int, len(cols))
+	keep := make([]int, len(cols))
 	for c := range cols {
 		w[c] = utf8.RuneCountInString(cols[c].head)
-		floor[c] = min(cols[c].floor, w[c])
+		keep[c] = w[c] // headers are not cut either
 	}
 	for _, r := range rows {
 		for c := range cols {
 			w[c] = max(w[c], utf8.RuneCountInString(r[c].s))
-			floor[c] = max(floor[c], r[c].keep)
+			keep[c] = max(keep[c], r[c].keep)
 		}
-	}
-	for c := range cols {
-		if cols[c].floor >= 1<<30 {
-			floor[c] = w[c]
-		}
-		floor[c] = min(floor[c], w[c])
 	}
 	total := 2 * (len(cols) - 1)
 	for _, x := range w {
 		total += x
 	}
-	for _, c := range shrinkOrder {
-		if total <= width {
-			break
+	for pass := 0; pass < 2 && total > width; pass++ {
+		for _, c := range shrinkOrder {
+			if c >= len(cols) || total <= width {
+				continue
+			}
+			floor := cols[c].floor
+			if pass == 1 && floor < 1<<30 {
+				floor = min(floor, hardFloor)
+			}
+			floor = max(floor, keep[c])
+			if w[c] <= floor {
+				continue
+			}
+			give := min(total-width, w[c]-floor)
+			w[c] -= give
+			total -= give
 		}
-		give := min(total-width, w[c]-floor[c])
-		w[c] -= give
-		total -= give
 	}
 	return w
 }
+
+// hardFloor is how narrow a free-text column may be cut when cutting every
+// column to its floor was not enough.
+const hardFloor = 4
 
 // writeTable writes cells under the headers, each cut to its column's
 // width, padded with spaces; colour, when on, wraps only a cell's first
@@ -242,7 +254,16 @@ func writeTable(w io.Writer, cols []column, rows [][nCols]cell, widths []int, co
 	line := func(cells []cell) {
 		var b strings.Builder
 		for c := range cols {
-			s := text.Clip(cells[c].s, widths[c])
+			s := cells[c].s
+			if utf8.RuneCountInString(s) > widths[c] {
+				if widths[c] <= cells[c].keep {
+					// No room for "…" after the kept prefix: the
+					// prefix alone, never a cut state.
+					s = string([]rune(s)[:cells[c].keep])
+				} else {
+					s = text.Clip(s, widths[c])
+				}
+			}
 			n := utf8.RuneCountInString(s)
 			if colour && cells[c].colour != "" {
 				word, rest := s, ""
