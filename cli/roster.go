@@ -15,35 +15,111 @@ import (
 // It is the CLI's own view: it reads the fields the node writes today and
 // those newer nodes add (last_evidence_at, waiting_on, project, branch,
 // silent_since, waiting_child), and works when any of them is absent.
+// The core is what sorting and the silence rule read (the --json path
+// over thousands of rows); rowDetail is read only for human views.
 type rosterRow struct {
 	raw []byte
 
-	SessionID, ParentSessionID, Agent, Node, Name, SessionName string
-	Activity, ActivitySource, TaskState, BlockerReason, Task   string
-	Cwd, WaitingOn, Project, Branch, WaitingChild, EndReason   string
-	Claims                                                     []string
-	Ended, Reachable                                           bool
-	AgentPID                                                   int
-	Events                                                     int
+	SessionID, ParentSessionID, Activity, TaskState string
+	Ended                                           bool
+	ActivityAt, TaskStateAt, SilentSince            time.Time
 
-	ActivityAt, TaskStateAt, StartedAt, LastEventAt, LastEvidenceAt time.Time
-	SilentSince, UnreachableSince, EndedAt                          time.Time
-
+	// lastEvent and lastEvidence are the raw JSON values, parsed only
+	// when needed.
+	lastEvent, lastEvidence []byte
 	// silentComputed is set when this reader, not the node, found the
 	// silence.
 	silentComputed bool
+
+	*rowDetail
 }
 
+// rowDetail is what human views show beyond the core.
+type rowDetail struct {
+	Agent, Node, Name, SessionName, ActivitySource, BlockerReason, Task string
+	Cwd, WaitingOn, Project, Branch, WaitingChild, EndReason           string
+	Claims                                                              []string
+	Reachable                                                           bool
+	AgentPID, Events                                                    int
+	StartedAt, UnreachableSince, EndedAt                                time.Time
+}
+
+// parseTime reads a raw JSON time value. The node's own layout
+// (presence.FormatTime: "2006-01-02T15:04:05.000Z") is read directly,
+// which matters over thousands of rows; anything else goes through
+// presence.ParseTime. A value that is not a time is the zero time.
 func parseTime(val []byte) time.Time {
+	if len(val) == 26 && val[0] == '"' && val[25] == '"' {
+		if t, ok := parseMillisUTC(val[1:25]); ok {
+			return t
+		}
+	}
+	if len(val) == 0 {
+		return time.Time{}
+	}
 	t, _ := presence.ParseTime(jsonString(val))
 	return t
 }
 
+// parseMillisUTC parses exactly "2006-01-02T15:04:05.000Z".
+func parseMillisUTC(b []byte) (time.Time, bool) {
+	if b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[23] != 'Z' {
+		return time.Time{}, false
+	}
+	ok := true
+	num := func(i, n int) int {
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				ok = false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v
+	}
+	y, mo, d := num(0, 4), num(5, 2), num(8, 2)
+	h, mi, s, ms := num(11, 2), num(14, 2), num(17, 2), num(20, 3)
+	if !ok || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 59 {
+		return time.Time{}, false
+	}
+	t := time.Date(y, time.Month(mo), d, h, mi, s, ms*int(time.Millisecond), time.UTC)
+	if t.Day() != d { // February 30th and the like: let the full parser refuse it
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// knownWord returns the constant for a common state value, so that
+// thousands of rows share one string instead of one allocation each.
+func knownWord(val []byte) string {
+	switch string(val) {
+	case `"working"`:
+		return "working"
+	case `"idle"`:
+		return "idle"
+	case `"needs_input"`:
+		return "needs_input"
+	case `"unknown"`:
+		return "unknown"
+	case `"active"`:
+		return "active"
+	case `"blocked"`:
+		return "blocked"
+	case `"done"`:
+		return "done"
+	}
+	return jsonString(val)
+}
+
 // decodeRosterRow reads one roster entry. With full unset it reads only
-// what sorting and the silence rule need (the --json path over thousands
-// of rows); full reads everything a human view shows.
+// the core; full reads everything a human view shows.
 func decodeRosterRow(b []byte, full bool) (rosterRow, error) {
-	r := rosterRow{raw: b, Reachable: true}
+	r := rosterRow{raw: b}
+	var d *rowDetail
+	if full {
+		d = &rowDetail{Reachable: true}
+		r.rowDetail = d
+	}
 	var actAt, taskAt []byte
 	err := scanObject(b, func(k, v []byte) {
 		switch string(k) {
@@ -52,66 +128,66 @@ func decodeRosterRow(b []byte, full bool) (rosterRow, error) {
 		case "parent_session_id":
 			r.ParentSessionID = jsonString(v)
 		case "activity":
-			r.Activity = jsonString(v)
+			r.Activity = knownWord(v)
 		case "activity_updated_at":
 			actAt = v
 		case "task_state":
-			r.TaskState = jsonString(v)
+			r.TaskState = knownWord(v)
 		case "task_state_updated_at":
 			taskAt = v
 		case "ended":
 			r.Ended = string(v) == "true"
 		case "last_event_at":
-			r.LastEventAt = parseTime(v)
+			r.lastEvent = v
 		case "last_evidence_at":
-			r.LastEvidenceAt = parseTime(v)
+			r.lastEvidence = v
 		case "silent_since":
 			r.SilentSince = parseTime(v)
 		}
-		if !full {
+		if d == nil {
 			return
 		}
 		switch string(k) {
 		case "agent":
-			r.Agent = jsonString(v)
+			d.Agent = jsonString(v)
 		case "node":
-			r.Node = jsonString(v)
+			d.Node = jsonString(v)
 		case "name":
-			r.Name = jsonString(v)
+			d.Name = jsonString(v)
 		case "session_name":
-			r.SessionName = jsonString(v)
+			d.SessionName = jsonString(v)
 		case "activity_source":
-			r.ActivitySource = jsonString(v)
+			d.ActivitySource = jsonString(v)
 		case "blocker_reason":
-			r.BlockerReason = jsonString(v)
+			d.BlockerReason = jsonString(v)
 		case "task":
-			r.Task = jsonString(v)
+			d.Task = jsonString(v)
 		case "cwd":
-			r.Cwd = jsonString(v)
+			d.Cwd = jsonString(v)
 		case "waiting_on":
-			r.WaitingOn = jsonString(v)
+			d.WaitingOn = jsonString(v)
 		case "project":
-			r.Project = jsonString(v)
+			d.Project = jsonString(v)
 		case "branch":
-			r.Branch = jsonString(v)
+			d.Branch = jsonString(v)
 		case "waiting_child":
-			r.WaitingChild = jsonString(v)
+			d.WaitingChild = jsonString(v)
 		case "end_reason":
-			r.EndReason = jsonString(v)
+			d.EndReason = jsonString(v)
 		case "claims":
-			_ = json.Unmarshal(v, &r.Claims)
+			_ = json.Unmarshal(v, &d.Claims)
 		case "reachable":
-			r.Reachable = string(v) != "false"
+			d.Reachable = string(v) != "false"
 		case "agent_pid":
-			_ = json.Unmarshal(v, &r.AgentPID)
+			_ = json.Unmarshal(v, &d.AgentPID)
 		case "events":
-			_ = json.Unmarshal(v, &r.Events)
+			_ = json.Unmarshal(v, &d.Events)
 		case "started_at":
-			r.StartedAt = parseTime(v)
+			d.StartedAt = parseTime(v)
 		case "ended_at":
-			r.EndedAt = parseTime(v)
+			d.EndedAt = parseTime(v)
 		case "unreachable_since":
-			r.UnreachableSince = parseTime(v)
+			d.UnreachableSince = parseTime(v)
 		}
 	})
 	if err != nil {
@@ -145,10 +221,10 @@ func (r *rosterRow) urgencyKey() presence.UrgencyKey {
 // evidenceAt is the time of the session's latest evidence: the node's
 // last_evidence_at, or its last event where the node does not say.
 func (r *rosterRow) evidenceAt() time.Time {
-	if !r.LastEvidenceAt.IsZero() {
-		return r.LastEvidenceAt
+	if t := parseTime(r.lastEvidence); !t.IsZero() {
+		return t
 	}
-	return r.LastEventAt
+	return parseTime(r.lastEvent)
 }
 
 // markSilence applies the honest-silence rule where the node has not: a
@@ -210,9 +286,20 @@ func (r *rosterRow) project() string {
 	return p
 }
 
-// sortRows orders rows by urgency (presence.CompareUrgency).
+// sortRows orders rows by urgency (presence.CompareUrgency). It sorts
+// indices over precomputed keys and moves each row once.
 func sortRows(rows []rosterRow) {
-	slices.SortFunc(rows, func(a, b rosterRow) int { return presence.CompareUrgency(a.urgencyKey(), b.urgencyKey()) })
+	ranks := make([]presence.UrgencyRank, len(rows))
+	idx := make([]int32, len(rows))
+	for i := range rows {
+		ranks[i], idx[i] = rows[i].urgencyKey().Rank(), int32(i)
+	}
+	slices.SortFunc(idx, func(a, b int32) int { return presence.CompareUrgencyRank(ranks[a], ranks[b]) })
+	sorted := make([]rosterRow, len(rows))
+	for i, j := range idx {
+		sorted[i] = rows[j]
+	}
+	copy(rows, sorted)
 }
 
 // placed is a row in display order with its depth under its parent.

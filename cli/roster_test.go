@@ -473,3 +473,23 @@ func FuzzDecodeRosterRow(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseTime: the fast path reads the node's layout exactly as
+// presence.ParseTime does, and refuses what it refuses.
+func FuzzParseTime(f *testing.F) {
+	for _, s := range []string{"2026-08-12T10:02:00.123Z", "2026-02-30T10:02:00.000Z", "2026-08-12T10:02:00Z",
+		"2026-08-12T24:02:00.000Z", "2026-08-12T10:02:00.000+02:00", "x026-08-12T10:02:00.000Z"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		q, _ := json.Marshal(s)
+		got := parseTime(q)
+		want, err := presence.ParseTime(s)
+		if err != nil {
+			want = time.Time{}
+		}
+		if !got.Equal(want) {
+			t.Fatalf("%q: %v, presence.ParseTime %v (%v)", s, got, want, err)
+		}
+	})
+}

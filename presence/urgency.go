@@ -89,6 +89,25 @@ func (k UrgencyKey) Since() time.Time {
 	return k.ActivityUpdatedAt
 }
 
+// UrgencyRank is a key reduced to what the order compares: its class,
+// the start of its wait, and its id. A surface that sorts many rows
+// computes each row's rank once and sorts with CompareUrgencyRank.
+type UrgencyRank struct {
+	Class     Urgency
+	Since     time.Time
+	SessionID string
+}
+
+// Rank is the key's UrgencyRank.
+func (k UrgencyKey) Rank() UrgencyRank {
+	c := k.Class()
+	since := k.ActivityUpdatedAt
+	if c == UrgencyBlocked {
+		since = k.TaskStateUpdatedAt
+	}
+	return UrgencyRank{Class: c, Since: since, SessionID: k.SessionID}
+}
+
 // CompareUrgency orders two sessions for the roster: by class (needs
 // input, blocked, working, idle, unknown, ended), then the oldest wait
 // first (a session whose wait has no known start goes after those that
@@ -96,22 +115,23 @@ func (k UrgencyKey) Since() time.Time {
 // comes first, a positive one when b does, and 0 only for equal ids of
 // the same class and wait; it is a strict weak order, so it suits
 // slices.SortFunc and sort.Slice.
-func CompareUrgency(a, b UrgencyKey) int {
-	ca, cb := a.Class(), b.Class()
-	if ca != cb {
-		if ca < cb {
+func CompareUrgency(a, b UrgencyKey) int { return CompareUrgencyRank(a.Rank(), b.Rank()) }
+
+// CompareUrgencyRank is CompareUrgency over precomputed ranks.
+func CompareUrgencyRank(a, b UrgencyRank) int {
+	if a.Class != b.Class {
+		if a.Class < b.Class {
 			return -1
 		}
 		return 1
 	}
-	ta, tb := a.Since(), b.Since()
-	if za, zb := ta.IsZero(), tb.IsZero(); za != zb {
+	if za, zb := a.Since.IsZero(), b.Since.IsZero(); za != zb {
 		if zb {
 			return -1
 		}
 		return 1
 	}
-	if c := ta.Compare(tb); c != 0 {
+	if c := a.Since.Compare(b.Since); c != 0 {
 		return c
 	}
 	return strings.Compare(a.SessionID, b.SessionID)
