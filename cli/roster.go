@@ -37,7 +37,7 @@ type rosterRow struct {
 // rowDetail is what human views show beyond the core.
 type rowDetail struct {
 	Agent, Node, Name, SessionName, ActivitySource, BlockerReason, Task string
-	Cwd, WaitingOn, Project, Branch, WaitingChild, EndReason           string
+	Cwd, WaitingOn, Project, Branch, WaitingChild, EndReason            string
 	Claims                                                              []string
 	Reachable                                                           bool
 	AgentPID, Events                                                    int
