@@ -177,15 +177,16 @@ func newListCmd() *cobra.Command {
 
 // decodeRoster reads the node's roster entries, applies the silence rule
 // and sorts them by urgency.
-func decodeRoster(entries [][]byte, full bool, now time.Time, after time.Duration) ([]rosterRow, error) {
-	rows := make([]rosterRow, 0, len(entries))
-	for _, b := range entries {
-		r, err := decodeRosterRow(b, full)
-		if err != nil {
+func decodeRoster(entries [][]byte, full bool, now time.Time, after time.Duration) ([]*rosterRow, error) {
+	backing := make([]rosterRow, len(entries))
+	rows := make([]*rosterRow, len(entries))
+	for i, b := range entries {
+		r := &backing[i]
+		if err := r.decode(b, full); err != nil {
 			return nil, fmt.Errorf("cli: roster entry from the node: %w", err)
 		}
 		r.markSilence(now, after)
-		rows = append(rows, r)
+		rows[i] = r
 	}
 	sortRows(rows)
 	return rows, nil
@@ -194,7 +195,7 @@ func decodeRoster(entries [][]byte, full bool, now time.Time, after time.Duratio
 // writeRosterJSON writes sorted rows as one JSON array in one buffered
 // write: a roster of thousands of sessions must not cost a syscall per
 // session.
-func writeRosterJSON(w io.Writer, rows []rosterRow) error {
+func writeRosterJSON(w io.Writer, rows []*rosterRow) error {
 	out := bufio.NewWriterSize(w, 1<<20)
 	out.WriteString("[")
 	for i := range rows {
@@ -203,7 +204,7 @@ func writeRosterJSON(w io.Writer, rows []rosterRow) error {
 		} else {
 			out.WriteString("\n")
 		}
-		out.Write(rows[i].jsonOut())
+		rows[i].writeJSON(out)
 	}
 	if len(rows) > 0 {
 		out.WriteString("\n")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"path"
@@ -30,6 +31,8 @@ type rosterRow struct {
 	// silentComputed is set when this reader, not the node, found the
 	// silence.
 	silentComputed bool
+	// rank is the row's urgency, computed by sortRows.
+	rank presence.UrgencyRank
 
 	*rowDetail
 }
@@ -114,7 +117,14 @@ func knownWord(val []byte) string {
 // decodeRosterRow reads one roster entry. With full unset it reads only
 // the core; full reads everything a human view shows.
 func decodeRosterRow(b []byte, full bool) (rosterRow, error) {
-	r := rosterRow{raw: b}
+	var r rosterRow
+	err := r.decode(b, full)
+	return r, err
+}
+
+// decode fills r from one roster entry (see decodeRosterRow).
+func (r *rosterRow) decode(b []byte, full bool) error {
+	*r = rosterRow{raw: b}
 	var d *rowDetail
 	if full {
 		d = &rowDetail{Reachable: true}
@@ -194,9 +204,9 @@ func decodeRosterRow(b []byte, full bool) (rosterRow, error) {
 		// Let encoding/json say what is wrong.
 		var probe map[string]json.RawMessage
 		if jerr := json.Unmarshal(b, &probe); jerr != nil {
-			return rosterRow{}, jerr
+			return jerr
 		}
-		return rosterRow{}, err
+		return err
 	}
 	if r.Activity == "" {
 		r.Activity = string(presence.ActivityUnknown)
@@ -208,7 +218,7 @@ func decodeRosterRow(b []byte, full bool) (rosterRow, error) {
 	if full || r.TaskState == string(presence.TaskBlocked) {
 		r.TaskStateAt = parseTime(taskAt)
 	}
-	return r, nil
+	return nil
 }
 
 // urgencyKey is the row's key for presence.CompareUrgency.
@@ -247,24 +257,25 @@ func (r *rosterRow) silent() bool {
 	return !r.SilentSince.IsZero() && r.Activity == string(presence.ActivityWorking) && !r.Ended
 }
 
-// jsonOut is the row's JSON as the node wrote it, with silent_since added
-// when this reader found the silence.
-func (r *rosterRow) jsonOut() []byte {
-	if !r.silentComputed {
-		return r.raw
+// writeJSON writes the row's JSON as the node wrote it, with
+// silent_since added when this reader found the silence.
+func (r *rosterRow) writeJSON(w *bufio.Writer) {
+	b := r.raw
+	if r.silentComputed {
+		b = bytes.TrimRight(b, " \n\t\r")
 	}
-	b := bytes.TrimRight(r.raw, " \n\t\r")
-	if len(b) == 0 || b[len(b)-1] != '}' {
-		return r.raw
+	if !r.silentComputed || len(b) < 2 || b[len(b)-1] != '}' {
+		w.Write(r.raw)
+		return
 	}
-	add := `"silent_since":"` + presence.FormatTime(r.SilentSince) + `"`
-	out := make([]byte, 0, len(b)+len(add)+1)
-	out = append(out, b[:len(b)-1]...)
-	if len(bytes.TrimSpace(b[:len(b)-1])) > 1 { // not "{"
-		out = append(out, ',')
+	body := b[:len(b)-1]
+	w.Write(body)
+	if len(bytes.TrimSpace(body)) > 1 { // not "{"
+		w.WriteByte(',')
 	}
-	out = append(out, add...)
-	return append(out, '}')
+	w.WriteString(`"silent_since":"`)
+	w.WriteString(presence.FormatTime(r.SilentSince))
+	w.WriteString(`"}`)
 }
 
 // project is the row's project column: the node's project (or the cwd's
@@ -286,20 +297,13 @@ func (r *rosterRow) project() string {
 	return p
 }
 
-// sortRows orders rows by urgency (presence.CompareUrgency). It sorts
-// indices over precomputed keys and moves each row once.
-func sortRows(rows []rosterRow) {
-	ranks := make([]presence.UrgencyRank, len(rows))
-	idx := make([]int32, len(rows))
-	for i := range rows {
-		ranks[i], idx[i] = rows[i].urgencyKey().Rank(), int32(i)
+// sortRows orders rows by urgency (presence.CompareUrgency), computing
+// each row's rank once.
+func sortRows(rows []*rosterRow) {
+	for _, r := range rows {
+		r.rank = r.urgencyKey().Rank()
 	}
-	slices.SortFunc(idx, func(a, b int32) int { return presence.CompareUrgencyRank(ranks[a], ranks[b]) })
-	sorted := make([]rosterRow, len(rows))
-	for i, j := range idx {
-		sorted[i] = rows[j]
-	}
-	copy(rows, sorted)
+	slices.SortFunc(rows, func(a, b *rosterRow) int { return presence.CompareUrgencyRank(a.rank, b.rank) })
 }
 
 // placed is a row in display order with its depth under its parent.
@@ -313,7 +317,7 @@ type placed struct {
 // whose parent is not listed is at the top level, where its own urgency
 // puts it. A cycle of parents cannot hide rows: whatever is left is
 // placed at the top level.
-func treeOrder(rows []rosterRow) []placed {
+func treeOrder(rows []*rosterRow) []placed {
 	index := make(map[string]int, len(rows))
 	for i := range rows {
 		if _, dup := index[rows[i].SessionID]; !dup {

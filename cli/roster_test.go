@@ -40,7 +40,7 @@ func entry(kv ...string) []byte {
 	return b
 }
 
-func roster(t *testing.T, full bool, entries ...[]byte) []rosterRow {
+func roster(t *testing.T, full bool, entries ...[]byte) []*rosterRow {
 	t.Helper()
 	rows, err := decodeRoster(entries, full, now, defaultSilenceAfter)
 	if err != nil {
@@ -49,7 +49,7 @@ func roster(t *testing.T, full bool, entries ...[]byte) []rosterRow {
 	return rows
 }
 
-func rowIDs(rows []rosterRow) []string {
+func rowIDs(rows []*rosterRow) []string {
 	var out []string
 	for _, r := range rows {
 		out = append(out, r.SessionID)

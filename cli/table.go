@@ -169,7 +169,7 @@ func dash(s string) string {
 }
 
 // rosterCells renders sorted rows as cells, children under their parents.
-func rosterCells(rows []rosterRow, now time.Time) [][nCols]cell {
+func rosterCells(rows []*rosterRow, now time.Time) [][nCols]cell {
 	ids := make([]string, len(rows))
 	for i := range rows {
 		ids[i] = rows[i].SessionID
@@ -178,7 +178,7 @@ func rosterCells(rows []rosterRow, now time.Time) [][nCols]cell {
 	order := treeOrder(rows)
 	out := make([][nCols]cell, 0, len(order))
 	for _, p := range order {
-		r := &rows[p.row]
+		r := rows[p.row]
 		id := safe(handles[p.row])
 		if p.depth > 0 {
 			id = strings.Repeat("  ", p.depth-1) + "└ " + id
@@ -293,7 +293,7 @@ func writeTable(w io.Writer, cols []column, rows [][nCols]cell, widths []int, co
 }
 
 // renderRoster writes the roster table of sorted rows.
-func renderRoster(w io.Writer, rows []rosterRow, now time.Time, colour bool) error {
+func renderRoster(w io.Writer, rows []*rosterRow, now time.Time, colour bool) error {
 	if len(rows) == 0 {
 		_, err := io.WriteString(w, "no agent sessions\n")
 		return err
