@@ -9,7 +9,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -180,17 +182,45 @@ func newListCmd() *cobra.Command {
 func decodeRoster(entries [][]byte, full bool, now time.Time, after time.Duration) ([]*rosterRow, error) {
 	backing := make([]rosterRow, len(entries))
 	rows := make([]*rosterRow, len(entries))
-	for i, b := range entries {
-		r := &backing[i]
-		if err := r.decode(b, full); err != nil {
-			return nil, fmt.Errorf("cli: roster entry from the node: %w", err)
+	// A large roster is read in parallel chunks; each goroutine is
+	// waited for before decodeRoster returns.
+	chunks := 1
+	if len(entries) >= parallelRows {
+		chunks = min(runtime.GOMAXPROCS(0), 8)
+	}
+	errs := make([]error, chunks)
+	var wg sync.WaitGroup
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*len(entries)/chunks, (c+1)*len(entries)/chunks
+		work := func() {
+			for i := lo; i < hi; i++ {
+				r := &backing[i]
+				if err := r.decode(entries[i], full); err != nil {
+					errs[c] = fmt.Errorf("cli: roster entry from the node: %w", err)
+					return
+				}
+				r.markSilence(now, after)
+				r.rank = r.urgencyKey().Rank()
+				rows[i] = r
+			}
 		}
-		r.markSilence(now, after)
-		rows[i] = r
+		if c == chunks-1 {
+			work()
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
 	}
 	sortRows(rows)
 	return rows, nil
 }
+
+// parallelRows is the roster size from which decoding runs in parallel.
+const parallelRows = 2000
 
 // writeRosterJSON writes sorted rows as one JSON array in one buffered
 // write: a roster of thousands of sessions must not cost a syscall per
@@ -221,20 +251,21 @@ func orDash(s string) string {
 }
 
 // printSession prints one session's roster JSON for people (show, status,
-// whoami), or as it is with --json.
+// whoami), or with --json as the node wrote it (plus silent_since when
+// this reader found the silence).
 func printSession(c *cobra.Command, raw []byte, full bool) error {
-	if asJSON(c) {
-		w := c.OutOrStdout()
-		w.Write(raw)
-		_, err := fmt.Fprintln(w)
-		return err
-	}
-	r, err := decodeRosterRow(raw, true)
+	r, err := decodeRosterRow(raw, !asJSON(c))
 	if err != nil {
 		return fmt.Errorf("cli: session from the node: %w", err)
 	}
 	now := time.Now()
 	r.markSilence(now, silenceAfter(c))
+	if asJSON(c) {
+		w := bufio.NewWriter(c.OutOrStdout())
+		r.writeJSON(w)
+		w.WriteByte('\n')
+		return w.Flush()
+	}
 	return detailView{now: now, loc: time.Local, full: full}.write(c.OutOrStdout(), &r)
 }
 

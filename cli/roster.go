@@ -297,12 +297,9 @@ func (r *rosterRow) project() string {
 	return p
 }
 
-// sortRows orders rows by urgency (presence.CompareUrgency), computing
-// each row's rank once.
+// sortRows orders rows by urgency (presence.CompareUrgency), over the
+// ranks decodeRoster computed once per row.
 func sortRows(rows []*rosterRow) {
-	for _, r := range rows {
-		r.rank = r.urgencyKey().Rank()
-	}
 	slices.SortFunc(rows, func(a, b *rosterRow) int { return presence.CompareUrgencyRank(a.rank, b.rank) })
 }
 

@@ -142,6 +142,11 @@ func TestWorkingSessionWithoutEvidenceShowsSilent(t *testing.T) {
 	if _, err := time.Parse(time.RFC3339Nano, rows[0].SilentSince); err != nil || !strings.HasSuffix(rows[0].SilentSince, "Z") {
 		t.Errorf("silent_since %q is not RFC 3339 UTC", rows[0].SilentSince)
 	}
+	var shown rosterRowJSON
+	mustJSON(t, e.ok("agents", "show", sid, "--json", "--silence-after", "1s"), &shown)
+	if shown.SilentSince == "" || shown.Activity != "working" {
+		t.Errorf("show --json: %+v", shown)
+	}
 	if out := e.ok("agents", "show", sid, "--silence-after", "1s"); !strings.Contains(out, "silent") {
 		t.Errorf("show does not say silent:\n%s", out)
 	}
