@@ -493,3 +493,39 @@ func FuzzParseTime(f *testing.F) {
 		}
 	})
 }
+
+// TestLargeRosterSortsLikeCompareUrgency: a roster large enough to be
+// decoded in parallel chunks comes out in presence.CompareUrgency order,
+// every row once; a bad entry anywhere fails the read.
+func TestLargeRosterSortsLikeCompareUrgency(t *testing.T) {
+	acts := []string{"working", "idle", "needs_input", "unknown"}
+	var entries [][]byte
+	var keys []presence.UrgencyKey
+	for i := 0; i < 3*parallelRows; i++ {
+		id := fmt.Sprintf("s-%05d", (i*7919)%(3*parallelRows))
+		act := acts[i%len(acts)]
+		ts := "blocked"
+		if i%5 != 0 {
+			ts = "active"
+		}
+		at := now.Add(-time.Duration(i%97) * time.Second)
+		entries = append(entries, entry("session_id", id, "activity", act, "task_state", ts,
+			"activity_updated_at", presence.FormatTime(at), "task_state_updated_at", presence.FormatTime(at.Add(-time.Hour))))
+		keys = append(keys, presence.UrgencyKey{SessionID: id, Activity: presence.Activity(act), TaskState: presence.TaskState(ts),
+			ActivityUpdatedAt: at, TaskStateUpdatedAt: at.Add(-time.Hour)})
+	}
+	slices.SortFunc(keys, presence.CompareUrgency)
+	rows := roster(t, false, entries...)
+	if len(rows) != len(keys) {
+		t.Fatalf("%d rows, want %d", len(rows), len(keys))
+	}
+	for i := range keys {
+		if rows[i].SessionID != keys[i].SessionID {
+			t.Fatalf("row %d is %s, want %s", i, rows[i].SessionID, keys[i].SessionID)
+		}
+	}
+	entries[len(entries)/2] = []byte(`{"session_id":`)
+	if _, err := decodeRoster(entries, false, now, defaultSilenceAfter); err == nil {
+		t.Error("a malformed entry was accepted")
+	}
+}
