@@ -255,3 +255,36 @@ func TestLifecyclePendingRegistryWriteExitsWithOwnCode(t *testing.T) {
 		t.Errorf("--timeout 0s: %v", r)
 	}
 }
+
+// TestHostileTextNeverReachesTheTerminal: escapes in what an agent sends
+// (session id, cwd, task, tool, the block reason) never reach the human
+// output of list, show, status, trace or whoami.
+func TestHostileTextNeverReachesTheTerminal(t *testing.T) {
+	e := newEnv(t)
+	e.startNode()
+	const evil = `\u001b]0;pwned\u0007\u001b[2J\r`
+	const sid = "ev1l-5e55-" + evil
+	cwd := "/home/ana/sh" + evil + "op"
+	common := `"session_id":"` + sid + `","transcript_path":"/tmp/x.jsonl","cwd":"` + cwd + `"`
+	e.hook("claude-code", `{`+common+`,"hook_event_name":"SessionStart","source":"startup"}`)
+	e.hook("claude-code", `{`+common+`,"hook_event_name":"UserPromptSubmit","prompt":"go"}`)
+	e.hook("claude-code", `{`+common+`,"hook_event_name":"PermissionRequest","tool_name":"Ba`+evil+`sh","tool_input":{"command":"x"}}`)
+	e.ok("agents", "set-task", "--session", "ev1l-5e55", "fix "+"\x1b[31mred\x07\r")
+	e.ok("agents", "lifecycle", "blocked", "--session", "ev1l-5e55", "--reason", "why\x1b]0;t\x07\r")
+	if js := e.ok("agents", "show", "ev1l-5e55", "--json"); strings.Count(js, `\u001b`) < 3 {
+		t.Fatalf("the hostile text did not get in, so this test proves nothing: %s", js)
+	}
+	for _, args := range [][]string{
+		{"agents", "list"}, {"agents", "show", "ev1l-5e55"}, {"agents", "status", "ev1l-5e55"},
+		{"agents", "trace", "ev1l-5e55"}, {"agents", "whoami", "--session", "ev1l-5e55"},
+		{"agents", "show", "ev1l-5e55", "--consistent"},
+	} {
+		r := e.harn("", args...)
+		if r.code != 0 {
+			t.Fatalf("%v", r)
+		}
+		if strings.ContainsAny(r.stdout+r.stderr, "\x1b\x07\r") {
+			t.Errorf("harn %s printed an escape: %q", strings.Join(args, " "), r.stdout+r.stderr)
+		}
+	}
+}
