@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
-	"text/tabwriter"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,6 +68,15 @@ func addSessionFlag(c *cobra.Command) {
 // currentSession resolves the session a command acts on: --session (or
 // HARN_SESSION), the agents' session variables, then process ancestry.
 func currentSession(ctx context.Context, c *cobra.Command, cl *client, p place) (presence.State, error) {
+	raw, err := currentSessionJSON(ctx, c, cl, p)
+	if err != nil {
+		return presence.State{}, err
+	}
+	return decodeState(raw)
+}
+
+// currentSessionJSON is currentSession as the node's JSON.
+func currentSessionJSON(ctx context.Context, c *cobra.Command, cl *client, p place) ([]byte, error) {
 	id, _ := c.Flags().GetString("session")
 	if id == "" {
 		for _, k := range agentSessionEnv {
@@ -78,9 +89,9 @@ func currentSession(ctx context.Context, c *cobra.Command, cl *client, p place) 
 	if id != "" {
 		res, err := cl.api.Get(ctx, &api.SessionRequest{Id: id})
 		if err != nil {
-			return presence.State{}, rpcErr(err, p)
+			return nil, rpcErr(err, p)
 		}
-		return decodeState(res.SessionJson)
+		return res.SessionJson, nil
 	}
 	anc, _ := procinfo.Ancestry(os.Getpid(), 32)
 	req := &api.WhoamiRequest{}
@@ -89,9 +100,9 @@ func currentSession(ctx context.Context, c *cobra.Command, cl *client, p place) 
 	}
 	res, err := cl.api.Whoami(ctx, req)
 	if err != nil {
-		return presence.State{}, rpcErr(err, p)
+		return nil, rpcErr(err, p)
 	}
-	return decodeState(res.SessionJson)
+	return res.SessionJson, nil
 }
 
 func newWhoamiCmd() *cobra.Command {
@@ -101,23 +112,37 @@ func newWhoamiCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				st, err := currentSession(ctx, c, cl, p)
+				raw, err := currentSessionJSON(ctx, c, cl, p)
 				if err != nil {
 					return err
 				}
-				return printState(c, st)
+				return printSession(c, raw, false)
 			})
 		},
 	}
 	addSessionFlag(c)
+	addSilenceFlag(c)
 	addJSONFlag(c)
 	return c
+}
+
+// defaultSilenceAfter is how long a working session may go without
+// evidence before readers show it as silent.
+const defaultSilenceAfter = 5 * time.Minute
+
+func addSilenceFlag(c *cobra.Command) {
+	c.Flags().Duration("silence-after", defaultSilenceAfter, "show a working session with no evidence for longer than this as silent (0: never)")
+}
+
+func silenceAfter(c *cobra.Command) time.Duration {
+	d, _ := c.Flags().GetDuration("silence-after")
+	return d
 }
 
 func newListCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
-		Short: "list live agent sessions (--all: ended ones too)",
+		Short: "list agent sessions, those that need you first (--all: ended ones too)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			all, _ := c.Flags().GetBool("all")
@@ -131,93 +156,91 @@ func newListCmd() *cobra.Command {
 				_ = json.Unmarshal(res.ReadJson, &info)
 				if info.Stale {
 					fmt.Fprintf(c.ErrOrStderr(), "harn: stale read: this node's registry replica last heard from a leader %s ago (leader %q); pass --consistent to read through the leader\n",
-						orDash(info.LastContact), info.LeaderID)
+						safe(orDash(info.LastContact)), safe(info.LeaderID))
+				}
+				now := time.Now()
+				rows, err := decodeRoster(res.SessionsJson, !asJSON(c), now, silenceAfter(c))
+				if err != nil {
+					return err
 				}
 				if asJSON(c) {
-					// One buffered write: a roster of thousands of sessions
-					// must not cost a syscall per session.
-					out := bufio.NewWriterSize(c.OutOrStdout(), 1<<20)
-					out.WriteString("[")
-					for i, b := range res.SessionsJson {
-						if i > 0 {
-							out.WriteString(",\n")
-						} else {
-							out.WriteString("\n")
-						}
-						out.Write(b)
-					}
-					out.WriteString("\n]\n")
-					return out.Flush()
+					return writeRosterJSON(c.OutOrStdout(), rows)
 				}
-				rows := make([]row, 0, len(res.SessionsJson))
-				for _, b := range res.SessionsJson {
-					r, err := decodeRow(b)
-					if err != nil {
-						return err
-					}
-					rows = append(rows, r)
-				}
-				return printTable(c, rows)
+				return renderRoster(c.OutOrStdout(), rows, now, useColour(c.OutOrStdout()))
 			})
 		},
 	}
 	c.Flags().Bool("all", false, "include ended sessions")
 	c.Flags().Bool("consistent", false, "read the registry through the leader (linearizable; fails without a leader)")
+	addSilenceFlag(c)
 	addJSONFlag(c)
 	return c
 }
 
-// row is a roster entry as the CLI reads it: the state and reachability.
-type row struct {
-	presence.State
-	Reachable        bool
-	UnreachableSince time.Time
-}
-
-func decodeRow(b []byte) (row, error) {
-	st, err := decodeState(b)
-	if err != nil {
-		return row{}, err
+// decodeRoster reads the node's roster entries, applies the silence rule
+// and sorts them by urgency.
+func decodeRoster(entries [][]byte, full bool, now time.Time, after time.Duration) ([]*rosterRow, error) {
+	backing := make([]rosterRow, len(entries))
+	rows := make([]*rosterRow, len(entries))
+	// A large roster is read in parallel chunks; each goroutine is
+	// waited for before decodeRoster returns.
+	chunks := 1
+	if len(entries) >= parallelRows {
+		chunks = min(runtime.GOMAXPROCS(0), 8)
 	}
-	var extra struct {
-		Reachable        *bool  `json:"reachable"`
-		UnreachableSince string `json:"unreachable_since"`
-	}
-	_ = json.Unmarshal(b, &extra)
-	r := row{State: st, Reachable: extra.Reachable == nil || *extra.Reachable}
-	r.UnreachableSince, _ = presence.ParseTime(extra.UnreachableSince)
-	return r, nil
-}
-
-func printTable(c *cobra.Command, states []row) error {
-	if len(states) == 0 {
-		fmt.Fprintln(c.OutOrStdout(), "no agent sessions")
-		return nil
-	}
-	now := time.Now()
-	tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SESSION\tNAME\tAGENT\tACTIVITY\tTASK STATE\tTASK\tLAST\tNODE")
-	for _, s := range states {
-		life := string(s.TaskState)
-		if s.BlockerReason != "" {
-			life += " (" + clipText(s.BlockerReason, 40) + ")"
-		}
-		act := string(s.Activity)
-		if s.Ended {
-			act = "ended"
-		}
-		where := s.Node
-		if !s.Reachable {
-			where += " (unreachable"
-			if !s.UnreachableSince.IsZero() {
-				where += " " + node.Age(now, s.UnreachableSince)
+	errs := make([]error, chunks)
+	var wg sync.WaitGroup
+	for c := 0; c < chunks; c++ {
+		lo, hi := c*len(entries)/chunks, (c+1)*len(entries)/chunks
+		work := func() {
+			for i := lo; i < hi; i++ {
+				r := &backing[i]
+				if err := r.decode(entries[i], full); err != nil {
+					errs[c] = fmt.Errorf("cli: roster entry from the node: %w", err)
+					return
+				}
+				r.markSilence(now, after)
+				r.rank = r.urgencyKey().Rank()
+				rows[i] = r
 			}
-			where += ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", clipText(s.SessionID, 12), "Agent "+s.Name,
-			s.Agent, act, life, clipText(orDash(s.Task), 40), node.Age(now, s.LastEventAt), where)
+		if c == chunks-1 {
+			work()
+			continue
+		}
+		wg.Add(1)
+		go func() { defer wg.Done(); work() }()
 	}
-	return tw.Flush()
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	sortRows(rows)
+	return rows, nil
+}
+
+// parallelRows is the roster size from which decoding runs in parallel.
+const parallelRows = 2000
+
+// writeRosterJSON writes sorted rows as one JSON array in one buffered
+// write: a roster of thousands of sessions must not cost a syscall per
+// session.
+func writeRosterJSON(w io.Writer, rows []*rosterRow) error {
+	out := bufio.NewWriterSize(w, 1<<20)
+	out.WriteString("[")
+	for i := range rows {
+		if i > 0 {
+			out.WriteString(",\n")
+		} else {
+			out.WriteString("\n")
+		}
+		rows[i].writeJSON(out)
+	}
+	if len(rows) > 0 {
+		out.WriteString("\n")
+	}
+	out.WriteString("]\n")
+	return out.Flush()
 }
 
 func orDash(s string) string {
@@ -227,60 +250,57 @@ func orDash(s string) string {
 	return s
 }
 
-func clipText(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
+// printSession prints one session's roster JSON for people (show, status,
+// whoami), or with --json as the node wrote it (plus silent_since when
+// this reader found the silence).
+func printSession(c *cobra.Command, raw []byte, full bool) error {
+	r, err := decodeRosterRow(raw, !asJSON(c))
+	if err != nil {
+		return fmt.Errorf("cli: session from the node: %w", err)
 	}
-	return string(r[:n-1]) + "…"
-}
-
-func printState(c *cobra.Command, st presence.State) error {
+	now := time.Now()
+	r.markSilence(now, silenceAfter(c))
 	if asJSON(c) {
-		return writeJSON(c, st)
+		w := bufio.NewWriter(c.OutOrStdout())
+		r.writeJSON(w)
+		w.WriteByte('\n')
+		return w.Flush()
 	}
-	w := c.OutOrStdout()
-	fmt.Fprintf(w, "%s  %s\n", st.SessionID, st.SessionName())
-	fmt.Fprintf(w, "  activity:   %s (since %s, from %s)\n", st.Activity, presence.FormatTime(st.ActivityUpdatedAt), orDash(st.ActivitySource))
-	life := string(st.TaskState)
-	if st.BlockerReason != "" {
-		life += ": " + st.BlockerReason
-	}
-	fmt.Fprintf(w, "  task state: %s (since %s)\n", life, orDash(presence.FormatTime(st.TaskStateUpdatedAt)))
-	fmt.Fprintf(w, "  task:       %s\n", orDash(st.Task))
-	fmt.Fprintf(w, "  agent:      %s on %s", orDash(st.Agent), st.Node)
-	if st.AgentPID > 0 {
-		fmt.Fprintf(w, " (pid %d)", st.AgentPID)
-	}
-	fmt.Fprintln(w)
-	if st.Ended {
-		fmt.Fprintf(w, "  ended:      %s (%s)\n", presence.FormatTime(st.EndedAt), orDash(st.EndReason))
-	}
-	return nil
+	return detailView{now: now, loc: time.Local, full: full}.write(c.OutOrStdout(), &r)
 }
 
 func newStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status ID",
 		Short: "show a session's two state axes",
-		Args:  exactArgs(1, "a session id or unique prefix"),
+		Args:  exactArgs(1, "a session id, unique prefix or name"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				st, res, err := getSession(ctx, c, cl, p, args[0])
+				raw, note, err := readSession(ctx, c, cl, p, args[0])
 				if err != nil {
 					return err
 				}
 				if asJSON(c) {
+					st, err := decodeState(raw)
+					if err != nil {
+						return err
+					}
 					v := statusView(st)
-					v.Note = res.Note
+					v.Note = note
 					return writeJSON(c, v)
 				}
-				return printState(c, st)
+				return printSession(c, raw, false)
 			})
 		},
 	}
+	addConsistentFlag(c)
+	addSilenceFlag(c)
 	addJSONFlag(c)
 	return c
+}
+
+func addConsistentFlag(c *cobra.Command) {
+	c.Flags().Bool("consistent", false, "read the registry's record through the leader (linearizable; fails without a leader)")
 }
 
 // statusView is the compact state of `status --json` and `fold`: the seed's
@@ -299,25 +319,64 @@ type statusJSON struct {
 	Note               string `json:"note,omitempty"`
 }
 
-// getSession reads one session anywhere in the mesh and prints the read's
-// note, if any, on stderr.
-func getSession(ctx context.Context, c *cobra.Command, cl *client, p place, id string) (presence.State, *api.SessionResponse, error) {
+// readSession reads one session anywhere in the mesh, as its roster JSON,
+// and prints the read's note, if any, on stderr. With --consistent it is
+// the registry's record read through the leader.
+func readSession(ctx context.Context, c *cobra.Command, cl *client, p place, id string) ([]byte, string, error) {
+	if consistent, _ := c.Flags().GetBool("consistent"); consistent {
+		raw, err := consistentSession(ctx, cl, p, id)
+		return raw, "", err
+	}
 	res, err := cl.api.Get(ctx, &api.SessionRequest{Id: id})
 	if err != nil {
-		return presence.State{}, nil, rpcErr(err, p)
-	}
-	st, err := decodeState(res.SessionJson)
-	if err != nil {
-		return presence.State{}, nil, err
+		return nil, "", rpcErr(err, p)
 	}
 	noteLine(c, res.Note)
-	return st, res, nil
+	return res.SessionJson, res.Note, nil
+}
+
+// consistentSession is one session of a consistent roster read (the
+// registry through the leader): the exact id, else the one session whose
+// id starts with id, else the one whose name is id.
+func consistentSession(ctx context.Context, cl *client, p place, id string) ([]byte, error) {
+	res, err := cl.api.List(ctx, &api.ListRequest{All: true, Consistent: true})
+	if err != nil {
+		return nil, rpcErr(err, p)
+	}
+	var prefix, named [][]byte
+	for _, b := range res.SessionsJson {
+		var v struct {
+			SessionID string `json:"session_id"`
+			Name      string `json:"name"`
+		}
+		if err := json.Unmarshal(b, &v); err != nil {
+			return nil, fmt.Errorf("cli: roster entry from the node: %w", err)
+		}
+		switch {
+		case v.SessionID == id:
+			return b, nil
+		case strings.HasPrefix(v.SessionID, id):
+			prefix = append(prefix, b)
+		case v.Name != "" && strings.EqualFold(v.Name, id):
+			named = append(named, b)
+		}
+	}
+	for _, set := range [][][]byte{prefix, named} {
+		switch len(set) {
+		case 0:
+			continue
+		case 1:
+			return set[0], nil
+		}
+		return nil, withCode(ExitAmbiguous, fmt.Errorf("%q matches %d sessions in the registry; give more of the id", safe(id), len(set)))
+	}
+	return nil, withCode(ExitNotFound, fmt.Errorf("no session %q in the registry", safe(id)))
 }
 
 // noteLine prints a read's note (the live detail is unavailable) on stderr.
 func noteLine(c *cobra.Command, note string) {
 	if note != "" {
-		fmt.Fprintln(c.ErrOrStderr(), "harn: "+note)
+		fmt.Fprintln(c.ErrOrStderr(), "harn: "+safe(note))
 	}
 }
 
@@ -332,33 +391,19 @@ func newShowCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show ID",
 		Short: "show a session in full, live or ended",
-		Args:  exactArgs(1, "a session id or unique prefix"),
+		Args:  exactArgs(1, "a session id, unique prefix or name"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				st, res, err := getSession(ctx, c, cl, p, args[0])
+				raw, _, err := readSession(ctx, c, cl, p, args[0])
 				if err != nil {
 					return err
 				}
-				if asJSON(c) {
-					c.OutOrStdout().Write(res.SessionJson)
-					fmt.Fprintln(c.OutOrStdout())
-					return nil
-				}
-				if err := printState(c, st); err != nil {
-					return err
-				}
-				w := c.OutOrStdout()
-				fmt.Fprintf(w, "  started:    %s, last event %s, %d events\n", presence.FormatTime(st.StartedAt), presence.FormatTime(st.LastEventAt), st.Events)
-				if st.Cwd != "" {
-					fmt.Fprintf(w, "  cwd:        %s\n", st.Cwd)
-				}
-				for _, cl := range st.Claims {
-					fmt.Fprintf(w, "  claim:      %s\n", cl)
-				}
-				return nil
+				return printSession(c, raw, true)
 			})
 		},
 	}
+	addConsistentFlag(c)
+	addSilenceFlag(c)
 	addJSONFlag(c)
 	return c
 }
@@ -366,9 +411,13 @@ func newShowCmd() *cobra.Command {
 func newTraceCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "trace ID",
-		Short: "print a session's events in (ts, id) order",
-		Args:  exactArgs(1, "a session id or unique prefix"),
+		Short: "print a session's events in (ts, id) order (--jsonl: canonical events that `fold` reads)",
+		Args:  exactArgs(1, "a session id, unique prefix or name"),
 		RunE: func(c *cobra.Command, args []string) error {
+			jsonl, _ := c.Flags().GetBool("jsonl")
+			if jsonl && asJSON(c) {
+				return usageErr(errors.New("trace takes --json or --jsonl, not both"))
+			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				res, err := cl.api.Trace(ctx, &api.SessionRequest{Id: args[0]})
 				if err != nil {
@@ -383,24 +432,54 @@ func newTraceCmd() *cobra.Command {
 					}
 					evs = append(evs, ev)
 				}
-				if asJSON(c) {
+				switch {
+				case asJSON(c):
 					return writeJSON(c, evs)
+				case jsonl:
+					return writeJSONL(c.OutOrStdout(), evs)
 				}
-				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "TS\tSEQ\tTYPE\tATTRS")
-				for _, e := range evs {
-					attrs, _ := json.Marshal(e.Attrs)
-					if len(e.Attrs) == 0 {
-						attrs = []byte("-")
-					}
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", presence.FormatTime(e.TS), e.Seq, e.Type, clipText(string(attrs), 100))
-				}
-				return tw.Flush()
+				return writeTrace(c.OutOrStdout(), evs, time.Local)
 			})
 		},
 	}
+	c.Flags().Bool("jsonl", false, "print canonical events, one JSON object per line (what `harn agents fold` reads)")
 	addJSONFlag(c)
 	return c
+}
+
+// writeJSONL writes events as canonical JSONL, one compact object a line.
+func writeJSONL(w io.Writer, evs []presence.Event) error {
+	out := bufio.NewWriter(w)
+	for _, e := range evs {
+		b, err := json.Marshal(e)
+		if err != nil {
+			return fmt.Errorf("cli: event %s: %w", safe(e.ID), err)
+		}
+		out.Write(b)
+		out.WriteByte('\n')
+	}
+	return out.Flush()
+}
+
+// writeTrace writes events for people: local times to the second (the
+// sequence number orders events within a second) and safe attributes.
+func writeTrace(w io.Writer, evs []presence.Event, loc *time.Location) error {
+	cols := []column{{"TIME", 1 << 30}, {"SEQ", 1 << 30}, {"TYPE", 1 << 30}, {"ATTRS", 20}}
+	rows := make([][nCols]cell, 0, len(evs))
+	for _, e := range evs {
+		attrs := "-"
+		if len(e.Attrs) > 0 {
+			b, _ := json.Marshal(e.Attrs)
+			attrs = safe(string(b))
+		}
+		var r [nCols]cell
+		r[0] = cell{s: e.TS.In(loc).Format("2006-01-02 15:04:05")}
+		r[1] = cell{s: fmt.Sprint(e.Seq)}
+		r[2] = cell{s: dash(safe(e.Type))}
+		r[3] = cell{s: attrs}
+		rows = append(rows, r)
+	}
+	return writeTable(w, cols, rows, fitWidths(cols, rows, tableWidth), false)
 }
 
 func exactArgs(n int, what string) cobra.PositionalArgs {
@@ -428,32 +507,43 @@ func newLifecycleCmd() *cobra.Command {
 			if to == presence.TaskBlocked && strings.TrimSpace(reason) == "" {
 				return withCode(ExitRefused, errors.New("reason_required: blocked requires a reason; pass --reason"))
 			}
+			timeout, _ := c.Flags().GetDuration("timeout")
+			if timeout <= 0 {
+				return usageErr(fmt.Errorf("--timeout %s: give a positive duration, such as 5s", timeout))
+			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				st, err := currentSession(ctx, c, cl, p)
 				if err != nil {
 					return err
 				}
-				res, err := cl.api.Lifecycle(ctx, &api.LifecycleRequest{SessionId: st.SessionID, TaskState: string(to), Reason: reason})
-				if err != nil {
-					return rpcErr(err, p)
-				}
-				st, err = decodeState(res.SessionJson)
+				out, err := declare(ctx, cl, p, st, to, reason, timeout)
 				if err != nil {
 					return err
 				}
+				now := out.session
 				if asJSON(c) {
-					return writeJSON(c, map[string]any{"recorded": res.Recorded, "note": res.Note, "session": st})
-				}
-				if !res.Recorded {
-					fmt.Fprintln(c.OutOrStdout(), res.Note)
+					if err := writeJSON(c, map[string]any{"recorded": out.recorded, "pending": out.pending, "note": out.note, "session": now}); err != nil {
+						return err
+					}
+					if out.pending {
+						return &silentError{code: ExitPending}
+					}
 					return nil
 				}
-				noteLine(c, res.Note)
-				fmt.Fprintf(c.OutOrStdout(), "%s is %s; suggested name: %s\n", st.SessionID, st.TaskState, st.SessionName())
+				switch {
+				case out.pending:
+					return withCode(ExitPending, fmt.Errorf("%s is %s in this node's ledger; the registry write is still pending after %s and will be retried",
+						safe(now.SessionID), safe(string(now.TaskState)), timeout))
+				case !out.recorded:
+					fmt.Fprintln(c.OutOrStdout(), safe(out.note))
+					return nil
+				}
+				fmt.Fprintf(c.OutOrStdout(), "%s is %s; suggested name: %s\n", safe(now.SessionID), safe(string(now.TaskState)), safe(now.SessionName()))
 				return nil
 			})
 		},
 	}
+	c.Flags().Duration("timeout", defaultLifecycleTimeout, "wait at most this long for the registry write; then exit "+fmt.Sprint(ExitPending)+" if it is still pending")
 	c.Flags().String("reason", "", "why (required for blocked)")
 	addSessionFlag(c)
 	addJSONFlag(c)
@@ -486,12 +576,12 @@ func newSetTaskCmd() *cobra.Command {
 					return err
 				}
 				if res.Warning != "" {
-					fmt.Fprintln(c.ErrOrStderr(), "harn: warning: "+res.Warning)
+					fmt.Fprintln(c.ErrOrStderr(), "harn: warning: "+safe(res.Warning))
 				}
 				if asJSON(c) {
 					return writeJSON(c, map[string]any{"warning": res.Warning, "session": st})
 				}
-				fmt.Fprintf(c.OutOrStdout(), "%s task: %s\n", st.SessionID, st.Task)
+				fmt.Fprintf(c.OutOrStdout(), "%s task: %s\n", safe(st.SessionID), safe(st.Task))
 				return nil
 			})
 		},
@@ -536,7 +626,7 @@ func newClaimCmd() *cobra.Command {
 				if asJSON(c) {
 					return writeJSON(c, st)
 				}
-				fmt.Fprintf(c.OutOrStdout(), "%s claims %d paths\n", st.SessionID, len(st.Claims))
+				fmt.Fprintf(c.OutOrStdout(), "%s claims %d paths\n", safe(st.SessionID), len(st.Claims))
 				return nil
 			})
 		},

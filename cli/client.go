@@ -19,6 +19,7 @@ import (
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // ErrNoNode means no node answered on the socket.
@@ -145,7 +146,7 @@ func rpcErr(err error, p place) error {
 	if !ok {
 		return withCode(ExitError, err)
 	}
-	msg := st.Message()
+	msg := text.OneLine(st.Message()) // it may quote agent or peer text
 	switch st.Code() {
 	case codes.NotFound:
 		return withCode(ExitNotFound, errors.New(msg))

@@ -22,9 +22,6 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-// ExitFindings is `harn doctor`'s exit code when it found something to fix.
-const ExitFindings = 10
-
 func init() { commandSet = append(commandSet, newDoctorCmd) }
 
 // Check outcomes.
