@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/util/text"
@@ -177,4 +179,36 @@ func denyOutput(agent, event, reason string) []byte {
 	}
 	b, _ := json.Marshal(v)
 	return append(b, '\n')
+}
+
+// addRemoteApproveFlags adds --remote-approve and --approve-wait to `harn
+// hook install`.
+func addRemoteApproveFlags(c *cobra.Command, use string) {
+	if use != "install" {
+		return
+	}
+	c.Flags().Bool("remote-approve", false, "claude-code, codex: the hook waits for permission decisions given anywhere in the mesh (the local prompt is not shown while it waits)")
+	c.Flags().Duration("approve-wait", 0, "with --remote-approve: how long the hook waits (default 30s)")
+}
+
+// remoteApproveOptions reads the install flags into o.
+func remoteApproveOptions(c *cobra.Command, o *install.Options) error {
+	if c.Flags().Lookup("remote-approve") == nil {
+		return nil
+	}
+	o.RemoteApprove, _ = c.Flags().GetBool("remote-approve")
+	o.ApproveWait, _ = c.Flags().GetDuration("approve-wait")
+	if !o.RemoteApprove {
+		if o.ApproveWait != 0 {
+			return usageErr(errors.New("--approve-wait needs --remote-approve"))
+		}
+		return nil
+	}
+	if o.Agent != "claude-code" && o.Agent != "codex" {
+		return usageErr(fmt.Errorf("--remote-approve works for claude-code and codex, not %q", o.Agent))
+	}
+	if o.ApproveWait < 0 || o.ApproveWait > maxApproveWait {
+		return usageErr(fmt.Errorf("--approve-wait %s: give a duration between 1s and %s", o.ApproveWait, maxApproveWait))
+	}
+	return nil
 }
