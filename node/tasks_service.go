@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -29,7 +30,10 @@ const (
 
 // openTasks builds the task runtime host on the node's ledger and key.
 func (n *Node) openTasks() error {
-	h, err := tasks.New(tasks.Config{Node: n.cfg.Name, KV: n.ledger, Key: n.key,
+	// HARN_TASK_GRACE sets the barrier's grace period (and the time from
+	// SIGINT to SIGKILL); default 10 s.
+	grace, _ := time.ParseDuration(os.Getenv("HARN_TASK_GRACE"))
+	h, err := tasks.New(tasks.Config{Node: n.cfg.Name, KV: n.ledger, Key: n.key, Grace: grace,
 		Sink:     sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
 		Sessions: sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
