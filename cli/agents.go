@@ -33,6 +33,7 @@ func newAgentsCmd() *cobra.Command {
 	}
 	c.AddCommand(newWhoamiCmd(), newListCmd(), newStatusCmd(), newShowCmd(), newTraceCmd(),
 		newLifecycleCmd(), newSetTaskCmd(), newClaimCmd(), newFoldCmd())
+	addPendingCmds(c)
 	return c
 }
 

@@ -20,6 +20,28 @@ var examples = map[string]string{
   harn doctor --raft-port 7811    # check the ports a node with this flag would use`,
 	"harn keygen": `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
 
+	"harn task": `  harn task start --exec 'codex exec --json -' "fix the flaky test"
+  harn task show t-01J9ZK3`,
+	"harn task start": `  harn task start --exec 'codex exec --json -' --profile edit "rename the config loader"
+  harn task start --node buildbox --exec 'claude -p' "run the release checks"
+  harn task start --session 8a1f0c2e --grants grants.txt "only read, then report" --json`,
+	"harn task steer":     `  harn task steer --session h-01J9ZK "use the staging database instead"`,
+	"harn task follow-up": `  harn task follow-up --session h-01J9ZK --requires-success "now open the pull request"`,
+	"harn task supersede": `  harn task supersede --session h-01J9ZK "stop; fix the build first"`,
+	"harn task resume":    `  harn task resume t-01J9ZK3`,
+	"harn task cancel":    `  harn task cancel t-01J9ZK3 --reason "wrong branch"`,
+	"harn task replace":   `  harn task replace t-01J9ZK3 "open the pull request as a draft"`,
+	"harn task ack":       `  harn task ack t-01J9ZK3`,
+	"harn task grants":    `  harn task grants t-01J9ZK3 --json`,
+	"harn task digest":    `  harn task digest t-01J9ZK4`,
+	"harn task confirm":   `  harn task confirm t-01J9ZK3 toolu_01AbC`,
+	"harn task deny":      `  harn task deny t-01J9ZK3 toolu_01AbC --reason "not on main"`,
+	"harn task show": `  harn task show t-01J9ZK3
+  harn task show t-01J9ZK3 --json`,
+	"harn agents pending": `  harn agents pending
+  harn agents pending --json`,
+	"harn agents approve": `  harn agents approve r-01J9ZM2`,
+	"harn agents deny":    `  harn agents deny r-01J9ZM2 --reason "not on a Friday"`,
 	"harn agents": `  harn agents list
   harn agents show 8a1f0c2e`,
 	"harn agents list": `  harn agents list

@@ -25,6 +25,12 @@ const (
 	ExitPending = 11
 )
 
+// Exit codes of task runtimes.
+const (
+	ExitTaskRefused   = 15 // a task runtime rule refused the action
+	ExitRemoteRefused = 16 // the target node refused remote control (unauthenticated channel or its policy)
+)
+
 // codedError carries an exit code with an error.
 type codedError struct {
 	code int

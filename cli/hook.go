@@ -66,6 +66,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 		return runHook(cmd, args, settingsErr)
 	}
 	c.Flags().Duration("timeout", 1500*time.Millisecond, "how long to wait for the node before spooling")
+	addDecideFlags(c)
 	c.AddCommand(newHookInstallCmd(), newHookUninstallCmd())
 	return c
 }
@@ -130,7 +131,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	stampEvents(res.Events, now)
 	stampRepo(res.Events)
 	ctxText := h.send(res)
-	if out := ad.Output(res, adapter.Reply{Context: ctxText}); len(out) > 0 {
+	if out := h.decideOutput(c, in, ad.Output(res, adapter.Reply{Context: ctxText})); len(out) > 0 {
 		c.OutOrStdout().Write(out)
 	}
 	return nil

@@ -42,8 +42,12 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 				return err
 			}
 			yes, _ := c.Flags().GetBool("yes")
-			rep, err := run(install.Options{Agent: args[0], Scope: scope, Home: home, ProjectDir: wd,
-				Command: hookBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: time.Now()})
+			o := install.Options{Agent: args[0], Scope: scope, Home: home, ProjectDir: wd,
+				Command: hookBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: time.Now()}
+			if err := remoteApproveOptions(c, &o); err != nil {
+				return err
+			}
+			rep, err := run(o)
 			switch {
 			case errors.Is(err, install.ErrUnknownAgent), errors.Is(err, install.ErrBadScope), errors.Is(err, install.ErrBadSettings):
 				return usageErr(err)
@@ -63,6 +67,7 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 	}
 	c.Flags().String("scope", "user", "user (your home) or project (the current directory)")
 	c.Flags().Bool("dry-run", false, "print what would change and write nothing")
+	addRemoteApproveFlags(c, use)
 	c.Flags().Bool("yes", false, "write even when comments inside \"hooks\" of a settings file with comments (Gemini) cannot be kept")
 	addJSONFlag(c)
 	return c

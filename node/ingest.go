@@ -40,6 +40,7 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 		return res, err
 	}
 	n.apply(res.Stored)
+	n.observeTasks(res.Stored)
 	return res, nil
 }
 
@@ -233,7 +234,9 @@ func (n *Node) liveEntries() []gossip.Entry {
 	var out []gossip.Entry
 	for _, e := range n.sessions {
 		if e.state.Events > 0 && !e.state.Ended {
-			out = append(out, gossip.EntryOf(&e.state, e.hash))
+			ge := gossip.EntryOf(&e.state, e.hash)
+			n.decorateEntry(&ge)
+			out = append(out, ge)
 		}
 	}
 	return out
@@ -245,7 +248,7 @@ func (n *Node) localDigest() string {
 	pairs := make([][2]string, 0, len(n.sessions))
 	for id, e := range n.sessions {
 		if e.state.Events > 0 && !e.state.Ended {
-			pairs = append(pairs, [2]string{id, e.hash})
+			pairs = append(pairs, [2]string{id, gossip.WithTask(e.hash, n.harnTask(id))})
 		}
 	}
 	n.mu.Unlock()

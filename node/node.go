@@ -34,6 +34,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -68,6 +69,7 @@ type Node struct {
 	liveNames map[string]string // name -> session, live sessions only
 	mutLocks  sessionLocks      // serializes operator mutations, per session
 
+	tasks  *tasks.Host   // the task runtimes (node/tasks)
 	cl     *cluster      // nil without the mesh
 	remote *gossip.Table // what other nodes gossip
 
@@ -145,6 +147,9 @@ func (n *Node) open() error {
 	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
 	n.proj.Reset(n.liveSnapshot())
 	n.drainSpool()
+	if err := n.openTasks(); err != nil {
+		return err
+	}
 	if err := n.listen(); err != nil {
 		return err
 	}
@@ -154,6 +159,7 @@ func (n *Node) open() error {
 			c.close() // what it opened, even when n.cl is not set yet
 			return err
 		}
+		n.cl.pub.SetDecorate(n.decorateEntry)
 	}
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
@@ -216,6 +222,9 @@ func (n *Node) Close() error {
 		close(n.stop)
 		if n.grpc != nil {
 			stopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
+		}
+		if n.tasks != nil {
+			n.tasks.Close()
 		}
 		if n.cl != nil {
 			n.cl.close()

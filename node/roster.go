@@ -10,6 +10,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -29,15 +30,18 @@ type RosterEntry struct {
 	// Source says where the state came from: local (this node's own
 	// session), gossip (live presence of a reachable node) or registry.
 	Source string
+	// HarnTask is the session's harn task, if it has one.
+	HarnTask *gossip.HarnTask
 }
 
 // rosterJSON is a roster entry's JSON: the state's stable fields and the
 // roster's, in one plain struct (one encoding pass, no nested marshaler).
 type rosterJSON struct {
 	presence.StateJSON
-	Reachable        bool   `json:"reachable"`
-	UnreachableSince string `json:"unreachable_since,omitempty"`
-	Source           string `json:"source"`
+	Reachable        bool             `json:"reachable"`
+	UnreachableSince string           `json:"unreachable_since,omitempty"`
+	Source           string           `json:"source"`
+	HarnTask         *gossip.HarnTask `json:"harn_task,omitempty"`
 }
 
 // JSON is the entry's JSON form as a plain struct. The reducer's
@@ -47,7 +51,7 @@ func (r RosterEntry) JSON() any {
 	sj := r.State.JSON()
 	sj.OpenTurn, sj.TaskStateDeclared, sj.PendingRequests, sj.LastTS, sj.LastID = false, false, nil, "", ""
 	return rosterJSON{StateJSON: sj, Reachable: r.Reachable,
-		UnreachableSince: presence.FormatTime(r.UnreachableSince), Source: r.Source}
+		UnreachableSince: presence.FormatTime(r.UnreachableSince), Source: r.Source, HarnTask: r.HarnTask}
 }
 
 // MarshalJSON writes the state's stable JSON with the roster fields added.
@@ -78,6 +82,9 @@ func (n *Node) localEntries(all bool) []RosterEntry {
 			}
 		}
 		re.raw = e.view
+		if re.HarnTask = n.harnTask(e.state.SessionID); re.HarnTask != nil {
+			re.raw = nil
+		}
 		out = append(out, re)
 	}
 	return out
@@ -214,7 +221,7 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 			if st.Ended && !all {
 				continue
 			}
-			out = append(out, RosterEntry{State: st, Reachable: true, Source: "gossip"})
+			out = append(out, RosterEntry{State: st, Reachable: true, Source: "gossip", HarnTask: ne.Entry.HarnTask})
 		}
 	}
 	for i := range recs {
@@ -297,7 +304,7 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 	ask func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error)) (readResult, error) {
 	st, err := n.resolveLocal(handle)
 	if err == nil {
-		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local"}, local: true}, nil
+		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.harnTask(st.SessionID)}, local: true}, nil
 	}
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return readResult{}, err

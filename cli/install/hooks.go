@@ -75,7 +75,12 @@ func shapeErr(format string, a ...any) error {
 // isHarn reports whether a hook command is harn's hook for agent.
 func isHarn(cmd, agent string) bool {
 	cmd = strings.TrimSpace(cmd)
-	return strings.HasSuffix(cmd, " hook "+agent) && strings.Contains(cmd, "harn")
+	i := strings.LastIndex(cmd, " hook "+agent)
+	if i < 0 {
+		return false
+	}
+	rest := cmd[i+len(" hook "+agent):] // harn's own flags may follow
+	return (rest == "" || strings.HasPrefix(rest, " --")) && strings.Contains(cmd, "harn")
 }
 
 // hookCommand is the command an agent runs: the binary (quoted when it

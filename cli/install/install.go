@@ -60,6 +60,10 @@ type Options struct {
 	// Now is when the command runs. The files carry no time; it is kept so
 	// that callers can log the run with the report.
 	Now time.Time
+	// RemoteApprove makes the hook wait for permission decisions from the
+	// mesh (claude-code and codex), up to ApproveWait (0: the default).
+	RemoteApprove bool
+	ApproveWait   time.Duration
 }
 
 // Report says what Install or Uninstall did (or, in a dry run, would do).
@@ -119,7 +123,7 @@ func Install(o Options) (Report, error) {
 	if o.Command == "" || (!filepath.IsAbs(o.Command) && o.Command != BareCommand) {
 		return Report{}, fmt.Errorf("%w: %q; give the absolute path of the harn binary", ErrBadCommand, o.Command)
 	}
-	cmd := hookCommand(o.Command, o.Agent)
+	cmd := hookCommand(o.Command, o.Agent) + o.hookFlags()
 	return edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
 		var modified bool
 		var err error

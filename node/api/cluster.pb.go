@@ -313,14 +313,17 @@ const file_cluster_proto_rawDesc = "" +
 	"\x10RegistryResponse\x12!\n" +
 	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\tR\x06leader2\x9b\x03\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader2\xc9\x04\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
 	"\aSession\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x12?\n" +
 	"\fSessionTrace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12K\n" +
 	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x12?\n" +
-	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponse\x123\n" +
+	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x12<\n" +
+	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
+	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -344,9 +347,15 @@ var file_cluster_proto_goTypes = []any{
 	(*RegistryResponse)(nil),      // 5: harn.v1.RegistryResponse
 	(*SessionRequest)(nil),        // 6: harn.v1.SessionRequest
 	(*RemoveServerRequest)(nil),   // 7: harn.v1.RemoveServerRequest
-	(*SessionResponse)(nil),       // 8: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 9: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 10: harn.v1.RemoveServerResponse
+	(*TaskRequest)(nil),           // 8: harn.v1.TaskRequest
+	(*PendingRequest)(nil),        // 9: harn.v1.PendingRequest
+	(*AnswerRequest)(nil),         // 10: harn.v1.AnswerRequest
+	(*SessionResponse)(nil),       // 11: harn.v1.SessionResponse
+	(*TraceResponse)(nil),         // 12: harn.v1.TraceResponse
+	(*RemoveServerResponse)(nil),  // 13: harn.v1.RemoveServerResponse
+	(*TaskResponse)(nil),          // 14: harn.v1.TaskResponse
+	(*PendingResponse)(nil),       // 15: harn.v1.PendingResponse
+	(*AnswerResponse)(nil),        // 16: harn.v1.AnswerResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	2,  // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
@@ -355,14 +364,20 @@ var file_cluster_proto_depIdxs = []int32{
 	6,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
 	7,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
 	0,  // 5: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
-	3,  // 6: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	5,  // 7: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	8,  // 8: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	9,  // 9: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	10, // 10: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	1,  // 11: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	6,  // [6:12] is the sub-list for method output_type
-	0,  // [0:6] is the sub-list for method input_type
+	8,  // 6: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
+	9,  // 7: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
+	10, // 8: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
+	3,  // 9: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	5,  // 10: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	11, // 11: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	12, // 12: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	13, // 13: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	1,  // 14: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	14, // 15: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
+	15, // 16: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
+	16, // 17: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
+	9,  // [9:18] is the sub-list for method output_type
+	0,  // [0:9] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -1478,6 +1478,590 @@ func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
 	return file_harn_proto_rawDescGZIP(), []int{26}
 }
 
+// TaskRequest carries one task runtime action (node/tasks Action as
+// JSON); node names the target node ("" = find it).
+type TaskRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ActionJson    []byte                 `protobuf:"bytes,1,opt,name=action_json,json=actionJson,proto3" json:"action_json,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskRequest) Reset() {
+	*x = TaskRequest{}
+	mi := &file_harn_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskRequest) ProtoMessage() {}
+
+func (x *TaskRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
+func (*TaskRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *TaskRequest) GetActionJson() []byte {
+	if x != nil {
+		return x.ActionJson
+	}
+	return nil
+}
+
+func (x *TaskRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+// TaskResponse carries the action's result (node/tasks Result as JSON).
+type TaskResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResultJson    []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskResponse) Reset() {
+	*x = TaskResponse{}
+	mi := &file_harn_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskResponse) ProtoMessage() {}
+
+func (x *TaskResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskResponse.ProtoReflect.Descriptor instead.
+func (*TaskResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *TaskResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
+func (x *TaskResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type DecideRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// query_json is a node/tasks Query as JSON.
+	QueryJson     []byte `protobuf:"bytes,1,opt,name=query_json,json=queryJson,proto3" json:"query_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideRequest) Reset() {
+	*x = DecideRequest{}
+	mi := &file_harn_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideRequest) ProtoMessage() {}
+
+func (x *DecideRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideRequest.ProtoReflect.Descriptor instead.
+func (*DecideRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *DecideRequest) GetQueryJson() []byte {
+	if x != nil {
+		return x.QueryJson
+	}
+	return nil
+}
+
+type DecideResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Decision      string                 `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Task          string                 `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
+	Call          string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideResponse) Reset() {
+	*x = DecideResponse{}
+	mi := &file_harn_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideResponse) ProtoMessage() {}
+
+func (x *DecideResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideResponse.ProtoReflect.Descriptor instead.
+func (*DecideResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *DecideResponse) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *DecideResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *DecideResponse) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *DecideResponse) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+type ApprovalRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Agent         string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	Tool          string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Input         []byte                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	WaitMs        int64                  `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalRequest) Reset() {
+	*x = ApprovalRequest{}
+	mi := &file_harn_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalRequest) ProtoMessage() {}
+
+func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
+func (*ApprovalRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *ApprovalRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetInput() []byte {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *ApprovalRequest) GetWaitMs() int64 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+type ApprovalResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// decision is allow, deny or none (no answer in time).
+	Decision      string `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Request       string `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
+	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ApprovalResponse) Reset() {
+	*x = ApprovalResponse{}
+	mi := &file_harn_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ApprovalResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ApprovalResponse) ProtoMessage() {}
+
+func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ApprovalResponse.ProtoReflect.Descriptor instead.
+func (*ApprovalResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ApprovalResponse) GetDecision() string {
+	if x != nil {
+		return x.Decision
+	}
+	return ""
+}
+
+func (x *ApprovalResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ApprovalResponse) GetRequest() string {
+	if x != nil {
+		return x.Request
+	}
+	return ""
+}
+
+func (x *ApprovalResponse) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+type PendingRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// local_only lists this node's own requests (a peer's fan-out).
+	LocalOnly     bool `protobuf:"varint,1,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingRequest) Reset() {
+	*x = PendingRequest{}
+	mi := &file_harn_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingRequest) ProtoMessage() {}
+
+func (x *PendingRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingRequest.ProtoReflect.Descriptor instead.
+func (*PendingRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *PendingRequest) GetLocalOnly() bool {
+	if x != nil {
+		return x.LocalOnly
+	}
+	return false
+}
+
+type PendingResponse struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	RequestsJson [][]byte               `protobuf:"bytes,1,rep,name=requests_json,json=requestsJson,proto3" json:"requests_json,omitempty"`
+	// unreachable names the nodes that did not answer.
+	Unreachable   []string `protobuf:"bytes,2,rep,name=unreachable,proto3" json:"unreachable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PendingResponse) Reset() {
+	*x = PendingResponse{}
+	mi := &file_harn_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PendingResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PendingResponse) ProtoMessage() {}
+
+func (x *PendingResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PendingResponse.ProtoReflect.Descriptor instead.
+func (*PendingResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *PendingResponse) GetRequestsJson() [][]byte {
+	if x != nil {
+		return x.RequestsJson
+	}
+	return nil
+}
+
+func (x *PendingResponse) GetUnreachable() []string {
+	if x != nil {
+		return x.Unreachable
+	}
+	return nil
+}
+
+type AnswerRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Request string                 `protobuf:"bytes,1,opt,name=request,proto3" json:"request,omitempty"`
+	Allow   bool                   `protobuf:"varint,2,opt,name=allow,proto3" json:"allow,omitempty"`
+	Reason  string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	By      string                 `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	// local_only answers only here (a peer's routed answer).
+	LocalOnly     bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerRequest) Reset() {
+	*x = AnswerRequest{}
+	mi := &file_harn_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerRequest) ProtoMessage() {}
+
+func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
+func (*AnswerRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *AnswerRequest) GetRequest() string {
+	if x != nil {
+		return x.Request
+	}
+	return ""
+}
+
+func (x *AnswerRequest) GetAllow() bool {
+	if x != nil {
+		return x.Allow
+	}
+	return false
+}
+
+func (x *AnswerRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *AnswerRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *AnswerRequest) GetLocalOnly() bool {
+	if x != nil {
+		return x.LocalOnly
+	}
+	return false
+}
+
+type AnswerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	RequestJson   []byte                 `protobuf:"bytes,1,opt,name=request_json,json=requestJson,proto3" json:"request_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AnswerResponse) Reset() {
+	*x = AnswerResponse{}
+	mi := &file_harn_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AnswerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AnswerResponse) ProtoMessage() {}
+
+func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AnswerResponse.ProtoReflect.Descriptor instead.
+func (*AnswerResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *AnswerResponse) GetRequestJson() []byte {
+	if x != nil {
+		return x.RequestJson
+	}
+	return nil
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -1586,7 +2170,49 @@ const file_harn_proto_rawDesc = "" +
 	"\rLeaveResponse\"%\n" +
 	"\x13RemoveServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
-	"\x14RemoveServerResponse2\x8c\a\n" +
+	"\x14RemoveServerResponse\"B\n" +
+	"\vTaskRequest\x12\x1f\n" +
+	"\vaction_json\x18\x01 \x01(\fR\n" +
+	"actionJson\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"C\n" +
+	"\fTaskResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\".\n" +
+	"\rDecideRequest\x12\x1d\n" +
+	"\n" +
+	"query_json\x18\x01 \x01(\fR\tqueryJson\"l\n" +
+	"\x0eDecideResponse\x12\x1a\n" +
+	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\"\x84\x01\n" +
+	"\x0fApprovalRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
+	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x12\n" +
+	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05input\x18\x04 \x01(\fR\x05input\x12\x17\n" +
+	"\await_ms\x18\x05 \x01(\x03R\x06waitMs\"p\n" +
+	"\x10ApprovalResponse\x12\x1a\n" +
+	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
+	"\arequest\x18\x03 \x01(\tR\arequest\x12\x0e\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\"/\n" +
+	"\x0ePendingRequest\x12\x1d\n" +
+	"\n" +
+	"local_only\x18\x01 \x01(\bR\tlocalOnly\"X\n" +
+	"\x0fPendingResponse\x12#\n" +
+	"\rrequests_json\x18\x01 \x03(\fR\frequestsJson\x12 \n" +
+	"\vunreachable\x18\x02 \x03(\tR\vunreachable\"\x86\x01\n" +
+	"\rAnswerRequest\x12\x18\n" +
+	"\arequest\x18\x01 \x01(\tR\arequest\x12\x14\n" +
+	"\x05allow\x18\x02 \x01(\bR\x05allow\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\x12\x1d\n" +
+	"\n" +
+	"local_only\x18\x05 \x01(\bR\tlocalOnly\"3\n" +
+	"\x0eAnswerResponse\x12!\n" +
+	"\frequest_json\x18\x01 \x01(\fR\vrequestJson2\xbb\t\n" +
 	"\x05Local\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
 	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
@@ -1602,7 +2228,12 @@ const file_harn_proto_rawDesc = "" +
 	"\aMembers\x12\x14.harn.v1.MeshRequest\x1a\x18.harn.v1.MembersResponse\x123\n" +
 	"\x04Raft\x12\x14.harn.v1.MeshRequest\x1a\x15.harn.v1.RaftResponse\x125\n" +
 	"\x05Leave\x12\x14.harn.v1.MeshRequest\x1a\x16.harn.v1.LeaveResponse\x12K\n" +
-	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x123\n" +
+	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x129\n" +
+	"\x06Decide\x12\x16.harn.v1.DecideRequest\x1a\x17.harn.v1.DecideResponse\x12D\n" +
+	"\rAwaitApproval\x12\x18.harn.v1.ApprovalRequest\x1a\x19.harn.v1.ApprovalResponse\x12<\n" +
+	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
+	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -1616,7 +2247,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -1645,6 +2276,16 @@ var file_harn_proto_goTypes = []any{
 	(*LeaveResponse)(nil),        // 24: harn.v1.LeaveResponse
 	(*RemoveServerRequest)(nil),  // 25: harn.v1.RemoveServerRequest
 	(*RemoveServerResponse)(nil), // 26: harn.v1.RemoveServerResponse
+	(*TaskRequest)(nil),          // 27: harn.v1.TaskRequest
+	(*TaskResponse)(nil),         // 28: harn.v1.TaskResponse
+	(*DecideRequest)(nil),        // 29: harn.v1.DecideRequest
+	(*DecideResponse)(nil),       // 30: harn.v1.DecideResponse
+	(*ApprovalRequest)(nil),      // 31: harn.v1.ApprovalRequest
+	(*ApprovalResponse)(nil),     // 32: harn.v1.ApprovalResponse
+	(*PendingRequest)(nil),       // 33: harn.v1.PendingRequest
+	(*PendingResponse)(nil),      // 34: harn.v1.PendingResponse
+	(*AnswerRequest)(nil),        // 35: harn.v1.AnswerRequest
+	(*AnswerResponse)(nil),       // 36: harn.v1.AnswerResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
@@ -1665,23 +2306,33 @@ var file_harn_proto_depIdxs = []int32{
 	21, // 15: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
 	21, // 16: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
 	25, // 17: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	2,  // 18: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 19: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 20: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 21: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 22: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 23: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 24: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 25: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 26: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 27: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 28: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	22, // 29: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	23, // 30: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	24, // 31: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	26, // 32: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	18, // [18:33] is the sub-list for method output_type
-	3,  // [3:18] is the sub-list for method input_type
+	27, // 18: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	29, // 19: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	31, // 20: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	33, // 21: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	35, // 22: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	2,  // 23: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 24: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 25: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 26: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 27: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 28: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 29: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 30: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 31: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 32: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	20, // 33: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	22, // 34: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	23, // 35: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	24, // 36: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	26, // 37: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	28, // 38: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	30, // 39: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	32, // 40: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	34, // 41: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	36, // 42: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	23, // [23:43] is the sub-list for method output_type
+	3,  // [3:23] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -1698,7 +2349,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   27,
+			NumMessages:   37,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

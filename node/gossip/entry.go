@@ -30,6 +30,7 @@ type Entry struct {
 	StartedAt       time.Time `json:"started_at,omitzero"`
 	LastEventAt     time.Time `json:"last_event_at,omitzero"`
 	Hash            string    `json:"hash"`
+	HarnTask        *HarnTask `json:"harn_task,omitempty"`
 }
 
 // Bounds of a gossiped entry.
@@ -73,6 +74,11 @@ func EncodeDelta(e Entry) ([]byte, error) {
 			e.ActivitySource, e.EndReason = "", ""
 		default:
 			e.Task, e.BlockerReason, e.Name = "", "", text.Clip(e.Name, 20)
+			if e.HarnTask != nil {
+				ht := *e.HarnTask
+				ht.Text, ht.PendingCalls = "", nil
+				e.HarnTask = &ht
+			}
 			b, err := json.Marshal(e)
 			return b, err
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/presence"
@@ -29,6 +30,8 @@ type Publisher struct {
 	sentMu  sync.Mutex
 	sent    map[string]string // session -> last broadcast hash
 	sentVer map[string]uint64 // session -> last broadcast version
+
+	decorate atomic.Pointer[decorator]
 }
 
 // NewPublisher returns a publisher that broadcasts on out.
@@ -51,6 +54,9 @@ func (p *Publisher) NextVersion() uint64 {
 
 // Publish broadcasts s's delta unless hash was already broadcast for it.
 func (p *Publisher) Publish(s *presence.State, hash string) {
+	e := EntryOf(s, hash)
+	p.decorateEntry(&e)
+	hash = e.Hash
 	p.sentMu.Lock()
 	if p.sent[s.SessionID] == hash {
 		p.sentMu.Unlock()
@@ -58,7 +64,7 @@ func (p *Publisher) Publish(s *presence.State, hash string) {
 	}
 	p.sent[s.SessionID] = hash
 	p.sentMu.Unlock()
-	delta, err := EncodeDelta(EntryOf(s, hash))
+	delta, err := EncodeDelta(e)
 	if err != nil {
 		p.log.Error("presence delta", "session", s.SessionID, "err", err)
 		return

@@ -1,0 +1,294 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/util/text"
+)
+
+func init() { commandSet = append(commandSet, newTaskCmd) }
+
+// ErrBadGrants means --profile or --grants could not be read.
+var ErrBadGrants = errors.New("bad grants")
+
+func newTaskCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "task",
+		Short: "task runtimes: start, steer, follow up, supersede, cancel and inspect tasks on any node",
+		Long: `A task runtime runs one top-level request of a session at a time, with its own
+grants, a cancellation barrier and an append-only ledger on the owning node.
+Every action works against a session on another node too: it is routed over
+the authenticated mesh channel to the node that owns it.`,
+		Args: noArgs,
+		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	c.AddCommand(newTaskStartCmd(),
+		newTaskSessionCmd(tasks.OpSteer, "steer", "add input to the session's running task"),
+		newTaskSessionCmd(tasks.OpFollowUp, "follow-up", "queue a task behind the session's active one"),
+		newTaskSessionCmd(tasks.OpSupersede, "supersede", "cancel the session's task and start this one after its barrier"),
+		newTaskIDCmd(tasks.OpResume, "resume ID", "start a blocked follow-up", 1),
+		newTaskIDCmd(tasks.OpCancel, "cancel ID", "cancel a task (a running one goes through the barrier)", 1),
+		newTaskIDCmd(tasks.OpReplace, "replace ID TEXT", "replace a queued or blocked task with new text", 2),
+		newTaskIDCmd(tasks.OpAck, "ack ID", "acknowledge a task's unknown mutating outcomes, so that mutations may run again", 1),
+		newTaskIDCmd(tasks.OpGrants, "grants ID", "show what a task holds now", 1),
+		newTaskIDCmd(tasks.OpDigest, "digest ID", "show the handoff a task received from its predecessor", 1),
+		newTaskIDCmd(tasks.OpConfirm, "confirm ID CALL", "confirm a call waiting for a confirmation (adds no authority)", 2),
+		newTaskIDCmd(tasks.OpDeny, "deny ID CALL", "deny a call waiting for a confirmation", 2),
+		newTaskIDCmd(tasks.OpShow, "show ID", "show a task: its state, queue, text and recent output", 1),
+	)
+	return c
+}
+
+func addTaskFlags(c *cobra.Command) {
+	c.Flags().String("node", "", "the node that owns the session or task (default: found through the mesh)")
+	addJSONFlag(c)
+}
+
+func addGrantFlags(c *cobra.Command) {
+	c.Flags().String("profile", "", "grants from a named profile: read-only, edit or full (default read-only)")
+	c.Flags().String("grants", "", "grants from a file (JSON, or one `LEVEL CAPABILITY[(PATTERN)] [confirm]` a line)")
+}
+
+// grantsOf reads --profile and --grants; nil means the node's default.
+func grantsOf(c *cobra.Command) ([]tasks.Grant, error) {
+	prof, _ := c.Flags().GetString("profile")
+	file, _ := c.Flags().GetString("grants")
+	var out []tasks.Grant
+	if prof != "" {
+		g, err := tasks.Profile(prof)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%w: --profile %q: use read-only, edit or full", ErrBadGrants, prof))
+		}
+		out = append(out, g...)
+	}
+	if file != "" {
+		f, err := os.Open(file)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
+		}
+		b, err := io.ReadAll(io.LimitReader(f, tasks.MaxGrantsFileBytes+1))
+		f.Close()
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
+		}
+		g, err := tasks.ParseGrants(b)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("%w: --grants %s: %w", ErrBadGrants, file, err))
+		}
+		out = append(out, g...)
+	}
+	return out, nil
+}
+
+func newTaskStartCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "start TEXT",
+		Short: "start a task: in a new session running --exec COMMAND, or on an existing session (--session)",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			a := tasks.Action{Op: tasks.OpStart, Text: strings.Join(args, " ")}
+			a.Command, _ = c.Flags().GetString("exec")
+			a.Session, _ = c.Flags().GetString("session")
+			a.Workdir, _ = c.Flags().GetString("workdir")
+			if (a.Command == "") == (a.Session == "") {
+				return usageErr(errors.New("task start: give --exec 'COMMAND' for a new session, or --session ID for an existing one"))
+			}
+			if a.Command != "" && a.Workdir == "" {
+				if node, _ := c.Flags().GetString("node"); node == "" {
+					a.Workdir, _ = os.Getwd()
+				}
+			}
+			g, err := grantsOf(c)
+			if err != nil {
+				return err
+			}
+			a.Grants = g
+			return runTask(c, a)
+		},
+	}
+	c.Flags().String("exec", "", "the agent command the new session runs for its tasks (no shell; the prompt goes on stdin)")
+	c.Flags().String("session", "", "start the task on this existing session (id, prefix or name)")
+	c.Flags().String("workdir", "", "the new session's working directory on its node (default: here, for this node)")
+	addGrantFlags(c)
+	addTaskFlags(c)
+	return c
+}
+
+func newTaskSessionCmd(op, name, short string) *cobra.Command {
+	c := &cobra.Command{
+		Use:   name + " --session ID TEXT",
+		Short: short,
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			a := tasks.Action{Op: op, Text: strings.Join(args, " ")}
+			a.Session, _ = c.Flags().GetString("session")
+			if a.Session == "" {
+				a.Session = os.Getenv("HARN_SESSION")
+			}
+			if a.Session == "" {
+				return usageErr(fmt.Errorf("task %s: name the session with --session ID", name))
+			}
+			if op != tasks.OpSteer {
+				g, err := grantsOf(c)
+				if err != nil {
+					return err
+				}
+				a.Grants = g
+			}
+			if op == tasks.OpFollowUp {
+				a.RequiresSuccess, _ = c.Flags().GetBool("requires-success")
+			}
+			return runTask(c, a)
+		},
+	}
+	c.Flags().String("session", "", "the session (id, prefix or name; default HARN_SESSION)")
+	if op != tasks.OpSteer {
+		addGrantFlags(c)
+	}
+	if op == tasks.OpFollowUp {
+		c.Flags().Bool("requires-success", false, "stay blocked after a failed, cancelled or superseded predecessor until resume, cancel or replace")
+	}
+	addTaskFlags(c)
+	return c
+}
+
+func newTaskIDCmd(op, use, short string, nargs int) *cobra.Command {
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(nargs),
+		RunE: func(c *cobra.Command, args []string) error {
+			a := tasks.Action{Op: op, Task: args[0]}
+			switch op {
+			case tasks.OpReplace:
+				a.Text = args[1]
+			case tasks.OpConfirm, tasks.OpDeny:
+				a.Call = args[1]
+			}
+			if f := c.Flags().Lookup("reason"); f != nil {
+				a.Reason = f.Value.String()
+			}
+			return runTask(c, a)
+		},
+	}
+	if op == tasks.OpDeny || op == tasks.OpCancel {
+		c.Flags().String("reason", "", "why (recorded in the ledger)")
+	}
+	addTaskFlags(c)
+	return c
+}
+
+// runTask sends an action to the local node, which runs it or routes it.
+func runTask(c *cobra.Command, a tasks.Action) error {
+	node, _ := c.Flags().GetString("node")
+	b, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+		res, err := cl.api.Task(ctx, &api.TaskRequest{ActionJson: b, Node: node})
+		if err != nil {
+			return taskErr(err, p)
+		}
+		if asJSON(c) {
+			var v any
+			if err := json.Unmarshal(res.ResultJson, &v); err != nil {
+				return err
+			}
+			return writeJSON(c, v)
+		}
+		var r tasks.Result
+		if err := json.Unmarshal(res.ResultJson, &r); err != nil {
+			return err
+		}
+		printTaskResult(c.OutOrStdout(), a.Op, r)
+		return nil
+	})
+}
+
+// taskErr maps a task action's status to its exit code: a runtime rule's
+// refusal is ExitTaskRefused, remote control refused ExitRemoteRefused.
+func taskErr(err error, p place) error {
+	st, ok := status.FromError(err)
+	if ok {
+		switch st.Code() {
+		case codes.FailedPrecondition:
+			return withCode(ExitTaskRefused, errors.New(text.OneLine(st.Message())))
+		case codes.PermissionDenied:
+			return withCode(ExitRemoteRefused, errors.New(text.OneLine(st.Message())))
+		}
+	}
+	return rpcErr(err, p)
+}
+
+func printTaskResult(w io.Writer, op string, r tasks.Result) {
+	if op == tasks.OpStart && r.Session != "" {
+		fmt.Fprintf(w, "session %s on %s\n", text.Sanitize(r.Session), text.Sanitize(r.Node))
+	}
+	if r.Task != nil {
+		t := r.Task
+		line := fmt.Sprintf("task %s  %s", t.ID, t.State)
+		if t.Status != "" {
+			line += " (" + string(t.Status) + ")"
+		}
+		line += fmt.Sprintf("  queue %d", t.QueueDepth)
+		if t.Position > 0 {
+			line += fmt.Sprintf("  position %d", t.Position)
+		}
+		if len(t.PendingCalls) > 0 {
+			line += "  waiting: " + strings.Join(t.PendingCalls, ", ")
+		}
+		fmt.Fprintln(w, text.Sanitize(line))
+	}
+	if r.Message != "" {
+		fmt.Fprintln(w, text.OneLine(r.Message))
+	}
+	switch op {
+	case tasks.OpShow:
+		if r.Text != "" {
+			fmt.Fprintln(w, "text:", text.OneLine(r.Text))
+		}
+		if r.View != nil && len(r.View.AwaitingAck) > 0 {
+			fmt.Fprintln(w, "awaiting ack:", text.Sanitize(strings.Join(r.View.AwaitingAck, ", ")))
+		}
+		for _, o := range r.Output {
+			fmt.Fprintln(w, "  │ "+text.OneLine(o))
+		}
+	case tasks.OpGrants:
+		if r.Grants != nil {
+			for _, l := range strings.Split(strings.TrimSpace(string(tasks.FormatGrants(r.Grants.Grants))), "\n") {
+				fmt.Fprintln(w, text.OneLine(l))
+			}
+			for _, l := range r.Grants.Limits {
+				fmt.Fprintf(w, "limit %s %s\n", text.Sanitize(l.Capability), l.Level)
+			}
+		}
+	case tasks.OpDigest:
+		if d := r.Digest; d != nil {
+			fmt.Fprintf(w, "conversation: %d messages\n", len(d.Conversation))
+			if d.PredecessorFinal != "" {
+				fmt.Fprintln(w, "predecessor's final message:", text.Clip(text.OneLine(d.PredecessorFinal), 200))
+			}
+			if g := d.Digest; g != nil {
+				fmt.Fprintf(w, "predecessor %s: %s; calls started %d, succeeded %d, failed %d, aborted %d, unknown %d, refused %d, denied %d\n",
+					text.Sanitize(g.Predecessor), g.Status, g.Calls.Started, g.Calls.Succeeded, g.Calls.Failed,
+					g.Calls.Aborted, g.Calls.Unknown, g.Calls.Refused, g.Calls.Denied)
+				for _, cc := range g.Capabilities {
+					fmt.Fprintf(w, "  %s: %d\n", text.Sanitize(cc.Name), cc.Calls)
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,73 @@
+package ledger
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"github.com/cockroachdb/pebble/v2"
+)
+
+// pfxKV is the prefix of named keyspaces: k\x00<space>\x00<key> -> value.
+const pfxKV = 'k'
+
+// ErrBadSpace refuses a keyspace name that is empty or holds NUL.
+var ErrBadSpace = errors.New("ledger: bad keyspace name")
+
+func kvPrefix(space string) ([]byte, error) {
+	if space == "" || bytes.IndexByte([]byte(space), 0) >= 0 {
+		return nil, fmt.Errorf("%w %q", ErrBadSpace, space)
+	}
+	p := make([]byte, 0, len(space)+3)
+	p = append(p, pfxKV, 0)
+	p = append(p, space...)
+	return append(p, 0), nil
+}
+
+// PutKV stores val under key in the named keyspace, for a room of the node
+// that keeps its own records next to the events (the task runtimes'
+// ledger). The write goes to Pebble's WAL without an fsync: it survives
+// the process, and a machine crash can lose the last writes. It fails
+// fast while the ledger is unwritable.
+func (l *Ledger) PutKV(space string, key, val []byte) error {
+	p, err := kvPrefix(space)
+	if err != nil {
+		return err
+	}
+	db, err := l.beginWrite()
+	if err != nil {
+		return err
+	}
+	err = guarded(func() error { return db.Set(append(p, key...), val, pebble.NoSync) })
+	l.endWrite()
+	if err != nil {
+		l.markUnwritable(err)
+		return fmt.Errorf("ledger: put: %w", err)
+	}
+	return nil
+}
+
+// ScanKV calls fn with each key (without the keyspace's prefix) and value
+// of the named keyspace that starts with prefix, in key order. The slices
+// are valid only during the call.
+func (l *Ledger) ScanKV(space string, prefix []byte, fn func(key, val []byte) error) error {
+	p, err := kvPrefix(space)
+	if err != nil {
+		return err
+	}
+	lo := append(p, prefix...)
+	hi := upperBound(lo)
+	return l.scan(lo, hi, func(k, v []byte) error { return fn(k[len(p):], v) })
+}
+
+// upperBound is the smallest key greater than every key starting with p.
+func upperBound(p []byte) []byte {
+	hi := bytes.Clone(p)
+	for i := len(hi) - 1; i >= 0; i-- {
+		if hi[i] < 0xff {
+			hi[i]++
+			return hi[:i+1]
+		}
+	}
+	return nil
+}

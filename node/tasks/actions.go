@@ -1,0 +1,245 @@
+package tasks
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/exec"
+)
+
+// The operations of an Action.
+const (
+	OpStart     = "start"
+	OpSteer     = "steer"
+	OpFollowUp  = "follow_up"
+	OpSupersede = "supersede"
+	OpResume    = "resume"
+	OpCancel    = "cancel"
+	OpReplace   = "replace"
+	OpAck       = "ack"
+	OpGrants    = "grants"
+	OpDigest    = "digest"
+	OpConfirm   = "confirm"
+	OpDeny      = "deny"
+	OpShow      = "show"
+)
+
+// Action is one operator action on a task runtime, from the local CLI or
+// routed from another node.
+type Action struct {
+	Op              string          `json:"op"`
+	Session         string          `json:"session,omitempty"` // a session id, prefix or name
+	Task            string          `json:"task,omitempty"`
+	Text            string          `json:"text,omitempty"`
+	Command         string          `json:"command,omitempty"` // start: a new runtime session running this command
+	Workdir         string          `json:"workdir,omitempty"`
+	Grants          []runtime.Grant `json:"grants,omitempty"` // nil: the default profile
+	RequiresSuccess bool            `json:"requires_success,omitempty"`
+	Call            string          `json:"call,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	By              string          `json:"by,omitempty"`
+}
+
+// Result is what an action returns, as JSON for the CLI.
+type Result struct {
+	Node    string               `json:"node"`
+	Session string               `json:"session,omitempty"`
+	Task    *runtime.TaskView    `json:"task,omitempty"`
+	Text    string               `json:"text,omitempty"`
+	Output  []string             `json:"output,omitempty"`
+	Steer   *exec.SteerResult    `json:"steer,omitempty"`
+	Grants  *runtime.GrantsView  `json:"grants,omitempty"`
+	Digest  *runtime.Handoff     `json:"digest,omitempty"`
+	View    *runtime.SessionView `json:"session_view,omitempty"`
+	Message string               `json:"message,omitempty"`
+}
+
+// IsSessionOp reports whether op names its target by session (else by
+// task).
+func IsSessionOp(op string) bool {
+	switch op {
+	case OpStart, OpSteer, OpFollowUp, OpSupersede:
+		return true
+	}
+	return false
+}
+
+// Do runs an action on this node's runtimes.
+func (h *Host) Do(a Action) (Result, error) {
+	if h.ctx.Err() != nil {
+		return Result{}, ErrClosed
+	}
+	res := Result{Node: h.cfg.Node}
+	req := runtime.Request{Text: a.Text, Grants: a.Grants, RequiresSuccess: a.RequiresSuccess}
+	by := a.By
+	if by == "" {
+		by = "operator@" + h.cfg.Node
+	}
+	if IsSessionOp(a.Op) {
+		var hs *hosted
+		var err error
+		switch {
+		case a.Op == OpStart && a.Command != "":
+			if a.Session != "" {
+				return res, fmt.Errorf("%w: give --exec for a new session or --session for an existing one, not both", ErrBadAction)
+			}
+			id, oerr := h.OpenExec(a.Command, a.Workdir)
+			if oerr != nil {
+				return res, oerr
+			}
+			hs = h.lookup(id)
+		case a.Session == "":
+			return res, fmt.Errorf("%w: name the session (--session ID)", ErrBadAction)
+		default:
+			hs, err = h.attach(a.Session)
+		}
+		if err != nil {
+			return res, err
+		}
+		res.Session = hs.id
+		var v runtime.TaskView
+		switch a.Op {
+		case OpStart:
+			v, err = h.rt.Start(hs.id, req)
+		case OpFollowUp:
+			v, err = h.rt.FollowUp(hs.id, req)
+		case OpSupersede:
+			v, err = h.rt.Supersede(hs.id, req)
+		case OpSteer:
+			if hs.ex != nil {
+				var sr exec.SteerResult
+				sr, err = hs.ex.Steer(a.Text)
+				if err == nil {
+					res.Steer, res.Message = &sr, sr.Message
+					v, err = h.rt.Task(sr.Task)
+				}
+			} else {
+				v, err = h.rt.Steer(hs.id, a.Text)
+				res.Message = "steer recorded; an external agent takes no input from harn, so it reaches the agent only through its next prompt"
+			}
+		}
+		if err != nil {
+			return res, err
+		}
+		if a.Op != OpSteer || (res.Steer != nil && res.Steer.Mode == exec.SteerFollowUp) {
+			h.remember(v.ID, a.Text)
+		}
+		res.Task = &v
+		res.Text = h.text(v.ID)
+		h.changed(hs.id)
+		return res, nil
+	}
+	if a.Task == "" {
+		return res, fmt.Errorf("%w: name the task (ID)", ErrBadAction)
+	}
+	var v runtime.TaskView
+	var err error
+	switch a.Op {
+	case OpResume:
+		v, err = h.rt.Resume(a.Task)
+	case OpCancel:
+		v, err = h.rt.Cancel(a.Task, by, a.Reason)
+	case OpReplace:
+		v, err = h.rt.Replace(a.Task, a.Text)
+		if err == nil {
+			h.remember(v.ID, a.Text)
+		}
+	case OpAck:
+		if err = h.rt.Ack(a.Task, by); err == nil {
+			v, err = h.rt.Task(a.Task)
+		}
+	case OpGrants:
+		var g runtime.GrantsView
+		if g, err = h.rt.Grants(a.Task); err == nil {
+			res.Grants = &g
+			v, err = h.rt.Task(a.Task)
+		}
+	case OpDigest:
+		var d runtime.Handoff
+		if d, err = h.rt.Digest(a.Task); err == nil {
+			res.Digest = &d
+			v, err = h.rt.Task(a.Task)
+		}
+	case OpConfirm, OpDeny:
+		if a.Call == "" {
+			return res, fmt.Errorf("%w: name the call (CALL)", ErrBadAction)
+		}
+		if a.Op == OpConfirm {
+			err = h.rt.Confirm(a.Task, a.Call, by)
+		} else {
+			err = h.rt.Deny(a.Task, a.Call, by, a.Reason)
+		}
+		if err == nil {
+			v, err = h.rt.Task(a.Task)
+		}
+	case OpShow:
+		if v, err = h.rt.Task(a.Task); err == nil {
+			if sv, serr := h.rt.Session(v.Session); serr == nil {
+				res.View = &sv
+			}
+			res.Output = h.outputOf(a.Task)
+		}
+	default:
+		return res, fmt.Errorf("%w: unknown operation %q", ErrBadAction, a.Op)
+	}
+	if err != nil {
+		return res, err
+	}
+	res.Task, res.Session, res.Text = &v, v.Session, h.text(v.ID)
+	h.changed(v.Session)
+	return res, nil
+}
+
+func (h *Host) text(task string) string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.texts[task]
+}
+
+func (h *Host) outputOf(task string) []string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]string(nil), h.outputs[task]...)
+}
+
+// Kind classifies an action's error for the callers' exit codes.
+type Kind int
+
+// The kinds of errors.
+const (
+	KindInternal Kind = iota
+	KindBadInput      // bad flags or input: exit 2
+	KindNotFound      // no such session or task here: exit 3
+	KindRefused       // a runtime rule refused the action: exit 15
+)
+
+// KindOf classifies err.
+func KindOf(err error) Kind {
+	switch {
+	case errors.Is(err, ErrBadAction), errors.Is(err, runtime.ErrEmptyText), errors.Is(err, runtime.ErrTooLarge),
+		errors.Is(err, runtime.ErrGrantSyntax), errors.Is(err, runtime.ErrNoProfile), errors.Is(err, ErrBadTaskID):
+		return KindBadInput
+	case errors.Is(err, runtime.ErrNoTask), errors.Is(err, runtime.ErrNoSession), errors.Is(err, ErrNoSession),
+		errors.Is(err, runtime.ErrNoCall):
+		return KindNotFound
+	case errors.Is(err, ErrClosed):
+		return KindInternal
+	}
+	var re *runtime.RefusalError
+	var ae *runtime.AnswerError
+	var ce *runtime.CeilingError
+	var ak *runtime.AckRequiredError
+	if errors.As(err, &re) || errors.As(err, &ae) || errors.As(err, &ce) || errors.As(err, &ak) {
+		return KindRefused
+	}
+	for _, s := range []error{runtime.ErrSessionExists, runtime.ErrTaskActive, runtime.ErrNoActiveTask,
+		runtime.ErrTaskCancelling, runtime.ErrTaskNotRunning, runtime.ErrTaskTerminal, runtime.ErrNotBlocked,
+		runtime.ErrNotReplaceable, runtime.ErrNothingToAck, runtime.ErrDuplicateCall, runtime.ErrCallSettled,
+		runtime.ErrNotPending, runtime.ErrAlreadyAnswered, runtime.ErrDenied, runtime.ErrLedger} {
+		if errors.Is(err, s) {
+			return KindRefused
+		}
+	}
+	return KindInternal
+}

@@ -1,0 +1,224 @@
+package tasks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/util/ids"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// Errors of the approvals.
+var (
+	ErrNoRequest = errors.New("tasks: no such open permission request")
+	ErrExpired   = errors.New("tasks: the permission request is no longer waiting (its hook gave up; the agent showed its own prompt)")
+	ErrAnswered  = errors.New("tasks: the permission request was already answered")
+	ErrTooMany   = errors.New("tasks: too many open permission requests on this node")
+)
+
+// Request is an agent's open permission request that waits for a
+// decision from anywhere in the mesh (`harn agents pending`).
+type Request struct {
+	ID      string    `json:"id"`
+	Session string    `json:"session"`
+	Node    string    `json:"node"`
+	Agent   string    `json:"agent"`
+	Tool    string    `json:"tool"`
+	Summary string    `json:"summary"`
+	Opened  time.Time `json:"opened"`
+	Answer  *Answer   `json:"answer,omitempty"`
+}
+
+// Answer is an operator's decision on a request.
+type Answer struct {
+	Allow  bool      `json:"allow"`
+	By     string    `json:"by"`
+	Reason string    `json:"reason,omitempty"`
+	At     time.Time `json:"at"`
+}
+
+// AnsweredError refuses a second answer and names the first.
+type AnsweredError struct {
+	Request string
+	First   Answer
+}
+
+func (e *AnsweredError) Error() string {
+	verb := "denied"
+	if e.First.Allow {
+		verb = "approved"
+	}
+	return fmt.Sprintf("%s: request %s was %s by %s at %s", ErrAnswered, e.Request, verb, e.First.By,
+		e.First.At.UTC().Format(time.RFC3339))
+}
+
+func (e *AnsweredError) Unwrap() error { return ErrAnswered }
+
+// Bounds of the approvals.
+const (
+	maxOpen      = 256
+	keepAnswered = 256
+	summaryChars = 80
+)
+
+type openReq struct {
+	req Request
+	ch  chan Answer
+}
+
+// Approvals holds a node's open permission requests and the recent
+// answered or expired ones (to refuse a second answer by naming the
+// first).
+type Approvals struct {
+	node  string
+	clock clock.Clock
+
+	mu    sync.Mutex
+	open  map[string]*openReq
+	done  map[string]Request
+	order []string // done, oldest first
+}
+
+// NewApprovals returns an empty set.
+func NewApprovals(node string, clk clock.Clock) *Approvals {
+	if clk == nil {
+		clk = clock.Real{}
+	}
+	return &Approvals{node: node, clock: clk, open: map[string]*openReq{}, done: map[string]Request{}}
+}
+
+// Await opens r, waits up to wait for an answer from anywhere, and closes
+// it. ok is false when no answer came in time (or ctx ended).
+func (a *Approvals) Await(ctx context.Context, r Request, wait time.Duration) (Request, Answer, bool, error) {
+	r.ID = "r-" + ids.New(a.clock.Now())
+	r.Node, r.Opened = a.node, a.clock.Now()
+	ch := make(chan Answer, 1)
+	a.mu.Lock()
+	if len(a.open) >= maxOpen {
+		a.mu.Unlock()
+		return r, Answer{}, false, ErrTooMany
+	}
+	a.open[r.ID] = &openReq{req: r, ch: ch}
+	a.mu.Unlock()
+	t := a.clock.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case ans := <-ch:
+		return r, ans, true, nil
+	case <-t.C():
+	case <-ctx.Done():
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if o := a.open[r.ID]; o != nil {
+		delete(a.open, r.ID)
+		a.finishLocked(o.req)
+		return r, Answer{}, false, nil
+	}
+	// Answered in the same instant the wait ended: the answer wins.
+	select {
+	case ans := <-ch:
+		return r, ans, true, nil
+	default:
+		return r, Answer{}, false, nil
+	}
+}
+
+func (a *Approvals) finishLocked(r Request) {
+	a.done[r.ID] = r
+	a.order = append(a.order, r.ID)
+	for len(a.order) > keepAnswered {
+		delete(a.done, a.order[0])
+		a.order = a.order[1:]
+	}
+}
+
+// Answer answers an open request. A second answer is refused with an
+// *AnsweredError naming the first; a request whose hook gave up is
+// ErrExpired; an unknown one ErrNoRequest.
+func (a *Approvals) Answer(id string, allow bool, by, reason string) (Request, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if o := a.open[id]; o != nil {
+		ans := Answer{Allow: allow, By: text.Clip(by, 200), Reason: text.Clip(reason, 400), At: a.clock.Now()}
+		delete(a.open, id)
+		o.req.Answer = &ans
+		a.finishLocked(o.req)
+		o.ch <- ans
+		return o.req, nil
+	}
+	if d, ok := a.done[id]; ok {
+		if d.Answer != nil {
+			return d, &AnsweredError{Request: id, First: *d.Answer}
+		}
+		return d, fmt.Errorf("%w: request %s", ErrExpired, id)
+	}
+	return Request{}, fmt.Errorf("%w %q", ErrNoRequest, id)
+}
+
+// Has reports whether id is a request of this node (open or recently
+// closed).
+func (a *Approvals) Has(id string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	_, open := a.open[id]
+	_, done := a.done[id]
+	return open || done
+}
+
+// List returns the open requests, oldest first.
+func (a *Approvals) List() []Request {
+	a.mu.Lock()
+	out := make([]Request, 0, len(a.open))
+	for _, o := range a.open {
+		out = append(out, o.req)
+	}
+	a.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Opened.Equal(out[j].Opened) {
+			return out[i].Opened.Before(out[j].Opened)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Summarize is a short, safe summary of a tool call for an operator
+// elsewhere: the program a shell command runs (not its arguments, which
+// may hold secrets), or the base name of the file a file tool touches.
+func Summarize(tool string, input []byte) string {
+	var in map[string]any
+	_ = json.Unmarshal(input, &in)
+	str := func(k string) string { s, _ := in[k].(string); return s }
+	var s string
+	switch {
+	case str("command") != "":
+		f := strings.Fields(str("command"))
+		if len(f) > 0 {
+			s = "runs " + filepath.Base(f[0])
+			if len(f) > 1 {
+				s += " …"
+			}
+		}
+	case str("file_path") != "":
+		s = "file " + filepath.Base(str("file_path"))
+	case str("notebook_path") != "":
+		s = "notebook " + filepath.Base(str("notebook_path"))
+	case str("path") != "":
+		s = "path " + filepath.Base(str("path"))
+	case str("url") != "":
+		s = "url"
+	}
+	if s == "" {
+		return text.Clip(text.OneLine(tool), summaryChars)
+	}
+	return text.Clip(text.OneLine(tool+": "+s), summaryChars)
+}

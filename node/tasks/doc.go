@@ -1,0 +1,13 @@
+// Package tasks is the node's room for task runtimes: it hosts one
+// runtime.Runtime for every runtime session of the node, an executor
+// (runtime/exec) per session that runs an agent command, the
+// Pebble-backed runtime ledger, the hook path's decisions for external
+// agents (Decide), and the open permission requests that an operator can
+// answer from anywhere in the mesh (Approvals).
+//
+// It knows nothing of gRPC or the mesh: the node turns its Action and
+// Result into RPCs, routes remote actions after the mesh's authentication,
+// feeds its canonical events into the node's ingest (Sink) and reads its
+// task views into the roster (Brief). See runtime/DESIGN.md, "Hosted by
+// the node".
+package tasks

@@ -1,0 +1,444 @@
+package tasks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/util/ids"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// Errors of the room. Runtime refusals keep the runtime's own sentinels.
+var (
+	ErrBadAction  = errors.New("tasks: bad action")
+	ErrNoSession  = errors.New("tasks: no such session on this node")
+	ErrClosed     = errors.New("tasks: the node is stopping")
+	ErrNotRuntime = errors.New("tasks: the session has no task runtime; start one with `harn task start --session ID TEXT` or `--exec`")
+)
+
+// Agent is the agent name of the presence sessions the node opens for its
+// runtime sessions.
+const Agent = "harn"
+
+// Sink takes canonical events into the node's ingest.
+type Sink interface {
+	Ingest(evs []presence.Event) error
+}
+
+// Sessions resolves a live session of this node by id, prefix or name.
+type Sessions interface {
+	Resolve(handle string) (presence.State, error)
+}
+
+// Config builds a Host.
+type Config struct {
+	Node     string
+	KV       KV     // the runtime ledger's store (required)
+	Key      []byte // the node key: evidence digests (required)
+	Sink     Sink
+	Sessions Sessions
+	Clock    clock.Clock   // default clock.Real{}
+	Grace    time.Duration // the barrier's grace period and SIGINT→SIGKILL; default 10 s
+	Env      []string      // extra environment of every agent command
+	Logger   *slog.Logger
+	// OnChange is told that a session's task view may have changed. It
+	// must not block.
+	OnChange func(session string)
+	// OnFirstByte observes the start→first byte metric of every task.
+	OnFirstByte func(exec.FirstByte)
+}
+
+// hosted is one runtime session of this node.
+type hosted struct {
+	id       string
+	external bool   // an external agent's session: no executor
+	agent    string // its agent
+	ex       *exec.Executor
+	cancel   context.CancelFunc
+	run      *runtime.Run // external: the running task's hold
+}
+
+// Host hosts the node's task runtimes. It is safe for concurrent use.
+type Host struct {
+	cfg Config
+	rt  *runtime.Runtime
+	log *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions map[string]*hosted
+	texts    map[string]string    // task -> its text, clipped
+	outputs  map[string][]string  // task -> its last messages
+	order    []string             // tasks in creation order, to bound texts and outputs
+	briefs   map[string]briefHash // session -> last brief told through OnChange
+
+	approvals *Approvals
+}
+
+// Bounds of what the host keeps per task for views.
+const (
+	keepTasks     = 4096
+	keepOutputs   = 32
+	outputChars   = 2000
+	briefTextLen  = 160
+	changePoll    = 250 * time.Millisecond
+	maxHostedOpen = 1024
+)
+
+// New builds a Host and starts its watcher; Close stops it.
+func New(cfg Config) (*Host, error) {
+	if cfg.KV == nil || len(cfg.Key) == 0 {
+		return nil, fmt.Errorf("%w: tasks: a ledger store and the node key are required", runtime.ErrBadConfig)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Grace <= 0 {
+		cfg.Grace = exec.DefaultGrace
+	}
+	rt, err := runtime.New(runtime.Config{Clock: rtClock{cfg.Clock}, Ledger: NewLedger(cfg.KV), Key: cfg.Key,
+		Grace: cfg.Grace, Logger: cfg.Logger})
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range []string{"claude-code", "codex"} {
+		if _, err := rt.SetCatalog(a, runtime.ExternalCatalog(a)); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Host{cfg: cfg, rt: rt, log: cfg.Logger, ctx: ctx, cancel: cancel,
+		sessions: map[string]*hosted{}, texts: map[string]string{}, outputs: map[string][]string{},
+		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
+	h.wg.Add(1)
+	go h.watch()
+	return h, nil
+}
+
+// Runtime is the hosted runtime (tests, benchmarks).
+func (h *Host) Runtime() *runtime.Runtime { return h.rt }
+
+// Approvals are the node's open permission requests.
+func (h *Host) Approvals() *Approvals { return h.approvals }
+
+// Close stops every executor (their agents are stopped as on a
+// cancellation) and the watcher, and waits for them.
+func (h *Host) Close() {
+	h.cancel()
+	h.wg.Wait()
+}
+
+// rtClock adapts util/clock to runtime.Clock.
+type rtClock struct{ c clock.Clock }
+
+func (r rtClock) Now() time.Time { return r.c.Now() }
+func (r rtClock) AfterFunc(d time.Duration, f func()) runtime.Timer {
+	return r.c.AfterFunc(d, f)
+}
+
+// catalogOf is the catalog name of an agent's own tools.
+func catalogOf(agent string) string {
+	if agent == "codex" {
+		return "codex"
+	}
+	return "claude-code"
+}
+
+// OpenExec opens a new runtime session whose tasks run argv (an `--exec`
+// command line), announces it as a presence session of agent harn, and
+// starts its executor.
+func (h *Host) OpenExec(command, workdir string) (string, error) {
+	argv, err := exec.ParseCommand(command)
+	if err != nil {
+		return "", fmt.Errorf("%w: --exec: %w", ErrBadAction, err)
+	}
+	drv := exec.Detect(argv)
+	if err := drv.Validate(); err != nil {
+		return "", fmt.Errorf("%w: --exec: %w", ErrBadAction, err)
+	}
+	if workdir == "" {
+		workdir, _ = os.Getwd()
+	}
+	if st, err := os.Stat(workdir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%w: --workdir %q is not a directory on node %s", ErrBadAction, workdir, h.cfg.Node)
+	}
+	now := h.cfg.Clock.Now()
+	id := "h-" + ids.New(now)
+	h.mu.Lock()
+	if h.ctx.Err() != nil {
+		h.mu.Unlock()
+		return "", ErrClosed
+	}
+	if len(h.sessions) >= maxHostedOpen {
+		h.mu.Unlock()
+		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
+	}
+	h.mu.Unlock()
+	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: catalogOf(drv.Name), Workdir: workdir}); err != nil {
+		return "", err
+	}
+	hs := &hosted{id: id, agent: drv.Name}
+	ex, err := exec.New(exec.Config{Runtime: h.rt, Session: id, Driver: drv, Dir: workdir,
+		Env: h.cfg.Env, Grace: h.cfg.Grace,
+		Clock: rtClock{h.cfg.Clock}, Logger: h.log.With("session", id),
+		OnStart:     func(s exec.Started) { h.taskStarted(id, s.Task) },
+		OnFirstByte: h.cfg.OnFirstByte,
+		OnOutput:    func(m exec.Message) { h.output(m.Task, m.Text) },
+		OnSteer:     func(s exec.SteerResult) { h.remember(s.Task, "(steer) "+s.Message) },
+		OnEnd:       func(r exec.TaskResult) { h.taskEnded(id, r) },
+	})
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
+	}
+	hs.ex = ex
+	if err := h.emit(presence.Event{SessionID: id, Type: presence.TypeSessionStart, TS: now, Agent: Agent,
+		Attrs: map[string]any{presence.AttrCwd: workdir, presence.AttrSource: "startup"}}); err != nil {
+		return "", err
+	}
+	ctx, cancel := context.WithCancel(h.ctx)
+	hs.cancel = cancel
+	h.mu.Lock()
+	h.sessions[id] = hs
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go func() {
+		defer h.wg.Done()
+		if err := ex.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			h.log.Warn("executor stopped", "session", id, "err", err)
+		}
+	}()
+	return id, nil
+}
+
+// attach opens a runtime session for an external agent's live session on
+// this node (a task started with --session on it), with the agent's own
+// tools as its catalog.
+func (h *Host) attach(handle string) (*hosted, error) {
+	if hs := h.lookup(handle); hs != nil {
+		return hs, nil
+	}
+	if h.cfg.Sessions == nil {
+		return nil, fmt.Errorf("%w %q", ErrNoSession, handle)
+	}
+	st, err := h.cfg.Sessions.Resolve(handle)
+	if err != nil {
+		return nil, err
+	}
+	if hs := h.lookup(st.SessionID); hs != nil {
+		return hs, nil
+	}
+	if st.Ended {
+		return nil, fmt.Errorf("%w: session %s has ended", ErrBadAction, st.SessionID)
+	}
+	cwd := st.Cwd
+	if err := h.rt.OpenSession(st.SessionID, runtime.SessionConfig{Catalog: catalogOf(st.Agent), Workdir: cwd}); err != nil &&
+		!errors.Is(err, runtime.ErrSessionExists) {
+		return nil, err
+	}
+	hs := &hosted{id: st.SessionID, external: true, agent: st.Agent}
+	ctx, cancel := context.WithCancel(h.ctx)
+	hs.cancel = cancel
+	h.mu.Lock()
+	if old := h.sessions[st.SessionID]; old != nil {
+		h.mu.Unlock()
+		cancel()
+		return old, nil
+	}
+	h.sessions[st.SessionID] = hs
+	h.mu.Unlock()
+	h.wg.Add(1)
+	go h.drive(ctx, hs)
+	return hs, nil
+}
+
+// drive takes an external session's tasks: the agent does the work, its
+// hooks ask Decide before each call; a task ends when the agent's turn
+// ends (Observe), or is acknowledged when it is cancelled.
+func (h *Host) drive(ctx context.Context, hs *hosted) {
+	defer h.wg.Done()
+	for {
+		run, err := h.rt.Next(ctx, hs.id)
+		if err != nil {
+			return
+		}
+		h.mu.Lock()
+		hs.run = run
+		h.mu.Unlock()
+		h.changed(hs.id)
+		select {
+		case <-run.Context().Done():
+			_ = run.Finish(runtime.StatusFailed, "")
+		case <-ctx.Done():
+			_ = run.Finish(runtime.StatusFailed, "the node stopped")
+		}
+		h.mu.Lock()
+		if hs.run == run {
+			hs.run = nil
+		}
+		h.mu.Unlock()
+		h.changed(hs.id)
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// Observe watches the node's stored events for the end of an external
+// agent's turn: it ends that session's running task as succeeded.
+func (h *Host) Observe(evs []presence.Event) {
+	for i := range evs {
+		e := &evs[i]
+		if e.Type != presence.TypeTurnStop && e.Type != presence.TypeSessionEnd {
+			continue
+		}
+		h.mu.Lock()
+		hs := h.sessions[e.SessionID]
+		var run *runtime.Run
+		if hs != nil && hs.external {
+			run, hs.run = hs.run, nil
+		}
+		h.mu.Unlock()
+		if run != nil {
+			status := runtime.StatusSucceeded
+			if e.Type == presence.TypeSessionEnd || e.AttrString(presence.AttrError) != "" {
+				status = runtime.StatusFailed
+			}
+			_ = run.Finish(status, "")
+			h.changed(e.SessionID)
+		}
+	}
+}
+
+func (h *Host) lookup(id string) *hosted {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// Hosts reports whether session is a runtime session of this node.
+func (h *Host) Hosts(session string) bool { return h.lookup(session) != nil }
+
+// emit sends events to the node's ingest.
+func (h *Host) emit(evs ...presence.Event) error {
+	if h.cfg.Sink == nil {
+		return nil
+	}
+	return h.cfg.Sink.Ingest(evs)
+}
+
+// taskStarted is the executor's start of a task: the presence session
+// gets the task's prompt as a submitted user prompt.
+func (h *Host) taskStarted(session, task string) {
+	h.mu.Lock()
+	t := h.texts[task]
+	h.mu.Unlock()
+	d, _ := runtime.NewDigester(h.cfg.Key)
+	attrs := map[string]any{}
+	if d != nil {
+		attrs[presence.AttrDigest] = d.Digest([]byte(t))
+	}
+	if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeUserPromptSubmit, TS: h.cfg.Clock.Now(),
+		Agent: Agent, Attrs: attrs}); err != nil {
+		h.log.Warn("task start event", "session", session, "task", task, "err", err)
+	}
+	h.changed(session)
+}
+
+// taskEnded is the executor's end of a task: the turn stops.
+func (h *Host) taskEnded(session string, r exec.TaskResult) {
+	attrs := map[string]any{}
+	if r.Status != runtime.StatusSucceeded {
+		attrs[presence.AttrReason] = text.Clip(string(r.Status), 40)
+	}
+	if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeTurnStop, TS: h.cfg.Clock.Now(),
+		Agent: Agent, Attrs: attrs}); err != nil {
+		h.log.Warn("task end event", "session", session, "task", r.Task, "err", err)
+	}
+	h.changed(session)
+}
+
+// remember keeps a task's text for views.
+func (h *Host) remember(task, t string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.texts[task]; !ok {
+		h.order = append(h.order, task)
+	}
+	h.texts[task] = text.Clip(text.OneLine(t), briefTextLen)
+	for len(h.order) > keepTasks {
+		old := h.order[0]
+		h.order = h.order[1:]
+		delete(h.texts, old)
+		delete(h.outputs, old)
+	}
+}
+
+// output keeps a task's last messages for `harn task show`.
+func (h *Host) output(task, msg string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := append(h.outputs[task], text.Clip(msg, outputChars))
+	if len(out) > keepOutputs {
+		out = out[len(out)-keepOutputs:]
+	}
+	h.outputs[task] = out
+}
+
+// changed tells the node that a session's task view may have changed.
+func (h *Host) changed(session string) {
+	if h.cfg.OnChange == nil {
+		return
+	}
+	b, ok := h.Brief(session)
+	hb := briefHash{}
+	if ok {
+		hb = b.hash()
+	}
+	h.mu.Lock()
+	same := h.briefs[session] == hb
+	h.briefs[session] = hb
+	h.mu.Unlock()
+	if !same {
+		h.cfg.OnChange(session)
+	}
+}
+
+// watch catches the task view changes no call reports (a barrier that
+// closes on its grace timer, a queued task that starts) and tells the
+// node.
+func (h *Host) watch() {
+	defer h.wg.Done()
+	t := h.cfg.Clock.NewTicker(changePoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.ctx.Done():
+			return
+		case <-t.C():
+			h.mu.Lock()
+			ids := make([]string, 0, len(h.sessions))
+			for id := range h.sessions {
+				ids = append(ids, id)
+			}
+			h.mu.Unlock()
+			for _, id := range ids {
+				h.changed(id)
+			}
+		}
+	}
+}

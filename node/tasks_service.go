@@ -1,0 +1,416 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/presence"
+)
+
+// Bounds of the task paths.
+const (
+	// taskRouteTimeout bounds one routed task action.
+	taskRouteTimeout = 10 * time.Second
+	// maxApproveWait bounds how long a hook may wait for a remote decision.
+	maxApproveWait = 10 * time.Minute
+	// maxDecideWait bounds a pre-call check that waits for a confirmation.
+	maxDecideWait = time.Minute
+)
+
+// openTasks builds the task runtime host on the node's ledger and key.
+func (n *Node) openTasks() error {
+	// HARN_TASK_GRACE sets the barrier's grace period (and the time from
+	// SIGINT to SIGKILL); default 10 s.
+	grace, _ := time.ParseDuration(os.Getenv("HARN_TASK_GRACE"))
+	h, err := tasks.New(tasks.Config{Node: n.cfg.Name, KV: n.ledger, Key: n.key, Grace: grace,
+		Sink:     sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
+		Sessions: sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
+		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
+		OnChange: n.taskChanged})
+	if err != nil {
+		return err
+	}
+	n.tasks = h
+	return nil
+}
+
+type sinkFunc func([]presence.Event) error
+
+func (f sinkFunc) Ingest(evs []presence.Event) error { return f(evs) }
+
+type sessionsFunc func(string) (presence.State, error)
+
+func (f sessionsFunc) Resolve(h string) (presence.State, error) { return f(h) }
+
+// Tasks is the node's task runtime host (tests, benchmarks).
+func (n *Node) Tasks() *tasks.Host { return n.tasks }
+
+func (n *Node) tasksHost() *tasks.Host { return n.tasks }
+
+// observeTasks lets the task host see stored events (an external agent's
+// turn ending ends its harn task).
+func (n *Node) observeTasks(evs []presence.Event) {
+	if n.tasks != nil {
+		n.tasks.Observe(evs)
+	}
+}
+
+// harnTask is the roster's view of a session's harn task, nil without one.
+func (n *Node) harnTask(session string) *gossip.HarnTask {
+	if n.tasks == nil {
+		return nil
+	}
+	b, ok := n.tasks.Brief(session)
+	if !ok {
+		return nil
+	}
+	t := gossip.HarnTask{ID: b.ID, State: b.State, Status: b.Status, Text: b.Text, QueueDepth: b.QueueDepth,
+		PendingCalls: b.PendingCalls}.Bounded()
+	return &t
+}
+
+// decorateEntry adds the harn task to a gossiped entry.
+func (n *Node) decorateEntry(e *gossip.Entry) {
+	if t := n.harnTask(e.SessionID); t != nil {
+		e.HarnTask = t
+		e.Hash = gossip.WithTask(e.Hash, t)
+	}
+}
+
+// taskChanged clears a session's cached roster view and gossips its entry
+// again: a task's state changed without a presence event.
+func (n *Node) taskChanged(session string) {
+	n.mu.Lock()
+	ent := n.sessions[session]
+	var st presence.State
+	var hash string
+	if ent != nil {
+		ent.view = nil
+		st, hash = ent.state, ent.hash
+	}
+	n.mu.Unlock()
+	if ent != nil && n.cl != nil && !st.Ended && st.Events > 0 {
+		n.cl.pub.Publish(&st, hash)
+	}
+}
+
+// taskStatus maps a task action's error to a gRPC status: InvalidArgument
+// (bad input), NotFound (no such session or task), FailedPrecondition (a
+// runtime rule refused it), PermissionDenied (remote control refused).
+func taskStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
+	switch {
+	case errors.Is(err, ErrUnknownSession):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, ErrAmbiguous):
+		return status.Error(codes.Aborted, err.Error())
+	case errors.Is(err, trust.ErrRemoteControl), errors.Is(err, ErrRemoteRefused):
+		return status.Error(codes.PermissionDenied, err.Error())
+	case errors.Is(err, tasks.ErrNoRequest):
+		return status.Error(codes.NotFound, err.Error())
+	case errors.Is(err, tasks.ErrAnswered), errors.Is(err, tasks.ErrExpired):
+		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, tasks.ErrTooMany):
+		return status.Error(codes.ResourceExhausted, err.Error())
+	}
+	switch tasks.KindOf(err) {
+	case tasks.KindBadInput:
+		return status.Error(codes.InvalidArgument, err.Error())
+	case tasks.KindNotFound:
+		return status.Error(codes.NotFound, err.Error())
+	case tasks.KindRefused:
+		return status.Error(codes.FailedPrecondition, err.Error())
+	}
+	return status.Error(codes.Internal, err.Error())
+}
+
+// ErrRemoteRefused refuses a remote action that did not arrive over the
+// mutually authenticated mesh channel.
+var ErrRemoteRefused = errors.New("node: remote control refused")
+
+// authorizeRemote admits a remote task action or approval: only a caller
+// with a verified mesh client certificate, and only when this node's
+// remote-control policy allows it. Every refusal is logged here, at the
+// target.
+func (c *cluster) authorizeRemote(ctx context.Context, what string) (trust.Identity, error) {
+	id, err := trust.PeerFromContext(ctx)
+	if err != nil {
+		c.log.Warn("remote control refused", "action", what, "err", err)
+		return id, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w); remote task actions need mTLS between the nodes",
+			ErrRemoteRefused, c.name, err)
+	}
+	rc, _ := trust.ParseRemoteControl(trust.DefaultRemoteControl)
+	if err := rc.Allow(id); err != nil {
+		c.log.Warn("remote control refused", "action", what, "caller", id.Name, "err", err)
+		return id, fmt.Errorf("%w by node %s: %w", ErrRemoteRefused, c.name, err)
+	}
+	return id, nil
+}
+
+// taskNode is what the cluster service needs of the local half for tasks.
+type taskNode interface{ tasksHost() *tasks.Host }
+
+func (c *cluster) host() *tasks.Host {
+	if t, ok := c.local.(taskNode); ok {
+		return t.tasksHost()
+	}
+	return nil
+}
+
+// ---- the local service ----
+
+func (s *localService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
+	var a tasks.Action
+	if err := json.Unmarshal(req.ActionJson, &a); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
+	}
+	if a.By == "" {
+		a.By = "operator@" + s.n.cfg.Name
+	}
+	res, err := s.n.routeTask(ctx, req.Node, a)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	return res, nil
+}
+
+// routeTask runs a on this node, or routes it to the node that owns its
+// session or task.
+func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*api.TaskResponse, error) {
+	if target != "" && target != n.cfg.Name {
+		return n.remoteTask(ctx, target, a)
+	}
+	local := target == n.cfg.Name || n.cl == nil || (a.Op == tasks.OpStart && a.Command != "")
+	if !local && tasks.IsSessionOp(a.Op) {
+		if n.tasks.Hosts(a.Session) {
+			local = true
+		} else if _, err := n.resolveLocal(a.Session); err == nil || !errors.Is(err, ErrUnknownSession) {
+			local = true
+		} else if rec, rerr := n.cl.resolveRecord(a.Session); rerr == nil && rec.Node != n.cfg.Name {
+			return n.remoteTask(ctx, rec.Node, a)
+		} else {
+			local = true
+		}
+	}
+	res, err := n.doTask(a)
+	if err == nil || local || tasks.KindOf(err) != tasks.KindNotFound {
+		return res, err
+	}
+	// A task id this node does not know: ask the reachable peers.
+	for name, m := range n.reachability() {
+		if name == n.cfg.Name || !reachable(m, true) {
+			continue
+		}
+		out, rerr := n.remoteTask(ctx, name, a)
+		if status.Code(rerr) == codes.NotFound {
+			continue
+		}
+		return out, rerr
+	}
+	return nil, err
+}
+
+func (n *Node) doTask(a tasks.Action) (*api.TaskResponse, error) {
+	res, err := n.tasks.Do(a)
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	return &api.TaskResponse{ResultJson: b, Node: n.cfg.Name}, nil
+}
+
+// remoteTask sends a to node over the cluster gRPC; the answer's status
+// (and so the caller's exit code) is the target's.
+func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*api.TaskResponse, error) {
+	if n.cl == nil {
+		return nil, status.Error(codes.Unimplemented, fmt.Sprintf("task: --node %s needs the mesh on; this node runs alone", node))
+	}
+	cl, err := n.cl.clusterClientOf(node)
+	if err != nil {
+		return nil, status.Error(codes.NotFound, err.Error())
+	}
+	a.By = ""
+	b, _ := json.Marshal(a)
+	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+	defer cancel()
+	res, err := cl.Task(rctx, &api.TaskRequest{ActionJson: b, Node: node})
+	if err != nil {
+		if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
+			return nil, status.Error(codes.Unavailable, fmt.Sprintf("task: node %s did not answer: %s", node, st.Message()))
+		}
+		return nil, err
+	}
+	return res, nil
+}
+
+func (s *localService) Decide(ctx context.Context, req *api.DecideRequest) (*api.DecideResponse, error) {
+	var q tasks.Query
+	if err := json.Unmarshal(req.QueryJson, &q); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "decide: malformed query: "+err.Error())
+	}
+	q.Wait = min(max(q.Wait, 0), maxDecideWait)
+	v := s.n.tasks.Decide(ctx, q)
+	return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason, Task: v.Task, Call: v.Call}, nil
+}
+
+func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*api.ApprovalResponse, error) {
+	wait := min(time.Duration(max(req.WaitMs, 0))*time.Millisecond, maxApproveWait)
+	r := tasks.Request{Session: req.Session, Agent: req.Agent, Tool: req.Tool, Summary: tasks.Summarize(req.Tool, req.Input)}
+	r, ans, ok, err := s.n.tasks.Approvals().Await(ctx, r, wait)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	if !ok {
+		return &api.ApprovalResponse{Decision: "none", Request: r.ID}, nil
+	}
+	d := "deny"
+	if ans.Allow {
+		d = "allow"
+	}
+	return &api.ApprovalResponse{Decision: d, Reason: ans.Reason, Request: r.ID, By: ans.By}, nil
+}
+
+func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
+	out := &api.PendingResponse{}
+	for _, r := range s.n.tasks.Approvals().List() {
+		b, _ := json.Marshal(r)
+		out.RequestsJson = append(out.RequestsJson, b)
+	}
+	if req.LocalOnly || s.n.cl == nil {
+		return out, nil
+	}
+	for name, m := range s.n.reachability() {
+		if name == s.n.cfg.Name || !reachable(m, true) {
+			continue
+		}
+		cl, err := s.n.cl.clusterClientOf(name)
+		if err != nil {
+			out.Unreachable = append(out.Unreachable, name)
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, s.n.cfg.Cluster.OwnerReadTimeout)
+		res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
+		cancel()
+		if err != nil {
+			out.Unreachable = append(out.Unreachable, name)
+			continue
+		}
+		out.RequestsJson = append(out.RequestsJson, res.RequestsJson...)
+	}
+	return out, nil
+}
+
+func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
+	by := req.By
+	if by == "" {
+		by = "operator@" + s.n.cfg.Name
+	}
+	r, err := s.n.tasks.Approvals().Answer(req.Request, req.Allow, by, req.Reason)
+	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.n.cl == nil {
+		if err != nil {
+			return nil, taskStatus(err)
+		}
+		b, _ := json.Marshal(r)
+		return &api.AnswerResponse{RequestJson: b}, nil
+	}
+	for name, m := range s.n.reachability() {
+		if name == s.n.cfg.Name || !reachable(m, true) {
+			continue
+		}
+		cl, cerr := s.n.cl.clusterClientOf(name)
+		if cerr != nil {
+			continue
+		}
+		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+		res, rerr := cl.Answer(rctx, &api.AnswerRequest{Request: req.Request, Allow: req.Allow, Reason: req.Reason, LocalOnly: true})
+		cancel()
+		if status.Code(rerr) == codes.NotFound {
+			continue
+		}
+		return res, rerr
+	}
+	return nil, taskStatus(err)
+}
+
+// ---- the cluster service ----
+
+func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
+	var a tasks.Action
+	if err := json.Unmarshal(req.ActionJson, &a); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
+	}
+	h := s.c.host()
+	if h == nil {
+		return nil, status.Error(codes.Unavailable, "task: this node hosts no task runtimes")
+	}
+	// A task this node does not have is not found here, whoever asks, so
+	// that a caller's search goes on to the next node.
+	if !tasks.IsSessionOp(a.Op) {
+		if _, ok := h.SessionOfTask(a.Task); !ok {
+			return nil, status.Error(codes.NotFound, fmt.Sprintf("task: no task %q on node %s", a.Task, s.c.name))
+		}
+	}
+	id, err := s.c.authorizeRemote(ctx, "task "+a.Op)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	a.By = "operator@" + id.Name
+	res, err := h.Do(a)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	b, _ := json.Marshal(res)
+	return &api.TaskResponse{ResultJson: b, Node: s.c.name}, nil
+}
+
+func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
+	out := &api.PendingResponse{}
+	if h := s.c.host(); h != nil {
+		for _, r := range h.Approvals().List() {
+			b, _ := json.Marshal(r)
+			out.RequestsJson = append(out.RequestsJson, b)
+		}
+	}
+	return out, nil
+}
+
+func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
+	h := s.c.host()
+	if h == nil {
+		return nil, status.Error(codes.NotFound, tasks.ErrNoRequest.Error())
+	}
+	// An unknown request is not a remote action yet: say so without
+	// asking for credentials, so that a fan-out can go on.
+	if !h.Approvals().Has(req.Request) {
+		return nil, status.Error(codes.NotFound, fmt.Sprintf("%s %q", tasks.ErrNoRequest, req.Request))
+	}
+	id, err := s.c.authorizeRemote(ctx, "answer")
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	r, err := h.Approvals().Answer(req.Request, req.Allow, "operator@"+id.Name, req.Reason)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	b, _ := json.Marshal(r)
+	return &api.AnswerResponse{RequestJson: b}, nil
+}
