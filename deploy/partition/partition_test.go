@@ -41,6 +41,7 @@ const labelKey = "dev.harn.partition-test"
 const (
 	exitOK       = 0
 	exitNoLeader = 8
+	exitPending  = 11
 )
 
 var (
@@ -543,7 +544,9 @@ type lifecycleOut struct {
 func (c *cluster) block(n *node, session, reason string, timeout time.Duration) (result, lifecycleOut, error) {
 	r := c.harn(n, timeout, nil, "agents", "lifecycle", "blocked", "--reason", reason, "--session", session, "--json")
 	var out lifecycleOut
-	if r.code != exitOK {
+	// exitPending: recorded in the node's ledger, the registry write still
+	// pending after the call's --timeout (a minority's change).
+	if r.code != exitOK && r.code != exitPending {
 		return r, out, fmt.Errorf("lifecycle blocked on %s: %s", n.name, r)
 	}
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
@@ -715,6 +718,9 @@ func TestPartitionMajorityMinority(t *testing.T) {
 		r.ret.Sub(r.call).Round(time.Millisecond), out.Recorded, out.Note, clip(r.stderr, 200))
 	if !out.Recorded || out.Session.TaskState != "blocked" || out.Session.BlockerReason != minReason {
 		t.Fatalf("(b) the minority did not record its lifecycle change locally: %s", r)
+	}
+	if r.code != exitPending {
+		t.Errorf("(b) the minority's pending lifecycle change exited %d, want %d (its registry write cannot have committed without a quorum): %s", r.code, exitPending, r)
 	}
 	if !strings.Contains(out.Note, "pending") {
 		t.Errorf("(b) the minority's lifecycle change has no pending note (its registry write cannot have committed without a quorum): %s", r)
