@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
@@ -61,14 +62,20 @@ type client struct {
 	api  api.LocalClient
 }
 
+// dial connects to the node on p.Socket. It refuses a socket that is not
+// this user's (a symlink, another owner) before connecting, and a peer that
+// runs as another user before sending anything: another local user who
+// made the socket path first must not receive hook events.
 func dial(p place) (*client, error) {
+	if err := node.CheckSocket(p.Socket); err != nil {
+		return nil, withCode(ExitPermission, err)
+	}
 	conn, err := grpc.NewClient("unix://"+p.Socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		// A roster of many thousands of sessions is one large reply.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", p.Socket)
+			return dialSocket(ctx, p.Socket)
 		}))
 	if err != nil {
 		return nil, err
@@ -76,17 +83,50 @@ func dial(p place) (*client, error) {
 	return &client{conn: conn, api: api.NewLocalClient(conn)}, nil
 }
 
+// dialSocket connects to the socket after checking its owner, and checks
+// the peer's user before returning the connection.
+func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
+	if err := node.CheckSocket(sock); err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, node.DialPermission(sock, err)
+	}
+	if err := node.CheckPeer(sock, c); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
 func (c *client) Close() { c.conn.Close() }
 
-// socketDead reports whether nothing listens on the socket (absent, or a
-// stale file), as opposed to a node that is busy.
-func socketDead(sock string) bool {
-	conn, err := net.DialTimeout("unix", sock, 200*time.Millisecond)
+// probeSocket tells how the socket is: dead (absent, or a stale file
+// nothing listens on), answering, or a permission problem (err, with
+// ExitPermission): not this user's socket, or one that refuses this user.
+// It sends nothing.
+func probeSocket(sock string) (dead bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	conn, err := dialSocket(ctx, sock)
 	if err != nil {
-		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT)
+		if errors.Is(err, node.ErrSocketPermission) {
+			return false, withCode(ExitPermission, err)
+		}
+		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT), nil
 	}
 	conn.Close()
-	return false
+	return false, nil
+}
+
+// socketDead reports whether nothing listens on the socket (absent, or a
+// stale file), as opposed to a node that is busy. A socket with a
+// permission problem is not dead: no node is started over it.
+func socketDead(sock string) bool {
+	dead, _ := probeSocket(sock)
+	return dead
 }
 
 // startNode starts `harn node` in the background, detached, logging to
@@ -117,12 +157,21 @@ func startNode(p place) error {
 // connect dials the node, starting one in the background when none is
 // running and waiting up to wait for it to answer.
 func connect(ctx context.Context, p place, wait time.Duration) (*client, error) {
-	if socketDead(p.Socket) {
+	dead, err := probeSocket(p.Socket)
+	if err != nil {
+		return nil, err
+	}
+	if dead {
 		if err := startNode(p); err != nil {
 			return nil, withCode(ExitUnavailable, fmt.Errorf("%w on %s and starting one failed: %v", ErrNoNode, p.Socket, err))
 		}
 		deadline := time.Now().Add(wait)
-		for socketDead(p.Socket) {
+		for {
+			if dead, err = probeSocket(p.Socket); err != nil {
+				return nil, err
+			} else if !dead {
+				break
+			}
 			if time.Now().After(deadline) {
 				return nil, withCode(ExitUnavailable, fmt.Errorf("%w on %s; started one, but it is not answering yet (see %s)",
 					ErrNoNode, p.Socket, filepath.Join(p.DataDir, "node.log")))
@@ -161,7 +210,16 @@ func rpcErr(err error, p place) error {
 	case codes.Unimplemented:
 		return withCode(ExitUsage, errors.New(msg))
 	case codes.Unavailable, codes.DeadlineExceeded:
+		// A socket that refuses this user is a permission problem, not
+		// a missing node.
+		if _, perr := probeSocket(p.Socket); perr != nil {
+			return perr
+		}
 		return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `harn node`", ErrNoNode, p.Socket))
 	}
 	return withCode(ExitError, errors.New(msg))
 }
+
+// setPrivateUmask makes every file the process creates private to its
+// user (`harn node`: Pebble's and raft's files).
+func setPrivateUmask() { unix.Umask(0o077) }

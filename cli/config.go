@@ -4,12 +4,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // ErrConfigFile wraps a config file that cannot be read or parsed.
@@ -49,6 +55,10 @@ func applySettings(c *cobra.Command) error {
 	c.Flags().VisitAll(visit)
 	c.InheritedFlags().VisitAll(visit)
 	if cerr != nil {
+		var ie *trust.InsecureFileError
+		if errors.As(cerr, &ie) {
+			return withCode(ExitPermission, cerr)
+		}
 		return usageErr(cerr)
 	}
 	return ferr
@@ -111,7 +121,115 @@ func loadConfigFile(c *cobra.Command) (configFile, error) {
 	if err != nil {
 		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
 	}
+	// A config that holds a secret is refused whole when others may read
+	// it, as ssh refuses a private key.
+	if secrets := secretKeys(vals); len(secrets) > 0 {
+		if err := trust.CheckSecretFile(path); err != nil {
+			return configFile{}, &secretFileError{what: "config " + path + " holds " + strings.Join(secrets, ", "), err: err}
+		}
+	}
 	return configFile{path: path, vals: vals}, nil
+}
+
+// secretKeys lists, sorted, the keys of a config whose values are secrets.
+func secretKeys(vals map[string]string) []string {
+	var out []string
+	for k := range vals {
+		if isSecretKey(k) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// secretFileError is a secret file refused: what it holds, and why (a
+// *trust.InsecureFileError, or the error reading it).
+type secretFileError struct {
+	what string
+	err  error
+}
+
+func (e *secretFileError) Error() string {
+	var ie *trust.InsecureFileError
+	if errors.As(e.err, &ie) {
+		msg := fmt.Sprintf("%s and is %s (mode %04o)", e.what, ie.Why, ie.Mode.Perm())
+		if ie.Fix != "" {
+			msg += "; run " + ie.Fix
+		}
+		return msg
+	}
+	return e.what + ": " + e.err.Error()
+}
+
+func (e *secretFileError) Unwrap() error { return e.err }
+
+// maxSecretFile bounds a secret file (a key, a token).
+const maxSecretFile = 64 << 10
+
+// readSecretFile reads a secret (a gossip key, a join token) from a file so
+// that it stays out of the process list. The file must be a regular file of
+// this user that group and others cannot read or write, as ssh requires of
+// a private key; its content, trimmed of surrounding white space, must not
+// be empty. Every error carries ExitPermission and is one line naming the
+// fix.
+func readSecretFile(path string) (string, error) {
+	fail := func(err error) (string, error) {
+		return "", withCode(ExitPermission, &secretFileError{what: "secret file " + text.OneLine(path), err: err})
+	}
+	if err := trust.CheckSecretFile(path); err != nil {
+		var ie *trust.InsecureFileError
+		if errors.As(err, &ie) {
+			return fail(err)
+		}
+		return fail(errors.Unwrap(err)) // the stat error, without trust's prefix
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return fail(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return fail(err)
+	}
+	if len(b) > maxSecretFile {
+		return fail(fmt.Errorf("%w: it is over %d bytes; a secret file holds one key or token", ErrSecretFile, maxSecretFile))
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return fail(fmt.Errorf("%w: it is empty; write the secret into it", ErrSecretFile))
+	}
+	return s, nil
+}
+
+// ErrSecretFile wraps a secret file whose content is unusable.
+var ErrSecretFile = errors.New("cli: bad secret file")
+
+// addSecretFileFlags adds the flags that read secrets from files.
+func addSecretFileFlags(c *cobra.Command) {
+	c.Flags().String("gossip-key-file", "", "file holding the gossip key (mode 0600; keeps the key out of ps)")
+}
+
+// gossipKeyFromFile reads --gossip-key-file into cc.
+func gossipKeyFromFile(c *cobra.Command, cc *node.ClusterConfig) error {
+	path, _ := c.Flags().GetString("gossip-key-file")
+	if path == "" {
+		return nil
+	}
+	if k, _ := c.Flags().GetString("gossip-key"); k != "" {
+		return usageErr(errors.New("--gossip-key and --gossip-key-file are both set; keep one (the file keeps the key out of ps)"))
+	}
+	s, err := readSecretFile(path)
+	if err != nil {
+		return err
+	}
+	key, err := node.DecodeGossipKey(s)
+	if err != nil {
+		return usageErr(fmt.Errorf("--gossip-key-file %s: %v; make one with `harn keygen`", text.OneLine(path), err))
+	}
+	cc.GossipKey = key
+	return nil
 }
 
 func parseConfig(b []byte) (map[string]string, error) {

@@ -91,6 +91,7 @@ are findings. The mesh flags (ports, bind, join, key) are read like
 	c.RunE = func(cmd *cobra.Command, args []string) error { return runDoctor(cmd, settingsErr) }
 	c.Flags().String("config", "", "config file the node reads (default: HARN_CONFIG or $XDG_CONFIG_HOME/harn/config.json)")
 	addMeshFlags(c)
+	addSecretFileFlags(c)
 	addJSONFlag(c)
 	return c
 }

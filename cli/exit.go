@@ -3,6 +3,8 @@ package cli
 import (
 	"errors"
 	"strings"
+
+	"github.com/harn-dev/harn/util/text"
 )
 
 // Exit codes. Each kind of failure has its own, so scripts can tell them
@@ -67,10 +69,17 @@ func ExitCode(err error) int {
 	return ExitError
 }
 
+// oneLine is the first line of s, safe for a terminal (no control
+// characters: an error can quote agent or network text).
 func oneLine(s string) string {
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
 	}
-	return s
+	return text.OneLine(s)
 }
+
+// ExitPermission: a secret file (config, key, token) that others may read,
+// one that cannot be read, or a local permission problem (a socket owned by
+// another user, or one that answers EACCES).
+const ExitPermission = 13

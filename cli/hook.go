@@ -7,6 +7,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -86,13 +87,18 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: agent}
 	// Connect now, so that the connection's handshake overlaps reading
 	// and decoding the payload.
-	if cl, err := dial(p); err == nil {
+	cl, dialErr := dial(p)
+	if dialErr == nil {
 		cl.conn.Connect()
 		h.cl = cl
 		defer cl.Close()
 	}
 	if timeout <= 0 {
 		h.timeout = 1500 * time.Millisecond
+	}
+	if errors.Is(dialErr, node.ErrSocketPermission) {
+		// Someone else's socket: the events go to the spool, never to it.
+		h.diagnose(oneLine(dialErr.Error())+"; the events were spooled", nil)
 	}
 	if settingsErr != nil {
 		h.diagnose("settings: "+oneLine(settingsErr.Error())+"; the hook went on with the rest", nil)

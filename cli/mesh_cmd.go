@@ -10,6 +10,7 @@ import (
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/util/text"
 )
 
 func init() { commandSet = append(commandSet, newMeshCmd, newKeygenCmd) }
@@ -108,7 +109,7 @@ func newMeshCmd() *cobra.Command {
 				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tADDR\tSTATUS\tROLE\tSINCE")
 				for _, m := range ms {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", m.Name, m.Addr, m.Status, m.Role, orDash(m.Since))
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", text.OneLine(m.Name), text.OneLine(m.Addr), text.OneLine(m.Status), text.OneLine(m.Role), text.OneLine(orDash(m.Since)))
 				}
 				return tw.Flush()
 			})
@@ -132,13 +133,13 @@ func newMeshCmd() *cobra.Command {
 				if asJSON(c) {
 					return writeJSON(c, v)
 				}
-				fmt.Fprintf(c.OutOrStdout(), "leader %s, term %d, commit index %d (%s here)\n", orDash(v.Leader), v.Term, v.CommitIndex, v.State)
+				fmt.Fprintf(c.OutOrStdout(), "leader %s, term %d, commit index %d (%s here)\n", text.OneLine(orDash(v.Leader)), v.Term, v.CommitIndex, text.OneLine(v.State))
 				for _, s := range v.Servers {
 					role := "non-voter"
 					if s.Voter {
 						role = "voter"
 					}
-					fmt.Fprintf(c.OutOrStdout(), "  %s %s %s\n", s.ID, s.Addr, role)
+					fmt.Fprintf(c.OutOrStdout(), "  %s %s %s\n", text.OneLine(s.ID), text.OneLine(s.Addr), role)
 				}
 				return nil
 			})

@@ -17,6 +17,7 @@ import (
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/util/text"
 )
 
 func init() { commandSet = append(commandSet, newNodeCmd) }
@@ -33,6 +34,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
 	addMeshFlags(c)
+	addSecretFileFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
 	return c
 }
@@ -48,6 +50,12 @@ func runNode(c *cobra.Command, _ []string) error {
 	if err := meshConfig(c, &cfg.Cluster); err != nil {
 		return err
 	}
+	if err := gossipKeyFromFile(c, &cfg.Cluster); err != nil {
+		return err
+	}
+	// Everything the node writes (Pebble's WAL and tables, raft's logs)
+	// is private, whatever the umask it was started with.
+	setPrivateUmask()
 	lvl, _ := c.Flags().GetString("log-level")
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(lvl)); err != nil {
@@ -171,7 +179,7 @@ func newNodeErrorsCmd() *cobra.Command {
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tERROR")
 			for _, d := range ds {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", d.Seq, d.TS, d.Source, oneLine(d.Error))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", d.Seq, text.OneLine(d.TS), text.OneLine(d.Source), text.OneLine(d.Error))
 			}
 			return tw.Flush()
 		},
@@ -188,7 +196,9 @@ func newNodeStatusCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p := placeOf(c)
-			if socketDead(p.Socket) {
+			if dead, err := probeSocket(p.Socket); err != nil {
+				return err
+			} else if dead {
 				return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `harn node`", ErrNoNode, p.Socket))
 			}
 			cl, err := dial(p)
@@ -209,7 +219,7 @@ func newNodeStatusCmd() *cobra.Command {
 				return writeJSON(c, out)
 			}
 			fmt.Fprintf(c.OutOrStdout(), "node %s (pid %d, %s) on %s: %d live of %d sessions\n",
-				st.Node, st.Pid, st.Version, p.Socket, st.LiveSessions, st.Sessions)
+				text.OneLine(st.Node), st.Pid, text.OneLine(st.Version), text.OneLine(p.Socket), st.LiveSessions, st.Sessions)
 			return nil
 		},
 	}

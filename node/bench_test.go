@@ -339,7 +339,7 @@ func bareScan(dir string) (int, error) {
 // TestRestartRewritesOnlyStaleHeartbeats guards the restart shortcut that
 // BenchmarkRestart10k measures: a heartbeat file that already holds exactly
 // what the node would write is left alone, and any other (changed content,
-// another mode, a symlink) is rewritten as a regular 0644 file.
+// another mode, a symlink) is rewritten as a regular 0600 file.
 func TestRestartRewritesOnlyStaleHeartbeats(t *testing.T) {
 	dir, err := os.MkdirTemp("", "hb")
 	if err != nil {
@@ -409,8 +409,8 @@ func TestRestartRewritesOnlyStaleHeartbeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
-			t.Errorf("%s: heartbeat mode %v, want a regular 0644 file", s, fi.Mode())
+		if !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: heartbeat mode %v, want a regular 0600 file", s, fi.Mode())
 		}
 		if b, _ := os.ReadFile(p); !bytes.Equal(b, want[s]) {
 			t.Errorf("%s: heartbeat after restart\n%s\nwant\n%s", s, b, want[s])

@@ -85,7 +85,8 @@ const maxSocketPath = 100
 // DefaultSocket is the socket for a data dir: in $XDG_RUNTIME_DIR when set
 // (named by a hash of the data dir, so that several nodes never share one),
 // else harn.sock inside the data dir; a path too long for a unix socket
-// moves to the temp dir.
+// moves to the temp dir, inside this user's private directory there
+// (PrivateSocketDir, mode 0700), never loose in the shared temp dir.
 func DefaultSocket(dataDir string) string {
 	abs, err := filepath.Abs(dataDir)
 	if err != nil {
@@ -103,7 +104,7 @@ func DefaultSocket(dataDir string) string {
 	if len(p) <= maxSocketPath {
 		return p
 	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("harn-%d-%s.sock", os.Getuid(), tag))
+	return filepath.Join(PrivateSocketDir(), tag+".sock")
 }
 
 // Errors of configuration and startup.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/harn-dev/harn/node/clockguard"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
@@ -33,6 +34,7 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 			return ledger.AppendResult{}, fmt.Errorf("event %d: %w", i, err)
 		}
 	}
+	clamped := clockguard.Guard(evs, now) // untrusted time: see node/clockguard
 	named := n.nameNewSessions(evs)
 	res, err := n.ledger.Append(evs)
 	if err != nil {
@@ -41,6 +43,8 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 	}
 	n.apply(res.Stored)
 	n.observeTasks(res.Stored)
+
+	n.noteClamped(clamped, res.Stored)
 	return res, nil
 }
 

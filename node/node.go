@@ -22,7 +22,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -119,10 +118,11 @@ func (n *Node) Open() error {
 
 func (n *Node) open() error {
 	n.started = n.cfg.Clock.Now()
-	for _, d := range []string{n.cfg.DataDir, ActiveDir(n.cfg.DataDir), SpoolDir(n.cfg.DataDir)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
+	// The data dir and all in it are private (0700/0600), even when it
+	// exists as 0755: it holds the ledger's WAL, raft's log, the spool and
+	// the heartbeats. See privateDataDir.
+	if err := privateDataDir(n.cfg.DataDir); err != nil {
+		return err
 	}
 	lf, err := os.OpenFile(n.cfg.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -161,6 +161,10 @@ func (n *Node) open() error {
 		}
 		n.cl.pub.SetDecorate(n.decorateEntry)
 	}
+	// Tighten again what Pebble and raft created under a loose umask.
+	if err := privateDataDir(n.cfg.DataDir); err != nil {
+		return err
+	}
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
 		"sessions", len(n.sessions))
@@ -168,8 +172,8 @@ func (n *Node) open() error {
 }
 
 func (n *Node) listen() error {
-	if err := os.MkdirAll(filepath.Dir(n.cfg.Socket), 0o700); err != nil {
-		return fmt.Errorf("socket dir: %w", err)
+	if err := ensureSocketDir(n.cfg.Socket); err != nil {
+		return err
 	}
 	// A socket that answers belongs to another node (on another data
 	// dir); one that does not is stale and is replaced.

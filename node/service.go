@@ -55,7 +55,8 @@ func statusErr(err error) error {
 func EventFromAPI(e *api.Event) (presence.Event, error) {
 	ev := presence.Event{ID: e.Id, SessionID: e.SessionId, ParentSessionID: e.ParentSessionId,
 		Type: e.Type, Agent: e.Agent, Node: e.Node, Seq: e.Seq}
-	if e.TsUnixNano != 0 {
+	// 0 is the Unix epoch, a valid time, when the sender says it set it.
+	if e.TsUnixNano != 0 || e.TsSet {
 		ev.TS = time.Unix(0, e.TsUnixNano).UTC()
 	}
 	if len(e.AttrsJson) > 0 {
@@ -73,7 +74,7 @@ func EventToAPI(e *presence.Event) *api.Event {
 	out := &api.Event{Id: e.ID, SessionId: e.SessionID, ParentSessionId: e.ParentSessionID,
 		Type: e.Type, Agent: e.Agent, Node: e.Node, Seq: e.Seq}
 	if !e.TS.IsZero() {
-		out.TsUnixNano = e.TS.UnixNano()
+		out.TsUnixNano, out.TsSet = e.TS.UnixNano(), true
 	}
 	if len(e.Attrs) > 0 {
 		out.AttrsJson, _ = json.Marshal(e.Attrs)

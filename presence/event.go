@@ -281,12 +281,14 @@ func (e *Event) Validate() error {
 	switch {
 	case e.SessionID == "":
 		return fieldErr("session_id", "is required; set it to the agent's session id")
-	case len(e.SessionID) > MaxIDLen || !utf8.ValidString(e.SessionID) || strings.ContainsAny(e.SessionID, "\x00/\n"):
+	case !utf8.ValidString(e.SessionID):
+		return fieldErr("session_id", "is not valid UTF-8; send the agent's session id as text")
+	case len(e.SessionID) > MaxIDLen || strings.ContainsAny(e.SessionID, "\x00/\n"):
 		return fieldErr("session_id", "must be at most %d bytes of text without '/', NUL or newline", MaxIDLen)
 	case len(e.ID) > MaxIDLen || strings.ContainsRune(e.ID, 0):
 		return fieldErr("id", "must be at most %d bytes without NUL", MaxIDLen)
-	case len(e.ParentSessionID) > MaxIDLen:
-		return fieldErr("parent_session_id", "must be at most %d bytes", MaxIDLen)
+	case len(e.ParentSessionID) > MaxIDLen || !utf8.ValidString(e.ParentSessionID):
+		return fieldErr("parent_session_id", "must be at most %d bytes of valid UTF-8", MaxIDLen)
 	case e.Type == "":
 		return fieldErr("type", "is required; use a canonical type such as tool.pre_use")
 	case len(e.Type) > MaxTypeLen:

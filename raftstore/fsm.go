@@ -43,7 +43,7 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type == raft.LogCommand {
 		cmd, err := DecodeCommand(l.Data)
 		if err == nil {
-			err = f.reg.Apply(l.Index, cmd)
+			err = f.reg.ApplyAt(l.Index, l.AppendedAt, cmd)
 		}
 		if err != nil {
 			f.log.Warn("registry entry refused", slog.Uint64(keyIndex, l.Index), slog.Any(keyErr, err))

@@ -77,10 +77,25 @@ type Registry struct {
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry { return &Registry{records: map[string]Record{}} }
 
-// Apply applies the command of log entry index. An invalid command changes
-// nothing and returns an error wrapping ErrInvalidCommand; the index is
-// recorded as applied either way.
-func (r *Registry) Apply(index uint64, c Command) error {
+// MaxAhead bounds how far a record's times may lie after the time the
+// leader appended its log entry. A later time (a record from the future,
+// from a wrong clock or a forged write) is replaced by the append time, as
+// the node replaces an event's (node/clockguard): one bad clock must not
+// pin a record's fields until that date.
+const MaxAhead = 5 * time.Minute
+
+// Apply applies the command of log entry index with no bound on its times
+// (an entry with no append time). See ApplyAt.
+func (r *Registry) Apply(index uint64, c Command) error { return r.ApplyAt(index, time.Time{}, c) }
+
+// ApplyAt applies the command of log entry index, appended by the leader at
+// appendedAt (raft.Log.AppendedAt: part of the entry, so every replica sees
+// the same one and stays deterministic). Every upsert time (ts, started_at)
+// more than MaxAhead after appendedAt, truncated to the second, is replaced
+// by that time; a zero appendedAt bounds nothing. An invalid command
+// changes nothing and returns an error wrapping ErrInvalidCommand; the
+// index is recorded as applied either way.
+func (r *Registry) ApplyAt(index uint64, appendedAt time.Time, c Command) error {
 	err := c.Validate()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -93,7 +108,7 @@ func (r *Registry) Apply(index uint64, c Command) error {
 	switch c.Op {
 	case OpUpsert, OpBatch:
 		for i := range c.Upserts {
-			r.upsert(index, &c.Upserts[i])
+			r.upsert(index, appendedAt, &c.Upserts[i])
 		}
 	case OpDelete:
 		for _, id := range c.SessionIDs {
@@ -129,7 +144,20 @@ func endKey(ended bool, reason string) string {
 	return join(strconv.FormatBool(ended), reason)
 }
 
-func (r *Registry) upsert(index uint64, u *Upsert) {
+// notAfter returns t, or at when t lies more than MaxAhead after at (at
+// truncated to the second; a zero at bounds nothing).
+func notAfter(t, at time.Time) time.Time {
+	if at.IsZero() {
+		return t
+	}
+	at = at.Truncate(time.Second).UTC()
+	if t.After(at.Add(MaxAhead)) {
+		return at
+	}
+	return t
+}
+
+func (r *Registry) upsert(index uint64, at time.Time, u *Upsert) {
 	rec, ok := r.records[u.SessionID]
 	if !ok {
 		rec = Record{
@@ -139,13 +167,13 @@ func (r *Registry) upsert(index uint64, u *Upsert) {
 		}
 	}
 	changed := !ok
-	ts := u.TS.UTC()
+	ts := notAfter(u.TS.UTC(), at)
 	if p := u.Identity; p != nil {
 		started := p.StartedAt
 		if started.IsZero() {
 			started = ts
 		}
-		started = started.UTC()
+		started = notAfter(started.UTC(), at)
 		key := identityKey(p.ParentSessionID, p.Node, p.Agent, p.Name, started)
 		have := identityKey(rec.ParentSessionID, rec.Node, rec.Agent, rec.Name, rec.StartedAt)
 		if newer(ts, rec.Clocks.Identity, key, have) {

@@ -34,8 +34,12 @@ type Event struct {
 	Node            string                 `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
 	Seq             uint64                 `protobuf:"varint,8,opt,name=seq,proto3" json:"seq,omitempty"`
 	AttrsJson       []byte                 `protobuf:"bytes,9,opt,name=attrs_json,json=attrsJson,proto3" json:"attrs_json,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// ts_set says that ts_unix_nano holds the time even when it is 0 (the
+	// Unix epoch, a valid time); a sender that leaves it false and 0 sent
+	// no time.
+	TsSet         bool `protobuf:"varint,10,opt,name=ts_set,json=tsSet,proto3" json:"ts_set,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Event) Reset() {
@@ -129,6 +133,13 @@ func (x *Event) GetAttrsJson() []byte {
 		return x.AttrsJson
 	}
 	return nil
+}
+
+func (x *Event) GetTsSet() bool {
+	if x != nil {
+		return x.TsSet
+	}
+	return false
 }
 
 type AppendRequest struct {
@@ -2067,7 +2078,7 @@ var File_harn_proto protoreflect.FileDescriptor
 const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"harn.proto\x12\aharn.v1\"\xf3\x01\n" +
+	"harn.proto\x12\aharn.v1\"\x8a\x02\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -2080,7 +2091,9 @@ const file_harn_proto_rawDesc = "" +
 	"\x04node\x18\a \x01(\tR\x04node\x12\x10\n" +
 	"\x03seq\x18\b \x01(\x04R\x03seq\x12\x1d\n" +
 	"\n" +
-	"attrs_json\x18\t \x01(\fR\tattrsJson\"X\n" +
+	"attrs_json\x18\t \x01(\fR\tattrsJson\x12\x15\n" +
+	"\x06ts_set\x18\n" +
+	" \x01(\bR\x05tsSet\"X\n" +
 	"\rAppendRequest\x12&\n" +
 	"\x06events\x18\x01 \x03(\v2\x0e.harn.v1.EventR\x06events\x12\x1f\n" +
 	"\vcontext_for\x18\x02 \x01(\tR\n" +

@@ -117,7 +117,7 @@ func (p *Projector) write(s presence.State) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
 		os.Remove(tmp.Name())
 		return err
 	}
@@ -163,7 +163,7 @@ func (p *Projector) Reset(live []presence.State) {
 }
 
 // current reports whether s's heartbeat file is a regular file (not a
-// symlink) with mode 0644 holding exactly what write would put there.
+// symlink) with mode 0600 holding exactly what write would put there.
 func (p *Projector) current(s presence.State) bool {
 	want, err := heartbeatBytes(s)
 	if err != nil {
@@ -175,7 +175,7 @@ func (p *Projector) current(s presence.State) bool {
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 || fi.Size() != int64(len(want)) {
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 || fi.Size() != int64(len(want)) {
 		return false
 	}
 	got := make([]byte, len(want)+1)

@@ -61,7 +61,7 @@ func TestResetRemovesHeartbeatsOfSessionsNotLive(t *testing.T) {
 		t.Fatal("a heartbeat of a session that is not live stayed")
 	}
 	fi, err := os.Stat(filepath.Join(dir, FileName("s1")))
-	if err != nil || fi.Mode().Perm() != 0o644 {
+	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("live heartbeat: %v %v", fi, err)
 	}
 	ended := live("s1")

@@ -1,0 +1,26 @@
+package node
+
+import (
+	"net"
+
+	"golang.org/x/sys/unix"
+)
+
+// peerUID reads the peer's uid with LOCAL_PEERCRED.
+func peerUID(c *net.UnixConn) (int, bool, error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0, false, err
+	}
+	var cred *unix.Xucred
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, serr = unix.GetsockoptXucred(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERCRED)
+	}); err != nil {
+		return 0, false, err
+	}
+	if serr != nil {
+		return 0, false, serr
+	}
+	return int(cred.Uid), true, nil
+}
