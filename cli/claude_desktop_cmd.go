@@ -17,7 +17,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/cli/desktop"
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
@@ -79,17 +78,7 @@ func desktopNodePlace(c *cobra.Command) place {
 	} else if file, err := loadConfigFile(c); err == nil {
 		dd, _ = file.lookup("data-dir")
 	}
-	if dd == "" {
-		dd = node.DefaultDataDir()
-	}
-	if abs, err := filepath.Abs(dd); err == nil {
-		dd = abs
-	}
-	sock, _ := c.Flags().GetString("socket")
-	if sock == "" {
-		sock = node.DefaultSocket(dd)
-	}
-	return place{DataDir: dd, Socket: sock}
+	return placeAt(c, dd)
 }
 
 // scanDesktop scans the data dir and prints its warnings (malformed

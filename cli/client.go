@@ -40,6 +40,12 @@ func addPlaceFlags(c *cobra.Command) {
 
 func placeOf(c *cobra.Command) place {
 	dd, _ := c.Flags().GetString("data-dir")
+	return placeAt(c, dd)
+}
+
+// placeAt is the node's place for data dir dd ("" for the default) and
+// the command's --socket.
+func placeAt(c *cobra.Command, dd string) place {
 	if dd == "" {
 		dd = node.DefaultDataDir()
 	}
