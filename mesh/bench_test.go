@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 )
@@ -47,7 +46,7 @@ type propTarget struct {
 	name      string
 	n         int
 	broadcast func(origin int, id string) error
-	tracker   *propTracker
+	tracker   *PropTracker
 	samples   []time.Duration
 	misses    int
 	close     func()
@@ -91,7 +90,7 @@ func benchPropagation(b *testing.B, n, rounds int) {
 func (t *propTarget) round(b *testing.B, r int) {
 	origin := r % t.n
 	id := fmt.Sprintf("%s-%d", t.name, r)
-	done := t.tracker.start(id, origin, t.n-1)
+	done := t.tracker.Start(id, origin, t.n-1)
 	sent := time.Now()
 	if err := t.broadcast(origin, id); err != nil {
 		b.Fatal(err)
@@ -120,38 +119,6 @@ func percentiles(s []time.Duration) (p50, p99, mx time.Duration) {
 	return at(0.50), at(0.99), s[len(s)-1]
 }
 
-// propTracker waits for one message id to reach want nodes.
-type propTracker struct {
-	mu     sync.Mutex
-	id     string
-	origin int
-	want   int
-	got    map[int]bool
-	done   chan time.Time
-}
-
-func (p *propTracker) start(id string, origin, want int) <-chan time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.id, p.origin, p.want = id, origin, want
-	p.got = make(map[int]bool)
-	p.done = make(chan time.Time, 1)
-	return p.done
-}
-
-func (p *propTracker) mark(node int, id string) {
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if id != p.id || node == p.origin || p.got[node] {
-		return
-	}
-	p.got[node] = true
-	if len(p.got) == p.want {
-		p.done <- now
-	}
-}
-
 func lanBenchConfig(name string) Config {
 	c := DefaultConfig() // LAN timers
 	c.Name = name
@@ -164,13 +131,13 @@ func lanBenchConfig(name string) Config {
 }
 
 func newHarnTarget(b *testing.B, name string, n, directMax int) *propTarget {
-	t := &propTarget{name: name, n: n, tracker: &propTracker{}}
+	t := &propTarget{name: name, n: n, tracker: &PropTracker{}}
 	var meshes []*Mesh
 	payload := make([]byte, propPayload)
 	for i := 0; i < n; i++ {
 		h := &RecordingHandler{}
 		idx := i
-		h.OnDelta = func(d Delivery) { t.tracker.mark(idx, d.Key) }
+		h.OnDelta = func(d Delivery) { t.tracker.Mark(idx, d.Key) }
 		c := lanBenchConfig(fmt.Sprintf("%s-%d", name, i))
 		c.DirectSendMax = directMax
 		c.Handler = h
@@ -206,8 +173,8 @@ func newHarnTarget(b *testing.B, name string, n, directMax int) *propTarget {
 }
 
 func newBareTarget(b *testing.B, n int) *propTarget {
-	t := &propTarget{name: "bare", n: n, tracker: &propTracker{}}
-	bm := StartBareMesh(b, n, func(node int, id string) { t.tracker.mark(node, id) })
+	t := &propTarget{name: "bare", n: n, tracker: &PropTracker{}}
+	bm := StartBareMesh(b, n, func(node int, id string) { t.tracker.Mark(node, id) })
 	t.close = bm.Close
 	t.broadcast = func(origin int, id string) error {
 		bm.Broadcast(origin, id, propPayload)

@@ -103,7 +103,10 @@ type Config struct {
 	// Logger receives mesh's logs; memberlist's own go to it at debug level.
 	Logger *slog.Logger
 	// Clock stamps Member.Since and the times mesh keeps (dead, claim,
-	// intent and seen stamps, and their expiry).
+	// intent and seen stamps, and their expiry), and times mesh's own
+	// loops: joins and their backoff, reconnects, claims, pruning and the
+	// debounced peers file. memberlist's timers and LeaveWithin's bound
+	// (a bound on real network sends) stay on real time.
 	Clock clock.Clock
 	// Transport replaces memberlist's UDP/TCP transport (tests pass a
 	// MemNetwork transport); nil is the real network.

@@ -44,9 +44,10 @@ func (m *Mesh) eventLoop() {
 // the gossip queue.
 func (m *Mesh) maintLoop() {
 	pruneEvery := min(max(m.cfg.SeenRetention/4, 10*time.Millisecond), time.Minute)
-	prune := time.NewTicker(pruneEvery)
+	clk := m.cfg.Clock
+	prune := clk.NewTicker(pruneEvery)
 	defer prune.Stop()
-	debounce := time.NewTimer(time.Hour)
+	debounce := clk.NewTimer(time.Hour)
 	debounce.Stop()
 	pending := false
 	for {
@@ -61,10 +62,10 @@ func (m *Mesh) maintLoop() {
 				pending = true
 				debounce.Reset(m.cfg.PersistDelay)
 			}
-		case <-debounce.C:
+		case <-debounce.C():
 			pending = false
 			m.persistPeers()
-		case <-prune.C:
+		case <-prune.C():
 			m.prune()
 		}
 	}
@@ -104,26 +105,27 @@ func (m *Mesh) prune() {
 // failed member every ReconnectInterval, so that a healed partition merges.
 // And it admits nodes that came back at a new address (serveClaims).
 func (m *Mesh) joinLoop() {
+	clk := m.cfg.Clock
 	backoff := m.cfg.JoinBackoffMin
-	nextJoin := time.Now()
-	timer := time.NewTimer(0)
+	nextJoin := clk.Now()
+	timer := clk.NewTimer(0)
 	defer timer.Stop()
 	var lastErr string
 	for {
 		select {
 		case <-m.stop:
 			return
-		case <-timer.C:
+		case <-timer.C():
 		case <-m.joinSig:
 		}
 		list, err := m.running()
 		if err != nil {
 			return // left: never rejoin by itself
 		}
-		if !time.Now().Before(nextJoin) {
-			nextJoin = time.Now().Add(m.joinOrReconnect(list, &backoff, &lastErr))
+		if !clk.Now().Before(nextJoin) {
+			nextJoin = clk.Now().Add(m.joinOrReconnect(list, &backoff, &lastErr))
 		}
-		wait := time.Until(nextJoin)
+		wait := nextJoin.Sub(clk.Now())
 		if d, ok := m.serveClaims(list); ok && d < wait {
 			wait = d
 		}

@@ -32,6 +32,8 @@ type Mesh struct {
 
 	list atomic.Pointer[memberlist.Memberlist] // set by Start
 	meta atomic.Pointer[[]byte]                // encoded NodeMeta
+	// duplicates counts deltas dropped as already seen (tests).
+	duplicates atomic.Int64
 
 	// lifeMu serializes Start, Leave and Shutdown.
 	lifeMu sync.Mutex
@@ -315,6 +317,8 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 		return nil
 	}
 	list := m.list.Load()
+	// Real time, not cfg.Clock: the bound is on real network sends, and
+	// memberlist's Leave below takes real time too.
 	start := time.Now()
 
 	// 1. The intent, by gossip and (in small meshes) by direct sends.

@@ -15,7 +15,8 @@ import (
 	"github.com/harn-dev/harn/util/clock"
 )
 
-const wait = 10 * time.Second
+// wait bounds the tests' waits; generous, for a loaded machine under -race.
+const wait = 30 * time.Second
 
 // testCluster is MakeCluster with TestConfig unchanged.
 func testCluster(t *testing.T, n int) *Cluster { return MakeCluster(t, n, nil) }
@@ -74,7 +75,11 @@ func TestDuplicatesAreDeliveredOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	WaitFor(t, wait, "delivery", everyoneHas(c, 0, "k", 7))
-	time.Sleep(300 * time.Millisecond) // let gossip and direct sends both arrive
+	// The delta reaches each node twice, by direct send and by gossip:
+	// wait until each has dropped a second copy, then count deliveries.
+	for i := 1; i < 3; i++ {
+		WaitFor(t, wait, fmt.Sprintf("a duplicate dropped on node%d", i), func() bool { return c.Nodes[i].duplicates.Load() > 0 })
+	}
 	for i := 1; i < 3; i++ {
 		if n := len(c.Handlers[i].Deltas()); n != 1 {
 			t.Fatalf("node%d: %d deliveries of one version, want 1", i, n)
@@ -178,8 +183,10 @@ func TestDeadNodeIsReportedAndStaysListed(t *testing.T) {
 	if mb.Addr != "127.0.0.1" || mb.Port == 0 {
 		t.Fatalf("dead member lost its address: %+v", mb)
 	}
-	// memberlist forgets dead nodes after GossipToTheDeadTime; mesh does not.
-	time.Sleep(2 * c.Configs[0].PushPullInterval)
+	// memberlist forgets dead nodes after GossipToTheDeadTime (one
+	// push/pull interval); mesh does not. Wait for two push/pulls.
+	pulled := len(c.Handlers[0].Merges())
+	WaitFor(t, wait, "two push/pulls on node0", func() bool { return len(c.Handlers[0].Merges()) >= pulled+2 })
 	WaitFor(t, wait, "node2 dead on node1", func() bool { return statusOf(c, 1, "node2") == StatusDead })
 	if statusOf(c, 0, "node2") != StatusDead {
 		t.Fatalf("node2 no longer listed dead: %+v", c.Members(0))
@@ -217,8 +224,12 @@ func TestLeaveIsReportedAsLeft(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		WaitFor(t, wait, fmt.Sprintf("node2 left on node%d", i), func() bool { return statusOf(c, i, "node2") == StatusLeft })
 	}
-	// And it stays left: failure detection does not turn it into "dead".
-	time.Sleep(time.Second)
+	// And it stays left: failure detection does not turn it into "dead",
+	// through two push/pulls (full state exchanges) on each node.
+	for i := 0; i < 2; i++ {
+		pulled := len(c.Handlers[i].Merges())
+		WaitFor(t, wait, fmt.Sprintf("two push/pulls on node%d", i), func() bool { return len(c.Handlers[i].Merges()) >= pulled+2 })
+	}
 	for i := 0; i < 2; i++ {
 		if s := statusOf(c, i, "node2"); s != StatusLeft {
 			t.Fatalf("node%d sees node2 %s, want left", i, s)

@@ -53,6 +53,7 @@ func (m *Mesh) freshDelta(key string, version uint64) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if s, ok := m.seen[key]; ok && s.version >= version {
+		m.duplicates.Add(1)
 		return false
 	}
 	m.seen[key] = seenRec{version: version, at: m.cfg.Clock.Now()}

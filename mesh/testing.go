@@ -400,3 +400,41 @@ func (bm *BareMesh) Close() {
 		}
 	})
 }
+
+// PropTracker times one message's propagation in a benchmark: Start names
+// the message and how many nodes other than its origin must get it, Mark
+// records a node that got one, and the channel Start returned receives
+// the time the last of them did.
+type PropTracker struct {
+	mu     sync.Mutex
+	id     string
+	origin int
+	want   int
+	got    map[int]bool
+	done   chan time.Time
+}
+
+// Start tracks message id from origin until want other nodes have it.
+func (p *PropTracker) Start(id string, origin, want int) <-chan time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.id, p.origin, p.want = id, origin, want
+	p.got = make(map[int]bool)
+	p.done = make(chan time.Time, 1)
+	return p.done
+}
+
+// Mark records that node got message id (once per node; other ids and
+// the origin are ignored).
+func (p *PropTracker) Mark(node int, id string) {
+	now := time.Now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id != p.id || node == p.origin || p.got[node] {
+		return
+	}
+	p.got[node] = true
+	if len(p.got) == p.want {
+		p.done <- now
+	}
+}

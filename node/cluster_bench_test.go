@@ -266,38 +266,6 @@ const (
 	propTarget  = 2 * time.Second // a round over it counts
 )
 
-// bareTracker waits for one bare message id to reach want nodes.
-type bareTracker struct {
-	mu     sync.Mutex
-	id     string
-	origin int
-	want   int
-	got    map[int]bool
-	done   chan time.Time
-}
-
-func (p *bareTracker) start(id string, origin, want int) <-chan time.Time {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.id, p.origin, p.want = id, origin, want
-	p.got = map[int]bool{}
-	p.done = make(chan time.Time, 1)
-	return p.done
-}
-
-func (p *bareTracker) mark(node int, id string) {
-	now := time.Now()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if id != p.id || node == p.origin || p.got[node] {
-		return
-	}
-	p.got[node] = true
-	if len(p.got) == p.want {
-		p.done <- now
-	}
-}
-
 func benchPresencePropagation(b *testing.B, n, rounds int) {
 	t0 := time.Now()
 	c := startCBCluster(b, n, 3)
@@ -333,8 +301,8 @@ func benchPresencePropagation(b *testing.B, n, rounds int) {
 		b.Fatal(err)
 	}
 	frame := len(delta) + len(cbName(0)) + len(sid(0)) + 12
-	bt := &bareTracker{}
-	bare := mesh.StartBareMesh(b, n, bt.mark)
+	bt := &mesh.PropTracker{}
+	bare := mesh.StartBareMesh(b, n, bt.Mark)
 	defer bare.Close()
 
 	var harnS, bareS []time.Duration
@@ -412,7 +380,7 @@ func benchPresencePropagation(b *testing.B, n, rounds int) {
 
 		// bare: the same size of blob from the same origin index.
 		id := fmt.Sprintf("bare-%d", r)
-		done := bt.start(id, origin, n-1)
+		done := bt.Start(id, origin, n-1)
 		sent = time.Now()
 		bare.Broadcast(origin, id, frame)
 		timer := time.NewTimer(barePropCap)

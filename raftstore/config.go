@@ -100,7 +100,7 @@ type Profile string
 // The profiles.
 const (
 	ProfileLAN  Profile = "lan"  // DefaultConfig: 1 s timers
-	ProfileFast Profile = "fast" // fastConfig: millisecond timers, one machine
+	ProfileFast Profile = "fast" // fastConfig: 500 ms timers, one machine, tests
 )
 
 // ProfileConfig is the configuration of a profile (ProfileLAN for "").
@@ -120,9 +120,14 @@ func TestConfig() Config { return fastConfig() }
 
 func fastConfig() Config {
 	c := DefaultConfig()
-	c.HeartbeatTimeout = 50 * time.Millisecond
-	c.ElectionTimeout = 50 * time.Millisecond
-	c.LeaderLeaseTimeout = 25 * time.Millisecond
+	// Short, yet long enough for a loaded machine under the race
+	// detector: at 50 ms a pre-vote and vote round (RPCs, the fsync of
+	// the term) outlived the election timer again and again, no leader
+	// was elected for many seconds, and a leader that missed its quorum
+	// for 25 ms stepped down.
+	c.HeartbeatTimeout = 500 * time.Millisecond
+	c.ElectionTimeout = 500 * time.Millisecond
+	c.LeaderLeaseTimeout = 500 * time.Millisecond
 	c.CommitTimeout = 5 * time.Millisecond
 	c.SnapshotInterval = 50 * time.Millisecond
 	c.SnapshotThreshold = 1024

@@ -175,7 +175,9 @@ func TestLinearizable(t *testing.T) {
 	stop := w.start(4)
 	defer stop()
 
-	pause := func() { time.Sleep(400 * time.Millisecond) }
+	// Each fault lasts longer than an election, so that the majority
+	// elects a new leader while it holds.
+	pause := func() { time.Sleep(c.Base.ElectionTimeout * 3 / 2) }
 	pause()
 	for round := range 3 {
 		l := c.Leader()

@@ -18,8 +18,11 @@ import (
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 )
 
-// clusterWait bounds every wait of the Cluster helpers.
-const clusterWait = 10 * time.Second
+// clusterWait bounds every wait of the Cluster helpers. It is generous:
+// on a loaded machine under the race detector an election can take
+// several rounds, and a wait that ends early fails a test that would
+// have passed.
+const clusterWait = 30 * time.Second
 
 // Cluster is an in-process raft group for tests: stores wired by
 // raft.InmemTransport, with in-memory stores (or bolt stores under
@@ -280,6 +283,24 @@ func (c *Cluster) Add(voter bool) *Store {
 		}
 		if time.Now().After(deadline) {
 			c.t.Fatalf("add %s: %v", nd.id, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// RemoveServer removes member id from the configuration through the
+// leader, retrying (bounded) while leadership moves. Removing is
+// idempotent.
+func (c *Cluster) RemoveServer(id string) {
+	c.t.Helper()
+	deadline := time.Now().Add(clusterWait)
+	for {
+		err := c.Leader().RemoveServer(id)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("remove %s: %v", id, err)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}

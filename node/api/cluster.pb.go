@@ -104,9 +104,7 @@ func (x *PresenceResponse) GetBlob() []byte {
 type ApplyRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// command is a registry command (raftstore's JSON encoding).
-	Command []byte `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
-	// hops counts forwards, to stop loops during elections.
-	Hops          int32 `protobuf:"varint,2,opt,name=hops,proto3" json:"hops,omitempty"`
+	Command       []byte `protobuf:"bytes,1,opt,name=command,proto3" json:"command,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -146,13 +144,6 @@ func (x *ApplyRequest) GetCommand() []byte {
 		return x.Command
 	}
 	return nil
-}
-
-func (x *ApplyRequest) GetHops() int32 {
-	if x != nil {
-		return x.Hops
-	}
-	return 0
 }
 
 type ApplyResponse struct {
@@ -303,10 +294,9 @@ const file_cluster_proto_rawDesc = "" +
 	"harn.proto\"\x11\n" +
 	"\x0fPresenceRequest\"&\n" +
 	"\x10PresenceResponse\x12\x12\n" +
-	"\x04blob\x18\x01 \x01(\fR\x04blob\"<\n" +
+	"\x04blob\x18\x01 \x01(\fR\x04blob\"4\n" +
 	"\fApplyRequest\x12\x18\n" +
-	"\acommand\x18\x01 \x01(\fR\acommand\x12\x12\n" +
-	"\x04hops\x18\x02 \x01(\x05R\x04hops\"%\n" +
+	"\acommand\x18\x01 \x01(\fR\acommandJ\x04\b\x02\x10\x03R\x04hops\"%\n" +
 	"\rApplyResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"\x17\n" +
 	"\x15ConsistentListRequest\"c\n" +
