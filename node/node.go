@@ -49,6 +49,8 @@ type entry struct {
 	hash  string
 	// view caches the session's roster JSON; apply clears it.
 	view []byte
+	// viewSilent is the silent_since that view was encoded with.
+	viewSilent time.Time
 }
 
 // Node is the daemon. Build it with New, start it with Open, stop it with

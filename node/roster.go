@@ -61,9 +61,10 @@ func (r RosterEntry) Encode() ([]byte, error) {
 	return json.Marshal(r.JSON())
 }
 
-// localEntries are this node's sessions as roster entries, with their
-// cached JSON (encoded here when a change cleared it).
-func (n *Node) localEntries(all bool) []RosterEntry {
+// localEntries are this node's sessions as roster entries, each with its
+// silent_since as of now and its cached JSON (encoded again when a change
+// cleared it or its silence changed).
+func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := make([]RosterEntry, 0, len(n.sessions))
@@ -72,9 +73,11 @@ func (n *Node) localEntries(all bool) []RosterEntry {
 			continue
 		}
 		re := RosterEntry{State: e.state, Reachable: true, Source: "local"}
-		if e.view == nil {
+		re.State.SilentSince = presence.SilentSince(&e.state, now, n.cfg.SilenceAfter)
+		if e.view == nil || !e.viewSilent.Equal(re.State.SilentSince) {
+			e.view = nil
 			if b, err := json.Marshal(re.JSON()); err == nil {
-				e.view = b
+				e.view, e.viewSilent = b, re.State.SilentSince
 			}
 		}
 		re.raw = e.view
@@ -183,12 +186,15 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		return nil, info, err
 	}
 	members := n.reachability()
+	now := n.cfg.Clock.Now()
 	if consistent {
-		return n.registryRoster(recs, members, all), info, nil
+		out := n.registryRoster(recs, members, all)
+		n.glance(out, now)
+		return out, info, nil
 	}
 	seen := map[string]bool{}
 	var out []RosterEntry
-	for _, e := range n.localEntries(all) {
+	for _, e := range n.localEntries(all, now) {
 		seen[e.State.SessionID] = true
 		out = append(out, e)
 	}
@@ -232,6 +238,7 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		}
 		out = append(out, e)
 	}
+	n.glance(out, now)
 	// Sort by index: entries are large, and moving them costs more than
 	// comparing them.
 	idx := make([]int, len(out))
