@@ -40,6 +40,7 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 		return res, err
 	}
 	n.apply(res.Stored)
+	n.observeNames(res.Stored)
 	return res, nil
 }
 

@@ -34,6 +34,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -60,6 +61,7 @@ type Node struct {
 	log   *slog.Logger
 	procs ProcChecker
 	git   GitChecker
+	shown TranscriptReader
 
 	ledger *ledger.Ledger
 	lock   *os.File
@@ -99,7 +101,7 @@ func New(cfg Config) (*Node, error) {
 		git = realGit{cfg: gitcheck.DefaultConfig()}
 	}
 	return &Node{
-		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git, shown: remint.New(remint.DefaultConfig()),
 		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
 		stop: make(chan struct{}),
 	}, nil
@@ -109,15 +111,19 @@ func New(cfg Config) (*Node, error) {
 // state, drains the spool, and starts serving. When it fails, it has
 // closed everything it opened; a listener that cannot bind is a
 // *ListenError.
-func (n *Node) Open() error {
-	if err := n.open(); err != nil {
+func (n *Node) Open() error { return n.OpenContext(context.Background()) }
+
+// OpenContext is Open, given up when ctx ends (a signal): a ledger open
+// that the disk wedges then returns at once.
+func (n *Node) OpenContext(ctx context.Context) error {
+	if err := n.open(ctx); err != nil {
 		n.Close()
 		return err
 	}
 	return nil
 }
 
-func (n *Node) open() error {
+func (n *Node) open(ctx context.Context) error {
 	n.started = n.cfg.Clock.Now()
 	for _, d := range []string{n.cfg.DataDir, ActiveDir(n.cfg.DataDir), SpoolDir(n.cfg.DataDir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -136,15 +142,22 @@ func (n *Node) open() error {
 	if n.key, err = LoadOrCreateKey(n.cfg.DataDir); err != nil {
 		return err
 	}
+	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
 	lc := ledger.DefaultConfig(n.cfg.ledgerDir())
 	lc.Logger = n.log
-	if n.ledger, err = ledger.Open(lc); err != nil {
+	lc.OnRecover = n.proj.Redo // heartbeat writes that failed with the disk
+	if n.cfg.ledgerTune != nil {
+		n.cfg.ledgerTune(&lc)
+	}
+	octx, cancel := stopContext(ctx, n.stop)
+	n.ledger, err = ledger.OpenContext(octx, lc)
+	cancel()
+	if err != nil {
 		return err
 	}
 	if err := n.rebuild(); err != nil {
 		return err
 	}
-	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
 	n.proj.Reset(n.liveSnapshot())
 	n.drainSpool()
 	if err := n.listen(); err != nil {
