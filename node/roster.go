@@ -346,8 +346,12 @@ func (n *Node) ReadSession(ctx context.Context, handle string) (RosterEntry, str
 			var st presence.State
 			return st, json.Unmarshal(res.SessionJson, &st)
 		})
-	if err != nil || r.since == "" {
+	if err != nil {
 		return r.entry, "", err
+	}
+	r.entry.State.SilentSince = presence.SilentSince(&r.entry.State, n.cfg.Clock.Now(), n.cfg.SilenceAfter)
+	if r.since == "" {
+		return r.entry, "", nil
 	}
 	return r.entry, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", r.entry.State.Node, r.since), nil
 }

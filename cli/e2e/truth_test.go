@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // listRows is `harn agents list --json` as generic rows, by session id.
@@ -170,5 +171,26 @@ func TestHookSaysWhatAFailedSpoolLost(t *testing.T) {
 		!strings.Contains(r.stderr, "lost events of session "+sid+": ") ||
 		!strings.Contains(r.stderr, "(user_prompt.submit)") || strings.Count(strings.TrimSpace(r.stderr), "\n") != 0 {
 		t.Fatalf("stderr does not say what was lost: %q", r.stderr)
+	}
+}
+
+// TestGeminiGetsPeerContext: Gemini's BeforeAgent hook answers with the
+// peer table in hookSpecificOutput.additionalContext.
+func TestGeminiGetsPeerContext(t *testing.T) {
+	e := newEnv(t)
+	e.startNode()
+	e.hook("claude-code", claudeStart("peer-0001", e.root))
+	e.hook("claude-code", claudePrompt("peer-0001", e.root))
+	peerName := e.status("peer-0001").Name
+	sid := "gem-00000001"
+	now := time.Now()
+	start := e.hook("gemini", geminiAt(sid, e.root, "SessionStart", now, `"source":"startup"`)).stdout
+	if !strings.Contains(start, `"additionalContext"`) || !strings.Contains(start, "Agent "+peerName) {
+		t.Fatalf("Gemini's SessionStart got no peer context naming %s: %q", peerName, start)
+	}
+	e.hook("claude-code", `{`+claudeCommon("peer-0001", e.root)+`,"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}`)
+	out := e.hook("gemini", geminiAt(sid, e.root, "BeforeAgent", now.Add(time.Millisecond), `"prompt":"go"`)).stdout
+	if !strings.Contains(out, `"BeforeAgent"`) || !strings.Contains(out, "needs_input") {
+		t.Fatalf("Gemini's BeforeAgent got no changed peer context: %q", out)
 	}
 }
