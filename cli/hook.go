@@ -27,6 +27,7 @@ import (
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/procinfo"
+	"github.com/harn-dev/harn/util/text"
 )
 
 func init() { commandSet = append(commandSet, newHookCmd) }
@@ -136,8 +137,8 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	stampEvents(res.Events, now)
 	stampRepo(res.Events)
-	ctxText := h.send(res)
-	if out := h.decideOutput(c, in, ad.Output(res, adapter.Reply{Context: ctxText})); len(out) > 0 {
+	reply := h.send(res, asksName(ad, res))
+	if out := h.decideOutput(c, in, ad.Output(res, reply)); len(out) > 0 {
 		c.OutOrStdout().Write(out)
 	}
 	return nil
@@ -219,15 +220,28 @@ func (h *hookRun) digest(b []byte) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// send delivers the events, or spools them; it returns the peer context
-// to inject, if any.
-func (h *hookRun) send(res adapter.Result) string {
+// asksName reports whether the adapter answers this event with a pending
+// session name (Claude Code's Stop, unless a Stop hook already blocked
+// it): only then does the hook ask the node for one, since the node hands
+// each re-minted name out once.
+func asksName(ad adapter.Adapter, res adapter.Result) bool {
+	return !bytes.Equal(ad.Output(res, adapter.Reply{PendingName: "harn"}), ad.Output(res, adapter.Reply{}))
+}
+
+// send delivers the events, or spools them when the node does not
+// acknowledge them (down, slow, or refusing writes: a full or unwritable
+// disk, an append in flight); it returns the node's reply: the peer
+// context to inject and a pending session name, if any.
+func (h *hookRun) send(res adapter.Result, wantName bool) adapter.Reply {
 	req := &api.AppendRequest{}
 	for i := range res.Events {
 		req.Events = append(req.Events, node.EventToAPI(&res.Events[i]))
 	}
 	if res.WantsContext {
 		req.ContextFor = res.SessionID
+	}
+	if wantName {
+		req.NameFor = res.SessionID
 	}
 	cl, err := h.client()
 	if err == nil {
@@ -236,20 +250,20 @@ func (h *hookRun) send(res adapter.Result) string {
 		out, err = cl.api.Append(ctx, req)
 		cancel()
 		if err == nil {
-			return out.AdditionalContext
+			return adapter.Reply{Context: out.AdditionalContext, PendingName: out.PendingName}
 		}
 		if status.Code(err) == codes.InvalidArgument {
 			h.diagnose("node refused events: "+status.Convert(err).Message(), nil)
-			return ""
+			return adapter.Reply{}
 		}
 	}
 	h.spool(spool.Record{Events: res.Events}, res.Events[0].ID)
-	return ""
+	return adapter.Reply{}
 }
 
 func (h *hookRun) spool(rec spool.Record, name string) {
 	if _, err := spool.Write(node.SpoolDir(h.p.DataDir), h.now, name, rec); err != nil {
-		fmt.Fprintln(h.stderr, "harn hook: could not spool:", err)
+		h.lost(rec, err)
 		return
 	}
 	if socketDead(h.p.Socket) {
@@ -257,6 +271,37 @@ func (h *hookRun) spool(rec spool.Record, name string) {
 			fmt.Fprintln(h.stderr, "harn hook: could not start a node:", err)
 		}
 	}
+}
+
+// lost says on stderr exactly what a spool write that failed lost (the
+// events' ids, types and session, or the diagnostic), and records it as a
+// diagnostic with the node when one answers: a node that refuses writes
+// keeps it and writes it once its disk takes writes again.
+func (h *hookRun) lost(rec spool.Record, err error) {
+	msg := "harn hook: could not spool: " + err.Error()
+	var we *spool.WriteError
+	if errors.As(err, &we) && len(rec.Events) > 0 {
+		parts := make([]string, 0, len(rec.Events))
+		for _, e := range rec.Events {
+			parts = append(parts, e.ID+" ("+e.Type+")")
+		}
+		msg += "; lost events of session " + rec.Events[0].SessionID + ": " + strings.Join(parts, ", ")
+	}
+	if rec.Diagnostic != nil {
+		msg += "; lost diagnostic: " + rec.Diagnostic.Error
+	}
+	msg = text.OneLine(msg)
+	fmt.Fprintln(h.stderr, msg)
+	if rec.Diagnostic != nil {
+		return // a lost diagnostic is not sent again as a diagnostic
+	}
+	cl, cerr := h.client()
+	if cerr != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	_, _ = cl.api.Diagnose(ctx, &api.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano()})
 }
 
 // diagnose records bad input with the node, or spools the diagnostic. The

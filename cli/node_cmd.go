@@ -33,6 +33,8 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("config", "", "config file (JSON object or key = value lines; keys are flag names)")
 	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
+	c.Flags().Duration("silence-after", node.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
+	c.Flags().Int("peer-context-bytes", node.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
 	addMeshFlags(c)
 	addSecretFileFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
@@ -47,6 +49,8 @@ func runNode(c *cobra.Command, _ []string) error {
 		cfg.Name = name
 	}
 	cfg.ReapInterval, _ = c.Flags().GetDuration("reap-interval")
+	cfg.SilenceAfter, _ = c.Flags().GetDuration("silence-after")
+	cfg.PeerContextBytes, _ = c.Flags().GetInt("peer-context-bytes")
 	if err := meshConfig(c, &cfg.Cluster); err != nil {
 		return err
 	}
@@ -72,16 +76,19 @@ func runNode(c *cobra.Command, _ []string) error {
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)
 	opened := make(chan error, 1)
-	go func() { opened <- n.Open() }()
+	octx, cancelOpen := context.WithCancel(context.Background())
+	defer cancelOpen()
+	go func() { opened <- n.OpenContext(octx) }()
 	select {
 	case err := <-opened:
 		if err != nil {
 			return openErr(err)
 		}
 	case s := <-sig:
-		// Stopped while starting (joining, no leader yet): give Open a
-		// moment to finish, then stop whatever it built.
+		// Stopped while starting (a wedged ledger open, joining, no leader
+		// yet): end the open, then stop whatever it built.
 		cfg.Logger.Info("stopping while starting", "signal", s.String())
+		cancelOpen()
 		return stopWithin(stopBound, func() error {
 			if err := <-opened; err != nil {
 				return nil // Open closed what it opened

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/heartbeat"
+	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/util/clock"
 )
 
@@ -34,6 +35,13 @@ type Config struct {
 	// session's state by at most this much, and a burst of events costs
 	// one write per session.
 	ProjectDelay time.Duration
+	// SilenceAfter is how long a working session may show no evidence
+	// before readers mark it silent (silent_since). Elapsed time never
+	// changes its activity.
+	SilenceAfter time.Duration
+	// PeerContextBytes caps the prompt-time peer context (the most
+	// relevant sessions first, then "and N more").
+	PeerContextBytes int
 
 	Logger *slog.Logger
 	Clock  clock.Clock
@@ -45,6 +53,10 @@ type Config struct {
 	// Cluster configures the mesh: gossip, the Raft registry and the
 	// cluster gRPC service.
 	Cluster ClusterConfig
+
+	// ledgerTune adjusts the ledger's config before it opens (tests inject
+	// a faulty file system).
+	ledgerTune func(*ledger.Config)
 }
 
 // DefaultConfig returns the embedded defaults: the XDG state dir, the socket
@@ -56,17 +68,28 @@ func DefaultConfig() Config {
 	}
 	dd := DefaultDataDir()
 	return Config{
-		DataDir:       dd,
-		Socket:        DefaultSocket(dd),
-		Name:          host,
-		ReapInterval:  2 * time.Second,
-		SpoolInterval: time.Second,
-		ProjectDelay:  20 * time.Millisecond,
-		Logger:        slog.Default(),
-		Clock:         clock.Real{},
-		Cluster:       DefaultClusterConfig(),
+		DataDir:          dd,
+		Socket:           DefaultSocket(dd),
+		Name:             host,
+		ReapInterval:     2 * time.Second,
+		SpoolInterval:    time.Second,
+		ProjectDelay:     20 * time.Millisecond,
+		SilenceAfter:     DefaultSilenceAfter,
+		PeerContextBytes: DefaultPeerContextBytes,
+		Logger:           slog.Default(),
+		Clock:            clock.Real{},
+		Cluster:          DefaultClusterConfig(),
 	}
 }
+
+// Defaults of the roster's silence and of the peer context's cap.
+const (
+	DefaultSilenceAfter     = 5 * time.Minute
+	DefaultPeerContextBytes = 4 << 10
+	// minPeerContextBytes leaves room for a header, one row and the
+	// "and N more" line.
+	minPeerContextBytes = 512
+)
 
 // DefaultDataDir is $XDG_STATE_HOME/harn, or ~/.local/state/harn.
 func DefaultDataDir() string {
@@ -126,6 +149,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: name is empty; pass --name", ErrConfig)
 	case c.ReapInterval <= 0 || c.SpoolInterval <= 0 || c.ProjectDelay < 0:
 		return fmt.Errorf("%w: intervals must be positive", ErrConfig)
+	case c.SilenceAfter <= 0:
+		return fmt.Errorf("%w: silence-after must be positive; pass --silence-after 5m", ErrConfig)
+	case c.PeerContextBytes < minPeerContextBytes:
+		return fmt.Errorf("%w: peer-context-bytes %d is below %d; pass a larger --peer-context-bytes", ErrConfig, c.PeerContextBytes, minPeerContextBytes)
 	case c.Logger == nil || c.Clock == nil:
 		return fmt.Errorf("%w: Logger and Clock are required", ErrConfig)
 	}

@@ -45,6 +45,7 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 	n.observeTasks(res.Stored)
 
 	n.noteClamped(clamped, res.Stored)
+	n.observeNames(res.Stored)
 	return res, nil
 }
 
@@ -162,9 +163,10 @@ func (n *Node) apply(stored []presence.Event) {
 	for _, s := range keys {
 		ent := n.sessions[s]
 		ent.view = nil
-		old := ent.hash
 		ent.hash = presence.PresenceHash(&ent.state)
-		publish = append(publish, published{state: ent.state, hash: ent.hash, changed: old != ent.hash})
+		// The gossip publisher decides whether a delta is due: by the
+		// hash, and by the evidence time and seen name it leaves out.
+		publish = append(publish, published{state: ent.state, hash: ent.hash, changed: true})
 		if ent.state.Ended {
 			if n.liveNames[ent.state.Name] == s {
 				delete(n.liveNames, ent.state.Name)

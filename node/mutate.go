@@ -207,8 +207,11 @@ type Proc struct {
 }
 
 // Whoami finds the live session whose recorded agent process is the
-// nearest in the caller's ancestry; a top-level session is preferred over
-// its subagents, then the most recently active.
+// nearest in the caller's ancestry. Subagents run inside their parent's
+// process, so several sessions can share it: the one with the latest
+// event is the caller (a command runs inside the tool call its session
+// just announced), and on a tie the subagent. So a subagent resolves to
+// itself, never to its parent, and its operator declarations are refused.
 func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
 	live := n.liveSnapshot()
 	for _, p := range ancestry {
@@ -218,8 +221,7 @@ func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
 			if s.AgentPID != p.PID || (p.Start != 0 && s.AgentPIDStart != 0 && s.AgentPIDStart != p.Start) {
 				continue
 			}
-			if best == nil || (best.IsSubagent() && !s.IsSubagent()) ||
-				(best.IsSubagent() == s.IsSubagent() && s.LastEventAt.After(best.LastEventAt)) {
+			if best == nil || callerBefore(s, best) {
 				best = s
 			}
 		}
@@ -228,4 +230,16 @@ func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
 		}
 	}
 	return presence.State{}, fmt.Errorf("%w: no live session belongs to a process above this one; pass --session or set HARN_SESSION", ErrUnknownSession)
+}
+
+// callerBefore orders the sessions of one agent process by how likely
+// each is the caller: the latest event first, then a subagent, then by id.
+func callerBefore(a, b *presence.State) bool {
+	if !a.LastEventAt.Equal(b.LastEventAt) {
+		return a.LastEventAt.After(b.LastEventAt)
+	}
+	if a.IsSubagent() != b.IsSubagent() {
+		return a.IsSubagent()
+	}
+	return a.SessionID < b.SessionID
 }

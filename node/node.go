@@ -33,6 +33,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
@@ -49,6 +50,8 @@ type entry struct {
 	hash  string
 	// view caches the session's roster JSON; apply clears it.
 	view []byte
+	// viewSilent is the silent_since that view was encoded with.
+	viewSilent time.Time
 }
 
 // Node is the daemon. Build it with New, start it with Open, stop it with
@@ -58,6 +61,7 @@ type Node struct {
 	log   *slog.Logger
 	procs ProcChecker
 	git   GitChecker
+	shown TranscriptReader
 
 	ledger *ledger.Ledger
 	lock   *os.File
@@ -98,7 +102,7 @@ func New(cfg Config) (*Node, error) {
 		git = realGit{cfg: gitcheck.DefaultConfig()}
 	}
 	return &Node{
-		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git, shown: remint.New(remint.DefaultConfig()),
 		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
 		stop: make(chan struct{}),
 	}, nil
@@ -108,15 +112,19 @@ func New(cfg Config) (*Node, error) {
 // state, drains the spool, and starts serving. When it fails, it has
 // closed everything it opened; a listener that cannot bind is a
 // *ListenError.
-func (n *Node) Open() error {
-	if err := n.open(); err != nil {
+func (n *Node) Open() error { return n.OpenContext(context.Background()) }
+
+// OpenContext is Open, given up when ctx ends (a signal): a ledger open
+// that the disk wedges then returns at once.
+func (n *Node) OpenContext(ctx context.Context) error {
+	if err := n.open(ctx); err != nil {
 		n.Close()
 		return err
 	}
 	return nil
 }
 
-func (n *Node) open() error {
+func (n *Node) open(ctx context.Context) error {
 	n.started = n.cfg.Clock.Now()
 	// The data dir and all in it are private (0700/0600), even when it
 	// exists as 0755: it holds the ledger's WAL, raft's log, the spool and
@@ -136,15 +144,22 @@ func (n *Node) open() error {
 	if n.key, err = LoadOrCreateKey(n.cfg.DataDir); err != nil {
 		return err
 	}
+	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
 	lc := ledger.DefaultConfig(n.cfg.ledgerDir())
 	lc.Logger = n.log
-	if n.ledger, err = ledger.Open(lc); err != nil {
+	lc.OnRecover = n.proj.Redo // heartbeat writes that failed with the disk
+	if n.cfg.ledgerTune != nil {
+		n.cfg.ledgerTune(&lc)
+	}
+	octx, cancel := stopContext(ctx, n.stop)
+	n.ledger, err = ledger.OpenContext(octx, lc)
+	cancel()
+	if err != nil {
 		return err
 	}
 	if err := n.rebuild(); err != nil {
 		return err
 	}
-	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
 	n.proj.Reset(n.liveSnapshot())
 	n.drainSpool()
 	if err := n.openTasks(); err != nil {

@@ -1,9 +1,11 @@
 package node
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,65 +15,171 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-// peerContext renders the prompt-time table of the other live sessions for
-// session, or "" when the table has not changed since this session's last
-// injection (or there are no peers and never were). The hash covers the
-// table's content but not the ages, so time passing is not a change.
+// peerContext is the prompt-time context for session: a reminder of its
+// re-minted name while the agent has not shown it, and the table of the
+// other live sessions on every reachable node, when that table changed
+// since this session's last injection ("" when there is nothing to say).
+// The table is capped at Config.PeerContextBytes with the most relevant
+// sessions first, then "and N more". Its change hash covers every row
+// shown (remote ones too) and the count left out, but not the ages, so
+// time passing is not a change.
 func (n *Node) peerContext(session string) string {
 	now := n.cfg.Clock.Now()
-	var peers []presence.State
-	for _, s := range n.Sessions(false) {
-		if s.SessionID == session || s.ParentSessionID == session {
+	self, _ := n.resolveLocal(session)
+	var remind string
+	if self.NamePending() {
+		remind = NameReminder(self.SuggestedSessionName)
+	}
+	rows, _, err := n.Roster(context.Background(), false, false)
+	if err != nil {
+		n.log.Error("peer context", "err", err)
+	}
+	peers := make([]peerRow, 0, len(rows))
+	for i := range rows {
+		s := &rows[i].State
+		if !rows[i].Reachable || s.Ended || s.SessionID == session || s.ParentSessionID == session {
 			continue
 		}
-		peers = append(peers, s)
-	}
-	sort.Slice(peers, func(i, j int) bool {
-		if peers[i].Name != peers[j].Name {
-			return peers[i].Name < peers[j].Name
+		node := ""
+		if rows[i].Source != "local" && s.Node != n.cfg.Name {
+			node = s.Node
 		}
-		return peers[i].SessionID < peers[j].SessionID
-	})
-	h := sha256.New()
-	for _, p := range peers {
-		fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\x00%s\n", p.SessionID, p.Name, p.Agent,
-			p.Task, p.Activity, p.TaskState, p.BlockerReason, strings.Join(p.Claims, "\x01"))
+		peers = append(peers, peerRow{st: s, node: node})
 	}
-	sum := hex.EncodeToString(h.Sum(nil)[:16])
+	budget := n.cfg.PeerContextBytes
+	if remind != "" {
+		budget -= len(remind) + 1
+	}
+	table, sum := renderPeerTable(self.Repo, peers, now, budget)
 	key := "ctx/" + session
 	prev, err := n.ledger.GetMeta(key)
 	if err != nil {
 		n.log.Error("peer context", "err", err)
 	}
-	if string(prev) == sum {
-		return ""
-	}
-	if err := n.ledger.PutMeta(key, []byte(sum)); err != nil {
-		n.log.Error("peer context", "err", err)
-	}
-	if len(peers) == 0 {
-		if prev == nil {
-			return ""
+	switch {
+	case string(prev) == sum:
+		table = ""
+	case len(peers) == 0 && prev == nil:
+		table = "" // never had peers: nothing to say, nothing to remember
+	default:
+		if err := n.ledger.PutMeta(key, []byte(sum)); err != nil {
+			n.log.Error("peer context", "err", err)
 		}
-		return "harn: no other agent sessions are live now."
+		if len(peers) == 0 {
+			table = "harn: no other agent sessions are live now."
+		}
 	}
-	return renderPeers(peers, now)
+	switch {
+	case remind == "":
+		return table
+	case table == "":
+		return remind
+	}
+	return remind + "\n" + table
 }
 
-func renderPeers(peers []presence.State, now time.Time) string {
-	var b strings.Builder
-	b.WriteString("harn: other live agent sessions (coordinate before touching their claimed files)\n")
-	b.WriteString("| session | agent | task | activity | lifecycle | age | claims |\n|---|---|---|---|---|---|---|\n")
-	for _, p := range peers {
-		life := string(p.TaskState)
-		if p.BlockerReason != "" {
-			life += ": " + text.Clip(p.BlockerReason, 80)
-		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n",
-			text.Cell("Agent "+p.Name), text.Cell(p.Agent), text.Cell(text.Clip(p.Task, 80)), p.Activity, text.Cell(life),
-			text.Age(now, p.StartedAt), text.Cell(claimSummary(p.Claims)))
+// NameReminder is the prompt-time line that asks an agent to show its
+// re-minted session name.
+func NameReminder(name string) string {
+	return "harn: show this session name: " + text.OneLine(text.Clip(name, presence.MaxShownNameBytes))
+}
+
+// peerRow is one other session in the peer table; node is set for a
+// session of another node.
+type peerRow struct {
+	st   *presence.State
+	node string
+}
+
+// peerRank orders peers by relevance: the same repository as the asking
+// session first, then those that need input or are blocked, then the
+// rest.
+func peerRank(repo string, s *presence.State) int {
+	r := 2
+	if s.Activity == presence.ActivityNeedsInput || s.TaskState == presence.TaskBlocked {
+		r = 1
 	}
-	return b.String()
+	if repo != "" && s.Repo == repo {
+		r -= 2
+	}
+	return r
+}
+
+const peerHeader = "harn: other live agent sessions (coordinate before touching their claimed files)\n" +
+	"| session | node | agent | project | task | activity | lifecycle | age | claims |\n" +
+	"|---|---|---|---|---|---|---|---|---|\n"
+
+// peerMoreReserve is room kept for the "and N more" line.
+const peerMoreReserve = 96
+
+// renderPeerTable renders the most relevant peers that fit in budget
+// bytes, then "and N more", and the hash of what it shows without the
+// ages. Peers are ordered by peerRank, then name and id.
+func renderPeerTable(repo string, peers []peerRow, now time.Time, budget int) (string, string) {
+	sort.Slice(peers, func(i, j int) bool {
+		a, b := peers[i].st, peers[j].st
+		if ra, rb := peerRank(repo, a), peerRank(repo, b); ra != rb {
+			return ra < rb
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.SessionID < b.SessionID
+	})
+	h := sha256.New()
+	var b strings.Builder
+	b.WriteString(peerHeader)
+	shown := 0
+	for i := range peers {
+		row, content := peerLine(&peers[i], now)
+		last := i == len(peers)-1
+		room := budget - b.Len() - len(row)
+		if room < 0 || (!last && room < peerMoreReserve) {
+			break
+		}
+		b.WriteString(row)
+		hashLine(h, content)
+		shown++
+	}
+	if more := len(peers) - shown; more > 0 {
+		line := fmt.Sprintf("and %d more live sessions (`harn agents list` shows them all)\n", more)
+		b.WriteString(line)
+		hashLine(h, line)
+	}
+	return b.String(), hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// peerLine is a peer's table row, and its content without the age (what
+// the change hash covers).
+func peerLine(p *peerRow, now time.Time) (row, content string) {
+	s := p.st
+	life := string(s.TaskState)
+	if s.BlockerReason != "" {
+		life += ": " + text.Clip(s.BlockerReason, 80)
+	}
+	act := string(s.Activity)
+	if s.WaitingOn != "" && s.Activity == presence.ActivityNeedsInput {
+		act += " (" + s.WaitingOn + ")"
+	}
+	node := p.node
+	if node == "" {
+		node = "this"
+	}
+	project := s.Project()
+	if s.Branch != "" {
+		project += "@" + s.Branch
+	}
+	cells := []string{text.Cell("Agent " + s.Name), text.Cell(node), text.Cell(s.Agent), text.Cell(text.Clip(project, 40)),
+		text.Cell(text.Clip(s.Task, 80)), text.Cell(act), text.Cell(life)}
+	claims := text.Cell(claimSummary(s.Claims))
+	content = strings.Join(cells, "\x00") + "\x00" + claims
+	row = "| " + strings.Join(cells, " | ") + " | " + text.Age(now, s.StartedAt) + " | " + claims + " |\n"
+	return row, content
+}
+
+func hashLine(h hash.Hash, s string) {
+	h.Write([]byte(s))
+	h.Write([]byte{'\n'})
 }
 
 func claimSummary(cs []string) string {

@@ -65,9 +65,10 @@ func (r RosterEntry) Encode() ([]byte, error) {
 	return json.Marshal(r.JSON())
 }
 
-// localEntries are this node's sessions as roster entries, with their
-// cached JSON (encoded here when a change cleared it).
-func (n *Node) localEntries(all bool) []RosterEntry {
+// localEntries are this node's sessions as roster entries, each with its
+// silent_since as of now and its cached JSON (encoded again when a change
+// cleared it or its silence changed).
+func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	out := make([]RosterEntry, 0, len(n.sessions))
@@ -76,9 +77,11 @@ func (n *Node) localEntries(all bool) []RosterEntry {
 			continue
 		}
 		re := RosterEntry{State: e.state, Reachable: true, Source: "local"}
-		if e.view == nil {
+		re.State.SilentSince = presence.SilentSince(&e.state, now, n.cfg.SilenceAfter)
+		if e.view == nil || !e.viewSilent.Equal(re.State.SilentSince) {
+			e.view = nil
 			if b, err := json.Marshal(re.JSON()); err == nil {
-				e.view = b
+				e.view, e.viewSilent = b, re.State.SilentSince
 			}
 		}
 		re.raw = e.view
@@ -190,12 +193,15 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		return nil, info, err
 	}
 	members := n.reachability()
+	now := n.cfg.Clock.Now()
 	if consistent {
-		return n.registryRoster(recs, members, all), info, nil
+		out := n.registryRoster(recs, members, all)
+		n.glance(out, now)
+		return out, info, nil
 	}
 	seen := map[string]bool{}
 	var out []RosterEntry
-	for _, e := range n.localEntries(all) {
+	for _, e := range n.localEntries(all, now) {
 		seen[e.State.SessionID] = true
 		out = append(out, e)
 	}
@@ -239,6 +245,7 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		}
 		out = append(out, e)
 	}
+	n.glance(out, now)
 	// Sort by index: entries are large, and moving them costs more than
 	// comparing them.
 	idx := make([]int, len(out))
@@ -346,8 +353,12 @@ func (n *Node) ReadSession(ctx context.Context, handle string) (RosterEntry, str
 			var st presence.State
 			return st, json.Unmarshal(res.SessionJson, &st)
 		})
-	if err != nil || r.since == "" {
+	if err != nil {
 		return r.entry, "", err
+	}
+	r.entry.State.SilentSince = presence.SilentSince(&r.entry.State, n.cfg.Clock.Now(), n.cfg.SilenceAfter)
+	if r.since == "" {
+		return r.entry, "", nil
 	}
 	return r.entry, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", r.entry.State.Node, r.since), nil
 }

@@ -27,12 +27,22 @@ var _ api.LocalServer = (*localService)(nil)
 // exit codes: InvalidArgument (bad input), NotFound (unknown session),
 // FailedPrecondition (a rule refused), Aborted (ambiguous prefix),
 // ResourceExhausted (the registry has no leader), Unimplemented (no mesh).
+// The ledger's refusals map as node/ledger documents them: a full disk is
+// ResourceExhausted, a ledger that refuses writes otherwise (or is
+// reopening, or closed) Unavailable, an append of an id still in flight
+// Aborted; a hook spools its events on each.
 func statusErr(err error) error {
 	if err == nil {
 		return nil
 	}
 	var c codes.Code
 	switch {
+	case errors.Is(err, ledger.ErrNoSpace):
+		c = codes.ResourceExhausted
+	case errors.Is(err, ledger.ErrUnwritable), errors.Is(err, ledger.ErrUnavailable), errors.Is(err, ledger.ErrClosed):
+		c = codes.Unavailable
+	case errors.Is(err, ledger.ErrInFlight):
+		c = codes.Aborted
 	case errors.Is(err, ErrUnknownSession):
 		c = codes.NotFound
 	case errors.Is(err, ErrAmbiguous):
@@ -101,6 +111,9 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 	}
 	if req.ContextFor != "" {
 		out.AdditionalContext = s.n.peerContext(req.ContextFor)
+	}
+	if req.NameFor != "" {
+		out.PendingName = s.n.PendingName(req.NameFor)
 	}
 	return out, nil
 }

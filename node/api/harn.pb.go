@@ -147,7 +147,10 @@ type AppendRequest struct {
 	Events []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
 	// context_for, when set, asks for prompt-time peer context for that
 	// session; it is returned only when it changed since the last injection.
-	ContextFor    string `protobuf:"bytes,2,opt,name=context_for,json=contextFor,proto3" json:"context_for,omitempty"`
+	ContextFor string `protobuf:"bytes,2,opt,name=context_for,json=contextFor,proto3" json:"context_for,omitempty"`
+	// name_for, when set, asks for that session's re-minted name if the
+	// agent has not shown it: it is returned once per re-mint (pending_name).
+	NameFor       string `protobuf:"bytes,3,opt,name=name_for,json=nameFor,proto3" json:"name_for,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -196,14 +199,23 @@ func (x *AppendRequest) GetContextFor() string {
 	return ""
 }
 
+func (x *AppendRequest) GetNameFor() string {
+	if x != nil {
+		return x.NameFor
+	}
+	return ""
+}
+
 type AppendResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ids   []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
 	// duplicates counts events already in the ledger.
 	Duplicates        int32  `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
 	AdditionalContext string `protobuf:"bytes,3,opt,name=additional_context,json=additionalContext,proto3" json:"additional_context,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// pending_name answers name_for.
+	PendingName   string `protobuf:"bytes,4,opt,name=pending_name,json=pendingName,proto3" json:"pending_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AppendResponse) Reset() {
@@ -253,6 +265,13 @@ func (x *AppendResponse) GetDuplicates() int32 {
 func (x *AppendResponse) GetAdditionalContext() string {
 	if x != nil {
 		return x.AdditionalContext
+	}
+	return ""
+}
+
+func (x *AppendResponse) GetPendingName() string {
+	if x != nil {
+		return x.PendingName
 	}
 	return ""
 }
@@ -2093,17 +2112,19 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"attrs_json\x18\t \x01(\fR\tattrsJson\x12\x15\n" +
 	"\x06ts_set\x18\n" +
-	" \x01(\bR\x05tsSet\"X\n" +
+	" \x01(\bR\x05tsSet\"s\n" +
 	"\rAppendRequest\x12&\n" +
 	"\x06events\x18\x01 \x03(\v2\x0e.harn.v1.EventR\x06events\x12\x1f\n" +
 	"\vcontext_for\x18\x02 \x01(\tR\n" +
-	"contextFor\"q\n" +
+	"contextFor\x12\x19\n" +
+	"\bname_for\x18\x03 \x01(\tR\anameFor\"\x94\x01\n" +
 	"\x0eAppendResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
 	"\n" +
 	"duplicates\x18\x02 \x01(\x05R\n" +
 	"duplicates\x12-\n" +
-	"\x12additional_context\x18\x03 \x01(\tR\x11additionalContext\"\xa3\x01\n" +
+	"\x12additional_context\x18\x03 \x01(\tR\x11additionalContext\x12!\n" +
+	"\fpending_name\x18\x04 \x01(\tR\vpendingName\"\xa3\x01\n" +
 	"\x0fDiagnoseRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12 \n" +

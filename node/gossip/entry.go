@@ -31,6 +31,15 @@ type Entry struct {
 	LastEventAt     time.Time `json:"last_event_at,omitzero"`
 	Hash            string    `json:"hash"`
 	HarnTask        *HarnTask `json:"harn_task,omitempty"`
+	// WaitingOn is what a needs_input session waits on; EvidenceAt its
+	// latest evidence of acting (refreshed at most every EvidenceRefresh
+	// while nothing else changes); Repo and Branch where it runs; NameSeen
+	// the suggested name the agent was last seen showing.
+	WaitingOn  string    `json:"waiting_on,omitempty"`
+	EvidenceAt time.Time `json:"evidence_at,omitzero"`
+	Repo       string    `json:"repo,omitempty"`
+	Branch     string    `json:"branch,omitempty"`
+	NameSeen   string    `json:"name_seen,omitempty"`
 }
 
 // Bounds of a gossiped entry.
@@ -38,6 +47,11 @@ const (
 	taskChars   = 160
 	reasonChars = presence.MaxHashedReason
 	maxClaims   = 6
+	// waitChars bounds WaitingOn (presence.MaxWaitingOnChars), whereChars
+	// Repo and Branch, seenChars NameSeen.
+	waitChars  = presence.MaxWaitingOnChars
+	whereChars = 80
+	seenChars  = 160
 )
 
 // EntryOf is the gossiped entry of a session state whose presence hash is
@@ -48,7 +62,10 @@ func EntryOf(s *presence.State, hash string) Entry {
 		ActivityAt: s.ActivityUpdatedAt, ActivitySource: s.ActivitySource, TaskState: string(s.TaskState),
 		TaskStateAt: s.TaskStateUpdatedAt, BlockerReason: text.Clip(s.BlockerReason, reasonChars),
 		ClaimCount: len(s.Claims), Ended: s.Ended, EndReason: s.EndReason, StartedAt: s.StartedAt,
-		LastEventAt: s.LastEventAt, Hash: hash}
+		LastEventAt: s.LastEventAt, Hash: hash,
+		WaitingOn: text.Clip(s.WaitingOn, waitChars), EvidenceAt: s.LastEvidenceAt,
+		Repo: text.Clip(s.Repo, whereChars), Branch: text.Clip(s.Branch, whereChars),
+		NameSeen: text.Clip(s.SessionNameSeenFor, seenChars)}
 	if len(s.Claims) > 0 {
 		n := min(len(s.Claims), maxClaims)
 		e.Claims = append([]string(nil), s.Claims[:n]...)
@@ -57,7 +74,8 @@ func EntryOf(s *presence.State, hash string) Entry {
 }
 
 // EncodeDelta encodes an entry to fit one gossip frame, dropping detail
-// (claims, then task and reason length) until it does.
+// (claims, then the length of the texts, then the least needed fields)
+// until it does.
 func EncodeDelta(e Entry) ([]byte, error) {
 	for step := 0; ; step++ {
 		b, err := json.Marshal(e)
@@ -70,8 +88,11 @@ func EncodeDelta(e Entry) ([]byte, error) {
 		case 1:
 			e.Task = text.Clip(e.Task, 40)
 			e.BlockerReason = text.Clip(e.BlockerReason, 40)
+			e.WaitingOn = text.Clip(e.WaitingOn, 40)
+			e.NameSeen = ""
 		case 2:
 			e.ActivitySource, e.EndReason = "", ""
+			e.Repo, e.Branch = text.Clip(e.Repo, 24), text.Clip(e.Branch, 24)
 		default:
 			e.Task, e.BlockerReason, e.Name = "", "", text.Clip(e.Name, 20)
 			if e.HarnTask != nil {
@@ -79,6 +100,7 @@ func EncodeDelta(e Entry) ([]byte, error) {
 				ht.Text, ht.PendingCalls = "", nil
 				e.HarnTask = &ht
 			}
+			e.WaitingOn, e.Repo, e.Branch = text.Clip(e.WaitingOn, 12), "", ""
 			b, err := json.Marshal(e)
 			return b, err
 		}
@@ -92,7 +114,8 @@ func (e *Entry) State(node string) presence.State {
 		ActivitySource: e.ActivitySource, TaskState: presence.TaskState(e.TaskState),
 		TaskStateUpdatedAt: e.TaskStateAt, BlockerReason: e.BlockerReason, Task: e.Task,
 		Claims: e.Claims, StartedAt: e.StartedAt, LastEventAt: e.LastEventAt, Ended: e.Ended,
-		EndReason: e.EndReason}
+		EndReason: e.EndReason, WaitingOn: e.WaitingOn, LastEvidenceAt: e.EvidenceAt, Repo: e.Repo,
+		Branch: e.Branch, SessionNameSeenFor: e.NameSeen}
 	if s.BlockerReason != "" {
 		s.LifecycleReason = s.BlockerReason
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/presence"
@@ -28,15 +29,27 @@ type Publisher struct {
 	lastVer uint64
 
 	sentMu  sync.Mutex
-	sent    map[string]string // session -> last broadcast hash
-	sentVer map[string]uint64 // session -> last broadcast version
+	sent    map[string]sentDelta // session -> what its last delta said
+	sentVer map[string]uint64    // session -> last broadcast version
 
 	decorate atomic.Pointer[decorator]
 }
 
+// sentDelta is what decides whether a session needs a new delta.
+type sentDelta struct {
+	hash, nameSeen string
+	evidence       time.Time
+}
+
+// EvidenceRefresh is how stale a gossiped entry's evidence time may grow
+// while nothing else about the session changes: a busy session sends one
+// delta per EvidenceRefresh at most for it, and readers wait this much
+// longer before they call a gossiped session silent.
+const EvidenceRefresh = 30 * time.Second
+
 // NewPublisher returns a publisher that broadcasts on out.
 func NewPublisher(clk clock.Clock, log *slog.Logger, out Broadcaster) *Publisher {
-	return &Publisher{clock: clk, log: log, out: out, sent: map[string]string{}, sentVer: map[string]uint64{}}
+	return &Publisher{clock: clk, log: log, out: out, sent: map[string]sentDelta{}, sentVer: map[string]uint64{}}
 }
 
 // NextVersion returns a strictly increasing gossip version, from the clock
@@ -52,17 +65,21 @@ func (p *Publisher) NextVersion() uint64 {
 	return v
 }
 
-// Publish broadcasts s's delta unless hash was already broadcast for it.
+// Publish broadcasts s's delta unless its last delta already said as
+// much: the same presence hash and seen name, and evidence less than
+// EvidenceRefresh older than s's.
 func (p *Publisher) Publish(s *presence.State, hash string) {
 	e := EntryOf(s, hash)
 	p.decorateEntry(&e)
 	hash = e.Hash
 	p.sentMu.Lock()
-	if p.sent[s.SessionID] == hash {
+	last, ok := p.sent[s.SessionID]
+	if ok && last.hash == hash && last.nameSeen == s.SessionNameSeenFor &&
+		s.LastEvidenceAt.Sub(last.evidence) < EvidenceRefresh {
 		p.sentMu.Unlock()
 		return
 	}
-	p.sent[s.SessionID] = hash
+	p.sent[s.SessionID] = sentDelta{hash: hash, nameSeen: s.SessionNameSeenFor, evidence: s.LastEvidenceAt}
 	p.sentMu.Unlock()
 	delta, err := EncodeDelta(e)
 	if err != nil {

@@ -36,7 +36,9 @@ type Projector struct {
 
 	mu    sync.Mutex
 	dirty map[string]presence.State
-	kick  chan struct{}
+	// failed are the writes that failed, kept for Redo.
+	failed map[string]presence.State
+	kick   chan struct{}
 	// delay coalesces: after a mark the writer waits this long, so that a
 	// burst of events becomes one write per session.
 	delay time.Duration
@@ -44,7 +46,8 @@ type Projector struct {
 
 // New returns a projector writing into dir (which must exist).
 func New(dir string, log *slog.Logger, delay time.Duration, clk clock.Clock) *Projector {
-	return &Projector{dir: dir, log: log, delay: delay, clock: clk, dirty: map[string]presence.State{}, kick: make(chan struct{}, 1)}
+	return &Projector{dir: dir, log: log, delay: delay, clock: clk, dirty: map[string]presence.State{},
+		failed: map[string]presence.State{}, kick: make(chan struct{}, 1)}
 }
 
 // FileName is the name of a session's heartbeat file in the directory.
@@ -86,9 +89,39 @@ func (p *Projector) Flush() {
 	p.dirty = make(map[string]presence.State, len(batch))
 	p.mu.Unlock()
 	for _, s := range batch {
-		if err := p.write(s); err != nil {
+		err := p.write(s)
+		p.mu.Lock()
+		if err != nil {
+			p.failed[s.SessionID] = s
+		} else {
+			delete(p.failed, s.SessionID)
+		}
+		p.mu.Unlock()
+		if err != nil {
 			p.log.Error("heartbeat", "session", s.SessionID, "err", err)
 		}
+	}
+}
+
+// Redo queues again the writes that failed (a full disk that has room
+// again), unless a newer state of the session is already queued. It never
+// blocks.
+func (p *Projector) Redo() {
+	p.mu.Lock()
+	n := len(p.failed)
+	for id, s := range p.failed {
+		if _, queued := p.dirty[id]; !queued {
+			p.dirty[id] = s
+		}
+	}
+	clear(p.failed)
+	p.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	select {
+	case p.kick <- struct{}{}:
+	default:
 	}
 }
 
