@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"net"
 	"os"
 	"os/exec"
@@ -202,6 +203,11 @@ func rpcErr(err error, p place) error {
 		return withCode(ExitError, err)
 	}
 	msg := text.OneLine(st.Message()) // it may quote agent or peer text
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonLedgerUnwritable {
+			return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
+		}
+	}
 	switch st.Code() {
 	case codes.NotFound:
 		return withCode(ExitNotFound, errors.New(msg))

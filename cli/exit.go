@@ -33,6 +33,11 @@ const (
 	ExitRemoteRefused = 16 // the target node refused remote control (unauthenticated channel or its policy)
 )
 
+// ExitDiskFull: the node's ledger refuses writes (a full disk, or a data dir
+// it cannot write); reads still work, and it takes writes again by itself
+// once space returns.
+const ExitDiskFull = 17
+
 // codedError carries an exit code with an error.
 type codedError struct {
 	code int

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"os"
 	"time"
 
@@ -58,8 +59,25 @@ func statusErr(err error) error {
 	default:
 		c = codes.Internal
 	}
-	return status.Error(c, err.Error())
+	st := status.New(c, err.Error())
+	if errors.Is(err, ledger.ErrUnwritable) || errors.Is(err, ledger.ErrNoSpace) {
+		// Say it in a way a client can match without reading the text:
+		// ResourceExhausted also means "no leader".
+		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: ReasonLedgerUnwritable, Domain: ErrorDomain}); derr == nil {
+			st = d
+		}
+	}
+	return st.Err()
 }
+
+// Reasons in the errdetails.ErrorInfo that some refusals carry.
+const (
+	// ErrorDomain is the ErrorInfo domain of the node's reasons.
+	ErrorDomain = "harn.dev"
+	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
+	// disk, or a data dir it cannot write); reads still work.
+	ReasonLedgerUnwritable = "LEDGER_UNWRITABLE"
+)
 
 // EventFromAPI converts a wire event.
 func EventFromAPI(e *api.Event) (presence.Event, error) {
