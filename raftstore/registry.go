@@ -72,10 +72,11 @@ type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
 	index   uint64
+	claims  claimTable // write claims (claimcmd.go)
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{records: map[string]Record{}} }
+func NewRegistry() *Registry { return &Registry{records: map[string]Record{}, claims: newClaimTable()} }
 
 // Apply applies the command of log entry index. An invalid command changes
 // nothing and returns an error wrapping ErrInvalidCommand; the index is
@@ -99,7 +100,10 @@ func (r *Registry) Apply(index uint64, c Command) error {
 		for _, id := range c.SessionIDs {
 			delete(r.records, id)
 		}
+	case OpClaim, OpRelease:
+		r.applyClaim(index, c)
 	}
+	r.endClaimsLocked(c)
 	return nil
 }
 
@@ -224,6 +228,7 @@ const SnapshotVersion byte = 1
 type snapshotBody struct {
 	Index   uint64   `json:"index"`
 	Records []Record `json:"records"`
+	Claims  []Claim  `json:"claims,omitempty"`
 }
 
 // Snapshot returns the registry as bytes: the version byte and the JSON of
@@ -231,7 +236,7 @@ type snapshotBody struct {
 // give equal bytes.
 func (r *Registry) Snapshot() ([]byte, error) {
 	r.mu.RLock()
-	body := snapshotBody{Index: r.index, Records: r.listLocked()}
+	body := snapshotBody{Index: r.index, Records: r.listLocked(), Claims: r.claimsLocked(false)}
 	r.mu.RUnlock()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -257,7 +262,7 @@ func (r *Registry) Restore(b []byte) error {
 		records[rec.SessionID] = rec
 	}
 	r.mu.Lock()
-	r.records, r.index = records, body.Index
+	r.records, r.index, r.claims = records, body.Index, restoreClaims(body.Claims)
 	r.mu.Unlock()
 	return nil
 }
