@@ -131,7 +131,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	stampEvents(res.Events, now)
 	stampRepo(res.Events)
 	ctxText := h.send(res)
-	if out := h.decideOutput(c, in, ad.Output(res, adapter.Reply{Context: ctxText})); len(out) > 0 {
+	if out := h.decideOutput(c, in, ad.Output(res, adapter.Reply{Context: ctxText}), claimRequests(h.agent, in, res.Events)); len(out) > 0 {
 		c.OutOrStdout().Write(out)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/ledger"
 )
 
@@ -32,6 +33,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("config", "", "config file (JSON object or key = value lines; keys are flag names)")
 	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
+	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
 	addMeshFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
 	return c
@@ -45,6 +47,10 @@ func runNode(c *cobra.Command, _ []string) error {
 		cfg.Name = name
 	}
 	cfg.ReapInterval, _ = c.Flags().GetDuration("reap-interval")
+	cfg.Claims, _ = c.Flags().GetString("claims")
+	if _, err := claims.ParseMode(cfg.Claims); err != nil {
+		return usageErr(err)
+	}
 	if err := meshConfig(c, &cfg.Cluster); err != nil {
 		return err
 	}

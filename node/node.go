@@ -24,12 +24,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
@@ -72,6 +74,9 @@ type Node struct {
 	tasks  *tasks.Host   // the task runtimes (node/tasks)
 	cl     *cluster      // nil without the mesh
 	remote *gossip.Table // what other nodes gossip
+
+	// claims is the write-claim room (node/claims); nil until Open built it.
+	claims atomic.Pointer[claims.Decider]
 
 	proj     *heartbeat.Projector
 	grpc     *grpc.Server
@@ -160,6 +165,9 @@ func (n *Node) open() error {
 			return err
 		}
 		n.cl.pub.SetDecorate(n.decorateEntry)
+	}
+	if err := n.openClaims(); err != nil {
+		return err
 	}
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
