@@ -168,6 +168,7 @@ func doctor(ctx context.Context, e doctorEnv) doctorReport {
 	var rep doctorReport
 	add := func(cs ...check) { rep.Checks = append(rep.Checks, cs...) }
 	add(checkHooks(e)...)
+	add(checkInstructions(e)...)
 	add(checkCodexTrust(e)...)
 	nodeCheck, st, cl := checkNode(ctx, e)
 	add(nodeCheck)

@@ -74,7 +74,8 @@ var examples = map[string]string{
 
 	"harn node": `  harn node
   harn node --server --bootstrap-expect 3 --join buildbox1:7710 --gossip-key "$(cat gossip.key)"
-  harn node --no-mesh`,
+  harn node --no-mesh
+  harn node --claims warn          # tell agents of held files, do not stop them`,
 	"harn node status": `  harn node status
   harn node status --json`,
 	"harn node errors": `  harn node errors

@@ -25,6 +25,8 @@ const (
 type gitInfo struct {
 	Repo   string // the origin URL's last path element without .git, else the top-level folder's name
 	Branch string // "" when HEAD is detached
+	Top    string // the work tree's top level
+	Origin string // remote origin's URL as configured, "" without one
 }
 
 // repoOf finds the repository that holds dir by walking up to a .git
@@ -78,7 +80,7 @@ func repoAt(top string) (gitInfo, bool) {
 	if err != nil {
 		return gitInfo{}, false
 	}
-	info := gitInfo{Branch: branchOf(head)}
+	info := gitInfo{Branch: branchOf(head), Top: top}
 	// A linked worktree keeps its config in the common dir.
 	common := gitDir
 	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
@@ -89,7 +91,8 @@ func repoAt(top string) (gitInfo, bool) {
 		common = filepath.Clean(p)
 	}
 	if cfg, err := readSmall(filepath.Join(common, "config")); err == nil {
-		info.Repo = repoNameOfURL(originURL(cfg))
+		info.Origin = originURL(cfg)
+		info.Repo = repoNameOfURL(info.Origin)
 	}
 	if info.Repo == "" {
 		info.Repo = filepath.Base(top)

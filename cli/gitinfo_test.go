@@ -129,7 +129,7 @@ func TestRepoAndBranchFromPlainFileReads(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			cwd := c.setup(t)
 			got, ok := repoOf(cwd)
-			if ok != c.wantInRepo || got != c.want {
+			if ok != c.wantInRepo || got.Repo != c.want.Repo || got.Branch != c.want.Branch {
 				t.Fatalf("repoOf(%q) = %+v, %v; want %+v, %v", cwd, got, ok, c.want, c.wantInRepo)
 			}
 		})

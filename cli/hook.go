@@ -138,7 +138,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	stampEvents(res.Events, now)
 	stampRepo(res.Events)
 	reply := h.send(res, asksName(ad, res))
-	if out := h.decideOutput(c, in, ad.Output(res, reply)); len(out) > 0 {
+	if out := h.decideOutput(c, in, ad.Output(res, reply), claimRequests(h.agent, in, res.Events)); len(out) > 0 {
 		c.OutOrStdout().Write(out)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -49,7 +50,7 @@ type hookCall struct {
 // what to print: a denial in the agent's own format, a remote approval's
 // decision, or out (the adapter's own answer) when there is nothing to
 // decide.
-func (h *hookRun) decideOutput(c *cobra.Command, in []byte, out []byte) []byte {
+func (h *hookRun) decideOutput(c *cobra.Command, in []byte, out []byte, cr []claims.Request) []byte {
 	var p hookCall
 	if len(in) == 0 || json.Unmarshal(in, &p) != nil {
 		return out
@@ -77,14 +78,22 @@ func (h *hookRun) decideOutput(c *cobra.Command, in []byte, out []byte) []byte {
 		if agent == "codex" {
 			phase = tasks.PhasePre // Codex is enforced at its permission request
 		}
+	case "afterFileEdit": // Cursor: the edit is done; claim it, warn at most
+		if len(cr) == 0 {
+			return out
+		}
+		phase = tasks.PhasePost
 	default:
 		return out
 	}
 	if phase != "" {
 		v, ok := h.decide(tasks.Query{Phase: phase, Session: session, Task: os.Getenv("HARN_TASK"), Tool: p.Tool,
-			Input: p.Input, Call: p.ToolUseID, Failed: p.Event == "PostToolUseFailure" || p.Event == "postToolUseFailure"})
+			Input: p.Input, Call: p.ToolUseID, Failed: p.Event == "PostToolUseFailure" || p.Event == "postToolUseFailure"}, cr)
 		if ok && v.Decision == tasks.DecideDeny {
 			return denyOutput(agent, p.Event, v.Reason)
+		}
+		if ok && v.Decision == claims.DecideWarn {
+			return warnOutput(agent, v.Reason)
 		}
 	}
 	if p.Event != "PermissionRequest" {
@@ -102,17 +111,21 @@ func (h *hookRun) decideOutput(c *cobra.Command, in []byte, out []byte) []byte {
 
 // decide asks the node; ok is false when it did not answer in time (the
 // call is then allowed, and a diagnostic says so).
-func (h *hookRun) decide(q tasks.Query) (tasks.Verdict, bool) {
+func (h *hookRun) decide(q tasks.Query, cr []claims.Request) (tasks.Verdict, bool) {
 	cl, err := h.client()
 	if err != nil {
 		return tasks.Verdict{}, false
 	}
-	b, _ := json.Marshal(q)
+	// The claims ride beside the task runtime's fields (node/claims_wire.go).
+	b, _ := json.Marshal(struct {
+		tasks.Query
+		Claims []claims.Request `json:"claims,omitempty"`
+	}{q, cr})
 	ctx, cancel := context.WithTimeout(context.Background(), decideWait)
 	defer cancel()
 	r, err := cl.api.Decide(ctx, &api.DecideRequest{QueryJson: b})
 	if err != nil {
-		if q.Phase == tasks.PhasePre && (q.Task != "" || ctx.Err() != nil) {
+		if q.Phase == tasks.PhasePre && (q.Task != "" || len(cr) > 0 || ctx.Err() != nil) {
 			h.diagnose(fmt.Sprintf("pre-call check: the node did not answer within %s (%s); the %s call was allowed",
 				decideWait, text.OneLine(err.Error()), text.Clip(q.Tool, 60)), nil)
 		}

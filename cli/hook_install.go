@@ -59,9 +59,14 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 			if asJSON(c) {
 				return writeJSON(c, map[string]any{"path": rep.Path, "changed": rep.Changed,
 					"added": rep.Added, "replaced": rep.Replaced, "removed": rep.Removed,
-					"lost_comment_lines": rep.LostComments, "backup": rep.Backup, "dry_run": dry})
+					"lost_comment_lines": rep.LostComments, "backup": rep.Backup, "dry_run": dry,
+					"instructions": map[string]any{"path": rep.Instructions.Path, "changed": rep.Instructions.Changed}})
 			}
 			fmt.Fprint(c.OutOrStdout(), rep.Summary())
+			if dry {
+				fmt.Fprint(c.OutOrStdout(), install.Diff(rep.Path, rep.Before, rep.After),
+					install.Diff(rep.Instructions.Path, rep.Instructions.Before, rep.Instructions.After))
+			}
 			return nil
 		},
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -35,6 +36,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
 	c.Flags().Duration("silence-after", node.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
 	c.Flags().Int("peer-context-bytes", node.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
+	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
 	addMeshFlags(c)
 	addSecretFileFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
@@ -51,6 +53,10 @@ func runNode(c *cobra.Command, _ []string) error {
 	cfg.ReapInterval, _ = c.Flags().GetDuration("reap-interval")
 	cfg.SilenceAfter, _ = c.Flags().GetDuration("silence-after")
 	cfg.PeerContextBytes, _ = c.Flags().GetInt("peer-context-bytes")
+	cfg.Claims, _ = c.Flags().GetString("claims")
+	if _, err := claims.ParseMode(cfg.Claims); err != nil {
+		return usageErr(err)
+	}
 	if err := meshConfig(c, &cfg.Cluster); err != nil {
 		return err
 	}

@@ -50,6 +50,10 @@ type Config struct {
 	// Git runs the git finalization check (nil: the git CLI).
 	Git GitChecker
 
+	// Claims is the write-claim mode: off, warn or enforce ("" is
+	// enforce).
+	Claims string
+
 	// Cluster configures the mesh: gossip, the Raft registry and the
 	// cluster gRPC service.
 	Cluster ClusterConfig

@@ -23,12 +23,14 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
@@ -75,6 +77,9 @@ type Node struct {
 	tasks  *tasks.Host   // the task runtimes (node/tasks)
 	cl     *cluster      // nil without the mesh
 	remote *gossip.Table // what other nodes gossip
+
+	// claims is the write-claim room (node/claims); nil until Open built it.
+	claims atomic.Pointer[claims.Decider]
 
 	proj     *heartbeat.Projector
 	grpc     *grpc.Server
@@ -178,6 +183,9 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	// Tighten again what Pebble and raft created under a loose umask.
 	if err := privateDataDir(n.cfg.DataDir); err != nil {
+		return err
+	}
+	if err := n.openClaims(); err != nil {
 		return err
 	}
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)

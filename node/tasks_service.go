@@ -269,6 +269,11 @@ func (s *localService) Decide(ctx context.Context, req *api.DecideRequest) (*api
 	}
 	q.Wait = min(max(q.Wait, 0), maxDecideWait)
 	v := s.n.tasks.Decide(ctx, q)
+	if v.Decision != tasks.DecideDeny {
+		if r, ok := s.n.decideClaims(ctx, req.QueryJson); ok {
+			return r, nil
+		}
+	}
 	return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason, Task: v.Task, Call: v.Call}, nil
 }
 

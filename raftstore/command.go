@@ -44,6 +44,8 @@ type Command struct {
 	Upserts []Upsert `json:"upserts,omitempty"`
 	// SessionIDs are the records OpDelete removes.
 	SessionIDs []string `json:"session_ids,omitempty"`
+	// Claim is the body of OpClaim and OpRelease (claimcmd.go).
+	Claim *ClaimCommand `json:"claim,omitempty"`
 }
 
 // UpsertCommand returns the command that applies u.
@@ -128,8 +130,13 @@ func (c Command) Validate() error {
 			}
 		}
 		return nil
+	case OpClaim, OpRelease:
+		return c.validateClaim()
 	default:
 		return invalid("op", fmt.Sprintf("unknown op %q; use upsert, batch or delete", c.Op))
+	}
+	if c.Claim != nil {
+		return invalid("claim", "only claim and release carry a claim body")
 	}
 	for i := range c.Upserts {
 		if err := c.Upserts[i].Validate(); err != nil {

@@ -26,3 +26,28 @@ func FuzzDecodeCommand(f *testing.F) {
 		_ = NewRegistry().Apply(1, cmd)
 	})
 }
+
+// FuzzDecodeClaimCommand: claim and release entries decode without panic,
+// and a decoded one applies to a registry holding claims without panic.
+func FuzzDecodeClaimCommand(f *testing.F) {
+	for _, c := range []Command{
+		ClaimCmd("s", "n", "github.com/o/r", time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC), "a.go", "b/c.go"),
+		ReleaseCmd("s", "github.com/o/r", false, "a.go"),
+		ReleaseCmd("s", "", true),
+	} {
+		if b, err := EncodeCommand(c); err == nil {
+			f.Add(b)
+		}
+	}
+	f.Add([]byte(`{"op":"claim","claim":{"session_id":"s","repo":"r","paths":[""]}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		cmd, err := DecodeCommand(b)
+		if err != nil {
+			return
+		}
+		r := NewRegistry()
+		_ = r.Apply(1, ClaimCmd("t", "n", "github.com/o/r", time.Time{}, "a.go"))
+		_ = r.Apply(2, cmd)
+		_ = r.Claims()
+	})
+}

@@ -72,10 +72,11 @@ type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
 	index   uint64
+	claims  claimTable // write claims (claimcmd.go)
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{records: map[string]Record{}} }
+func NewRegistry() *Registry { return &Registry{records: map[string]Record{}, claims: newClaimTable()} }
 
 // MaxAhead bounds how far a record's times may lie after the time the
 // leader appended its log entry. A later time (a record from the future,
@@ -114,7 +115,10 @@ func (r *Registry) ApplyAt(index uint64, appendedAt time.Time, c Command) error 
 		for _, id := range c.SessionIDs {
 			delete(r.records, id)
 		}
+	case OpClaim, OpRelease:
+		r.applyClaim(index, c)
 	}
+	r.endClaimsLocked(c)
 	return nil
 }
 
@@ -252,6 +256,7 @@ const SnapshotVersion byte = 1
 type snapshotBody struct {
 	Index   uint64   `json:"index"`
 	Records []Record `json:"records"`
+	Claims  []Claim  `json:"claims,omitempty"`
 }
 
 // Snapshot returns the registry as bytes: the version byte and the JSON of
@@ -259,7 +264,7 @@ type snapshotBody struct {
 // give equal bytes.
 func (r *Registry) Snapshot() ([]byte, error) {
 	r.mu.RLock()
-	body := snapshotBody{Index: r.index, Records: r.listLocked()}
+	body := snapshotBody{Index: r.index, Records: r.listLocked(), Claims: r.claimsLocked(false)}
 	r.mu.RUnlock()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -285,7 +290,7 @@ func (r *Registry) Restore(b []byte) error {
 		records[rec.SessionID] = rec
 	}
 	r.mu.Lock()
-	r.records, r.index = records, body.Index
+	r.records, r.index, r.claims = records, body.Index, restoreClaims(body.Claims)
 	r.mu.Unlock()
 	return nil
 }

@@ -82,6 +82,8 @@ type Report struct {
 	// exist); After equals Before when nothing changed.
 	Before, After []byte
 	DryRun        bool
+	// Instructions is the edit of the agent's instruction file.
+	Instructions InstructionsReport
 }
 
 // BackupSuffix is appended to a settings file's name for its backup.
@@ -124,22 +126,30 @@ func Install(o Options) (Report, error) {
 		return Report{}, fmt.Errorf("%w: %q; give the absolute path of the harn binary", ErrBadCommand, o.Command)
 	}
 	cmd := hookCommand(o.Command, o.Agent) + o.hookFlags()
-	return edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
+	r, err := edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
 		var modified bool
 		var err error
 		r.Added, r.Replaced, modified, err = s.install(top, cmd)
 		return modified, err
 	})
+	if err == nil {
+		r.Instructions, err = InstallInstructions(o)
+	}
+	return r, err
 }
 
 // Uninstall removes exactly harn's entries for the agent, dropping matcher
 // groups and event keys they leave empty. A missing file is no change.
 func Uninstall(o Options) (Report, error) {
-	return edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
+	r, err := edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
 		var err error
 		r.Removed, err = s.uninstall(top)
 		return len(r.Removed) > 0, err
 	})
+	if err == nil {
+		r.Instructions, err = UninstallInstructions(o)
+	}
+	return r, err
 }
 
 func edit(o Options, change func(agentSpec, *object, *Report) (bool, error)) (Report, error) {
@@ -289,8 +299,11 @@ func writeAtomic(path string, data []byte, mode fs.FileMode) (err error) {
 	return nil
 }
 
-// Summary is a short human-readable account of the report.
-func (r Report) Summary() string {
+// Summary is a short human-readable account of the report: the settings
+// file, then the instruction file.
+func (r Report) Summary() string { return r.settingsSummary() + r.instructionsLine() }
+
+func (r Report) settingsSummary() string {
 	var b strings.Builder
 	b.WriteString(r.Path)
 	if r.DryRun {
