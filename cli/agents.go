@@ -443,7 +443,7 @@ func newTraceCmd() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().Bool("jsonl", false, "print canonical events, one JSON object per line (what `harn agents fold` reads)")
+	c.Flags().Bool("jsonl", false, "print canonical events, one JSON object per line (what harn agents fold reads)")
 	addJSONFlag(c)
 	return c
 }

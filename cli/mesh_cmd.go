@@ -26,7 +26,7 @@ func addMeshFlags(c *cobra.Command) {
 	f.StringSlice("join", nil, "gossip address of a node to join, host:port (repeatable)")
 	f.Bool("server", false, "be a registry voter (build boxes); others are non-voting replicas")
 	f.Int("bootstrap-expect", 0, "form the registry when this many servers have met (with --server)")
-	f.String("gossip-key", "", "base64 32-byte key encrypting gossip (make one with `harn keygen`)")
+	f.String("gossip-key", "", "base64 32-byte `key` encrypting gossip (make one with: harn keygen)")
 	f.String("mesh-profile", "lan", "gossip timers: lan, or local (fast; tests)")
 	f.String("raft-profile", "lan", "registry timers: lan (1 s), or fast (tests)")
 	f.Bool("no-mesh", false, "run without the mesh: no network listener, local sessions only")

@@ -58,7 +58,7 @@ func addTaskFlags(c *cobra.Command) {
 
 func addGrantFlags(c *cobra.Command) {
 	c.Flags().String("profile", "", "grants from a named profile: read-only, edit or full (default read-only)")
-	c.Flags().String("grants", "", "grants from a file (JSON, or one `LEVEL CAPABILITY[(PATTERN)] [confirm]` a line)")
+	c.Flags().String("grants", "", "grants from a `file` (JSON, or one LEVEL CAPABILITY[(PATTERN)] [confirm] a line)")
 }
 
 // grantsOf reads --profile and --grants; nil means the node's default.
