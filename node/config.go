@@ -45,6 +45,12 @@ type Config struct {
 	// Cluster configures the mesh: gossip, the Raft registry and the
 	// cluster gRPC service.
 	Cluster ClusterConfig
+
+	// HTTPAddr is where the web board and /metrics listen (host:port, see
+	// ParseHTTPAddr); empty serves neither. HTTPToken is the bearer token
+	// they require; beyond loopback one is generated into the data dir
+	// when empty.
+	HTTPAddr, HTTPToken string
 }
 
 // DefaultConfig returns the embedded defaults: the XDG state dir, the socket
