@@ -131,6 +131,7 @@ func (n *Node) openWeb() error {
 		n.tasks.Approvals().OnChange(n.changes.Notify)
 	}
 	if n.cfg.HTTPAddr == "" {
+		os.Remove(WebURLPath(n.cfg.DataDir)) // a killed node's
 		return nil
 	}
 	tok, err := n.webToken(n.cfg.HTTPAddr)
