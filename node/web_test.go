@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -248,5 +251,100 @@ func TestBoardErrNotFoundWrapsUnknownSession(t *testing.T) {
 	n := webNode(t, "", "")
 	if _, err := (webSource{n}).Session(t.Context(), "nosuch"); !errors.Is(err, board.ErrNotFound) || !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("%v", err)
+	}
+}
+
+// TestBoardRowsCarryOpenRequestsAndApproveAnswersThem: an open
+// permission request shows on its session's row with Approve and Deny,
+// and the board's Approve answers it through the same path as
+// `harn agents approve`.
+func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
+	n := webNode(t, "", "")
+	mustIngest(t, n, ev("p1", "1", presence.TypeSessionStart, 1, nil))
+	ch, stop := n.Changes()
+	defer stop()
+	type answer struct {
+		allow bool
+		ok    bool
+	}
+	done := make(chan answer, 1)
+	go func() {
+		_, ans, ok, _ := n.Tasks().Approvals().Await(t.Context(),
+			tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Summary: "make"}, time.Minute)
+		done <- answer{ans.Allow, ok}
+	}()
+	select {
+	case <-ch: // the request opening is a change
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change when a permission request opened")
+	}
+	var row board.Row
+	for i := 0; i < 200; i++ {
+		rows, err := (webSource{n}).Roster(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 1 && len(rows[0].PendingRequests) == 1 {
+			row = rows[0]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(row.PendingRequests) != 1 {
+		t.Fatal("the open request is not on its row")
+	}
+	req := row.PendingRequests[0]
+	if req.Kind != "permission" || !strings.Contains(req.Summary, "Bash") {
+		t.Fatalf("request %+v", req)
+	}
+	msg, err := (webActions{n}).Approve(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind, By: "board"})
+	if err != nil || !strings.Contains(msg, "approved") {
+		t.Fatalf("approve: %q %v", msg, err)
+	}
+	select {
+	case a := <-done:
+		if !a.ok || !a.allow {
+			t.Fatalf("the hook got %+v, want an approval", a)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting hook got no answer")
+	}
+	if _, err := (webActions{n}).Deny(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind}); err == nil ||
+		!strings.Contains(err.Error(), "already answered") {
+		t.Fatalf("a second answer: %v, want a refusal naming the first", err)
+	}
+}
+
+// TestRowOfHarnTaskGetsTaskButtonsAndConfirmations: a session with a harn
+// task gets Steer, Follow-up and Cancel, and each pending call an
+// Approve/Deny as a confirmation of that task.
+func TestRowOfHarnTaskGetsTaskButtonsAndConfirmations(t *testing.T) {
+	st := presence.NewState("s")
+	st.Events = 1
+	e := RosterEntry{State: st, Reachable: true, Source: "local",
+		HarnTask: &gossip.HarnTask{ID: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
+	r := rowOf(&e, t0)
+	if !r.HasTask() || r.Task != "fix it" {
+		t.Fatalf("row %+v", r)
+	}
+	if len(r.PendingRequests) != 1 || r.PendingRequests[0] != (board.Request{ID: "c1", Kind: "confirmation", TaskID: "t-1"}) {
+		t.Fatalf("requests %+v", r.PendingRequests)
+	}
+}
+
+func TestUrgencyLessIsAgentsListOrder(t *testing.T) {
+	rows := []board.Row{
+		{SessionID: "idle", Activity: "idle", TaskState: "active", ActivityUpdatedAt: t0},
+		{SessionID: "blocked", Activity: "working", TaskState: "blocked", TaskStateUpdatedAt: t0},
+		{SessionID: "ask", Activity: "needs_input", TaskState: "blocked", ActivityUpdatedAt: t0},
+		{SessionID: "work", Activity: "working", TaskState: "active", ActivityUpdatedAt: t0},
+	}
+	sort.Slice(rows, func(i, j int) bool { return urgencyLess(rows[i], rows[j]) })
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.SessionID)
+	}
+	if strings.Join(got, " ") != "ask blocked work idle" {
+		t.Fatalf("order %v", got)
 	}
 }
