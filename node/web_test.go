@@ -1,6 +1,7 @@
 package node
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -15,6 +16,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/tasks"
@@ -346,5 +348,35 @@ func TestUrgencyLessIsAgentsListOrder(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "ask blocked work idle" {
 		t.Fatalf("order %v", got)
+	}
+}
+
+// TestGossipNotifierFiresOnlyWhenAPeerEntryChanged: a newer delta and a
+// member event are changes; a repeated delta and a digest are not.
+func TestGossipNotifierFiresOnlyWhenAPeerEntryChanged(t *testing.T) {
+	n, err := New(testConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := gossip.NewTable()
+	count := 0
+	g := gossipNotifier{Handler: &gossip.Handler{Self: "me", Table: tbl, Log: n.log}, notify: func() { count++ }}
+	st := presence.NewState("peer-s1")
+	st.Events = 1
+	e := gossip.EntryOf(&st, presence.PresenceHash(&st))
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.ApplyDelta("peer", "peer-s1", 1, b)
+	g.ApplyDelta("peer", "peer-s1", 1, b) // the same version again
+	g.ApplyDelta("me", "peer-s1", 2, b)   // our own
+	g.ApplyDelta("peer", gossip.DigestKey, 3, []byte("x"))
+	if count != 1 {
+		t.Fatalf("%d notices for one new entry, want 1", count)
+	}
+	g.MemberEvent(mesh.MemberEvent{})
+	if count != 2 {
+		t.Fatalf("a member event gave no notice")
 	}
 }
