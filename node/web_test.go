@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -379,4 +380,32 @@ func TestGossipNotifierFiresOnlyWhenAPeerEntryChanged(t *testing.T) {
 	if count != 2 {
 		t.Fatalf("a member event gave no notice")
 	}
+}
+
+// FuzzParseHTTPAddr: any --http-port value either fails with ErrHTTPAddr
+// or gives an address that net.SplitHostPort reads, with the port it
+// reports.
+func FuzzParseHTTPAddr(f *testing.F) {
+	for _, s := range []string{"", "0", "off", "7713", "127.0.0.1:7713", "[::1]:0", ":80", "a:b:c", "99999", " 7713 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		addr, port, err := ParseHTTPAddr(s)
+		if err != nil {
+			if !errors.Is(err, ErrHTTPAddr) {
+				t.Fatalf("%q: %v does not wrap ErrHTTPAddr", s, err)
+			}
+			return
+		}
+		if addr == "" {
+			if port != 0 {
+				t.Fatalf("%q: no board but port %d", s, port)
+			}
+			return
+		}
+		_, p, serr := net.SplitHostPort(addr)
+		if serr != nil || p != strconv.Itoa(port) || port < 0 || port > 65535 {
+			t.Fatalf("%q: addr %q port %d (%v)", s, addr, port, serr)
+		}
+	})
 }
