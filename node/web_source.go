@@ -156,9 +156,9 @@ func (n *Node) addPending(ctx context.Context, rows []board.Row, asking map[stri
 	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Opened.Before(reqs[j].Opened) })
 	bySession := map[string][]board.Request{}
 	for _, r := range reqs {
-		sum := r.Tool
-		if r.Summary != "" {
-			sum = r.Tool + ": " + r.Summary
+		sum := r.Summary // tasks.Summarize names the tool
+		if sum == "" {
+			sum = r.Tool
 		}
 		bySession[r.Session] = append(bySession[r.Session], board.Request{ID: r.ID, Kind: "permission", Summary: sum})
 	}

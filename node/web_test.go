@@ -273,7 +273,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 	done := make(chan answer, 1)
 	go func() {
 		_, ans, ok, _ := n.Tasks().Approvals().Await(t.Context(),
-			tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Summary: "make"}, time.Minute)
+			tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Summary: "Bash: make"}, time.Minute)
 		done <- answer{ans.Allow, ok}
 	}()
 	select {
