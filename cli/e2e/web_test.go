@@ -266,3 +266,21 @@ func TestBoardBeyondLoopbackNeedsItsToken(t *testing.T) {
 	}
 	waitJS(t, b, 10*time.Second, `document.querySelector('article[data-id="t0ken-session"]') !== null`)
 }
+
+// TestWebURLWithoutABoardExitsUnavailable: `harn web url` with no node,
+// and with a node that serves no board (--http-port 0), exits 5 with one
+// line saying what to do.
+func TestWebURLWithoutABoardExitsUnavailable(t *testing.T) {
+	e := newEnv(t)
+	r := e.harn("", "web", "url")
+	if r.code != 5 || !strings.Contains(r.stderr, "harn node") {
+		t.Fatalf("no node: %v", r)
+	}
+	oneLineErr(t, r)
+	e.startNode("--http-port", "0")
+	r = e.harn("", "web", "url")
+	if r.code != 5 || !strings.Contains(r.stderr, "--http-port") {
+		t.Fatalf("a node without a board: %v", r)
+	}
+	oneLineErr(t, r)
+}
