@@ -138,6 +138,9 @@ func doctorEnvOf(c *cobra.Command) (doctorEnv, error) {
 	for _, ps := range []portSpec{{"gossip", "gossip-port", 0, true}, {"raft", "raft-port", 0, false},
 		{"rpc", "rpc-port", 0, false}, {"http", "http-port", 0, false}} {
 		ps.port, _ = f.GetInt(ps.flag)
+		if hp, err := f.GetString(ps.flag); err == nil { // --http-port is host:port
+			_, ps.port, _ = node.ParseHTTPAddr(hp)
+		}
 		e.ports = append(e.ports, ps)
 	}
 	e.key, _ = f.GetString("gossip-key")

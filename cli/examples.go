@@ -18,6 +18,9 @@ var examples = map[string]string{
 	"harn doctor": `  harn doctor
   harn doctor --json
   harn doctor --raft-port 7811    # check the ports a node with this flag would use`,
+	"harn web": `  harn web url`,
+	"harn web url": `  harn web url
+  xdg-open "$(harn web url)"`,
 	"harn keygen": `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
 
 	"harn task": `  harn task start --exec 'codex exec --json -' "fix the flaky test"
@@ -75,7 +78,8 @@ var examples = map[string]string{
 	"harn node": `  harn node
   harn node --server --bootstrap-expect 3 --join buildbox1:7710 --gossip-key "$(cat gossip.key)"
   harn node --no-mesh
-  harn node --claims warn          # tell agents of held files, do not stop them`,
+  harn node --claims warn          # tell agents of held files, do not stop them
+  harn node --http-port 0.0.0.0:7713 --http-token "$(cat board.token)"   # the board beyond loopback`,
 	"harn node status": `  harn node status
   harn node status --json`,
 	"harn node errors": `  harn node errors

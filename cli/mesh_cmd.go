@@ -17,12 +17,12 @@ func init() { commandSet = append(commandSet, newMeshCmd, newKeygenCmd) }
 
 func addMeshFlags(c *cobra.Command) {
 	f := c.Flags()
-	f.String("bind", "", "address the gossip, raft, rpc and http listeners bind (default 127.0.0.1 alone, 0.0.0.0 in a mesh)")
+	f.String("bind", "", "address the gossip, raft and rpc listeners bind (default 127.0.0.1 alone, 0.0.0.0 in a mesh)")
 	f.String("advertise", "", "address other nodes use to reach this one (default: the bind address, or the first private address)")
 	f.Int("gossip-port", node.DefaultGossipPort, "gossip (memberlist) port, UDP and TCP; 0 picks a free one")
 	f.Int("raft-port", node.DefaultRaftPort, "registry (raft) port; 0 picks a free one")
 	f.Int("rpc-port", node.DefaultRPCPort, "cluster gRPC port; 0 picks a free one")
-	f.Int("http-port", node.DefaultHTTPPort, "web board port (reserved); 0 picks none")
+	f.String("http-port", "127.0.0.1:7713", "web board and /metrics: a port (on 127.0.0.1) or host:port (beyond loopback it needs a token); 0 serves none")
 	f.StringSlice("join", nil, "gossip address of a node to join, host:port (repeatable)")
 	f.Bool("server", false, "be a registry voter (build boxes); others are non-voting replicas")
 	f.Int("bootstrap-expect", 0, "form the registry when this many servers have met (with --server)")
@@ -42,7 +42,12 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.GossipPort, _ = f.GetInt("gossip-port")
 	cc.RaftPort, _ = f.GetInt("raft-port")
 	cc.RPCPort, _ = f.GetInt("rpc-port")
-	cc.HTTPPort, _ = f.GetInt("http-port")
+	hp, _ := f.GetString("http-port")
+	_, port, err := node.ParseHTTPAddr(hp)
+	if err != nil {
+		return usageErr(err)
+	}
+	cc.HTTPPort = port
 	cc.Join, _ = f.GetStringSlice("join")
 	cc.Server, _ = f.GetBool("server")
 	cc.BootstrapExpect, _ = f.GetInt("bootstrap-expect")

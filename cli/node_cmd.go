@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -12,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node"
@@ -37,6 +39,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().Duration("silence-after", node.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
 	c.Flags().Int("peer-context-bytes", node.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
 	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
+	c.Flags().String("http-token", "", "bearer token the board and /metrics require (default: none on loopback, else one generated into the data dir; see `harn web url`)")
 	addMeshFlags(c)
 	addSecretFileFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
@@ -71,7 +74,10 @@ func runNode(c *cobra.Command, _ []string) error {
 	if err := level.UnmarshalText([]byte(lvl)); err != nil {
 		return usageErr(fmt.Errorf("--log-level %q: use debug, info, warn or error", lvl))
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	hp, _ := c.Flags().GetString("http-port")
+	cfg.HTTPAddr, _, _ = node.ParseHTTPAddr(hp) // checked by meshConfig
+	cfg.HTTPToken, _ = c.Flags().GetString("http-token")
+	cfg.Logger = nodeLogger(c.ErrOrStderr(), level)
 	n, err := node.New(cfg)
 	if err != nil {
 		return usageErr(err)
@@ -116,6 +122,22 @@ func runNode(c *cobra.Command, _ []string) error {
 	})
 }
 
+// nodeLogger is the node's logger: text for people on a terminal, JSON
+// (one object a line, for log collectors) otherwise.
+func nodeLogger(w io.Writer, level slog.Level) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: level}
+	if isTerminal(w) {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
 // stopBound bounds the stop after a signal; leaveBound the graceful leave
 // within it.
 const (
@@ -149,7 +171,7 @@ func openErr(err error) error {
 		return withCode(ExitPortInUse, fmt.Errorf("%w (exit %d)", err, ExitPortInUse))
 	case errors.Is(err, node.ErrLocked):
 		return withCode(ExitConflict, err)
-	case errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig):
+	case errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig) || errors.Is(err, node.ErrTokenFile):
 		return usageErr(err)
 	}
 	return err

@@ -142,8 +142,8 @@ func (n *Node) openCluster() (*cluster, error) {
 	}
 	mc.Meta = mesh.NodeMeta{Role: role, RaftAddr: raftAddr, RPCAddr: rpcAddr, HTTPAddr: httpAddr, Version: n.cfg.Version}
 	c.meta = mc.Meta
-	mc.Handler = &gossip.Handler{Self: c.name, Table: c.remote, Log: c.log, Local: c.localBlob,
-		OnDigest: c.checkDigest, OnMember: c.memberEvent}
+	mc.Handler = n.gossipNotifier(&gossip.Handler{Self: c.name, Table: c.remote, Log: c.log, Local: c.localBlob,
+		OnDigest: c.checkDigest, OnMember: c.memberEvent})
 	mc.Logger = n.cfg.Logger.With("component", "mesh") // mesh adds the node name itself
 	mc.Clock = c.clock
 	m, err := mesh.New(mc)

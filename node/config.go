@@ -61,6 +61,12 @@ type Config struct {
 	// ledgerTune adjusts the ledger's config before it opens (tests inject
 	// a faulty file system).
 	ledgerTune func(*ledger.Config)
+
+	// HTTPAddr is where the web board and /metrics listen (host:port, see
+	// ParseHTTPAddr); empty serves neither. HTTPToken is the bearer token
+	// they require; beyond loopback one is generated into the data dir
+	// when empty.
+	HTTPAddr, HTTPToken string
 }
 
 // DefaultConfig returns the embedded defaults: the XDG state dir, the socket

@@ -46,6 +46,10 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 
 	n.noteClamped(clamped, res.Stored)
 	n.observeNames(res.Stored)
+	for i := range res.Stored {
+		n.metrics.Ingested(res.Stored[i].Agent, res.Stored[i].Type)
+	}
+	n.metrics.ObserveIngest(n.cfg.Clock.Now().Sub(now))
 	return res, nil
 }
 

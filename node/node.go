@@ -30,11 +30,14 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
@@ -82,6 +85,10 @@ type Node struct {
 	claims atomic.Pointer[claims.Decider]
 
 	proj     *heartbeat.Projector
+	changes  *changes.Broadcaster // heartbeat, gossip and registry changes (web.go)
+	metrics  *metrics.Metrics     // /metrics (node/metrics)
+	board    *board.Server        // nil without --http-port
+	pending  pendingCache         // peers' open permission requests (web_source.go)
 	grpc     *grpc.Server
 	lis      net.Listener
 	sockInfo os.FileInfo
@@ -106,11 +113,13 @@ func New(cfg Config) (*Node, error) {
 	if git == nil {
 		git = realGit{cfg: gitcheck.DefaultConfig()}
 	}
-	return &Node{
+	n := &Node{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git, shown: remint.New(remint.DefaultConfig()),
 		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
-		stop: make(chan struct{}),
-	}, nil
+		changes: changes.New(), stop: make(chan struct{}),
+	}
+	n.metrics = metrics.New(metricsSource{n})
+	return n, nil
 }
 
 // Open takes the data dir, opens the ledger, rebuilds every session's live
@@ -165,6 +174,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.rebuild(); err != nil {
 		return err
 	}
+	n.proj.OnWrite(n.changes.Notify)
 	n.proj.Reset(n.liveSnapshot())
 	n.drainSpool()
 	if err := n.openTasks(); err != nil {
@@ -186,6 +196,9 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	if err := n.openClaims(); err != nil {
+		return err
+	}
+	if err := n.openWeb(); err != nil {
 		return err
 	}
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)
@@ -247,6 +260,7 @@ func (n *Node) start(fns ...func()) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
+		n.closeWeb()
 		if n.grpc != nil {
 			stopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
 		}

@@ -142,7 +142,7 @@ func TestKill9WhileEightWritersHook(t *testing.T) {
 		log := string(b)
 		t.Logf("background starts: %d nodes started, %d found the data dir taken",
 			strings.Count(log, "node started"), strings.Count(log, "is locked"))
-		for _, bad := range []string{"panic", "level=ERROR", "fatal"} {
+		for _, bad := range []string{"panic", "level=ERROR", `"level":"ERROR"`, "fatal"} {
 			if strings.Contains(log, bad) {
 				t.Errorf("node.log has %q:\n%s", bad, log)
 			}

@@ -13,7 +13,7 @@ import (
 // `harn node` exits 9 within 2 s, printing one line that names the
 // address, the flag that moves it and the exit code.
 func TestNodeExitsWhenAPortIsTaken(t *testing.T) {
-	for _, flag := range []string{"--gossip-port", "--raft-port", "--rpc-port"} {
+	for _, flag := range []string{"--gossip-port", "--raft-port", "--rpc-port", "--http-port"} {
 		t.Run(strings.TrimPrefix(flag, "--"), func(t *testing.T) {
 			m := newMeshNode(t, "taken")
 			addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))

@@ -85,6 +85,9 @@ type Config struct {
 	// Ping is the interval of keep-alive comments on a stream (default 15s).
 	Ping   time.Duration
 	Logger *slog.Logger
+	// Routes are more handlers served behind the same access rules, by
+	// ServeMux pattern (the node's "GET /metrics").
+	Routes map[string]http.Handler
 }
 
 var (

@@ -41,6 +41,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /s/{id}", s.detailPage)
 	mux.HandleFunc("GET /s/{id}/fragment", s.detailFragment)
 	mux.HandleFunc("POST /action", s.action)
+	for pattern, h := range s.cfg.Routes {
+		mux.Handle(pattern, h)
+	}
 	return s.guard(mux)
 }
 

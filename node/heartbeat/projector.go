@@ -42,7 +42,13 @@ type Projector struct {
 	// delay coalesces: after a mark the writer waits this long, so that a
 	// burst of events becomes one write per session.
 	delay time.Duration
+	// onWrite is told after each flush that wrote or removed a file.
+	onWrite func()
 }
+
+// OnWrite sets f to be called after every flush that wrote or removed at
+// least one heartbeat (the node's change broadcaster). Set it before Run.
+func (p *Projector) OnWrite(f func()) { p.onWrite = f }
 
 // New returns a projector writing into dir (which must exist).
 func New(dir string, log *slog.Logger, delay time.Duration, clk clock.Clock) *Projector {
@@ -100,6 +106,9 @@ func (p *Projector) Flush() {
 		if err != nil {
 			p.log.Error("heartbeat", "session", s.SessionID, "err", err)
 		}
+	}
+	if len(batch) > 0 && p.onWrite != nil {
+		p.onWrite()
 	}
 }
 

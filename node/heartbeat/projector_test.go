@@ -72,3 +72,26 @@ func TestResetRemovesHeartbeatsOfSessionsNotLive(t *testing.T) {
 		t.Fatal("an ended session's heartbeat stayed")
 	}
 }
+
+func TestOnWriteIsToldAfterAFlushThatWrote(t *testing.T) {
+	p, _, _ := newTest(t, 0)
+	n := 0
+	p.OnWrite(func() { n++ })
+	p.Flush()
+	if n != 0 {
+		t.Fatalf("told %d times after a flush with nothing marked", n)
+	}
+	p.Mark(live("s1"))
+	p.Mark(live("s2"))
+	p.Flush()
+	if n != 1 {
+		t.Fatalf("told %d times after one flush of two sessions, want 1", n)
+	}
+	ended := live("s1")
+	ended.Ended = true
+	p.Mark(ended)
+	p.Flush()
+	if n != 2 {
+		t.Fatalf("a removal was not told (%d)", n)
+	}
+}

@@ -85,6 +85,25 @@ type Approvals struct {
 	open  map[string]*openReq
 	done  map[string]Request
 	order []string // done, oldest first
+	// onChange is told after a request opens, is answered or expires.
+	onChange func()
+}
+
+// OnChange sets f to be called (outside the lock) after a request opens,
+// is answered or expires: the node repaints its board.
+func (a *Approvals) OnChange(f func()) {
+	a.mu.Lock()
+	a.onChange = f
+	a.mu.Unlock()
+}
+
+func (a *Approvals) changed() {
+	a.mu.Lock()
+	f := a.onChange
+	a.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 // NewApprovals returns an empty set.
@@ -108,6 +127,8 @@ func (a *Approvals) Await(ctx context.Context, r Request, wait time.Duration) (R
 	}
 	a.open[r.ID] = &openReq{req: r, ch: ch}
 	a.mu.Unlock()
+	a.changed()
+	defer a.changed()
 	t := a.clock.NewTimer(wait)
 	defer t.Stop()
 	select {
@@ -145,6 +166,7 @@ func (a *Approvals) finishLocked(r Request) {
 // *AnsweredError naming the first; a request whose hook gave up is
 // ErrExpired; an unknown one ErrNoRequest.
 func (a *Approvals) Answer(id string, allow bool, by, reason string) (Request, error) {
+	defer a.changed()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if o := a.open[id]; o != nil {

@@ -1,0 +1,248 @@
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/gossip"
+)
+
+// The web part of the node: the board (node/board) on Config.HTTPAddr,
+// /metrics (node/metrics) on the same listener and behind the same access
+// rules, and the change broadcaster (node/changes) that repaints the
+// board. Changes come from three places: heartbeat writes (the projector's
+// OnWrite), gossip that changed a peer's presence or a member's state
+// (gossipNotifier), and registry applies (watchRegistry).
+
+// Errors of the web part.
+var (
+	// ErrHTTPAddr: --http-port is neither a port nor host:port.
+	ErrHTTPAddr = errors.New("node: bad --http-port; give a port (7713, on 127.0.0.1), host:port (0.0.0.0:7713), or 0 for no board")
+	// ErrTokenFile: the board's token file is not private or cannot be
+	// read.
+	ErrTokenFile = errors.New("node: the board's token file is unsafe or unreadable")
+)
+
+// ParseHTTPAddr reads the --http-port value: a port alone binds
+// 127.0.0.1, host:port binds host (a port of 0 there picks a free one),
+// and "", "0" or "off" serve no board (addr ""). port is the port given.
+func ParseHTTPAddr(s string) (addr string, port int, err error) {
+	s = strings.TrimSpace(s)
+	switch s {
+	case "", "0", "off":
+		return "", 0, nil
+	}
+	host, ps := "127.0.0.1", s
+	if strings.Contains(s, ":") {
+		h, p, err := net.SplitHostPort(s)
+		if err != nil {
+			return "", 0, fmt.Errorf("%w: %q", ErrHTTPAddr, s)
+		}
+		host, ps = h, p
+	}
+	port, err = strconv.Atoi(ps)
+	if err != nil || port < 0 || port > 65535 || (port == 0 && !strings.Contains(s, ":")) {
+		return "", 0, fmt.Errorf("%w: %q", ErrHTTPAddr, s)
+	}
+	return net.JoinHostPort(host, strconv.Itoa(port)), port, nil
+}
+
+// Files of the web part in the data dir.
+const (
+	webTokenFile = "http.token"
+	webURLFile   = "web.url"
+)
+
+// WebURLPath is the file in which a running node keeps its board's URL
+// (with the token, mode 0600); `harn web url` prints it.
+func WebURLPath(dataDir string) string { return filepath.Join(dataDir, webURLFile) }
+
+// WebTokenPath is the board's generated token (mode 0600).
+func WebTokenPath(dataDir string) string { return filepath.Join(dataDir, webTokenFile) }
+
+// webToken is the token the board needs: the configured one, else for a
+// board beyond loopback the one stored in the data dir (made on first
+// use); a loopback board without a configured token needs none.
+func (n *Node) webToken(addr string) (string, error) {
+	if n.cfg.HTTPToken != "" {
+		return n.cfg.HTTPToken, nil
+	}
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return "", nil
+	}
+	p := WebTokenPath(n.cfg.DataDir)
+	if fi, err := os.Lstat(p); err == nil {
+		if !fi.Mode().IsRegular() || fi.Mode().Perm()&0o077 != 0 {
+			return "", fmt.Errorf("%w: %s has mode %v; make it 0600 (chmod 600) or remove it", ErrTokenFile, p, fi.Mode())
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrTokenFile, err)
+		}
+		if t := strings.TrimSpace(string(b)); len(t) >= 16 {
+			return t, nil
+		}
+		return "", fmt.Errorf("%w: %s holds no token of at least 16 characters; remove it to make a new one", ErrTokenFile, p)
+	}
+	b := make([]byte, 24)
+	_, _ = rand.Read(b)
+	tok := hex.EncodeToString(b)
+	if err := writePrivate(p, tok+"\n"); err != nil {
+		return "", fmt.Errorf("%w: %w", ErrTokenFile, err)
+	}
+	return tok, nil
+}
+
+// writePrivate writes a 0600 file by temp file and rename.
+func writePrivate(path, content string) error {
+	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// openWeb opens the board, with /metrics on its listener, when an address
+// is set. A taken port is a *ListenError naming
+// --http-port.
+func (n *Node) openWeb() error {
+	if n.tasks != nil {
+		n.tasks.Approvals().OnChange(n.changes.Notify)
+	}
+	if n.cfg.HTTPAddr == "" {
+		os.Remove(WebURLPath(n.cfg.DataDir)) // a killed node's
+		return nil
+	}
+	tok, err := n.webToken(n.cfg.HTTPAddr)
+	if err != nil {
+		return err
+	}
+	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n},
+		Less: urgencyLess, Logger: n.log.With("room", "board"),
+		Routes: map[string]http.Handler{"GET /metrics": n.metrics.Handler()}})
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := b.Open(); err != nil {
+		var le *board.ListenError
+		if errors.As(err, &le) {
+			return &ListenError{Listener: "http", Addr: n.cfg.HTTPAddr, Flag: "--http-port", Err: le.Err}
+		}
+		return err
+	}
+	n.board = b
+	if err := writePrivate(WebURLPath(n.cfg.DataDir), b.URL()+"\n"); err != nil {
+		n.log.Warn("board url file", "err", err)
+	}
+	if n.cl != nil {
+		n.start(n.watchRegistry)
+	}
+	return nil
+}
+
+// BoardURL is the board's URL (with ?token= when it needs one), or ""
+// without a board.
+func (n *Node) BoardURL() string {
+	if n.board == nil {
+		return ""
+	}
+	return n.board.URL()
+}
+
+// Changes subscribes to the node's changes (see node/changes).
+func (n *Node) Changes() (<-chan struct{}, func()) { return n.changes.Subscribe() }
+
+// closeWeb stops the board (its streams end) and removes the URL file.
+func (n *Node) closeWeb() {
+	n.changes.Close()
+	if n.board != nil {
+		if err := n.board.Close(); err != nil {
+			n.log.Warn("board close", "err", err)
+		}
+		os.Remove(WebURLPath(n.cfg.DataDir))
+	}
+}
+
+// watchRegistry notifies a change whenever the local registry replica
+// applies an entry. It ends when the node stops.
+func (n *Node) watchRegistry() {
+	ctx, cancel := stopContext(context.Background(), n.stop)
+	defer cancel()
+	store := n.cl.store
+	for ctx.Err() == nil {
+		idx := store.Staleness().AppliedIndex
+		if err := store.WaitForApplied(ctx, idx+1); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			// The store is closing or failed: do not spin.
+			t := n.cfg.Clock.NewTimer(time.Second)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C():
+			}
+			continue
+		}
+		n.changes.Notify()
+	}
+}
+
+// gossipNotifier is the mesh handler with a change notice after a peer's
+// presence changed (a newer delta, a blob that changed its digest) and
+// after every membership change.
+type gossipNotifier struct {
+	*gossip.Handler
+	notify func()
+}
+
+func (n *Node) gossipNotifier(h *gossip.Handler) mesh.Handler {
+	return gossipNotifier{Handler: h, notify: n.changes.Notify}
+}
+
+func (g gossipNotifier) ApplyDelta(from, key string, version uint64, delta []byte) {
+	if key == gossip.DigestKey || from == g.Self {
+		g.Handler.ApplyDelta(from, key, version, delta)
+		return
+	}
+	before := g.Table.Version(from, key)
+	g.Handler.ApplyDelta(from, key, version, delta)
+	if g.Table.Version(from, key) != before {
+		g.notify()
+	}
+}
+
+func (g gossipNotifier) MergeRemoteState(from string, data []byte) {
+	before := g.Table.Digest(from)
+	g.Handler.MergeRemoteState(from, data)
+	if g.Table.Digest(from) != before {
+		g.notify()
+	}
+}
+
+func (g gossipNotifier) MemberEvent(ev mesh.MemberEvent) {
+	g.Handler.MemberEvent(ev)
+	g.notify()
+}

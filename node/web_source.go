@@ -1,0 +1,330 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/metrics"
+	"github.com/harn-dev/harn/node/spool"
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/presence"
+)
+
+// urgencyLess is the order of `harn agents list`: presence.CompareUrgency.
+func urgencyLess(a, b board.Row) bool {
+	return presence.CompareUrgency(urgencyKeyOf(&a), urgencyKeyOf(&b)) < 0
+}
+
+func urgencyKeyOf(r *board.Row) presence.UrgencyKey {
+	return presence.UrgencyKey{SessionID: r.SessionID, Activity: presence.Activity(r.Activity),
+		TaskState: presence.TaskState(r.TaskState), Ended: r.Ended,
+		ActivityUpdatedAt: r.ActivityUpdatedAt, TaskStateUpdatedAt: r.TaskStateUpdatedAt}
+}
+
+// webSource is the board's Source over the node's mesh-wide roster.
+type webSource struct{ n *Node }
+
+func (s webSource) Roster(ctx context.Context) ([]board.Row, error) {
+	entries, _, err := s.n.Roster(ctx, true, false)
+	if err != nil {
+		return nil, err
+	}
+	now := s.n.cfg.Clock.Now()
+	rows := make([]board.Row, len(entries))
+	asking := map[string]bool{} // nodes with a session waiting on input
+	for i := range entries {
+		rows[i] = rowOf(&entries[i], now)
+		if !entries[i].State.Ended && entries[i].State.Activity == presence.ActivityNeedsInput {
+			asking[entries[i].State.Node] = true
+		}
+	}
+	s.n.addPending(ctx, rows, asking)
+	return rows, nil
+}
+
+func (s webSource) Session(ctx context.Context, handle string) (board.Row, error) {
+	e, _, err := s.n.ReadSession(ctx, handle)
+	if err != nil {
+		return board.Row{}, notFound(err)
+	}
+	rows := []board.Row{rowOf(&e, s.n.cfg.Clock.Now())}
+	s.n.addPending(ctx, rows, map[string]bool{e.State.Node: e.State.Activity == presence.ActivityNeedsInput})
+	return rows[0], nil
+}
+
+func (s webSource) Trace(ctx context.Context, handle string) ([]presence.Event, error) {
+	_, evs, _, err := s.n.ReadTrace(ctx, handle)
+	if err != nil {
+		return nil, notFound(err)
+	}
+	out := make([]presence.Event, 0, len(evs))
+	for _, e := range evs {
+		if ev, err := EventFromAPI(e); err == nil {
+			out = append(out, ev)
+		}
+	}
+	return out, nil
+}
+
+func (s webSource) Changes() (<-chan struct{}, func()) { return s.n.changes.Subscribe() }
+
+func notFound(err error) error {
+	if errors.Is(err, ErrUnknownSession) {
+		return fmt.Errorf("%w: %w", board.ErrNotFound, err)
+	}
+	return err
+}
+
+// rowOf is a roster entry as the board shows it (the roster already
+// applied the node's silence rule, as `harn agents list` shows it).
+func rowOf(e *RosterEntry, now time.Time) board.Row {
+	st := &e.State
+	r := board.Row{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID, Name: st.Name, Agent: st.Agent,
+		Node: st.Node, Task: st.Task, Cwd: st.Cwd, Project: st.Project(), Branch: st.Branch,
+		Activity: string(st.Activity), ActivityUpdatedAt: st.ActivityUpdatedAt, ActivitySource: st.ActivitySource,
+		TaskState: string(st.TaskState), TaskStateUpdatedAt: st.TaskStateUpdatedAt,
+		BlockerReason: st.BlockerReason, LifecycleReason: st.LifecycleReason,
+		LastEvidenceAt: st.LastEvidenceAt, LastEventAt: st.LastEventAt, StartedAt: st.StartedAt,
+		SilentSince: st.SilentSince, // the roster applied the node's --silence-after
+		WaitingOn:   st.WaitingOn, WaitingChild: st.WaitingChild,
+		Reachable: e.Reachable, UnreachableSince: e.UnreachableSince, Source: e.Source,
+		Claims: st.Claims, SuggestedSessionName: st.SuggestedSessionName, SessionName: st.Name,
+		Ended: st.Ended, EndedAt: st.EndedAt, EndReason: st.EndReason, Events: st.Events}
+	if t := e.HarnTask; t != nil {
+		r.HarnTask = &board.HarnTask{ID: t.ID, State: t.State, Status: t.Status, Text: t.Text,
+			PendingCalls: append([]string(nil), t.PendingCalls...)}
+		if r.Task == "" {
+			r.Task = t.Text
+		}
+		for _, c := range t.PendingCalls {
+			r.PendingRequests = append(r.PendingRequests, board.Request{ID: c, Kind: "confirmation", TaskID: t.ID})
+		}
+	}
+	return r
+}
+
+// pendingTTL is how long a peer's list of open permission requests is
+// reused by board reads.
+const pendingTTL = time.Second
+
+// pendingCache keeps the peers' open permission requests briefly, so
+// that a board repainting several times a second asks each peer at most
+// once a second.
+type pendingCache struct {
+	mu    sync.Mutex
+	nodes map[string]pendingEntry
+}
+
+type pendingEntry struct {
+	at   time.Time
+	reqs []tasks.Request
+}
+
+// addPending adds the open permission requests to the rows of their
+// sessions: this node's own, and those of the peers in asking (the nodes
+// with a session waiting on input).
+func (n *Node) addPending(ctx context.Context, rows []board.Row, asking map[string]bool) {
+	var reqs []tasks.Request
+	if n.tasks != nil {
+		reqs = n.tasks.Approvals().List()
+	}
+	if n.cl != nil {
+		for node, ask := range asking {
+			if ask && node != n.cfg.Name {
+				reqs = append(reqs, n.peerPending(ctx, node)...)
+			}
+		}
+	}
+	if len(reqs) == 0 {
+		return
+	}
+	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Opened.Before(reqs[j].Opened) })
+	bySession := map[string][]board.Request{}
+	for _, r := range reqs {
+		sum := r.Summary // tasks.Summarize names the tool
+		if sum == "" {
+			sum = r.Tool
+		}
+		bySession[r.Session] = append(bySession[r.Session], board.Request{ID: r.ID, Kind: "permission", Summary: sum})
+	}
+	for i := range rows {
+		if rs := bySession[rows[i].SessionID]; len(rs) > 0 {
+			rows[i].PendingRequests = append(rs, rows[i].PendingRequests...)
+		}
+	}
+}
+
+// peerPending returns a reachable peer's open permission requests, from
+// the cache when fresh.
+func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
+	now := n.cfg.Clock.Now()
+	n.pending.mu.Lock()
+	if e, ok := n.pending.nodes[node]; ok && now.Sub(e.at) < pendingTTL {
+		n.pending.mu.Unlock()
+		return e.reqs
+	}
+	n.pending.mu.Unlock()
+	if m, known := n.reachability()[node]; !reachable(m, known) {
+		return nil
+	}
+	cl, err := n.cl.clusterClientOf(node)
+	if err != nil {
+		return nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.OwnerReadTimeout)
+	res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
+	cancel()
+	var out []tasks.Request
+	if err == nil {
+		for _, b := range res.RequestsJson {
+			var r tasks.Request
+			if json.Unmarshal(b, &r) == nil {
+				out = append(out, r)
+			}
+		}
+	}
+	n.pending.mu.Lock()
+	if n.pending.nodes == nil {
+		n.pending.nodes = map[string]pendingEntry{}
+	}
+	n.pending.nodes[node] = pendingEntry{at: now, reqs: out}
+	n.pending.mu.Unlock()
+	return out
+}
+
+// webActions are the board's actions: the same local service methods the
+// CLI calls (`harn agents approve|deny`, `harn task ...`), so that the
+// routing and the mesh's authority rules are the CLI's.
+type webActions struct{ n *Node }
+
+func (a webActions) by() string { return "board@" + a.n.cfg.Name }
+
+func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow bool) (string, error) {
+	if r.Kind == "confirmation" {
+		op := tasks.OpConfirm
+		if !allow {
+			op = tasks.OpDeny
+		}
+		return a.task(ctx, tasks.Action{Op: op, Task: r.TaskID, Call: r.RequestID, Reason: r.Text})
+	}
+	res, err := (&localService{n: a.n}).Answer(ctx, &api.AnswerRequest{Request: r.RequestID, Allow: allow,
+		Reason: r.Text, By: a.by()})
+	if err != nil {
+		return "", actionErr(err)
+	}
+	var q tasks.Request
+	_ = json.Unmarshal(res.RequestJson, &q)
+	verb := "denied"
+	if allow {
+		verb = "approved"
+	}
+	return fmt.Sprintf("%s %s (%s on %s)", verb, q.ID, q.Tool, q.Node), nil
+}
+
+func (a webActions) task(ctx context.Context, act tasks.Action) (string, error) {
+	act.By = a.by()
+	b, err := json.Marshal(act)
+	if err != nil {
+		return "", err
+	}
+	res, err := (&localService{n: a.n}).Task(ctx, &api.TaskRequest{ActionJson: b})
+	if err != nil {
+		return "", actionErr(err)
+	}
+	var r tasks.Result
+	_ = json.Unmarshal(res.ResultJson, &r)
+	if r.Message != "" {
+		return r.Message, nil
+	}
+	msg := act.Op + " done on " + res.Node
+	if r.Task != nil {
+		msg = fmt.Sprintf("%s: task %s is %s (on %s)", act.Op, r.Task.ID, r.Task.State, res.Node)
+	}
+	return msg, nil
+}
+
+// actionErr turns a service error into the board's: the status message,
+// and ErrUnsupported for what this node cannot do.
+func actionErr(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	if st.Code() == codes.Unimplemented {
+		return fmt.Errorf("%w: %s", board.ErrUnsupported, st.Message())
+	}
+	return errors.New(st.Message())
+}
+
+func (a webActions) Approve(ctx context.Context, r board.ActionRequest) (string, error) {
+	return a.answer(ctx, r, true)
+}
+
+func (a webActions) Deny(ctx context.Context, r board.ActionRequest) (string, error) {
+	return a.answer(ctx, r, false)
+}
+
+func (a webActions) Steer(ctx context.Context, r board.ActionRequest) (string, error) {
+	return a.task(ctx, tasks.Action{Op: tasks.OpSteer, Session: r.SessionID, Text: r.Text})
+}
+
+func (a webActions) FollowUp(ctx context.Context, r board.ActionRequest) (string, error) {
+	return a.task(ctx, tasks.Action{Op: tasks.OpFollowUp, Session: r.SessionID, Text: r.Text})
+}
+
+func (a webActions) Cancel(ctx context.Context, r board.ActionRequest) (string, error) {
+	return a.task(ctx, tasks.Action{Op: tasks.OpCancel, Task: r.TaskID, Reason: r.Text})
+}
+
+// metricsSource is what /metrics reads at scrape time.
+type metricsSource struct{ n *Node }
+
+func (m metricsSource) SpoolDepth() int {
+	files, err := spool.Pending(SpoolDir(m.n.cfg.DataDir))
+	if err != nil {
+		return 0
+	}
+	return len(files)
+}
+
+func (m metricsSource) Sessions() []metrics.SessionCount {
+	type key struct{ a, l string }
+	counts := map[key]int{}
+	m.n.mu.Lock()
+	for _, e := range m.n.sessions {
+		if e.state.Events > 0 && !e.state.Ended {
+			counts[key{string(e.state.Activity), string(e.state.TaskState)}]++
+		}
+	}
+	m.n.mu.Unlock()
+	out := make([]metrics.SessionCount, 0, len(counts))
+	for k, c := range counts {
+		out = append(out, metrics.SessionCount{Activity: k.a, Lifecycle: k.l, N: c})
+	}
+	return out
+}
+
+func (m metricsSource) Mesh() (metrics.Mesh, bool) {
+	c := m.n.cl
+	if c == nil {
+		return metrics.Mesh{}, false
+	}
+	out := metrics.Mesh{Members: map[string]int{}}
+	for _, mb := range c.mesh.Members() {
+		out.Members[string(mb.Status)]++
+	}
+	st := c.store.Stats()
+	out.RaftState, out.Term, out.CommitIndex, out.AppliedIndex = st.State, st.Term, st.CommitIndex, st.AppliedIndex
+	out.LastContact = st.Read.LastContact
+	return out, true
+}

@@ -1,0 +1,411 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/presence"
+)
+
+func TestParseHTTPAddr(t *testing.T) {
+	for _, c := range []struct {
+		in, addr string
+		port     int
+		bad      bool
+	}{
+		{"", "", 0, false}, {"0", "", 0, false}, {"off", "", 0, false},
+		{"7713", "127.0.0.1:7713", 7713, false},
+		{"127.0.0.1:7713", "127.0.0.1:7713", 7713, false},
+		{"0.0.0.0:8080", "0.0.0.0:8080", 8080, false},
+		{"[::1]:9000", "[::1]:9000", 9000, false},
+		{"127.0.0.1:0", "127.0.0.1:0", 0, false},
+		{"localhost:7713", "localhost:7713", 7713, false},
+		{"70000", "", 0, true}, {"-1", "", 0, true}, {"abc", "", 0, true},
+		{"1.2.3.4:x", "", 0, true}, {"::1", "", 0, true},
+	} {
+		addr, port, err := ParseHTTPAddr(c.in)
+		if c.bad {
+			if !errors.Is(err, ErrHTTPAddr) {
+				t.Errorf("%q: err %v, want ErrHTTPAddr", c.in, err)
+			}
+			continue
+		}
+		if err != nil || addr != c.addr || port != c.port {
+			t.Errorf("%q: %q %d %v, want %q %d", c.in, addr, port, err, c.addr, c.port)
+		}
+	}
+}
+
+func webNode(t *testing.T, addr, token string) *Node {
+	t.Helper()
+	cfg := testConfig(t, t.TempDir())
+	cfg.ProjectDelay = 0
+	cfg.HTTPAddr, cfg.HTTPToken = addr, token
+	return openNode(t, cfg)
+}
+
+func get(t *testing.T, url string, hdr ...string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	c := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	res, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestHeartbeatWriteNotifiesTheBoard: a lifecycle-only change (no
+// presence hash of interest to gossip) reaches a board subscription
+// through the heartbeat write.
+func TestHeartbeatWriteNotifiesTheBoard(t *testing.T) {
+	n := webNode(t, "127.0.0.1:0", "")
+	mustIngest(t, n, ev("s1", "1", presence.TypeSessionStart, 1, nil))
+	ch, stop := n.Changes()
+	defer stop()
+	mustIngest(t, n, ev("s1", "2", presence.TypeTaskState, 2, map[string]any{presence.AttrTaskState: "blocked", presence.AttrReason: "R"}))
+	select {
+	case <-ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change after a heartbeat write")
+	}
+}
+
+// TestBoardServesTheRosterInAgentsListOrder: the node's board lists its
+// sessions, the one that needs input first, and the detail page of an
+// ended session loads.
+func TestBoardServesTheRosterInAgentsListOrder(t *testing.T) {
+	n := webNode(t, "127.0.0.1:0", "")
+	mustIngest(t, n,
+		ev("idle-1", "1", presence.TypeSessionStart, 1, nil),
+		ev("ask-1", "2", presence.TypeSessionStart, 1, nil),
+		ev("ask-1", "3", presence.TypeInputRequested, 2, map[string]any{"tool": "Bash"}),
+		ev("gone-1", "4", presence.TypeSessionStart, 1, nil),
+		ev("gone-1", "5", presence.TypeSessionEnd, 3, nil))
+	u := n.BoardURL()
+	if !strings.HasPrefix(u, "http://127.0.0.1:") || strings.Contains(u, "token") {
+		t.Fatalf("board url %q", u)
+	}
+	b, err := os.ReadFile(WebURLPath(n.cfg.DataDir))
+	if err != nil || strings.TrimSpace(string(b)) != u {
+		t.Fatalf("url file %q %v, want %q", b, err, u)
+	}
+	code, body := get(t, u+"fragment")
+	if code != 200 {
+		t.Fatalf("fragment: %d %s", code, body)
+	}
+	ia, ii := strings.Index(body, "ask-1"), strings.Index(body, "idle-1")
+	if ia < 0 || ii < 0 || ia > ii {
+		t.Errorf("the board does not list ask-1 before idle-1 (%d, %d)", ia, ii)
+	}
+	if strings.Contains(body, "gone-1") {
+		t.Error("an ended session is on the live board")
+	}
+	if code, body := get(t, u+"s/gone-1"); code != 200 || !strings.Contains(body, "gone-1") {
+		t.Errorf("detail of an ended session: %d", code)
+	}
+	if code, _ := get(t, u+"s/nosuch"); code != 404 {
+		t.Errorf("detail of an unknown session: %d, want 404", code)
+	}
+}
+
+func TestBoardPortTakenIsAListenErrorNamingHTTPPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	cfg := testConfig(t, t.TempDir())
+	cfg.HTTPAddr = l.Addr().String()
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = n.Open()
+	var le *ListenError
+	if !errors.As(err, &le) || le.Flag != "--http-port" || le.Listener != "http" || !strings.Contains(err.Error(), l.Addr().String()) {
+		t.Fatalf("open with the http port taken: %v", err)
+	}
+}
+
+// TestBoardBeyondLoopbackNeedsTheGeneratedToken: a board bound to all
+// addresses without --http-token makes a token, keeps it 0600 in the
+// data dir, answers 401 without it (to /metrics too), and serves with it.
+func TestBoardBeyondLoopbackNeedsTheGeneratedToken(t *testing.T) {
+	n := webNode(t, "0.0.0.0:0", "")
+	fi, err := os.Stat(WebTokenPath(n.cfg.DataDir))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	tok, _ := os.ReadFile(WebTokenPath(n.cfg.DataDir))
+	u := n.BoardURL()
+	if !strings.Contains(u, "token="+strings.TrimSpace(string(tok))) {
+		t.Fatalf("url %q does not carry the token", u)
+	}
+	base := u[:strings.Index(u, "?")]
+	for _, p := range []string{"", "fragment", "metrics", "events"} {
+		if code, body := get(t, base+p); code != 401 || body != "" {
+			t.Errorf("/%s without the token: %d %q", p, code, body)
+		}
+	}
+	if code, _ := get(t, base+"metrics", "Authorization", "Bearer "+strings.TrimSpace(string(tok))); code != 200 {
+		t.Errorf("/metrics with the token: %d", code)
+	}
+}
+
+func TestUnsafeTokenFileIsRefused(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.HTTPAddr = "0.0.0.0:0"
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(WebTokenPath(cfg.DataDir), []byte("0123456789abcdef0123\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Open(); !errors.Is(err, ErrTokenFile) {
+		t.Fatalf("open with a 0644 token file: %v, want ErrTokenFile", err)
+	}
+}
+
+// TestMetricsCoverIngestSpoolAndSessions: /metrics on the board's
+// listener parses with the text parser and counts what was ingested.
+func TestMetricsCoverIngestSpoolAndSessions(t *testing.T) {
+	n := webNode(t, "127.0.0.1:0", "")
+	mustIngest(t, n, ev("m1", "1", presence.TypeSessionStart, 1, nil), ev("m1", "2", presence.TypeUserPromptSubmit, 2, nil))
+	code, body := get(t, n.BoardURL()+"metrics")
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	find := func(name string, want map[string]string) (float64, bool) {
+		for _, m := range fams[name].GetMetric() {
+			ok := true
+			for _, l := range m.GetLabel() {
+				if v, in := want[l.GetName()]; in && v != l.GetValue() {
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			switch {
+			case m.Counter != nil:
+				return m.Counter.GetValue(), true
+			case m.Gauge != nil:
+				return m.Gauge.GetValue(), true
+			case m.Histogram != nil:
+				return float64(m.Histogram.GetSampleCount()), true
+			}
+		}
+		return 0, false
+	}
+	if v, _ := find("harn_events_ingested_total", map[string]string{"agent": "claude-code", "type": presence.TypeSessionStart}); v != 1 {
+		t.Errorf("session.start counted %v times, want 1", v)
+	}
+	if v, _ := find("harn_ingest_duration_seconds", nil); v < 1 {
+		t.Errorf("ingest latency has %v samples", v)
+	}
+	if _, ok := find("harn_spool_depth", nil); !ok {
+		t.Error("no spool depth")
+	}
+	if v, _ := find("harn_sessions", map[string]string{"activity": "working", "lifecycle": "active"}); v != 1 {
+		t.Errorf("working sessions %v, want 1", v)
+	}
+	if fams["harn_raft_state"] != nil {
+		t.Error("raft state reported without the mesh")
+	}
+	_ = dto.MetricType_GAUGE
+}
+
+func TestBoardErrNotFoundWrapsUnknownSession(t *testing.T) {
+	n := webNode(t, "", "")
+	if _, err := (webSource{n}).Session(t.Context(), "nosuch"); !errors.Is(err, board.ErrNotFound) || !errors.Is(err, ErrUnknownSession) {
+		t.Fatalf("%v", err)
+	}
+}
+
+// TestBoardRowsCarryOpenRequestsAndApproveAnswersThem: an open
+// permission request shows on its session's row with Approve and Deny,
+// and the board's Approve answers it through the same path as
+// `harn agents approve`.
+func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
+	n := webNode(t, "", "")
+	mustIngest(t, n, ev("p1", "1", presence.TypeSessionStart, 1, nil))
+	ch, stop := n.Changes()
+	defer stop()
+	type answer struct {
+		allow bool
+		ok    bool
+	}
+	done := make(chan answer, 1)
+	go func() {
+		_, ans, ok, _ := n.Tasks().Approvals().Await(t.Context(),
+			tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Summary: "Bash: make"}, time.Minute)
+		done <- answer{ans.Allow, ok}
+	}()
+	select {
+	case <-ch: // the request opening is a change
+	case <-time.After(5 * time.Second):
+		t.Fatal("no change when a permission request opened")
+	}
+	var row board.Row
+	for i := 0; i < 200; i++ {
+		rows, err := (webSource{n}).Roster(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 1 && len(rows[0].PendingRequests) == 1 {
+			row = rows[0]
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(row.PendingRequests) != 1 {
+		t.Fatal("the open request is not on its row")
+	}
+	req := row.PendingRequests[0]
+	if req.Kind != "permission" || !strings.Contains(req.Summary, "Bash") {
+		t.Fatalf("request %+v", req)
+	}
+	msg, err := (webActions{n}).Approve(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind, By: "board"})
+	if err != nil || !strings.Contains(msg, "approved") {
+		t.Fatalf("approve: %q %v", msg, err)
+	}
+	select {
+	case a := <-done:
+		if !a.ok || !a.allow {
+			t.Fatalf("the hook got %+v, want an approval", a)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting hook got no answer")
+	}
+	if _, err := (webActions{n}).Deny(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind}); err == nil ||
+		!strings.Contains(err.Error(), "already answered") {
+		t.Fatalf("a second answer: %v, want a refusal naming the first", err)
+	}
+}
+
+// TestRowOfHarnTaskGetsTaskButtonsAndConfirmations: a session with a harn
+// task gets Steer, Follow-up and Cancel, and each pending call an
+// Approve/Deny as a confirmation of that task.
+func TestRowOfHarnTaskGetsTaskButtonsAndConfirmations(t *testing.T) {
+	st := presence.NewState("s")
+	st.Events = 1
+	e := RosterEntry{State: st, Reachable: true, Source: "local",
+		HarnTask: &gossip.HarnTask{ID: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
+	r := rowOf(&e, t0)
+	if !r.HasTask() || r.Task != "fix it" {
+		t.Fatalf("row %+v", r)
+	}
+	if len(r.PendingRequests) != 1 || r.PendingRequests[0] != (board.Request{ID: "c1", Kind: "confirmation", TaskID: "t-1"}) {
+		t.Fatalf("requests %+v", r.PendingRequests)
+	}
+}
+
+func TestUrgencyLessIsAgentsListOrder(t *testing.T) {
+	rows := []board.Row{
+		{SessionID: "idle", Activity: "idle", TaskState: "active", ActivityUpdatedAt: t0},
+		{SessionID: "blocked", Activity: "working", TaskState: "blocked", TaskStateUpdatedAt: t0},
+		{SessionID: "ask", Activity: "needs_input", TaskState: "blocked", ActivityUpdatedAt: t0},
+		{SessionID: "work", Activity: "working", TaskState: "active", ActivityUpdatedAt: t0},
+	}
+	sort.Slice(rows, func(i, j int) bool { return urgencyLess(rows[i], rows[j]) })
+	var got []string
+	for _, r := range rows {
+		got = append(got, r.SessionID)
+	}
+	if strings.Join(got, " ") != "ask blocked work idle" {
+		t.Fatalf("order %v", got)
+	}
+}
+
+// TestGossipNotifierFiresOnlyWhenAPeerEntryChanged: a newer delta and a
+// member event are changes; a repeated delta and a digest are not.
+func TestGossipNotifierFiresOnlyWhenAPeerEntryChanged(t *testing.T) {
+	n, err := New(testConfig(t, t.TempDir()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tbl := gossip.NewTable()
+	count := 0
+	g := gossipNotifier{Handler: &gossip.Handler{Self: "me", Table: tbl, Log: n.log}, notify: func() { count++ }}
+	st := presence.NewState("peer-s1")
+	st.Events = 1
+	e := gossip.EntryOf(&st, presence.PresenceHash(&st))
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.ApplyDelta("peer", "peer-s1", 1, b)
+	g.ApplyDelta("peer", "peer-s1", 1, b) // the same version again
+	g.ApplyDelta("me", "peer-s1", 2, b)   // our own
+	g.ApplyDelta("peer", gossip.DigestKey, 3, []byte("x"))
+	if count != 1 {
+		t.Fatalf("%d notices for one new entry, want 1", count)
+	}
+	g.MemberEvent(mesh.MemberEvent{})
+	if count != 2 {
+		t.Fatalf("a member event gave no notice")
+	}
+}
+
+// FuzzParseHTTPAddr: any --http-port value either fails with ErrHTTPAddr
+// or gives an address that net.SplitHostPort reads, with the port it
+// reports.
+func FuzzParseHTTPAddr(f *testing.F) {
+	for _, s := range []string{"", "0", "off", "7713", "127.0.0.1:7713", "[::1]:0", ":80", "a:b:c", "99999", " 7713 "} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		addr, port, err := ParseHTTPAddr(s)
+		if err != nil {
+			if !errors.Is(err, ErrHTTPAddr) {
+				t.Fatalf("%q: %v does not wrap ErrHTTPAddr", s, err)
+			}
+			return
+		}
+		if addr == "" {
+			if port != 0 {
+				t.Fatalf("%q: no board but port %d", s, port)
+			}
+			return
+		}
+		_, p, serr := net.SplitHostPort(addr)
+		if serr != nil || p != strconv.Itoa(port) || port < 0 || port > 65535 {
+			t.Fatalf("%q: addr %q port %d (%v)", s, addr, port, serr)
+		}
+	})
+}
