@@ -44,6 +44,8 @@ type Command struct {
 	Upserts []Upsert `json:"upserts,omitempty"`
 	// SessionIDs are the records OpDelete removes.
 	SessionIDs []string `json:"session_ids,omitempty"`
+	// Notify is the webhook of OpNotifySet and OpNotifyRemove (notifycmd.go).
+	Notify *NotifyHook `json:"notify,omitempty"`
 }
 
 // UpsertCommand returns the command that applies u.
@@ -109,6 +111,9 @@ type EndPatch struct {
 // Validate checks the command. Every error wraps ErrInvalidCommand and
 // names the field.
 func (c Command) Validate() error {
+	if isNotifyOp(c.Op) || c.Notify != nil {
+		return c.validateNotify()
+	}
 	switch c.Op {
 	case OpUpsert:
 		if len(c.Upserts) != 1 || len(c.SessionIDs) != 0 {

@@ -72,6 +72,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
 	index   uint64
+	notify  notifyState // webhook configurations (notifycmd.go)
 }
 
 // NewRegistry returns an empty registry.
@@ -99,6 +100,8 @@ func (r *Registry) Apply(index uint64, c Command) error {
 		for _, id := range c.SessionIDs {
 			delete(r.records, id)
 		}
+	case OpNotifySet, OpNotifyRemove:
+		return r.applyNotify(index, c)
 	}
 	return nil
 }
@@ -224,6 +227,7 @@ const SnapshotVersion byte = 1
 type snapshotBody struct {
 	Index   uint64   `json:"index"`
 	Records []Record `json:"records"`
+	notifySnapshot
 }
 
 // Snapshot returns the registry as bytes: the version byte and the JSON of
@@ -231,7 +235,7 @@ type snapshotBody struct {
 // give equal bytes.
 func (r *Registry) Snapshot() ([]byte, error) {
 	r.mu.RLock()
-	body := snapshotBody{Index: r.index, Records: r.listLocked()}
+	body := snapshotBody{Index: r.index, Records: r.listLocked(), notifySnapshot: r.notifyLocked()}
 	r.mu.RUnlock()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -257,7 +261,7 @@ func (r *Registry) Restore(b []byte) error {
 		records[rec.SessionID] = rec
 	}
 	r.mu.Lock()
-	r.records, r.index = records, body.Index
+	r.records, r.index, r.notify = records, body.Index, restoreNotify(body.notifySnapshot)
 	r.mu.Unlock()
 	return nil
 }
