@@ -74,3 +74,6 @@ func oneLine(s string) string {
 	}
 	return s
 }
+
+// ExitWaitTimeout: `harn agents wait` gave up after --timeout.
+const ExitWaitTimeout = 14

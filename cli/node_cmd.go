@@ -33,6 +33,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
 	addMeshFlags(c)
+	addNotifyFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
 	return c
 }
@@ -46,6 +47,9 @@ func runNode(c *cobra.Command, _ []string) error {
 	}
 	cfg.ReapInterval, _ = c.Flags().GetDuration("reap-interval")
 	if err := meshConfig(c, &cfg.Cluster); err != nil {
+		return err
+	}
+	if err := notifyConfig(c, cfg.Cluster.Server, &cfg.Notify); err != nil {
 		return err
 	}
 	lvl, _ := c.Flags().GetString("log-level")

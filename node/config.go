@@ -45,6 +45,8 @@ type Config struct {
 	// Cluster configures the mesh: gossip, the Raft registry and the
 	// cluster gRPC service.
 	Cluster ClusterConfig
+	// Notify configures notifications (notifywire.go).
+	Notify NotifyConfig
 }
 
 // DefaultConfig returns the embedded defaults: the XDG state dir, the socket
@@ -65,6 +67,7 @@ func DefaultConfig() Config {
 		Logger:        slog.Default(),
 		Clock:         clock.Real{},
 		Cluster:       DefaultClusterConfig(),
+		Notify:        NotifyConfig{Desktop: true},
 	}
 }
 

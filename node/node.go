@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
@@ -70,6 +71,7 @@ type Node struct {
 	mutLocks  sessionLocks      // serializes operator mutations, per session
 
 	tasks  *tasks.Host   // the task runtimes (node/tasks)
+	alerts *alerts.Room  // notifications (node/alerts; notifywire.go)
 	cl     *cluster      // nil without the mesh
 	remote *gossip.Table // what other nodes gossip
 
@@ -146,6 +148,7 @@ func (n *Node) open() error {
 	}
 	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
 	n.proj.Reset(n.liveSnapshot())
+	n.openAlerts()
 	n.drainSpool()
 	if err := n.openTasks(); err != nil {
 		return err
@@ -161,7 +164,7 @@ func (n *Node) open() error {
 		}
 		n.cl.pub.SetDecorate(n.decorateEntry)
 	}
-	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)
+	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop, func() { n.alerts.Run(n.stop) })
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
 		"sessions", len(n.sessions))
 	return nil
@@ -230,6 +233,9 @@ func (n *Node) Close() error {
 			n.cl.close()
 		}
 		n.wg.Wait()
+		if n.alerts != nil {
+			n.alerts.Close()
+		}
 		if n.proj != nil {
 			n.proj.Flush()
 		}
