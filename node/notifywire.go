@@ -146,6 +146,9 @@ type DesktopView struct {
 
 // meshHooks reads the mesh's webhooks from the local replica.
 func (n *Node) meshHooks() ([]notify.Webhook, error) {
+	if n.cl == nil && n.cfg.Cluster.Enabled {
+		return nil, fmt.Errorf("%w: the node is still joining its mesh; retry in a moment", ErrNoLeader)
+	}
 	if n.cl == nil {
 		return nil, ErrNoMesh
 	}
