@@ -83,6 +83,14 @@ type alertsMesh struct{ n *Node }
 
 func (m alertsMesh) Leading() bool { return m.n.cl != nil && m.n.cl.store.IsLeader() }
 
+func (m alertsMesh) Leader() string {
+	if m.n.cl == nil {
+		return ""
+	}
+	id, _ := m.n.cl.store.Leader()
+	return id
+}
+
 func (m alertsMesh) Webhooks() ([]raftstore.NotifyHook, uint64) {
 	if m.n.cl == nil {
 		return nil, 0

@@ -151,11 +151,22 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 		return ok && r.Node == c.nodes[owner].Name()
 	})
 	c.kill(owner)
-	waitFor(t, 30*time.Second, "an unreachable message about d1", func() bool { return sink.of(notify.KindUnreachable, "d1") > 0 })
-	st := c.nodes[lead].alerts.Stats()
-	if len(st.Webhooks) != 1 || st.Webhooks[0].Sent != 1 {
-		t.Fatalf("the leader's counts: %+v", st.Webhooks)
+	deadline := time.Now().Add(30 * time.Second)
+	for sink.of(notify.KindUnreachable, "d1") == 0 {
+		if time.Now().After(deadline) {
+			now := c.leader()
+			t.Fatalf("no unreachable message about d1 within 30 s; leader then %d, now %d; the leader sees %+v, members %+v",
+				lead, now, alertsMesh{c.nodes[lead]}.Unreachable(), c.nodes[lead].cl.mesh.Members())
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
+	if now := c.leader(); now != lead {
+		t.Skipf("leadership moved from %d to %d during the test", lead, now)
+	}
+	waitFor(t, 10*time.Second, "the leader counts one sent", func() bool {
+		st := c.nodes[lead].alerts.Stats()
+		return len(st.Webhooks) == 1 && st.Webhooks[0].Sent == 1
+	})
 	if st := c.nodes[follower].alerts.Stats(); st.Webhooks[0].Sent != 0 || st.Webhooks[0].Queued != 0 {
 		t.Fatalf("a follower told: %+v", st.Webhooks)
 	}

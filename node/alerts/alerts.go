@@ -63,6 +63,9 @@ type Sessions interface {
 type Mesh interface {
 	// Leading reports whether this node leads the registry now.
 	Leading() bool
+	// Leader names the registry's leader this node knows of ("" when
+	// none).
+	Leader() string
 	// Unreachable returns the live sessions of the nodes the mesh knows
 	// and cannot reach now.
 	Unreachable() []Remote
@@ -94,12 +97,17 @@ type Room struct {
 	chMu    sync.Mutex
 	changed chan struct{} // closed and replaced on every change
 
-	mu        sync.Mutex // guards what follows (Run's goroutine and Sync)
-	hooksAt   uint64
-	hooksSet  bool
-	hooks     []notify.Webhook
-	leading   bool
-	badLogged uint64
+	mu       sync.Mutex // guards what follows (Run's goroutine and Sync)
+	hooksAt  uint64
+	hooksSet bool
+	hooks    []notify.Webhook
+	leading  bool
+	// prevLeader is the last other leader this node knew of, and
+	// followerAt the last time it looked and did not lead (at first, when
+	// the room was built).
+	prevLeader string
+	followerAt time.Time
+	badLogged  uint64
 }
 
 // New builds a room and its engine. It starts the engine's workers (a
@@ -124,7 +132,7 @@ func New(cfg Config, src Sessions, mesh Mesh) *Room {
 	}
 	return &Room{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, src: src, mesh: mesh,
 		eng:  notify.New(ec, engineClock{cfg.Clock}, cfg.Sender, cfg.Desktop),
-		kick: make(chan struct{}, 1), changed: make(chan struct{})}
+		kick: make(chan struct{}, 1), changed: make(chan struct{}), followerAt: cfg.Clock.Now()}
 }
 
 // engineClock adapts util/clock to the engine's Clock.
@@ -201,16 +209,23 @@ func (r *Room) observe() {
 	leading := r.mesh != nil && r.mesh.Leading()
 	became := leading && !r.leading
 	r.leading = leading
+	if !leading && r.mesh != nil {
+		r.followerAt = now
+		if l := r.mesh.Leader(); l != "" {
+			r.prevLeader = l
+		}
+	}
+	prev, followerAt := r.prevLeader, r.followerAt
 	r.mu.Unlock()
 	if leading {
 		var told []notify.Session
 		for _, rm := range r.mesh.Unreachable() {
 			v := remoteView(&rm)
 			views = append(views, v)
-			// A node that was unreachable for longer than a debounce
-			// window before this node took the lead was told about by
-			// the leader before it.
-			if became && (rm.Since.IsZero() || now.Sub(rm.Since) > r.debounce()) {
+			// A node that was unreachable for a whole debounce window
+			// while this node still followed was told about by the
+			// leader then, unless it was that leader.
+			if became && rm.State.Node != prev && (rm.Since.IsZero() || followerAt.Sub(rm.Since) > r.debounce()) {
 				told = append(told, v)
 			}
 		}

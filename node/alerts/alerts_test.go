@@ -50,6 +50,7 @@ func (f *fakeSessions) set(s ...presence.State) {
 type fakeMesh struct {
 	mu      sync.Mutex
 	leading bool
+	leader  string
 	down    []Remote
 	hooks   []raftstore.NotifyHook
 	at      uint64
@@ -59,6 +60,12 @@ func (m *fakeMesh) Leading() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.leading
+}
+
+func (m *fakeMesh) Leader() string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.leader
 }
 
 func (m *fakeMesh) Unreachable() []Remote {
@@ -170,12 +177,54 @@ func TestLeaderTellsSessionsOfAnUnreachableNode(t *testing.T) {
 
 func TestNewLeaderDoesNotRetellLongUnreachableNodes(t *testing.T) {
 	f := newFixture(t)
-	f.clk.Advance(time.Minute)
-	f.mesh.leading = true
+	f.mesh.leader = "b"
 	f.mesh.down = []Remote{{State: st("r1", presence.ActivityWorking, presence.TaskActive), Since: t0}}
+	f.clk.Advance(time.Minute)
+	f.room.observe() // a follower of b, a minute after r1's node died
+	f.mesh.mu.Lock()
+	f.mesh.leading, f.mesh.leader = true, "a"
+	f.mesh.mu.Unlock()
 	f.room.observe()
 	if f.pending() != 0 {
 		t.Fatalf("%d timers armed: a node unreachable before this one led was told by the leader before", f.pending())
+	}
+}
+
+// TestNewLeaderTellsTheDeadLeadersSessions: the sessions of the leader
+// that died were told by no one, however long the election took.
+func TestNewLeaderTellsTheDeadLeadersSessions(t *testing.T) {
+	f := newFixture(t)
+	f.mesh.leader = "b"
+	f.room.observe() // a follower of b
+	f.clk.Advance(time.Minute)
+	gone := st("r1", presence.ActivityWorking, presence.TaskActive)
+	gone.Node = "b"
+	f.mesh.mu.Lock()
+	f.mesh.leading, f.mesh.leader = true, "a"
+	f.mesh.down = []Remote{{State: gone, Since: t0}}
+	f.mesh.mu.Unlock()
+	f.room.observe()
+	f.clk.Advance(notify.DefaultDebounce)
+	if p := f.next(t); p.Kind != notify.KindUnreachable || p.Session.ID != "r1" {
+		t.Fatalf("got %+v", p)
+	}
+}
+
+// TestNewLeaderTellsADeathItDidNotFollowThrough: a node that died after
+// this one last looked as a follower may not have been told by anyone.
+func TestNewLeaderTellsADeathItDidNotFollowThrough(t *testing.T) {
+	f := newFixture(t)
+	f.mesh.leader = "b"
+	f.room.observe() // a follower at t0
+	f.clk.Advance(time.Minute)
+	f.mesh.mu.Lock()
+	f.mesh.leading, f.mesh.leader = true, "a"
+	f.mesh.down = []Remote{{State: st("r1", presence.ActivityWorking, presence.TaskActive), Since: t0.Add(30 * time.Second)}}
+	f.mesh.mu.Unlock()
+	f.room.observe()
+	f.clk.Advance(notify.DefaultDebounce)
+	if p := f.next(t); p.Kind != notify.KindUnreachable || p.Session.ID != "r1" {
+		t.Fatalf("got %+v", p)
 	}
 }
 
