@@ -41,6 +41,17 @@ var examples = map[string]string{
 	"harn task deny":      `  harn task deny t-01J9ZK3 toolu_01AbC --reason "not on main"`,
 	"harn task show": `  harn task show t-01J9ZK3
   harn task show t-01J9ZK3 --json`,
+	"harn notify": `  harn notify add webhook https://ntfy.example/harn-alerts --format ntfy --on needs_input,blocked
+  harn notify list`,
+	"harn notify add": `  harn notify add webhook https://hooks.slack.com/services/T0/B0/XyZ --format slack
+  harn notify add webhook https://ntfy.example/harn-alerts --format ntfy --on needs_input,blocked,done
+  harn notify add webhook http://127.0.0.1:9000/harn --on unreachable,silent --json`,
+	"harn notify list": `  harn notify list
+  harn notify list --json`,
+	"harn notify remove": `  harn notify remove wh-3f9c01aa`,
+	"harn agents wait": `  harn agents wait 8a1f0c2e --for needs_input
+  harn agents wait --any --for blocked --timeout 10m --json
+  harn agents wait Sable --for done --timeout 1h || echo "not done yet"`,
 	"harn agents pending": `  harn agents pending
   harn agents pending --json`,
 	"harn agents approve": `  harn agents approve r-01J9ZM2`,

@@ -88,3 +88,6 @@ func oneLine(s string) string {
 // one that cannot be read, or a local permission problem (a socket owned by
 // another user, or one that answers EACCES).
 const ExitPermission = 13
+
+// ExitWaitTimeout: `harn agents wait` gave up after --timeout.
+const ExitWaitTimeout = 14

@@ -42,6 +42,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("http-token", "", "bearer token the board and /metrics require (default: none on loopback, else one generated into the data dir; see `harn web url`)")
 	addMeshFlags(c)
 	addSecretFileFlags(c)
+	addNotifyFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
 	return c
 }
@@ -69,6 +70,9 @@ func runNode(c *cobra.Command, _ []string) error {
 	// Everything the node writes (Pebble's WAL and tables, raft's logs)
 	// is private, whatever the umask it was started with.
 	setPrivateUmask()
+	if err := notifyConfig(c, cfg.Cluster.Server, &cfg.Notify); err != nil {
+		return err
+	}
 	lvl, _ := c.Flags().GetString("log-level")
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(lvl)); err != nil {

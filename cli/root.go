@@ -134,6 +134,21 @@ func didYouMean(s []string) string {
 	return " (did you mean " + strings.Join(q[:len(q)-1], ", ") + " or " + q[len(q)-1] + "?)"
 }
 
+// sameInitial keeps the suggestions that begin as typed does, when some
+// do: a typo rarely changes the first letter ("lsit" is list, not wait).
+func sameInitial(typed string, s []string) []string {
+	var out []string
+	for _, x := range s {
+		if typed != "" && x != "" && strings.EqualFold(x[:1], typed[:1]) {
+			out = append(out, x)
+		}
+	}
+	if len(out) == 0 {
+		return s
+	}
+	return out
+}
+
 // flagSuggestion names the flags of c closest to the unknown flag err
 // complains about, as didYouMean does.
 func flagSuggestion(c *cobra.Command, err error) string {
@@ -231,7 +246,7 @@ func noArgs(c *cobra.Command, args []string) error {
 	}
 	if c.HasSubCommands() {
 		return usageErr(fmt.Errorf("unknown command %q for %q%s; run `%s --help` for the list",
-			args[0], c.CommandPath(), didYouMean(c.SuggestionsFor(args[0])), c.CommandPath()))
+			args[0], c.CommandPath(), didYouMean(sameInitial(args[0], c.SuggestionsFor(args[0]))), c.CommandPath()))
 	}
 	return usageErr(cobra.NoArgs(c, args))
 }

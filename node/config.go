@@ -67,6 +67,9 @@ type Config struct {
 	// they require; beyond loopback one is generated into the data dir
 	// when empty.
 	HTTPAddr, HTTPToken string
+
+	// Notify configures notifications (notifywire.go).
+	Notify NotifyConfig
 }
 
 // DefaultConfig returns the embedded defaults: the XDG state dir, the socket
@@ -89,6 +92,7 @@ func DefaultConfig() Config {
 		Logger:           slog.Default(),
 		Clock:            clock.Real{},
 		Cluster:          DefaultClusterConfig(),
+		Notify:           NotifyConfig{Desktop: true},
 	}
 }
 

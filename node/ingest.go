@@ -190,6 +190,7 @@ func (n *Node) apply(stored []presence.Event) {
 			n.cl.publish(p)
 		}
 	}
+	n.alerts.Changed()
 }
 
 // published is a session state change to tell the mesh about.

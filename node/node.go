@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
@@ -78,6 +79,7 @@ type Node struct {
 	mutLocks  sessionLocks      // serializes operator mutations, per session
 
 	tasks  *tasks.Host   // the task runtimes (node/tasks)
+	alerts *alerts.Room  // notifications (node/alerts; notifywire.go)
 	cl     *cluster      // nil without the mesh
 	remote *gossip.Table // what other nodes gossip
 
@@ -176,6 +178,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.proj.OnWrite(n.changes.Notify)
 	n.proj.Reset(n.liveSnapshot())
+	n.openAlerts()
 	n.drainSpool()
 	if err := n.openTasks(); err != nil {
 		return err
@@ -201,7 +204,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.openWeb(); err != nil {
 		return err
 	}
-	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop)
+	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop, func() { n.alerts.Run(n.stop) })
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
 		"sessions", len(n.sessions))
 	return nil
@@ -271,6 +274,9 @@ func (n *Node) Close() error {
 			n.cl.close()
 		}
 		n.wg.Wait()
+		if n.alerts != nil {
+			n.alerts.Close()
+		}
 		if n.proj != nil {
 			n.proj.Flush()
 		}

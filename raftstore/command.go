@@ -46,6 +46,8 @@ type Command struct {
 	SessionIDs []string `json:"session_ids,omitempty"`
 	// Claim is the body of OpClaim and OpRelease (claimcmd.go).
 	Claim *ClaimCommand `json:"claim,omitempty"`
+	// Notify is the webhook of OpNotifySet and OpNotifyRemove (notifycmd.go).
+	Notify *NotifyHook `json:"notify,omitempty"`
 }
 
 // UpsertCommand returns the command that applies u.
@@ -111,6 +113,9 @@ type EndPatch struct {
 // Validate checks the command. Every error wraps ErrInvalidCommand and
 // names the field.
 func (c Command) Validate() error {
+	if isNotifyOp(c.Op) || c.Notify != nil {
+		return c.validateNotify()
+	}
 	switch c.Op {
 	case OpUpsert:
 		if len(c.Upserts) != 1 || len(c.SessionIDs) != 0 {

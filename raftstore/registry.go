@@ -72,7 +72,8 @@ type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
 	index   uint64
-	claims  claimTable // write claims (claimcmd.go)
+	claims  claimTable  // write claims (claimcmd.go)
+	notify  notifyState // webhook configurations (notifycmd.go)
 }
 
 // NewRegistry returns an empty registry.
@@ -117,6 +118,8 @@ func (r *Registry) ApplyAt(index uint64, appendedAt time.Time, c Command) error 
 		}
 	case OpClaim, OpRelease:
 		r.applyClaim(index, c)
+	case OpNotifySet, OpNotifyRemove:
+		return r.applyNotify(index, c)
 	}
 	r.endClaimsLocked(c)
 	return nil
@@ -257,6 +260,7 @@ type snapshotBody struct {
 	Index   uint64   `json:"index"`
 	Records []Record `json:"records"`
 	Claims  []Claim  `json:"claims,omitempty"`
+	notifySnapshot
 }
 
 // Snapshot returns the registry as bytes: the version byte and the JSON of
@@ -264,7 +268,7 @@ type snapshotBody struct {
 // give equal bytes.
 func (r *Registry) Snapshot() ([]byte, error) {
 	r.mu.RLock()
-	body := snapshotBody{Index: r.index, Records: r.listLocked(), Claims: r.claimsLocked(false)}
+	body := snapshotBody{Index: r.index, Records: r.listLocked(), Claims: r.claimsLocked(false), notifySnapshot: r.notifyLocked()}
 	r.mu.RUnlock()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -290,7 +294,7 @@ func (r *Registry) Restore(b []byte) error {
 		records[rec.SessionID] = rec
 	}
 	r.mu.Lock()
-	r.records, r.index, r.claims = records, body.Index, restoreClaims(body.Claims)
+	r.records, r.index, r.claims, r.notify = records, body.Index, restoreClaims(body.Claims), restoreNotify(body.notifySnapshot)
 	r.mu.Unlock()
 	return nil
 }

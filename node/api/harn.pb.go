@@ -2092,6 +2092,291 @@ func (x *AnswerResponse) GetRequestJson() []byte {
 	return nil
 }
 
+type NotifyRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// op is add, list or remove.
+	Op  string `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	Url string `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	// on is the comma-separated kinds (empty: every kind).
+	On     string `protobuf:"bytes,3,opt,name=on,proto3" json:"on,omitempty"`
+	Format string `protobuf:"bytes,4,opt,name=format,proto3" json:"format,omitempty"`
+	// id names the webhook to remove.
+	Id            string `protobuf:"bytes,5,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyRequest) Reset() {
+	*x = NotifyRequest{}
+	mi := &file_harn_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyRequest) ProtoMessage() {}
+
+func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
+func (*NotifyRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *NotifyRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *NotifyRequest) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *NotifyRequest) GetOn() string {
+	if x != nil {
+		return x.On
+	}
+	return ""
+}
+
+func (x *NotifyRequest) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *NotifyRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type NotifyResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// webhooks_json are the mesh's webhooks with this node's counts
+	// (node.WebhookView as JSON), sorted by id.
+	WebhooksJson [][]byte `protobuf:"bytes,1,rep,name=webhooks_json,json=webhooksJson,proto3" json:"webhooks_json,omitempty"`
+	// node is the node whose counts these are.
+	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// id is the webhook added or removed; changed says whether the
+	// registry changed.
+	Id      string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
+	Changed bool   `protobuf:"varint,4,opt,name=changed,proto3" json:"changed,omitempty"`
+	// desktop_json is this node's desktop notifier (node.DesktopView).
+	DesktopJson   []byte `protobuf:"bytes,5,opt,name=desktop_json,json=desktopJson,proto3" json:"desktop_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NotifyResponse) Reset() {
+	*x = NotifyResponse{}
+	mi := &file_harn_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NotifyResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NotifyResponse) ProtoMessage() {}
+
+func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NotifyResponse.ProtoReflect.Descriptor instead.
+func (*NotifyResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *NotifyResponse) GetWebhooksJson() [][]byte {
+	if x != nil {
+		return x.WebhooksJson
+	}
+	return nil
+}
+
+func (x *NotifyResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NotifyResponse) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *NotifyResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+func (x *NotifyResponse) GetDesktopJson() []byte {
+	if x != nil {
+		return x.DesktopJson
+	}
+	return nil
+}
+
+type WaitRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// id is a session handle; any waits for any live session instead.
+	Id  string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Any bool   `protobuf:"varint,2,opt,name=any,proto3" json:"any,omitempty"`
+	// for is needs_input, idle, done or blocked.
+	For string `protobuf:"bytes,3,opt,name=for,proto3" json:"for,omitempty"`
+	// timeout_ms bounds the wait; 0 waits until the caller gives up.
+	TimeoutMs     int64 `protobuf:"varint,4,opt,name=timeout_ms,json=timeoutMs,proto3" json:"timeout_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitRequest) Reset() {
+	*x = WaitRequest{}
+	mi := &file_harn_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitRequest) ProtoMessage() {}
+
+func (x *WaitRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
+func (*WaitRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *WaitRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WaitRequest) GetAny() bool {
+	if x != nil {
+		return x.Any
+	}
+	return false
+}
+
+func (x *WaitRequest) GetFor() string {
+	if x != nil {
+		return x.For
+	}
+	return ""
+}
+
+func (x *WaitRequest) GetTimeoutMs() int64 {
+	if x != nil {
+		return x.TimeoutMs
+	}
+	return 0
+}
+
+type WaitResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// session_json is the roster entry of the session in the state.
+	SessionJson   []byte `protobuf:"bytes,1,opt,name=session_json,json=sessionJson,proto3" json:"session_json,omitempty"`
+	TimedOut      bool   `protobuf:"varint,2,opt,name=timed_out,json=timedOut,proto3" json:"timed_out,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WaitResponse) Reset() {
+	*x = WaitResponse{}
+	mi := &file_harn_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WaitResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WaitResponse) ProtoMessage() {}
+
+func (x *WaitResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
+func (*WaitResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *WaitResponse) GetSessionJson() []byte {
+	if x != nil {
+		return x.SessionJson
+	}
+	return nil
+}
+
+func (x *WaitResponse) GetTimedOut() bool {
+	if x != nil {
+		return x.TimedOut
+	}
+	return false
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -2246,7 +2531,29 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"local_only\x18\x05 \x01(\bR\tlocalOnly\"3\n" +
 	"\x0eAnswerResponse\x12!\n" +
-	"\frequest_json\x18\x01 \x01(\fR\vrequestJson2\xbb\t\n" +
+	"\frequest_json\x18\x01 \x01(\fR\vrequestJson\"i\n" +
+	"\rNotifyRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x0e\n" +
+	"\x02on\x18\x03 \x01(\tR\x02on\x12\x16\n" +
+	"\x06format\x18\x04 \x01(\tR\x06format\x12\x0e\n" +
+	"\x02id\x18\x05 \x01(\tR\x02id\"\x96\x01\n" +
+	"\x0eNotifyResponse\x12#\n" +
+	"\rwebhooks_json\x18\x01 \x03(\fR\fwebhooksJson\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x0e\n" +
+	"\x02id\x18\x03 \x01(\tR\x02id\x12\x18\n" +
+	"\achanged\x18\x04 \x01(\bR\achanged\x12!\n" +
+	"\fdesktop_json\x18\x05 \x01(\fR\vdesktopJson\"`\n" +
+	"\vWaitRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03any\x18\x02 \x01(\bR\x03any\x12\x10\n" +
+	"\x03for\x18\x03 \x01(\tR\x03for\x12\x1d\n" +
+	"\n" +
+	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"N\n" +
+	"\fWaitResponse\x12!\n" +
+	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12\x1b\n" +
+	"\ttimed_out\x18\x02 \x01(\bR\btimedOut2\xab\n" +
+	"\n" +
 	"\x05Local\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
 	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
@@ -2267,7 +2574,9 @@ const file_harn_proto_rawDesc = "" +
 	"\x06Decide\x12\x16.harn.v1.DecideRequest\x1a\x17.harn.v1.DecideResponse\x12D\n" +
 	"\rAwaitApproval\x12\x18.harn.v1.ApprovalRequest\x1a\x19.harn.v1.ApprovalResponse\x12<\n" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
-	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x129\n" +
+	"\x06Notify\x12\x16.harn.v1.NotifyRequest\x1a\x17.harn.v1.NotifyResponse\x123\n" +
+	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -2281,7 +2590,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -2320,6 +2629,10 @@ var file_harn_proto_goTypes = []any{
 	(*PendingResponse)(nil),      // 34: harn.v1.PendingResponse
 	(*AnswerRequest)(nil),        // 35: harn.v1.AnswerRequest
 	(*AnswerResponse)(nil),       // 36: harn.v1.AnswerResponse
+	(*NotifyRequest)(nil),        // 37: harn.v1.NotifyRequest
+	(*NotifyResponse)(nil),       // 38: harn.v1.NotifyResponse
+	(*WaitRequest)(nil),          // 39: harn.v1.WaitRequest
+	(*WaitResponse)(nil),         // 40: harn.v1.WaitResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
@@ -2345,28 +2658,32 @@ var file_harn_proto_depIdxs = []int32{
 	31, // 20: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
 	33, // 21: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
 	35, // 22: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	2,  // 23: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 24: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 25: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 26: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 27: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 28: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 29: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 30: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 31: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 32: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 33: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	22, // 34: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	23, // 35: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	24, // 36: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	26, // 37: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	28, // 38: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	30, // 39: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	32, // 40: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	34, // 41: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	36, // 42: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	23, // [23:43] is the sub-list for method output_type
-	3,  // [3:23] is the sub-list for method input_type
+	37, // 23: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	39, // 24: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	2,  // 25: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 26: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 27: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 28: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 29: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 30: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 31: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 32: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 33: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 34: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	20, // 35: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	22, // 36: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	23, // 37: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	24, // 38: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	26, // 39: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	28, // 40: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	30, // 41: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	32, // 42: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	34, // 43: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	36, // 44: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	38, // 45: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	40, // 46: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	25, // [25:47] is the sub-list for method output_type
+	3,  // [3:25] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -2383,7 +2700,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   41,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

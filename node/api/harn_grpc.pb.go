@@ -39,6 +39,8 @@ const (
 	Local_AwaitApproval_FullMethodName = "/harn.v1.Local/AwaitApproval"
 	Local_Pending_FullMethodName       = "/harn.v1.Local/Pending"
 	Local_Answer_FullMethodName        = "/harn.v1.Local/Answer"
+	Local_Notify_FullMethodName        = "/harn.v1.Local/Notify"
+	Local_Wait_FullMethodName          = "/harn.v1.Local/Wait"
 )
 
 // LocalClient is the client API for Local service.
@@ -75,6 +77,12 @@ type LocalClient interface {
 	Pending(ctx context.Context, in *PendingRequest, opts ...grpc.CallOption) (*PendingResponse, error)
 	// Answer approves or denies an open permission request anywhere.
 	Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error)
+	// Notify adds, lists or removes the mesh's webhooks (stored in the
+	// registry) and reports this node's delivery counts.
+	Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (*NotifyResponse, error)
+	// Wait blocks until a session (or any live session) is in a state, or
+	// until timeout_ms passes.
+	Wait(ctx context.Context, in *WaitRequest, opts ...grpc.CallOption) (*WaitResponse, error)
 }
 
 type localClient struct {
@@ -285,6 +293,26 @@ func (c *localClient) Answer(ctx context.Context, in *AnswerRequest, opts ...grp
 	return out, nil
 }
 
+func (c *localClient) Notify(ctx context.Context, in *NotifyRequest, opts ...grpc.CallOption) (*NotifyResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(NotifyResponse)
+	err := c.cc.Invoke(ctx, Local_Notify_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *localClient) Wait(ctx context.Context, in *WaitRequest, opts ...grpc.CallOption) (*WaitResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WaitResponse)
+	err := c.cc.Invoke(ctx, Local_Wait_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LocalServer is the server API for Local service.
 // All implementations must embed UnimplementedLocalServer
 // for forward compatibility.
@@ -319,6 +347,12 @@ type LocalServer interface {
 	Pending(context.Context, *PendingRequest) (*PendingResponse, error)
 	// Answer approves or denies an open permission request anywhere.
 	Answer(context.Context, *AnswerRequest) (*AnswerResponse, error)
+	// Notify adds, lists or removes the mesh's webhooks (stored in the
+	// registry) and reports this node's delivery counts.
+	Notify(context.Context, *NotifyRequest) (*NotifyResponse, error)
+	// Wait blocks until a session (or any live session) is in a state, or
+	// until timeout_ms passes.
+	Wait(context.Context, *WaitRequest) (*WaitResponse, error)
 	mustEmbedUnimplementedLocalServer()
 }
 
@@ -388,6 +422,12 @@ func (UnimplementedLocalServer) Pending(context.Context, *PendingRequest) (*Pend
 }
 func (UnimplementedLocalServer) Answer(context.Context, *AnswerRequest) (*AnswerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Answer not implemented")
+}
+func (UnimplementedLocalServer) Notify(context.Context, *NotifyRequest) (*NotifyResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Notify not implemented")
+}
+func (UnimplementedLocalServer) Wait(context.Context, *WaitRequest) (*WaitResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Wait not implemented")
 }
 func (UnimplementedLocalServer) mustEmbedUnimplementedLocalServer() {}
 func (UnimplementedLocalServer) testEmbeddedByValue()               {}
@@ -770,6 +810,42 @@ func _Local_Answer_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Local_Notify_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(NotifyRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Notify(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Notify_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Notify(ctx, req.(*NotifyRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Local_Wait_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(WaitRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Wait(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Wait_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Wait(ctx, req.(*WaitRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Local_ServiceDesc is the grpc.ServiceDesc for Local service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -856,6 +932,14 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Answer",
 			Handler:    _Local_Answer_Handler,
+		},
+		{
+			MethodName: "Notify",
+			Handler:    _Local_Notify_Handler,
+		},
+		{
+			MethodName: "Wait",
+			Handler:    _Local_Wait_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

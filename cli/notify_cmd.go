@@ -1,0 +1,178 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/util/text"
+)
+
+func init() { commandSet = append(commandSet, newNotifyCmd) }
+
+func newNotifyCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "notify",
+		Short: "the mesh's notifications: webhooks told of needs_input, blocked, done, unreachable, silent",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	c.AddCommand(newNotifyAddCmd(), newNotifyListCmd(), newNotifyRemoveCmd())
+	return c
+}
+
+func newNotifyAddCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "add webhook URL",
+		Short: "post one message per transition to a webhook (configured once for the whole mesh)",
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 2 || args[0] != "webhook" {
+				return usageErr(fmt.Errorf("%s takes `webhook URL`; got %d arguments", c.CommandPath(), len(args)))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			on, _ := c.Flags().GetString("on")
+			format, _ := c.Flags().GetString("format")
+			return notifyCall(c, &api.NotifyRequest{Op: "add", Url: args[1], On: on, Format: format},
+				func(res *api.NotifyResponse) string {
+					if !res.Changed {
+						return fmt.Sprintf("webhook %s is already configured", text.Sanitize(res.Id))
+					}
+					return fmt.Sprintf("added webhook %s for the mesh", text.Sanitize(res.Id))
+				})
+		},
+	}
+	c.Flags().String("on", "", "transitions to post, comma-separated: needs_input, blocked, done, unreachable, silent (default: all)")
+	c.Flags().String("format", "json", "message shape: json, slack, discord or ntfy")
+	addJSONFlag(c)
+	return c
+}
+
+func newNotifyRemoveCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "remove ID",
+		Short: "remove a webhook from the mesh",
+		Args:  exactArgs(1, "a webhook id from `harn notify list`"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return notifyCall(c, &api.NotifyRequest{Op: "remove", Id: args[0]},
+				func(res *api.NotifyResponse) string {
+					return fmt.Sprintf("removed webhook %s from the mesh", text.Sanitize(res.Id))
+				})
+		},
+	}
+	addJSONFlag(c)
+	return c
+}
+
+func newNotifyListCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "list the mesh's webhooks with this node's delivery counts",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return notifyCall(c, &api.NotifyRequest{Op: "list"}, nil)
+		},
+	}
+	addJSONFlag(c)
+	return c
+}
+
+// notifyListJSON is `harn notify list --json` (and add/remove --json).
+type notifyListJSON struct {
+	// Node is the node whose counts these are: each node counts what it
+	// sent itself.
+	Node     string             `json:"node"`
+	ID       string             `json:"id,omitempty"`
+	Changed  bool               `json:"changed,omitempty"`
+	Webhooks []node.WebhookView `json:"webhooks"`
+	Desktop  node.DesktopView   `json:"desktop"`
+}
+
+// notifyCall makes one Notify call and prints its answer: done's line
+// (for add and remove) and the list.
+func notifyCall(c *cobra.Command, req *api.NotifyRequest, done func(*api.NotifyResponse) string) error {
+	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+		res, err := cl.api.Notify(ctx, req)
+		if err != nil {
+			return rpcErr(err, p)
+		}
+		out := notifyListJSON{Node: res.Node, Webhooks: []node.WebhookView{}}
+		if done != nil {
+			out.ID, out.Changed = res.Id, res.Changed
+		}
+		for _, b := range res.WebhooksJson {
+			var v node.WebhookView
+			if err := json.Unmarshal(b, &v); err != nil {
+				return fmt.Errorf("cli: webhook from the node: %w", err)
+			}
+			out.Webhooks = append(out.Webhooks, v)
+		}
+		_ = json.Unmarshal(res.DesktopJson, &out.Desktop)
+		if asJSON(c) {
+			return writeJSON(c, out)
+		}
+		w := c.OutOrStdout()
+		if done != nil {
+			fmt.Fprintln(w, done(res))
+			return nil
+		}
+		return renderNotifyList(c, out)
+	})
+}
+
+func renderNotifyList(c *cobra.Command, out notifyListJSON) error {
+	w := c.OutOrStdout()
+	desk := "off"
+	if out.Desktop.Enabled {
+		desk = fmt.Sprintf("on (shown %d, failed %d, dropped %d)", out.Desktop.Shown, out.Desktop.Failed, out.Desktop.Dropped)
+	}
+	if len(out.Webhooks) == 0 {
+		fmt.Fprintln(w, "no webhooks; add one with `harn notify add webhook URL`")
+		fmt.Fprintf(w, "desktop notifications on node %s: %s\n", text.Sanitize(out.Node), desk)
+		return nil
+	}
+	fmt.Fprintf(w, "webhooks of the mesh; counts are node %s's own (each node sends for its own sessions)\n", text.Sanitize(out.Node))
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tURL\tFORMAT\tON\tQUEUED\tSENT\tFAILED\tDROPPED\tLAST ERROR")
+	for _, v := range out.Webhooks {
+		on := "all"
+		if len(v.On) > 0 {
+			on = strings.Join(v.On, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", text.Cell(v.ID), text.Cell(v.URL), text.Cell(v.Format),
+			text.Cell(on), v.Queued, v.Sent, v.Failed, v.Dropped, text.Cell(orDash(text.Clip(v.LastError, 60))))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "desktop notifications on node %s: %s\n", text.Sanitize(out.Node), desk)
+	return nil
+}
+
+// addNotifyFlags adds the notification flags of `harn node`.
+func addNotifyFlags(c *cobra.Command) {
+	c.Flags().String("desktop-notify", "auto", "desktop notification when a session of this node needs input: on, off, or auto (on unless --server)")
+}
+
+// notifyConfig reads the notification flags of `harn node` into nc.
+func notifyConfig(c *cobra.Command, server bool, nc *node.NotifyConfig) error {
+	v, _ := c.Flags().GetString("desktop-notify")
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "auto", "":
+		nc.Desktop = !server
+	case "on", "true", "yes", "1":
+		nc.Desktop = true
+	case "off", "false", "no", "0":
+		nc.Desktop = false
+	default:
+		return usageErr(fmt.Errorf("--desktop-notify %q: use on, off or auto", v))
+	}
+	return nil
+}
