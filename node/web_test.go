@@ -178,21 +178,33 @@ func TestBoardBeyondLoopbackNeedsTheGeneratedToken(t *testing.T) {
 	}
 }
 
-func TestUnsafeTokenFileIsRefused(t *testing.T) {
+// A token file others could read is never used as it is: the node tightens
+// its data dir, the token file included, to 0600 before the board reads it.
+func TestTokenFileIsTightenedBeforeUse(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
-	cfg.HTTPAddr = "0.0.0.0:0"
-	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+	cfg.HTTPAddr = "127.0.0.1:0"
+	cfg.HTTPToken = ""
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(WebTokenPath(cfg.DataDir), []byte("0123456789abcdef0123\n"), 0o644); err != nil {
+	path := WebTokenPath(cfg.DataDir)
+	if err := os.WriteFile(path, []byte("0123456789abcdef0123\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Open(); !errors.Is(err, ErrTokenFile) {
-		t.Fatalf("open with a 0644 token file: %v, want ErrTokenFile", err)
+	if err := n.Open(); err != nil {
+		t.Fatalf("open with a 0644 token file in the data dir: %v", err)
+	}
+	defer n.Close()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file is %v after open, want 0600", fi.Mode().Perm())
 	}
 }
 
