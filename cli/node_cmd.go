@@ -32,6 +32,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("config", "", "config file (JSON object or key = value lines; keys are flag names)")
 	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
+	c.Flags().String("otlp-endpoint", "", "send OpenTelemetry traces of ingest and gRPC calls to this OTLP gRPC collector (host:port, or an http:// or https:// URL; default: off)")
 	addMeshFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
 	return c
@@ -54,6 +55,11 @@ func runNode(c *cobra.Command, _ []string) error {
 		return usageErr(fmt.Errorf("--log-level %q: use debug, info, warn or error", lvl))
 	}
 	cfg.Logger = slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	stopTracing, err := openTracing(c, &cfg) // tracing.go
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
 	n, err := node.New(cfg)
 	if err != nil {
 		return usageErr(err)

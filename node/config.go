@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -41,6 +43,9 @@ type Config struct {
 	Procs ProcChecker
 	// Git runs the git finalization check (nil: the git CLI).
 	Git GitChecker
+	// TracerProvider traces ingest and the gRPC calls (nil: off; see
+	// node/tracing).
+	TracerProvider trace.TracerProvider
 
 	// Cluster configures the mesh: gossip, the Raft registry and the
 	// cluster gRPC service.

@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
@@ -35,6 +36,7 @@ import (
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tracing"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -74,6 +76,7 @@ type Node struct {
 	remote *gossip.Table // what other nodes gossip
 
 	proj     *heartbeat.Projector
+	tracer   trace.Tracer // no-op unless Config.TracerProvider is set
 	grpc     *grpc.Server
 	lis      net.Listener
 	sockInfo os.FileInfo
@@ -101,7 +104,7 @@ func New(cfg Config) (*Node, error) {
 	return &Node{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
 		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
-		stop: make(chan struct{}),
+		stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}, nil
 }
 
@@ -194,7 +197,7 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(8 << 20))
+	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
 	api.RegisterLocalServer(n.grpc, &localService{n: n})
 	n.start(func() {
 		if err := n.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
