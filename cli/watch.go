@@ -84,7 +84,7 @@ func runWatch(c *cobra.Command, all, consistent bool) error {
 	m := newWatchModel(ctx, fetch, every, silenceAfter(c), useColour(out))
 	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(out))
 	_, err = prog.Run()
-	if errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, context.Canceled) {
+	if errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {
 		return nil // a signal ended it
 	}
 	return err
