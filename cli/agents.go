@@ -149,6 +149,9 @@ func newListCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			all, _ := c.Flags().GetBool("all")
 			consistent, _ := c.Flags().GetBool("consistent")
+			if watching(c) {
+				return runWatch(c, all, consistent) // watch.go
+			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent})
 				if err != nil {
@@ -176,6 +179,7 @@ func newListCmd() *cobra.Command {
 	c.Flags().Bool("consistent", false, "read the registry through the leader (linearizable; fails without a leader)")
 	addSilenceFlag(c)
 	addJSONFlag(c)
+	addWatchFlags(c)
 	return c
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/harn-dev/harn/node/forward"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/registry"
+	"github.com/harn-dev/harn/node/tracing"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/clock"
@@ -67,8 +68,9 @@ type cluster struct {
 	pub    *gossip.Publisher
 	fwd    forward.Path
 
-	connMu sync.Mutex
-	conns  map[string]*grpc.ClientConn
+	connMu    sync.Mutex
+	conns     map[string]*grpc.ClientConn
+	dialTrace []grpc.DialOption // tracing of calls to peers (none when off)
 
 	kickReconcile chan struct{}
 	meta          mesh.NodeMeta
@@ -104,7 +106,8 @@ func (n *Node) openCluster() (*cluster, error) {
 		return c, listenErr("rpc", "--rpc-port", bind, cc.RPCPort, err)
 	}
 	c.rpcLis = lis
-	c.rpcSrv = grpc.NewServer(grpc.MaxRecvMsgSize(16 << 20))
+	c.rpcSrv = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
+	c.dialTrace = tracing.DialOptions(n.cfg.TracerProvider)
 	api.RegisterClusterServer(c.rpcSrv, &clusterService{c: c})
 	c.wg.Add(1)
 	go func() {
@@ -293,9 +296,9 @@ func (c *cluster) peerConn(addr string) (*grpc.ClientConn, error) {
 	if cc, ok := c.conns[addr]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512<<20)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512 << 20))}, c.dialTrace...)...)
 	if err != nil {
 		return nil, err
 	}

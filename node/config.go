@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/util/clock"
@@ -49,6 +51,9 @@ type Config struct {
 	Procs ProcChecker
 	// Git runs the git finalization check (nil: the git CLI).
 	Git GitChecker
+	// TracerProvider traces ingest and the gRPC calls (nil: off; see
+	// node/tracing).
+	TracerProvider trace.TracerProvider
 
 	// Claims is the write-claim mode: off, warn or enforce ("" is
 	// enforce).

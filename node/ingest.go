@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -22,6 +23,13 @@ var (
 // durably (idempotent by id) and folds them into the live states. It
 // returns after the events are in a synced WAL.
 func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
+	return n.IngestContext(context.Background(), evs)
+}
+
+// IngestContext is Ingest traced under ctx's span (otel.go).
+func (n *Node) IngestContext(ctx context.Context, evs []presence.Event) (res ledger.AppendResult, err error) {
+	ctx, sp := n.startIngestSpan(ctx, evs)
+	defer func() { endSpan(sp, err) }()
 	now := n.cfg.Clock.Now()
 	for i := range evs {
 		e := &evs[i]
@@ -36,13 +44,17 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 	}
 	clamped := clockguard.Guard(evs, now) // untrusted time: see node/clockguard
 	named := n.nameNewSessions(evs)
-	res, err := n.ledger.Append(evs)
+	_, asp := n.tracer.Start(ctx, spanAppend)
+	res, err = n.ledger.Append(evs)
+	endSpan(asp, err)
 	if err != nil {
 		n.unname(named)
 		return res, err
 	}
+	_, fsp := n.tracer.Start(ctx, spanFold)
 	n.apply(res.Stored)
 	n.observeTasks(res.Stored)
+	fsp.End()
 
 	n.noteClamped(clamped, res.Stored)
 	n.observeNames(res.Stored)

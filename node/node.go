@@ -26,6 +26,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
@@ -41,6 +42,7 @@ import (
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tracing"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -91,6 +93,7 @@ type Node struct {
 	metrics  *metrics.Metrics     // /metrics (node/metrics)
 	board    *board.Server        // nil without --http-port
 	pending  pendingCache         // peers' open permission requests (web_source.go)
+	tracer   trace.Tracer         // no-op unless Config.TracerProvider is set
 	grpc     *grpc.Server
 	lis      net.Listener
 	sockInfo os.FileInfo
@@ -118,7 +121,7 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git, shown: remint.New(remint.DefaultConfig()),
 		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
-		changes: changes.New(), stop: make(chan struct{}),
+		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
 	return n, nil
@@ -237,7 +240,7 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(grpc.MaxRecvMsgSize(8 << 20))
+	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
 	api.RegisterLocalServer(n.grpc, &localService{n: n})
 	n.start(func() {
 		if err := n.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {

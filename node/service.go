@@ -119,7 +119,7 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 		}
 		evs = append(evs, ev)
 	}
-	res, err := s.n.Ingest(evs)
+	res, err := s.n.IngestContext(ctx, evs)
 	if err != nil {
 		return nil, statusErr(err)
 	}
