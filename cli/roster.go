@@ -45,6 +45,7 @@ type rowDetail struct {
 	Reachable                                                           bool
 	AgentPID, Events                                                    int
 	StartedAt, UnreachableSince, EndedAt                                time.Time
+	HarnTask                                                            *harnTaskCell // harn_task
 }
 
 // parseTime reads a raw JSON time value. The node's own layout
@@ -184,6 +185,8 @@ func (r *rosterRow) decode(b []byte, full bool) error {
 			d.WaitingChild = jsonString(v)
 		case "end_reason":
 			d.EndReason = jsonString(v)
+		case "harn_task":
+			d.HarnTask = decodeHarnTask(v)
 		case "claims":
 			_ = json.Unmarshal(v, &d.Claims)
 		case "reachable":

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -189,7 +191,7 @@ func rosterCells(rows []*rosterRow, now time.Time) [][nCols]cell {
 		cs[colAgent] = cell{s: dash(safe(r.Agent))}
 		cs[colActivity] = activityCell(r, now)
 		cs[colLife] = lifeCell(r)
-		cs[colTask] = cell{s: dash(safe(r.Task))}
+		cs[colTask] = taskCell(r)
 		cs[colProject] = cell{s: dash(safe(r.project()))}
 		cs[colLast] = cell{s: text.Ago(now, r.evidenceAt())}
 		cs[colNode] = nodeCell(r, now)
@@ -301,4 +303,68 @@ func renderRoster(w io.Writer, rows []*rosterRow, now time.Time, colour bool) er
 	cells := rosterCells(rows, now)
 	widths := fitWidths(rosterColumns[:], cells, tableWidth)
 	return writeTable(w, rosterColumns[:], cells, widths, colour)
+}
+
+// harnTaskCell is a session's harn task as the roster table shows it.
+type harnTaskCell struct {
+	ID         string `json:"id"`
+	State      string `json:"state"`
+	Status     string `json:"status"`
+	Text       string `json:"text"`
+	QueueDepth int    `json:"queue_depth"`
+}
+
+// decodeHarnTask reads a roster entry's harn_task; nil when it is absent
+// or not an object.
+func decodeHarnTask(v []byte) *harnTaskCell {
+	var t harnTaskCell
+	if json.Unmarshal(v, &t) != nil || t.ID == "" {
+		return nil
+	}
+	return &t
+}
+
+// Bounds of the harn task marker.
+const (
+	taskIDTail  = 6  // the task id's last runes shown (its random part)
+	taskWordMax = 12 // a state or status word
+)
+
+// harnTaskMarker is the TASK cell's prefix for a session with a harn task:
+// "▶ t-…K3F9Q2 running (2 queued)"; a terminal task shows its status
+// instead of the word terminal ("▶ t-…K3F9Q2 succeeded"). It is kept whole: the cell cuts only the text
+// after it.
+func harnTaskMarker(t *harnTaskCell) string {
+	id := safe(t.ID)
+	if r := []rune(id); len(r) > taskIDTail+2 {
+		id = "t-…" + string(r[len(r)-taskIDTail:])
+	}
+	word := safe(t.State)
+	if st := safe(t.Status); word == "terminal" && st != "" {
+		word = st // a terminal task shows its status: succeeded, failed, cancelled, superseded
+	}
+	var b strings.Builder
+	b.WriteString("▶ " + id + " " + text.Clip(dash(word), taskWordMax))
+	if t.QueueDepth > 0 {
+		fmt.Fprintf(&b, " (%d queued)", min(t.QueueDepth, 999))
+	}
+	return b.String()
+}
+
+// taskCell renders the TASK cell: the session's task, after its harn
+// task's marker when it has one.
+func taskCell(r *rosterRow) cell {
+	if r.rowDetail == nil || r.HarnTask == nil {
+		return cell{s: dash(safe(r.Task))}
+	}
+	m := harnTaskMarker(r.HarnTask)
+	c := cell{s: m, keep: utf8.RuneCountInString(m)}
+	t := safe(r.Task)
+	if t == "" {
+		t = safe(r.HarnTask.Text)
+	}
+	if t != "" {
+		c.s += ": " + t
+	}
+	return c
 }

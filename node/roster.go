@@ -327,7 +327,11 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 			st, rerr := ask(rctx, cl, rec.SessionID)
 			cancel()
 			if rerr == nil {
-				return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "owner"}}, nil
+				e := RosterEntry{State: st, Reachable: true, Source: "owner"}
+				if ge, ok := n.remote.Get(rec.Node, rec.SessionID); ok {
+					e.HarnTask = ge.HarnTask // the owner's task view, as gossiped
+				}
+				return readResult{entry: e}, nil
 			}
 		}
 	}

@@ -42,6 +42,10 @@ func (n *Node) openTasks() error {
 		return err
 	}
 	n.tasks = h
+	// Runtime sessions are memory-only: end those the previous run left.
+	if _, err := h.Recover(n.liveSnapshot()); err != nil {
+		n.log.Warn("closing the previous run's runtime sessions", "err", err)
+	}
 	return nil
 }
 

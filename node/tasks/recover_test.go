@@ -1,0 +1,93 @@
+package tasks
+
+import (
+	"bytes"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/util/clock"
+)
+
+type captureSink struct {
+	mu  sync.Mutex
+	evs []presence.Event
+}
+
+func (c *captureSink) Ingest(evs []presence.Event) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.evs = append(c.evs, evs...)
+	return nil
+}
+
+func TestHostedSessionsLeftByThePreviousRunEndWithNodeRestart(t *testing.T) {
+	kv := &memKV{}
+	l := NewLedger(kv)
+	ts := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	put := func(r runtime.Record) {
+		t.Helper()
+		r.V, r.TS = runtime.RecordVersion, ts
+		if err := l.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// open: submitted then running; done: terminal; queued: only submitted.
+	put(runtime.Record{Seq: 1, Session: "h-1", Task: "t-open", Kind: runtime.RecSubmit, Status: "start"})
+	put(runtime.Record{Seq: 2, Session: "h-1", Task: "t-open", Kind: runtime.RecState, State: runtime.StateRunning})
+	put(runtime.Record{Seq: 3, Session: "h-1", Task: "t-open", Kind: runtime.RecBegin, Call: "c1"})
+	put(runtime.Record{Seq: 1, Session: "h-1", Task: "t-done", Kind: runtime.RecSubmit, Status: "start"})
+	put(runtime.Record{Seq: 2, Session: "h-1", Task: "t-done", Kind: runtime.RecState, State: runtime.StateTerminal, Status: "succeeded"})
+	put(runtime.Record{Seq: 1, Session: "cc1", Task: "t-queued", Kind: runtime.RecSubmit, Status: "follow_up"})
+	sink := &captureSink{}
+	h, err := New(Config{Node: "n1", KV: kv, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.NewFake(ts), Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	live := []presence.State{
+		{SessionID: "h-1", Agent: Agent, Node: "n1", Events: 3},
+		{SessionID: "h-2", Agent: Agent, Events: 1},
+		{SessionID: "h-other", Agent: Agent, Node: "n2", Events: 1}, // another node's
+		{SessionID: "cc1", Agent: "claude-code", Node: "n1", Events: 5},
+		{SessionID: "h-gone", Agent: Agent, Node: "n1", Events: 2, Ended: true},
+	}
+	got, err := h.Recover(live)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"h-1", "h-2"}; !slices.Equal(got.Sessions, want) {
+		t.Errorf("ended sessions %v, want %v", got.Sessions, want)
+	}
+	if want := []string{"t-open", "t-queued"}; !slices.Equal(got.Tasks, want) {
+		t.Errorf("closed tasks %v, want %v", got.Tasks, want)
+	}
+	for _, e := range sink.evs {
+		if e.Type != presence.TypeSessionEnd || e.Agent != Agent || e.AttrString(presence.AttrReason) != ReasonNodeRestart {
+			t.Errorf("event %+v: want session.end of agent harn with reason node_restart", e)
+		}
+	}
+	if len(sink.evs) != 2 {
+		t.Errorf("%d events, want 2", len(sink.evs))
+	}
+	recs, err := l.Records("t-open")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := recs[len(recs)-1]
+	if len(recs) != 4 || last.Seq != 4 || last.State != runtime.StateTerminal || last.Status != string(runtime.StatusFailed) ||
+		last.Reason != ReasonNodeRestart || last.Session != "h-1" {
+		t.Errorf("t-open records end with %+v (%d records)", last, len(recs))
+	}
+	if recs, _ := l.Records("t-done"); len(recs) != 2 {
+		t.Errorf("a terminal task got %d records, want its 2", len(recs))
+	}
+	// A second start finds nothing left to close.
+	again, err := h.Recover(nil)
+	if err != nil || len(again.Tasks) != 0 {
+		t.Errorf("second Recover closed %v (%v), want nothing", again.Tasks, err)
+	}
+}
