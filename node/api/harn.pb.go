@@ -2092,6 +2092,122 @@ func (x *AnswerResponse) GetRequestJson() []byte {
 	return nil
 }
 
+// CoordRequest carries one coordination action (node Coord* JSON): op is
+// release, claims, check, end or ping; node names the target ("" = find
+// it).
+type CoordRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	BodyJson      []byte                 `protobuf:"bytes,2,opt,name=body_json,json=bodyJson,proto3" json:"body_json,omitempty"`
+	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoordRequest) Reset() {
+	*x = CoordRequest{}
+	mi := &file_harn_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoordRequest) ProtoMessage() {}
+
+func (x *CoordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoordRequest.ProtoReflect.Descriptor instead.
+func (*CoordRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *CoordRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *CoordRequest) GetBodyJson() []byte {
+	if x != nil {
+		return x.BodyJson
+	}
+	return nil
+}
+
+func (x *CoordRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type CoordResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ResultJson []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// node is the node that answered.
+	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoordResponse) Reset() {
+	*x = CoordResponse{}
+	mi := &file_harn_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoordResponse) ProtoMessage() {}
+
+func (x *CoordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoordResponse.ProtoReflect.Descriptor instead.
+func (*CoordResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *CoordResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
+func (x *CoordResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -2246,7 +2362,15 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"local_only\x18\x05 \x01(\bR\tlocalOnly\"3\n" +
 	"\x0eAnswerResponse\x12!\n" +
-	"\frequest_json\x18\x01 \x01(\fR\vrequestJson2\xbb\t\n" +
+	"\frequest_json\x18\x01 \x01(\fR\vrequestJson\"O\n" +
+	"\fCoordRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x1b\n" +
+	"\tbody_json\x18\x02 \x01(\fR\bbodyJson\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\"D\n" +
+	"\rCoordResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node2\xf3\t\n" +
 	"\x05Local\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
 	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
@@ -2267,7 +2391,8 @@ const file_harn_proto_rawDesc = "" +
 	"\x06Decide\x12\x16.harn.v1.DecideRequest\x1a\x17.harn.v1.DecideResponse\x12D\n" +
 	"\rAwaitApproval\x12\x18.harn.v1.ApprovalRequest\x1a\x19.harn.v1.ApprovalResponse\x12<\n" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
-	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x126\n" +
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -2281,7 +2406,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 37)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -2320,6 +2445,8 @@ var file_harn_proto_goTypes = []any{
 	(*PendingResponse)(nil),      // 34: harn.v1.PendingResponse
 	(*AnswerRequest)(nil),        // 35: harn.v1.AnswerRequest
 	(*AnswerResponse)(nil),       // 36: harn.v1.AnswerResponse
+	(*CoordRequest)(nil),         // 37: harn.v1.CoordRequest
+	(*CoordResponse)(nil),        // 38: harn.v1.CoordResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
@@ -2345,28 +2472,30 @@ var file_harn_proto_depIdxs = []int32{
 	31, // 20: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
 	33, // 21: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
 	35, // 22: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	2,  // 23: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 24: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 25: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 26: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 27: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 28: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 29: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 30: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 31: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 32: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 33: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	22, // 34: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	23, // 35: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	24, // 36: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	26, // 37: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	28, // 38: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	30, // 39: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	32, // 40: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	34, // 41: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	36, // 42: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	23, // [23:43] is the sub-list for method output_type
-	3,  // [3:23] is the sub-list for method input_type
+	37, // 23: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	2,  // 24: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 25: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 26: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 27: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 28: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 29: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 30: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 31: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 32: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 33: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	20, // 34: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	22, // 35: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	23, // 36: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	24, // 37: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	26, // 38: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	28, // 39: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	30, // 40: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	32, // 41: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	34, // 42: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	36, // 43: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	38, // 44: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	24, // [24:45] is the sub-list for method output_type
+	3,  // [3:24] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -2383,7 +2512,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   37,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -39,6 +39,7 @@ const (
 	Local_AwaitApproval_FullMethodName = "/harn.v1.Local/AwaitApproval"
 	Local_Pending_FullMethodName       = "/harn.v1.Local/Pending"
 	Local_Answer_FullMethodName        = "/harn.v1.Local/Answer"
+	Local_Coord_FullMethodName         = "/harn.v1.Local/Coord"
 )
 
 // LocalClient is the client API for Local service.
@@ -75,6 +76,10 @@ type LocalClient interface {
 	Pending(ctx context.Context, in *PendingRequest, opts ...grpc.CallOption) (*PendingResponse, error)
 	// Answer approves or denies an open permission request anywhere.
 	Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error)
+	// Coord runs a coordination action (release claims, list or check
+	// claims, end a session, ping an agent): here, or on the node that owns
+	// the session.
+	Coord(ctx context.Context, in *CoordRequest, opts ...grpc.CallOption) (*CoordResponse, error)
 }
 
 type localClient struct {
@@ -285,6 +290,16 @@ func (c *localClient) Answer(ctx context.Context, in *AnswerRequest, opts ...grp
 	return out, nil
 }
 
+func (c *localClient) Coord(ctx context.Context, in *CoordRequest, opts ...grpc.CallOption) (*CoordResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CoordResponse)
+	err := c.cc.Invoke(ctx, Local_Coord_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LocalServer is the server API for Local service.
 // All implementations must embed UnimplementedLocalServer
 // for forward compatibility.
@@ -319,6 +334,10 @@ type LocalServer interface {
 	Pending(context.Context, *PendingRequest) (*PendingResponse, error)
 	// Answer approves or denies an open permission request anywhere.
 	Answer(context.Context, *AnswerRequest) (*AnswerResponse, error)
+	// Coord runs a coordination action (release claims, list or check
+	// claims, end a session, ping an agent): here, or on the node that owns
+	// the session.
+	Coord(context.Context, *CoordRequest) (*CoordResponse, error)
 	mustEmbedUnimplementedLocalServer()
 }
 
@@ -388,6 +407,9 @@ func (UnimplementedLocalServer) Pending(context.Context, *PendingRequest) (*Pend
 }
 func (UnimplementedLocalServer) Answer(context.Context, *AnswerRequest) (*AnswerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Answer not implemented")
+}
+func (UnimplementedLocalServer) Coord(context.Context, *CoordRequest) (*CoordResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Coord not implemented")
 }
 func (UnimplementedLocalServer) mustEmbedUnimplementedLocalServer() {}
 func (UnimplementedLocalServer) testEmbeddedByValue()               {}
@@ -770,6 +792,24 @@ func _Local_Answer_Handler(srv interface{}, ctx context.Context, dec func(interf
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Local_Coord_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CoordRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Coord(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Coord_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Coord(ctx, req.(*CoordRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Local_ServiceDesc is the grpc.ServiceDesc for Local service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -856,6 +896,10 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Answer",
 			Handler:    _Local_Answer_Handler,
+		},
+		{
+			MethodName: "Coord",
+			Handler:    _Local_Coord_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
