@@ -34,6 +34,7 @@ func newAgentsCmd() *cobra.Command {
 	c.AddCommand(newWhoamiCmd(), newListCmd(), newStatusCmd(), newShowCmd(), newTraceCmd(),
 		newLifecycleCmd(), newSetTaskCmd(), newClaimCmd(), newFoldCmd())
 	addPendingCmds(c)
+	addCoordCmds(c)
 	return c
 }
 

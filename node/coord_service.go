@@ -80,7 +80,7 @@ func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.C
 	if err := json.Unmarshal(req.BodyJson, &b); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "coord: malformed body: "+err.Error())
 	}
-	if b.Session == "" {
+	if b.Session == "" && req.Op != CoordCheck {
 		return nil, status.Error(codes.InvalidArgument, "coord: name the session (--session ID)")
 	}
 	var (
@@ -141,9 +141,12 @@ func (n *Node) coordClaims(ctx context.Context, op string, b CoordBody) (CoordRe
 	if d == nil {
 		return CoordResult{}, ErrNoClaims
 	}
-	id, err := n.claimSession(b.Session)
-	if err != nil {
-		return CoordResult{}, err
+	id := b.Session // "" for check: a commit outside any session
+	if id != "" {
+		var err error
+		if id, err = n.claimSession(b.Session); err != nil {
+			return CoordResult{}, err
+		}
 	}
 	res := CoordResult{Session: id, Node: n.cfg.Name, Mode: string(d.Mode())}
 	switch op {
