@@ -320,4 +320,3 @@ func runGitInstall(c *cobra.Command, use string) error {
 	}
 	return nil
 }
-
