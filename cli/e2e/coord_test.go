@@ -234,3 +234,124 @@ func TestCommitGuardChainsANonShellHook(t *testing.T) {
 		t.Fatalf("uninstall did not put the manager's hook back:\n%s", s)
 	}
 }
+
+// TestReleaseClaimFreesThePathForAnotherSession: `harn agents
+// release-claim PATH` (the session's own, found through the agent's
+// session variable) and `--session ID --all` (the operator's) drop claims,
+// and the path is free for another session at once.
+func TestReleaseClaimFreesThePathForAnotherSession(t *testing.T) {
+	e := newEnv(t)
+	e.startNode("--no-mesh")
+	repo := filepath.Join(e.root, "repo")
+	git(t, e.base, e.root, "init", "-q", repo)
+	x := filepath.Join(repo, "pkg", "x.go")
+	startClaudeSession(&meshNode{env: e}, "sess-a", repo)
+	startClaudeSession(&meshNode{env: e}, "sess-b", repo)
+	holdClaim(t, e, repo, "sess-a", "sess-b", x)
+
+	r := runIn(t, append(e.hookEnv(), "CLAUDE_SESSION_ID=sess-a"), repo, "agents", "release-claim", "pkg/x.go")
+	if r.code != 0 || !strings.Contains(r.stdout, "released 1 claim") || !strings.Contains(r.stdout, "pkg/x.go") {
+		t.Fatalf("release-claim of the session's own path: %v", r)
+	}
+	if r := e.hook("claude-code", claudePreWrite("sess-b", repo, x)); denied(r) {
+		t.Fatalf("after the release, sess-b is still denied: %v", r)
+	}
+	// sess-b holds it now; the operator releases all of sess-b's claims.
+	if r := e.hook("claude-code", claudePreWrite("sess-a", repo, x)); !denied(r) {
+		t.Fatalf("sess-b's new claim does not hold: %v", r)
+	}
+	r = runIn(t, e.hookEnv(), repo, "agents", "release-claim", "--session", "sess-b", "--all", "--json")
+	if r.code != 0 || !strings.Contains(r.stdout, `"path": "pkg/x.go"`) {
+		t.Fatalf("release-claim --all: %v", r)
+	}
+	if r := e.hook("claude-code", claudePreWrite("sess-a", repo, x)); denied(r) {
+		t.Fatalf("after --all, sess-a is still denied: %v", r)
+	}
+	// Bad input: neither paths nor --all, or both; a path outside a repository.
+	for _, args := range [][]string{{"agents", "release-claim"}, {"agents", "release-claim", "--all", "x"}} {
+		if r := runIn(t, e.hookEnv(), repo, args...); r.code != 2 {
+			t.Errorf("%v: want exit 2: %v", args, r)
+		}
+	}
+	if r := runIn(t, e.hookEnv(), e.root, "agents", "release-claim", "--session", "sess-a", "nowhere.go"); r.code != 2 || !strings.Contains(r.stderr, "not in a git repository") {
+		t.Errorf("a path outside any repository: want exit 2: %v", r)
+	}
+}
+
+// TestAgentsEndWritesTheReapersEvent: `harn agents end` ends a session
+// with the session.end the reaper writes, reason operator by default or
+// --reason; its claims end with it; a second end says it had ended.
+func TestAgentsEndWritesTheReapersEvent(t *testing.T) {
+	e := newEnv(t)
+	e.startNode("--no-mesh")
+	repo := filepath.Join(e.root, "repo")
+	git(t, e.base, e.root, "init", "-q", repo)
+	x := filepath.Join(repo, "x.go")
+	startClaudeSession(&meshNode{env: e}, "sess-end-1", repo)
+	startClaudeSession(&meshNode{env: e}, "sess-end-2", repo)
+	holdClaim(t, e, repo, "sess-end-1", "sess-end-2", x)
+
+	if r := e.harn("", "agents", "end", "--session", "sess-end-1"); r.code != 0 || !strings.Contains(r.stdout, "reason operator") {
+		t.Fatalf("end: %v", r)
+	}
+	st := e.show("sess-end-1")
+	if !st.Ended || st.EndReason != "operator" {
+		t.Fatalf("after end: ended %v reason %q", st.Ended, st.EndReason)
+	}
+	evs := e.trace("sess-end-1")
+	if last := evs[len(evs)-1]; last.Type != "session.end" {
+		t.Fatalf("the last event is %q, want session.end", last.Type)
+	}
+	if r := e.hook("claude-code", claudePreWrite("sess-end-2", repo, x)); denied(r) {
+		t.Fatalf("the ended session's claim still holds: %v", r)
+	}
+	if r := e.harn("", "agents", "end", "--session", "sess-end-1"); r.code != 0 || !strings.Contains(r.stdout, "already ended") {
+		t.Fatalf("a second end: %v", r)
+	}
+	if r := runIn(t, append(e.hookEnv(), "CLAUDE_SESSION_ID=sess-end-2"), repo, "agents", "end", "--reason", "stuck on a prompt"); r.code != 0 {
+		t.Fatalf("end of the caller's own session: %v", r)
+	}
+	if st := e.show("sess-end-2"); !st.Ended || st.EndReason != "stuck on a prompt" {
+		t.Fatalf("after end --reason: ended %v reason %q", st.Ended, st.EndReason)
+	}
+	if r := e.harn("", "agents", "end", "--session", "no-such-session"); r.code != 3 {
+		t.Fatalf("end of an unknown session: want exit 3: %v", r)
+	}
+}
+
+// TestAgentsPingAsksTheOwner: on two nodes, a ping from B of a session on
+// A answers from A that its agent process (this test) is alive; a remote
+// end over the plaintext mesh is refused with exit 16; once A is down,
+// the ping says the owner is unreachable (exit 5) within about a second.
+func TestAgentsPingAsksTheOwner(t *testing.T) {
+	nodes := startServers(t, 2)
+	a, b := nodes[0], nodes[1]
+	cwd := t.TempDir()
+	startClaudeSession(a, "sess-ping", cwd)
+	if r := a.harn("", "agents", "ping", "sess-ping"); r.code != 0 || !strings.Contains(r.stdout, "alive") {
+		t.Fatalf("local ping: %v", r)
+	}
+	eventually(t, meshTimeout, "B pings A's session", func() (bool, string) {
+		r := b.harn("", "agents", "ping", "sess-ping")
+		return r.code == 0 && strings.Contains(r.stdout, "on node "+a.name) && strings.Contains(r.stdout, "alive"), r.String()
+	})
+	if r := b.harn("", "agents", "end", "--session", "sess-ping"); r.code != 16 || !strings.Contains(r.stderr, "not mutually authenticated") {
+		t.Fatalf("a remote end over a plaintext mesh must be refused with exit 16: %v", r)
+	}
+	if st := a.show("sess-ping"); st.Ended {
+		t.Fatal("the refused remote end ended the session")
+	}
+	if r := a.harn("", "agents", "ping", "no-such-session"); r.code != 3 {
+		t.Fatalf("ping of an unknown session: want exit 3: %v", r)
+	}
+	a.stop()
+	start := time.Now()
+	r := b.harn("", "agents", "ping", "sess-ping")
+	if r.code != 5 || !strings.Contains(r.stderr, a.name) && !strings.Contains(r.stderr, "did not answer") {
+		t.Fatalf("ping with the owner down: want exit 5 naming it: %v", r)
+	}
+	// The answer's own bound is 1 s; the process start is on top.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("ping with the owner down took %s", d)
+	}
+}
