@@ -38,9 +38,9 @@ type GitReport struct {
 // gitRegion is harn's region for one hook: a hook that fails open. The
 // pre-commit region stops the commit when harn refuses it (exit 4 from
 // `harn hook git pre-commit`); any other trouble lets the commit go.
-func gitRegion(hook, command, chained string) string {
+func gitRegion(hook, command, chained, flags string) string {
 	var b strings.Builder
-	b.WriteString(GitBegin + " (managed by harn; `harn hook uninstall git` removes it)\n")
+	b.WriteString(GitBegin + flags + " (managed by harn; `harn hook uninstall git` removes it)\n")
 	if chained != "" {
 		// The hook that was here before harn (a hook manager's binary):
 		// it runs first, and its failure stops the commit as before.
@@ -70,7 +70,7 @@ func shellQuote(s string) string {
 // a shell shebang, and no `exec` on its last line (that would never come
 // back to harn's region).
 func isShell(b []byte) bool {
-	if rest, _, _ := cutRegion(b); rest != nil {
+	if rest, _, _, _ := cutRegion(b); rest != nil {
 		lines := strings.Split(strings.TrimSpace(string(rest)), "\n")
 		if last := strings.TrimSpace(lines[len(lines)-1]); strings.HasPrefix(last, "exec ") {
 			return false
@@ -89,26 +89,42 @@ func isShell(b []byte) bool {
 	return false
 }
 
-// cutRegion returns b without harn's region (and the blank line harn put
-// before it); found is false when there is none.
-func cutRegion(b []byte) (out []byte, found bool, err error) {
+// Flags on harn's begin line, so that uninstall gives back the bytes that
+// were there: the file was harn's own, or the user's text had no final
+// newline.
+const (
+	flagCreated = " created"
+	flagNoEOL   = " noeol"
+)
+
+// cutRegion returns b without harn's region (and the separator harn put
+// before it); found is false when there is none. created tells that harn
+// created the file.
+func cutRegion(b []byte) (out []byte, found, created bool, err error) {
 	i := bytes.Index(b, []byte(GitBegin))
 	if i < 0 {
-		return b, false, nil
+		return b, false, false, nil
 	}
 	j := bytes.Index(b[i:], []byte(GitEnd))
 	if j < 0 {
-		return nil, false, fmt.Errorf("%w: %q without %q; fix or remove it by hand", ErrBadHook, GitBegin, GitEnd)
+		return nil, false, false, fmt.Errorf("%w: %q without %q; fix or remove it by hand", ErrBadHook, GitBegin, GitEnd)
 	}
 	end := i + j + len(GitEnd)
 	if end < len(b) && b[end] == '\n' {
 		end++
 	}
+	line, _, _ := bytes.Cut(b[i+len(GitBegin):], []byte("\n"))
 	head := b[:i]
-	if bytes.HasSuffix(head, []byte("\n\n")) {
+	created = bytes.Contains(line, []byte(flagCreated))
+	switch {
+	case created:
+		head = bytes.TrimSuffix(head, []byte(gitShebang))
+	case bytes.Contains(line, []byte(flagNoEOL)) && bytes.HasSuffix(head, []byte("\n\n")):
+		head = head[:len(head)-2]
+	case bytes.HasSuffix(head, []byte("\n\n")):
 		head = head[:len(head)-1]
 	}
-	return append(append([]byte(nil), head...), b[end:]...), true, nil
+	return append(append([]byte(nil), head...), b[end:]...), true, created, nil
 }
 
 // InstallGit puts harn's region in the hooks of the folder dir (the
@@ -131,13 +147,23 @@ func InstallGit(dir, command string) (GitReport, error) {
 		if _, serr := os.Stat(chainedPath); serr == nil {
 			chained = hook + ".harn-chained"
 		}
-		var base []byte
+		var next []byte
+		flags := ""
 		switch {
 		case len(old) == 0:
-			base = []byte(gitShebang)
+			next, flags = []byte(gitShebang), flagCreated
 		case isShell(old):
-			if base, _, err = cutRegion(old); err != nil {
+			base, found, created, err := cutRegion(old)
+			if err != nil {
 				return rep, fmt.Errorf("%s: %w", path, err)
+			}
+			switch {
+			case found && created && len(base) == 0:
+				next, flags = []byte(gitShebang), flagCreated
+			case bytes.HasSuffix(base, []byte("\n")):
+				next = append(append([]byte(nil), base...), '\n')
+			default:
+				next, flags = append(append([]byte(nil), base...), '\n', '\n'), flagNoEOL
 			}
 		default:
 			if err := os.Rename(path, chainedPath); err != nil {
@@ -145,16 +171,9 @@ func InstallGit(dir, command string) (GitReport, error) {
 			}
 			chained = hook + ".harn-chained"
 			rep.Chained = append(rep.Chained, hook)
-			base = []byte(gitShebang)
+			next, flags = []byte(gitShebang), flagCreated
 		}
-		next := append([]byte(nil), base...)
-		if len(next) > 0 && !bytes.HasSuffix(next, []byte("\n")) {
-			next = append(next, '\n')
-		}
-		if !bytes.Equal(next, []byte(gitShebang)) {
-			next = append(next, '\n')
-		}
-		next = append(next, gitRegion(hook, command, chained)...)
+		next = append(next, gitRegion(hook, command, chained, flags)...)
 		if bytes.Equal(next, old) {
 			continue
 		}
@@ -180,7 +199,7 @@ func UninstallGit(dir string) (GitReport, error) {
 		if err != nil {
 			return rep, fmt.Errorf("%w: %s: %w", ErrBadHook, path, err)
 		}
-		next, found, err := cutRegion(old)
+		next, found, created, err := cutRegion(old)
 		if err != nil {
 			return rep, fmt.Errorf("%s: %w", path, err)
 		}
@@ -190,11 +209,11 @@ func UninstallGit(dir string) (GitReport, error) {
 		chainedPath := path + ".harn-chained"
 		_, cerr := os.Stat(chainedPath)
 		switch {
-		case strings.TrimSpace(string(next)) == strings.TrimSpace(gitShebang) && cerr == nil:
+		case created && len(next) == 0 && cerr == nil:
 			if err := os.Rename(chainedPath, path); err != nil {
 				return rep, fmt.Errorf("install: %s: %w", path, err)
 			}
-		case strings.TrimSpace(string(next)) == strings.TrimSpace(gitShebang):
+		case created && len(next) == 0:
 			if err := os.Remove(path); err != nil {
 				return rep, fmt.Errorf("install: %s: %w", path, err)
 			}
