@@ -17,7 +17,6 @@ import (
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims"
-	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -111,8 +110,8 @@ func claimRequestsOf(paths []string) ([]claims.Request, error) {
 		out[i].Paths = append(out[i].Paths, filepath.ToSlash(rel))
 	}
 	for i := range out {
-		if len(out[i].Paths) > raftstore.MaxClaimPaths {
-			return nil, fmt.Errorf("release-claim: at most %d paths of one repository at a time", raftstore.MaxClaimPaths)
+		if len(out[i].Paths) > claims.MaxPaths {
+			return nil, fmt.Errorf("release-claim: at most %d paths of one repository at a time", claims.MaxPaths)
 		}
 	}
 	return out, nil

@@ -18,7 +18,6 @@ import (
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims"
-	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/procinfo"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -166,7 +165,7 @@ func gitPreCommit(ctx context.Context, c *cobra.Command) error {
 	session := committingSession(ctx, cl)
 	var reqs []claims.Request
 	for len(paths) > 0 {
-		n := min(len(paths), raftstore.MaxClaimPaths)
+		n := min(len(paths), claims.MaxPaths)
 		reqs = append(reqs, claims.Request{Repo: repo, Paths: paths[:n]})
 		paths = paths[n:]
 	}
@@ -265,7 +264,7 @@ func gitPrune(ctx context.Context, c *cobra.Command) error {
 		}
 	}
 	for len(clean) > 0 {
-		n := min(len(clean), raftstore.MaxClaimPaths)
+		n := min(len(clean), claims.MaxPaths)
 		if _, err := coord(ctx, cl, p, node.CoordRelease, node.CoordBody{Session: session,
 			Claims: []claims.Request{{Repo: repo, Paths: clean[:n]}}}); err != nil {
 			return err

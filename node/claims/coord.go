@@ -51,3 +51,6 @@ func (d *Decider) Held(r Request) []Holder {
 
 // ClaimsOf lists a session's claims in the local table.
 func (l *Local) ClaimsOf(session string) []raftstore.Claim { return l.reg.ClaimsOf(session) }
+
+// MaxPaths bounds the paths of one claim, release or check.
+const MaxPaths = raftstore.MaxClaimPaths
