@@ -355,3 +355,25 @@ func TestAgentsPingAsksTheOwner(t *testing.T) {
 		t.Fatalf("ping with the owner down took %s", d)
 	}
 }
+
+// TestCommitGuardHonoursCoreHooksPath: with core.hooksPath set, the
+// guard goes into that folder, not .git/hooks.
+func TestCommitGuardHonoursCoreHooksPath(t *testing.T) {
+	e := newEnv(t)
+	repo := filepath.Join(e.root, "repo")
+	git(t, e.base, e.root, "init", "-q", repo)
+	git(t, e.base, repo, "config", "core.hooksPath", ".githooks")
+	env := append(e.hookEnv(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
+	if r := runIn(t, env, repo, "hook", "install", "git", "--scope", "repo"); r.code != 0 {
+		t.Fatalf("install: %v", r)
+	}
+	if s := readFileT(t, filepath.Join(repo, ".githooks", "pre-commit")); !strings.Contains(s, "hook git pre-commit") {
+		t.Fatalf(".githooks/pre-commit:\n%s", s)
+	}
+	if _, err := os.Stat(filepath.Join(repo, ".git", "hooks", "pre-commit")); err == nil {
+		t.Fatal("the guard went into .git/hooks despite core.hooksPath")
+	}
+	if r := runIn(t, env, repo, "hook", "install", "git", "--scope", "user"); r.code != 2 {
+		t.Fatalf("--scope user for git: want exit 2: %v", r)
+	}
+}
