@@ -35,6 +35,7 @@ func newAgentsCmd() *cobra.Command {
 		newLifecycleCmd(), newSetTaskCmd(), newClaimCmd(), newFoldCmd())
 	addPendingCmds(c)
 	addWaitCmd(c)
+	addCoordCmds(c)
 	return c
 }
 

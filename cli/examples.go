@@ -73,7 +73,16 @@ var examples = map[string]string{
   harn agents lifecycle blocked --reason "waiting for the API key"
   harn agents lifecycle done`,
 	"harn agents set-task": `  harn agents set-task "Fix the checkout rounding bug"`,
-	"harn agents claim":    `  harn agents claim src/cart.go src/cart_test.go`,
+	"harn agents release-claim": `  harn agents release-claim src/cart.go
+  harn agents release-claim --all
+  harn agents release-claim --session 8a1f0c2e --all   # the operator frees another session's files`,
+	"harn agents end": `  harn agents end
+  harn agents end --session 8a1f0c2e --reason "stuck on a prompt"`,
+	"harn agents ping": `  harn agents ping 8a1f0c2e
+  harn agents ping 8a1f0c2e --json`,
+	"harn hook git": `  harn hook git pre-commit    # run by .git/hooks/pre-commit after harn hook install git
+  harn hook git post-commit`,
+	"harn agents claim": `  harn agents claim src/cart.go src/cart_test.go`,
 	"harn agents fold": `  harn agents fold events.jsonl
   cat events.jsonl | harn agents fold -
   harn agents fold --session 8a1f0c2e --full events.jsonl`,
@@ -81,6 +90,7 @@ var examples = map[string]string{
 	"harn hook": `  echo '{"session_id":"s1","hook_event_name":"Stop","cwd":"/tmp"}' | harn hook claude-code
   harn hook install codex`,
 	"harn hook install": `  harn hook install claude-code
+  harn hook install git        # the commit guard in this repository's hooks
   harn hook install gemini --scope project --dry-run
   harn hook install gemini --yes   # write even where a comment inside "hooks" cannot be kept`,
 	"harn hook uninstall": `  harn hook uninstall cursor

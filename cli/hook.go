@@ -69,7 +69,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 	}
 	c.Flags().Duration("timeout", 1500*time.Millisecond, "how long to wait for the node before spooling")
 	addDecideFlags(c)
-	c.AddCommand(newHookInstallCmd(), newHookUninstallCmd())
+	c.AddCommand(newHookInstallCmd(), newHookUninstallCmd(), newHookGitCmd())
 	return c
 }
 

@@ -27,6 +27,9 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 		Short: short + " (claude-code, codex, cursor, gemini)",
 		Args:  exactArgs(1, "an agent: claude-code, codex, cursor or gemini"),
 		RunE: func(c *cobra.Command, args []string) error {
+			if args[0] == "git" {
+				return runGitInstall(c, use)
+			}
 			scope, _ := c.Flags().GetString("scope")
 			dry, _ := c.Flags().GetBool("dry-run")
 			home, err := os.UserHomeDir()

@@ -303,7 +303,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\x10RegistryResponse\x12!\n" +
 	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\tR\x06leader2\xc9\x04\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader2\x81\x05\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
@@ -313,7 +313,8 @@ const file_cluster_proto_rawDesc = "" +
 	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponse\x123\n" +
 	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x12<\n" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
-	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x126\n" +
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -340,12 +341,14 @@ var file_cluster_proto_goTypes = []any{
 	(*TaskRequest)(nil),           // 8: harn.v1.TaskRequest
 	(*PendingRequest)(nil),        // 9: harn.v1.PendingRequest
 	(*AnswerRequest)(nil),         // 10: harn.v1.AnswerRequest
-	(*SessionResponse)(nil),       // 11: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 12: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 13: harn.v1.RemoveServerResponse
-	(*TaskResponse)(nil),          // 14: harn.v1.TaskResponse
-	(*PendingResponse)(nil),       // 15: harn.v1.PendingResponse
-	(*AnswerResponse)(nil),        // 16: harn.v1.AnswerResponse
+	(*CoordRequest)(nil),          // 11: harn.v1.CoordRequest
+	(*SessionResponse)(nil),       // 12: harn.v1.SessionResponse
+	(*TraceResponse)(nil),         // 13: harn.v1.TraceResponse
+	(*RemoveServerResponse)(nil),  // 14: harn.v1.RemoveServerResponse
+	(*TaskResponse)(nil),          // 15: harn.v1.TaskResponse
+	(*PendingResponse)(nil),       // 16: harn.v1.PendingResponse
+	(*AnswerResponse)(nil),        // 17: harn.v1.AnswerResponse
+	(*CoordResponse)(nil),         // 18: harn.v1.CoordResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	2,  // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
@@ -357,17 +360,19 @@ var file_cluster_proto_depIdxs = []int32{
 	8,  // 6: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
 	9,  // 7: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
 	10, // 8: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
-	3,  // 9: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	5,  // 10: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	11, // 11: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	12, // 12: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	13, // 13: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	1,  // 14: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	14, // 15: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
-	15, // 16: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
-	16, // 17: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
-	9,  // [9:18] is the sub-list for method output_type
-	0,  // [0:9] is the sub-list for method input_type
+	11, // 9: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
+	3,  // 10: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	5,  // 11: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	12, // 12: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	13, // 13: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	14, // 14: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	1,  // 15: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	15, // 16: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
+	16, // 17: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
+	17, // 18: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
+	18, // 19: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
+	10, // [10:20] is the sub-list for method output_type
+	0,  // [0:10] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

@@ -28,6 +28,7 @@ const (
 	Cluster_Task_FullMethodName           = "/harn.v1.Cluster/Task"
 	Cluster_Pending_FullMethodName        = "/harn.v1.Cluster/Pending"
 	Cluster_Answer_FullMethodName         = "/harn.v1.Cluster/Answer"
+	Cluster_Coord_FullMethodName          = "/harn.v1.Cluster/Coord"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -62,6 +63,10 @@ type ClusterClient interface {
 	// Answer answers one of this node's open permission requests, under the
 	// same authentication and policy as Task.
 	Answer(ctx context.Context, in *AnswerRequest, opts ...grpc.CallOption) (*AnswerResponse, error)
+	// Coord runs a coordination action (end, ping) on a session of this
+	// node; end is accepted under the same authentication and policy as
+	// Task.
+	Coord(ctx context.Context, in *CoordRequest, opts ...grpc.CallOption) (*CoordResponse, error)
 }
 
 type clusterClient struct {
@@ -162,6 +167,16 @@ func (c *clusterClient) Answer(ctx context.Context, in *AnswerRequest, opts ...g
 	return out, nil
 }
 
+func (c *clusterClient) Coord(ctx context.Context, in *CoordRequest, opts ...grpc.CallOption) (*CoordResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CoordResponse)
+	err := c.cc.Invoke(ctx, Cluster_Coord_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ClusterServer is the server API for Cluster service.
 // All implementations must embed UnimplementedClusterServer
 // for forward compatibility.
@@ -194,6 +209,10 @@ type ClusterServer interface {
 	// Answer answers one of this node's open permission requests, under the
 	// same authentication and policy as Task.
 	Answer(context.Context, *AnswerRequest) (*AnswerResponse, error)
+	// Coord runs a coordination action (end, ping) on a session of this
+	// node; end is accepted under the same authentication and policy as
+	// Task.
+	Coord(context.Context, *CoordRequest) (*CoordResponse, error)
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -230,6 +249,9 @@ func (UnimplementedClusterServer) Pending(context.Context, *PendingRequest) (*Pe
 }
 func (UnimplementedClusterServer) Answer(context.Context, *AnswerRequest) (*AnswerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Answer not implemented")
+}
+func (UnimplementedClusterServer) Coord(context.Context, *CoordRequest) (*CoordResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Coord not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -414,6 +436,24 @@ func _Cluster_Answer_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_Coord_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CoordRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).Coord(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_Coord_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).Coord(ctx, req.(*CoordRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -456,6 +496,10 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Answer",
 			Handler:    _Cluster_Answer_Handler,
+		},
+		{
+			MethodName: "Coord",
+			Handler:    _Cluster_Coord_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -2377,6 +2377,122 @@ func (x *WaitResponse) GetTimedOut() bool {
 	return false
 }
 
+// CoordRequest carries one coordination action (node Coord* JSON): op is
+// release, claims, check, end or ping; node names the target ("" = find
+// it).
+type CoordRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	BodyJson      []byte                 `protobuf:"bytes,2,opt,name=body_json,json=bodyJson,proto3" json:"body_json,omitempty"`
+	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoordRequest) Reset() {
+	*x = CoordRequest{}
+	mi := &file_harn_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoordRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoordRequest) ProtoMessage() {}
+
+func (x *CoordRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoordRequest.ProtoReflect.Descriptor instead.
+func (*CoordRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *CoordRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *CoordRequest) GetBodyJson() []byte {
+	if x != nil {
+		return x.BodyJson
+	}
+	return nil
+}
+
+func (x *CoordRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type CoordResponse struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	ResultJson []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	// node is the node that answered.
+	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoordResponse) Reset() {
+	*x = CoordResponse{}
+	mi := &file_harn_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoordResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoordResponse) ProtoMessage() {}
+
+func (x *CoordResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoordResponse.ProtoReflect.Descriptor instead.
+func (*CoordResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CoordResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
+func (x *CoordResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -2552,7 +2668,15 @@ const file_harn_proto_rawDesc = "" +
 	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"N\n" +
 	"\fWaitResponse\x12!\n" +
 	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12\x1b\n" +
-	"\ttimed_out\x18\x02 \x01(\bR\btimedOut2\xab\n" +
+	"\ttimed_out\x18\x02 \x01(\bR\btimedOut\"O\n" +
+	"\fCoordRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x1b\n" +
+	"\tbody_json\x18\x02 \x01(\fR\bbodyJson\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\"D\n" +
+	"\rCoordResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node2\xe3\n" +
 	"\n" +
 	"\x05Local\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
@@ -2576,7 +2700,8 @@ const file_harn_proto_rawDesc = "" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
 	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x129\n" +
 	"\x06Notify\x12\x16.harn.v1.NotifyRequest\x1a\x17.harn.v1.NotifyResponse\x123\n" +
-	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponse\x126\n" +
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -2590,7 +2715,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 41)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -2633,6 +2758,8 @@ var file_harn_proto_goTypes = []any{
 	(*NotifyResponse)(nil),       // 38: harn.v1.NotifyResponse
 	(*WaitRequest)(nil),          // 39: harn.v1.WaitRequest
 	(*WaitResponse)(nil),         // 40: harn.v1.WaitResponse
+	(*CoordRequest)(nil),         // 41: harn.v1.CoordRequest
+	(*CoordResponse)(nil),        // 42: harn.v1.CoordResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
@@ -2660,30 +2787,32 @@ var file_harn_proto_depIdxs = []int32{
 	35, // 22: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
 	37, // 23: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
 	39, // 24: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	2,  // 25: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 26: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 27: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 28: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 29: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 30: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 31: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 32: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 33: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 34: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 35: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	22, // 36: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	23, // 37: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	24, // 38: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	26, // 39: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	28, // 40: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	30, // 41: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	32, // 42: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	34, // 43: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	36, // 44: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	38, // 45: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	40, // 46: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	25, // [25:47] is the sub-list for method output_type
-	3,  // [3:25] is the sub-list for method input_type
+	41, // 25: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	2,  // 26: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 27: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 28: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 29: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 30: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 31: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 32: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 33: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 34: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 35: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	20, // 36: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	22, // 37: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	23, // 38: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	24, // 39: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	26, // 40: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	28, // 41: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	30, // 42: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	32, // 43: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	34, // 44: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	36, // 45: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	38, // 46: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	40, // 47: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	42, // 48: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	26, // [26:49] is the sub-list for method output_type
+	3,  // [3:26] is the sub-list for method input_type
 	3,  // [3:3] is the sub-list for extension type_name
 	3,  // [3:3] is the sub-list for extension extendee
 	0,  // [0:3] is the sub-list for field type_name
@@ -2700,7 +2829,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   41,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -41,6 +41,7 @@ const (
 	Local_Answer_FullMethodName        = "/harn.v1.Local/Answer"
 	Local_Notify_FullMethodName        = "/harn.v1.Local/Notify"
 	Local_Wait_FullMethodName          = "/harn.v1.Local/Wait"
+	Local_Coord_FullMethodName         = "/harn.v1.Local/Coord"
 )
 
 // LocalClient is the client API for Local service.
@@ -83,6 +84,10 @@ type LocalClient interface {
 	// Wait blocks until a session (or any live session) is in a state, or
 	// until timeout_ms passes.
 	Wait(ctx context.Context, in *WaitRequest, opts ...grpc.CallOption) (*WaitResponse, error)
+	// Coord runs a coordination action (release claims, list or check
+	// claims, end a session, ping an agent): here, or on the node that owns
+	// the session.
+	Coord(ctx context.Context, in *CoordRequest, opts ...grpc.CallOption) (*CoordResponse, error)
 }
 
 type localClient struct {
@@ -313,6 +318,16 @@ func (c *localClient) Wait(ctx context.Context, in *WaitRequest, opts ...grpc.Ca
 	return out, nil
 }
 
+func (c *localClient) Coord(ctx context.Context, in *CoordRequest, opts ...grpc.CallOption) (*CoordResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CoordResponse)
+	err := c.cc.Invoke(ctx, Local_Coord_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LocalServer is the server API for Local service.
 // All implementations must embed UnimplementedLocalServer
 // for forward compatibility.
@@ -353,6 +368,10 @@ type LocalServer interface {
 	// Wait blocks until a session (or any live session) is in a state, or
 	// until timeout_ms passes.
 	Wait(context.Context, *WaitRequest) (*WaitResponse, error)
+	// Coord runs a coordination action (release claims, list or check
+	// claims, end a session, ping an agent): here, or on the node that owns
+	// the session.
+	Coord(context.Context, *CoordRequest) (*CoordResponse, error)
 	mustEmbedUnimplementedLocalServer()
 }
 
@@ -428,6 +447,9 @@ func (UnimplementedLocalServer) Notify(context.Context, *NotifyRequest) (*Notify
 }
 func (UnimplementedLocalServer) Wait(context.Context, *WaitRequest) (*WaitResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Wait not implemented")
+}
+func (UnimplementedLocalServer) Coord(context.Context, *CoordRequest) (*CoordResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Coord not implemented")
 }
 func (UnimplementedLocalServer) mustEmbedUnimplementedLocalServer() {}
 func (UnimplementedLocalServer) testEmbeddedByValue()               {}
@@ -846,6 +868,24 @@ func _Local_Wait_Handler(srv interface{}, ctx context.Context, dec func(interfac
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Local_Coord_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CoordRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Coord(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Coord_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Coord(ctx, req.(*CoordRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Local_ServiceDesc is the grpc.ServiceDesc for Local service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -940,6 +980,10 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Wait",
 			Handler:    _Local_Wait_Handler,
+		},
+		{
+			MethodName: "Coord",
+			Handler:    _Local_Coord_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

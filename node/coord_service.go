@@ -1,0 +1,308 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/raftstore"
+)
+
+// Coordination actions (the Coord RPC's op).
+const (
+	CoordRelease = "release" // drop a session's claims (named paths, or all)
+	CoordClaims  = "claims"  // list a session's claims
+	CoordCheck   = "check"   // which of these paths other live sessions hold
+	CoordEnd     = "end"     // end a session with session.end, on its node
+	CoordPing    = "ping"    // is the session's agent process alive, asked of its node
+)
+
+// ReasonOperator is the session.end reason of `harn agents end` without
+// --reason.
+const ReasonOperator = "operator"
+
+// Bounds of the coordination paths.
+const (
+	// coordRouteTimeout bounds a routed end.
+	coordRouteTimeout = 5 * time.Second
+	// pingTimeout bounds a routed ping: the answer comes within a second.
+	pingTimeout = 800 * time.Millisecond
+	// maxReasonLen bounds an end's reason.
+	maxReasonLen = 200
+)
+
+// CoordBody is the body of every coordination action; each op reads its
+// fields.
+type CoordBody struct {
+	// Session is an id, unique prefix or name.
+	Session string `json:"session"`
+	// Claims names what to release or check, by repository.
+	Claims []claims.Request `json:"claims,omitempty"`
+	// All (release) drops every claim of the session.
+	All bool `json:"all,omitempty"`
+	// Reason (end) is session.end's reason ("" = operator).
+	Reason string `json:"reason,omitempty"`
+	// By (end) names who asked, for the node's log.
+	By string `json:"by,omitempty"`
+}
+
+// CoordResult answers a coordination action.
+type CoordResult struct {
+	Session string `json:"session"`
+	Node    string `json:"node,omitempty"`
+	// Claims: the session's claims (claims), or those released (release).
+	Claims []raftstore.Claim `json:"claims,omitempty"`
+	// Holders: the conflicting claims (check); Mode is the node's claims
+	// mode.
+	Holders []claims.Holder `json:"holders,omitempty"`
+	Mode    string          `json:"mode,omitempty"`
+	// Ended (end): the session is ended; Already: it was before.
+	Ended   bool `json:"ended,omitempty"`
+	Already bool `json:"already,omitempty"`
+	// Alive (ping): the agent process exists; PID is it (0: not known).
+	Alive bool `json:"alive,omitempty"`
+	PID   int  `json:"pid,omitempty"`
+}
+
+// ErrNoClaims: the node keeps no claims (claims are off).
+var ErrNoClaims = errors.New("node: claims are off on this node")
+
+func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.CoordResponse, error) {
+	var b CoordBody
+	if err := json.Unmarshal(req.BodyJson, &b); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "coord: malformed body: "+err.Error())
+	}
+	if b.Session == "" && req.Op != CoordCheck {
+		return nil, status.Error(codes.InvalidArgument, "coord: name the session (--session ID)")
+	}
+	var (
+		res CoordResult
+		err error
+	)
+	switch req.Op {
+	case CoordRelease, CoordClaims, CoordCheck:
+		res, err = s.n.coordClaims(ctx, req.Op, b)
+	case CoordEnd, CoordPing:
+		return s.n.routeCoord(ctx, req.Op, b)
+	default:
+		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("coord: unknown op %q: use release, claims, check, end or ping", req.Op))
+	}
+	if errors.Is(err, ErrNoClaims) {
+		return nil, status.Error(codes.FailedPrecondition, err.Error()+" (--claims off)")
+	}
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	return coordResponse(res, s.n.cfg.Name)
+}
+
+func coordResponse(res CoordResult, node string) (*api.CoordResponse, error) {
+	out, err := json.Marshal(res)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &api.CoordResponse{ResultJson: out, Node: node}, nil
+}
+
+// claimSession resolves a handle for the claim ops: a session of this
+// node, a registry record, or (for a session the node never saw, whose
+// claims outlive its record) the id as given.
+func (n *Node) claimSession(handle string) (string, error) {
+	st, err := n.resolveLocal(handle)
+	if err == nil {
+		return st.SessionID, nil
+	}
+	if !errors.Is(err, ErrUnknownSession) {
+		return "", err
+	}
+	if n.cl != nil {
+		rec, rerr := n.cl.resolveRecord(handle)
+		if rerr == nil {
+			return rec.SessionID, nil
+		}
+		if !errors.Is(rerr, ErrUnknownSession) {
+			return "", rerr
+		}
+	}
+	return handle, nil
+}
+
+// coordClaims runs release, claims and check against the claims room.
+func (n *Node) coordClaims(ctx context.Context, op string, b CoordBody) (CoordResult, error) {
+	d := n.claims.Load()
+	if d == nil {
+		return CoordResult{}, ErrNoClaims
+	}
+	id := b.Session // "" for check: a commit outside any session
+	if id != "" {
+		var err error
+		if id, err = n.claimSession(b.Session); err != nil {
+			return CoordResult{}, err
+		}
+	}
+	res := CoordResult{Session: id, Node: n.cfg.Name, Mode: string(d.Mode())}
+	switch op {
+	case CoordClaims:
+		res.Claims = d.ClaimsOf(id)
+	case CoordCheck:
+		for _, r := range b.Claims {
+			r.Session = id
+			res.Holders = append(res.Holders, d.Held(r)...)
+		}
+	case CoordRelease:
+		before := d.ClaimsOf(id)
+		if b.All {
+			if err := d.Release(ctx, id, "", true); err != nil {
+				return res, fmt.Errorf("node: release of %s's claims: %w", id, err)
+			}
+		} else {
+			for _, r := range b.Claims {
+				if len(r.Paths) == 0 {
+					continue
+				}
+				if err := d.Release(ctx, id, r.Repo, false, r.Paths...); err != nil {
+					return res, fmt.Errorf("node: release of %s's claims: %w", id, err)
+				}
+			}
+		}
+		after := map[[2]string]bool{}
+		for _, c := range d.ClaimsOf(id) {
+			after[[2]string{c.Repo, c.Path}] = true
+		}
+		for _, c := range before {
+			if !after[[2]string{c.Repo, c.Path}] {
+				res.Claims = append(res.Claims, c)
+			}
+		}
+	}
+	return res, nil
+}
+
+// routeCoord runs end or ping on the node that owns the session.
+func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.CoordResponse, error) {
+	if b.By == "" {
+		b.By = "operator@" + n.cfg.Name
+	}
+	st, err := n.resolveLocal(b.Session)
+	if err == nil {
+		res, err := n.coordLocal(op, st, b)
+		if err != nil {
+			return nil, taskStatus(err)
+		}
+		return coordResponse(res, n.cfg.Name)
+	}
+	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
+		return nil, taskStatus(err)
+	}
+	rec, rerr := n.cl.resolveRecord(b.Session)
+	if rerr != nil {
+		return nil, taskStatus(rerr)
+	}
+	if rec.Node == "" || rec.Node == n.cfg.Name {
+		return nil, taskStatus(err)
+	}
+	cl, cerr := n.cl.clusterClientOf(rec.Node)
+	if cerr != nil {
+		return nil, status.Error(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %v", rec.SessionID, rec.Node, cerr))
+	}
+	bound := coordRouteTimeout
+	if op == CoordPing {
+		bound = pingTimeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	b.Session = rec.SessionID
+	body, _ := json.Marshal(b)
+	out, err := cl.Coord(rctx, &api.CoordRequest{Op: op, BodyJson: body, Node: rec.Node})
+	if err != nil {
+		if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
+			return nil, status.Error(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %s", rec.SessionID, rec.Node, st.Message()))
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// coordLocal runs end or ping on one of this node's sessions.
+func (n *Node) coordLocal(op string, st presence.State, b CoordBody) (CoordResult, error) {
+	res := CoordResult{Session: st.SessionID, Node: n.cfg.Name}
+	switch op {
+	case CoordPing:
+		res.Ended, res.PID = st.Ended, st.AgentPID
+		res.Alive = st.AgentPID > 0 && n.procs.Alive(st.AgentPID, st.AgentPIDStart)
+		return res, nil
+	case CoordEnd:
+		if st.Ended {
+			res.Ended, res.Already = true, true
+			return res, nil
+		}
+		reason := b.Reason
+		if reason == "" {
+			reason = ReasonOperator
+		}
+		if len(reason) > maxReasonLen {
+			return res, status.Error(codes.InvalidArgument, fmt.Sprintf("coord: --reason is longer than %d bytes", maxReasonLen))
+		}
+		ts := n.cfg.Clock.Now()
+		if !ts.After(st.LastEventAt) {
+			ts = st.LastEventAt.Add(time.Millisecond)
+		}
+		ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
+			Type: presence.TypeSessionEnd, TS: ts, Agent: st.Agent,
+			Attrs: map[string]any{presence.AttrReason: reason}}
+		if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+			return res, err
+		}
+		n.log.Info("session ended by request", "session", st.SessionID, "reason", reason, "by", b.By)
+		res.Ended = true
+		return res, nil
+	}
+	return res, status.Error(codes.InvalidArgument, "coord: unknown op "+op)
+}
+
+// coordNode is what the cluster service needs of the local half for
+// coordination.
+type coordNode interface {
+	resolveLocal(handle string) (presence.State, error)
+	coordLocal(op string, st presence.State, b CoordBody) (CoordResult, error)
+}
+
+// ---- the cluster service ----
+
+func (s *clusterService) Coord(ctx context.Context, req *api.CoordRequest) (*api.CoordResponse, error) {
+	if req.Op != CoordEnd && req.Op != CoordPing {
+		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("coord: op %q is not routed between nodes", req.Op))
+	}
+	var b CoordBody
+	if err := json.Unmarshal(req.BodyJson, &b); err != nil {
+		return nil, status.Error(codes.InvalidArgument, "coord: malformed body: "+err.Error())
+	}
+	ln, ok := s.c.local.(coordNode)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "coord: this node runs no sessions")
+	}
+	st, err := ln.resolveLocal(b.Session)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	if req.Op == CoordEnd {
+		id, err := s.c.authorizeRemote(ctx, "end")
+		if err != nil {
+			return nil, taskStatus(err)
+		}
+		b.By = "operator@" + id.Name
+	}
+	res, err := ln.coordLocal(req.Op, st, b)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	return coordResponse(res, s.c.name)
+}
