@@ -39,7 +39,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().Duration("silence-after", node.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
 	c.Flags().Int("peer-context-bytes", node.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
 	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
-	c.Flags().String("http-token", "", "bearer token the board and /metrics require (default: none on loopback, else one generated into the data dir; see `harn web url`)")
+	c.Flags().String("http-token", "", "bearer `token` the board and /metrics require (default: none on loopback, else one generated into the data dir; see harn web url)")
 	c.Flags().String("otlp-endpoint", "", "send OpenTelemetry traces of ingest and gRPC calls to this OTLP gRPC collector (host:port, or an http:// or https:// URL; default: off)")
 	addMeshFlags(c)
 	addSecretFileFlags(c)
