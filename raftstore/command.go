@@ -44,6 +44,8 @@ type Command struct {
 	Upserts []Upsert `json:"upserts,omitempty"`
 	// SessionIDs are the records OpDelete removes.
 	SessionIDs []string `json:"session_ids,omitempty"`
+	// KV holds the key-value writes of OpKV.
+	KV []KVOp `json:"kv,omitempty"`
 }
 
 // UpsertCommand returns the command that applies u.
@@ -109,7 +111,12 @@ type EndPatch struct {
 // Validate checks the command. Every error wraps ErrInvalidCommand and
 // names the field.
 func (c Command) Validate() error {
+	if c.Op != OpKV && len(c.KV) != 0 {
+		return invalid("kv", "only op kv carries kv writes")
+	}
 	switch c.Op {
+	case OpKV:
+		return c.validateKV()
 	case OpUpsert:
 		if len(c.Upserts) != 1 || len(c.SessionIDs) != 0 {
 			return invalid("upserts", "upsert carries exactly one upsert and no session_ids")
@@ -129,7 +136,7 @@ func (c Command) Validate() error {
 		}
 		return nil
 	default:
-		return invalid("op", fmt.Sprintf("unknown op %q; use upsert, batch or delete", c.Op))
+		return invalid("op", fmt.Sprintf("unknown op %q; use upsert, batch, delete or kv", c.Op))
 	}
 	for i := range c.Upserts {
 		if err := c.Upserts[i].Validate(); err != nil {

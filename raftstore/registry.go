@@ -71,11 +71,12 @@ func (c *Clocks) latest() time.Time {
 type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
+	kv      map[string]KVEntry
 	index   uint64
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{records: map[string]Record{}} }
+func NewRegistry() *Registry { return &Registry{records: map[string]Record{}, kv: map[string]KVEntry{}} }
 
 // Apply applies the command of log entry index. An invalid command changes
 // nothing and returns an error wrapping ErrInvalidCommand; the index is
@@ -99,6 +100,8 @@ func (r *Registry) Apply(index uint64, c Command) error {
 		for _, id := range c.SessionIDs {
 			delete(r.records, id)
 		}
+	case OpKV:
+		return r.applyKV(index, c.KV)
 	}
 	return nil
 }
@@ -222,8 +225,9 @@ func (r *Registry) Index() uint64 {
 const SnapshotVersion byte = 1
 
 type snapshotBody struct {
-	Index   uint64   `json:"index"`
-	Records []Record `json:"records"`
+	Index   uint64    `json:"index"`
+	Records []Record  `json:"records"`
+	KV      []KVEntry `json:"kv,omitempty"`
 }
 
 // Snapshot returns the registry as bytes: the version byte and the JSON of
@@ -231,7 +235,7 @@ type snapshotBody struct {
 // give equal bytes.
 func (r *Registry) Snapshot() ([]byte, error) {
 	r.mu.RLock()
-	body := snapshotBody{Index: r.index, Records: r.listLocked()}
+	body := snapshotBody{Index: r.index, Records: r.listLocked(), KV: r.kvListLocked()}
 	r.mu.RUnlock()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -256,8 +260,12 @@ func (r *Registry) Restore(b []byte) error {
 	for _, rec := range body.Records {
 		records[rec.SessionID] = rec
 	}
+	kv := make(map[string]KVEntry, len(body.KV))
+	for _, e := range body.KV {
+		kv[e.Key] = e
+	}
 	r.mu.Lock()
-	r.records, r.index = records, body.Index
+	r.records, r.kv, r.index = records, kv, body.Index
 	r.mu.Unlock()
 	return nil
 }

@@ -295,6 +295,102 @@ func (x *RegistryResponse) GetLeader() string {
 	return ""
 }
 
+type AdminRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	ArgsJson      []byte                 `protobuf:"bytes,2,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminRequest) Reset() {
+	*x = AdminRequest{}
+	mi := &file_cluster_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminRequest) ProtoMessage() {}
+
+func (x *AdminRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminRequest.ProtoReflect.Descriptor instead.
+func (*AdminRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AdminRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *AdminRequest) GetArgsJson() []byte {
+	if x != nil {
+		return x.ArgsJson
+	}
+	return nil
+}
+
+type AdminResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResultJson    []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminResponse) Reset() {
+	*x = AdminResponse{}
+	mi := &file_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminResponse) ProtoMessage() {}
+
+func (x *AdminResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminResponse.ProtoReflect.Descriptor instead.
+func (*AdminResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AdminResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
 var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
@@ -313,14 +409,22 @@ const file_cluster_proto_rawDesc = "" +
 	"\x10RegistryResponse\x12!\n" +
 	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\tR\x06leader2\x9b\x03\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\";\n" +
+	"\fAdminRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x1b\n" +
+	"\targs_json\x18\x02 \x01(\fR\bargsJson\"0\n" +
+	"\rAdminResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson2\x9b\x03\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
 	"\aSession\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x12?\n" +
 	"\fSessionTrace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12K\n" +
 	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x12?\n" +
-	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponse2C\n" +
+	"\tMeshAdmin\x126\n" +
+	"\x05Admin\x12\x15.harn.v1.AdminRequest\x1a\x16.harn.v1.AdminResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -334,7 +438,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_cluster_proto_goTypes = []any{
 	(*PresenceRequest)(nil),       // 0: harn.v1.PresenceRequest
 	(*PresenceResponse)(nil),      // 1: harn.v1.PresenceResponse
@@ -342,27 +446,31 @@ var file_cluster_proto_goTypes = []any{
 	(*ApplyResponse)(nil),         // 3: harn.v1.ApplyResponse
 	(*ConsistentListRequest)(nil), // 4: harn.v1.ConsistentListRequest
 	(*RegistryResponse)(nil),      // 5: harn.v1.RegistryResponse
-	(*SessionRequest)(nil),        // 6: harn.v1.SessionRequest
-	(*RemoveServerRequest)(nil),   // 7: harn.v1.RemoveServerRequest
-	(*SessionResponse)(nil),       // 8: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 9: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 10: harn.v1.RemoveServerResponse
+	(*AdminRequest)(nil),          // 6: harn.v1.AdminRequest
+	(*AdminResponse)(nil),         // 7: harn.v1.AdminResponse
+	(*SessionRequest)(nil),        // 8: harn.v1.SessionRequest
+	(*RemoveServerRequest)(nil),   // 9: harn.v1.RemoveServerRequest
+	(*SessionResponse)(nil),       // 10: harn.v1.SessionResponse
+	(*TraceResponse)(nil),         // 11: harn.v1.TraceResponse
+	(*RemoveServerResponse)(nil),  // 12: harn.v1.RemoveServerResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	2,  // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
 	4,  // 1: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
-	6,  // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
-	6,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
-	7,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	8,  // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
+	8,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
+	9,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
 	0,  // 5: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
-	3,  // 6: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	5,  // 7: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	8,  // 8: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	9,  // 9: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	10, // 10: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	1,  // 11: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	6,  // [6:12] is the sub-list for method output_type
-	0,  // [0:6] is the sub-list for method input_type
+	6,  // 6: harn.v1.MeshAdmin.Admin:input_type -> harn.v1.AdminRequest
+	3,  // 7: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	5,  // 8: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	10, // 9: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	11, // 10: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	12, // 11: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	1,  // 12: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	7,  // 13: harn.v1.MeshAdmin.Admin:output_type -> harn.v1.AdminResponse
+	7,  // [7:14] is the sub-list for method output_type
+	0,  // [0:7] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -380,9 +488,9 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_cluster_proto_goTypes,
 		DependencyIndexes: file_cluster_proto_depIdxs,
