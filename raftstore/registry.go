@@ -76,7 +76,9 @@ type Registry struct {
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{records: map[string]Record{}, kv: map[string]KVEntry{}} }
+func NewRegistry() *Registry {
+	return &Registry{records: map[string]Record{}, kv: map[string]KVEntry{}}
+}
 
 // Apply applies the command of log entry index. An invalid command changes
 // nothing and returns an error wrapping ErrInvalidCommand; the index is
