@@ -196,6 +196,6 @@ func newMeshCmd() *cobra.Command {
 			})
 		},
 	}
-	c.AddCommand(members, raft, leave, remove, newMeshInitCmd())
+	c.AddCommand(members, raft, leave, remove, newMeshInitCmd(), newMeshCACmd())
 	return c
 }

@@ -132,3 +132,56 @@ func readJoinToken(c *cobra.Command) (string, error) {
 	}
 	return strings.TrimSpace(string(b)), nil
 }
+
+func newMeshCACmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "ca",
+		Short: "the mesh CA: rotate (both CAs trusted until --finish), status",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "make a new mesh CA on the servers; with --finish, stop trusting the previous one",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			op := node.AdminCARotate
+			if f, _ := c.Flags().GetBool("finish"); f {
+				op = node.AdminCAFinish
+			}
+			return caCall(c, op)
+		},
+	}
+	rotate.Flags().Bool("finish", false, "end the rotation: certificates of the previous CA are refused from then on")
+	addJSONFlag(rotate)
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "show the trusted CAs and whether this node's certificate is from the current one",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return caCall(c, node.AdminCAStatus) },
+	}
+	addJSONFlag(status)
+	c.AddCommand(rotate, status)
+	return c
+}
+
+func caCall(c *cobra.Command, op string) error {
+	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+		var st node.CAStatus
+		if err := adminCall(ctx, cl, p, op, nil, &st); err != nil {
+			return err
+		}
+		if asJSON(c) {
+			return writeJSON(c, st)
+		}
+		for i, fp := range st.Roots {
+			mark := "current "
+			if i > 0 {
+				mark = "previous"
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s %s\n", mark, fp)
+		}
+		fmt.Fprintf(c.OutOrStdout(), "this node's certificate is from the current CA: %v\n", st.OnCurrent)
+		return nil
+	})
+}

@@ -120,14 +120,15 @@ func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, erro
 		if err := json.Unmarshal(args, &a); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
-		if c.trust.auth == nil {
+		ca := c.trust.authority()
+		if ca == nil {
 			return nil, ErrNotServer
 		}
 		role := trust.RoleNode
 		if a.Server {
 			role = trust.RoleServer
 		}
-		tok, rec, err := trust.NewToken(c.trust.auth.Fingerprint(), trust.TokenOptions{Role: role, TTL: a.TTL, Uses: a.Uses}, c.clock.Now())
+		tok, rec, err := trust.NewToken(ca.Fingerprint(), trust.TokenOptions{Role: role, TTL: a.TTL, Uses: a.Uses}, c.clock.Now())
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
@@ -143,6 +144,10 @@ func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, erro
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}
 		return id, (&registryTokens{c: c}).Revoke(id)
+	case AdminCARotate, AdminCAFinish:
+		return c.rotateCA(ctx, op == AdminCAFinish)
+	case AdminCAStatus:
+		return c.caStatus(), nil
 	case AdminRevokeNode:
 		var name string
 		if err := json.Unmarshal(args, &name); err != nil {

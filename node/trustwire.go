@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -127,7 +128,7 @@ func OpenPendingTokens(dataDir string) (*trust.FileTokenStore, error) {
 type meshTrust struct {
 	dir     string
 	holder  *trust.Holder
-	auth    *trust.Authority // servers holding the CA; nil otherwise
+	auth    atomic.Pointer[trust.Authority] // servers holding the CA; nil otherwise (a CA rotation swaps it)
 	revs    *trust.RevocationList
 	renewer *trust.Renewer
 	join    *trust.JoinServer
@@ -140,6 +141,9 @@ type meshTrust struct {
 	ownRecorded string // serial of this node's certificate known to be recorded
 	ownRevoked  bool
 }
+
+// authority is the server's CA, nil on other nodes.
+func (t *meshTrust) authority() *trust.Authority { return t.auth.Load() }
 
 // openTrust loads this node's certificate (joining the mesh with the join
 // token when it has none), or checks that a node without one stays on
@@ -180,8 +184,14 @@ func (c *cluster) openTrust(dataDir string) (*Keyring, error) {
 	}
 	t := &meshTrust{dir: dir, holder: trust.NewHolder(&cert, roots), revs: trust.NewRevocationList()}
 	if id.Role == trust.RoleServer {
-		if t.auth, err = trust.LoadAuthority(dir, c.clock); err != nil && !errors.Is(err, trust.ErrNoCA) {
+		a, err := trust.LoadAuthority(dir, c.clock)
+		if err != nil && !errors.Is(err, trust.ErrNoCA) {
 			return nil, fmt.Errorf("%w: %w", ErrTrust, err)
+		}
+		if a != nil {
+			t.auth.Store(a)
+			// The CA file's roots may be newer than ca.pem's (a rotation).
+			t.holder.SetRoots(a.Roots())
 		}
 	}
 	if t.pending, err = OpenPendingTokens(dataDir); err != nil {
@@ -306,9 +316,9 @@ func (c *cluster) clientCreds(name string) credentials.TransportCredentials {
 // certificate renewal. Called once the rpc server exists, before Serve.
 func (c *cluster) startTrust(srv *grpc.Server) {
 	t := c.trust
-	if t.auth != nil {
+	if t.authority() != nil {
 		t.join = &trust.JoinServer{
-			Authority: &recordingSigner{Authority: t.auth, c: c},
+			Authority: &recordingSigner{c: c},
 			Tokens:    &registryTokens{c: c},
 			Keyring: func() ([]byte, error) {
 				if e, ok := c.store.KVGet(kvKeyring); ok {
@@ -331,15 +341,17 @@ func (c *cluster) startTrust(srv *grpc.Server) {
 		trust.RegisterService(srv, t.join)
 	}
 	renew := c.renewAtServer
-	if t.auth != nil {
-		renew = trust.SelfRenew(t.auth, t.holder, 0)
+	if t.authority() != nil {
+		renew = func(ctx context.Context) (*trust.Bundle, error) {
+			return trust.SelfRenew(t.authority(), t.holder, 0)(ctx)
+		}
 	}
 	t.renewer = &trust.Renewer{Holder: t.holder, Renew: renew, Clock: c.clock, Log: c.log,
 		Save: func(b *trust.Bundle) error {
 			if err := b.Save(t.dir); err != nil {
 				return err
 			}
-			if t.auth != nil {
+			if t.authority() != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				return c.recordIssued(ctx, b.Cert)

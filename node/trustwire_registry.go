@@ -29,13 +29,14 @@ import (
 // it issues in the registry before handing it out, so that `harn mesh
 // remove` can revoke it. A certificate that cannot be recorded is not
 // issued.
-type recordingSigner struct {
-	*trust.Authority
-	c *cluster
-}
+type recordingSigner struct{ c *cluster }
 
+var _ trust.Signer = (*recordingSigner)(nil)
+
+func (s *recordingSigner) Roots() *trust.Roots    { return s.c.trust.authority().Roots() }
+func (s *recordingSigner) CAPEM() ([]byte, error) { return s.c.trust.authority().CAPEM() }
 func (s *recordingSigner) Sign(csr *x509.CertificateRequest, name string, role trust.Role, ttl time.Duration) (*x509.Certificate, error) {
-	cert, err := s.Authority.Sign(csr, name, role, ttl)
+	cert, err := s.c.trust.authority().Sign(csr, name, role, ttl)
 	if err != nil {
 		return nil, err
 	}
@@ -74,6 +75,12 @@ func (s *registryTokens) Create(rec trust.TokenRecord) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.c.cfg.RegistrySyncTimeout)
 	defer cancel()
 	_, err = s.c.applyCommand(ctx, raftstore.KVCommand(raftstore.KVOp{Key: kvTokenPrefix + rec.ID, Value: b, IfAbsent: true}))
+	if errors.Is(err, raftstore.ErrKVConflict) {
+		// A retry after an unknown outcome finds its own first write.
+		if e, ok := s.c.store.KVGet(kvTokenPrefix + rec.ID); ok && string(e.Value) == string(b) {
+			return nil
+		}
+	}
 	return err
 }
 
@@ -178,7 +185,7 @@ func (c *cluster) syncTrust() {
 	}
 	recorded := tr.ownRecorded == id.Serial
 	tr.mu.Unlock()
-	if tr.auth == nil {
+	if tr.authority() == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.ForwardTimeout)
@@ -292,10 +299,6 @@ func applyKeyring(m *mesh.Mesh, k *Keyring) error {
 	return nil
 }
 
-// syncRoots follows the registry's trusted CAs (a CA rotation): every node
-// trusts them; servers install the current CA handed over through the
-// registry.
-func (c *cluster) syncRoots() {}
 
 // writePrivateFile writes name in dir atomically, 0600, dir 0700.
 func writePrivateFile(dir, name string, b []byte) error {

@@ -256,7 +256,7 @@ func TestExpiredCertificateIsRefused(t *testing.T) {
 	m, _ := startTrustMesh(t)
 	n0 := m.nodes[0]
 	past := time.Now().Add(-48 * time.Hour)
-	old := issue(t, n0.cl.trust.auth.CA(), "tw9", trust.RoleServer, past, time.Hour)
+	old := issue(t, n0.cl.trust.authority().CA(), "tw9", trust.RoleServer, past, time.Hour)
 	cl := dialCluster(t, n0.RPCAddr(), credentials.NewTLS(rawTLS(&old)))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()

@@ -75,7 +75,7 @@ func TestSecurityPlaintextClientsRefusedByKeyedMesh(t *testing.T) {
 	for _, m := range []*meshNode{s0, n1} {
 		rpc := net.JoinHostPort("127.0.0.1", strconv.Itoa(m.rpc))
 		for name, creds := range map[string]credentials.TransportCredentials{
-			"plaintext": insecure.NewCredentials(),
+			"plaintext":                 insecure.NewCredentials(),
 			"tls without a certificate": credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS13, InsecureSkipVerify: true}),
 		} {
 			cc, err := grpc.NewClient(rpc, grpc.WithTransportCredentials(creds))
