@@ -299,7 +299,6 @@ func applyKeyring(m *mesh.Mesh, k *Keyring) error {
 	return nil
 }
 
-
 // writePrivateFile writes name in dir atomically, 0600, dir 0700.
 func writePrivateFile(dir, name string, b []byte) error {
 	if err := trust.EnsurePrivateDir(dir); err != nil {
