@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
@@ -28,13 +29,13 @@ import (
 // trustMesh is an in-process mesh with a CA on 127.0.0.1: node 0 is the
 // first server (harn mesh init), the others join with tokens.
 type trustMesh struct {
-	t     *testing.T
-	base  string
-	nodes []*Node
-	socks []string
+	t      testing.TB
+	base   string
+	nodes  []*Node
+	adjust func(*Config)
 }
 
-func trustConfig(t *testing.T, base, name string) Config {
+func trustConfig(t testing.TB, base, name string) Config {
 	t.Helper()
 	sockDir, err := os.MkdirTemp("", "tw")
 	if err != nil {
@@ -60,11 +61,20 @@ func trustConfig(t *testing.T, base, name string) Config {
 
 // startTrustMesh runs `mesh init` for node 0, opens it as the first
 // server, and returns the mesh and the init token.
-func startTrustMesh(t *testing.T) (*trustMesh, string) {
+func startTrustMesh(t testing.TB) (*trustMesh, string) {
+	return startTrustMeshWith(t, nil)
+}
+
+// startTrustMeshWith is startTrustMesh with every config passed through
+// adjust (nil: none), node 0's and the joiners'.
+func startTrustMeshWith(t testing.TB, adjust func(*Config)) (*trustMesh, string) {
 	t.Helper()
-	m := &trustMesh{t: t, base: t.TempDir()}
+	m := &trustMesh{t: t, base: t.TempDir(), adjust: adjust}
 	t.Cleanup(m.close)
 	cfg := trustConfig(t, m.base, "tw0")
+	if adjust != nil {
+		adjust(&cfg)
+	}
 	init, err := InitMesh(cfg.DataDir, "tw0", TokenCreateArgs{}, clock.Real{})
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +88,7 @@ func startTrustMesh(t *testing.T) (*trustMesh, string) {
 		t.Fatal(err)
 	}
 	m.nodes = append(m.nodes, n)
-	waitFor(t, 15*time.Second, "a leader", func() bool { return n.cl.store.IsLeader() })
+	mesh.WaitFor(t, 15*time.Second, "a leader", func() bool { return n.cl.store.IsLeader() })
 	return m, init.Token.Token
 }
 
@@ -107,6 +117,9 @@ func (m *trustMesh) joinCfg(name, token string, server bool) Config {
 	cc := &cfg.Cluster
 	cc.Join, cc.JoinRPC = []string{m.nodes[0].MeshAddr()}, []string{m.nodes[0].RPCAddr()}
 	cc.JoinToken, cc.Server = token, server
+	if m.adjust != nil {
+		m.adjust(&cfg)
+	}
 	return cfg
 }
 
