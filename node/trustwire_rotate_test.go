@@ -34,7 +34,9 @@ func nodeKeys(n *Node) (string, map[string]bool) {
 }
 
 func TestGossipKeyRotationUnderTrafficLosesNoPresenceUpdate(t *testing.T) {
-	m, _ := startTrustMesh(t)
+	// LAN gossip timers: the local profile's probe timeouts suspect
+	// members on a loaded machine under -race, rotation or not.
+	m, _ := startTrustMeshWith(t, func(c *Config) { c.Cluster.MeshProfile = mesh.ProfileLAN })
 	m.join("tw1", m.token(true, 0, 0), true)
 	m.join("tw2", m.token(false, 0, 0), false)
 	waitFor(t, 20*time.Second, "three alive members everywhere", func() bool {

@@ -53,7 +53,9 @@ func trustConfig(t testing.TB, base, name string) Config {
 	cc := &cfg.Cluster
 	cc.Enabled, cc.Bind = true, "127.0.0.1"
 	cc.GossipPort, cc.RaftPort, cc.RPCPort, cc.HTTPPort = 0, 0, 0, 0
-	cc.MeshProfile, cc.RaftProfile = "local", "fast"
+	// LAN raft timers: the fast profile's 50 ms elections do not survive
+	// TLS handshakes under -race on a loaded machine.
+	cc.MeshProfile, cc.RaftProfile = "local", "lan"
 	cc.PresenceRefresh, cc.ActivityFlush = 100*time.Millisecond, 100*time.Millisecond
 	cc.TrustSync = 50 * time.Millisecond
 	return cfg
