@@ -19,6 +19,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // The node's mesh trust: its certificate, the CA on servers, the join and
@@ -351,6 +352,7 @@ func (c *cluster) startTrust(srv *grpc.Server) {
 			if err := b.Save(t.dir); err != nil {
 				return err
 			}
+			c.start(func() { c.dropConnsAfterRenewal(trust.SerialString(b.Cert)) })
 			if t.authority() != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -400,4 +402,25 @@ type issuedRecord struct {
 type revokedRecord struct {
 	Name string    `json:"name"`
 	At   time.Time `json:"at"`
+}
+
+// dropConnsAfterRenewal closes the cached peer connections once the holder
+// presents the renewed certificate, so that the next calls handshake with
+// it: the old one would be refused per call once it expires.
+func (c *cluster) dropConnsAfterRenewal(serial string) {
+	for i := 0; i < 100; i++ {
+		if leaf := c.trust.holder.Leaf(); leaf != nil && trust.SerialString(leaf) == serial {
+			break
+		}
+		if !clock.Sleep(c.clock, 10*time.Millisecond, c.stop) {
+			return
+		}
+	}
+	c.connMu.Lock()
+	old := c.conns
+	c.conns = map[string]*grpc.ClientConn{}
+	c.connMu.Unlock()
+	for _, cc := range old {
+		cc.Close()
+	}
 }

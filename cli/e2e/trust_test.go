@@ -183,3 +183,36 @@ func TestWrongJoinTokenExitsWithTrustCode(t *testing.T) {
 		}
 	}
 }
+
+func TestMeshRemoveRevokesThroughTheCLI(t *testing.T) {
+	s0, n1 := trustedMesh(t)
+	var ring struct {
+		Keys     []string `json:"keys"`
+		NodeKeys []string `json:"node_keys"`
+	}
+	eventually(t, meshTimeout, "the keyring in the registry, seen from n1", func() (bool, string) {
+		ok, why := n1.try(&ring, "keyring", "list", "--json")
+		return ok && len(ring.Keys) == 1 && len(ring.NodeKeys) == 1 && ring.Keys[0] == ring.NodeKeys[0], why
+	})
+	var created struct {
+		JoinToken string `json:"join_token"`
+	}
+	// A node is not a server: it cannot make tokens.
+	if r := n1.harn("", "token", "create", "--json"); r.code != exitTrust {
+		t.Fatalf("token create on a node: %v", r)
+	}
+	mustJSON(t, s0.ok("token", "create", "--json"), &created)
+	eventually(t, meshTimeout, "n1 reads through the leader", func() (bool, string) {
+		r := n1.harn("", "agents", "list", "--consistent", "--json")
+		return r.code == 0, r.String()
+	})
+	eventually(t, meshTimeout, "n1's certificate recorded", func() (bool, string) {
+		r := s0.harn("", "mesh", "remove", "n1")
+		return r.code == 0 && strings.Contains(r.stdout, "revoked 1 certificate(s) of n1"), r.String()
+	})
+	// n1 is refused from now on: its registry reads through the leader fail.
+	eventually(t, meshTimeout, "n1 refused by s0", func() (bool, string) {
+		r := n1.harn("", "agents", "list", "--consistent", "--json")
+		return r.code != 0, r.String()
+	})
+}
