@@ -9,17 +9,19 @@ import (
 // apart.
 const (
 	ExitOK          = 0
-	ExitError       = 1  // an unexpected failure
-	ExitUsage       = 2  // bad flags, arguments or input
-	ExitNotFound    = 3  // unknown session
-	ExitRefused     = 4  // a rule refused the request (lifecycle checks)
-	ExitUnavailable = 5  // no node answered
-	ExitAmbiguous   = 6  // a session prefix matches several sessions
-	ExitConflict    = 7  // the data dir is held by another node
-	ExitNoLeader    = 8  // the registry has no leader (consistent reads)
-	ExitPortInUse   = 9  // a node listener cannot bind its address (port in use)
-	ExitTrust       = 12 // refused by mesh trust (TLS, certificate, join token)
+	ExitError       = 1 // an unexpected failure
+	ExitUsage       = 2 // bad flags, arguments or input
+	ExitNotFound    = 3 // unknown session
+	ExitRefused     = 4 // a rule refused the request (lifecycle checks)
+	ExitUnavailable = 5 // no node answered
+	ExitAmbiguous   = 6 // a session prefix matches several sessions
+	ExitConflict    = 7 // the data dir is held by another node
+	ExitNoLeader    = 8 // the registry has no leader (consistent reads)
+	ExitPortInUse   = 9 // a node listener cannot bind its address (port in use)
 )
+
+// ExitTrust: refused by mesh trust (TLS, certificate, join token).
+const ExitTrust = 12
 
 // codedError carries an exit code with an error.
 type codedError struct {
