@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
@@ -205,15 +206,39 @@ func (c *cluster) syncRoots() {
 	// Nodes move onto the new CA at once. Servers wait for their renewer's
 	// next check (within a minute), so that every node has learnt the new
 	// CA before a server presents a certificate from it.
-	if t.renewer != nil && t.authority() == nil {
-		c.start(func() {
-			ctx, cancel := c.stopContext(context.Background())
-			defer cancel()
-			if _, err := t.renewer.Check(ctx); err != nil {
-				c.log.Warn("renew onto the new CA", "err", err)
-			}
-		})
+	// The trust loop's renewSoon, right after this, moves a node onto
+	// the new CA (not here: t.mu is held).
+}
+
+// renewSoon, on a node (not a server), renews now when the certificate is
+// due, at most one renewal at a time and one a second: after a CA
+// rotation the node keeps asking until a server that holds the new CA
+// answers.
+func (c *cluster) renewSoon() {
+	t := c.trust
+	if t.renewer == nil || t.authority() != nil || !t.renewer.Due() {
+		return
 	}
+	now := c.clock.Now()
+	t.mu.Lock()
+	if t.renewing || now.Sub(t.lastRenew) < time.Second {
+		t.mu.Unlock()
+		return
+	}
+	t.renewing, t.lastRenew = true, now
+	t.mu.Unlock()
+	c.start(func() {
+		defer func() {
+			t.mu.Lock()
+			t.renewing = false
+			t.mu.Unlock()
+		}()
+		ctx, cancel := c.stopContext(context.Background())
+		defer cancel()
+		if _, err := t.renewer.Check(ctx); err != nil {
+			c.log.Warn("renew onto the new CA", "err", err)
+		}
+	})
 }
 
 func (c *cluster) caStatus() CAStatus {

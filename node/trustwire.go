@@ -141,6 +141,8 @@ type meshTrust struct {
 	caIdx       uint64
 	ownRecorded string // serial of this node's certificate known to be recorded
 	ownRevoked  bool
+	renewing    bool      // a renewal started by renewSoon runs
+	lastRenew   time.Time // when renewSoon last started one
 }
 
 // authority is the server's CA, nil on other nodes.

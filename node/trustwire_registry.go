@@ -174,6 +174,7 @@ func (c *cluster) syncTrust() {
 	}
 	tr.revs.Replace(serials)
 	c.syncRoots()
+	c.renewSoon()
 	id, err := tr.holder.Identity()
 	if err != nil {
 		return
