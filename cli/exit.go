@@ -38,6 +38,9 @@ const (
 // once space returns.
 const ExitDiskFull = 17
 
+// ExitTrust: refused by mesh trust (TLS, certificate, join token).
+const ExitTrust = 12
+
 // codedError carries an exit code with an error.
 type codedError struct {
 	code int

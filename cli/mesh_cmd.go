@@ -30,6 +30,11 @@ func addMeshFlags(c *cobra.Command) {
 	f.String("mesh-profile", "lan", "gossip timers: lan, or local (fast; tests)")
 	f.String("raft-profile", "lan", "registry timers: lan (1 s), or fast (tests)")
 	f.Bool("no-mesh", false, "run without the mesh: no network listener, local sessions only")
+	f.String("join-token", "", "join token (harn token create), used at the first start only")
+	f.String("join-token-file", "", "file holding the join token (mode 0600; keeps it out of ps)")
+	f.StringSlice("join-rpc", nil, "cluster gRPC address of a server to join through (default: each --join seed's port plus 2)")
+	f.Bool("insecure-mesh", false, "allow raft and the cluster gRPC without TLS on a non-loopback address (trusted networks only)")
+	f.String("remote-control", "mesh", "who may start, steer or cancel this node's agents: off, mesh, or NODE,...")
 }
 
 // meshConfig reads the mesh flags into cc.
@@ -61,6 +66,14 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 		}
 		cc.GossipKey = key
 	}
+	tok, err := readJoinToken(c)
+	if err != nil {
+		return err
+	}
+	cc.JoinToken = tok
+	cc.JoinRPC, _ = f.GetStringSlice("join-rpc")
+	cc.InsecureMesh, _ = f.GetBool("insecure-mesh")
+	cc.RemoteControl, _ = f.GetString("remote-control")
 	if err := cc.Validate(); err != nil {
 		return usageErr(err)
 	}
@@ -167,10 +180,20 @@ func newMeshCmd() *cobra.Command {
 	}
 	remove := &cobra.Command{
 		Use:   "remove NODE",
-		Short: "remove a dead server from the registry's raft configuration",
-		Args:  exactArgs(1, "the node name of the server to remove"),
+		Short: "remove a node: revoke its certificates and take it out of the registry's raft configuration",
+		Args:  exactArgs(1, "the node name to remove"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				var rv node.Revoked
+				err := adminCall(ctx, cl, p, node.AdminRevokeNode, args[0], &rv)
+				if err != nil && ExitCode(err) != ExitTrust {
+					return err
+				}
+				if err != nil {
+					fmt.Fprintf(c.ErrOrStderr(), "certificates not revoked: %v\n", err)
+				} else if len(rv.Serials) > 0 {
+					fmt.Fprintf(c.OutOrStdout(), "revoked %d certificate(s) of %s\n", len(rv.Serials), args[0])
+				}
 				if _, err := cl.api.RemoveServer(ctx, &api.RemoveServerRequest{Id: args[0]}); err != nil {
 					return rpcErr(err, p)
 				}
@@ -179,6 +202,6 @@ func newMeshCmd() *cobra.Command {
 			})
 		},
 	}
-	c.AddCommand(members, raft, leave, remove)
+	c.AddCommand(members, raft, leave, remove, newMeshInitCmd(), newMeshCACmd())
 	return c
 }

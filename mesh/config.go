@@ -46,6 +46,9 @@ type Config struct {
 	// else 16, 24 or 32 bytes (harn uses 32; see GenerateKey). Every node of
 	// a mesh needs the same key.
 	SecretKey []byte
+	// ExtraKeys are further gossip keys accepted for decryption (a key
+	// rotation in progress); SecretKey stays the one gossip is sent with.
+	ExtraKeys [][]byte
 	// Meta is this node's metadata, visible to all members.
 	Meta NodeMeta
 	// PeersFile is where the addresses of the last known alive peers are

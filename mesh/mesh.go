@@ -31,6 +31,7 @@ type Mesh struct {
 	queue    *broadcastQueue
 
 	list atomic.Pointer[memberlist.Memberlist] // set by Start
+	kr   atomic.Pointer[memberlist.Keyring]    // set by Start; nil without encryption
 	meta atomic.Pointer[[]byte]                // encoded NodeMeta
 	// duplicates counts deltas dropped as already seen (tests).
 	duplicates atomic.Int64
@@ -136,6 +137,14 @@ func (m *Mesh) Start() error {
 		if err := probeBind(mc.BindAddr, mc.BindPort); err != nil {
 			return fmt.Errorf("%w: %w", ErrBind, err)
 		}
+	}
+	kr, err := m.cfg.keyring()
+	if err != nil {
+		return err
+	}
+	if kr != nil {
+		mc.Keyring, mc.SecretKey = kr, nil
+		m.kr.Store(kr)
 	}
 	mc.Delegate = &delegate{m: m}
 	mc.Events = &eventDelegate{m: m}

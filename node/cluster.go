@@ -75,6 +75,10 @@ type cluster struct {
 	kickReconcile chan struct{}
 	meta          mesh.NodeMeta
 
+	trust      *meshTrust // nil on a mesh without a CA (loopback)
+	keyringMu  sync.Mutex
+	keyringIdx uint64 // registry index of the gossip keyring last applied
+
 	pullMu  sync.Mutex
 	pulling map[string]bool
 	pulls   atomic.Int64 // anti-entropy pulls made (tests, benchmarks)
@@ -99,6 +103,10 @@ func (n *Node) openCluster() (*cluster, error) {
 	}
 	c.advertise = adv
 	bind := cc.bindAddr()
+	ring, err := c.openTrust(n.cfg.DataDir)
+	if err != nil {
+		return c, err
+	}
 
 	// The cluster gRPC service.
 	lis, err := net.Listen("tcp", net.JoinHostPort(bind, strconv.Itoa(cc.RPCPort)))
@@ -106,9 +114,16 @@ func (n *Node) openCluster() (*cluster, error) {
 		return c, listenErr("rpc", "--rpc-port", bind, cc.RPCPort, err)
 	}
 	c.rpcLis = lis
-	c.rpcSrv = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
+	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)
+	if c.trust != nil {
+		opts = append(opts, c.serverOptions()...)
+	}
+	c.rpcSrv = grpc.NewServer(opts...)
 	c.dialTrace = tracing.DialOptions(n.cfg.TracerProvider)
 	api.RegisterClusterServer(c.rpcSrv, &clusterService{c: c})
+	if c.trust != nil {
+		c.startTrust(c.rpcSrv)
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -134,6 +149,14 @@ func (n *Node) openCluster() (*cluster, error) {
 	mc.AdvertiseAddr = adv
 	mc.Join = cc.Join
 	mc.SecretKey = cc.GossipKey
+	if ring != nil {
+		mc.SecretKey = ring.Primary
+		for _, k := range ring.Keys {
+			if string(k) != string(ring.Primary) {
+				mc.ExtraKeys = append(mc.ExtraKeys, k)
+			}
+		}
+	}
 	mc.PeersFile = filepath.Join(n.cfg.DataDir, "peers.json")
 	role := mesh.RoleClient
 	if cc.Voter() {
@@ -173,7 +196,10 @@ func (n *Node) openCluster() (*cluster, error) {
 			c.log.Warn("join: no seed answered yet; retrying in the background", "join", cc.Join, "err", err)
 		}
 	}
-	c.start(c.digestLoop, c.bootstrapLoop, c.reconcileLoop, func() { c.writer.Run(c.stop) }, c.refreshLoop)
+	c.start(c.digestLoop, c.bootstrapLoop, c.reconcileLoop, func() { c.writer.Run(c.stop) }, c.refreshLoop, c.trustLoop)
+	if c.trust != nil {
+		c.trust.renewer.Start()
+	}
 	c.log.Info("mesh started", "gossip", m.LocalAddr(), "raft", raftAddr, "rpc", rpcAddr,
 		"role", string(role), "join", cc.Join)
 	return c, nil
@@ -195,6 +221,9 @@ func (c *cluster) openStore(dataDir, bind string) (string, error) {
 		rc.AdvertiseAddr = net.JoinHostPort(c.advertise, strconv.Itoa(cc.RaftPort))
 	}
 	rc.Voter = cc.Voter()
+	if c.trust != nil {
+		rc.TLS = c.raftTLS()
+	}
 	rc.Logger = slog.New(newRepeatFilter(c.log.With("component", "raft").Handler(), c.clock, raftRepeatWindow))
 	if cc.RaftPort == 0 && rc.AdvertiseAddr != "" {
 		rc.AdvertiseAddr = "" // resolved after bind below
@@ -236,6 +265,9 @@ func (c *cluster) start(fns ...func()) {
 func (c *cluster) close() {
 	c.closeOnce.Do(func() {
 		close(c.stop)
+		if c.trust != nil && c.trust.renewer != nil {
+			c.trust.renewer.Close()
+		}
 		if c.mesh != nil {
 			c.mesh.Shutdown()
 		}
@@ -289,20 +321,26 @@ func (c *cluster) member(name string) (mesh.Member, bool) {
 	return mesh.Member{}, false
 }
 
-// peerConn returns a (cached) client connection to a node's rpc address.
-func (c *cluster) peerConn(addr string) (*grpc.ClientConn, error) {
+// peerConn returns a (cached) client connection to a node's rpc address;
+// with trust on, over mutual TLS that expects the node's certificate.
+func (c *cluster) peerConn(name, addr string) (*grpc.ClientConn, error) {
 	c.connMu.Lock()
 	defer c.connMu.Unlock()
-	if cc, ok := c.conns[addr]; ok {
+	key := name + "\x00" + addr
+	if cc, ok := c.conns[key]; ok {
 		return cc, nil
 	}
-	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()),
+	creds := insecure.NewCredentials()
+	if c.trust != nil {
+		creds = c.clientCreds(name)
+	}
+	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second}),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512 << 20))}, c.dialTrace...)...)
 	if err != nil {
 		return nil, err
 	}
-	c.conns[addr] = cc
+	c.conns[key] = cc
 	return cc, nil
 }
 
@@ -312,7 +350,7 @@ func (c *cluster) clusterClientOf(name string) (api.ClusterClient, error) {
 	if !ok || m.Meta.RPCAddr == "" {
 		return nil, fmt.Errorf("node: %q is not a known mesh member", name)
 	}
-	cc, err := c.peerConn(m.Meta.RPCAddr)
+	cc, err := c.peerConn(name, m.Meta.RPCAddr)
 	if err != nil {
 		return nil, err
 	}
@@ -344,6 +382,10 @@ func elsewhere(err error) error {
 // node leads, else forwarded over the cluster gRPC.
 func (c *cluster) applyCommand(ctx context.Context, cmd raftstore.Command) (uint64, error) {
 	var idx uint64
+	// A refusal at the leader is final: stop the retries with it.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var final error
 	err := c.fwd.Do(ctx, func() error {
 		var err error
 		idx, err = c.store.Apply(ctx, cmd)
@@ -361,8 +403,15 @@ func (c *cluster) applyCommand(ctx context.Context, cmd raftstore.Command) (uint
 		if err == nil {
 			idx = res.Index
 		}
+		if f := finalApplyErr(err); f != nil {
+			final = f
+			stop()
+		}
 		return err
 	})
+	if final != nil {
+		return 0, final
+	}
 	return idx, err
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -79,6 +80,23 @@ type ClusterConfig struct {
 	OwnerReadTimeout, OwnerTraceTimeout time.Duration
 	// PullTimeout bounds one anti-entropy pull of a peer's presence.
 	PullTimeout time.Duration
+
+	// Trust (see docs/security.md).
+
+	// JoinToken is used once, at the first start without a certificate:
+	// the node joins the mesh's trust through a seed's cluster gRPC.
+	JoinToken string
+	// JoinRPC are the seeds' cluster gRPC addresses for the join; empty
+	// means each Join seed's host at its gossip port plus 2.
+	JoinRPC []string
+	// InsecureMesh lets a node without a certificate bind a non-loopback
+	// address (raft and the cluster gRPC in plaintext).
+	InsecureMesh bool
+	// RemoteControl is the --remote-control policy: off, mesh or NODE,...
+	RemoteControl string
+	// TrustSync is how often the node follows the registry's trust
+	// records (revocations, gossip keyring, CAs).
+	TrustSync time.Duration
 }
 
 // Defaults of the ClusterConfig timers that take one when zero.
@@ -89,6 +107,7 @@ const (
 	DefaultOwnerReadTimeout    = 3 * time.Second
 	DefaultOwnerTraceTimeout   = 5 * time.Second
 	DefaultPullTimeout         = 3 * time.Second
+	DefaultTrustSync           = time.Second
 )
 
 // withDefaults fills the zero timers with their defaults.
@@ -98,7 +117,8 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 		d time.Duration
 	}{{&c.ResyncInterval, DefaultResyncInterval}, {&c.ForwardTimeout, DefaultForwardTimeout},
 		{&c.RegistrySyncTimeout, DefaultRegistrySyncTimeout}, {&c.OwnerReadTimeout, DefaultOwnerReadTimeout},
-		{&c.OwnerTraceTimeout, DefaultOwnerTraceTimeout}, {&c.PullTimeout, DefaultPullTimeout}} {
+		{&c.OwnerTraceTimeout, DefaultOwnerTraceTimeout}, {&c.PullTimeout, DefaultPullTimeout},
+		{&c.TrustSync, DefaultTrustSync}} {
 		if *f.v <= 0 {
 			*f.v = f.d
 		}
@@ -213,6 +233,14 @@ func (c ClusterConfig) Validate() error {
 	}
 	if _, err := raftstore.ProfileConfig(c.RaftProfile); err != nil {
 		return fmt.Errorf("%w: raft profile %q: use lan or fast", ErrConfig, c.RaftProfile)
+	}
+	if _, err := trust.ParseRemoteControl(c.RemoteControl); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	for _, j := range c.JoinRPC {
+		if _, _, err := net.SplitHostPort(j); err != nil {
+			return fmt.Errorf("%w: --join-rpc %q: want host:port", ErrConfig, j)
+		}
 	}
 	if c.ActivityFlush <= 0 || c.PresenceRefresh <= 0 {
 		return fmt.Errorf("%w: activity flush and presence refresh must be positive", ErrConfig)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -25,10 +27,25 @@ func (s *clusterService) Apply(ctx context.Context, req *api.ApplyRequest) (*api
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
+	if s.c.trust != nil {
+		caller, err := trust.PeerFromContext(ctx)
+		if err != nil {
+			return nil, s.c.refuse("Apply", caller, err)
+		}
+		if err := s.c.authorizeWrite(caller, cmd); err != nil {
+			return nil, s.c.refuse("Apply", caller, err)
+		}
+	}
 	idx, err := s.c.store.Apply(ctx, cmd)
 	if err != nil {
 		if errors.Is(err, raftstore.ErrNotLeader) {
 			return nil, status.Error(codes.FailedPrecondition, err.Error())
+		}
+		if errors.Is(err, raftstore.ErrKVConflict) {
+			return nil, status.Error(codes.Aborted, err.Error())
+		}
+		if errors.Is(err, raftstore.ErrInvalidCommand) {
+			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
@@ -75,6 +92,16 @@ func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionReque
 }
 
 func (s *clusterService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
+	if s.c.trust != nil {
+		// A node may take itself out; servers may remove anyone.
+		caller, err := trust.PeerFromContext(ctx)
+		if err == nil && caller.Name != req.Id {
+			err = trust.CheckSessionWrite(caller, "", trust.WriteHousekeeping)
+		}
+		if err != nil {
+			return nil, s.c.refuse("RemoveServer", caller, err)
+		}
+	}
 	if err := s.c.store.RemoveServer(req.Id); err != nil {
 		if errors.Is(err, raftstore.ErrNotLeader) {
 			return nil, status.Error(codes.FailedPrecondition, err.Error())
@@ -90,4 +117,22 @@ func (s *clusterService) Presence(ctx context.Context, _ *api.PresenceRequest) (
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 	return &api.PresenceResponse{Blob: b}, nil
+}
+
+// finalApplyErr maps a forwarded Apply's refusal to a final error (nil for
+// errors worth a retry: no leader, unavailable).
+func finalApplyErr(err error) error {
+	st, ok := status.FromError(err)
+	if !ok || err == nil {
+		return nil
+	}
+	switch st.Code() {
+	case codes.PermissionDenied, codes.Unauthenticated:
+		return fmt.Errorf("%w: the leader refused the write: %s", ErrTrust, st.Message())
+	case codes.Aborted:
+		return fmt.Errorf("%w: %s", raftstore.ErrKVConflict, st.Message())
+	case codes.InvalidArgument:
+		return fmt.Errorf("%w: %s", raftstore.ErrInvalidCommand, st.Message())
+	}
+	return nil
 }

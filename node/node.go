@@ -242,6 +242,7 @@ func (n *Node) listen() error {
 	n.lis = lis
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
 	api.RegisterLocalServer(n.grpc, &localService{n: n})
+	api.RegisterMeshAdminServer(n.grpc, &adminService{n: n})
 	n.start(func() {
 		if err := n.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.log.Error("grpc serve", "err", err)

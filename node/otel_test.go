@@ -138,7 +138,7 @@ func TestClusterCallsTracedAcrossNodes(t *testing.T) {
 	cfg.TracerProvider = tp
 	n := openNode(t, cfg)
 
-	conn, err := n.cl.peerConn(n.cl.rpcLis.Addr().String())
+	conn, err := n.cl.peerConn(cfg.Name, n.cl.rpcLis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}

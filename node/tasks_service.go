@@ -159,7 +159,13 @@ func (c *cluster) authorizeRemote(ctx context.Context, what string) (trust.Ident
 		return id, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w); remote task actions need mTLS between the nodes",
 			ErrRemoteRefused, c.name, err)
 	}
+	// The node's --remote-control policy (default mesh), applied only to a
+	// caller whose certificate the handshake verified: without mutual TLS
+	// nobody may act on this node's agents, whatever the policy says.
 	rc, _ := trust.ParseRemoteControl(trust.DefaultRemoteControl)
+	if p, ok := c.local.(interface{ RemoteControl() trust.RemoteControl }); ok {
+		rc = p.RemoteControl()
+	}
 	if err := rc.Allow(id); err != nil {
 		c.log.Warn("remote control refused", "action", what, "caller", id.Name, "err", err)
 		return id, fmt.Errorf("%w by node %s: %w", ErrRemoteRefused, c.name, err)

@@ -48,6 +48,8 @@ type Command struct {
 	Claim *ClaimCommand `json:"claim,omitempty"`
 	// Notify is the webhook of OpNotifySet and OpNotifyRemove (notifycmd.go).
 	Notify *NotifyHook `json:"notify,omitempty"`
+	// KV holds the key-value writes of OpKV.
+	KV []KVOp `json:"kv,omitempty"`
 }
 
 // UpsertCommand returns the command that applies u.
@@ -116,7 +118,12 @@ func (c Command) Validate() error {
 	if isNotifyOp(c.Op) || c.Notify != nil {
 		return c.validateNotify()
 	}
+	if c.Op != OpKV && len(c.KV) != 0 {
+		return invalid("kv", "only op kv carries kv writes")
+	}
 	switch c.Op {
+	case OpKV:
+		return c.validateKV()
 	case OpUpsert:
 		if len(c.Upserts) != 1 || len(c.SessionIDs) != 0 {
 			return invalid("upserts", "upsert carries exactly one upsert and no session_ids")
@@ -138,7 +145,7 @@ func (c Command) Validate() error {
 	case OpClaim, OpRelease:
 		return c.validateClaim()
 	default:
-		return invalid("op", fmt.Sprintf("unknown op %q; use upsert, batch or delete", c.Op))
+		return invalid("op", fmt.Sprintf("unknown op %q; use upsert, batch, delete or kv", c.Op))
 	}
 	if c.Claim != nil {
 		return invalid("claim", "only claim and release carry a claim body")

@@ -16,6 +16,9 @@ func FuzzDecodeCommand(f *testing.F) {
 	if b, err := EncodeCommand(DeleteCommand("s")); err == nil {
 		f.Add(b)
 	}
+	if b, err := EncodeCommand(KVCommand(KVOp{Key: "trust/token/x", Value: []byte("{}"), IfIndex: 3})); err == nil {
+		f.Add(b)
+	}
 	f.Add([]byte{CommandVersion, '{'})
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, b []byte) {

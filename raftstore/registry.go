@@ -71,13 +71,16 @@ func (c *Clocks) latest() time.Time {
 type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
+	kv      map[string]KVEntry
 	index   uint64
 	claims  claimTable  // write claims (claimcmd.go)
 	notify  notifyState // webhook configurations (notifycmd.go)
 }
 
 // NewRegistry returns an empty registry.
-func NewRegistry() *Registry { return &Registry{records: map[string]Record{}, claims: newClaimTable()} }
+func NewRegistry() *Registry {
+	return &Registry{records: map[string]Record{}, claims: newClaimTable(), kv: map[string]KVEntry{}}
+}
 
 // MaxAhead bounds how far a record's times may lie after the time the
 // leader appended its log entry. A later time (a record from the future,
@@ -120,6 +123,8 @@ func (r *Registry) ApplyAt(index uint64, appendedAt time.Time, c Command) error 
 		r.applyClaim(index, c)
 	case OpNotifySet, OpNotifyRemove:
 		return r.applyNotify(index, c)
+	case OpKV:
+		return r.applyKV(index, c.KV)
 	}
 	r.endClaimsLocked(c)
 	return nil
@@ -261,6 +266,7 @@ type snapshotBody struct {
 	Records []Record `json:"records"`
 	Claims  []Claim  `json:"claims,omitempty"`
 	notifySnapshot
+	KV []KVEntry `json:"kv,omitempty"`
 }
 
 // Snapshot returns the registry as bytes: the version byte and the JSON of
@@ -268,7 +274,7 @@ type snapshotBody struct {
 // give equal bytes.
 func (r *Registry) Snapshot() ([]byte, error) {
 	r.mu.RLock()
-	body := snapshotBody{Index: r.index, Records: r.listLocked(), Claims: r.claimsLocked(false), notifySnapshot: r.notifyLocked()}
+	body := snapshotBody{Index: r.index, Records: r.listLocked(), Claims: r.claimsLocked(false), notifySnapshot: r.notifyLocked(), KV: r.kvListLocked()}
 	r.mu.RUnlock()
 	b, err := json.Marshal(body)
 	if err != nil {
@@ -293,8 +299,12 @@ func (r *Registry) Restore(b []byte) error {
 	for _, rec := range body.Records {
 		records[rec.SessionID] = rec
 	}
+	kv := make(map[string]KVEntry, len(body.KV))
+	for _, e := range body.KV {
+		kv[e.Key] = e
+	}
 	r.mu.Lock()
-	r.records, r.index, r.claims, r.notify = records, body.Index, restoreClaims(body.Claims), restoreNotify(body.notifySnapshot)
+	r.records, r.kv, r.index, r.claims, r.notify = records, kv, body.Index, restoreClaims(body.Claims), restoreNotify(body.notifySnapshot)
 	r.mu.Unlock()
 	return nil
 }

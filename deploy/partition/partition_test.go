@@ -232,7 +232,7 @@ func newCluster(t *testing.T, tag string) *cluster {
 		})
 		args := []string{"run", "-d", "--name", n.container, "--hostname", n.name, "--label", labelKey + "=" + runID,
 			"--network", c.network, "--ip", n.ip, img,
-			"node", "--name", n.name, "--server", "--bootstrap-expect", "3", "--bind", "0.0.0.0", "--advertise", n.ip,
+			"node", "--name", n.name, "--server", "--bootstrap-expect", "3", "--bind", "0.0.0.0", "--advertise", n.ip, "--insecure-mesh",
 			"--mesh-profile", "local", "--raft-profile", "fast"}
 		args = append(args, joins...)
 		if out, err := docker(time.Minute, args...); err != nil {

@@ -286,6 +286,102 @@ func (x *RegistryResponse) GetLeader() string {
 	return ""
 }
 
+type AdminRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	ArgsJson      []byte                 `protobuf:"bytes,2,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminRequest) Reset() {
+	*x = AdminRequest{}
+	mi := &file_cluster_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminRequest) ProtoMessage() {}
+
+func (x *AdminRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminRequest.ProtoReflect.Descriptor instead.
+func (*AdminRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AdminRequest) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *AdminRequest) GetArgsJson() []byte {
+	if x != nil {
+		return x.ArgsJson
+	}
+	return nil
+}
+
+type AdminResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ResultJson    []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminResponse) Reset() {
+	*x = AdminResponse{}
+	mi := &file_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminResponse) ProtoMessage() {}
+
+func (x *AdminResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminResponse.ProtoReflect.Descriptor instead.
+func (*AdminResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *AdminResponse) GetResultJson() []byte {
+	if x != nil {
+		return x.ResultJson
+	}
+	return nil
+}
+
 var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
@@ -303,7 +399,13 @@ const file_cluster_proto_rawDesc = "" +
 	"\x10RegistryResponse\x12!\n" +
 	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\tR\x06leader2\x81\x05\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\";\n" +
+	"\fAdminRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x1b\n" +
+	"\targs_json\x18\x02 \x01(\fR\bargsJson\"0\n" +
+	"\rAdminResponse\x12\x1f\n" +
+	"\vresult_json\x18\x01 \x01(\fR\n" +
+	"resultJson2\x81\x05\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
@@ -314,7 +416,9 @@ const file_cluster_proto_rawDesc = "" +
 	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x12<\n" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
 	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x126\n" +
-	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse2C\n" +
+	"\tMeshAdmin\x126\n" +
+	"\x05Admin\x12\x15.harn.v1.AdminRequest\x1a\x16.harn.v1.AdminResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -328,7 +432,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_cluster_proto_goTypes = []any{
 	(*PresenceRequest)(nil),       // 0: harn.v1.PresenceRequest
 	(*PresenceResponse)(nil),      // 1: harn.v1.PresenceResponse
@@ -336,43 +440,47 @@ var file_cluster_proto_goTypes = []any{
 	(*ApplyResponse)(nil),         // 3: harn.v1.ApplyResponse
 	(*ConsistentListRequest)(nil), // 4: harn.v1.ConsistentListRequest
 	(*RegistryResponse)(nil),      // 5: harn.v1.RegistryResponse
-	(*SessionRequest)(nil),        // 6: harn.v1.SessionRequest
-	(*RemoveServerRequest)(nil),   // 7: harn.v1.RemoveServerRequest
-	(*TaskRequest)(nil),           // 8: harn.v1.TaskRequest
-	(*PendingRequest)(nil),        // 9: harn.v1.PendingRequest
-	(*AnswerRequest)(nil),         // 10: harn.v1.AnswerRequest
-	(*CoordRequest)(nil),          // 11: harn.v1.CoordRequest
-	(*SessionResponse)(nil),       // 12: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 13: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 14: harn.v1.RemoveServerResponse
-	(*TaskResponse)(nil),          // 15: harn.v1.TaskResponse
-	(*PendingResponse)(nil),       // 16: harn.v1.PendingResponse
-	(*AnswerResponse)(nil),        // 17: harn.v1.AnswerResponse
-	(*CoordResponse)(nil),         // 18: harn.v1.CoordResponse
+	(*AdminRequest)(nil),          // 6: harn.v1.AdminRequest
+	(*AdminResponse)(nil),         // 7: harn.v1.AdminResponse
+	(*SessionRequest)(nil),        // 8: harn.v1.SessionRequest
+	(*RemoveServerRequest)(nil),   // 9: harn.v1.RemoveServerRequest
+	(*TaskRequest)(nil),           // 10: harn.v1.TaskRequest
+	(*PendingRequest)(nil),        // 11: harn.v1.PendingRequest
+	(*AnswerRequest)(nil),         // 12: harn.v1.AnswerRequest
+	(*CoordRequest)(nil),          // 13: harn.v1.CoordRequest
+	(*SessionResponse)(nil),       // 14: harn.v1.SessionResponse
+	(*TraceResponse)(nil),         // 15: harn.v1.TraceResponse
+	(*RemoveServerResponse)(nil),  // 16: harn.v1.RemoveServerResponse
+	(*TaskResponse)(nil),          // 17: harn.v1.TaskResponse
+	(*PendingResponse)(nil),       // 18: harn.v1.PendingResponse
+	(*AnswerResponse)(nil),        // 19: harn.v1.AnswerResponse
+	(*CoordResponse)(nil),         // 20: harn.v1.CoordResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	2,  // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
 	4,  // 1: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
-	6,  // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
-	6,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
-	7,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	8,  // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
+	8,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
+	9,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
 	0,  // 5: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
-	8,  // 6: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
-	9,  // 7: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
-	10, // 8: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
-	11, // 9: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
-	3,  // 10: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	5,  // 11: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	12, // 12: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	13, // 13: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	14, // 14: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	1,  // 15: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	15, // 16: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
-	16, // 17: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
-	17, // 18: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
-	18, // 19: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
-	10, // [10:20] is the sub-list for method output_type
-	0,  // [0:10] is the sub-list for method input_type
+	10, // 6: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
+	11, // 7: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
+	12, // 8: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
+	13, // 9: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
+	6,  // 10: harn.v1.MeshAdmin.Admin:input_type -> harn.v1.AdminRequest
+	3,  // 11: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	5,  // 12: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	14, // 13: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	15, // 14: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	16, // 15: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	1,  // 16: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	17, // 17: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
+	18, // 18: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
+	19, // 19: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
+	20, // 20: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
+	7,  // 21: harn.v1.MeshAdmin.Admin:output_type -> harn.v1.AdminResponse
+	11, // [11:22] is the sub-list for method output_type
+	0,  // [0:11] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -390,9 +498,9 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   6,
+			NumMessages:   8,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_cluster_proto_goTypes,
 		DependencyIndexes: file_cluster_proto_depIdxs,

@@ -505,3 +505,113 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "cluster.proto",
 }
+
+const (
+	MeshAdmin_Admin_FullMethodName = "/harn.v1.MeshAdmin/Admin"
+)
+
+// MeshAdminClient is the client API for MeshAdmin service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// MeshAdmin is served on the local unix socket only: the operator's mesh
+// trust commands (join tokens, the gossip keyring, revocation, CA
+// rotation). op names the operation; args and result are JSON.
+type MeshAdminClient interface {
+	Admin(ctx context.Context, in *AdminRequest, opts ...grpc.CallOption) (*AdminResponse, error)
+}
+
+type meshAdminClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewMeshAdminClient(cc grpc.ClientConnInterface) MeshAdminClient {
+	return &meshAdminClient{cc}
+}
+
+func (c *meshAdminClient) Admin(ctx context.Context, in *AdminRequest, opts ...grpc.CallOption) (*AdminResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdminResponse)
+	err := c.cc.Invoke(ctx, MeshAdmin_Admin_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// MeshAdminServer is the server API for MeshAdmin service.
+// All implementations must embed UnimplementedMeshAdminServer
+// for forward compatibility.
+//
+// MeshAdmin is served on the local unix socket only: the operator's mesh
+// trust commands (join tokens, the gossip keyring, revocation, CA
+// rotation). op names the operation; args and result are JSON.
+type MeshAdminServer interface {
+	Admin(context.Context, *AdminRequest) (*AdminResponse, error)
+	mustEmbedUnimplementedMeshAdminServer()
+}
+
+// UnimplementedMeshAdminServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedMeshAdminServer struct{}
+
+func (UnimplementedMeshAdminServer) Admin(context.Context, *AdminRequest) (*AdminResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Admin not implemented")
+}
+func (UnimplementedMeshAdminServer) mustEmbedUnimplementedMeshAdminServer() {}
+func (UnimplementedMeshAdminServer) testEmbeddedByValue()                   {}
+
+// UnsafeMeshAdminServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to MeshAdminServer will
+// result in compilation errors.
+type UnsafeMeshAdminServer interface {
+	mustEmbedUnimplementedMeshAdminServer()
+}
+
+func RegisterMeshAdminServer(s grpc.ServiceRegistrar, srv MeshAdminServer) {
+	// If the following call panics, it indicates UnimplementedMeshAdminServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&MeshAdmin_ServiceDesc, srv)
+}
+
+func _MeshAdmin_Admin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdminRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).Admin(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_Admin_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).Admin(ctx, req.(*AdminRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// MeshAdmin_ServiceDesc is the grpc.ServiceDesc for MeshAdmin service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var MeshAdmin_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "harn.v1.MeshAdmin",
+	HandlerType: (*MeshAdminServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Admin",
+			Handler:    _MeshAdmin_Admin_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "cluster.proto",
+}

@@ -1,0 +1,91 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/clock"
+)
+
+func init() { commandSet = append(commandSet, newTokenCmd) }
+
+func newTokenCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "token",
+		Short: "join tokens: create, list, revoke (on a mesh server)",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "make a join token (through the local server node, or offline in its data dir when no node runs)",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			a, err := tokenArgs(c)
+			if err != nil {
+				return err
+			}
+			p := placeOf(c)
+			if socketDead(p.Socket) {
+				t, err := node.CreatePendingToken(p.DataDir, a, clock.Real{})
+				if err != nil {
+					return withCode(ExitTrust, err)
+				}
+				return printToken(c, t)
+			}
+			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				var t node.TokenCreated
+				if err := adminCall(ctx, cl, p, node.AdminTokenCreate, a, &t); err != nil {
+					return err
+				}
+				return printToken(c, t)
+			})
+		},
+	}
+	addTokenFlags(create)
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "list the join tokens in the registry (never their secrets)",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				var recs []trust.TokenRecord
+				if err := adminCall(ctx, cl, p, node.AdminTokenList, nil, &recs); err != nil {
+					return err
+				}
+				if asJSON(c) {
+					return writeJSON(c, recs)
+				}
+				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tROLE\tUSED\tUSES\tEXPIRES")
+				for _, r := range recs {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\n", r.ID, r.Role, r.Used, r.Uses, r.Expires.Format(time.RFC3339))
+				}
+				return tw.Flush()
+			})
+		},
+	}
+	addJSONFlag(list)
+	revoke := &cobra.Command{
+		Use:   "revoke ID",
+		Short: "delete a join token",
+		Args:  exactArgs(1, "the token id (harn token list)"),
+		RunE: func(c *cobra.Command, args []string) error {
+			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				if err := adminCall(ctx, cl, p, node.AdminTokenRevoke, args[0], nil); err != nil {
+					return err
+				}
+				fmt.Fprintf(c.OutOrStdout(), "revoked token %s\n", args[0])
+				return nil
+			})
+		},
+	}
+	c.AddCommand(create, list, revoke)
+	return c
+}

@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// Mesh trust commands: harn mesh init, harn mesh ca, and the helpers that
+// talk to the local node's MeshAdmin service.
+
+// adminCall runs one MeshAdmin operation on the local node and decodes its
+// result into out.
+func adminCall(ctx context.Context, cl *client, p place, op string, args, out any) error {
+	b, err := json.Marshal(args)
+	if err != nil {
+		return err
+	}
+	res, err := api.NewMeshAdminClient(cl.conn).Admin(ctx, &api.AdminRequest{Op: op, ArgsJson: b})
+	if err != nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.PermissionDenied {
+			return withCode(ExitTrust, errors.New(text.OneLine(st.Message())))
+		}
+		return rpcErr(err, p)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(res.ResultJson, out)
+}
+
+func addTokenFlags(c *cobra.Command) {
+	c.Flags().Bool("server", false, "the token makes servers (raft voters holding the CA key); default: nodes")
+	c.Flags().Duration("ttl", trust.DefaultTokenTTL, "how long the token may be redeemed")
+	c.Flags().Int("uses", 0, "how many joins the token allows (0: any number within its TTL)")
+	addJSONFlag(c)
+}
+
+func tokenArgs(c *cobra.Command) (node.TokenCreateArgs, error) {
+	var a node.TokenCreateArgs
+	a.Server, _ = c.Flags().GetBool("server")
+	a.TTL, _ = c.Flags().GetDuration("ttl")
+	a.Uses, _ = c.Flags().GetInt("uses")
+	if a.TTL <= 0 || a.Uses < 0 {
+		return a, usageErr(errors.New("--ttl must be positive and --uses at least 0"))
+	}
+	return a, nil
+}
+
+func printToken(c *cobra.Command, t node.TokenCreated) error {
+	if asJSON(c) {
+		return writeJSON(c, map[string]any{"join_token": t.Token, "id": t.ID, "role": t.Role, "expires": t.Expires})
+	}
+	fmt.Fprintln(c.OutOrStdout(), t.Token)
+	uses := "any number of joins"
+	if t.Uses > 0 {
+		uses = fmt.Sprintf("%d join(s)", t.Uses)
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "join token %s for role %s: %s until %s\n", t.ID, t.Role, uses, t.Expires.Format(time.RFC3339))
+	fmt.Fprintf(c.ErrOrStderr(), "on the other node: harn node --join <this-host>:%d --join-token <token>\n", node.DefaultGossipPort)
+	return nil
+}
+
+func newMeshInitCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "init",
+		Short: "on the first server, before its node starts: make the mesh CA, the gossip key and a join token",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			p := placeOf(c)
+			name, _ := c.Flags().GetString("name")
+			if name == "" {
+				name = node.DefaultConfig().Name
+			}
+			a, err := tokenArgs(c)
+			if err != nil {
+				return err
+			}
+			res, err := node.InitMesh(p.DataDir, name, a, clock.Real{})
+			if err != nil {
+				if errors.Is(err, node.ErrConfig) {
+					return usageErr(err)
+				}
+				return withCode(ExitTrust, err)
+			}
+			if !asJSON(c) {
+				what := "made the mesh CA"
+				if !res.Created {
+					what = "kept the mesh CA"
+				}
+				fmt.Fprintf(c.ErrOrStderr(), "%s %s in %s; start this server with `harn node --server`\n", what, res.Fingerprint, node.TrustDir(p.DataDir))
+			}
+			return printToken(c, res.Token)
+		},
+	}
+	c.Flags().String("name", "", "this server's node name (default: the hostname); start the node with the same --name")
+	addTokenFlags(c)
+	return c
+}
+
+// readJoinToken reads --join-token, or --join-token-file (which must not be
+// readable by others).
+func readJoinToken(c *cobra.Command) (string, error) {
+	tok, _ := c.Flags().GetString("join-token")
+	file, _ := c.Flags().GetString("join-token-file")
+	if file == "" {
+		return strings.TrimSpace(tok), nil
+	}
+	if tok != "" {
+		return "", usageErr(errors.New("pass --join-token or --join-token-file, not both"))
+	}
+	if err := trust.CheckSecretFile(file); err != nil {
+		return "", withCode(ExitTrust, err)
+	}
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", usageErr(fmt.Errorf("--join-token-file: %w", err))
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func newMeshCACmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "ca",
+		Short: "the mesh CA: rotate (both CAs trusted until --finish), status",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
+	}
+	rotate := &cobra.Command{
+		Use:   "rotate",
+		Short: "make a new mesh CA on the servers; with --finish, stop trusting the previous one",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			op := node.AdminCARotate
+			if f, _ := c.Flags().GetBool("finish"); f {
+				op = node.AdminCAFinish
+			}
+			return caCall(c, op)
+		},
+	}
+	rotate.Flags().Bool("finish", false, "end the rotation: certificates of the previous CA are refused from then on")
+	addJSONFlag(rotate)
+	status := &cobra.Command{
+		Use:   "status",
+		Short: "show the trusted CAs and whether this node's certificate is from the current one",
+		Args:  noArgs,
+		RunE:  func(c *cobra.Command, _ []string) error { return caCall(c, node.AdminCAStatus) },
+	}
+	addJSONFlag(status)
+	c.AddCommand(rotate, status)
+	return c
+}
+
+func caCall(c *cobra.Command, op string) error {
+	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+		var st node.CAStatus
+		if err := adminCall(ctx, cl, p, op, nil, &st); err != nil {
+			return err
+		}
+		if asJSON(c) {
+			return writeJSON(c, st)
+		}
+		for i, fp := range st.Roots {
+			mark := "current "
+			if i > 0 {
+				mark = "previous"
+			}
+			fmt.Fprintf(c.OutOrStdout(), "%s %s\n", mark, fp)
+		}
+		fmt.Fprintf(c.OutOrStdout(), "this node's certificate is from the current CA: %v\n", st.OnCurrent)
+		return nil
+	})
+}

@@ -1,0 +1,313 @@
+package node
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/raftstore"
+)
+
+// The operator's mesh trust operations, served on the local socket only
+// (MeshAdmin): join tokens, the gossip keyring, revocation of a removed
+// node's certificates.
+
+// Admin operations (AdminRequest.op).
+const (
+	AdminTokenCreate = "token.create"
+	AdminTokenList   = "token.list"
+	AdminTokenRevoke = "token.revoke"
+	AdminKeyringList = "keyring.list"
+	AdminKeyringOp   = "keyring.change"
+	AdminRevokeNode  = "node.revoke"
+)
+
+// TokenCreateArgs are `harn token create`'s options.
+type TokenCreateArgs struct {
+	Server bool          `json:"server"`
+	TTL    time.Duration `json:"ttl"`
+	Uses   int           `json:"uses"`
+}
+
+// TokenCreated is a new token.
+type TokenCreated struct {
+	Token   string    `json:"join_token"`
+	ID      string    `json:"id"`
+	Role    string    `json:"role"`
+	Expires time.Time `json:"expires"`
+	Uses    int       `json:"uses,omitempty"`
+}
+
+// KeyringChange is `harn keyring install|use|remove KEY`.
+type KeyringChange struct {
+	Op  string `json:"op"` // install, use, remove
+	Key string `json:"key"`
+}
+
+// KeyringView is `harn keyring list`: the registry's keyring and the keys
+// this node's gossip holds now (base64).
+type KeyringView struct {
+	Primary     string   `json:"primary"`
+	Keys        []string `json:"keys"`
+	NodePrimary string   `json:"node_primary"`
+	NodeKeys    []string `json:"node_keys"`
+}
+
+// Revoked is what `harn mesh remove` revoked.
+type Revoked struct {
+	Node    string   `json:"node"`
+	Serials []string `json:"serials"`
+}
+
+// ErrNoTrust: the operation needs a mesh with a CA.
+var ErrNoTrust = errors.New("node: this mesh has no CA; run `harn mesh init` on the first server before its first start")
+
+// adminService adapts MeshAdmin to the node.
+type adminService struct {
+	api.UnimplementedMeshAdminServer
+	n *Node
+}
+
+func (s *adminService) Admin(ctx context.Context, req *api.AdminRequest) (*api.AdminResponse, error) {
+	out, err := s.n.MeshAdmin(ctx, req.Op, req.ArgsJson)
+	if err != nil {
+		code := codes.FailedPrecondition
+		switch {
+		case errors.Is(err, ErrConfig):
+			code = codes.InvalidArgument
+		case errors.Is(err, ErrTrust), errors.Is(err, ErrNotServer), errors.Is(err, ErrNoTrust):
+			code = codes.PermissionDenied
+		}
+		return nil, status.Error(code, err.Error())
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	return &api.AdminResponse{ResultJson: b}, nil
+}
+
+// MeshAdmin runs one operator operation (see the Admin constants).
+func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, error) {
+	c := n.cl
+	if c == nil {
+		return nil, ErrNoMesh
+	}
+	switch op {
+	case AdminKeyringList:
+		return c.keyringView(), nil
+	case AdminKeyringOp:
+		var a KeyringChange
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return c.changeKeyring(ctx, a)
+	}
+	if c.trust == nil {
+		return nil, ErrNoTrust
+	}
+	switch op {
+	case AdminTokenCreate:
+		var a TokenCreateArgs
+		if err := json.Unmarshal(args, &a); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		ca := c.trust.authority()
+		if ca == nil {
+			return nil, ErrNotServer
+		}
+		role := trust.RoleNode
+		if a.Server {
+			role = trust.RoleServer
+		}
+		tok, rec, err := trust.NewToken(ca.Fingerprint(), trust.TokenOptions{Role: role, TTL: a.TTL, Uses: a.Uses}, c.clock.Now())
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		if err := (&registryTokens{c: c}).Create(rec); err != nil {
+			return nil, err
+		}
+		return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses}, nil
+	case AdminTokenList:
+		return (&registryTokens{c: c}).List()
+	case AdminTokenRevoke:
+		var id string
+		if err := json.Unmarshal(args, &id); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return id, (&registryTokens{c: c}).Revoke(id)
+	case AdminCARotate, AdminCAFinish:
+		return c.rotateCA(ctx, op == AdminCAFinish)
+	case AdminCAStatus:
+		return c.caStatus(), nil
+	case AdminRevokeNode:
+		var name string
+		if err := json.Unmarshal(args, &name); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		return c.revokeNode(ctx, name)
+	}
+	return nil, fmt.Errorf("%w: unknown admin op %q", ErrConfig, op)
+}
+
+// revokeNode puts every certificate issued to name on the revocation list.
+func (c *cluster) revokeNode(ctx context.Context, name string) (Revoked, error) {
+	out := Revoked{Node: name}
+	at := c.clock.Now().UTC()
+	var ops []raftstore.KVOp
+	for _, e := range c.store.KVList(kvIssuedPrefix) {
+		var rec issuedRecord
+		if json.Unmarshal(e.Value, &rec) != nil || rec.Name != name {
+			continue
+		}
+		serial := e.Key[len(kvIssuedPrefix):]
+		b, _ := json.Marshal(revokedRecord{Name: name, At: at})
+		ops = append(ops, raftstore.KVOp{Key: kvRevokedPrefix + serial, Value: b},
+			raftstore.KVOp{Key: e.Key, Delete: true})
+		out.Serials = append(out.Serials, serial)
+	}
+	if len(ops) == 0 {
+		return out, nil
+	}
+	for len(ops) > 0 {
+		k := min(len(ops), raftstore.MaxKVOps)
+		if _, err := c.applyCommand(ctx, raftstore.KVCommand(ops[:k]...)); err != nil {
+			return out, err
+		}
+		ops = ops[k:]
+	}
+	c.log.Info("certificates revoked", "node", name, "serials", len(out.Serials))
+	return out, nil
+}
+
+func (c *cluster) keyringView() KeyringView {
+	var v KeyringView
+	if e, ok := c.store.KVGet(kvKeyring); ok {
+		if k, err := DecodeKeyring(e.Value); err == nil {
+			v.Primary = DisplayKey(k.Primary)
+			for _, x := range k.Keys {
+				v.Keys = append(v.Keys, DisplayKey(x))
+			}
+		}
+	}
+	if p, all, err := c.mesh.Keys(); err == nil {
+		v.NodePrimary = DisplayKey(p)
+		for _, x := range all {
+			v.NodeKeys = append(v.NodeKeys, DisplayKey(x))
+		}
+	}
+	return v
+}
+
+// DisplayKey renders a gossip key for operators (base64; the registry and
+// the local socket are both private).
+func DisplayKey(k []byte) string { return mesh.EncodeKey(k) }
+
+// changeKeyring changes the registry's gossip keyring; every node applies
+// it within TrustSync.
+func (c *cluster) changeKeyring(ctx context.Context, a KeyringChange) (KeyringView, error) {
+	key, err := DecodeGossipKey(a.Key)
+	if err != nil {
+		return KeyringView{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	for attempt := 0; attempt < 20; attempt++ {
+		var k Keyring
+		var op raftstore.KVOp
+		if e, ok := c.store.KVGet(kvKeyring); ok {
+			cur, err := DecodeKeyring(e.Value)
+			if err != nil {
+				return KeyringView{}, err
+			}
+			k, op = *cur, raftstore.KVOp{Key: kvKeyring, IfIndex: e.Index}
+		} else {
+			p, all, err := c.mesh.Keys()
+			if err != nil {
+				return KeyringView{}, err
+			}
+			k, op = Keyring{Primary: p, Keys: all}, raftstore.KVOp{Key: kvKeyring, IfAbsent: true}
+		}
+		has := false
+		for _, x := range k.Keys {
+			has = has || string(x) == string(key)
+		}
+		switch a.Op {
+		case "install":
+			if !has {
+				k.Keys = append(k.Keys, key)
+			}
+		case "use":
+			if !has {
+				return KeyringView{}, fmt.Errorf("%w: the key is not installed; run `harn keyring install` first", ErrConfig)
+			}
+			k.Primary = key
+		case "remove":
+			if string(k.Primary) == string(key) {
+				return KeyringView{}, fmt.Errorf("%w: the key is the primary; `harn keyring use` another key first", ErrConfig)
+			}
+			var keep [][]byte
+			for _, x := range k.Keys {
+				if string(x) != string(key) {
+					keep = append(keep, x)
+				}
+			}
+			k.Keys = keep
+		default:
+			return KeyringView{}, fmt.Errorf("%w: keyring op %q: use install, use or remove", ErrConfig, a.Op)
+		}
+		op.Value, _ = json.Marshal(k)
+		_, err := c.applyCommand(ctx, raftstore.KVCommand(op))
+		if errors.Is(err, raftstore.ErrKVConflict) {
+			continue
+		}
+		if err != nil {
+			return KeyringView{}, err
+		}
+		c.syncKeyring()
+		return c.keyringView(), nil
+	}
+	return KeyringView{}, fmt.Errorf("%w: the keyring kept changing", raftstore.ErrKVConflict)
+}
+
+// RemoteControl is this node's --remote-control policy.
+func (n *Node) RemoteControl() trust.RemoteControl {
+	rc, _ := trust.ParseRemoteControl(n.cfg.Cluster.RemoteControl) // checked by Validate
+	return rc
+}
+
+// AuthorizeRemoteControl decides whether the caller of a cluster gRPC call
+// (ctx is the handler's) may act on this node's agents: start, steer,
+// cancel, confirm. It returns the caller's verified identity, or a
+// *trust.RefusalError wrapping trust.ErrRemoteControl that names the
+// caller's certificate, and logs the refusal here. On a mesh without a CA
+// (loopback only) no caller has an identity: policy mesh allows, any other
+// refuses.
+func (n *Node) AuthorizeRemoteControl(ctx context.Context) (trust.Identity, error) {
+	rc := n.RemoteControl()
+	if n.cl == nil || n.cl.trust == nil {
+		if rc.String() == trust.DefaultRemoteControl {
+			return trust.Identity{}, nil
+		}
+		err := &trust.RefusalError{Err: trust.ErrRemoteControl, Detail: "this mesh has no CA, so callers cannot be told apart; policy is " + rc.String()}
+		n.log.Warn("trust: remote control refused", "caller", "anonymous", "err", err)
+		return trust.Identity{}, err
+	}
+	caller, err := trust.PeerFromContext(ctx)
+	if err == nil {
+		err = rc.Allow(caller)
+	} else {
+		err = &trust.RefusalError{Caller: caller, Err: trust.ErrRemoteControl, Detail: err.Error()}
+	}
+	if err != nil {
+		n.log.Warn("trust: remote control refused", "caller", caller.String(), "err", err)
+		return caller, err
+	}
+	return caller, nil
+}

@@ -1,0 +1,101 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/clock"
+)
+
+// MeshInit is what `harn mesh init` did.
+type MeshInit struct {
+	// Created says whether a new CA was made (false: the data dir had one).
+	Created     bool   `json:"created"`
+	Fingerprint string `json:"ca_fingerprint"`
+	Token       TokenCreated
+}
+
+// InitMesh prepares the first server of a mesh, before its node starts:
+// the CA, the gossip keyring and this server's certificate in the data
+// dir's trust directory, and a join token for the next nodes (kept in the
+// data dir until the node starts and moves it into the registry). Run
+// again, it keeps what exists and makes one more token.
+func InitMesh(dataDir, name string, opts TokenCreateArgs, clk clock.Clock) (MeshInit, error) {
+	if err := trust.ValidName(name); err != nil {
+		return MeshInit{}, fmt.Errorf("%w: --name: %w", ErrConfig, err)
+	}
+	dir := TrustDir(dataDir)
+	if cert, err := trust.LoadNodeCert(dir); err == nil {
+		id, err := trust.CertIdentity(cert.Leaf)
+		if err != nil {
+			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		}
+		if id.Name != name || id.Role != trust.RoleServer {
+			return MeshInit{}, fmt.Errorf("%w: %s already holds the certificate of %s; mesh init runs on a fresh server", ErrTrust, dir, id)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	a, created, err := trust.InitAuthority(dir, clk)
+	if err != nil {
+		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	if _, err := LoadKeyring(dir); errors.Is(err, fs.ErrNotExist) {
+		k, err := mesh.GenerateKey()
+		if err != nil {
+			return MeshInit{}, err
+		}
+		if err := SaveKeyring(dir, &Keyring{Primary: k, Keys: [][]byte{k}}); err != nil {
+			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		}
+	} else if err != nil {
+		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	if _, err := trust.LoadNodeCert(dir); errors.Is(err, fs.ErrNotExist) {
+		key, err := trust.NewKey()
+		if err != nil {
+			return MeshInit{}, err
+		}
+		cert, err := a.CA().Issue(key.Public(), name, trust.RoleServer, 0, clk.Now())
+		if err != nil {
+			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		}
+		if err := trust.SaveNodeCert(dir, cert, key); err != nil {
+			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		}
+	}
+	tok, err := CreatePendingToken(dataDir, opts, clk)
+	if err != nil {
+		return MeshInit{}, err
+	}
+	return MeshInit{Created: created, Fingerprint: a.Fingerprint().String(), Token: tok}, nil
+}
+
+// CreatePendingToken makes a join token on a server whose node is not
+// running: its record waits in the data dir until the node starts and moves
+// it into the registry (the node redeems it from there meanwhile).
+func CreatePendingToken(dataDir string, opts TokenCreateArgs, clk clock.Clock) (TokenCreated, error) {
+	a, err := trust.LoadAuthority(TrustDir(dataDir), clk)
+	if err != nil {
+		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	role := trust.RoleNode
+	if opts.Server {
+		role = trust.RoleServer
+	}
+	store, err := OpenPendingTokens(dataDir)
+	if err != nil {
+		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	tok, rec, err := trust.NewToken(a.Fingerprint(), trust.TokenOptions{Role: role, TTL: opts.TTL, Uses: opts.Uses}, clk.Now())
+	if err != nil {
+		return TokenCreated{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := store.Create(rec); err != nil {
+		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses}, nil
+}
