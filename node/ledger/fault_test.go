@@ -282,7 +282,6 @@ func TestAckedAppendsSurviveDiskFaults(t *testing.T) {
 // ErrOpenTimeout within OpenTimeout, the abandoned attempt releases the
 // directory, and an Open after the fault clears finds every event.
 func TestOpenEndsWithinBoundWhenFlushFails(t *testing.T) {
-	allowAbandonedOpens(t)
 	f := &diskFault{match: func(p string) bool { return strings.HasSuffix(p, ".sst") }}
 	cfg := faultConfig(t, f)
 	l, err := Open(cfg)
