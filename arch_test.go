@@ -29,6 +29,8 @@ var allowed = map[string]struct {
 	"node":      {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
 	"cli":       {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
 	"deploy":    {},
+	// internal/testsupport: shared test helpers, imported by _test.go files only.
+	"internal": {inner: []string{"internal"}, outer: []string{"github.com/anishathalye/porcupine"}},
 }
 
 func TestImportDirection(t *testing.T) {
@@ -152,5 +154,35 @@ func TestPresenceReadsNoClock(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestTestsupportOnlyInTests: internal/testsupport (and porcupine with it)
+// never reaches the binary: only _test.go files import it.
+func TestTestsupportOnlyInTests(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
+			strings.HasPrefix(filepath.ToSlash(path), "internal/testsupport/") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"internal/testsupport" {
+				t.Errorf("%s imports %s, which is for tests only", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

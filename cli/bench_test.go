@@ -22,9 +22,6 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node"
-	"github.com/harn-dev/harn/presence"
-	"github.com/harn-dev/harn/util/ids"
-	"github.com/harn-dev/harn/util/procinfo"
 )
 
 // harnBin returns $HARN_BIN, or builds the binary into a temp dir of b;
@@ -202,44 +199,6 @@ func BenchmarkHook(b *testing.B) {
 // rosterSessions is the size of the roster benchmarks.
 const rosterSessions = 10000
 
-// populate ingests sessions sessions of three events each (session.start
-// with a name-worthy cwd, a prompt, a tool.pre_use), 100 sessions per
-// Ingest call, as live sessions of this process's agent.
-func populate(b *testing.B, n *node.Node, sessions int) {
-	b.Helper()
-	self, err := procinfo.Self()
-	if err != nil {
-		b.Fatal(err)
-	}
-	t0 := time.Now().Add(-time.Hour)
-	const perBatch = 100
-	for s0 := 0; s0 < sessions; s0 += perBatch {
-		evs := make([]presence.Event, 0, 3*perBatch)
-		for s := s0; s < min(s0+perBatch, sessions); s++ {
-			sid := fmt.Sprintf("%08x-5b7d-4e21-9c3a-0d6e2f4b1a77", s)
-			ts := t0.Add(time.Duration(s) * time.Millisecond)
-			common := map[string]any{presence.AttrCwd: fmt.Sprintf("/home/ana/proj%d", s%50),
-				presence.AttrAgentPID: self.PID, presence.AttrAgentStart: self.Start}
-			add := func(typ string, dt time.Duration, attrs map[string]any) {
-				e := presence.Event{ID: ids.New(ts.Add(dt)), SessionID: sid, Type: typ, TS: ts.Add(dt), Agent: "claude-code"}
-				for k, v := range common {
-					e.SetAttr(k, v)
-				}
-				for k, v := range attrs {
-					e.SetAttr(k, v)
-				}
-				evs = append(evs, e)
-			}
-			add(presence.TypeSessionStart, 0, map[string]any{"native": "SessionStart", presence.AttrSource: "startup"})
-			add(presence.TypeUserPromptSubmit, time.Second, map[string]any{"native": "UserPromptSubmit"})
-			add(presence.TypeToolPreUse, 2*time.Second, map[string]any{"native": "PreToolUse", presence.AttrTool: "Bash"})
-		}
-		if _, err := n.Ingest(evs); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkAgentsList10k fills a node with 10,000 live sessions, then runs
 // `harn agents list --json` against it as a real process 20 times,
 // interleaved with `harn version`, and reports p50 (and max) of each. (The
@@ -250,7 +209,9 @@ func BenchmarkAgentsList10k(b *testing.B) {
 	n := benchNode(b, dir)
 	defer n.Close()
 	t := time.Now()
-	populate(b, n, rosterSessions)
+	if err := node.Populate(n, rosterSessions); err != nil {
+		b.Fatal(err)
+	}
 	populated := time.Since(t)
 	if got := n.Sessions(false); len(got) != rosterSessions {
 		b.Fatalf("node has %d live sessions, want %d", len(got), rosterSessions)

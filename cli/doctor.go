@@ -103,7 +103,7 @@ func runDoctor(c *cobra.Command, settingsErr error) error {
 	}
 	rep := doctor(c.Context(), e)
 	if settingsErr != nil {
-		rep.Checks = append([]check{{"settings", checkFinding, oneLine(settingsErr.Error()), "fix or unset it; the checks below used the rest"}}, rep.Checks...)
+		rep.Checks = append([]check{{"settings", checkFinding, text.FirstLine(settingsErr.Error()), "fix or unset it; the checks below used the rest"}}, rep.Checks...)
 		rep.Findings++
 	}
 	if asJSON(c) {

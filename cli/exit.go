@@ -1,11 +1,6 @@
 package cli
 
-import (
-	"errors"
-	"strings"
-
-	"github.com/harn-dev/harn/util/text"
-)
+import "errors"
 
 // Exit codes. Each kind of failure has its own, so scripts can tell them
 // apart.
@@ -75,16 +70,6 @@ func ExitCode(err error) int {
 		return se.code
 	}
 	return ExitError
-}
-
-// oneLine is the first line of s, safe for a terminal (no control
-// characters: an error can quote agent or network text).
-func oneLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return text.OneLine(s)
 }
 
 // ExitPermission: a secret file (config, key, token) that others may read,

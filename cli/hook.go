@@ -99,10 +99,10 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	if errors.Is(dialErr, node.ErrSocketPermission) {
 		// Someone else's socket: the events go to the spool, never to it.
-		h.diagnose(oneLine(dialErr.Error())+"; the events were spooled", nil)
+		h.diagnose(text.FirstLine(dialErr.Error())+"; the events were spooled", nil)
 	}
 	if settingsErr != nil {
-		h.diagnose("settings: "+oneLine(settingsErr.Error())+"; the hook went on with the rest", nil)
+		h.diagnose("settings: "+text.FirstLine(settingsErr.Error())+"; the hook went on with the rest", nil)
 	}
 	if bad := unknownFlags(c, rawArgs(c.Context())); len(bad) > 0 {
 		h.diagnose(fmt.Sprintf("unknown flag %s, ignored; run `harn hook --help` for the flags this harn knows, or reinstall the hooks with `harn hook install AGENT`",
@@ -158,7 +158,7 @@ func unknownFlags(c *cobra.Command, argv []string) []string {
 		if name, ok := strings.CutPrefix(a, "--"); ok {
 			name, _, _ = strings.Cut(name, "=")
 			if name != "help" && c.Flags().Lookup(name) == nil {
-				bad = append(bad, "--"+oneLine(name))
+				bad = append(bad, "--"+text.FirstLine(name))
 			}
 			continue
 		}

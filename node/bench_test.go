@@ -221,43 +221,6 @@ func BenchmarkIngest(b *testing.B) {
 // restartSessions is the size of the restart benchmark.
 const restartSessions = 10000
 
-// populate ingests sessions live sessions of three events each
-// (session.start, a prompt, a tool.pre_use), 100 sessions per Ingest call,
-// with this process as their agent.
-func populate(b *testing.B, n *node.Node, sessions int) {
-	b.Helper()
-	self, err := procinfo.Self()
-	if err != nil {
-		b.Fatal(err)
-	}
-	t0 := time.Now().Add(-time.Hour)
-	const perBatch = 100
-	for s0 := 0; s0 < sessions; s0 += perBatch {
-		evs := make([]presence.Event, 0, 3*perBatch)
-		for s := s0; s < min(s0+perBatch, sessions); s++ {
-			sid := fmt.Sprintf("%08x-5b7d-4e21-9c3a-0d6e2f4b1a77", s)
-			ts := t0.Add(time.Duration(s) * time.Millisecond)
-			add := func(typ, native string, dt time.Duration, attrs map[string]any) {
-				e := presence.Event{ID: ids.New(ts.Add(dt)), SessionID: sid, Type: typ, TS: ts.Add(dt), Agent: "claude-code"}
-				e.SetAttr("native", native)
-				e.SetAttr(presence.AttrCwd, fmt.Sprintf("/home/ana/proj%d", s%50))
-				e.SetAttr(presence.AttrAgentPID, self.PID)
-				e.SetAttr(presence.AttrAgentStart, self.Start)
-				for k, v := range attrs {
-					e.SetAttr(k, v)
-				}
-				evs = append(evs, e)
-			}
-			add(presence.TypeSessionStart, "SessionStart", 0, map[string]any{presence.AttrSource: "startup"})
-			add(presence.TypeUserPromptSubmit, "UserPromptSubmit", time.Second, nil)
-			add(presence.TypeToolPreUse, "PreToolUse", 2*time.Second, map[string]any{presence.AttrTool: "Bash"})
-		}
-		if _, err := n.Ingest(evs); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkRestart10k fills a node with 10,000 live sessions (three events
 // each), then restarts it (Close, then New and Open: every session's state
 // is folded again from the ledger and its heartbeat file rewritten) three
@@ -268,7 +231,9 @@ func BenchmarkRestart10k(b *testing.B) {
 	n := openBenchNode(b, dir)
 	b.Cleanup(func() { n.Close() }) // the latest node; Close is idempotent
 	t := time.Now()
-	populate(b, n, restartSessions)
+	if err := node.Populate(n, restartSessions); err != nil {
+		b.Fatal(err)
+	}
 	populated := time.Since(t)
 	if err := n.Close(); err != nil {
 		b.Fatal(err)

@@ -15,53 +15,9 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/harn-dev/harn/internal/testsupport"
 )
-
-// regInput is one operation on a session's register: a lifecycle write of
-// version Seq (its ts and its reason), or a consistent read.
-type regInput struct {
-	Key   string
-	Write bool
-	Seq   int64
-}
-
-// regModel is the registry's lifecycle group as a sequential object: a
-// last-writer-wins register per session, where the write with the larger
-// ts wins. Every write gets a fresh, growing ts (Seq), so a read must
-// return the largest Seq among the writes linearized before it.
-var regModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(regInput).Key
-			if _, ok := by[k]; !ok {
-				keys = append(keys, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return int64(0) },
-	Step: func(state, input, output any) (bool, any) {
-		st, in := state.(int64), input.(regInput)
-		if in.Write {
-			return true, max(st, in.Seq)
-		}
-		return output.(int64) == st, st
-	},
-	DescribeOperation: func(input, output any) string {
-		in := input.(regInput)
-		if in.Write {
-			return fmt.Sprintf("write(%s, %d)", in.Key, in.Seq)
-		}
-		return fmt.Sprintf("read(%s) -> %v", in.Key, output)
-	},
-}
 
 // history collects operations from several clients.
 type history struct {
@@ -126,20 +82,20 @@ func runClient(ctx context.Context, w *workload, id int) {
 		opCtx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 		if rng.IntN(2) == 0 {
 			n := seq.Add(1)
-			in := regInput{Key: key, Write: true, Seq: n}
+			in := testsupport.RegInput{Key: key, Write: true, Seq: n}
 			call := h.now()
 			_, err := s.Apply(opCtx, UpsertCommand(Upsert{SessionID: key, TS: at(int(n)),
 				Lifecycle: &LifecyclePatch{TaskState: "active", Reason: strconv.FormatInt(n, 10)}}))
 			ret := h.now()
 			switch {
 			case err == nil:
-				h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: int64(0), Return: ret})
+				h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: testsupport.RegOutput{}, Return: ret})
 				stats[0].Add(1)
 			case definitelyNotApplied(err):
 			default:
 				// Maybe applied, maybe not, maybe later: it may take
 				// effect at any time after its call.
-				h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: int64(0), Return: math.MaxInt64})
+				h.add(porcupine.Operation{ClientId: id, Input: in, Call: call, Output: testsupport.RegOutput{}, Return: math.MaxInt64})
 				stats[2].Add(1)
 			}
 		} else if s = w.readFrom(rng); s != nil {
@@ -154,7 +110,7 @@ func runClient(ctx context.Context, w *workload, id int) {
 					got, _ = strconv.ParseInt(rec.LifecycleReason, 10, 64)
 				}
 				ret := h.now()
-				h.add(porcupine.Operation{ClientId: id, Input: regInput{Key: key}, Call: call, Output: got, Return: ret})
+				h.add(porcupine.Operation{ClientId: id, Input: testsupport.RegInput{Key: key}, Call: call, Output: testsupport.RegOutput{Seq: got}, Return: ret})
 				stats[1].Add(1)
 			}
 		}
@@ -206,7 +162,7 @@ func TestLinearizable(t *testing.T) {
 	default:
 		path := filepath.Join(os.TempDir(), fmt.Sprintf("raftstore-linearizability-%d.html", time.Now().UnixNano()))
 		if f, err := os.Create(path); err == nil {
-			porcupine.Visualize(regModel, info, f)
+			porcupine.Visualize(testsupport.RegisterModel, info, f)
 			f.Close()
 		}
 		t.Fatalf("history is not linearizable; visualization in %s", path)
@@ -235,7 +191,7 @@ func (w *workload) check(t *testing.T) (porcupine.CheckResult, porcupine.Lineari
 	if w.stats[0].Load() == 0 || w.stats[1].Load() == 0 {
 		t.Fatal("the workload made no progress")
 	}
-	return porcupine.CheckOperationsVerbose(regModel, w.h.ops, 15*time.Second)
+	return porcupine.CheckOperationsVerbose(testsupport.RegisterModel, w.h.ops, 15*time.Second)
 }
 
 // TestLinearizabilityCheckCatchesStaleReads is the control: reads from a

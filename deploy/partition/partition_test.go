@@ -32,6 +32,8 @@ import (
 	"time"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/harn-dev/harn/internal/testsupport"
 )
 
 // labelKey marks every Docker object these tests create, with the run id.
@@ -786,60 +788,6 @@ func TestPartitionMajorityMinority(t *testing.T) {
 	c.heal(minority)
 }
 
-// regInput is one operation on a session's blocker_reason register: a
-// lifecycle write of "v<Seq>", or a read.
-type regInput struct {
-	Key   string
-	Write bool
-	Seq   int64
-}
-
-// regOutput is what a read saw, with where it came from (for the report).
-type regOutput struct {
-	Seq    int64
-	Node   string
-	Source string
-}
-
-// regModel is a last-writer-wins register per session. Each session has
-// one writer (its owning node; only the owner declares lifecycle), and
-// every write carries a larger Seq and a later event time than the one
-// before, so the registry keeps the largest Seq linearized so far.
-var regModel = porcupine.Model{
-	Partition: func(history []porcupine.Operation) [][]porcupine.Operation {
-		by := map[string][]porcupine.Operation{}
-		var keys []string
-		for _, op := range history {
-			k := op.Input.(regInput).Key
-			if _, ok := by[k]; !ok {
-				keys = append(keys, k)
-			}
-			by[k] = append(by[k], op)
-		}
-		out := make([][]porcupine.Operation, 0, len(keys))
-		for _, k := range keys {
-			out = append(out, by[k])
-		}
-		return out
-	},
-	Init: func() any { return int64(0) },
-	Step: func(state, input, output any) (bool, any) {
-		st, in := state.(int64), input.(regInput)
-		if in.Write {
-			return true, max(st, in.Seq)
-		}
-		return output.(regOutput).Seq == st, st
-	},
-	DescribeOperation: func(input, output any) string {
-		in := input.(regInput)
-		if in.Write {
-			return fmt.Sprintf("write(%s, v%d)", in.Key, in.Seq)
-		}
-		o := output.(regOutput)
-		return fmt.Sprintf("read(%s) on %s -> v%d (%s)", in.Key, o.Node, o.Seq, o.Source)
-	},
-}
-
 // seqOf maps a blocker_reason to its write number: "" (never written) is 0.
 func seqOf(e entry) (int64, error) {
 	if e.BlockerReason == "" {
@@ -902,8 +850,8 @@ func TestPartitionLinearizableHistory(t *testing.T) {
 			for k := int64(1); time.Now().Before(stop); k++ {
 				reason := fmt.Sprintf("v%d", k)
 				r, out, err := c.block(n, n.session, reason, 20*time.Second)
-				op := porcupine.Operation{ClientId: i, Input: regInput{Key: n.session, Write: true, Seq: k},
-					Call: h.at(r.call), Output: regOutput{}, Return: h.at(r.ret)}
+				op := porcupine.Operation{ClientId: i, Input: testsupport.RegInput{Key: n.session, Write: true, Seq: k},
+					Call: h.at(r.call), Output: testsupport.RegOutput{}, Return: h.at(r.ret)}
 				stat := "write ok"
 				if err != nil || !out.Recorded || out.Note != "" {
 					op.Return = math.MaxInt64 // unknown outcome
@@ -940,8 +888,8 @@ func TestPartitionLinearizableHistory(t *testing.T) {
 						t.Errorf("read on %s: %v", n.name, err)
 						continue
 					}
-					h.add(porcupine.Operation{ClientId: 3 + i, Input: regInput{Key: s.session},
-						Call: h.at(r.call), Output: regOutput{Seq: seq, Node: n.name, Source: e.Source}, Return: h.at(r.ret)}, "read op "+e.Source)
+					h.add(porcupine.Operation{ClientId: 3 + i, Input: testsupport.RegInput{Key: s.session},
+						Call: h.at(r.call), Output: testsupport.RegOutput{Seq: seq, Node: n.name, Source: e.Source}, Return: h.at(r.ret)}, "read op "+e.Source)
 				}
 				time.Sleep(time.Duration(mrand.IntN(50)) * time.Millisecond)
 			}
@@ -966,17 +914,17 @@ func TestPartitionLinearizableHistory(t *testing.T) {
 
 	var registryOps []porcupine.Operation
 	for _, op := range h.ops {
-		if op.Input.(regInput).Write || op.Output.(regOutput).Source == "registry" {
+		if op.Input.(testsupport.RegInput).Write || op.Output.(testsupport.RegOutput).Source == "registry" {
 			registryOps = append(registryOps, op)
 		}
 	}
-	if res, info := porcupine.CheckOperationsVerbose(regModel, registryOps, 30*time.Second); res == porcupine.Illegal {
+	if res, info := porcupine.CheckOperationsVerbose(testsupport.RegisterModel, registryOps, 30*time.Second); res == porcupine.Illegal {
 		t.Errorf("porcupine: the registry's history (writes and %d registry reads) is not linearizable (visualization: %s)",
 			h.stats["read op registry"], visualize(info, "registry"))
 	} else {
 		t.Logf("porcupine: the registry's history (writes and %d registry reads): %s", h.stats["read op registry"], res)
 	}
-	res, info := porcupine.CheckOperationsVerbose(regModel, h.ops, 30*time.Second)
+	res, info := porcupine.CheckOperationsVerbose(testsupport.RegisterModel, h.ops, 30*time.Second)
 	if res == porcupine.Illegal {
 		t.Errorf("porcupine: the roster's history (every consistent read) is not linearizable (visualization: %s)", visualize(info, "roster"))
 	} else {
@@ -993,7 +941,7 @@ func visualize(info porcupine.LinearizationInfo, what string) string {
 		return "not written: " + err.Error()
 	}
 	defer f.Close()
-	if err := porcupine.Visualize(regModel, info, f); err != nil {
+	if err := porcupine.Visualize(testsupport.RegisterModel, info, f); err != nil {
 		return "not written: " + err.Error()
 	}
 	return path

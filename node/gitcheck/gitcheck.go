@@ -28,6 +28,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/harn-dev/harn/util/text"
 )
 
 // Checks, in the order Check reports them.
@@ -115,7 +117,7 @@ type CheckError struct {
 
 // Error is one line: what failed, where, why, and how to fix it.
 func (e *CheckError) Error() string {
-	return oneLine(fmt.Sprintf("git finalization check %s failed in %s: %s; %s", e.Check, e.Repo, e.Detail, fixHint(e.Check)))
+	return text.OneLine(fmt.Sprintf("git finalization check %s failed in %s: %s; %s", e.Check, e.Repo, e.Detail, fixHint(e.Check)))
 }
 
 // Unwrap returns ErrFinalization.
@@ -156,7 +158,7 @@ func (e *GitError) Error() string {
 	if errors.Is(e.Err, context.DeadlineExceeded) {
 		hint = " (raise the git timeout for very large repositories)"
 	}
-	return oneLine(fmt.Sprintf("gitcheck: git %s in %s: %v%s", strings.Join(e.Args, " "), e.Dir, e.Err, hint))
+	return text.OneLine(fmt.Sprintf("gitcheck: git %s in %s: %v%s", strings.Join(e.Args, " "), e.Dir, e.Err, hint))
 }
 
 // Unwrap returns the cause.
@@ -268,12 +270,4 @@ func absDir(cwd string) (string, error) {
 		return "", fmt.Errorf("gitcheck: resolve %q: %w", cwd, err)
 	}
 	return abs, nil
-}
-
-// oneLine folds s onto one line.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\r\n") {
-		return s
-	}
-	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), " | ")
 }

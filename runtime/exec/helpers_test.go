@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/harn-dev/harn/runtime"
 	harnexec "github.com/harn-dev/harn/runtime/exec"
 )
@@ -35,7 +37,8 @@ var (
 	buildErr     error
 )
 
-// TestMain removes the fake agent once the tests are done. Run with
+// TestMain removes the fake agent once the tests are done, and fails the
+// package's tests when a goroutine outlives them (goleak). Run with
 // EXECTEST_HOOK_SOCK set, the test binary is instead the hook command the
 // fake agent calls: it passes the hook payload to the test's bridge and
 // prints the answer.
@@ -47,6 +50,12 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if fakeAgentDir != "" {
 		os.RemoveAll(fakeAgentDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: errors on successful test run: %v\n", err)
+			code = 1
+		}
 	}
 	os.Exit(code)
 }

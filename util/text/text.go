@@ -57,6 +57,18 @@ func OneLine(s string) string {
 	return strings.Join(strings.Fields(Sanitize(s)), " ")
 }
 
+// FirstLine is the first line of s (s trimmed of surrounding
+// white space, then cut at its first newline), sanitized and folded as
+// OneLine does: the one line an error message shows on a terminal, whatever
+// agent or network text it quotes after its first line.
+func FirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return OneLine(s)
+}
+
 // Clip cuts s to at most n runes, ending a cut string with "…".
 func Clip(s string, n int) string {
 	if n <= 0 {

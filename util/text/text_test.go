@@ -49,6 +49,23 @@ func TestOneLineClipCell(t *testing.T) {
 	}
 }
 
+// TestFirstLineKeepsOnlyTheFirstLineSanitized: an error that quotes
+// several lines (or escape sequences) shows one safe line.
+func TestFirstLineKeepsOnlyTheFirstLineSanitized(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"plain", "plain"},
+		{"\n\n  first  line \nsecond\nthird", "first line"},
+		{"a\r\nb", "a"},
+		{"red \x1b[31mtext\x1b[0m\tend\nmore", "red [31mtext[0m end"},
+		{"bidi \u202eevil\u202c\nx", "bidi evil"},
+	} {
+		if got := FirstLine(tc.in); got != tc.want {
+			t.Errorf("FirstLine(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestAge(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	for d, want := range map[time.Duration]string{
@@ -76,6 +93,9 @@ func FuzzSanitize(f *testing.F) {
 			if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
 				t.Fatalf("control %U survived in %q", r, s)
 			}
+		}
+		if l := FirstLine(s); strings.ContainsAny(l, "\r\n\x1b") || l != strings.TrimSpace(l) {
+			t.Fatalf("FirstLine(%q) = %q: not one trimmed, safe line", s, l)
 		}
 	})
 }
