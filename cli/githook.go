@@ -61,7 +61,7 @@ one-line warning when no node answers.`,
 				return err
 			}
 			if err != nil {
-				fmt.Fprintf(c.ErrOrStderr(), "harn: commit guard skipped: %s\n", text.Clip(oneLine(err.Error()), 200))
+				fmt.Fprintf(c.ErrOrStderr(), "harn: commit guard skipped: %s\n", text.Clip(text.FirstLine(err.Error()), 200))
 			}
 			return nil
 		},
