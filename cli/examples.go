@@ -22,6 +22,31 @@ var examples = map[string]string{
 	"harn web url": `  harn web url
   xdg-open "$(harn web url)"`,
 	"harn keygen": `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
+	"harn keyring": `  harn keyring list
+  harn keyring install "$(harn keygen)"
+  harn keyring use NEWKEY && harn keyring remove OLDKEY`,
+	"harn keyring list": `  harn keyring list
+  harn keyring list --json`,
+	"harn keyring install": `  harn keyring install "$(harn keygen)"     # every node learns the key; gossip still uses the old one`,
+	"harn keyring use":     `  harn keyring use NEWKEY                   # every node now encrypts with it`,
+	"harn keyring remove":  `  harn keyring remove OLDKEY                # once every node uses the new key`,
+	"harn mesh init": `  harn mesh init                            # on the first server, before its first start
+  harn mesh init --name buildbox1 --json
+  harn mesh init --server --uses 2          # the printed token makes servers`,
+	"harn mesh ca": `  harn mesh ca status
+  harn mesh ca rotate && harn mesh ca rotate --finish`,
+	"harn mesh ca rotate": `  harn mesh ca rotate                       # a new CA; both are trusted during the overlap
+  harn mesh ca rotate --finish              # stop trusting the previous CA`,
+	"harn mesh ca status": `  harn mesh ca status
+  harn mesh ca status --json`,
+	"harn token": `  harn token create --ttl 1h --uses 1
+  harn token list`,
+	"harn token create": `  harn token create                         # a node token, 24 h, any number of joins
+  harn token create --server --uses 1 --ttl 1h
+  harn token create --json`,
+	"harn token list": `  harn token list
+  harn token list --json`,
+	"harn token revoke": `  harn token revoke t-3f9a                  # the id that token list shows`,
 
 	"harn task": `  harn task start --exec 'codex exec --json -' "fix the flaky test"
   harn task show t-01J9ZK3`,
