@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/harn-dev/harn/presence"
@@ -20,10 +21,14 @@ import (
 //go:embed assets templates
 var files embed.FS
 
-var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"underscore": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
-	"dash":       orDash,
-}).ParseFS(files, "templates/*.html"))
+// pages are the board's templates, parsed on first use: every harn command
+// links this package, and only a node serving the board needs them.
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Funcs(template.FuncMap{
+		"underscore": func(s string) string { return strings.ReplaceAll(s, "_", " ") },
+		"dash":       orDash,
+	}).ParseFS(files, "templates/*.html"))
+})
 
 // readTimeout bounds one read of the source, and actionTimeout one action.
 const (
@@ -66,7 +71,7 @@ type page struct {
 // error never leaves half a page.
 func (s *Server) render(w http.ResponseWriter, status int, name string, data any) {
 	var buf bytes.Buffer
-	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+	if err := pages().ExecuteTemplate(&buf, name, data); err != nil {
 		s.cfg.Logger.Error("board render", "template", name, "err", err)
 		http.Error(w, "board: render failed", http.StatusInternalServerError)
 		return
