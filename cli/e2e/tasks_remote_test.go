@@ -3,6 +3,7 @@ package e2e
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Over the mutually authenticated mesh, a task on another node's runtime
@@ -61,5 +62,38 @@ func TestRemoteTaskStartSupersedeAndCancelOverMutualTLS(t *testing.T) {
 	mustJSON(t, s0.ok("task", "show", hung.Task.ID, "--json"), &own)
 	if own.Task.Status != "cancelled" {
 		t.Fatalf("s0's own view: %+v", own)
+	}
+}
+
+// A Claude Code session on s0 asks for permission; the operator approves
+// from n1, over the authenticated mesh, and s0's hook returns allow within
+// a second of the approval.
+func TestRemoteApprovalFromAnotherNode(t *testing.T) {
+	s0, n1 := trustedMesh(t)
+	perm := `{"session_id":"cc-remote-ask","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make deploy"}}`
+	type hookOut struct {
+		res result
+		at  time.Time
+	}
+	ch := make(chan hookOut, 1)
+	go func() {
+		r := run(t, s0.hookEnv(), perm, "hook", "claude-code", "--remote-approve", "--approve-wait", "20s")
+		ch <- hookOut{r, time.Now()}
+	}()
+	var reqs []struct {
+		ID, Session, Node, Tool string
+	}
+	eventually(t, stateTimeout, "n1 lists s0's open request", func() (bool, string) {
+		mustJSON(t, n1.ok("agents", "pending", "--json"), &reqs)
+		return len(reqs) == 1 && reqs[0].Session == "cc-remote-ask", n1.ok("agents", "pending")
+	})
+	approved := time.Now()
+	n1.ok("agents", "approve", reqs[0].ID)
+	got := <-ch
+	if d := got.at.Sub(approved); d > time.Second {
+		t.Fatalf("s0's hook answered %v after n1's approval", d)
+	}
+	if !strings.Contains(got.res.stdout, `"behavior":"allow"`) {
+		t.Fatalf("hook output: %v", got.res)
 	}
 }
