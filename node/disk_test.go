@@ -82,9 +82,19 @@ func TestFullDiskRefusesWritesAndKeepsServingReads(t *testing.T) {
 	}
 	// The heartbeat of the next event cannot be written (its directory
 	// is gone, as on a disk that refuses writes).
+	// The first event's heartbeat is written first (the projector writes
+	// it in the background), so that nothing lands in the dir as it goes.
+	n.proj.Flush()
 	active := ActiveDir(cfg.DataDir)
-	if err := os.RemoveAll(active); err != nil {
-		t.Fatal(err)
+	var rmErr error
+	for range 50 { // bounded: a write in flight may still land once
+		if rmErr = os.RemoveAll(active); rmErr == nil {
+			break
+		}
+		n.proj.Flush()
+	}
+	if rmErr != nil {
+		t.Fatal(rmErr)
 	}
 	if _, err := cl.Append(ctx, appendReq(n, "s", "2", presence.TypeInputRequested)); err != nil {
 		t.Fatal(err)
