@@ -46,7 +46,11 @@ func declare(ctx context.Context, cl *client, p place, before presence.State, to
 		}
 		return declared{session: st, recorded: res.Recorded, pending: res.Recorded && res.Note != "", note: res.Note}, nil
 	}
-	if code := status.Code(err); !timedOut || (code != codes.DeadlineExceeded && code != codes.Canceled) {
+	// A deadline, ours or the node's own bound on the registry write (it
+	// answers DeadlineExceeded just before ours expires), means the change
+	// may be recorded with its registry write pending: ask the node.
+	code := status.Code(err)
+	if code != codes.DeadlineExceeded && (!timedOut || code != codes.Canceled) {
 		return declared{}, rpcErr(err, p)
 	}
 	gctx, gcancel := context.WithTimeout(ctx, checkTimeout)
