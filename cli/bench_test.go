@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -213,6 +214,7 @@ func BenchmarkAgentsList10k(b *testing.B) {
 		b.Fatal(err)
 	}
 	populated := time.Since(t)
+	settle(b, dir, rosterSessions)
 	if got := n.Sessions(false); len(got) != rosterSessions {
 		b.Fatalf("node has %d live sessions, want %d", len(got), rosterSessions)
 	}
@@ -246,4 +248,26 @@ func BenchmarkAgentsList10k(b *testing.B) {
 	b.ReportMetric(ms(pct(version, 50)), "version-p50-ms")
 	b.ReportMetric(float64(pct(list, 50))/float64(pct(version, 50)), "p50-list/version")
 	b.ReportMetric(float64(outLen)/1e6, "list-MB")
+}
+
+// settle waits (at most 60 s) until the node has written the heartbeat
+// file of every session, so that its background writes do not overlap the
+// timed runs.
+func settle(b *testing.B, dir string, sessions int) {
+	b.Helper()
+	for i := 0; i < 600; i++ {
+		ents, _ := os.ReadDir(node.ActiveDir(dir))
+		n := 0
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".json") {
+				n++
+			}
+		}
+		if n >= sessions {
+			time.Sleep(time.Second) // and the writes in flight after the last file
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	b.Fatalf("the node did not write %d heartbeat files within 60 s", sessions)
 }

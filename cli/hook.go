@@ -137,8 +137,9 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	stampEvents(res.Events, now)
 	stampRepo(res.Events)
-	reply := h.send(res, asksName(ad, res))
-	if out := h.decideOutput(c, in, ad.Output(res, reply), claimRequests(h.agent, in, res.Events)); len(out) > 0 {
+	pl := h.planCall(in, claimRequests(h.agent, in, res.Events))
+	reply, answer := h.send(res, asksName(ad, res), pl.body)
+	if out := h.decideOutput(c, pl, answer, ad.Output(res, reply)); len(out) > 0 {
 		c.OutOrStdout().Write(out)
 	}
 	return nil
@@ -231,9 +232,11 @@ func asksName(ad adapter.Adapter, res adapter.Result) bool {
 // send delivers the events, or spools them when the node does not
 // acknowledge them (down, slow, or refusing writes: a full or unwritable
 // disk, an append in flight); it returns the node's reply: the peer
-// context to inject and a pending session name, if any.
-func (h *hookRun) send(res adapter.Result, wantName bool) adapter.Reply {
-	req := &api.AppendRequest{}
+// context to inject and a pending session name, if any, and the answer
+// to decide (a tool call's question, asked in the same round trip) when
+// the node gave one.
+func (h *hookRun) send(res adapter.Result, wantName bool, decide []byte) (adapter.Reply, *api.DecideResponse) {
+	req := &api.AppendRequest{DecideJson: decide}
 	for i := range res.Events {
 		req.Events = append(req.Events, node.EventToAPI(&res.Events[i]))
 	}
@@ -250,15 +253,15 @@ func (h *hookRun) send(res adapter.Result, wantName bool) adapter.Reply {
 		out, err = cl.api.Append(ctx, req)
 		cancel()
 		if err == nil {
-			return adapter.Reply{Context: out.AdditionalContext, PendingName: out.PendingName}
+			return adapter.Reply{Context: out.AdditionalContext, PendingName: out.PendingName}, out.Decision
 		}
 		if status.Code(err) == codes.InvalidArgument {
 			h.diagnose("node refused events: "+status.Convert(err).Message(), nil)
-			return adapter.Reply{}
+			return adapter.Reply{}, nil
 		}
 	}
 	h.spool(spool.Record{Events: res.Events}, res.Events[0].ID)
-	return adapter.Reply{}
+	return adapter.Reply{}, nil
 }
 
 func (h *hookRun) spool(rec spool.Record, name string) {

@@ -46,22 +46,33 @@ type hookCall struct {
 	Server    string          `json:"server"`  // Cursor's beforeMCPExecution
 }
 
-// decideOutput runs the decision path for a tool call's hook and returns
-// what to print: a denial in the agent's own format, a remote approval's
-// decision, or out (the adapter's own answer) when there is nothing to
-// decide.
-func (h *hookRun) decideOutput(c *cobra.Command, in []byte, out []byte, cr []claims.Request) []byte {
-	var p hookCall
-	if len(in) == 0 || json.Unmarshal(in, &p) != nil {
-		return out
+// callPlan is the decision path's reading of a tool call's hook payload:
+// the payload, and the question the node is to answer, if any.
+type callPlan struct {
+	p       hookCall
+	session string
+	ok      bool // the payload decoded
+	ask     bool // there is a question for the node
+	q       tasks.Query
+	cr      []claims.Request
+	body    []byte // q with the claims beside it, as the node reads it
+}
+
+// planCall reads the decision path's question out of in (the hook
+// payload); cr are the claims the call would take.
+func (h *hookRun) planCall(in []byte, cr []claims.Request) callPlan {
+	var pl callPlan
+	if len(in) == 0 || json.Unmarshal(in, &pl.p) != nil {
+		return pl
 	}
-	agent := h.agent
-	session := p.Session
-	if session == "" {
-		session = p.Conv
+	pl.ok, pl.cr = true, cr
+	p := &pl.p
+	pl.session = p.Session
+	if pl.session == "" {
+		pl.session = p.Conv
 	}
 	if s := os.Getenv("HARN_SESSION"); s != "" && os.Getenv("HARN_TASK") != "" {
-		session = s // an agent run by a harn executor: its runtime session
+		pl.session = s // an agent run by a harn executor: its runtime session
 	}
 	phase := ""
 	switch p.Event {
@@ -75,28 +86,51 @@ func (h *hookRun) decideOutput(c *cobra.Command, in []byte, out []byte, cr []cla
 	case "PostToolUse", "PostToolUseFailure", "AfterTool", "postToolUse", "postToolUseFailure":
 		phase = tasks.PhasePost
 	case "PermissionRequest":
-		if agent == "codex" {
+		if h.agent == "codex" {
 			phase = tasks.PhasePre // Codex is enforced at its permission request
 		}
 	case "afterFileEdit": // Cursor: the edit is done; claim it, warn at most
-		if len(cr) == 0 {
-			return out
+		if len(cr) > 0 {
+			phase = tasks.PhasePost
 		}
-		phase = tasks.PhasePost
-	default:
+	}
+	if phase == "" {
+		return pl
+	}
+	pl.ask = true
+	pl.q = tasks.Query{Phase: phase, Session: pl.session, Task: os.Getenv("HARN_TASK"), Tool: p.Tool,
+		Input: p.Input, Call: p.ToolUseID, Failed: p.Event == "PostToolUseFailure" || p.Event == "postToolUseFailure"}
+	// The claims ride beside the task runtime's fields (node/claims_wire.go).
+	pl.body, _ = json.Marshal(struct {
+		tasks.Query
+		Claims []claims.Request `json:"claims,omitempty"`
+	}{pl.q, cr})
+	return pl
+}
+
+// decideOutput runs the decision path for a tool call's hook and returns
+// what to print: a denial in the agent's own format, a remote approval's
+// decision, or out (the adapter's own answer) when there is nothing to
+// decide. answer is the node's answer to pl's question given with the
+// events (nil when it did not come that way: the node is then asked on
+// its own).
+func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.DecideResponse, out []byte) []byte {
+	if !pl.ok {
 		return out
 	}
-	if phase != "" {
-		v, ok := h.decide(tasks.Query{Phase: phase, Session: session, Task: os.Getenv("HARN_TASK"), Tool: p.Tool,
-			Input: p.Input, Call: p.ToolUseID, Failed: p.Event == "PostToolUseFailure" || p.Event == "postToolUseFailure"}, cr)
+	if pl.ask {
+		v, ok := verdictOf(answer), answer != nil
+		if !ok {
+			v, ok = h.decide(pl)
+		}
 		if ok && v.Decision == tasks.DecideDeny {
-			return denyOutput(agent, p.Event, v.Reason)
+			return denyOutput(h.agent, pl.p.Event, v.Reason)
 		}
 		if ok && v.Decision == claims.DecideWarn {
-			return warnOutput(agent, v.Reason)
+			return warnOutput(h.agent, v.Reason)
 		}
 	}
-	if p.Event != "PermissionRequest" {
+	if pl.p.Event != "PermissionRequest" {
 		return out
 	}
 	if on, _ := c.Flags().GetBool("remote-approve"); !on {
@@ -106,32 +140,37 @@ func (h *hookRun) decideOutput(c *cobra.Command, in []byte, out []byte, cr []cla
 	if wait <= 0 || wait > maxApproveWait {
 		wait = defaultApproveWait
 	}
-	return h.remoteApprove(agent, session, p, wait, out)
+	return h.remoteApprove(h.agent, pl.session, pl.p, wait, out)
 }
 
-// decide asks the node; ok is false when it did not answer in time (the
-// call is then allowed, and a diagnostic says so).
-func (h *hookRun) decide(q tasks.Query, cr []claims.Request) (tasks.Verdict, bool) {
+func verdictOf(r *api.DecideResponse) tasks.Verdict {
+	if r == nil {
+		return tasks.Verdict{}
+	}
+	return tasks.Verdict{Decision: r.Decision, Reason: r.Reason, Task: r.Task, Call: r.Call}
+}
+
+// decide asks the node on its own (when the events did not carry the
+// question: they were spooled, or the node predates decide_json); ok is
+// false when it did not answer in time (the call is then allowed, and a
+// diagnostic says so).
+func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {
+	q := pl.q
 	cl, err := h.client()
 	if err != nil {
 		return tasks.Verdict{}, false
 	}
-	// The claims ride beside the task runtime's fields (node/claims_wire.go).
-	b, _ := json.Marshal(struct {
-		tasks.Query
-		Claims []claims.Request `json:"claims,omitempty"`
-	}{q, cr})
 	ctx, cancel := context.WithTimeout(context.Background(), decideWait)
 	defer cancel()
-	r, err := cl.api.Decide(ctx, &api.DecideRequest{QueryJson: b})
+	r, err := cl.api.Decide(ctx, &api.DecideRequest{QueryJson: pl.body})
 	if err != nil {
-		if q.Phase == tasks.PhasePre && (q.Task != "" || len(cr) > 0 || ctx.Err() != nil) {
+		if q.Phase == tasks.PhasePre && (q.Task != "" || len(pl.cr) > 0 || ctx.Err() != nil) {
 			h.diagnose(fmt.Sprintf("pre-call check: the node did not answer within %s (%s); the %s call was allowed",
 				decideWait, text.OneLine(err.Error()), text.Clip(q.Tool, 60)), nil)
 		}
 		return tasks.Verdict{}, false
 	}
-	return tasks.Verdict{Decision: r.Decision, Reason: r.Reason, Task: r.Task, Call: r.Call}, true
+	return verdictOf(r), true
 }
 
 // remoteApprove registers the request with the node and waits for a

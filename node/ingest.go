@@ -229,20 +229,31 @@ func (n *Node) liveSnapshot() []presence.State {
 // sorted by start time then id.
 func (n *Node) Sessions(all bool) []presence.State {
 	n.mu.Lock()
-	out := make([]presence.State, 0, len(n.sessions))
+	states := make([]presence.State, 0, len(n.sessions))
 	for _, e := range n.sessions {
 		if e.state.Events == 0 || (!all && e.state.Ended) {
 			continue
 		}
-		out = append(out, e.state)
+		states = append(states, e.state)
 	}
 	n.mu.Unlock()
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].StartedAt.Equal(out[j].StartedAt) {
-			return out[i].StartedAt.Before(out[j].StartedAt)
+	// Sort by index: a State is large, and moving it costs more than
+	// comparing it (the alerts room reads every session each second).
+	idx := make([]int32, len(states))
+	for i := range idx {
+		idx[i] = int32(i)
+	}
+	sort.Slice(idx, func(i, j int) bool {
+		a, b := &states[idx[i]], &states[idx[j]]
+		if !a.StartedAt.Equal(b.StartedAt) {
+			return a.StartedAt.Before(b.StartedAt)
 		}
-		return out[i].SessionID < out[j].SessionID
+		return a.SessionID < b.SessionID
 	})
+	out := make([]presence.State, len(states))
+	for i, k := range idx {
+		out[i] = states[k]
+	}
 	return out
 }
 

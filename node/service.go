@@ -133,6 +133,9 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 	if req.NameFor != "" {
 		out.PendingName = s.n.PendingName(req.NameFor)
 	}
+	if len(req.DecideJson) > 0 {
+		out.Decision = s.n.decideInAppend(ctx, req.DecideJson)
+	}
 	return out, nil
 }
 

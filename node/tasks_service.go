@@ -26,6 +26,9 @@ const (
 	maxApproveWait = 10 * time.Minute
 	// maxDecideWait bounds a pre-call check that waits for a confirmation.
 	maxDecideWait = time.Minute
+	// appendDecideBound bounds the answer to an Append's decide_json, as
+	// the hook bounds a separate Decide call.
+	appendDecideBound = 300 * time.Millisecond
 )
 
 // openTasks builds the task runtime host on the node's ledger and key.
@@ -277,14 +280,36 @@ func (s *localService) Decide(ctx context.Context, req *api.DecideRequest) (*api
 	if err := json.Unmarshal(req.QueryJson, &q); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "decide: malformed query: "+err.Error())
 	}
+	return s.n.decide(ctx, q, req.QueryJson), nil
+}
+
+// decide answers a hook's question about one tool call: the task
+// runtime's checks first, then the claims (unless the task refused it).
+// query is q as the hook sent it, claims beside it.
+func (n *Node) decide(ctx context.Context, q tasks.Query, query []byte) *api.DecideResponse {
 	q.Wait = min(max(q.Wait, 0), maxDecideWait)
-	v := s.n.tasks.Decide(ctx, q)
+	v := n.tasks.Decide(ctx, q)
 	if v.Decision != tasks.DecideDeny {
-		if r, ok := s.n.decideClaims(ctx, req.QueryJson); ok {
-			return r, nil
+		if r, ok := n.decideClaims(ctx, query); ok {
+			return r
 		}
 	}
-	return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason, Task: v.Task, Call: v.Call}, nil
+	return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason, Task: v.Task, Call: v.Call}
+}
+
+// decideInAppend answers an Append's decide_json. A query that does not
+// decode gets no opinion with the reason (the events are stored by then,
+// so the append itself does not fail); the answer is bounded like a
+// separate Decide call's.
+func (n *Node) decideInAppend(ctx context.Context, query []byte) *api.DecideResponse {
+	var q tasks.Query
+	if err := json.Unmarshal(query, &q); err != nil {
+		return &api.DecideResponse{Decision: tasks.DecideNone, Reason: "decide: malformed query: " + err.Error()}
+	}
+	q.Wait = 0 // a confirmation wait needs its own Decide call
+	ctx, cancel := context.WithTimeout(ctx, appendDecideBound)
+	defer cancel()
+	return n.decide(ctx, q, query)
 }
 
 func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*api.ApprovalResponse, error) {

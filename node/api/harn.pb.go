@@ -150,7 +150,12 @@ type AppendRequest struct {
 	ContextFor string `protobuf:"bytes,2,opt,name=context_for,json=contextFor,proto3" json:"context_for,omitempty"`
 	// name_for, when set, asks for that session's re-minted name if the
 	// agent has not shown it: it is returned once per re-mint (pending_name).
-	NameFor       string `protobuf:"bytes,3,opt,name=name_for,json=nameFor,proto3" json:"name_for,omitempty"`
+	NameFor string `protobuf:"bytes,3,opt,name=name_for,json=nameFor,proto3" json:"name_for,omitempty"`
+	// decide_json, when set, is the tool call's pre-call (or post-call)
+	// question (a node/tasks Query as JSON, claims beside it): the node
+	// answers it in decision, after the events are stored, so that a tool
+	// call's hook makes one round trip, not two.
+	DecideJson    []byte `protobuf:"bytes,4,opt,name=decide_json,json=decideJson,proto3" json:"decide_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -206,6 +211,13 @@ func (x *AppendRequest) GetNameFor() string {
 	return ""
 }
 
+func (x *AppendRequest) GetDecideJson() []byte {
+	if x != nil {
+		return x.DecideJson
+	}
+	return nil
+}
+
 type AppendResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Ids   []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
@@ -213,7 +225,9 @@ type AppendResponse struct {
 	Duplicates        int32  `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
 	AdditionalContext string `protobuf:"bytes,3,opt,name=additional_context,json=additionalContext,proto3" json:"additional_context,omitempty"`
 	// pending_name answers name_for.
-	PendingName   string `protobuf:"bytes,4,opt,name=pending_name,json=pendingName,proto3" json:"pending_name,omitempty"`
+	PendingName string `protobuf:"bytes,4,opt,name=pending_name,json=pendingName,proto3" json:"pending_name,omitempty"`
+	// decision answers decide_json; it is always set when decide_json was.
+	Decision      *DecideResponse `protobuf:"bytes,5,opt,name=decision,proto3" json:"decision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -274,6 +288,13 @@ func (x *AppendResponse) GetPendingName() string {
 		return x.PendingName
 	}
 	return ""
+}
+
+func (x *AppendResponse) GetDecision() *DecideResponse {
+	if x != nil {
+		return x.Decision
+	}
+	return nil
 }
 
 type DiagnoseRequest struct {
@@ -2513,19 +2534,22 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"attrs_json\x18\t \x01(\fR\tattrsJson\x12\x15\n" +
 	"\x06ts_set\x18\n" +
-	" \x01(\bR\x05tsSet\"s\n" +
+	" \x01(\bR\x05tsSet\"\x94\x01\n" +
 	"\rAppendRequest\x12&\n" +
 	"\x06events\x18\x01 \x03(\v2\x0e.harn.v1.EventR\x06events\x12\x1f\n" +
 	"\vcontext_for\x18\x02 \x01(\tR\n" +
 	"contextFor\x12\x19\n" +
-	"\bname_for\x18\x03 \x01(\tR\anameFor\"\x94\x01\n" +
+	"\bname_for\x18\x03 \x01(\tR\anameFor\x12\x1f\n" +
+	"\vdecide_json\x18\x04 \x01(\fR\n" +
+	"decideJson\"\xc9\x01\n" +
 	"\x0eAppendResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
 	"\n" +
 	"duplicates\x18\x02 \x01(\x05R\n" +
 	"duplicates\x12-\n" +
 	"\x12additional_context\x18\x03 \x01(\tR\x11additionalContext\x12!\n" +
-	"\fpending_name\x18\x04 \x01(\tR\vpendingName\"\xa3\x01\n" +
+	"\fpending_name\x18\x04 \x01(\tR\vpendingName\x123\n" +
+	"\bdecision\x18\x05 \x01(\v2\x17.harn.v1.DecideResponseR\bdecision\"\xa3\x01\n" +
 	"\x0fDiagnoseRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12 \n" +
@@ -2763,59 +2787,60 @@ var file_harn_proto_goTypes = []any{
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
-	0,  // 1: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
-	11, // 2: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
-	1,  // 3: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	3,  // 4: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	5,  // 5: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	7,  // 6: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	7,  // 7: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	10, // 8: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	12, // 9: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	14, // 10: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	15, // 11: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	17, // 12: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	19, // 13: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	21, // 14: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	21, // 15: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	21, // 16: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	25, // 17: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	27, // 18: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	29, // 19: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	31, // 20: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	33, // 21: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	35, // 22: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	37, // 23: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	39, // 24: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	41, // 25: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	2,  // 26: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 27: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 28: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 29: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 30: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 31: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 32: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 33: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 34: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 35: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 36: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	22, // 37: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	23, // 38: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	24, // 39: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	26, // 40: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	28, // 41: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	30, // 42: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	32, // 43: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	34, // 44: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	36, // 45: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	38, // 46: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	40, // 47: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	42, // 48: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	26, // [26:49] is the sub-list for method output_type
-	3,  // [3:26] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	30, // 1: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
+	0,  // 2: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
+	11, // 3: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
+	1,  // 4: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
+	3,  // 5: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
+	5,  // 6: harn.v1.Local.List:input_type -> harn.v1.ListRequest
+	7,  // 7: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
+	7,  // 8: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
+	10, // 9: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
+	12, // 10: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
+	14, // 11: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
+	15, // 12: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
+	17, // 13: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
+	19, // 14: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
+	21, // 15: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	21, // 16: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	21, // 17: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	25, // 18: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	27, // 19: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	29, // 20: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	31, // 21: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	33, // 22: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	35, // 23: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	37, // 24: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	39, // 25: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	41, // 26: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	2,  // 27: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 28: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 29: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 30: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 31: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 32: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 33: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 34: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 35: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 36: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	20, // 37: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	22, // 38: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	23, // 39: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	24, // 40: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	26, // 41: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	28, // 42: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	30, // 43: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	32, // 44: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	34, // 45: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	36, // 46: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	38, // 47: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	40, // 48: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	42, // 49: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	27, // [27:50] is the sub-list for method output_type
+	4,  // [4:27] is the sub-list for method input_type
+	4,  // [4:4] is the sub-list for extension type_name
+	4,  // [4:4] is the sub-list for extension extendee
+	0,  // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }

@@ -1,0 +1,83 @@
+package node
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks"
+)
+
+// TestAppendAnswersTheCallsQuestionInTheSameRoundTrip: an Append that
+// carries a tool call's question (decide_json) stores the events and
+// answers it in the reply, so that a tool call's hook makes one round trip;
+// a question that does not decode gets no opinion with the reason, and the
+// events are stored all the same; an Append without one gets no decision.
+func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	n := openNode(t, cfg)
+	conn, err := grpc.NewClient("unix://"+cfg.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", cfg.Socket)
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cl := api.NewLocalClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	cases := []struct {
+		name, id     string
+		decide       string
+		wantDecision string
+		wantReason   string
+	}{
+		{"no question", "01JDEC00000000000000000001", "", "", ""},
+		{"a session without a task", "01JDEC00000000000000000002",
+			`{"Phase":"pre","Session":"s-dec","Tool":"Bash","Input":{"command":"ls"}}`, tasks.DecideNone, ""},
+		{"a question that does not decode", "01JDEC00000000000000000003", `{"Phase":`, tasks.DecideNone, "malformed query"},
+	}
+	for i, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := ev("s-dec", c.id, "tool.pre_use", i+1, map[string]any{"cwd": "/tmp", "tool": "Bash"})
+			if i == 0 {
+				e = ev("s-dec", c.id, "session.start", i+1, map[string]any{"cwd": "/tmp"})
+			}
+			res, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}, DecideJson: []byte(c.decide)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Ids) != 1 {
+				t.Fatalf("the event was not stored: %v", res.Ids)
+			}
+			if c.decide == "" {
+				if res.Decision != nil {
+					t.Fatalf("an Append without a question got a decision: %v", res.Decision)
+				}
+				return
+			}
+			if res.Decision == nil {
+				t.Fatal("an Append with a question got no decision")
+			}
+			if res.Decision.Decision != c.wantDecision || !strings.Contains(res.Decision.Reason, c.wantReason) {
+				t.Fatalf("decision %q (%q), want %q (with %q)", res.Decision.Decision, res.Decision.Reason, c.wantDecision, c.wantReason)
+			}
+		})
+	}
+	st, err := n.Resolve("s-dec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Events != len(cases) {
+		t.Fatalf("the session has %d events, want %d", st.Events, len(cases))
+	}
+}
