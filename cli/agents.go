@@ -154,7 +154,12 @@ func newListCmd() *cobra.Command {
 				return runWatch(c, all, consistent) // watch.go
 			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent})
+				// For --json the node writes the array itself, sorted and
+				// with the silence rule applied (node/roster_json.go); a
+				// node that predates that answers with the entries, which
+				// are sorted here.
+				res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent,
+					JsonArray: asJSON(c), SilenceAfterMs: silenceAfter(c).Milliseconds()})
 				if err != nil {
 					return rpcErr(err, p)
 				}
@@ -163,6 +168,10 @@ func newListCmd() *cobra.Command {
 				if info.Stale {
 					fmt.Fprintf(c.ErrOrStderr(), "harn: stale read: this node's registry replica last heard from a leader %s ago (leader %q); pass --consistent to read through the leader\n",
 						safe(orDash(info.LastContact)), safe(info.LeaderID))
+				}
+				if asJSON(c) && res.RosterJson != nil {
+					_, err := c.OutOrStdout().Write(res.RosterJson)
+					return err
 				}
 				now := time.Now()
 				rows, err := decodeRoster(res.SessionsJson, !asJSON(c), now, silenceAfter(c))

@@ -158,7 +158,16 @@ func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.Lis
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	out := &api.ListResponse{Node: s.n.cfg.Name, SessionsJson: make([][]byte, 0, len(entries))}
+	out := &api.ListResponse{Node: s.n.cfg.Name}
+	out.ReadJson, _ = json.Marshal(info)
+	if req.JsonArray {
+		out.RosterJson, err = s.n.rosterJSON(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
+		if err != nil {
+			return nil, statusErr(err)
+		}
+		return out, nil
+	}
+	out.SessionsJson = make([][]byte, 0, len(entries))
 	for i := range entries {
 		b, err := entries[i].Encode()
 		if err != nil {
@@ -166,7 +175,6 @@ func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.Lis
 		}
 		out.SessionsJson = append(out.SessionsJson, b)
 	}
-	out.ReadJson, _ = json.Marshal(info)
 	return out, nil
 }
 

@@ -413,9 +413,15 @@ type ListRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	All   bool                   `protobuf:"varint,1,opt,name=all,proto3" json:"all,omitempty"`
 	// consistent reads the registry through the leader.
-	Consistent    bool `protobuf:"varint,2,opt,name=consistent,proto3" json:"consistent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Consistent bool `protobuf:"varint,2,opt,name=consistent,proto3" json:"consistent,omitempty"`
+	// json_array asks for the roster as `harn agents list --json` prints it,
+	// in roster_json instead of sessions_json: one JSON array, most urgent
+	// first, with the silence rule applied also with silence_after_ms (the
+	// reader's threshold; <= 0 adds none to the node's own).
+	JsonArray      bool  `protobuf:"varint,3,opt,name=json_array,json=jsonArray,proto3" json:"json_array,omitempty"`
+	SilenceAfterMs int64 `protobuf:"varint,4,opt,name=silence_after_ms,json=silenceAfterMs,proto3" json:"silence_after_ms,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *ListRequest) Reset() {
@@ -462,6 +468,20 @@ func (x *ListRequest) GetConsistent() bool {
 	return false
 }
 
+func (x *ListRequest) GetJsonArray() bool {
+	if x != nil {
+		return x.JsonArray
+	}
+	return false
+}
+
+func (x *ListRequest) GetSilenceAfterMs() int64 {
+	if x != nil {
+		return x.SilenceAfterMs
+	}
+	return 0
+}
+
 // Session views carry the presence.State JSON document, so that a CLI's
 // --json output is exactly the node's view.
 type ListResponse struct {
@@ -469,7 +489,9 @@ type ListResponse struct {
 	SessionsJson [][]byte               `protobuf:"bytes,1,rep,name=sessions_json,json=sessionsJson,proto3" json:"sessions_json,omitempty"`
 	Node         string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
 	// read_json says how the registry part was read and how stale it may be.
-	ReadJson      []byte `protobuf:"bytes,3,opt,name=read_json,json=readJson,proto3" json:"read_json,omitempty"`
+	ReadJson []byte `protobuf:"bytes,3,opt,name=read_json,json=readJson,proto3" json:"read_json,omitempty"`
+	// roster_json answers json_array.
+	RosterJson    []byte `protobuf:"bytes,4,opt,name=roster_json,json=rosterJson,proto3" json:"roster_json,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -521,6 +543,13 @@ func (x *ListResponse) GetNode() string {
 func (x *ListResponse) GetReadJson() []byte {
 	if x != nil {
 		return x.ReadJson
+	}
+	return nil
+}
+
+func (x *ListResponse) GetRosterJson() []byte {
+	if x != nil {
+		return x.RosterJson
 	}
 	return nil
 }
@@ -2558,16 +2587,21 @@ const file_harn_proto_rawDesc = "" +
 	"\vinput_bytes\x18\x04 \x01(\x05R\n" +
 	"inputBytes\x12!\n" +
 	"\finput_digest\x18\x05 \x01(\tR\vinputDigest\"\x12\n" +
-	"\x10DiagnoseResponse\"?\n" +
+	"\x10DiagnoseResponse\"\x88\x01\n" +
 	"\vListRequest\x12\x10\n" +
 	"\x03all\x18\x01 \x01(\bR\x03all\x12\x1e\n" +
 	"\n" +
 	"consistent\x18\x02 \x01(\bR\n" +
-	"consistent\"d\n" +
+	"consistent\x12\x1d\n" +
+	"\n" +
+	"json_array\x18\x03 \x01(\bR\tjsonArray\x12(\n" +
+	"\x10silence_after_ms\x18\x04 \x01(\x03R\x0esilenceAfterMs\"\x85\x01\n" +
 	"\fListResponse\x12#\n" +
 	"\rsessions_json\x18\x01 \x03(\fR\fsessionsJson\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1b\n" +
-	"\tread_json\x18\x03 \x01(\fR\breadJson\"@\n" +
+	"\tread_json\x18\x03 \x01(\fR\breadJson\x12\x1f\n" +
+	"\vroster_json\x18\x04 \x01(\fR\n" +
+	"rosterJson\"@\n" +
 	"\x0eSessionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1e\n" +
 	"\n" +

@@ -1,0 +1,74 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/presence"
+)
+
+// TestNodeWrittenRosterJSONEqualsTheCLIsOwn: `agents list --json` is the
+// same whether the node writes the array (node.RosterJSON, what the CLI
+// asks for) or the CLI sorts the node's entries itself (what it does with
+// a node that predates that): the same sessions in the same urgency
+// order, each with the same fields, silence applied with the reader's
+// threshold.
+func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
+	acts := []presence.Activity{presence.ActivityWorking, presence.ActivityIdle, presence.ActivityNeedsInput, presence.ActivityUnknown}
+	tasks := []presence.TaskState{presence.TaskActive, presence.TaskBlocked, presence.TaskDone}
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 30).Draw(t, "sessions")
+		after := time.Duration(rapid.IntRange(-1, 10).Draw(t, "after-min")) * time.Minute
+		entries := make([]node.RosterEntry, n)
+		raw := make([][]byte, n)
+		for i := range entries {
+			st := presence.NewState(fmt.Sprintf("s-%03d", rapid.IntRange(0, 999).Draw(t, "id")*1000+i))
+			st.Agent, st.Node, st.Name = "claude-code", "buildbox", "Flint"
+			st.Activity = acts[rapid.IntRange(0, len(acts)-1).Draw(t, "activity")]
+			st.TaskState = tasks[rapid.IntRange(0, len(tasks)-1).Draw(t, "task")]
+			at := now.Add(-time.Duration(rapid.IntRange(0, 3600).Draw(t, "age-s")) * time.Second)
+			st.ActivityUpdatedAt, st.TaskStateUpdatedAt, st.StartedAt = at, at.Add(-time.Minute), at.Add(-time.Hour)
+			st.LastEvidenceAt = at.Add(time.Duration(rapid.IntRange(0, 600).Draw(t, "evidence-s")) * time.Second)
+			st.LastEventAt, st.Events = st.LastEvidenceAt, 3
+			st.Ended = rapid.IntRange(0, 9).Draw(t, "ended") == 0
+			entries[i] = node.RosterEntry{State: st, Reachable: true, Source: "registry"}
+			b, err := entries[i].Encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw[i] = b
+		}
+		fromNode, err := node.RosterJSON(entries, now, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := decodeRoster(raw, false, now, after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var own bytes.Buffer
+		if err := writeRosterJSON(&own, rows); err != nil {
+			t.Fatal(err)
+		}
+		var a, b []map[string]any
+		if err := json.Unmarshal(fromNode, &a); err != nil {
+			t.Fatalf("the node's array does not parse: %v\n%s", err, fromNode)
+		}
+		if err := json.Unmarshal(own.Bytes(), &b); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("node:\n%s\ncli:\n%s", fromNode, own.Bytes())
+		}
+		if n == 0 && string(fromNode) != own.String() {
+			t.Fatalf("empty roster: node %q, cli %q", fromNode, own.String())
+		}
+	})
+}
