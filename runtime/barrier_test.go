@@ -119,6 +119,9 @@ func TestNoRollbackMutationsWaitForAcknowledgementAfterAnUnknownOutcome(t *testi
 	if !errors.As(err, &ar) || ar.Task != a || !errors.Is(err, ErrAwaitingAck) {
 		t.Fatalf("a mutation after an unknown outcome: %v", err)
 	}
+	if !strings.Contains(err.Error(), "harn task ack "+a) || !strings.Contains(err.Error(), ar.Call) {
+		t.Fatalf("the refusal's text must name the task to acknowledge and its call: %v", err)
+	}
 	wantCheck(t, err, CheckAck)
 	sv, _ := f.rt.Session(testSession)
 	if !slices.Equal(sv.AwaitingAck, []string{a}) {

@@ -198,8 +198,11 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 	}
 	if !c.ReadOnly && len(t.s.holds) > 0 {
 		h := t.s.holds[0]
-		return c, false, &RefusalError{Check: CheckAck, Capability: name, Detail: "mutations wait for an acknowledgement",
-			Err: &AckRequiredError{Task: h.task, Call: h.call, Capability: h.capability}}
+		// The detail names the task to acknowledge: a hook's agent sees
+		// only this text, not the error.
+		return c, false, &RefusalError{Check: CheckAck, Capability: name,
+			Detail: fmt.Sprintf("call %s (%s) of task %s ended with an unknown outcome; mutations wait for `harn task ack %s`", h.call, h.capability, h.task, h.task),
+			Err:    &AckRequiredError{Task: h.task, Call: h.call, Capability: h.capability}}
 	}
 	return c, confirm, nil
 }

@@ -1,16 +1,19 @@
 package e2e
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 // Over the mutually authenticated mesh, a task on another node's runtime
-// is started, followed, superseded and cancelled from this node: the actions route to
+// is started, followed, steered, superseded and cancelled from this node: the actions route to
 // the owner, which runs the agent, and its answers come back with the same
 // shape as a local call's.
-func TestRemoteTaskStartSupersedeAndCancelOverMutualTLS(t *testing.T) {
+func TestRemoteTaskStartSteerSupersedeAndCancelOverMutualTLS(t *testing.T) {
 	s0, n1 := trustedMesh(t)
 	cmd := buildFakeAgent(t) + " -p --output-format stream-json"
 
@@ -28,6 +31,19 @@ func TestRemoteTaskStartSupersedeAndCancelOverMutualTLS(t *testing.T) {
 		r := remote("show", started.Task.ID)
 		return r.Task.State == "terminal" && r.Task.Status == "succeeded" &&
 			strings.Contains(strings.Join(r.Output, "\n"), "echo: hello from n1"), r.Task.State + " " + r.Task.Status
+	})
+
+	// Steer from n1: s0's streaming agent gets it on its input, and the
+	// answer says so. Its turn ends only once the steer has arrived.
+	streaming := remote("start", "--node", "s0", "--exec", cmd+" --input-format stream-json", "await-steer")
+	st := remote("steer", "--node", "s0", "--session", streaming.Session, "steered from n1")
+	if st.Node != "s0" || st.Steer == nil || st.Steer.Mode != "delivered" || st.Steer.Task != streaming.Task.ID {
+		t.Fatalf("remote steer: %+v", st)
+	}
+	eventually(t, stateTimeout, "the steered task succeeded with the steer's answer", func() (bool, string) {
+		r := remote("show", streaming.Task.ID)
+		return r.Task.State == "terminal" && r.Task.Status == "succeeded" &&
+			strings.Contains(strings.Join(r.Output, "\n"), "echo: steered from n1"), r.Task.State + " " + r.Task.Status
 	})
 
 	// Supersede a hung agent from n1: the replacement runs after the
@@ -62,6 +78,103 @@ func TestRemoteTaskStartSupersedeAndCancelOverMutualTLS(t *testing.T) {
 	mustJSON(t, s0.ok("task", "show", hung.Task.ID, "--json"), &own)
 	if own.Task.Status != "cancelled" {
 		t.Fatalf("s0's own view: %+v", own)
+	}
+}
+
+// digestJSON is the handoff of `harn task digest ID --json`.
+type digestJSON struct {
+	Node   string `json:"node"`
+	Digest struct {
+		Digest *struct {
+			Predecessor string `json:"predecessor"`
+			Status      string `json:"status"`
+			Calls       struct {
+				Started   int `json:"started"`
+				Succeeded int `json:"succeeded"`
+				Aborted   int `json:"aborted"`
+				Unknown   int `json:"outcome_unknown"`
+			} `json:"calls"`
+		} `json:"digest"`
+	} `json:"digest"`
+}
+
+// From n1, a task on s0 starts a mutating call that hangs and ignores
+// SIGINT, and n1 cancels it. The grace period passes first: the call ends
+// outcome_unknown and the task cancelled, as both nodes see. There is no
+// rollback: the successor may read, but its mutation is refused until
+// `harn task ack` from n1 reaches the owner; then mutations run again.
+func TestRemoteCancelOfAHungMutationIsUnknownAndMutationsWaitForAck(t *testing.T) {
+	// s0's agents report their tool calls to s0 through `harn hook`.
+	s0, n1 := trustedMesh(t, "HARN_TASK_GRACE=1s", "FAKEAGENT_HOOK="+harnBin+" hook claude-code")
+	cmd := buildFakeAgent(t) + " -p --output-format stream-json"
+	target := filepath.Join(s0.root, "mutated")
+
+	first := n1.task("start", "--node", "s0", "--exec", cmd, "--profile", "full", "ignore-sigint mutate-hang="+target)
+	if first.Node != "s0" || first.Task.ID == "" || first.Session == "" {
+		t.Fatalf("remote start: %+v", first)
+	}
+	eventually(t, stateTimeout, "the mutation started on s0", func() (bool, string) {
+		_, err := os.Stat(target)
+		return err == nil, "no file yet"
+	})
+	// The successor waits behind the hung task, and so gets its digest.
+	second := n1.task("follow-up", "--node", "s0", "--session", first.Session, "--profile", "full",
+		"read="+target+" mutate="+target+"2")
+	if second.Task.State != "queued" {
+		t.Fatalf("the successor must wait for the hung task: %+v", second)
+	}
+	if c := n1.task("cancel", first.Task.ID); c.Node != "s0" || c.Task.State != "cancelling" || c.Task.Status != "cancelled" {
+		t.Fatalf("the barrier must hold the cancelled task while its call is open: %+v", c)
+	}
+	n1.waitTask(first.Task.ID, "cancelled")
+	done := n1.waitTask(second.Task.ID, "succeeded")
+
+	// Both nodes see the unknown outcome: the cancelled task's mutation
+	// holds the session's mutations, and the successor's digest counts it.
+	for _, m := range []*meshNode{n1, s0} {
+		v := m.task("show", first.Task.ID)
+		if v.Node != "s0" || v.Task.Status != "cancelled" || v.View == nil || !slices.Equal(v.View.AwaitingAck, []string{first.Task.ID}) {
+			t.Fatalf("%s: the cancelled task must await an ack: %+v (view %+v)", m.name, v, v.View)
+		}
+		var d digestJSON
+		mustJSON(t, m.ok("task", "digest", second.Task.ID, "--json"), &d)
+		g := d.Digest.Digest
+		if d.Node != "s0" || g == nil || g.Predecessor != first.Task.ID || g.Status != "cancelled" ||
+			g.Calls.Started != 1 || g.Calls.Unknown != 1 || g.Calls.Succeeded != 0 || g.Calls.Aborted != 0 {
+			t.Fatalf("%s: the successor's digest must count one outcome_unknown call: %+v", m.name, g)
+		}
+	}
+	// The successor read; its mutation was refused, naming the ack.
+	out := strings.Join(done.Output, "\n")
+	if !strings.Contains(out, "Read: read 8 bytes") {
+		t.Fatalf("the read-only call after an unknown outcome must run: %q", done.Output)
+	}
+	if !strings.Contains(out, "denied Write") || !strings.Contains(out, "harn task ack "+first.Task.ID) {
+		t.Fatalf("the mutation after an unknown outcome must be refused until the ack: %q", done.Output)
+	}
+	if _, err := os.Stat(target + "2"); err == nil {
+		t.Fatal("the refused mutation ran")
+	}
+	if b, err := os.ReadFile(target); err != nil || string(b) != "mutated\n" {
+		t.Fatalf("no rollback: the unknown call's write stays: %q, %v", b, err)
+	}
+
+	// The ack from n1 reaches the owner and releases the hold, once.
+	if a := n1.task("ack", first.Task.ID); a.Node != "s0" {
+		t.Fatalf("ack: %+v", a)
+	}
+	for _, m := range []*meshNode{n1, s0} {
+		if v := m.task("show", first.Task.ID); v.View == nil || len(v.View.AwaitingAck) != 0 {
+			t.Fatalf("%s: still awaiting an ack after it: %+v", m.name, v.View)
+		}
+	}
+	if r := n1.harn("", "task", "ack", first.Task.ID); r.code != 15 {
+		t.Fatalf("a second ack has nothing to acknowledge (exit 15): %v", r)
+	}
+	third := n1.task("start", "--node", "s0", "--session", first.Session, "--profile", "full", "mutate="+target+"3")
+	n1.waitTask(third.Task.ID, "succeeded")
+	if _, err := os.Stat(target + "3"); err != nil {
+		t.Fatalf("after the ack the mutation must run: %v", err)
 	}
 }
 

@@ -24,10 +24,12 @@ import (
 const exitTrust = 12
 
 // trustedMesh starts a keyed mesh of real processes: s0 made by `harn mesh
-// init` and started as the first server, n1 joined with a token.
-func trustedMesh(t *testing.T) (s0, n1 *meshNode) {
+// init` and started as the first server, n1 joined with a token. s0Env
+// (KEY=VALUE) is added to s0's environment: its node's, and so its agents'.
+func trustedMesh(t *testing.T, s0Env ...string) (s0, n1 *meshNode) {
 	t.Helper()
 	s0 = newMeshNode(t, "s0", "--server")
+	s0.base = append(s0.base, s0Env...)
 	var init struct {
 		JoinToken string `json:"join_token"`
 	}
