@@ -63,7 +63,12 @@ func Commit() string { return commit }
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	root := newRoot(stdin, stdout, stderr)
+	var root *cobra.Command
+	if len(args) > 0 && args[0] == "hook" {
+		root = newHookRoot(stdin, stdout, stderr)
+	} else {
+		root = newRoot(stdin, stdout, stderr)
+	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(withRawArgs(context.Background(), args))
 	if err == nil {
@@ -83,6 +88,19 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	return buildRoot(stdin, stdout, stderr, nil)
+}
+
+// newHookRoot is the root `harn hook` runs under: the hook command alone.
+// The hook runs on every tool call of every agent, so it does not build
+// the rest of the command tree.
+func newHookRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+	return buildRoot(stdin, stdout, stderr, newHookCmd)
+}
+
+// buildRoot builds the root command with every command, or with only the
+// one only builds.
+func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Command) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "harn",
 		Short:         "presence and agent mesh for AI coding agents",
@@ -104,6 +122,11 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr(fmt.Errorf("%w%s", err, flagSuggestion(c, err)))
 	})
+	if only != nil {
+		root.AddCommand(only())
+		applyExamples(root)
+		return root
+	}
 	root.AddCommand(newVersionCmd())
 	for _, add := range commandSet {
 		root.AddCommand(add())
