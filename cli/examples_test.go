@@ -134,3 +134,60 @@ func TestReadCommandsTakeJSON(t *testing.T) {
 		t.Fatalf("fold --json: %q", out.String())
 	}
 }
+
+// TestSoleRootsAnswerAsTheFullTree: the commands that run under a root of
+// their own (soleRoots) print the same help, for themselves and every
+// subcommand, and refuse the same typos, as under the full command tree.
+func TestSoleRootsAnswerAsTheFullTree(t *testing.T) {
+	for name := range soleRoots {
+		full := newRoot(strings.NewReader(""), io.Discard, io.Discard)
+		var sole *cobra.Command
+		for _, c := range full.Commands() {
+			if c.Name() == name {
+				sole = c
+			}
+		}
+		if sole == nil {
+			t.Fatalf("%s is not a command of the full tree", name)
+		}
+		paths := [][]string{{name}}
+		for _, c := range sole.Commands() {
+			paths = append(paths, []string{name, c.Name()})
+		}
+		if name != "hook" { // an unknown agent is a hook's diagnostic, exit 0
+			paths = append(paths, []string{name, "zzbogus"})
+		}
+		for _, p := range paths {
+			run := func(viaMain bool) (int, string) {
+				var out, errb bytes.Buffer
+				args := append(append([]string(nil), p...), "--help")
+				if p[len(p)-1] == "zzbogus" {
+					args = p
+				}
+				if viaMain {
+					return Main(args, strings.NewReader(""), &out, &errb), out.String() + errb.String()
+				}
+				root := newRoot(strings.NewReader(""), &out, &errb)
+				root.SetArgs(args)
+				_, err := root.ExecuteC()
+				code := ExitOK
+				if err != nil {
+					code = ExitCode(err)
+					errb.WriteString(err.Error())
+				}
+				return code, out.String() + errb.String()
+			}
+			c1, o1 := run(true)
+			c2, o2 := run(false)
+			if p[len(p)-1] == "zzbogus" {
+				if c1 != ExitUsage || !strings.Contains(o1, "unknown command") {
+					t.Errorf("harn %v: exit %d, %q", p, c1, o1)
+				}
+				continue
+			}
+			if c1 != c2 || o1 != o2 {
+				t.Errorf("harn %v --help differs under its own root:\n%s\n--- full tree:\n%s", p, o1, o2)
+			}
+		}
+	}
+}

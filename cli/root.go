@@ -64,8 +64,8 @@ func Commit() string { return commit }
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var root *cobra.Command
-	if len(args) > 0 && args[0] == "hook" {
-		root = newHookRoot(stdin, stdout, stderr)
+	if len(args) > 0 && soleRoots[args[0]] != nil {
+		root = buildRoot(stdin, stdout, stderr, soleRoots[args[0]])
 	} else {
 		root = newRoot(stdin, stdout, stderr)
 	}
@@ -91,12 +91,11 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	return buildRoot(stdin, stdout, stderr, nil)
 }
 
-// newHookRoot is the root `harn hook` runs under: the hook command alone.
-// The hook runs on every tool call of every agent, so it does not build
-// the rest of the command tree.
-func newHookRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
-	return buildRoot(stdin, stdout, stderr, newHookCmd)
-}
+// soleRoots are the commands that run under a root holding them alone:
+// the hook runs on every tool call of every agent, and `agents` is what
+// people and scripts run most; neither builds the rest of the command
+// tree. (Help, typo suggestions and examples are the same.)
+var soleRoots = map[string]func() *cobra.Command{"hook": newHookCmd, "agents": newAgentsCmd}
 
 // buildRoot builds the root command with every command, or with only the
 // one only builds.
@@ -124,17 +123,16 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 	})
 	if only != nil {
 		root.AddCommand(only())
-		applyExamples(root)
-		return root
+	} else {
+		root.AddCommand(newVersionCmd())
+		for _, add := range commandSet {
+			root.AddCommand(add())
+		}
+		// cobra adds help and completion when it runs; add them now so
+		// that they get examples and suggestions like the rest.
+		root.InitDefaultHelpCmd()
+		root.InitDefaultCompletionCmd()
 	}
-	root.AddCommand(newVersionCmd())
-	for _, add := range commandSet {
-		root.AddCommand(add())
-	}
-	// cobra adds help and completion when it runs; add them now so that
-	// they get examples and suggestions like the rest.
-	root.InitDefaultHelpCmd()
-	root.InitDefaultCompletionCmd()
 	walkCommands(root, func(c *cobra.Command) { c.SuggestionsMinimumDistance = suggestDistance })
 	applyExamples(root)
 	return root
