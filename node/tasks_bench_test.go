@@ -157,7 +157,9 @@ func (f *fbMesh) start(b *testing.B, cl api.LocalClient) (wall, taken time.Durat
 	select {
 	case x = <-f.fb:
 	case <-ctx.Done():
-		b.Fatalf("no first byte of task %s within %v", r.Task.ID, fbWait)
+		v, err := f.owner.Tasks().Runtime().Task(r.Task.ID)
+		sv, _ := f.owner.Tasks().Runtime().Session(f.session)
+		b.Fatalf("no first byte of task %s within %v: %+v (%v); session %+v", r.Task.ID, fbWait, v, err, sv)
 	}
 	if x.Task != r.Task.ID {
 		b.Fatalf("first byte of task %s, want %s", x.Task, r.Task.ID)
