@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/clock"
 )
 
@@ -75,6 +76,12 @@ type Config struct {
 
 	// Notify configures notifications (notifywire.go).
 	Notify NotifyConfig
+
+	// OnTaskFirstByte, when set, is told the start→first byte metric of
+	// every task the node's runtime sessions run (tasks.Config.OnFirstByte):
+	// benchmarks observe the executor's first byte with it. It runs on the
+	// executor's goroutine and must not block.
+	OnTaskFirstByte func(exec.FirstByte)
 }
 
 // DefaultConfig returns the embedded defaults: the XDG state dir, the socket

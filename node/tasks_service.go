@@ -40,7 +40,7 @@ func (n *Node) openTasks() error {
 		Sink:     sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
 		Sessions: sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
-		OnChange: n.taskChanged})
+		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte})
 	if err != nil {
 		return err
 	}

@@ -42,16 +42,15 @@ func fakeClaude(b *testing.B) string {
 // runtime session) to its executor's first byte of agent output
 // (Config.OnFirstByte), one task after another on one session, with the
 // fake agent: p50 and p99 of the wall time from the start call, and of
-// the executor's own measure (from taking the task).
+// the executor's own measure (from taking the task). This is the host
+// alone, without a node.
 //
-// "remote" is the same start made on another node over the cluster gRPC;
-// it is skipped until the mesh's mutual TLS carries remote task actions.
+// The remote variant (a start given to another node, routed over the
+// mesh's mutual TLS to the owner) is node's BenchmarkTaskStartToFirstByte
+// (node/tasks_bench_test.go), which runs it against a local start through
+// the node's socket and the cluster round trip in the same run.
 func BenchmarkTaskStartToFirstByte(b *testing.B) {
 	b.Run("local", benchFirstByteLocal)
-	b.Run("remote", func(b *testing.B) {
-		b.Skip("remote task starts are accepted only over the mesh's mutual TLS, which is not wired yet; " +
-			"add this variant (start on node B from node A, same loop) when it is")
-	})
 }
 
 func benchFirstByteLocal(b *testing.B) {

@@ -149,6 +149,12 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 			}
 		})
 	}
+	firstByte := func(at time.Time) {
+		t.res.FirstByte = at.Sub(taken)
+		if e.cfg.OnFirstByte != nil {
+			e.cfg.OnFirstByte(FirstByte{Task: run.Task, Taken: taken, At: at, Since: t.res.FirstByte})
+		}
+	}
 	t.take() // steers sent before the executor took the task
 	for !exited || evCh != nil || errDone != nil {
 		t.maybeCloseInput(&inCh)
@@ -162,10 +168,7 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 			t.queue = t.queue[1:]
 			t.sent++
 		case at := <-firstCh:
-			t.res.FirstByte = at.Sub(taken)
-			if e.cfg.OnFirstByte != nil {
-				e.cfg.OnFirstByte(FirstByte{Task: run.Task, Taken: taken, At: at, Since: t.res.FirstByte})
-			}
+			firstByte(at)
 		case ev, ok := <-evCh:
 			if !ok {
 				evCh = nil
@@ -205,6 +208,14 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 				p.stderr.Close()
 			})
 		}
+	}
+	// The reader sends the first byte's time before it closes evCh, but
+	// the select above may have taken the end of the output (and the
+	// process's) first: the time is then still here.
+	select {
+	case at := <-firstCh:
+		firstByte(at)
+	default:
 	}
 	drain.Stop()
 	p.stdout.Close()
