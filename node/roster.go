@@ -150,7 +150,7 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 		info.LastContact = st.LastContact.Round(time.Millisecond).String()
 	}
 	if !consistent {
-		return n.cl.store.List(), info, nil
+		return n.cl.store.Records(), info, nil // the roster sorts them
 	}
 	if n.cl.store.IsLeader() {
 		if err := n.cl.store.VerifyRead(ctx); err != nil {
@@ -188,6 +188,12 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 // gossip, and the registry: every session on every node. A session of a
 // dead or departed node stays listed, unreachable, with the time since.
 func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry, ReadInfo, error) {
+	return n.roster(ctx, all, consistent, true)
+}
+
+// roster is Roster; with ordered unset the entries come in no particular
+// order (for a reader that sorts them its own way: node.RosterJSON).
+func (n *Node) roster(ctx context.Context, all, consistent, ordered bool) ([]RosterEntry, ReadInfo, error) {
 	recs, info, err := n.registryRecords(ctx, consistent)
 	if err != nil {
 		return nil, info, err
@@ -199,18 +205,20 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		n.glance(out, now)
 		return out, info, nil
 	}
-	seen := map[string]bool{}
-	var out []RosterEntry
-	for _, e := range n.localEntries(all, now) {
-		seen[e.State.SessionID] = true
-		out = append(out, e)
-	}
-	byID := map[string]*raftstore.Record{}
-	for i := range recs {
-		byID[recs[i].SessionID] = &recs[i]
+	out := n.localEntries(all, now)
+	seen := make(map[string]bool, len(out)+len(recs))
+	for i := range out {
+		seen[out[i].State.SessionID] = true
 	}
 	if n.cl != nil {
+		var byID map[string]*raftstore.Record
 		for _, ne := range n.remote.All() {
+			if byID == nil {
+				byID = make(map[string]*raftstore.Record, len(recs))
+				for i := range recs {
+					byID[recs[i].SessionID] = &recs[i]
+				}
+			}
 			if seen[ne.Entry.SessionID] || ne.Node == n.cfg.Name {
 				continue
 			}
@@ -246,6 +254,9 @@ func (n *Node) Roster(ctx context.Context, all, consistent bool) ([]RosterEntry,
 		out = append(out, e)
 	}
 	n.glance(out, now)
+	if !ordered {
+		return out, info, nil
+	}
 	// Sort by index: entries are large, and moving them costs more than
 	// comparing them.
 	idx := make([]int, len(out))

@@ -154,7 +154,9 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 }
 
 func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.ListResponse, error) {
-	entries, info, err := s.n.Roster(ctx, req.All, req.Consistent)
+	// The array is sorted by urgency where it is written: the roster's
+	// own order would be undone.
+	entries, info, err := s.n.roster(ctx, req.All, req.Consistent, !req.JsonArray)
 	if err != nil {
 		return nil, statusErr(err)
 	}

@@ -236,6 +236,18 @@ func (r *Registry) List() []Record {
 	return r.listLocked()
 }
 
+// Records returns every record in no particular order: List without the
+// sort, for readers that order the records themselves.
+func (r *Registry) Records() []Record {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]Record, 0, len(r.records))
+	for _, rec := range r.records {
+		out = append(out, rec)
+	}
+	return out
+}
+
 func (r *Registry) listLocked() []Record {
 	out := make([]Record, 0, len(r.records))
 	for _, id := range slices.Sorted(maps.Keys(r.records)) {

@@ -380,6 +380,9 @@ func (s *Store) Get(id string) (Record, bool) { return s.reg.Get(id) }
 // List returns every record of the local replica, by session id.
 func (s *Store) List() []Record { return s.reg.List() }
 
+// Records returns the local replica's records in no particular order.
+func (s *Store) Records() []Record { return s.reg.Records() }
+
 // Staleness says how fresh the local replica is.
 func (s *Store) Staleness() ReadInfo {
 	info := ReadInfo{AppliedIndex: s.fsm.appliedIndex(), LastContact: -1, Stale: true}
