@@ -251,22 +251,27 @@ func BenchmarkAgentsList10k(b *testing.B) {
 }
 
 // settle waits (at most 60 s) until the node has written the heartbeat
-// file of every session, so that its background writes do not overlap the
-// timed runs.
+// file of every session and no write is in flight (no temporary file, the
+// same count twice in a row), so that its background writes do not
+// overlap the timed runs.
 func settle(b *testing.B, dir string, sessions int) {
 	b.Helper()
+	prev := -1
 	for i := 0; i < 600; i++ {
 		ents, _ := os.ReadDir(node.ActiveDir(dir))
-		n := 0
+		n, tmp := 0, 0
 		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), ".json") {
+			switch {
+			case strings.HasSuffix(e.Name(), ".json"):
 				n++
+			case strings.HasPrefix(e.Name(), ".hb-"):
+				tmp++
 			}
 		}
-		if n >= sessions {
-			time.Sleep(time.Second) // and the writes in flight after the last file
+		if n >= sessions && tmp == 0 && n == prev {
 			return
 		}
+		prev = n
 		time.Sleep(100 * time.Millisecond)
 	}
 	b.Fatalf("the node did not write %d heartbeat files within 60 s", sessions)

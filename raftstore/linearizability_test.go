@@ -131,25 +131,54 @@ func TestLinearizable(t *testing.T) {
 	stop := w.start(4)
 	defer stop()
 
-	// Each fault lasts longer than an election, so that the majority
-	// elects a new leader while it holds.
-	pause := func() { time.Sleep(c.Base.ElectionTimeout * 3 / 2) }
-	pause()
+	// Each fault holds until what it is there for has been seen: a leader
+	// cut off or crashed until the majority has elected another, and
+	// every fault (and every heal) until the clients have had more
+	// operations acknowledged under it.
+	holdUntil := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(clusterWait)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %s within %s", what, clusterWait)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	acked := func() int64 { return w.stats[0].Load() + w.stats[1].Load() }
+	progress := func(when string) {
+		t.Helper()
+		want := acked() + 10
+		holdUntil("progress "+when, func() bool { return acked() >= want })
+	}
+	leaderOtherThan := func(old *Store) func() bool {
+		return func() bool {
+			for _, s := range c.Running() {
+				if s != old && s.IsLeader() {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	progress("before the faults")
 	for round := range 3 {
 		l := c.Leader()
 		c.Partition(l.ID()) // the leader alone in the minority
-		pause()
+		holdUntil("leader in the majority", leaderOtherThan(l))
+		progress("with the old leader cut off")
 		c.Heal()
-		pause()
+		progress("after the heal")
 		c.Partition(c.Followers()[round%2].ID())
-		pause()
+		progress("with a follower cut off")
 		c.Heal()
-		pause()
+		progress("after the heal")
 		l = c.Leader()
 		c.Stop(l.ID()) // crash the leader
-		pause()
+		holdUntil("leader after the crash", leaderOtherThan(l))
+		progress("with the leader down")
 		c.Restart(l.ID())
-		pause()
+		progress("after the restart")
 	}
 	stop()
 	c.Heal()

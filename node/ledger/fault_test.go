@@ -112,20 +112,42 @@ func TestReadsWorkWhileUnwritable(t *testing.T) {
 	if _, err := l.Append([]presence.Event{ev("s", "lost", 9)}); !errors.Is(err, ErrNoSpace) {
 		t.Fatalf("append: %v", err)
 	}
-	for range 3 { // before, during and after the read-only reopen
+	readBack := func(when string) {
+		t.Helper()
 		evs, err := l.Session("s")
 		if err != nil {
-			t.Fatalf("read while unwritable: %v", err)
+			t.Fatalf("read while unwritable, %s: %v", when, err)
 		}
 		for i := range 5 {
 			if i >= len(evs) || evs[i].ID != fmt.Sprint("e", i) {
-				t.Fatalf("acked events %+v", evs)
+				t.Fatalf("acked events %s: %+v", when, evs)
 			}
 		}
 		if ok, err := l.HasEvent("e4"); !ok || err != nil {
-			t.Fatalf("HasEvent: %v %v", ok, err)
+			t.Fatalf("HasEvent %s: %v %v", when, ok, err)
 		}
-		time.Sleep(20 * time.Millisecond) // let the recovery reopen read-only
+	}
+	readBack("before the read-only reopen")
+	waitReadOnly(t, l)
+	readBack("after the read-only reopen")
+}
+
+// waitReadOnly polls (bounded) until the recovery has reopened the store
+// read-only.
+func waitReadOnly(t *testing.T, l *Ledger) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		l.swap.RLock()
+		ro := l.db != nil && l.ro
+		l.swap.RUnlock()
+		if ro {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the store was not reopened read-only within 10s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 
@@ -243,8 +265,29 @@ func TestAckedAppendsSurviveDiskFaults(t *testing.T) {
 			}
 		}()
 	}
+	// ackedMore waits (bounded) until the writers have had n more writes
+	// acknowledged.
+	ackedMore := func(n int) {
+		t.Helper()
+		mu.Lock()
+		want := len(acked) + n
+		mu.Unlock()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			got := len(acked)
+			mu.Unlock()
+			if got >= want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%d writes acknowledged, want %d within 10s", got, want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
 	for range 3 {
-		time.Sleep(30 * time.Millisecond)
+		ackedMore(20)
 		f.on.Store(true)
 		deadline := time.Now().Add(5 * time.Second)
 		for l.Writable() == nil && time.Now().Before(deadline) {
@@ -256,7 +299,7 @@ func TestAckedAppendsSurviveDiskFaults(t *testing.T) {
 		f.on.Store(false)
 		waitWritable(t, l)
 	}
-	time.Sleep(30 * time.Millisecond)
+	ackedMore(20)
 	close(stop)
 	wg.Wait()
 	if err := l.Close(); err != nil {
@@ -309,7 +352,14 @@ func TestOpenEndsWithinBoundWhenFlushFails(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cfg.OpenTimeout = time.Minute
-	go func() { time.Sleep(50 * time.Millisecond); cancel() }()
+	hits := f.hits.Load()
+	go func() { // cancel once this open has met the failing flush
+		deadline := time.Now().Add(10 * time.Second)
+		for f.hits.Load() == hits && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
 	if _, err := OpenContext(ctx, cfg); !errors.Is(err, context.Canceled) {
 		t.Fatalf("open stopped by its context: %v", err)
 	}
