@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harn-dev/harn/internal/testsupport"
 )
 
 // TestBoardActionsReachTheTaskRuntimeAndTheWaitingHook: from the board in
@@ -15,7 +17,7 @@ import (
 // gets allow), Steer reaches a running harn task, and Cancel ends it;
 // each asks for confirmation and shows the node's result.
 func TestBoardActionsReachTheTaskRuntimeAndTheWaitingHook(t *testing.T) {
-	chromium(t)
+	testsupport.Chromium(t)
 	fake := buildFakeAgent(t)
 	e := newEnv(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harn-dev/harn/internal/testsupport"
 )
 
 // TestBoardShowsAnotherMachinesSessionsLive: the board of one node of a
@@ -16,7 +18,7 @@ import (
 // the remote session loads, and still loads after it ended. /metrics
 // reports the mesh's members and the raft state.
 func TestBoardShowsAnotherMachinesSessionsLive(t *testing.T) {
-	chromium(t)
+	testsupport.Chromium(t)
 	nodes := startServers(t, 2, "--http-port", "127.0.0.1:0")
 	owner, viewer := nodes[0], nodes[1]
 	cwd := t.TempDir()

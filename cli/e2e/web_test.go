@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -17,45 +16,17 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/harn-dev/harn/internal/testsupport"
 )
 
 // The node's web board in a real browser: a real `harn node` process,
 // sessions seeded by hooks, Debian's chromium driven by chromedp.
 
-// chromium finds a Chromium; without one the browser tests skip, except
-// under CI=true, where they fail (CI installs it).
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is missing under CI=true; install it with: apt-get install -y chromium")
-	}
-	t.Skip("browser tests skipped: chromium not found (apt-get install -y chromium)")
-	return ""
-}
-
-// artifactsDir is where screenshots go: $HARN_ARTIFACTS, or the test's
-// temporary directory.
-func artifactsDir(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv("HARN_ARTIFACTS")
-	if d == "" {
-		return t.TempDir()
-	}
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 // browser starts one headless Chromium for the test; ctx bounds it.
 func browser(t *testing.T, ctx context.Context) context.Context {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chromium(t)), chromedp.NoSandbox,
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(testsupport.Chromium(t)), chromedp.NoSandbox,
 		chromedp.Flag("disable-dev-shm-usage", true), chromedp.Flag("disable-gpu", true), chromedp.WindowSize(1280, 900))
 	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
 	t.Cleanup(acancel)
@@ -106,7 +77,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(artifactsDir(t), name)
+	p := filepath.Join(testsupport.Artifacts(t), name)
 	if err := os.WriteFile(p, png, 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +90,7 @@ func screenshot(t *testing.T, ctx context.Context, name string) {
 // the card within 2 s without a reload; the detail page of an ended
 // session loads.
 func TestNodeServesTheLiveBoard(t *testing.T) {
-	chromium(t)
+	testsupport.Chromium(t)
 	e := newEnv(t)
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))
 	e.startNode("--http-port", addr)
@@ -233,7 +204,7 @@ func TestBoardBeyondLoopbackNeedsItsToken(t *testing.T) {
 		t.Fatalf("harn web url printed %q, want %s?token=%s", url, base, token)
 	}
 
-	chromium(t)
+	testsupport.Chromium(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	b := browser(t, ctx)

@@ -1,8 +1,8 @@
 // Package testsupport holds what the module's tests share across packages
-// and that must not reach a production package's imports: today the
-// porcupine model of the session registry, used by raftstore's
-// linearizability test and by deploy/partition's Docker partition test.
-// Only test files import it.
+// and that must not reach a production package's imports: the porcupine
+// model of the session registry (raftstore's linearizability test and
+// deploy/partition's Docker partition test), and the browser tests'
+// Chromium lookup (node/board and cli/e2e). Only test files import it.
 package testsupport
 
 import (

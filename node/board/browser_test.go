@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,37 +14,9 @@ import (
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+
+	"github.com/harn-dev/harn/internal/testsupport"
 )
-
-// chromium finds Debian's chromium. Without it the browser tests skip,
-// except under CI=true, where they fail: CI installs it.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, n := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
-		if p, err := exec.LookPath(n); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("chromium is missing under CI=true; install it with: apt-get install -y chromium")
-	}
-	t.Skip("browser tests skipped: chromium not found (apt-get install -y chromium)")
-	return ""
-}
-
-// artifacts is where screenshots go: $HARN_ARTIFACTS, or the test's temp
-// dir.
-func artifacts(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv("HARN_ARTIFACTS")
-	if d == "" {
-		return t.TempDir()
-	}
-	if err := os.MkdirAll(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
 
 func step(t *testing.T, ctx context.Context, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
 	t.Helper()
@@ -92,8 +63,8 @@ func focusJS(sel string) chromedp.Action[chromedp.Void] {
 // TestBrowser drives the board in headless Chromium: one browser, the
 // steps in order (the token first, before the browser holds the cookie).
 func TestBrowser(t *testing.T) {
-	path := chromium(t)
-	dir := artifacts(t)
+	path := testsupport.Chromium(t)
+	dir := testsupport.Artifacts(t)
 	src := newFake(seed()...)
 	src.traces["s-ended"] = seedTrace()
 	acts := &fakeActions{}
