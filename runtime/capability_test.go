@@ -262,7 +262,7 @@ func TestCeilingCanShrinkDuringATaskButNeverGrow(t *testing.T) {
 }
 
 func TestExternalAgentGrantsMatchTheToolInput(t *testing.T) {
-	clk := newFakeClock()
+	clk := NewFakeClock()
 	rt, _ := New(Config{Clock: clk, Ledger: NewMemLedger(), Key: []byte("k")})
 	if _, err := rt.SetCatalog("claude-code", ExternalCatalog("claude-code")); err != nil {
 		t.Fatal(err)

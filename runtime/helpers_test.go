@@ -3,76 +3,8 @@ package runtime
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 )
-
-// fakeClock moves only when told; due AfterFunc callbacks run on the
-// goroutine that advances it.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-	fired   bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if t.stopped || t.fired {
-		return false
-	}
-	t.stopped = true
-	return true
-}
-
-// Advance moves time by d and runs the callbacks that fell due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.stopped:
-		case !t.at.After(c.now):
-			t.fired = true
-			due = append(due, t)
-		default:
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-}
 
 const (
 	testSession = "s1"
@@ -99,14 +31,14 @@ var testBudget = Budget{UsableInput: 10000, Base: 1000}
 
 type fixture struct {
 	rt  *Runtime
-	clk *fakeClock
+	clk *FakeClock
 	led *MemLedger
 	gen uint64
 }
 
 func newFixture(t tb) *fixture {
 	t.Helper()
-	clk := newFakeClock()
+	clk := NewFakeClock()
 	led := NewMemLedger()
 	rt, err := New(Config{Clock: clk, Ledger: led, Key: []byte("test-node-key"), Grace: testGrace, DefaultProfile: "full"})
 	if err != nil {

@@ -80,92 +80,12 @@ func buildFakeAgent(t *testing.T) {
 	}
 }
 
-// fakeClock moves only when told; due AfterFunc callbacks run on the
-// goroutine that advances it.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	c       *fakeClock
-	at      time.Time
-	f       func()
-	stopped bool
-	fired   bool
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) runtime.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{c: c, at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (t *fakeTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	if t.stopped || t.fired {
-		return false
-	}
-	t.stopped = true
-	return true
-}
-
-// Pending counts the timers neither fired nor stopped.
-func (c *fakeClock) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	n := 0
-	for _, t := range c.timers {
-		if !t.stopped && !t.fired {
-			n++
-		}
-	}
-	return n
-}
-
-// Advance moves time by d and runs the callbacks that fell due.
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*fakeTimer
-	keep := c.timers[:0]
-	for _, t := range c.timers {
-		switch {
-		case t.stopped:
-		case !t.at.After(c.now):
-			t.fired = true
-			due = append(due, t)
-		default:
-			keep = append(keep, t)
-		}
-	}
-	c.timers = keep
-	c.mu.Unlock()
-	for _, t := range due {
-		t.f()
-	}
-}
-
 // fixture is a real runtime with one session, an executor running the
 // fake agent for it, and observers of everything the executor reports.
 type fixture struct {
 	t     *testing.T
 	rt    *runtime.Runtime
-	clk   *fakeClock // nil with a real clock
+	clk   *runtime.FakeClock // nil with a real clock
 	led   *runtime.MemLedger
 	dir   string // the session's working directory
 	marks string // the fake agent's marker files
@@ -207,7 +127,7 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 	f := &fixture{t: t, led: runtime.NewMemLedger(), dir: t.TempDir(), marks: t.TempDir(), ends: make(chan harnexec.TaskResult, 16)}
 	var clock runtime.Clock = runtime.RealClock{}
 	if !cfg.realClock {
-		f.clk = newFakeClock()
+		f.clk = runtime.NewFakeClock()
 		clock = f.clk
 	}
 	rt, err := runtime.New(runtime.Config{Clock: clock, Ledger: f.led, Key: []byte("test-node-key"), Grace: testGrace, DefaultProfile: "full"})
