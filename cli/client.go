@@ -63,12 +63,6 @@ func placeAt(c *cobra.Command, dd string) place {
 // maxReply bounds one reply from the node (a whole roster).
 const maxReply = 512 << 20
 
-// The local connection's flow-control window and read buffer (see dial).
-const (
-	localWindow     = 32 << 20
-	localReadBuffer = 256 << 10
-)
-
 // client is a connection to the local node.
 type client struct {
 	conn *grpc.ClientConn
@@ -85,14 +79,8 @@ func dial(p place) (*client, error) {
 	}
 	conn, err := grpc.NewClient("unix://"+p.Socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		// A roster of many thousands of sessions is one large reply. Over
-		// a local socket the default 64 KiB flow-control windows make the
-		// node wait for a window update every 64 KiB of it (a hundred
-		// round trips between two processes for 10,000 sessions); large
-		// windows let it come in one go.
+		// A roster of many thousands of sessions is one large reply.
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
-		grpc.WithInitialWindowSize(localWindow), grpc.WithInitialConnWindowSize(localWindow),
-		grpc.WithReadBufferSize(localReadBuffer),
 		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
 			return dialSocket(ctx, p.Socket)
 		}))

@@ -17,7 +17,8 @@ func (n *Node) rosterJSON(entries []RosterEntry, after time.Duration) ([]byte, e
 // RosterJSON writes entries as `harn agents list --json` prints them: one
 // JSON array, most urgent first (presence.CompareUrgency), each entry
 // with the silence rule applied also with the reader's threshold after
-// (<= 0 adds none to the node's own), one entry a line. The CLI then
+// (<= 0 adds none to the node's own; an entry found silent this way is
+// changed in place), one entry a line. The CLI then
 // writes the bytes as they are: for a roster of thousands of sessions it
 // neither decodes nor re-sorts them, and the reply is one field, not one
 // per session.
