@@ -246,6 +246,31 @@ func TestBrowser(t *testing.T) {
 			chromedp.Poll[chromedp.Void](`!document.getElementById('confirm').open`, chromedp.WithPollingTimeout(5*time.Second)))
 	})
 
+	// The dialog's close event comes a task after close(): an action
+	// opened before it fires keeps its own pending action, and its OK
+	// sends it.
+	t.Run("AnActionOpenedRightAfterACloseSendsItself", func(t *testing.T) {
+		before := len(acts.log())
+		eval[bool](t, bctx, `(() => {
+			const dlg = document.getElementById('confirm');
+			document.querySelector('article[data-id="s-need"] button[value="approve"]').click();
+			dlg.close();
+			document.querySelector('article[data-id="s-need"] button[value="deny"]').click();
+			return dlg.open;
+		})()`)
+		// Let the first close event fire, then confirm.
+		step(t, bctx, 10*time.Second, chromedp.Poll[chromedp.Void](`new Promise(r => setTimeout(() => r(true), 50))`,
+			chromedp.WithPollingTimeout(5*time.Second)))
+		eval[bool](t, bctx, `document.getElementById('confirm-ok').click(), true`)
+		step(t, bctx, 10*time.Second, chromedp.Poll[chromedp.Void](`document.getElementById('confirm-result').textContent.includes('deny sent to s-need')`,
+			chromedp.WithPollingTimeout(5*time.Second)))
+		if got := acts.log(); len(got) != before+1 || !strings.HasPrefix(got[len(got)-1], "deny s-need") {
+			t.Fatalf("calls %v", got)
+		}
+		step(t, bctx, 10*time.Second, chromedp.KeyEvent("\x1b"),
+			chromedp.Poll[chromedp.Void](`!document.getElementById('confirm').open`, chromedp.WithPollingTimeout(5*time.Second)))
+	})
+
 	t.Run("KeyboardOpensTheDetailOfACard", func(t *testing.T) {
 		step(t, bctx, 10*time.Second, focusJS(`article[data-id="s-block"]`), chromedp.KeyEvent("\r"),
 			chromedp.WaitVisible(`.detail h1`))

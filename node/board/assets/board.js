@@ -198,6 +198,10 @@
       }
     });
     dlg.addEventListener('close', function () {
+      // The close event comes a task after close(): when another action
+      // has opened the dialog again meanwhile, the pending action is that
+      // one's, not this one's.
+      if (dlg.open) return;
       if (pending && pending.opener && document.contains(pending.opener)) pending.opener.focus();
       pending = null;
     });
