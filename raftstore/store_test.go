@@ -324,8 +324,14 @@ func TestSnapshotCatchUpOfNewStore(t *testing.T) {
 	if n := len(joiner.List()); n != 100 {
 		t.Fatalf("joiner holds %d records", n)
 	}
-	if st := joiner.Stats(); st.SnapshotIndex == 0 {
-		t.Fatalf("joiner caught up without a snapshot install: %+v", st)
+	// Raft records the installed snapshot's index only after the FSM has
+	// restored it, so the records can be there a moment before the index.
+	deadline := time.Now().Add(10 * time.Second)
+	for st := joiner.Stats(); st.SnapshotIndex == 0; st = joiner.Stats() {
+		if time.Now().After(deadline) {
+			t.Fatalf("joiner caught up without a snapshot install: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 	// A joining voter too, and then its removal.
 	v := c.Add(true)
