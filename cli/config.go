@@ -37,7 +37,7 @@ func applySettings(c *cobra.Command) error {
 	file, cerr := loadConfigFile(c)
 	var ferr error
 	visit := func(f *pflag.Flag) {
-		if f.Changed || f.Name == "help" || f.Name == "config" {
+		if f.Changed || f.Name == "help" || f.Name == "config" || len(f.Annotations[annotCommandLineOnly]) > 0 {
 			return
 		}
 		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
@@ -62,6 +62,19 @@ func applySettings(c *cobra.Command) error {
 		return usageErr(cerr)
 	}
 	return ferr
+}
+
+// annotCommandLineOnly marks a flag that applySettings never fills from the
+// environment or the config file: a choice that must be made on the
+// command itself (the role of a join token: `server = true` in the config
+// of a build box must not make `harn token create` issue server tokens).
+const annotCommandLineOnly = "harn-command-line-only"
+
+// commandLineOnly marks c's flag name as read from the command line only.
+func commandLineOnly(c *cobra.Command, name string) {
+	if err := c.Flags().SetAnnotation(name, annotCommandLineOnly, []string{"true"}); err != nil {
+		panic(err) // a programming error: no such flag
+	}
 }
 
 func setFlag(c *cobra.Command, f *pflag.Flag, v string) error {

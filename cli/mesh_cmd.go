@@ -33,7 +33,7 @@ func addMeshFlags(c *cobra.Command) {
 	f.String("join-token", "", "join token (harn token create), used at the first start only")
 	f.String("join-token-file", "", "file holding the join token (mode 0600; keeps it out of ps)")
 	f.StringSlice("join-rpc", nil, "cluster gRPC address of a server to join through (default: each --join seed's port plus 2)")
-	f.Bool("insecure-mesh", false, "allow raft and the cluster gRPC without TLS on a non-loopback address (trusted networks only)")
+	f.Bool("insecure-mesh", false, "run raft and the cluster gRPC in plaintext, on loopback too (trusted networks only; default: mutual TLS, with a CA made at the first start)")
 	f.String("remote-control", "mesh", "who may start, steer or cancel this node's agents: off, mesh, or NODE,...")
 }
 

@@ -44,7 +44,8 @@ func adminCall(ctx context.Context, cl *client, p place, op string, args, out an
 }
 
 func addTokenFlags(c *cobra.Command) {
-	c.Flags().Bool("server", false, "the token makes servers (raft voters holding the CA key); default: nodes")
+	c.Flags().Bool("server", false, "the token makes servers (raft voters holding the CA key); default: nodes. Read from this command line only, never from HARN_SERVER or the config file")
+	commandLineOnly(c, "server")
 	c.Flags().Duration("ttl", trust.DefaultTokenTTL, "how long the token may be redeemed")
 	c.Flags().Int("uses", 0, "how many joins the token allows (0: any number within its TTL)")
 	addJSONFlag(c)
@@ -71,7 +72,11 @@ func printToken(c *cobra.Command, t node.TokenCreated) error {
 		uses = fmt.Sprintf("%d join(s)", t.Uses)
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "join token %s for role %s: %s until %s\n", t.ID, t.Role, uses, t.Expires.Format(time.RFC3339))
-	fmt.Fprintf(c.ErrOrStderr(), "on the other node: harn node --join <this-host>:%d --join-token <token>\n", node.DefaultGossipPort)
+	server := ""
+	if t.Role == string(trust.RoleServer) {
+		server = " --server"
+	}
+	fmt.Fprintf(c.ErrOrStderr(), "on the other node: harn node%s --join <this-host>:%d --join-token <token>\n", server, node.DefaultGossipPort)
 	return nil
 }
 

@@ -135,6 +135,9 @@ func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, erro
 		if err := (&registryTokens{c: c}).Create(rec); err != nil {
 			return nil, err
 		}
+		if err := shareCA(c.trust.dir); err != nil {
+			return nil, err
+		}
 		return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses}, nil
 	case AdminTokenList:
 		return (&registryTokens{c: c}).List()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -39,33 +38,9 @@ func InitMesh(dataDir, name string, opts TokenCreateArgs, clk clock.Clock) (Mesh
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
 	}
-	a, created, err := trust.InitAuthority(dir, clk)
+	a, created, err := initTrustDir(dir, name, nil, clk)
 	if err != nil {
-		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
-	}
-	if _, err := LoadKeyring(dir); errors.Is(err, fs.ErrNotExist) {
-		k, err := mesh.GenerateKey()
-		if err != nil {
-			return MeshInit{}, err
-		}
-		if err := SaveKeyring(dir, &Keyring{Primary: k, Keys: [][]byte{k}}); err != nil {
-			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
-		}
-	} else if err != nil {
-		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
-	}
-	if _, err := trust.LoadNodeCert(dir); errors.Is(err, fs.ErrNotExist) {
-		key, err := trust.NewKey()
-		if err != nil {
-			return MeshInit{}, err
-		}
-		cert, err := a.CA().Issue(key.Public(), name, trust.RoleServer, 0, clk.Now())
-		if err != nil {
-			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
-		}
-		if err := trust.SaveNodeCert(dir, cert, key); err != nil {
-			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
-		}
+		return MeshInit{}, err
 	}
 	tok, err := CreatePendingToken(dataDir, opts, clk)
 	if err != nil {
@@ -96,6 +71,9 @@ func CreatePendingToken(dataDir string, opts TokenCreateArgs, clk clock.Clock) (
 	}
 	if err := store.Create(rec); err != nil {
 		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	if err := shareCA(TrustDir(dataDir)); err != nil {
+		return TokenCreated{}, err
 	}
 	return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses}, nil
 }

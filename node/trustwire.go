@@ -29,10 +29,6 @@ import (
 // Trust errors. Every failure to start because of mesh trust wraps ErrTrust.
 var (
 	ErrTrust = errors.New("node: mesh trust")
-	// ErrInsecureMesh: the node would serve raft and the cluster gRPC in
-	// plaintext on a non-loopback address.
-	ErrInsecureMesh = fmt.Errorf("%w: refusing to serve raft and the cluster gRPC without TLS on a non-loopback address; "+
-		"run `harn mesh init` on the first server, join others with --join-token, or pass --insecure-mesh on a trusted network", ErrTrust)
 	// ErrNotServer: a trust operation that needs the mesh CA ran on a node
 	// that is not a server holding it.
 	ErrNotServer = errors.New("node: this needs a mesh server that holds the CA (run it on a server)")
@@ -148,26 +144,57 @@ type meshTrust struct {
 // authority is the server's CA, nil on other nodes.
 func (t *meshTrust) authority() *trust.Authority { return t.auth.Load() }
 
-// openTrust loads this node's certificate (joining the mesh with the join
-// token when it has none), or checks that a node without one stays on
-// loopback. It returns the gossip keyring to start with, if any.
+// openTrust loads this node's certificate: joining the mesh with the join
+// token when it has none (or holds only its own lone CA), making its own
+// CA when it joins nobody, plaintext only with InsecureMesh. It returns
+// the gossip keyring to start with, if any.
 func (c *cluster) openTrust(dataDir string) (*Keyring, error) {
 	dir := TrustDir(dataDir)
 	cert, err := trust.LoadNodeCert(dir)
 	var joinedRing []byte
+	replaced := false
 	switch {
-	case err == nil:
-	case errors.Is(err, fs.ErrNotExist):
+	case err == nil && loneCA(dir) && len(c.cfg.Join) > 0:
+		// Its own CA, never shared: a join token replaces it by the mesh's.
 		if c.cfg.JoinToken == "" {
-			return nil, c.checkInsecure()
+			return nil, fmt.Errorf("%w (this node's CA in %s was made at its first start and is not the mesh's)", ErrJoinNeedsToken, dir)
 		}
-		b, err := c.joinMesh(dir)
+		b, err := c.joinMesh(dir, true)
 		if err != nil {
 			return nil, err
 		}
-		cert, joinedRing = b.TLSCertificate(), b.Keyring
+		cert, joinedRing, replaced = b.TLSCertificate(), b.Keyring, true
+	case err == nil:
+	case errors.Is(err, fs.ErrNotExist):
+		switch {
+		case c.cfg.JoinToken != "":
+			b, err := c.joinMesh(dir, false)
+			if err != nil {
+				return nil, err
+			}
+			cert, joinedRing = b.TLSCertificate(), b.Keyring
+		case c.cfg.InsecureMesh:
+			c.log.Warn("--insecure-mesh: raft and the cluster gRPC run in plaintext; anyone who reaches their ports can read and write the registry")
+			return nil, nil
+		case len(c.cfg.Join) > 0:
+			return nil, ErrJoinNeedsToken
+		default:
+			if err := c.makeLoneCA(dir); err != nil {
+				return nil, err
+			}
+			if cert, err = trust.LoadNodeCert(dir); err != nil {
+				return nil, fmt.Errorf("%w: %w", ErrTrust, err)
+			}
+		}
 	default:
 		return nil, fmt.Errorf("%w: %w", ErrTrust, err)
+	}
+	if replaced {
+		defer func() {
+			if err := shareCA(dir); err != nil {
+				c.log.Error("trust: remove the lone CA marker", "err", err)
+			}
+		}()
 	}
 	roots, err := trust.LoadRoots(dir)
 	if err != nil {
@@ -221,22 +248,6 @@ func (c *cluster) openTrust(dataDir string) (*Keyring, error) {
 	return k, nil
 }
 
-// checkInsecure refuses plaintext on a non-loopback address.
-func (c *cluster) checkInsecure() error {
-	if c.cfg.InsecureMesh || isLoopback(c.cfg.bindAddr()) {
-		return nil
-	}
-	return ErrInsecureMesh
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // joinRPCAddrs are the cluster gRPC addresses to join through: JoinRPC,
 // else each gossip seed's host at its port plus 2 (7710 → 7712, the
 // default ports' layout).
@@ -260,8 +271,8 @@ func (cc ClusterConfig) joinRPCAddrs() []string {
 }
 
 // joinMesh redeems the join token at the first seed that answers and saves
-// what it gets.
-func (c *cluster) joinMesh(dir string) (*trust.Bundle, error) {
+// what it gets; replace drops this node's lone CA first.
+func (c *cluster) joinMesh(dir string, replace bool) (*trust.Bundle, error) {
 	tok, err := trust.ParseToken(c.cfg.JoinToken)
 	if err != nil {
 		return nil, fmt.Errorf("%w: --join-token: %w", ErrTrust, err)
@@ -273,9 +284,19 @@ func (c *cluster) joinMesh(dir string) (*trust.Bundle, error) {
 	var last error
 	for _, a := range addrs {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		b, err := trust.Join(ctx, a, tok, c.name, trust.JoinClock(c.clock))
+		opts := []trust.JoinOption{trust.JoinClock(c.clock)}
+		if c.cfg.Server {
+			opts = append(opts, trust.JoinAsServer())
+		}
+		b, err := trust.Join(ctx, a, tok, c.name, opts...)
 		cancel()
 		if err == nil {
+			if replace {
+				if err := dropLoneCA(dir); err != nil {
+					return nil, err
+				}
+				c.log.Info("replaced this node's lone CA by the mesh's", "dir", dir)
+			}
 			if err := b.Save(dir); err != nil {
 				return nil, fmt.Errorf("%w: %w", ErrTrust, err)
 			}

@@ -46,11 +46,17 @@ func (b *Bundle) Save(dir string) error {
 type JoinOption func(*joinCfg)
 
 type joinCfg struct {
-	clk clock.Clock
+	clk    clock.Clock
+	server bool
 }
 
 // JoinClock sets the clock that checks the server's certificate.
 func JoinClock(c clock.Clock) JoinOption { return func(j *joinCfg) { j.clk = c } }
+
+// JoinAsServer asks for a server certificate and the CA: the node starts
+// with --server. Without it a server token yields a node certificate and
+// no CA key.
+func JoinAsServer() JoinOption { return func(j *joinCfg) { j.server = true } }
 
 // Join joins the mesh through the server at addr (its cluster gRPC
 // address, host:port). It verifies the server before sending anything: the
@@ -76,7 +82,7 @@ func Join(ctx context.Context, addr string, tok Token, name string, opts ...Join
 	if err != nil {
 		return nil, err
 	}
-	req, err := EncodeJoinRequest(&JoinRequest{TokenID: tok.ID, Secret: tok.Secret, Name: name, CSR: csr})
+	req, err := EncodeJoinRequest(&JoinRequest{TokenID: tok.ID, Secret: tok.Secret, Name: name, CSR: csr, Server: cfg.server})
 	if err != nil {
 		return nil, err
 	}
@@ -97,6 +103,9 @@ func Join(ctx context.Context, addr string, tok Token, name string, opts ...Join
 	}
 	if !p.Roots.Contains(tok.CA) {
 		return nil, fmt.Errorf("join %s: %w: the pinned CA is not among the roots returned", addr, ErrPinMismatch)
+	}
+	if !cfg.server && (p.CA != nil || p.Identity.Role == RoleServer) {
+		return nil, fmt.Errorf("join %s: %w: the server handed a server certificate or the CA to a node that did not ask for them", addr, ErrBadMessage)
 	}
 	return &Bundle{Identity: p.Identity, Cert: p.Cert, Key: key, Roots: p.Roots, Keyring: p.Keyring, CA: p.CA}, nil
 }
@@ -185,7 +194,8 @@ func (p *pinCheck) failure() error {
 func (p *pinCheck) config() *tls.Config {
 	return &tls.Config{
 		MinVersion:         tls.VersionTLS13,
-		InsecureSkipVerify: true, // replaced by the pin check below
+		ServerName:         JoinServerName, // the listener's join path: no client certificate needed
+		InsecureSkipVerify: true,           // replaced by the pin check below
 		GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
 			return &tls.Certificate{}, nil
 		},

@@ -103,7 +103,7 @@ func TestJoinIssuesCertForNameWithTokenRole(t *testing.T) {
 func TestServerTokenJoinReceivesCA(t *testing.T) {
 	m := newTestMesh(t)
 	e := startJoinServer(t, m, m.issue("srv1", RoleServer, 0))
-	b, err := Join(ctx(t), e.addr, e.token(t, TokenOptions{Role: RoleServer}), "srv2", JoinClock(m.clk))
+	b, err := Join(ctx(t), e.addr, e.token(t, TokenOptions{Role: RoleServer}), "srv2", JoinClock(m.clk), JoinAsServer())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,6 +117,18 @@ func TestServerTokenJoinReceivesCA(t *testing.T) {
 	a, err := LoadAuthority(dir, m.clk)
 	if err != nil || !a.Fingerprint().Equal(m.a.Fingerprint()) {
 		t.Fatalf("joined server cannot load the CA: %v", err)
+	}
+}
+
+func TestServerTokenGivesNoCAToAJoinerNotStartedAsServer(t *testing.T) {
+	m := newTestMesh(t)
+	e := startJoinServer(t, m, m.issue("srv1", RoleServer, 0))
+	b, err := Join(ctx(t), e.addr, e.token(t, TokenOptions{Role: RoleServer}), "laptop", JoinClock(m.clk))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Identity.Role != RoleNode || b.CA != nil {
+		t.Fatalf("server token without --server: role %s, CA %v; want a node certificate and no CA", b.Identity.Role, b.CA != nil)
 	}
 }
 
@@ -252,10 +264,26 @@ func (e *joinEnv) dial(t *testing.T, cert *tls.Certificate) *grpc.ClientConn {
 	return cc
 }
 
-func TestAnonymousCallerLimitedToJoin(t *testing.T) {
+func TestAnonymousClientOutsideTheJoinPathRefusedAtHandshake(t *testing.T) {
 	m := newTestMesh(t)
 	e := startJoinServer(t, m, m.issue("srv1", RoleServer, 0))
 	_, err := healthpb.NewHealthClient(e.dial(t, nil)).Check(ctx(t), &healthpb.HealthCheckRequest{})
+	if status.Code(err) != codes.Unavailable {
+		t.Fatalf("anonymous call without the join server name: %v; want a failed handshake", err)
+	}
+}
+
+func TestAnonymousCallerLimitedToJoin(t *testing.T) {
+	m := newTestMesh(t)
+	e := startJoinServer(t, m, m.issue("srv1", RoleServer, 0))
+	cfg := e.m.clientWith(nil)
+	cfg.ServerName = JoinServerName
+	anon, err := grpc.NewClient(e.addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { anon.Close() })
+	_, err = healthpb.NewHealthClient(anon).Check(ctx(t), &healthpb.HealthCheckRequest{})
 	if status.Code(err) != codes.Unauthenticated {
 		t.Fatalf("anonymous call of another service: %v", err)
 	}
@@ -268,7 +296,9 @@ func TestAnonymousCallerLimitedToJoin(t *testing.T) {
 func TestAnonymousRenewRefused(t *testing.T) {
 	m := newTestMesh(t)
 	e := startJoinServer(t, m, m.issue("srv1", RoleServer, 0))
-	_, err := call(ctx(t), e.addr, e.m.clientWith(nil), RenewMethod, []byte("{}"))
+	cfg := e.m.clientWith(nil)
+	cfg.ServerName = JoinServerName
+	_, err := call(ctx(t), e.addr, cfg, RenewMethod, []byte("{}"))
 	if err == nil || e.js.Stats().Renewals != 0 {
 		t.Fatalf("anonymous renew: %v, renewals %d", err, e.js.Stats().Renewals)
 	}

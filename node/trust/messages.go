@@ -31,6 +31,10 @@ type JoinRequest struct {
 	Secret  string `json:"secret"`
 	Name    string `json:"name"`
 	CSR     []byte `json:"csr"` // DER
+	// Server: the joiner starts with --server. A server token gives the
+	// server role and the CA only to such a joiner; to any other it gives
+	// a node certificate.
+	Server bool `json:"server,omitempty"`
 }
 
 // RenewRequest is what a member sends to renew: a CSR for a new key. The

@@ -140,6 +140,13 @@ func (s *JoinServer) Join(ctx context.Context, req []byte) ([]byte, error) {
 	if err != nil {
 		return nil, s.refuse("join", r.Name, err)
 	}
+	if role == RoleServer && !r.Server {
+		// The CA key goes only to a joiner that holds a server token and
+		// starts as a server.
+		s.Log.Warn("trust: a server token was redeemed by a node not started with --server; it gets a node certificate and no CA key",
+			"name", r.Name, "token", r.TokenID)
+		role = RoleNode
+	}
 	resp, err := s.issue(csr, r.Name, role)
 	if err != nil {
 		return nil, err

@@ -163,11 +163,27 @@ func TestRotationOverlapTrustsBothCAs(t *testing.T) {
 	handshake(t, srv, m.clientWith(&newCert)).accepted(t)
 }
 
-func TestAnonymousAllowedOnlyWhereAsked(t *testing.T) {
+func TestAnonymousAllowedOnlyOnTheJoinPath(t *testing.T) {
 	m := newTestMesh(t)
-	handshake(t, m.server(AllowAnonymous()), m.clientWith(nil)).accepted(t)
+	joinPath := func(c *tls.Config) *tls.Config { c.ServerName = JoinServerName; return c }
+	handshake(t, m.server(AllowAnonymous()), joinPath(m.clientWith(nil))).accepted(t)
+	// Without the join server name, a client without a certificate fails
+	// at the handshake even on a listener that allows joins.
+	handshake(t, m.server(AllowAnonymous()), m.clientWith(nil)).refusedBy(t, nil)
 	other := newTestMesh(t)
 	c := other.issue("laptop", RoleNode, 0)
 	// A certificate, when presented, is verified in full even there.
-	handshake(t, m.server(AllowAnonymous()), m.clientWith(&c)).refusedBy(t, ErrUntrusted)
+	handshake(t, m.server(AllowAnonymous()), joinPath(m.clientWith(&c))).refusedBy(t, ErrUntrusted)
+	own := m.issue("laptop", RoleNode, 0)
+	handshake(t, m.server(AllowAnonymous()), m.clientWith(&own)).accepted(t)
+}
+
+func TestTLSBelow13RefusedAtHandshake(t *testing.T) {
+	m := newTestMesh(t)
+	c := m.issue("laptop", RoleNode, 0)
+	for _, v := range []uint16{tls.VersionTLS12, tls.VersionTLS11} {
+		cli := m.clientWith(&c)
+		cli.MinVersion, cli.MaxVersion = v, v
+		handshake(t, m.server(AllowAnonymous()), cli).refusedBy(t, nil)
+	}
 }

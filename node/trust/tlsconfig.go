@@ -179,11 +179,19 @@ func WithClock(c clock.Clock) Option { return func(v *verifier) { v.clk = c } }
 func WithLogger(l *slog.Logger) Option { return func(v *verifier) { v.log = l } }
 
 // AllowAnonymous lets a client without a certificate finish the handshake
-// (server side only). The cluster gRPC port needs it for joins; its
-// interceptor (UnaryServerInterceptor) then allows such a connection to
-// call the Join method and nothing else. A client that does present a
-// certificate is verified in full.
+// on the join path only (server side only): a client hello whose server
+// name (SNI) is JoinServerName. The cluster gRPC port needs it for joins;
+// its interceptor (Guard) then allows such a connection to call the Join
+// method and nothing else. Every other client hello needs a certificate,
+// so a client without one fails at the handshake. A client that does
+// present a certificate is verified in full on either path.
 func AllowAnonymous() Option { return func(v *verifier) { v.anon = true } }
+
+// JoinServerName is the server name (SNI) a joining node sends: the one
+// client hello a listener with AllowAnonymous accepts without a client
+// certificate. It is a label, not a secret; what such a connection may do
+// is bounded by the Guard (Join only) and the JoinServer (MaxConcurrent).
+const JoinServerName = "join.harn.invalid"
 
 // verifier checks a peer's certificate against the holder's live roots.
 type verifier struct {
@@ -264,17 +272,32 @@ func (v *verifier) refused(side string, err error) error {
 // rotation) and the injected clock; it does the same chain check.
 func ServerTLS(h *Holder, opts ...Option) *tls.Config {
 	v := newVerifier(h, opts)
-	auth := tls.RequireAnyClientCert
-	if v.anon {
-		auth = tls.RequestClientCert
+	strict := serverTLS(h, v, tls.RequireAnyClientCert)
+	if !v.anon {
+		return strict
 	}
+	join := serverTLS(h, v, tls.RequestClientCert)
+	out := strict.Clone()
+	out.GetConfigForClient = func(hello *tls.ClientHelloInfo) (*tls.Config, error) {
+		if hello.ServerName == JoinServerName {
+			return join, nil
+		}
+		return strict, nil
+	}
+	return out
+}
+
+// serverTLS is one server side: TLS 1.3, the client certificate asked for
+// with auth and verified when present; an absent one is accepted only
+// when auth does not require one.
+func serverTLS(h *Holder, v *verifier, auth tls.ClientAuthType) *tls.Config {
 	return &tls.Config{
 		MinVersion:     tls.VersionTLS13,
 		GetCertificate: h.getCertificate,
 		ClientAuth:     auth,
 		Time:           v.clk.Now,
 		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 && v.anon {
+			if len(cs.PeerCertificates) == 0 && auth == tls.RequestClientCert {
 				return nil
 			}
 			if _, err := v.verify(cs.PeerCertificates, x509.ExtKeyUsageClientAuth); err != nil {
