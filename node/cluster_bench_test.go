@@ -65,6 +65,7 @@ func cbConfig(tb testing.TB, base string, i, servers int, join string) (Config, 
 	cc.Bind = "127.0.0.1"
 	cc.GossipPort, cc.RaftPort, cc.RPCPort, cc.HTTPPort = 0, 0, 0, 0
 	cc.MeshProfile, cc.RaftProfile = "lan", "lan"
+	cc.InsecureMesh = true // a plaintext mesh (the TLS one is startTrustMesh)
 	if i < servers {
 		cc.Server, cc.BootstrapExpect = true, servers
 	}
