@@ -249,7 +249,8 @@ func memberOf(ms []memberJSON, name string) (memberJSON, bool) {
 
 // startServers starts n servers that all expect each other
 // (--server --bootstrap-expect n, each joining the others) and waits
-// until the mesh and the registry have formed.
+// until the mesh and the registry have formed. The mesh is plaintext
+// (--insecure-mesh); trustedMesh builds one with tokens.
 func startServers(t *testing.T, n int, extra ...string) []*meshNode {
 	t.Helper()
 	nodes := make([]*meshNode, n)
@@ -257,7 +258,7 @@ func startServers(t *testing.T, n int, extra ...string) []*meshNode {
 		nodes[i] = newMeshNode(t, fmt.Sprintf("srv-%c", 'a'+i), extra...)
 	}
 	for i, m := range nodes {
-		m.flags = append(m.flags, "--server", "--bootstrap-expect", strconv.Itoa(n))
+		m.flags = append(m.flags, "--insecure-mesh", "--server", "--bootstrap-expect", strconv.Itoa(n))
 		for j, o := range nodes {
 			if j != i {
 				m.flags = append(m.flags, "--join", o.gossipAddr)

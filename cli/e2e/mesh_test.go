@@ -349,7 +349,7 @@ func TestMeshWrongGossipKey(t *testing.T) {
 	nodes := startServers(t, 2, "--gossip-key", key)
 
 	for _, tc := range []struct{ name, key string }{{"other-key", other}, {"no-key", ""}} {
-		in := newMeshNode(t, "intruder-"+tc.name, "--join", nodes[0].gossipAddr, "--join", nodes[1].gossipAddr)
+		in := newMeshNode(t, "intruder-"+tc.name, "--insecure-mesh", "--join", nodes[0].gossipAddr, "--join", nodes[1].gossipAddr)
 		if tc.key != "" {
 			in.flags = append(in.flags, "--gossip-key", tc.key)
 		}
@@ -405,7 +405,7 @@ func TestMeshNonVoterJoins(t *testing.T) {
 	sid := "mesh-nonvoter-1d4c-49e8"
 	startClaudeSession(a, sid, cwd)
 
-	d := newMeshNode(t, "replica-d")
+	d := newMeshNode(t, "replica-d", "--insecure-mesh")
 	for _, m := range nodes {
 		d.flags = append(d.flags, "--join", m.gossipAddr)
 	}
@@ -543,7 +543,7 @@ func TestMeshStopWhileJoining(t *testing.T) {
 			}
 		}
 	})
-	m := newMeshNode(t, "joiner", "--join", l.Addr().String())
+	m := newMeshNode(t, "joiner", "--insecure-mesh", "--join", l.Addr().String())
 	p := m.spawnNode(m.nodeArgs()...)
 	m.waitReady(p)
 	m.stopNode(p)

@@ -52,7 +52,7 @@ func TestNodeExitsWhenAPortIsTaken(t *testing.T) {
 // (no leader, still joining) stops within 5 s of SIGTERM.
 func TestNodeStopsOnSIGTERMWhileJoining(t *testing.T) {
 	seed := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0])) // nobody there
-	m := newMeshNode(t, "lonely", "--join", seed)
+	m := newMeshNode(t, "lonely", "--insecure-mesh", "--join", seed)
 	m.spawn()
 	m.ready()
 	start := time.Now()
