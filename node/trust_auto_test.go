@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // openLone opens a lone node (no CA, no join) on a fresh data dir.
@@ -216,5 +218,18 @@ func TestServerTokenGivesNodeCertToAJoinerWithoutServer(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(TrustDir(n.cfg.DataDir), trust.FileRoots)); !bytes.Contains(b, []byte("CERTIFICATE")) {
 		t.Fatal("no roots saved")
+	}
+}
+
+// BenchmarkLoneCAMake is what a lone node's first start adds: the CA, the
+// gossip keyring and the node's certificate, written to a fresh trust
+// directory.
+func BenchmarkLoneCAMake(b *testing.B) {
+	base := b.TempDir()
+	for i := 0; i < b.N; i++ {
+		dir := filepath.Join(base, strconv.Itoa(i), "tls")
+		if _, _, err := initTrustDir(dir, "lone", nil, clock.Real{}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
