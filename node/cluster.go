@@ -75,7 +75,7 @@ type cluster struct {
 	kickReconcile chan struct{}
 	meta          mesh.NodeMeta
 
-	trust      *meshTrust // nil on a mesh without a CA (loopback)
+	trust      *meshTrust // nil only with InsecureMesh (plaintext)
 	keyringMu  sync.Mutex
 	keyringIdx uint64 // registry index of the gossip keyring last applied
 

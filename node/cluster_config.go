@@ -89,8 +89,10 @@ type ClusterConfig struct {
 	// JoinRPC are the seeds' cluster gRPC addresses for the join; empty
 	// means each Join seed's host at its gossip port plus 2.
 	JoinRPC []string
-	// InsecureMesh lets a node without a certificate bind a non-loopback
-	// address (raft and the cluster gRPC in plaintext).
+	// InsecureMesh runs a node without a certificate in plaintext (raft
+	// and the cluster gRPC), on any address, loopback included. Without it
+	// such a node makes its own CA at its first start, or joins with
+	// JoinToken, or (with Join) refuses with ErrJoinNeedsToken.
 	InsecureMesh bool
 	// RemoteControl is the --remote-control policy: off, mesh or NODE,...
 	RemoteControl string

@@ -68,7 +68,7 @@ type Revoked struct {
 }
 
 // ErrNoTrust: the operation needs a mesh with a CA.
-var ErrNoTrust = errors.New("node: this mesh has no CA; run `harn mesh init` on the first server before its first start")
+var ErrNoTrust = errors.New("node: this node runs with --insecure-mesh and has no CA; restart it without --insecure-mesh (it makes one), or run `harn mesh init` on a fresh data dir")
 
 // adminService adapts MeshAdmin to the node.
 type adminService struct {
