@@ -242,7 +242,13 @@ func TestLoneNodeJoinsAMeshWithATokenAndKeepsItsSessions(t *testing.T) {
 	lone.flags = append(lone.flags, "--join-token", tok.JoinToken)
 	lone.start()
 	if _, err := os.Stat(filepath.Join(lone.dataDir, "tls", "ca-key.pem")); err == nil {
-		t.Fatal("the joined node kept its lone CA's key")
+		ents, _ := os.ReadDir(filepath.Join(lone.dataDir, "tls"))
+		var names []string
+		for _, e := range ents {
+			fi, _ := e.Info()
+			names = append(names, e.Name()+"@"+fi.ModTime().Format(time.StampMicro))
+		}
+		t.Fatalf("the joined node kept its lone CA's key: %v", names)
 	}
 	if !inList(lone.list(true), sid) {
 		t.Fatalf("the joined node lost its session %s", sid)
