@@ -92,8 +92,12 @@ type ClusterConfig struct {
 	// InsecureMesh lets a node without a certificate bind a non-loopback
 	// address (raft and the cluster gRPC in plaintext).
 	InsecureMesh bool
-	// RemoteControl is the --remote-control policy: off, mesh or NODE,...
+	// RemoteControl is the --remote-control policy: off (the default),
+	// or NODE,... and the role servers.
 	RemoteControl string
+	// RemoteExec lists the launchers (Config.Launchers) that a caller the
+	// policy allows may start here: none by default.
+	RemoteExec []string
 	// TrustSync is how often the node follows the registry's trust
 	// records (revocations, gossip keyring, CAs).
 	TrustSync time.Duration
