@@ -187,11 +187,10 @@ var ErrRemoteExec = errors.New("node: remote start refused")
 // command the caller wrote (a free --exec), only a launcher of this node
 // that its --remote-exec lists. Other ops pass. Every refusal is logged
 // here, at the target.
-func (c *cluster) authorizeRemoteStart(ctx context.Context, a tasks.Action) error {
+func (c *cluster) authorizeRemoteStart(id trust.Identity, a tasks.Action) error {
 	if a.Op != tasks.OpStart || (a.Command == "" && a.Launcher == "") {
 		return nil
 	}
-	id, _ := trust.PeerFromContext(ctx)
 	if a.Command != "" {
 		c.log.Warn("remote start refused: a free command", "caller", id.String())
 		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--exec); name a launcher that node %s lists in --remote-exec (--launcher NAME)",
@@ -442,11 +441,11 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 			return nil, status.Error(codes.NotFound, fmt.Sprintf("task: no task %q on node %s", a.Task, s.c.name))
 		}
 	}
-	if err := s.c.authorizeRemoteStart(ctx, a); err != nil {
-		return nil, taskStatus(err)
-	}
 	id, err := s.c.authorizeRemote(ctx, "task "+a.Op)
 	if err != nil {
+		return nil, taskStatus(err)
+	}
+	if err := s.c.authorizeRemoteStart(id, a); err != nil {
 		return nil, taskStatus(err)
 	}
 	a.By = remoteBy(a.By, id)
