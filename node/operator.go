@@ -58,7 +58,7 @@ func (localCreds) Info() credentials.ProtocolInfo {
 	return credentials.ProtocolInfo{SecurityProtocol: "insecure"}
 }
 func (c localCreds) Clone() credentials.TransportCredentials { return c }
-func (localCreds) OverrideServerName(string) error        { return nil }
+func (localCreds) OverrideServerName(string) error           { return nil }
 
 // localOperator names the process that called on the local socket
 // (`alice (uid 1000)`), or "" when ctx is not a local socket call or its

@@ -449,6 +449,8 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 		return nil, taskStatus(err)
 	}
 	a.By = remoteBy(a.By, id)
+	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
+		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
 	res, err := h.Do(a)
 	if err != nil {
 		return nil, taskStatus(err)
