@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -41,6 +42,12 @@ func applySettings(c *cobra.Command) error {
 			return
 		}
 		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
+			if sv, whole := f.Value.(pflag.SliceValue); whole && wholeValue(f) {
+				if err := sv.Replace([]string{v}); err != nil && ferr == nil {
+					ferr = usageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
+				}
+				return
+			}
 			if err := setFlag(c, f, v); err != nil && ferr == nil {
 				ferr = usageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
 			}
@@ -93,8 +100,9 @@ func setFlag(c *cobra.Command, f *pflag.Flag, v string) error {
 }
 
 type configFile struct {
-	path string
-	vals map[string]string
+	path      string
+	vals      map[string]string
+	launchers tasks.Launchers
 }
 
 func (f configFile) lookup(flag string) (string, bool) {
@@ -130,10 +138,11 @@ func loadConfigFile(c *cobra.Command) (configFile, error) {
 		}
 		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
 	}
-	vals, err := parseConfig(b)
+	parsed, err := parseConfigFile(b)
 	if err != nil {
 		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
 	}
+	vals := parsed.vals
 	// A config that holds a secret is refused whole when others may read
 	// it, as ssh refuses a private key.
 	if secrets := secretKeys(vals); len(secrets) > 0 {
@@ -141,7 +150,7 @@ func loadConfigFile(c *cobra.Command) (configFile, error) {
 			return configFile{}, &secretFileError{what: "config " + path + " holds " + strings.Join(secrets, ", "), err: err}
 		}
 	}
-	return configFile{path: path, vals: vals}, nil
+	return configFile{path: path, vals: vals, launchers: parsed.launchers}, nil
 }
 
 // secretKeys lists, sorted, the keys of a config whose values are secrets.
@@ -245,47 +254,133 @@ func gossipKeyFromFile(c *cobra.Command, cc *node.ClusterConfig) error {
 	return nil
 }
 
+// parseConfig reads a config file's flag values (parseConfigFile without
+// its launchers).
 func parseConfig(b []byte) (map[string]string, error) {
+	c, err := parseConfigFile(b)
+	return c.vals, err
+}
+
+// parsedConfig is a config file's content: flag values by key, and the
+// launchers of its [launchers] section (JSON: its "launchers" object).
+type parsedConfig struct {
+	vals      map[string]string
+	launchers tasks.Launchers
+}
+
+// parseConfigFile reads a config file: a JSON object of flag names (and
+// "launchers": {"NAME": ["argv", ...]}), or lines of `key = value`, where
+// a `[launchers]` line starts the section of `NAME = ["argv", ...]` lines
+// that runs to the end of the file (# starts a comment line).
+func parseConfigFile(b []byte) (parsedConfig, error) {
 	s := strings.TrimSpace(string(b))
-	out := map[string]string{}
+	out := parsedConfig{vals: map[string]string{}}
 	if strings.HasPrefix(s, "{") {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(s), &m); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
+			return parsedConfig{}, fmt.Errorf("not valid JSON: %v", err)
 		}
 		for k, v := range m {
+			if k == "launchers" {
+				l, err := jsonLaunchers(v)
+				if err != nil {
+					return parsedConfig{}, err
+				}
+				out.launchers = l
+				continue
+			}
 			switch x := v.(type) {
 			case string:
-				out[k] = x
+				out.vals[k] = x
 			case []any:
 				var parts []string
 				for _, p := range x {
 					parts = append(parts, fmt.Sprint(p))
 				}
-				out[k] = strings.Join(parts, ",")
+				out.vals[k] = strings.Join(parts, ",")
 			default:
-				out[k] = fmt.Sprint(x)
+				out.vals[k] = fmt.Sprint(x)
 			}
 		}
 		return out, nil
 	}
+	section := ""
 	for i, line := range strings.Split(s, "\n") {
 		line = strings.TrimSpace(line)
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		if strings.HasPrefix(line, "[") {
+			name, ok := strings.CutSuffix(line, "]")
+			name = strings.TrimSpace(strings.TrimPrefix(name, "["))
+			if !ok || name != "launchers" {
+				return parsedConfig{}, fmt.Errorf("line %d: unknown section %q; the one section is [launchers]", i+1, text.Clip(text.OneLine(line), 40))
+			}
+			if out.launchers != nil {
+				return parsedConfig{}, fmt.Errorf("line %d: a second [launchers] section; keep one", i+1)
+			}
+			section, out.launchers = name, tasks.Launchers{}
+			continue
+		}
 		k, v, ok := strings.Cut(line, "=")
-		if !ok {
+		if !ok && section == "" {
 			k, v, ok = strings.Cut(line, ":")
 		}
 		if !ok {
-			return nil, fmt.Errorf("line %d: want key = value", i+1)
+			if section != "" {
+				return parsedConfig{}, fmt.Errorf("line %d: want NAME = [\"argv\", ...] in [launchers]", i+1)
+			}
+			return parsedConfig{}, fmt.Errorf("line %d: want key = value", i+1)
 		}
 		k = strings.TrimSpace(k)
 		if k == "" {
-			return nil, fmt.Errorf("line %d: the key is empty; want key = value", i+1)
+			return parsedConfig{}, fmt.Errorf("line %d: the key is empty; want key = value", i+1)
 		}
-		out[k] = strings.Trim(strings.TrimSpace(v), `"`)
+		if section == "launchers" {
+			if err := addLauncher(out.launchers, k, strings.TrimSpace(v)); err != nil {
+				return parsedConfig{}, fmt.Errorf("line %d: %w", i+1, err)
+			}
+			continue
+		}
+		out.vals[k] = strings.Trim(strings.TrimSpace(v), `"`)
 	}
 	return out, nil
+}
+
+// addLauncher adds one `NAME = ["argv", ...]` line of [launchers] to l.
+func addLauncher(l tasks.Launchers, name, value string) error {
+	if err := tasks.ValidLauncherName(name); err != nil {
+		return err
+	}
+	if _, dup := l[name]; dup {
+		return fmt.Errorf("%w: launcher %s is defined twice; keep one", tasks.ErrBadLauncher, name)
+	}
+	if len(l) >= tasks.MaxLaunchers {
+		return fmt.Errorf("%w: over %d launchers", tasks.ErrBadLauncher, tasks.MaxLaunchers)
+	}
+	var argv []string
+	if err := json.Unmarshal([]byte(value), &argv); err != nil {
+		return fmt.Errorf("%w: launcher %s: want NAME = [\"argv\", ...] (a JSON array of strings)", tasks.ErrBadLauncher, name)
+	}
+	if err := tasks.CheckArgv(name, argv); err != nil {
+		return err
+	}
+	l[name] = argv
+	return nil
+}
+
+// jsonLaunchers reads a JSON config's "launchers": {"NAME": ["argv", ...]}.
+func jsonLaunchers(v any) (tasks.Launchers, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: \"launchers\" must be an object of NAME: [\"argv\", ...]", tasks.ErrBadLauncher)
+	}
+	l := tasks.Launchers{}
+	for name, a := range m {
+		b, _ := json.Marshal(a)
+		if err := addLauncher(l, name, string(b)); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }

@@ -34,7 +34,8 @@ func addMeshFlags(c *cobra.Command) {
 	f.String("join-token-file", "", "file holding the join token (mode 0600; keeps it out of ps)")
 	f.StringSlice("join-rpc", nil, "cluster gRPC address of a server to join through (default: each --join seed's port plus 2)")
 	f.Bool("insecure-mesh", false, "run raft and the cluster gRPC in plaintext, on loopback too (trusted networks only; default: mutual TLS, with a CA made at the first start)")
-	f.String("remote-control", "mesh", "who may start, steer or cancel this node's agents: off, mesh, or NODE,...")
+	f.String("remote-control", "off", "who on other nodes may start, steer, cancel, approve or confirm this node's agents: off, or NODE,... and servers (callers holding a server-role certificate)")
+	f.String("remote-exec", "none", "the launchers (--launcher) that callers --remote-control allows may start here: none, or NAME,...")
 }
 
 // meshConfig reads the mesh flags into cc.

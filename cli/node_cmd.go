@@ -42,6 +42,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("http-token", "", "bearer `token` the board and /metrics require (default: none on loopback, else one generated into the data dir; see harn web url)")
 	c.Flags().String("otlp-endpoint", "", "send OpenTelemetry traces of ingest and gRPC calls to this OTLP gRPC collector (host:port, or an http:// or https:// URL; default: off)")
 	addMeshFlags(c)
+	addLauncherFlags(c)
 	addSecretFileFlags(c)
 	addNotifyFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
@@ -83,6 +84,9 @@ func runNode(c *cobra.Command, _ []string) error {
 	cfg.HTTPAddr, _, _ = node.ParseHTTPAddr(hp) // checked by meshConfig
 	cfg.HTTPToken, _ = c.Flags().GetString("http-token")
 	cfg.Logger = nodeLogger(c.ErrOrStderr(), level)
+	if err := launcherConfig(c, &cfg); err != nil {
+		return err
+	}
 	stopTracing, err := openTracing(c, &cfg) // tracing.go
 	if err != nil {
 		return err

@@ -95,17 +95,24 @@ func grantsOf(c *cobra.Command) ([]tasks.Grant, error) {
 func newTaskStartCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "start TEXT",
-		Short: "start a task: in a new session running --exec COMMAND, or on an existing session (--session)",
+		Short: "start a task: in a new session running --launcher NAME or --exec COMMAND, or on an existing session (--session)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
 			a := tasks.Action{Op: tasks.OpStart, Text: strings.Join(args, " ")}
 			a.Command, _ = c.Flags().GetString("exec")
+			a.Launcher, _ = c.Flags().GetString("launcher")
 			a.Session, _ = c.Flags().GetString("session")
 			a.Workdir, _ = c.Flags().GetString("workdir")
-			if (a.Command == "") == (a.Session == "") {
-				return usageErr(errors.New("task start: give --exec 'COMMAND' for a new session, or --session ID for an existing one"))
+			given := 0
+			for _, v := range []string{a.Command, a.Launcher, a.Session} {
+				if v != "" {
+					given++
+				}
 			}
-			if a.Command != "" && a.Workdir == "" {
+			if given != 1 {
+				return usageErr(errors.New("task start: give --launcher NAME or --exec 'COMMAND' for a new session, or --session ID for an existing one"))
+			}
+			if (a.Command != "" || a.Launcher != "") && a.Workdir == "" {
 				if node, _ := c.Flags().GetString("node"); node == "" {
 					a.Workdir, _ = os.Getwd()
 				}
@@ -118,7 +125,9 @@ func newTaskStartCmd() *cobra.Command {
 			return runTask(c, a)
 		},
 	}
-	c.Flags().String("exec", "", "the agent command the new session runs for its tasks (no shell; the prompt goes on stdin)")
+	c.Flags().String("exec", "", "the agent command the new session runs for its tasks (no shell; the prompt goes on stdin; this node only: another node never runs a command it is sent)")
+	c.Flags().String("launcher", "", "the new session runs the node's launcher NAME (its fixed argv; with --node, one the target lists in --remote-exec)")
+	commandLineOnly(c, "launcher") // task start's --launcher shares its name with the node's definitions
 	c.Flags().String("session", "", "start the task on this existing session (id, prefix or name)")
 	c.Flags().String("workdir", "", "the new session's working directory on its node (default: here, for this node)")
 	addGrantFlags(c)
@@ -257,6 +266,9 @@ func printTaskResult(w io.Writer, op string, r tasks.Result) {
 	}
 	switch op {
 	case tasks.OpShow:
+		if r.Task != nil && r.Task.By != "" {
+			fmt.Fprintln(w, "by:", text.OneLine(r.Task.By))
+		}
 		if r.Text != "" {
 			fmt.Fprintln(w, "text:", text.OneLine(r.Text))
 		}

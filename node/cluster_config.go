@@ -94,8 +94,12 @@ type ClusterConfig struct {
 	// such a node makes its own CA at its first start, or joins with
 	// JoinToken, or (with Join) refuses with ErrJoinNeedsToken.
 	InsecureMesh bool
-	// RemoteControl is the --remote-control policy: off, mesh or NODE,...
+	// RemoteControl is the --remote-control policy: off (the default),
+	// or NODE,... and the role servers.
 	RemoteControl string
+	// RemoteExec lists the launchers (Config.Launchers) that a caller the
+	// policy allows may start here: none by default.
+	RemoteExec []string
 	// TrustSync is how often the node follows the registry's trust
 	// records (revocations, gossip keyring, CAs).
 	TrustSync time.Duration

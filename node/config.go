@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -59,6 +60,11 @@ type Config struct {
 	// Claims is the write-claim mode: off, warn or enforce ("" is
 	// enforce).
 	Claims string
+
+	// Launchers are the named agent commands a task start may name
+	// (--launcher, [launchers] in the config file); Cluster.RemoteExec
+	// says which of them other nodes may start.
+	Launchers tasks.Launchers
 
 	// Cluster configures the mesh: gossip, the Raft registry and the
 	// cluster gRPC service.

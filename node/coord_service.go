@@ -91,6 +91,7 @@ func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.C
 	case CoordRelease, CoordClaims, CoordCheck:
 		res, err = s.n.coordClaims(ctx, req.Op, b)
 	case CoordEnd, CoordPing:
+		b.By = s.n.operatorBy(ctx, b.By)
 		return s.n.routeCoord(ctx, req.Op, b)
 	default:
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("coord: unknown op %q: use release, claims, check, end or ping", req.Op))
@@ -220,6 +221,7 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	b.Session = rec.SessionID
+	b.By = operatorPart(b.By)
 	body, _ := json.Marshal(b)
 	out, err := cl.Coord(rctx, &api.CoordRequest{Op: op, BodyJson: body, Node: rec.Node})
 	if err != nil {
@@ -298,7 +300,7 @@ func (s *clusterService) Coord(ctx context.Context, req *api.CoordRequest) (*api
 		if err != nil {
 			return nil, taskStatus(err)
 		}
-		b.By = "operator@" + id.Name
+		b.By = remoteBy(b.By, id)
 	}
 	res, err := ln.coordLocal(req.Op, st, b)
 	if err != nil {

@@ -240,7 +240,7 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
+	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(localCreds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
 	api.RegisterLocalServer(n.grpc, &localService{n: n})
 	api.RegisterMeshAdminServer(n.grpc, &adminService{n: n})
 	n.start(func() {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -16,6 +18,7 @@ import (
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // Bounds of the task paths.
@@ -40,7 +43,7 @@ func (n *Node) openTasks() error {
 		Sink:     sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
 		Sessions: sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
-		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte})
+		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers})
 	if err != nil {
 		return err
 	}
@@ -127,7 +130,7 @@ func taskStatus(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrAmbiguous):
 		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, trust.ErrRemoteControl), errors.Is(err, ErrRemoteRefused):
+	case errors.Is(err, trust.ErrRemoteControl), errors.Is(err, ErrRemoteRefused), errors.Is(err, ErrRemoteExec):
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, tasks.ErrNoRequest):
 		return status.Error(codes.NotFound, err.Error())
@@ -162,10 +165,10 @@ func (c *cluster) authorizeRemote(ctx context.Context, what string) (trust.Ident
 		return id, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w); remote task actions need mTLS between the nodes",
 			ErrRemoteRefused, c.name, err)
 	}
-	// The node's --remote-control policy (default mesh), applied only to a
+	// The node's --remote-control policy (default off), applied only to a
 	// caller whose certificate the handshake verified: without mutual TLS
 	// nobody may act on this node's agents, whatever the policy says.
-	rc, _ := trust.ParseRemoteControl(trust.DefaultRemoteControl)
+	var rc trust.RemoteControl // off
 	if p, ok := c.local.(interface{ RemoteControl() trust.RemoteControl }); ok {
 		rc = p.RemoteControl()
 	}
@@ -174,6 +177,39 @@ func (c *cluster) authorizeRemote(ctx context.Context, what string) (trust.Ident
 		return id, fmt.Errorf("%w by node %s: %w", ErrRemoteRefused, c.name, err)
 	}
 	return id, nil
+}
+
+// ErrRemoteExec refuses a remote start of a command: a free --exec
+// command, or a launcher the target's --remote-exec does not list.
+var ErrRemoteExec = errors.New("node: remote start refused")
+
+// authorizeRemoteStart admits what a remote start would run: never a
+// command the caller wrote (a free --exec), only a launcher of this node
+// that its --remote-exec lists. Other ops pass. Every refusal is logged
+// here, at the target.
+func (c *cluster) authorizeRemoteStart(id trust.Identity, a tasks.Action) error {
+	if a.Op != tasks.OpStart || (a.Command == "" && a.Launcher == "") {
+		return nil
+	}
+	if a.Command != "" {
+		c.log.Warn("remote start refused: a free command", "caller", id.String())
+		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--exec); name a launcher that node %s lists in --remote-exec (--launcher NAME)",
+			ErrRemoteExec, c.name, c.name)
+	}
+	var allowed []string
+	if p, ok := c.local.(interface{ RemoteExec() []string }); ok {
+		allowed = p.RemoteExec()
+	}
+	if !slices.Contains(allowed, a.Launcher) {
+		list := strings.Join(allowed, ",")
+		if list == "" {
+			list = "none"
+		}
+		c.log.Warn("remote start refused: launcher not in --remote-exec", "caller", id.String(), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
+		return fmt.Errorf("%w by node %s: launcher %q is not in its --remote-exec (%s)", ErrRemoteExec, c.name,
+			text.Clip(text.OneLine(a.Launcher), 64), list)
+	}
+	return nil
 }
 
 // taskNode is what the cluster service needs of the local half for tasks.
@@ -193,9 +229,7 @@ func (s *localService) Task(ctx context.Context, req *api.TaskRequest) (*api.Tas
 	if err := json.Unmarshal(req.ActionJson, &a); err != nil {
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
 	}
-	if a.By == "" {
-		a.By = "operator@" + s.n.cfg.Name
-	}
+	a.By = s.n.operatorBy(ctx, a.By)
 	res, err := s.n.routeTask(ctx, req.Node, a)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -209,7 +243,7 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 	if target != "" && target != n.cfg.Name {
 		return n.remoteTask(ctx, target, a)
 	}
-	local := target == n.cfg.Name || n.cl == nil || (a.Op == tasks.OpStart && a.Command != "")
+	local := target == n.cfg.Name || n.cl == nil || (a.Op == tasks.OpStart && (a.Command != "" || a.Launcher != ""))
 	if !local && tasks.IsSessionOp(a.Op) {
 		if n.tasks.Hosts(a.Session) {
 			local = true
@@ -261,7 +295,7 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 	if err != nil {
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
-	a.By = ""
+	a.By = operatorPart(a.By)
 	b, _ := json.Marshal(a)
 	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 	defer cancel()
@@ -360,10 +394,7 @@ func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*a
 }
 
 func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
-	by := req.By
-	if by == "" {
-		by = "operator@" + s.n.cfg.Name
-	}
+	by := s.n.operatorBy(ctx, req.By)
 	r, err := s.n.tasks.Approvals().Answer(req.Request, req.Allow, by, req.Reason)
 	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.n.cl == nil {
 		if err != nil {
@@ -381,7 +412,8 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
-		res, rerr := cl.Answer(rctx, &api.AnswerRequest{Request: req.Request, Allow: req.Allow, Reason: req.Reason, LocalOnly: true})
+		res, rerr := cl.Answer(rctx, &api.AnswerRequest{Request: req.Request, Allow: req.Allow, Reason: req.Reason, LocalOnly: true,
+			By: operatorPart(by)})
 		cancel()
 		if status.Code(rerr) == codes.NotFound {
 			continue
@@ -413,7 +445,12 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	a.By = "operator@" + id.Name
+	if err := s.c.authorizeRemoteStart(id, a); err != nil {
+		return nil, taskStatus(err)
+	}
+	a.By = remoteBy(a.By, id)
+	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
+		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
 	res, err := h.Do(a)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -447,7 +484,7 @@ func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*a
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	r, err := h.Approvals().Answer(req.Request, req.Allow, "operator@"+id.Name, req.Reason)
+	r, err := h.Approvals().Answer(req.Request, req.Allow, remoteBy(req.By, id), req.Reason)
 	if err != nil {
 		return nil, taskStatus(err)
 	}

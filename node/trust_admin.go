@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -279,6 +280,10 @@ func (c *cluster) changeKeyring(ctx context.Context, a KeyringChange) (KeyringVi
 	return KeyringView{}, fmt.Errorf("%w: the keyring kept changing", raftstore.ErrKVConflict)
 }
 
+// RemoteExec lists the launchers other nodes may start here
+// (--remote-exec; none by default).
+func (n *Node) RemoteExec() []string { return slices.Clone(n.cfg.Cluster.RemoteExec) }
+
 // RemoteControl is this node's --remote-control policy.
 func (n *Node) RemoteControl() trust.RemoteControl {
 	rc, _ := trust.ParseRemoteControl(n.cfg.Cluster.RemoteControl) // checked by Validate
@@ -290,14 +295,10 @@ func (n *Node) RemoteControl() trust.RemoteControl {
 // cancel, confirm. It returns the caller's verified identity, or a
 // *trust.RefusalError wrapping trust.ErrRemoteControl that names the
 // caller's certificate, and logs the refusal here. On a mesh without a CA
-// (loopback only) no caller has an identity: policy mesh allows, any other
-// refuses.
+// no caller has an identity, so every policy refuses.
 func (n *Node) AuthorizeRemoteControl(ctx context.Context) (trust.Identity, error) {
 	rc := n.RemoteControl()
 	if n.cl == nil || n.cl.trust == nil {
-		if rc.String() == trust.DefaultRemoteControl {
-			return trust.Identity{}, nil
-		}
 		err := &trust.RefusalError{Err: trust.ErrRemoteControl, Detail: "this mesh has no CA, so callers cannot be told apart; policy is " + rc.String()}
 		n.log.Warn("trust: remote control refused", "caller", "anonymous", "err", err)
 		return trust.Identity{}, err

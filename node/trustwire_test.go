@@ -441,7 +441,7 @@ func TestRemoteControlPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		policy string
 		allow  bool
-	}{{"mesh", true}, {"off", false}, {"tw1", true}, {"tw2,tw3", false}} {
+	}{{"", false}, {"off", false}, {"servers", false}, {"tw1", true}, {"servers,tw1", true}, {"tw2,tw3", false}} {
 		n0.cfg.Cluster.RemoteControl = tc.policy
 		// Drive the policy through a real TLS call: the handler's context
 		// is what a remote action gets.
@@ -452,6 +452,11 @@ func TestRemoteControlPolicy(t *testing.T) {
 		if got != nil && !errors.Is(got, trust.ErrRemoteControl) {
 			t.Errorf("policy %s: %v does not wrap ErrRemoteControl", tc.policy, got)
 		}
+	}
+	// The role servers admits a caller holding a server-role certificate.
+	n1.cfg.Cluster.RemoteControl = "servers"
+	if err := callWithPolicy(t, n1, n0); err != nil {
+		t.Errorf("policy servers refused the server %s: %v", n0.cfg.Name, err)
 	}
 }
 

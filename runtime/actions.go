@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // Request is an operator's input for a new task. Grants nil means the
@@ -14,6 +15,21 @@ type Request struct {
 	Text            string
 	Grants          []Grant
 	RequiresSuccess bool
+	// By names who submitted the task (recorded in its task.submit
+	// record and shown in its view); clipped to MaxByBytes.
+	By string
+}
+
+// clipBy cuts by to MaxByBytes at a rune boundary.
+func clipBy(by string) string {
+	if len(by) <= MaxByBytes {
+		return by
+	}
+	cut := MaxByBytes
+	for cut > 0 && !utf8.RuneStart(by[cut]) {
+		cut--
+	}
+	return by[:cut]
 }
 
 func checkText(s string) error {
@@ -57,8 +73,9 @@ func (rt *Runtime) submit(s *session, action Action, req Request, front bool) (*
 		return nil, err
 	}
 	t := rt.newTask(s, action, req.Text, grants, req.RequiresSuccess && action == ActionFollowUp)
+	t.by = clipBy(req.By)
 	t.submitted = s.base + len(s.conv)
-	if err := rt.rec(t, Record{Kind: RecSubmit, Status: string(action)}); err != nil {
+	if err := rt.rec(t, Record{Kind: RecSubmit, Status: string(action), By: t.by}); err != nil {
 		return nil, err
 	}
 	rt.index(t)

@@ -246,7 +246,8 @@ type task struct {
 	grants          []Grant
 	limits          []Limit
 	requiresSuccess bool
-	queued          bool // it waited behind another task: it is a successor
+	by              string // who submitted it
+	queued          bool   // it waited behind another task: it is a successor
 	state           State
 	status          Status
 	submitted       int // absolute conversation index before its own text
@@ -378,6 +379,7 @@ type TaskView struct {
 	Predecessor     string    `json:"predecessor,omitempty"`   // the task it was queued behind
 	PendingCalls    []string  `json:"pending_calls,omitempty"` // calls waiting for a confirmation
 	CreatedAt       time.Time `json:"created_at"`
+	By              string    `json:"by,omitempty"` // who submitted it
 }
 
 // SessionView is a session's task runtime at a glance.
@@ -392,7 +394,7 @@ type SessionView struct {
 
 func (t *task) view() TaskView {
 	v := TaskView{ID: t.id, Session: t.s.id, Action: t.action, State: t.state, QueueDepth: len(t.s.queue),
-		RequiresSuccess: t.requiresSuccess, CreatedAt: t.created}
+		RequiresSuccess: t.requiresSuccess, CreatedAt: t.created, By: t.by}
 	if t.state == StateTerminal || t.state == StateCancelling || t.state == StateQuiescing {
 		v.Status = t.status
 	}

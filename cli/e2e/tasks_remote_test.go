@@ -1,7 +1,10 @@
 package e2e
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
+	"os/user"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -9,13 +12,57 @@ import (
 	"time"
 )
 
+// launcherConfig writes a config file that defines s0's launchers: fake
+// (the fake agent, streaming JSON out) and fakestream (also streaming JSON
+// in), plus extra NAME: argv. It returns the env that points s0 at it.
+func launcherConfig(t *testing.T, extra map[string][]string) string {
+	t.Helper()
+	fake := buildFakeAgent(t)
+	defs := map[string][]string{
+		"fake":       {fake, "-p", "--output-format", "stream-json"},
+		"fakestream": {fake, "-p", "--output-format", "stream-json", "--input-format", "stream-json"},
+	}
+	for k, v := range extra {
+		defs[k] = v
+	}
+	var b strings.Builder
+	b.WriteString("# s0's launchers\n[launchers]\n")
+	for name, argv := range defs {
+		j, _ := json.Marshal(argv)
+		fmt.Fprintf(&b, "%s = %s\n", name, j)
+	}
+	path := filepath.Join(t.TempDir(), "harn.conf")
+	if err := os.WriteFile(path, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "HARN_CONFIG=" + path
+}
+
+// remoteMesh is trustedMesh with s0's --remote-control policy, its
+// --remote-exec list and the launchers of launcherConfig.
+func remoteMesh(t *testing.T, policy, remoteExec string, s0Env ...string) (s0, n1 *meshNode) {
+	t.Helper()
+	env := append([]string{launcherConfig(t, nil), "HARN_REMOTE_CONTROL=" + policy, "HARN_REMOTE_EXEC=" + remoteExec}, s0Env...)
+	return trustedMesh(t, env...)
+}
+
+// operatorAt is how a node records an action of this test's user made
+// on node: `alice (uid 1000)@laptop`.
+func operatorAt(t *testing.T, node string) string {
+	t.Helper()
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s (uid %s)@%s", u.Username, u.Uid, node)
+}
+
 // Over the mutually authenticated mesh, a task on another node's runtime
 // is started, followed, steered, superseded and cancelled from this node: the actions route to
 // the owner, which runs the agent, and its answers come back with the same
 // shape as a local call's.
 func TestRemoteTaskStartSteerSupersedeAndCancelOverMutualTLS(t *testing.T) {
-	s0, n1 := trustedMesh(t)
-	cmd := buildFakeAgent(t) + " -p --output-format stream-json"
+	s0, n1 := remoteMesh(t, "n1", "fake,fakestream")
 
 	remote := func(args ...string) taskResultJSON {
 		t.Helper()
@@ -23,9 +70,18 @@ func TestRemoteTaskStartSteerSupersedeAndCancelOverMutualTLS(t *testing.T) {
 		mustJSON(t, n1.ok(append(append([]string{"task"}, args...), "--json")...), &r)
 		return r
 	}
-	started := remote("start", "--node", "s0", "--exec", cmd, "hello from n1")
+	started := remote("start", "--node", "s0", "--launcher", "fake", "hello from n1")
 	if started.Session == "" || started.Task.ID == "" || started.Node != "s0" {
 		t.Fatalf("remote start: %+v", started)
+	}
+	// The owner's record names the operator: this test's user on n1.
+	var rec taskResultJSON
+	mustJSON(t, s0.ok("task", "show", started.Task.ID, "--json"), &rec)
+	if want := operatorAt(t, "n1"); rec.Task.By != want {
+		t.Fatalf("s0 records the start by %q, want %q", rec.Task.By, want)
+	}
+	if out := s0.ok("task", "show", started.Task.ID); !strings.Contains(out, "by: "+operatorAt(t, "n1")) {
+		t.Fatalf("task show does not name the operator: %s", out)
 	}
 	eventually(t, stateTimeout, "the remote task succeeded on s0", func() (bool, string) {
 		r := remote("show", started.Task.ID)
@@ -35,7 +91,7 @@ func TestRemoteTaskStartSteerSupersedeAndCancelOverMutualTLS(t *testing.T) {
 
 	// Steer from n1: s0's streaming agent gets it on its input, and the
 	// answer says so. Its turn ends only once the steer has arrived.
-	streaming := remote("start", "--node", "s0", "--exec", cmd+" --input-format stream-json", "await-steer")
+	streaming := remote("start", "--node", "s0", "--launcher", "fakestream", "await-steer")
 	st := remote("steer", "--node", "s0", "--session", streaming.Session, "steered from n1")
 	if st.Node != "s0" || st.Steer == nil || st.Steer.Mode != "delivered" || st.Steer.Task != streaming.Task.ID {
 		t.Fatalf("remote steer: %+v", st)
@@ -105,11 +161,10 @@ type digestJSON struct {
 // `harn task ack` from n1 reaches the owner; then mutations run again.
 func TestRemoteCancelOfAHungMutationIsUnknownAndMutationsWaitForAck(t *testing.T) {
 	// s0's agents report their tool calls to s0 through `harn hook`.
-	s0, n1 := trustedMesh(t, "HARN_TASK_GRACE=1s", "FAKEAGENT_HOOK="+harnBin+" hook claude-code")
-	cmd := buildFakeAgent(t) + " -p --output-format stream-json"
+	s0, n1 := remoteMesh(t, "n1", "fake", "HARN_TASK_GRACE=1s", "FAKEAGENT_HOOK="+harnBin+" hook claude-code")
 	target := filepath.Join(s0.root, "mutated")
 
-	first := n1.task("start", "--node", "s0", "--exec", cmd, "--profile", "full", "ignore-sigint mutate-hang="+target)
+	first := n1.task("start", "--node", "s0", "--launcher", "fake", "--profile", "full", "ignore-sigint mutate-hang="+target)
 	if first.Node != "s0" || first.Task.ID == "" || first.Session == "" {
 		t.Fatalf("remote start: %+v", first)
 	}
@@ -182,7 +237,7 @@ func TestRemoteCancelOfAHungMutationIsUnknownAndMutationsWaitForAck(t *testing.T
 // from n1, over the authenticated mesh, and s0's hook returns allow within
 // a second of the approval.
 func TestRemoteApprovalFromAnotherNode(t *testing.T) {
-	s0, n1 := trustedMesh(t)
+	s0, n1 := remoteMesh(t, "n1", "none")
 	perm := `{"session_id":"cc-remote-ask","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make deploy"}}`
 	type hookOut struct {
 		res result

@@ -67,6 +67,7 @@ type taskResultJSON struct {
 		State      string `json:"state"`
 		Status     string `json:"status"`
 		QueueDepth int    `json:"queue_depth"`
+		By         string `json:"by"`
 	} `json:"task"`
 	Output []string `json:"output"`
 	Steer  *struct {

@@ -32,7 +32,8 @@ type Action struct {
 	Session         string          `json:"session,omitempty"` // a session id, prefix or name
 	Task            string          `json:"task,omitempty"`
 	Text            string          `json:"text,omitempty"`
-	Command         string          `json:"command,omitempty"` // start: a new runtime session running this command
+	Command         string          `json:"command,omitempty"`  // start: a new runtime session running this command
+	Launcher        string          `json:"launcher,omitempty"` // start: a new runtime session running this node's launcher
 	Workdir         string          `json:"workdir,omitempty"`
 	Grants          []runtime.Grant `json:"grants,omitempty"` // nil: the default profile
 	RequiresSuccess bool            `json:"requires_success,omitempty"`
@@ -71,20 +72,26 @@ func (h *Host) Do(a Action) (Result, error) {
 		return Result{}, ErrClosed
 	}
 	res := Result{Node: h.cfg.Node}
-	req := runtime.Request{Text: a.Text, Grants: a.Grants, RequiresSuccess: a.RequiresSuccess}
 	by := a.By
 	if by == "" {
 		by = "operator@" + h.cfg.Node
 	}
+	req := runtime.Request{Text: a.Text, Grants: a.Grants, RequiresSuccess: a.RequiresSuccess, By: by}
 	if IsSessionOp(a.Op) {
 		var hs *hosted
 		var err error
 		switch {
-		case a.Op == OpStart && a.Command != "":
-			if a.Session != "" {
-				return res, fmt.Errorf("%w: give --exec for a new session or --session for an existing one, not both", ErrBadAction)
+		case a.Op == OpStart && (a.Command != "" || a.Launcher != ""):
+			if a.Session != "" || (a.Command != "" && a.Launcher != "") {
+				return res, fmt.Errorf("%w: give one of --exec, --launcher (a new session) or --session (an existing one)", ErrBadAction)
 			}
-			id, oerr := h.OpenExec(a.Command, a.Workdir)
+			var id string
+			var oerr error
+			if a.Launcher != "" {
+				id, oerr = h.OpenLauncher(a.Launcher, a.Workdir)
+			} else {
+				id, oerr = h.OpenExec(a.Command, a.Workdir)
+			}
 			if oerr != nil {
 				return res, oerr
 			}
@@ -217,10 +224,10 @@ const (
 // KindOf classifies err.
 func KindOf(err error) Kind {
 	switch {
-	case errors.Is(err, ErrBadAction), errors.Is(err, runtime.ErrEmptyText), errors.Is(err, runtime.ErrTooLarge),
+	case errors.Is(err, ErrBadAction), errors.Is(err, ErrBadLauncher), errors.Is(err, runtime.ErrEmptyText), errors.Is(err, runtime.ErrTooLarge),
 		errors.Is(err, runtime.ErrGrantSyntax), errors.Is(err, runtime.ErrNoProfile), errors.Is(err, ErrBadTaskID):
 		return KindBadInput
-	case errors.Is(err, runtime.ErrNoTask), errors.Is(err, runtime.ErrNoSession), errors.Is(err, ErrNoSession),
+	case errors.Is(err, runtime.ErrNoTask), errors.Is(err, runtime.ErrNoSession), errors.Is(err, ErrNoSession), errors.Is(err, ErrNoLauncher),
 		errors.Is(err, runtime.ErrNoCall):
 		return KindNotFound
 	case errors.Is(err, ErrClosed):

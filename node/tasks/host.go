@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -55,6 +57,9 @@ type Config struct {
 	OnChange func(session string)
 	// OnFirstByte observes the start→first byte metric of every task.
 	OnFirstByte func(exec.FirstByte)
+	// Launchers are the node's named agent commands (a start names one
+	// with Action.Launcher).
+	Launchers Launchers
 }
 
 // hosted is one runtime session of this node.
@@ -167,6 +172,23 @@ func (h *Host) OpenExec(command, workdir string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: --exec: %w", ErrBadAction, err)
 	}
+	return h.openArgv(argv, workdir)
+}
+
+// OpenLauncher opens a runtime session running the node's launcher name.
+func (h *Host) OpenLauncher(name, workdir string) (string, error) {
+	argv, ok := h.cfg.Launchers[name]
+	if !ok {
+		defined := strings.Join(h.cfg.Launchers.Names(), ", ")
+		if defined == "" {
+			defined = "none"
+		}
+		return "", fmt.Errorf("%w: %q on node %s (defined: %s)", ErrNoLauncher, clip(name), h.cfg.Node, defined)
+	}
+	return h.openArgv(slices.Clone(argv), workdir)
+}
+
+func (h *Host) openArgv(argv []string, workdir string) (string, error) {
 	drv := exec.Detect(argv)
 	if err := drv.Validate(); err != nil {
 		return "", fmt.Errorf("%w: --exec: %w", ErrBadAction, err)

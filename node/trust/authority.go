@@ -56,30 +56,41 @@ func CheckSessionWrite(caller Identity, owner string, kind WriteKind) error {
 }
 
 // RemoteControl is a node's --remote-control policy: who may start, steer,
-// cancel or confirm its agents from another node.
+// cancel, approve or confirm its agents from another node. The zero value
+// is "off".
 type RemoteControl struct {
-	mode  string // "off", "mesh" or "list"
-	nodes map[string]bool
+	servers bool            // callers holding a server-role certificate
+	nodes   map[string]bool // callers by certificate name
 }
 
-// DefaultRemoteControl is "mesh".
-const DefaultRemoteControl = "mesh"
+// DefaultRemoteControl is "off": no other node acts on this node's agents
+// until the operator names who may.
+const DefaultRemoteControl = "off"
 
-// ParseRemoteControl reads `off`, `mesh` (the default, also for "") or a
-// comma-separated list of node names.
+// RoleServers is the policy entry that allows every caller holding a
+// server-role mesh certificate.
+const RoleServers = "servers"
+
+// ParseRemoteControl reads `off` (the default, also for ""), or a
+// comma-separated list of node names and the role `servers`. The old value
+// `mesh` (any mesh certificate) is refused with ErrPolicyMesh.
 func ParseRemoteControl(s string) (RemoteControl, error) {
 	s = strings.TrimSpace(s)
 	switch s {
-	case "", "mesh":
-		return RemoteControl{mode: "mesh"}, nil
-	case "off":
-		return RemoteControl{mode: "off"}, nil
+	case "", "off":
+		return RemoteControl{}, nil
 	}
-	rc := RemoteControl{mode: "list", nodes: map[string]bool{}}
+	rc := RemoteControl{nodes: map[string]bool{}}
 	for _, n := range strings.Split(s, ",") {
 		n = strings.TrimSpace(n)
-		if n == "off" || n == "mesh" {
-			return RemoteControl{}, fmt.Errorf("%w: %q cannot be combined with node names (use off, mesh, or NODE,...)", ErrBadPolicy, n)
+		switch n {
+		case "mesh":
+			return RemoteControl{}, fmt.Errorf("%w: %w (it let any mesh certificate act here); name the callers instead: --remote-control NODE,... or servers", ErrBadPolicy, ErrPolicyMesh)
+		case "off":
+			return RemoteControl{}, fmt.Errorf("%w: off cannot be combined with other entries (use off, servers, or NODE,...)", ErrBadPolicy)
+		case RoleServers:
+			rc.servers = true
+			continue
 		}
 		if err := ValidName(n); err != nil {
 			return RemoteControl{}, fmt.Errorf("%w: --remote-control: %w", ErrBadPolicy, err)
@@ -89,20 +100,23 @@ func ParseRemoteControl(s string) (RemoteControl, error) {
 	return rc, nil
 }
 
+// Off reports whether the policy allows no caller.
+func (rc RemoteControl) Off() bool { return !rc.servers && len(rc.nodes) == 0 }
+
 // String renders the policy as it parses.
 func (rc RemoteControl) String() string {
-	switch rc.mode {
-	case "off":
+	if rc.Off() {
 		return "off"
-	case "list":
-		names := make([]string, 0, len(rc.nodes))
-		for n := range rc.nodes {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		return strings.Join(names, ",")
 	}
-	return "mesh"
+	names := make([]string, 0, len(rc.nodes)+1)
+	for n := range rc.nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	if rc.servers {
+		names = append([]string{RoleServers}, names...)
+	}
+	return strings.Join(names, ",")
 }
 
 // Allow decides whether caller (a verified mesh identity) may act on this
@@ -112,14 +126,12 @@ func (rc RemoteControl) Allow(caller Identity) error {
 	if caller.Name == "" {
 		return &RefusalError{Caller: caller, Err: ErrRemoteControl, Detail: "remote control needs a mesh certificate"}
 	}
-	switch rc.mode {
-	case "off":
-		return &RefusalError{Caller: caller, Err: ErrRemoteControl, Detail: "this node's policy is --remote-control off"}
-	case "list":
-		if rc.nodes[caller.Name] {
-			return nil
-		}
-		return &RefusalError{Caller: caller, Err: ErrRemoteControl, Detail: "this node allows only --remote-control " + rc.String()}
+	switch {
+	case rc.Off():
+		return &RefusalError{Caller: caller, Err: ErrRemoteControl,
+			Detail: "this node's policy is --remote-control off; its operator may allow callers with --remote-control NODE,... or servers"}
+	case rc.nodes[caller.Name], rc.servers && caller.Role == RoleServer:
+		return nil
 	}
-	return nil // mesh (also the zero value)
+	return &RefusalError{Caller: caller, Err: ErrRemoteControl, Detail: "this node allows only --remote-control " + rc.String()}
 }

@@ -54,9 +54,10 @@ func TestRemoteControlPolicy(t *testing.T) {
 		caller Identity
 		allow  bool
 	}{
-		{"", a, true}, {"mesh", a, true}, {"mesh", b, true}, {"mesh", Identity{}, false},
-		{"off", a, false}, {"off", b, false},
-		{"alice", a, true}, {"alice", b, false}, {"alice, bob", b, true}, {"bob,carol", a, false},
+		{"", a, false}, {"", b, false}, {"off", a, false}, {"off", b, false},
+		{"servers", a, false}, {"servers", b, true}, {"servers", Identity{Role: RoleServer}, false},
+		{"servers,alice", a, true}, {"alice", a, true}, {"alice", b, false}, {"alice, bob", b, true},
+		{"bob,carol", a, false}, {"alice", Identity{}, false},
 	} {
 		rc, err := ParseRemoteControl(tc.policy)
 		if err != nil {
@@ -72,16 +73,31 @@ func TestRemoteControlPolicy(t *testing.T) {
 	}
 }
 
-func TestRemoteControlDefaultIsMesh(t *testing.T) {
+func TestRemoteControlIsOffByDefault(t *testing.T) {
 	rc, _ := ParseRemoteControl("")
 	var zero RemoteControl
-	if rc.String() != DefaultRemoteControl || zero.String() != "mesh" {
-		t.Fatal("default is not mesh")
+	if rc.String() != DefaultRemoteControl || zero.String() != "off" || DefaultRemoteControl != "off" || !zero.Off() {
+		t.Fatal("default is not off")
+	}
+	if err := zero.Allow(Identity{Name: "s1", Role: RoleServer, Serial: "1"}); !errors.Is(err, ErrRemoteControl) {
+		t.Fatalf("the zero policy allowed a server: %v", err)
+	}
+}
+
+func TestRemoteControlMeshIsGoneAndNamesTheReplacement(t *testing.T) {
+	for _, s := range []string{"mesh", " mesh ", "mesh,alice", "alice,mesh"} {
+		_, err := ParseRemoteControl(s)
+		if !errors.Is(err, ErrPolicyMesh) || !errors.Is(err, ErrBadPolicy) {
+			t.Fatalf("%q: %v", s, err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, "NODE,...") || !strings.Contains(msg, "servers") {
+			t.Fatalf("%q: the error must be one line naming the replacement: %q", s, msg)
+		}
 	}
 }
 
 func TestRemoteControlParseRefusesBadValues(t *testing.T) {
-	for _, s := range []string{"mesh,alice", "alice,off", "a b", ",", "alice,,bob", "\x1b[2J"} {
+	for _, s := range []string{"servers,off", "alice,off", "a b", ",", "alice,,bob", "\x1b[2J"} {
 		if _, err := ParseRemoteControl(s); !errors.Is(err, ErrBadPolicy) {
 			t.Errorf("%q: %v", s, err)
 		}
@@ -90,10 +106,14 @@ func TestRemoteControlParseRefusesBadValues(t *testing.T) {
 	if rc.String() != "alice,bob" {
 		t.Fatalf("String %q", rc.String())
 	}
+	rc, _ = ParseRemoteControl("bob,servers")
+	if rc.String() != "servers,bob" {
+		t.Fatalf("String %q", rc.String())
+	}
 }
 
 func FuzzParseRemoteControl(f *testing.F) {
-	for _, s := range []string{"", "off", "mesh", "a,b", "a,,b", "mesh,a"} {
+	for _, s := range []string{"", "off", "mesh", "servers", "a,b", "a,,b", "mesh,a", "servers,a"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

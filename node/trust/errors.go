@@ -66,6 +66,9 @@ var (
 	ErrRemoteControl = errors.New("trust: remote control refused")
 	// ErrBadPolicy: a --remote-control value does not parse.
 	ErrBadPolicy = errors.New("trust: bad remote-control policy")
+	// ErrPolicyMesh: the old --remote-control value mesh, which is gone
+	// (ParseRemoteControl wraps it with ErrBadPolicy).
+	ErrPolicyMesh = errors.New("--remote-control mesh is gone")
 	// ErrClosed: the renewer is closed.
 	ErrClosed = errors.New("trust: closed")
 )
