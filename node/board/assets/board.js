@@ -80,7 +80,7 @@
     inflight = true;
     fetch(url, { credentials: 'same-origin', cache: 'no-store', headers: { 'Accept': 'text/html' } })
       .then(function (r) {
-        if (r.status === 401) { setState('error', 'signed out: open the board URL with its token'); return null; }
+        if (r.status === 401) { setState('error', 'signed out: run harn web open'); return null; }
         if (!r.ok && r.status !== 503) return null;
         return r.text();
       })
