@@ -94,22 +94,29 @@ func (s *Server) guard(next http.Handler) http.Handler {
 		}
 		a := s.authorized(r)
 		if tok, ok := r.URL.Query()["token"]; ok && r.Method == http.MethodGet {
-			// ?token= never stays in the address bar or the history: a
-			// valid one sets the cookie, and either way the answer is a
-			// redirect to the same URL without it.
-			switch {
-			case len(tok) == 1 && equal(tok[0], s.cfg.Token):
+			// A valid ?token= sets the cookie. A browser's navigation is
+			// then redirected to the same URL without it, so that the
+			// token leaves the address bar and the history; any other
+			// client (curl, a script: no address bar) gets the page at
+			// once.
+			valid := len(tok) == 1 && equal(tok[0], s.cfg.Token)
+			if valid {
 				http.SetCookie(w, &http.Cookie{Name: s.cookieName, Value: s.cookie, Path: "/",
 					HttpOnly: true, SameSite: http.SameSiteStrictMode})
-			case a != authCookie && a != authBearer:
+				a = authCookie
+			}
+			if a != authCookie && a != authBearer {
 				s.unauthorized(w)
 				return
 			}
 			v := r.URL.Query()
 			v.Del("token")
-			u := url.URL{Path: r.URL.Path, RawQuery: v.Encode()}
-			http.Redirect(w, r, u.String(), http.StatusSeeOther)
-			return
+			if r.Header.Get("Sec-Fetch-Mode") == "navigate" {
+				u := url.URL{Path: r.URL.Path, RawQuery: v.Encode()}
+				http.Redirect(w, r, u.String(), http.StatusSeeOther)
+				return
+			}
+			r.URL.RawQuery = v.Encode()
 		}
 		switch a {
 		case authNone:

@@ -81,7 +81,8 @@ func TestBearerTokenOpensTheBoard(t *testing.T) {
 
 func TestTokenQuerySetsStrictCookieAndRedirects(t *testing.T) {
 	s, _, _ := newTestServer(t, nil) // a loopback board: the same rules
-	w := do(t, s.Handler(), http.MethodGet, "/?node=alpha&token="+secret, nil, map[string]string{"Cookie": ""})
+	nav := map[string]string{"Cookie": "", "Sec-Fetch-Mode": "navigate"}
+	w := do(t, s.Handler(), http.MethodGet, "/?node=alpha&token="+secret, nil, nav)
 	if w.Code != http.StatusSeeOther {
 		t.Fatalf("status %d", w.Code)
 	}
@@ -104,13 +105,31 @@ func TestTokenQuerySetsStrictCookieAndRedirects(t *testing.T) {
 	// The token leaves the address even for a browser that holds the
 	// cookie already, and a wrong one sets nothing.
 	for _, tok := range []string{secret, "wrong"} {
-		w = do(t, s.Handler(), http.MethodGet, "/s/s-need?token="+tok, nil, nil)
+		w = do(t, s.Handler(), http.MethodGet, "/s/s-need?token="+tok, nil, map[string]string{"Sec-Fetch-Mode": "navigate"})
 		if w.Code != http.StatusSeeOther || w.Header().Get("Location") != "/s/s-need" {
 			t.Errorf("?token=%s with the cookie: %d to %q", tok, w.Code, w.Header().Get("Location"))
 		}
 		if set := w.Header().Get("Set-Cookie") != ""; set != (tok == secret) {
 			t.Errorf("?token=%s with the cookie: Set-Cookie %q", tok, w.Header().Get("Set-Cookie"))
 		}
+	}
+}
+
+// TestTokenQueryFromANonBrowserAnswers200: a client that is not
+// navigating a browser tab (curl, a script: no Sec-Fetch-Mode) gets the
+// page at once with the cookie, so `curl "$(harn web url)"` answers 200.
+func TestTokenQueryFromANonBrowserAnswers200(t *testing.T) {
+	s, _, _ := newTestServer(t, nil)
+	w := do(t, s.Handler(), http.MethodGet, "/?node=alpha&token="+secret, nil, map[string]string{"Cookie": ""})
+	if w.Code != 200 || strings.Join(cardsIn(w.Body.String()), " ") != "s-work s-idle" {
+		t.Fatalf("?token= from curl: %d, cards %v", w.Code, cardsIn(w.Body.String()))
+	}
+	cs := (&http.Response{Header: w.Header()}).Cookies()
+	if len(cs) != 1 || cs[0].Name != s.cookieName || cs[0].Value != s.cookie || !cs[0].HttpOnly || cs[0].SameSite != http.SameSiteStrictMode {
+		t.Fatalf("cookies %v", cs)
+	}
+	if strings.Contains(w.Body.String(), secret) {
+		t.Fatal("the page repeats the token")
 	}
 }
 

@@ -3,6 +3,15 @@
 (function () {
   'use strict';
 
+  // A browser that sends no fetch metadata got the page at ?token=
+  // without the redirect: the token still leaves the address bar.
+  if (/[?&]token=/.test(location.search) && window.history && history.replaceState) {
+    var q = new URLSearchParams(location.search);
+    q.delete('token');
+    var rest = q.toString();
+    history.replaceState(null, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
+  }
+
   var main = document.getElementById('main');
   var root = document.getElementById('live-root');
   var live = document.getElementById('live');
