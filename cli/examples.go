@@ -23,7 +23,7 @@ var examples = map[string]string{
 	"harn web url": `  harn web url
   curl -s -o /dev/null -w '%{http_code}\n' "$(harn web url)"   # 303: the token sets the cookie`,
 	"harn web open": `  harn web open   # the board in the browser, its token kept out of ps`,
-	"harn keygen": `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
+	"harn keygen":   `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
 	"harn keyring": `  harn keyring list
   harn keyring install "$(harn keygen)"
   harn keyring use NEWKEY && harn keyring remove OLDKEY`,
