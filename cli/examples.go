@@ -20,8 +20,7 @@ var examples = map[string]string{
   harn doctor --raft-port 7811    # check the ports a node with this flag would use`,
 	"harn web": `  harn web open
   harn web url`,
-	"harn web url": `  harn web url
-  curl -s -o /dev/null -w '%{http_code}\n' "$(harn web url)"   # 303: the token sets the cookie`,
+	"harn web url":  `  harn web url   # the board's URL with ?token=: it opens the board, so keep it private`,
 	"harn web open": `  harn web open   # the board in the browser, its token kept out of ps`,
 	"harn keygen":   `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
 	"harn keyring": `  harn keyring list
