@@ -112,7 +112,8 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			v := r.URL.Query()
 			v.Del("token")
 			if r.Header.Get("Sec-Fetch-Mode") == "navigate" {
-				u := url.URL{Path: r.URL.Path, RawQuery: v.Encode()}
+				// One leading slash: "//host" would leave this board.
+				u := url.URL{Path: "/" + strings.TrimLeft(r.URL.Path, "/\\"), RawQuery: v.Encode()}
 				http.Redirect(w, r, u.String(), http.StatusSeeOther)
 				return
 			}

@@ -115,6 +115,25 @@ func TestTokenQuerySetsStrictCookieAndRedirects(t *testing.T) {
 	}
 }
 
+// TestTokenRedirectStaysOnTheBoard: the redirect that drops ?token=
+// never points at another host, whatever the path.
+func TestTokenRedirectStaysOnTheBoard(t *testing.T) {
+	s, _, _ := newTestServer(t, nil)
+	for _, p := range []string{"//evil.example/x", "/\\evil.example", "///evil.example"} {
+		req := httptest.NewRequest(http.MethodGet, "/?token=wrong", nil)
+		req.URL.Path = p
+		req.Host = localHost
+		req.Header.Set("Sec-Fetch-Mode", "navigate")
+		req.AddCookie(&http.Cookie{Name: s.cookieName, Value: s.cookie})
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, req)
+		loc := w.Header().Get("Location")
+		if w.Code != http.StatusSeeOther || !strings.HasPrefix(loc, "/") || strings.HasPrefix(loc, "//") || strings.HasPrefix(loc, "/\\") {
+			t.Errorf("%q: %d to %q", p, w.Code, loc)
+		}
+	}
+}
+
 // TestTokenQueryFromANonBrowserAnswers200: a client that is not
 // navigating a browser tab (curl, a script: no Sec-Fetch-Mode) gets the
 // page at once with the cookie, so `curl "$(harn web url)"` answers 200.
