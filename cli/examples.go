@@ -18,10 +18,11 @@ var examples = map[string]string{
 	"harn doctor": `  harn doctor
   harn doctor --json
   harn doctor --raft-port 7811    # check the ports a node with this flag would use`,
-	"harn web": `  harn web url`,
-	"harn web url": `  harn web url
-  xdg-open "$(harn web url)"`,
-	"harn keygen": `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
+	"harn web": `  harn web open
+  harn web url`,
+	"harn web url":  `  harn web url   # the board's URL with ?token=: it opens the board, so keep it private`,
+	"harn web open": `  harn web open   # the board in the browser, its token kept out of ps`,
+	"harn keygen":   `  harn keygen > ~/.config/harn/gossip.key && chmod 600 ~/.config/harn/gossip.key`,
 	"harn keyring": `  harn keyring list
   harn keyring install "$(harn keygen)"
   harn keyring use NEWKEY && harn keyring remove OLDKEY`,
@@ -125,7 +126,8 @@ var examples = map[string]string{
   harn node --server --bootstrap-expect 3 --join buildbox1:7710 --gossip-key "$(cat gossip.key)"
   harn node --no-mesh
   harn node --claims warn          # tell agents of held files, do not stop them
-  harn node --http-port 0.0.0.0:7713 --http-token "$(cat board.token)"   # the board beyond loopback`,
+  harn node --http-port 0.0.0.0:7713 --http-token-file board.token   # the board beyond loopback (file mode 0600)
+  harn node --metrics-token-file scrape.token   # a token that opens /metrics only`,
 	"harn node status": `  harn node status
   harn node status --json`,
 	"harn node errors": `  harn node errors

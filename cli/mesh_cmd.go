@@ -22,7 +22,7 @@ func addMeshFlags(c *cobra.Command) {
 	f.Int("gossip-port", node.DefaultGossipPort, "gossip (memberlist) port, UDP and TCP; 0 picks a free one")
 	f.Int("raft-port", node.DefaultRaftPort, "registry (raft) port; 0 picks a free one")
 	f.Int("rpc-port", node.DefaultRPCPort, "cluster gRPC port; 0 picks a free one")
-	f.String("http-port", "127.0.0.1:7713", "web board and /metrics: a port (on 127.0.0.1) or host:port (beyond loopback it needs a token); 0 serves none")
+	f.String("http-port", "127.0.0.1:7713", "web board and /metrics, always behind a token (harn web open): a port (on 127.0.0.1) or host:port; 0 serves none")
 	f.StringSlice("join", nil, "gossip address of a node to join, host:port (repeatable)")
 	f.Bool("server", false, "be a registry voter (build boxes); others are non-voting replicas")
 	f.Int("bootstrap-expect", 0, "form the registry when this many servers have met (with --server)")

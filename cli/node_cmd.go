@@ -39,10 +39,10 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().Duration("silence-after", node.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
 	c.Flags().Int("peer-context-bytes", node.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
 	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
-	c.Flags().String("http-token", "", "bearer `token` the board and /metrics require (default: none on loopback, else one generated into the data dir; see harn web url)")
 	c.Flags().String("otlp-endpoint", "", "send OpenTelemetry traces of ingest and gRPC calls to this OTLP gRPC collector (host:port, or an http:// or https:// URL; default: off)")
 	addMeshFlags(c)
 	addLauncherFlags(c)
+	addWebFlags(c)
 	addSecretFileFlags(c)
 	addNotifyFlags(c)
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
@@ -82,7 +82,9 @@ func runNode(c *cobra.Command, _ []string) error {
 	}
 	hp, _ := c.Flags().GetString("http-port")
 	cfg.HTTPAddr, _, _ = node.ParseHTTPAddr(hp) // checked by meshConfig
-	cfg.HTTPToken, _ = c.Flags().GetString("http-token")
+	if err := webConfig(c, &cfg); err != nil {
+		return err
+	}
 	cfg.Logger = nodeLogger(c.ErrOrStderr(), level)
 	if err := launcherConfig(c, &cfg); err != nil {
 		return err
@@ -187,7 +189,9 @@ func openErr(err error) error {
 		return withCode(ExitConflict, err)
 	case errors.Is(err, node.ErrTrust):
 		return withCode(ExitTrust, err)
-	case errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig) || errors.Is(err, node.ErrTokenFile):
+	case errors.Is(err, node.ErrTokenFile):
+		return withCode(ExitPermission, err)
+	case errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig):
 		return usageErr(err)
 	}
 	return err

@@ -75,10 +75,13 @@ type Config struct {
 	ledgerTune func(*ledger.Config)
 
 	// HTTPAddr is where the web board and /metrics listen (host:port, see
-	// ParseHTTPAddr); empty serves neither. HTTPToken is the bearer token
-	// they require; beyond loopback one is generated into the data dir
-	// when empty.
+	// ParseHTTPAddr); empty serves neither. HTTPToken is the token they
+	// require, on loopback too; when empty, one is generated into the
+	// data dir (WebTokenPath).
 	HTTPAddr, HTTPToken string
+	// Web bounds the board's listener and sets the scrape-only token
+	// (web.go).
+	Web WebConfig
 
 	// Notify configures notifications (notifywire.go).
 	Notify NotifyConfig

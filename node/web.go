@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,22 +65,41 @@ const (
 )
 
 // WebURLPath is the file in which a running node keeps its board's URL
-// (with the token, mode 0600); `harn web url` prints it.
+// (with the token, mode 0600, in the 0700 data dir); `harn web url` prints
+// it.
 func WebURLPath(dataDir string) string { return filepath.Join(dataDir, webURLFile) }
 
-// WebTokenPath is the board's generated token (mode 0600).
+// WebTokenPath is the board's generated token (mode 0600), made at the
+// first start without --http-token(-file) and kept across restarts.
 func WebTokenPath(dataDir string) string { return filepath.Join(dataDir, webTokenFile) }
 
-// webToken is the token the board needs: the configured one, else for a
-// board beyond loopback the one stored in the data dir (made on first
-// use); a loopback board without a configured token needs none.
-func (n *Node) webToken(addr string) (string, error) {
+// MinWebToken is the shortest token the board accepts: a local user may
+// guess at loopback speed.
+const MinWebToken = 16
+
+// ErrWebTokenShort: a configured board or scrape token is too short to
+// stand guesses.
+var ErrWebTokenShort = fmt.Errorf("node: the board's token is shorter than %d characters; make one with `openssl rand -hex 24`, or drop it and let the node make one", MinWebToken)
+
+// WebConfig bounds the board's listener (board.Limits; zero fields take
+// board.DefaultLimits) and sets its scrape-only token.
+type WebConfig struct {
+	// MetricsToken, when set, opens GET /metrics (as a bearer header) and
+	// nothing else.
+	MetricsToken string
+	Limits       board.Limits
+}
+
+// webToken is the token the board needs, on loopback too: the configured
+// one, else the one stored in the data dir (made on first use, 0600).
+func (n *Node) webToken() (string, error) {
+	for _, t := range []string{n.cfg.HTTPToken, n.cfg.Web.MetricsToken} {
+		if t != "" && len(t) < MinWebToken {
+			return "", fmt.Errorf("%w: %w", ErrConfig, ErrWebTokenShort)
+		}
+	}
 	if n.cfg.HTTPToken != "" {
 		return n.cfg.HTTPToken, nil
-	}
-	host, _, _ := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
-		return "", nil
 	}
 	p := WebTokenPath(n.cfg.DataDir)
 	if fi, err := os.Lstat(p); err == nil {
@@ -92,10 +110,10 @@ func (n *Node) webToken(addr string) (string, error) {
 		if err != nil {
 			return "", fmt.Errorf("%w: %w", ErrTokenFile, err)
 		}
-		if t := strings.TrimSpace(string(b)); len(t) >= 16 {
+		if t := strings.TrimSpace(string(b)); len(t) >= MinWebToken {
 			return t, nil
 		}
-		return "", fmt.Errorf("%w: %s holds no token of at least 16 characters; remove it to make a new one", ErrTokenFile, p)
+		return "", fmt.Errorf("%w: %s holds no token of at least %d characters; remove it to make a new one", ErrTokenFile, p, MinWebToken)
 	}
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
@@ -134,13 +152,13 @@ func (n *Node) openWeb() error {
 		os.Remove(WebURLPath(n.cfg.DataDir)) // a killed node's
 		return nil
 	}
-	tok, err := n.webToken(n.cfg.HTTPAddr)
+	tok, err := n.webToken()
 	if err != nil {
 		return err
 	}
 	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n},
 		Less: urgencyLess, Logger: n.log.With("room", "board"),
-		Routes: map[string]http.Handler{"GET /metrics": n.metrics.Handler()}})
+		Metrics: n.metrics.Handler(), MetricsToken: n.cfg.Web.MetricsToken, Limits: n.cfg.Web.Limits})
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
@@ -161,13 +179,21 @@ func (n *Node) openWeb() error {
 	return nil
 }
 
-// BoardURL is the board's URL (with ?token= when it needs one), or ""
-// without a board.
+// BoardURL is the board's URL with ?token=, or "" without a board.
 func (n *Node) BoardURL() string {
 	if n.board == nil {
 		return ""
 	}
 	return n.board.URL()
+}
+
+// BoardBaseURL is the board's URL without the token, or "" without a
+// board.
+func (n *Node) BoardBaseURL() string {
+	if n.board == nil {
+		return ""
+	}
+	return n.board.BaseURL()
 }
 
 // Changes subscribes to the node's changes (see node/changes).

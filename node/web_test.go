@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sort"
 	"strconv"
@@ -107,15 +108,16 @@ func TestBoardServesTheRosterInAgentsListOrder(t *testing.T) {
 		ev("ask-1", "3", presence.TypeInputRequested, 2, map[string]any{"tool": "Bash"}),
 		ev("gone-1", "4", presence.TypeSessionStart, 1, nil),
 		ev("gone-1", "5", presence.TypeSessionEnd, 3, nil))
-	u := n.BoardURL()
-	if !strings.HasPrefix(u, "http://127.0.0.1:") || strings.Contains(u, "token") {
-		t.Fatalf("board url %q", u)
+	full := n.BoardURL()
+	u := n.BoardBaseURL()
+	if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasPrefix(full, u+"?token=") {
+		t.Fatalf("board url %q, base %q", full, u)
 	}
 	b, err := os.ReadFile(WebURLPath(n.cfg.DataDir))
-	if err != nil || strings.TrimSpace(string(b)) != u {
-		t.Fatalf("url file %q %v, want %q", b, err, u)
+	if err != nil || strings.TrimSpace(string(b)) != full {
+		t.Fatalf("url file %q %v, want %q", b, err, full)
 	}
-	code, body := get(t, u+"fragment")
+	code, body := get(t, u+"fragment", bearer(n)...)
 	if code != 200 {
 		t.Fatalf("fragment: %d %s", code, body)
 	}
@@ -126,10 +128,10 @@ func TestBoardServesTheRosterInAgentsListOrder(t *testing.T) {
 	if strings.Contains(body, "gone-1") {
 		t.Error("an ended session is on the live board")
 	}
-	if code, body := get(t, u+"s/gone-1"); code != 200 || !strings.Contains(body, "gone-1") {
+	if code, body := get(t, u+"s/gone-1", bearer(n)...); code != 200 || !strings.Contains(body, "gone-1") {
 		t.Errorf("detail of an ended session: %d", code)
 	}
-	if code, _ := get(t, u+"s/nosuch"); code != 404 {
+	if code, _ := get(t, u+"s/nosuch", bearer(n)...); code != 404 {
 		t.Errorf("detail of an unknown session: %d, want 404", code)
 	}
 }
@@ -153,28 +155,77 @@ func TestBoardPortTakenIsAListenErrorNamingHTTPPort(t *testing.T) {
 	}
 }
 
-// TestBoardBeyondLoopbackNeedsTheGeneratedToken: a board bound to all
-// addresses without --http-token makes a token, keeps it 0600 in the
-// data dir, answers 401 without it (to /metrics too), and serves with it.
-func TestBoardBeyondLoopbackNeedsTheGeneratedToken(t *testing.T) {
-	n := webNode(t, "0.0.0.0:0", "")
-	fi, err := os.Stat(WebTokenPath(n.cfg.DataDir))
-	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("token file: %v %v", fi, err)
-	}
-	tok, _ := os.ReadFile(WebTokenPath(n.cfg.DataDir))
-	u := n.BoardURL()
-	if !strings.Contains(u, "token="+strings.TrimSpace(string(tok))) {
-		t.Fatalf("url %q does not carry the token", u)
-	}
-	base := u[:strings.Index(u, "?")]
-	for _, p := range []string{"", "fragment", "metrics", "events"} {
-		if code, body := get(t, base+p); code != 401 || body != "" {
-			t.Errorf("/%s without the token: %d %q", p, code, body)
+// bearer is the board token's header, for get.
+func bearer(n *Node) []string {
+	u, _ := url.Parse(n.BoardURL())
+	return []string{"Authorization", "Bearer " + u.Query().Get("token")}
+}
+
+// TestBoardNeedsTheGeneratedToken: a board without --http-token, on
+// loopback as beyond, makes a token, keeps it 0600 in the data dir (the
+// same one across restarts), answers 401 without it (to /metrics too),
+// and serves with it.
+func TestBoardNeedsTheGeneratedToken(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:0"} {
+		n := webNode(t, addr, "")
+		fi, err := os.Stat(WebTokenPath(n.cfg.DataDir))
+		if err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s: token file: %v %v", addr, fi, err)
+		}
+		tok, _ := os.ReadFile(WebTokenPath(n.cfg.DataDir))
+		if len(strings.TrimSpace(string(tok))) < MinWebToken {
+			t.Fatalf("%s: generated token %q", addr, tok)
+		}
+		u := n.BoardURL()
+		if !strings.Contains(u, "token="+strings.TrimSpace(string(tok))) {
+			t.Fatalf("%s: url %q does not carry the token", addr, u)
+		}
+		base := n.BoardBaseURL()
+		for _, p := range []string{"", "fragment", "metrics", "events"} {
+			if code, body := get(t, base+p); code != 401 || !strings.Contains(body, "harn web open") {
+				t.Errorf("%s /%s without the token: %d %q", addr, p, code, body)
+			}
+		}
+		if code, _ := get(t, base+"metrics", "Authorization", "Bearer "+strings.TrimSpace(string(tok))); code != 200 {
+			t.Errorf("%s /metrics with the token: %d", addr, code)
 		}
 	}
-	if code, _ := get(t, base+"metrics", "Authorization", "Bearer "+strings.TrimSpace(string(tok))); code != 200 {
-		t.Errorf("/metrics with the token: %d", code)
+}
+
+// TestShortBoardTokensAreRefused: a configured board or scrape token
+// shorter than MinWebToken refuses the start (ErrConfig).
+func TestShortBoardTokensAreRefused(t *testing.T) {
+	for _, mod := range []func(*Config){
+		func(c *Config) { c.HTTPToken = "short" },
+		func(c *Config) { c.Web.MetricsToken = "short" },
+	} {
+		cfg := testConfig(t, t.TempDir())
+		cfg.HTTPAddr, cfg.HTTPToken = "127.0.0.1:0", "0123456789abcdef-long-enough"
+		mod(&cfg)
+		n, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Open(); !errors.Is(err, ErrWebTokenShort) || !errors.Is(err, ErrConfig) {
+			n.Close()
+			t.Fatalf("open with a short token: %v", err)
+		}
+	}
+}
+
+// TestScrapeTokenOpensOnlyMetrics: the node's scrape-only token opens
+// /metrics and not the board.
+func TestScrapeTokenOpensOnlyMetrics(t *testing.T) {
+	cfg := testConfig(t, t.TempDir())
+	cfg.ProjectDelay = 0
+	cfg.HTTPAddr, cfg.Web.MetricsToken = "127.0.0.1:0", "scrape-0123456789abcdef"
+	n := openNode(t, cfg)
+	base := n.BoardBaseURL()
+	if code, body := get(t, base+"metrics", "Authorization", "Bearer "+cfg.Web.MetricsToken); code != 200 || !strings.Contains(body, "harn_") {
+		t.Errorf("/metrics with the scrape token: %d", code)
+	}
+	if code, _ := get(t, base+"fragment", "Authorization", "Bearer "+cfg.Web.MetricsToken); code != 403 {
+		t.Errorf("/fragment with the scrape token: %d, want 403", code)
 	}
 }
 
@@ -213,7 +264,7 @@ func TestTokenFileIsTightenedBeforeUse(t *testing.T) {
 func TestMetricsCoverIngestSpoolAndSessions(t *testing.T) {
 	n := webNode(t, "127.0.0.1:0", "")
 	mustIngest(t, n, ev("m1", "1", presence.TypeSessionStart, 1, nil), ev("m1", "2", presence.TypeUserPromptSubmit, 2, nil))
-	code, body := get(t, n.BoardURL()+"metrics")
+	code, body := get(t, n.BoardBaseURL()+"metrics", bearer(n)...)
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
 	}

@@ -188,6 +188,9 @@ const (
 // session's agent; then it prints "ready" and sleeps until it is killed
 // (at most a minute).
 func runHelper() int {
+	if os.Getenv(helperEnv) == helperOtherUser {
+		return runOtherUserHelper()
+	}
 	if os.Getenv(helperEnv) != helperHookParent {
 		fmt.Fprintln(os.Stderr, "e2e helper: unknown mode", os.Getenv(helperEnv))
 		return 2

@@ -32,8 +32,9 @@ func TestBoardShowsAnotherMachinesSessionsLive(t *testing.T) {
 		return s.Node == owner.name && s.Activity == "working", s.String()
 	})
 	url := strings.TrimSpace(viewer.ok("web", "url"))
-	if !strings.HasPrefix(url, "http://127.0.0.1:") || strings.HasSuffix(url, ":0/") {
-		t.Fatalf("harn web url printed %q; want the bound loopback address", url)
+	base, token, ok := strings.Cut(url, "?token=")
+	if !ok || !strings.HasPrefix(base, "http://127.0.0.1:") || strings.HasSuffix(base, ":0/") {
+		t.Fatalf("harn web url printed %q; want the bound loopback address with its token", url)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -58,7 +59,7 @@ func TestBoardShowsAnotherMachinesSessionsLive(t *testing.T) {
 	}
 	screenshot(t, b, "mesh-board-remote-blocked.png")
 
-	if st := navigate(t, b, url+"s/"+sid); st != 200 {
+	if st := navigate(t, b, base+"s/"+sid); st != 200 {
 		t.Fatalf("detail of the remote session: status %d", st)
 	}
 	owner.hook("claude-code", `{`+claudeCommon(sid, cwd)+`,"hook_event_name":"SessionEnd","reason":"prompt_input_exit"}`)
@@ -66,14 +67,16 @@ func TestBoardShowsAnotherMachinesSessionsLive(t *testing.T) {
 		_, live, _ := viewer.session(false, sid)
 		return !live, "still live on " + viewer.name
 	})
-	if st := navigate(t, b, url+"s/"+sid); st != 200 {
+	if st := navigate(t, b, base+"s/"+sid); st != 200 {
 		t.Fatalf("detail of the ended remote session: status %d", st)
 	}
 	if h1 := jsEval[string](t, b, `document.querySelector('h1').innerText`); !strings.Contains(h1, "ended") {
 		t.Fatalf("detail h1 %q does not say ended", h1)
 	}
 
-	res, err := http.Get(url + "metrics")
+	req, _ := http.NewRequest("GET", base+"metrics", nil)
+	req.Header.Set("Authorization", "Bearer "+token) // as Prometheus's authorization setting sends it
+	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -109,8 +109,9 @@ func TestNodeServesTheLiveBoard(t *testing.T) {
 	e.hook("claude-code", `{`+claudeCommon(ended, cwd)+`,"hook_event_name":"SessionEnd","reason":"prompt_input_exit"}`)
 
 	url := strings.TrimSpace(e.ok("web", "url"))
-	if url != "http://"+addr+"/" {
-		t.Fatalf("harn web url printed %q, want http://%s/", url, addr)
+	base := "http://" + addr + "/"
+	if !strings.HasPrefix(url, base+"?token=") {
+		t.Fatalf("harn web url printed %q, want %s?token=…", url, base)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -143,7 +144,7 @@ func TestNodeServesTheLiveBoard(t *testing.T) {
 	t.Logf("the card repainted %v after the lifecycle command was started", took)
 	screenshot(t, b, "node-board-blocked.png")
 
-	if st := navigate(t, b, url+"s/"+ended); st != 200 {
+	if st := navigate(t, b, base+"s/"+ended); st != 200 {
 		t.Fatalf("detail of the ended session: status %d", st)
 	}
 	h1 := jsEval[string](t, b, `document.querySelector('h1').innerText`)
@@ -158,9 +159,10 @@ func TestNodeServesTheLiveBoard(t *testing.T) {
 }
 
 // TestBoardBeyondLoopbackNeedsItsToken: a board bound to 0.0.0.0 with
-// --http-token answers 401 with an empty body without the token (the
-// board, the detail pages, the stream and /metrics), and `harn web url`
-// prints the URL that opens it in a browser.
+// --http-token answers 401 without the token (the board, the detail
+// pages, the stream and /metrics) with only the page that says to run
+// `harn web open`, and `harn web url` prints the URL that opens it in a
+// browser.
 func TestBoardBeyondLoopbackNeedsItsToken(t *testing.T) {
 	e := newEnv(t)
 	port := freePorts(t, 1)[0]
@@ -188,8 +190,8 @@ func TestBoardBeyondLoopbackNeedsItsToken(t *testing.T) {
 	}
 	for _, p := range []string{"", "fragment", "s/t0ken-session", "events", "metrics"} {
 		for _, tok := range []string{"", "wrong"} {
-			if code, body := fetch(base+p, tok); code != 401 || body != "" {
-				t.Errorf("/%s with token %q: %d, %d bytes; want 401 and an empty body", p, tok, code, len(body))
+			if code, body := fetch(base+p, tok); code != 401 || !strings.Contains(body, "harn web open") || strings.Contains(body, "t0ken-session") {
+				t.Errorf("/%s with token %q: %d, %q; want 401 and the page that says to run harn web open", p, tok, code, body)
 			}
 		}
 	}

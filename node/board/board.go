@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/net/netutil"
+
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -70,9 +72,15 @@ type Actions interface {
 type Config struct {
 	// Addr is host:port to listen on; empty means DefaultAddr.
 	Addr string
-	// Token, when set, is required of every request (bearer header, or a
-	// cookie set from ?token=). Required when Addr is not loopback.
-	Token   string
+	// Token is required of every request, on loopback too: a bearer
+	// header, or the cookie set from ?token=. New refuses an empty one.
+	Token string
+	// MetricsToken, when set, is a scrape-only bearer token: it opens
+	// GET /metrics and nothing else.
+	MetricsToken string
+	// Metrics, when set, is served at GET /metrics (behind Token or
+	// MetricsToken).
+	Metrics http.Handler
 	Source  Source
 	Actions Actions // nil: no action buttons
 	// Less orders rows; nil means DefaultLess.
@@ -86,13 +94,86 @@ type Config struct {
 	Ping   time.Duration
 	Logger *slog.Logger
 	// Routes are more handlers served behind the same access rules, by
-	// ServeMux pattern (the node's "GET /metrics").
+	// ServeMux pattern.
 	Routes map[string]http.Handler
+	// Limits bound every request and stream; zero fields take the
+	// defaults (DefaultLimits).
+	Limits Limits
+}
+
+// Limits bound what one client can hold of the board: time per request,
+// bytes per request, streams, connections.
+type Limits struct {
+	// ReadHeaderTimeout bounds reading a request's headers, ReadTimeout
+	// its headers and body (a slow POST body is cut there).
+	ReadHeaderTimeout, ReadTimeout time.Duration
+	// WriteTimeout bounds writing a response; an event stream instead
+	// gets it as the deadline of each write.
+	WriteTimeout time.Duration
+	// IdleTimeout closes a keep-alive connection without a request.
+	IdleTimeout time.Duration
+	// MaxBody is the largest request body, MaxHeader the largest header
+	// block, in bytes.
+	MaxBody   int64
+	MaxHeader int
+	// MaxStreams caps the open event streams of the board, and
+	// MaxClientStreams those of one client (one remote address); a stream
+	// over either gets 429.
+	MaxStreams, MaxClientStreams int
+	// MaxConns caps the open connections; one more waits to be accepted.
+	MaxConns int
+}
+
+// DefaultLimits are the limits of a board configured with none.
+var DefaultLimits = Limits{
+	ReadHeaderTimeout: 10 * time.Second,
+	ReadTimeout:       30 * time.Second,
+	WriteTimeout:      60 * time.Second,
+	IdleTimeout:       60 * time.Second,
+	MaxBody:           64 << 10,
+	MaxHeader:         64 << 10,
+	MaxStreams:        64,
+	MaxClientStreams:  8,
+	MaxConns:          256,
+}
+
+// withDefaults fills the zero fields of l from DefaultLimits.
+func (l Limits) withDefaults() Limits {
+	d := DefaultLimits
+	set := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	set(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	set(&l.ReadTimeout, d.ReadTimeout)
+	set(&l.WriteTimeout, d.WriteTimeout)
+	set(&l.IdleTimeout, d.IdleTimeout)
+	if l.ReadHeaderTimeout > l.ReadTimeout {
+		l.ReadHeaderTimeout = l.ReadTimeout
+	}
+	if l.MaxBody <= 0 {
+		l.MaxBody = d.MaxBody
+	}
+	for _, p := range []struct {
+		v   *int
+		def int
+	}{{&l.MaxHeader, d.MaxHeader}, {&l.MaxStreams, d.MaxStreams},
+		{&l.MaxClientStreams, d.MaxClientStreams}, {&l.MaxConns, d.MaxConns}} {
+		if *p.v <= 0 {
+			*p.v = p.def
+		}
+	}
+	if l.MaxClientStreams > l.MaxStreams {
+		l.MaxClientStreams = l.MaxStreams
+	}
+	return l
 }
 
 var (
-	// ErrTokenRequired: a non-loopback address without a token.
-	ErrTokenRequired = errors.New("board: a token is required when the board listens beyond loopback; set --http-token or bind to 127.0.0.1")
+	// ErrTokenRequired: no token. Every board needs one, on loopback
+	// too: another local user must not read or act through it.
+	ErrTokenRequired = errors.New("board: a token is required; set --http-token-file, or let the node make one in its data dir")
 	// ErrBadAddr: the address is not host:port.
 	ErrBadAddr = errors.New("board: bad listen address; use host:port, e.g. 127.0.0.1:7713")
 	// ErrNoSource: Config.Source is nil.
@@ -132,11 +213,16 @@ func (e *ListenError) Is(target error) bool {
 
 // Server is one board. New makes it; Open listens; Close stops it.
 type Server struct {
-	cfg      Config
-	loopback bool
-	csrf     string
-	cookie   string // the auth cookie's value, derived from the token
-	handler  http.Handler
+	cfg        Config
+	loopback   bool
+	csrf       string
+	cookieName string // the auth cookie's name, derived from the token (boards on one host do not share it)
+	cookie     string // the auth cookie's value, derived from the token
+	handler    http.Handler
+
+	smu       sync.Mutex     // guards the stream counts
+	streams   int            // open event streams
+	perClient map[string]int // open event streams by remote address
 
 	ctx    context.Context // cancelled by Close: ends streams and reads
 	cancel context.CancelFunc
@@ -162,7 +248,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("%w: %q: %w", ErrBadAddr, cfg.Addr, err)
 	}
 	loop := isLoopbackHost(host)
-	if !loop && cfg.Token == "" {
+	if cfg.Token == "" {
 		return nil, ErrTokenRequired
 	}
 	if cfg.Less == nil {
@@ -180,7 +266,9 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, loopback: loop, csrf: randomHex(), cookie: cookieValue(cfg.Token)}
+	cfg.Limits = cfg.Limits.withDefaults()
+	s := &Server{cfg: cfg, loopback: loop, csrf: randomHex(), cookieName: cookieNameOf(cfg.Token),
+		cookie: cookieValue(cfg.Token), perClient: map[string]int{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.handler = s.routes()
 	return s, nil
@@ -221,10 +309,15 @@ func (s *Server) Open() error {
 	}
 	s.opened = true
 	s.addr = ln.Addr().String()
+	lim := s.cfg.Limits
+	ln = netutil.LimitListener(ln, lim.MaxConns)
 	s.srv = &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       60 * time.Second,
+		ReadHeaderTimeout: lim.ReadHeaderTimeout,
+		ReadTimeout:       lim.ReadTimeout,
+		WriteTimeout:      lim.WriteTimeout,
+		IdleTimeout:       lim.IdleTimeout,
+		MaxHeaderBytes:    lim.MaxHeader,
 		BaseContext:       func(net.Listener) context.Context { return s.ctx },
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelDebug),
 	}
@@ -249,18 +342,20 @@ func (s *Server) Addr() string {
 	return s.cfg.Addr
 }
 
-// URL is the address to open in a browser, with ?token= when a token is
-// set (the page then keeps it in a cookie). An unspecified host (0.0.0.0,
-// ::) reads as loopback.
+// URL is the address to open in a browser, with ?token= (the page then
+// keeps it in a cookie and drops it from the address). An unspecified host
+// (0.0.0.0, ::) reads as loopback.
 func (s *Server) URL() string {
+	return s.BaseURL() + "?" + url.Values{"token": {s.cfg.Token}}.Encode()
+}
+
+// BaseURL is the board's address without the token: http://host:port/.
+func (s *Server) BaseURL() string {
 	host, port, _ := net.SplitHostPort(s.Addr())
 	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
 		host = "127.0.0.1"
 	}
 	u := url.URL{Scheme: "http", Host: net.JoinHostPort(host, port), Path: "/"}
-	if s.cfg.Token != "" {
-		u.RawQuery = url.Values{"token": {s.cfg.Token}}.Encode()
-	}
 	return u.String()
 }
 

@@ -104,8 +104,8 @@ func TestBrowser(t *testing.T) {
 	}
 
 	t.Run("TokenIsEnforcedInTheBrowser", func(t *testing.T) {
-		// Chromium shows its own error page for a 401 with no body, so
-		// the status is read from the network events.
+		// The status is read from the network events (a 401 is a load
+		// error to chromedp).
 		var mu sync.Mutex
 		var statuses []int64
 		if err := chromedp.Listen(bctx, func(ev any) {
@@ -139,6 +139,9 @@ func TestBrowser(t *testing.T) {
 				if strings.Contains(html, leak) {
 					t.Fatalf("%s: the 401 page shows %q", u, leak)
 				}
+			}
+			if !strings.Contains(html, "harn web open") {
+				t.Fatalf("%s: the 401 page does not say to run harn web open: %s", u, html)
 			}
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -46,6 +47,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /s/{id}", s.detailPage)
 	mux.HandleFunc("GET /s/{id}/fragment", s.detailFragment)
 	mux.HandleFunc("POST /action", s.action)
+	if s.cfg.Metrics != nil {
+		mux.Handle("GET "+metricsPath, s.cfg.Metrics)
+	}
 	for pattern, h := range s.cfg.Routes {
 		mux.Handle(pattern, h)
 	}
@@ -194,15 +198,23 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, status int, res 
 	s.render(w, status, "result.html", p)
 }
 
-// action is POST /action: the CSRF check, then a confirmation page (when
+// action is POST /action: the CSRF token (the guard checked the origin),
+// then a confirmation page (when
 // the form is not confirmed yet, for browsers without the script), then
 // the call.
 func (s *Server) action(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, 64<<10)
 	if err := r.ParseForm(); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			s.answer(w, r, http.StatusRequestEntityTooLarge, result{Message: "refused: the form is over " + strconv.FormatInt(tooBig.Limit, 10) + " bytes"}, page{})
+			return
+		}
 		s.answer(w, r, http.StatusBadRequest, result{Message: "bad form: " + text.OneLine(err.Error())}, page{})
 		return
 	}
+	// The body is read (the server's read timeout bounded it); the
+	// action may run past that timeout.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 	if !s.csrfOK(r) {
 		s.answer(w, r, http.StatusForbidden, result{Message: "refused: the request did not come from this board's page; reload the page and try again"}, page{})
 		return

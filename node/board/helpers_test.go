@@ -219,7 +219,7 @@ func newTestServer(t *testing.T, mod func(*Config)) (*Server, *fakeSource, *fake
 	src := newFake(seed()...)
 	src.traces["s-ended"] = seedTrace()
 	acts := &fakeActions{}
-	cfg := Config{Addr: "127.0.0.1:0", Source: src, Actions: acts, Now: fixedNow}
+	cfg := Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Now: fixedNow}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -14,12 +14,22 @@ import (
 
 const localHost = "127.0.0.1:7713"
 
+// do serves one request from a browser that holds the board's cookie
+// (the board's token is secret), unless hdr names a Cookie or an
+// Authorization header; a header given as "" is not sent.
 func do(t *testing.T, h http.Handler, method, target string, body io.Reader, hdr map[string]string) *httptest.ResponseRecorder {
 	t.Helper()
 	req := httptest.NewRequest(method, target, body)
 	req.Host = localHost
+	_, c := hdr["Cookie"]
+	_, a := hdr["Authorization"]
+	if !c && !a {
+		req.AddCookie(&http.Cookie{Name: cookieNameOf(secret), Value: cookieValue(secret)})
+	}
 	for k, v := range hdr {
-		req.Header.Set(k, v)
+		if v != "" {
+			req.Header.Set(k, v)
+		}
 	}
 	w := httptest.NewRecorder()
 	h.ServeHTTP(w, req)
@@ -110,7 +120,7 @@ func TestAgentTextIsEscapedAndSanitized(t *testing.T) {
 	evil := Row{SessionID: "s-evil", Name: "<script>alert(1)</script>", Agent: "codex", Node: "alpha",
 		Task: "\x1b]0;pwned\x07 rm -rf \u202e<b>", Activity: "working", TaskState: "blocked",
 		BlockerReason: "\"><img src=x onerror=alert(1)>", Reachable: true}
-	s, err := New(Config{Source: newFake(evil), Now: fixedNow})
+	s, err := New(Config{Token: secret, Source: newFake(evil), Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +263,7 @@ func TestActionButtonsRenderFromRowData(t *testing.T) {
 		}
 	}
 	// Without Actions the board shows no buttons.
-	s2, err := New(Config{Source: newFake(seed()...), Now: fixedNow})
+	s2, err := New(Config{Token: secret, Source: newFake(seed()...), Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -270,8 +280,15 @@ func form(s *Server, kv ...string) string {
 	return v.Encode()
 }
 
+// post is a POST /action from the board's page: same Origin, unless hdr
+// names an Origin or Sec-Fetch-Site.
 func post(t *testing.T, s *Server, body string, hdr map[string]string) *httptest.ResponseRecorder {
 	h := map[string]string{"Content-Type": "application/x-www-form-urlencoded"}
+	_, o := hdr["Origin"]
+	_, f := hdr["Sec-Fetch-Site"]
+	if !o && !f {
+		h["Origin"] = "http://" + localHost
+	}
 	for k, v := range hdr {
 		h[k] = v
 	}
@@ -338,22 +355,32 @@ func TestActionRefusesBadInput(t *testing.T) {
 	}
 }
 
-func TestCSRFCrossOriginPostRefused(t *testing.T) {
+// TestPostWithoutMatchingOriginIsRefused: a POST that rides on the cookie
+// needs an Origin naming this host, or, without Origin, Sec-Fetch-Site:
+// same-origin; and the page's CSRF token on top. A refused POST never
+// reaches the node.
+func TestPostWithoutMatchingOriginIsRefused(t *testing.T) {
 	s, _, acts := newTestServer(t, nil)
 	ok := form(s, "kind", "approve", "session", "s-need", "request", "req-1", "confirmed", "1")
+	own := "http://" + localHost
 	cases := []struct {
 		name string
 		body string
 		hdr  map[string]string
 		code int
 	}{
+		{"no origin and no fetch metadata", ok, map[string]string{"Origin": ""}, 403},
+		{"a same-host referer alone", ok, map[string]string{"Origin": "", "Referer": own + "/"}, 403},
 		{"foreign origin", ok, map[string]string{"Origin": "http://evil.example"}, 403},
+		{"foreign port", ok, map[string]string{"Origin": "http://127.0.0.1:9"}, 403},
+		{"null origin", ok, map[string]string{"Origin": "null"}, 403},
+		{"foreign origin with same-origin fetch metadata", ok, map[string]string{"Origin": "http://evil.example", "Sec-Fetch-Site": "same-origin"}, 403},
 		{"cross-site fetch", ok, map[string]string{"Sec-Fetch-Site": "cross-site"}, 403},
-		{"foreign referer", ok, map[string]string{"Referer": "http://evil.example/x"}, 403},
-		{"no token", "kind=approve&session=s-need&request=req-1&confirmed=1", map[string]string{"Origin": "http://" + localHost}, 403},
-		{"wrong token", strings.Replace(ok, s.csrf, strings.Repeat("0", 64), 1), map[string]string{"Origin": "http://" + localHost}, 403},
-		{"same origin", ok, map[string]string{"Origin": "http://" + localHost}, 200},
-		{"header token", "kind=approve&session=s-need&request=req-1&confirmed=1", map[string]string{"Sec-Fetch-Site": "same-origin", csrfHeader: s.csrf}, 200},
+		{"same-site fetch", ok, map[string]string{"Sec-Fetch-Site": "same-site"}, 403},
+		{"no CSRF token", "kind=approve&session=s-need&request=req-1&confirmed=1", map[string]string{"Origin": own}, 403},
+		{"wrong CSRF token", strings.Replace(ok, s.csrf, strings.Repeat("0", 64), 1), map[string]string{"Origin": own}, 403},
+		{"same origin", ok, map[string]string{"Origin": own}, 200},
+		{"same-origin fetch metadata and the header token", "kind=approve&session=s-need&request=req-1&confirmed=1", map[string]string{"Sec-Fetch-Site": "same-origin", csrfHeader: s.csrf}, 200},
 	}
 	for _, c := range cases {
 		calls := len(acts.log())
@@ -364,6 +391,25 @@ func TestCSRFCrossOriginPostRefused(t *testing.T) {
 		if ran := len(acts.log()) > calls; ran != (c.code == 200) {
 			t.Errorf("%s: action ran=%v", c.name, ran)
 		}
+	}
+}
+
+// TestBearerPostNeedsNoOrigin: a POST authenticated by the bearer header
+// (a script, not a browser: no browser adds that header by itself) needs
+// no Origin, but still the CSRF token; a bearer-less one without Origin is
+// refused.
+func TestBearerPostNeedsNoOrigin(t *testing.T) {
+	s, _, acts := newTestServer(t, nil)
+	ok := form(s, "kind", "approve", "session", "s-need", "request", "req-1", "confirmed", "1")
+	bearer := map[string]string{"Origin": "", "Authorization": "Bearer " + secret, "Accept": "application/json"}
+	if w := post(t, s, ok, bearer); w.Code != 200 || len(acts.log()) != 1 {
+		t.Fatalf("bearer POST without Origin: %d, calls %v", w.Code, acts.log())
+	}
+	if w := post(t, s, "kind=approve&session=s-need&request=req-1&confirmed=1", bearer); w.Code != 403 || len(acts.log()) != 1 {
+		t.Fatalf("bearer POST without the CSRF token: %d, calls %v", w.Code, acts.log())
+	}
+	if w := post(t, s, ok, map[string]string{"Origin": "", "Accept": "application/json"}); w.Code != 403 || len(acts.log()) != 1 {
+		t.Fatalf("cookie POST without Origin: %d, calls %v", w.Code, acts.log())
 	}
 }
 
@@ -389,7 +435,7 @@ func TestAgesUseTheInjectedClock(t *testing.T) {
 
 func TestRosterSliceOfTheSourceIsNotModified(t *testing.T) {
 	shared := []Row{{SessionID: "s\x1b", Name: "n\x07", Activity: "idle", Reachable: true}}
-	s, err := New(Config{Source: newFake(shared...), Now: fixedNow})
+	s, err := New(Config{Token: secret, Source: newFake(shared...), Now: fixedNow})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +455,7 @@ func FuzzActionForm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string, withToken bool) {
 		src := newFake(seed()...)
 		acts := &fakeActions{}
-		s, err := New(Config{Source: src, Actions: acts, Now: fixedNow})
+		s, err := New(Config{Token: secret, Source: src, Actions: acts, Now: fixedNow})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -2,7 +2,9 @@ package board
 
 import (
 	"fmt"
+	"net"
 	"net/http"
+	"strconv"
 	"time"
 )
 
@@ -38,22 +40,77 @@ func (c *coalescer) flush(now time.Time) bool {
 	return true
 }
 
+// clientOf is the key of a client for the per-client stream cap: its
+// remote address without the port.
+func clientOf(r *http.Request) string {
+	if h, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return h
+	}
+	return r.RemoteAddr
+}
+
+// acquireStream takes a stream slot for client, or says which cap is
+// full.
+func (s *Server) acquireStream(client string) (release func(), full string) {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	lim := s.cfg.Limits
+	switch {
+	case s.streams >= lim.MaxStreams:
+		return nil, "the board holds its " + strconv.Itoa(lim.MaxStreams) + " event streams"
+	case s.perClient[client] >= lim.MaxClientStreams:
+		return nil, "this client holds its " + strconv.Itoa(lim.MaxClientStreams) + " event streams"
+	}
+	s.streams++
+	s.perClient[client]++
+	return func() {
+		s.smu.Lock()
+		defer s.smu.Unlock()
+		s.streams--
+		if s.perClient[client]--; s.perClient[client] <= 0 {
+			delete(s.perClient, client)
+		}
+	}, ""
+}
+
+// Streams is the number of open event streams.
+func (s *Server) Streams() int {
+	s.smu.Lock()
+	defer s.smu.Unlock()
+	return s.streams
+}
+
 // events is GET /events: a server-sent event stream with one "change"
 // event per (coalesced) change of the source, and a comment every Ping.
 // It ends when the client goes, the source ends the subscription, or the
-// board closes.
+// board closes. A stream over the board's or the client's cap gets 429.
+// The server's read and write timeouts do not end a stream: it clears the
+// read deadline (the request has no body) and gives each write its own
+// deadline, so a client that stops reading is dropped.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	fl, ok := w.(http.Flusher)
 	if !ok {
 		http.Error(w, "board: streaming unsupported", http.StatusInternalServerError)
 		return
 	}
+	release, full := s.acquireStream(clientOf(r))
+	if release == nil {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, "board: too many event streams: "+full+"; close another tab of the board", http.StatusTooManyRequests)
+		return
+	}
+	defer release()
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{}) // not supported by a test recorder: nothing to clear there
+	writeTimeout := s.cfg.Limits.WriteTimeout
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
 	ch, stop := s.cfg.Source.Changes()
 	defer stop()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
+	deadline()
 	w.WriteHeader(http.StatusOK)
 	// retry: the browser's reconnect delay; hello: the page refetches on
 	// every (re)connect, so nothing missed while away stays stale.
@@ -74,6 +131,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}()
 	var seq uint64
 	push := func() bool {
+		deadline()
 		seq++
 		_, err := fmt.Fprintf(w, "id: %d\nevent: change\ndata: {\"seq\":%d}\n\n", seq, seq)
 		fl.Flush()
@@ -107,6 +165,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		case <-ping.C:
+			deadline()
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return
 			}

@@ -61,6 +61,7 @@ func stream(t *testing.T, s *Server) (*http.Response, *bufio.Reader) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.Addr()+"/events", nil)
+	req.Header.Set("Authorization", "Bearer "+secret)
 	res, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

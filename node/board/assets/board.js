@@ -3,6 +3,15 @@
 (function () {
   'use strict';
 
+  // A browser that sends no fetch metadata got the page at ?token=
+  // without the redirect: the token still leaves the address bar.
+  if (/[?&]token=/.test(location.search) && window.history && history.replaceState) {
+    var q = new URLSearchParams(location.search);
+    q.delete('token');
+    var rest = q.toString();
+    history.replaceState(null, '', location.pathname + (rest ? '?' + rest : '') + location.hash);
+  }
+
   var main = document.getElementById('main');
   var root = document.getElementById('live-root');
   var live = document.getElementById('live');
@@ -80,7 +89,7 @@
     inflight = true;
     fetch(url, { credentials: 'same-origin', cache: 'no-store', headers: { 'Accept': 'text/html' } })
       .then(function (r) {
-        if (r.status === 401) { setState('error', 'signed out: open the board URL with its token'); return null; }
+        if (r.status === 401) { setState('error', 'signed out: run harn web open'); return null; }
         if (!r.ok && r.status !== 503) return null;
         return r.text();
       })

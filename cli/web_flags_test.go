@@ -1,0 +1,30 @@
+package cli
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestBadWebFlagsAreUsageErrors: both board tokens at once, a
+// non-positive timeout and a stream cap under 1 refuse the start, exit 2,
+// before the node opens anything.
+func TestBadWebFlagsAreUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--http-token", "0123456789abcdef0", "--http-token-file", dir + "/t"}, "--http-token-file"},
+		{[]string{"--http-read-timeout", "0s"}, "--http-read-timeout"},
+		{[]string{"--http-write-timeout", "-1s"}, "--http-write-timeout"},
+		{[]string{"--http-idle-timeout", "0s"}, "--http-idle-timeout"},
+		{[]string{"--http-max-streams", "0"}, "--http-max-streams"},
+		{[]string{"--http-max-client-streams", "0"}, "--http-max-client-streams"},
+	} {
+		args := append([]string{"node", "--data-dir", dir + "/data", "--socket", dir + "/s", "--no-mesh"}, c.args...)
+		code, stderr := runMain(t, args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want exit %d, one line naming %s", c.args, code, stderr, ExitUsage, c.want)
+		}
+	}
+}
