@@ -73,8 +73,8 @@ type Registry struct {
 	records map[string]Record
 	kv      map[string]KVEntry
 	index   uint64
-	claims  claimTable  // write claims (claimcmd.go)
-	notify  notifyState // webhook configurations (notifycmd.go)
+	claims  claimTable     // write claims (claimcmd.go)
+	notify  notifyState    // webhook configurations (notifycmd.go)
 	live    map[string]int // live sessions per node (owners.go)
 }
 
