@@ -44,7 +44,7 @@ type SessionTakenError struct {
 
 func (e *SessionTakenError) Error() string {
 	return fmt.Sprintf("%v: session %q is held in the registry by node %q, so node %q may not write it "+
-		"(session ids are unique per owner; removing %q from the mesh frees it)",
+		"(session ids are unique per owner: the first node to write one holds it; if %q should not, remove it with harn mesh remove)",
 		ErrSessionTaken, clip(e.SessionID), clip(e.Owner), clip(e.Writer), clip(e.Owner))
 }
 
