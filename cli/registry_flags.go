@@ -6,14 +6,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/harn-dev/harn/node"
-	"github.com/harn-dev/harn/raftstore"
 )
 
 // addRegistryAuthFlags adds the flags of the registry's write authority,
 // read on the servers that check forwarded writes.
 func addRegistryAuthFlags(f *pflag.FlagSet) {
 	f.String("notify-admins", "", "nodes, beside servers, that may add and remove the mesh's webhooks: NODE,... (read on servers)")
-	f.Int("session-quota", raftstore.DefaultSessionQuota, "live sessions one node may hold in the registry (the leader's value holds for the mesh)")
+	f.Int("session-quota", node.DefaultSessionQuota, "live sessions one node may hold in the registry (the leader's value holds for the mesh)")
 }
 
 func registryAuthConfig(f *pflag.FlagSet, cc *node.ClusterConfig) error {
@@ -25,7 +24,7 @@ func registryAuthConfig(f *pflag.FlagSet, cc *node.ClusterConfig) error {
 	cc.NotifyAdmins = admins
 	q, _ := f.GetInt("session-quota")
 	if q < 1 {
-		return usageErr(fmt.Errorf("--session-quota %d: give at least 1 (default %d)", q, raftstore.DefaultSessionQuota))
+		return usageErr(fmt.Errorf("--session-quota %d: give at least 1 (default %d)", q, node.DefaultSessionQuota))
 	}
 	cc.SessionQuota = q
 	return nil

@@ -15,6 +15,10 @@ import (
 // log line and a diagnostic (`harn node errors`, source "registry") that
 // say why, and the node's other sessions are written as usual.
 
+// DefaultSessionQuota is the live sessions one node may hold in the
+// registry unless the servers set another --session-quota.
+const DefaultSessionQuota = raftstore.DefaultSessionQuota
+
 // writeRefused is told of each of this node's sessions the registry
 // refuses (once per session and reason).
 func (c *cluster) writeRefused(session string, err error) {

@@ -109,6 +109,8 @@ func TestMemberCannotReleaseOrClaimInAnotherSessionsName(t *testing.T) {
 	// The operator's release-claim on n1 for s0's session is refused too.
 	if r := n1.harn("", "agents", "release-claim", "--session", "sess-s", "--all"); r.code == 0 {
 		t.Errorf("release-claim of another node's session on a plain node succeeded: %v", r)
+	} else {
+		t.Logf("release-claim on n1: exit %d: %s", r.code, r.stderr)
 	}
 	// The other agent's next write stays denied; a forged claim holds
 	// nothing: n1's agent may write pkg/y.go.
@@ -135,6 +137,7 @@ func TestPlainNodeCannotAddOrRemoveAWebhook(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "--notify-admins") {
 		t.Fatalf("notify add on a plain node: %v", r)
 	}
+	t.Logf("notify add on n1: exit %d: %s", r.code, r.stderr)
 	s0.ok("notify", "add", "webhook", "https://hooks.example.com/ok", "--format", "json")
 	var list struct {
 		Webhooks []struct {
