@@ -55,14 +55,14 @@ func TestNodeCertificateCannotClaimReleaseOrChangeWebhooksOfOthers(t *testing.T)
 	}
 	cl := asMember(t, n1, n0)
 	for name, cmd := range map[string]raftstore.Command{
-		"release of another session's claims":       raftstore.ReleaseCmd("theirs", "", true),
-		"release of another session's path":         raftstore.ReleaseCmd("theirs", "repo", false, "a.go"),
-		"claim in another session's name":           raftstore.ClaimCmd("theirs", "tw1", "repo", now, "b.go"),
+		"release of another session's claims":        raftstore.ReleaseCmd("theirs", "", true),
+		"release of another session's path":          raftstore.ReleaseCmd("theirs", "repo", false, "a.go"),
+		"claim in another session's name":            raftstore.ClaimCmd("theirs", "tw1", "repo", now, "b.go"),
 		"claim in another session's and node's name": raftstore.ClaimCmd("theirs", "tw0", "repo", now, "b.go"),
-		"claim naming another node":                 raftstore.ClaimCmd("new", "tw0", "repo", now, "c.go"),
-		"webhook added":                             raftstore.NotifySetCommand("wh-2", []byte(`{"url":"http://127.0.0.1/x"}`)),
-		"webhook replaced":                          raftstore.NotifySetCommand("wh-1", []byte(`{"url":"http://127.0.0.1/x"}`)),
-		"webhook removed":                           raftstore.NotifyRemoveCommand("wh-1"),
+		"claim naming another node":                  raftstore.ClaimCmd("new", "tw0", "repo", now, "c.go"),
+		"webhook added":                              raftstore.NotifySetCommand("wh-2", []byte(`{"url":"http://127.0.0.1/x"}`)),
+		"webhook replaced":                           raftstore.NotifySetCommand("wh-1", []byte(`{"url":"http://127.0.0.1/x"}`)),
+		"webhook removed":                            raftstore.NotifyRemoveCommand("wh-1"),
 	} {
 		if code := applyAs(t, cl, cmd); code != codes.PermissionDenied {
 			t.Errorf("%s: answered %v, want PermissionDenied", name, code)
