@@ -150,3 +150,16 @@ func TestLiveCountsMatchTheRecords(t *testing.T) {
 		}
 	})
 }
+
+func TestClaimInASessionsNameByAnotherNodeEndsWithItsRecord(t *testing.T) {
+	r := NewRegistry()
+	mustApply(t, r, 1, ClaimCmd("s", "squatter", "repo", at(1), "a.go"))
+	mustApply(t, r, 2, ClaimCmd("s", "owner", "repo", at(1), "b.go"))
+	mustApply(t, r, 3, UpsertCommand(start("s", "owner", 2)))
+	if _, ok := r.ClaimOf("repo", "a.go"); ok {
+		t.Fatal("a claim another node made in s's name outlived s's record")
+	}
+	if c, ok := r.ClaimOf("repo", "b.go"); !ok || c.Node != "owner" {
+		t.Fatalf("the owner's own claim was dropped: %+v", c)
+	}
+}
