@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"strconv"
 
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -14,6 +18,21 @@ import (
 // refused here, at the writing node, before it reaches the leader, with a
 // log line and a diagnostic (`harn node errors`, source "registry") that
 // say why, and the node's other sessions are written as usual.
+
+// ReasonWriteRefused is the ErrorInfo reason of a registry write the
+// leader's write authority refused (the caller's node may not make it).
+const ReasonWriteRefused = "REGISTRY_WRITE_REFUSED"
+
+// writeRefusedStatus is the local API's status for a write refused by mesh
+// trust: PermissionDenied with ReasonWriteRefused, so that a client tells
+// it from a refused remote control without reading the text.
+func writeRefusedStatus(err error) error {
+	st := status.New(codes.PermissionDenied, err.Error())
+	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: ReasonWriteRefused, Domain: ErrorDomain}); derr == nil {
+		st = d
+	}
+	return st.Err()
+}
 
 // DefaultSessionQuota is the live sessions one node may hold in the
 // registry unless the servers set another --session-quota.
