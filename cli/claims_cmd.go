@@ -155,6 +155,9 @@ func coordErr(err error, p place) error {
 		msg := errors.New(text.OneLine(st.Message()))
 		switch st.Code() {
 		case codes.PermissionDenied:
+			if isWriteRefused(st) {
+				return rpcErr(err, p) // the registry's write authority: exit 12
+			}
 			return withCode(ExitRemoteRefused, msg)
 		case codes.Unavailable, codes.DeadlineExceeded:
 			if strings.HasPrefix(st.Message(), "coord:") {

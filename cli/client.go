@@ -207,6 +207,9 @@ func rpcErr(err error, p place) error {
 		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonLedgerUnwritable {
 			return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
 		}
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonWriteRefused {
+			return withCode(ExitTrust, errors.New(msg))
+		}
 	}
 	switch st.Code() {
 	case codes.NotFound:

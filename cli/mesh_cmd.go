@@ -17,6 +17,7 @@ func init() { commandSet = append(commandSet, newMeshCmd, newKeygenCmd) }
 
 func addMeshFlags(c *cobra.Command) {
 	f := c.Flags()
+	addRegistryAuthFlags(f)
 	f.String("bind", "", "address the gossip, raft and rpc listeners bind (default 127.0.0.1 alone, 0.0.0.0 in a mesh)")
 	f.String("advertise", "", "address other nodes use to reach this one (default: the bind address, or the first private address)")
 	f.Int("gossip-port", node.DefaultGossipPort, "gossip (memberlist) port, UDP and TCP; 0 picks a free one")
@@ -41,6 +42,9 @@ func addMeshFlags(c *cobra.Command) {
 // meshConfig reads the mesh flags into cc.
 func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	f := c.Flags()
+	if err := registryAuthConfig(f, cc); err != nil {
+		return err
+	}
 	noMesh, _ := f.GetBool("no-mesh")
 	cc.Enabled = !noMesh
 	cc.Bind, _ = f.GetString("bind")

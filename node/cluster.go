@@ -45,6 +45,7 @@ type localNode interface {
 	Sessions(all bool) []presence.State
 	resolveLocal(handle string) (presence.State, error)
 	sessionEvents(id string) ([]presence.Event, error)
+	diagnose(source, msg string, size int, digest string)
 }
 
 // cluster is the node's part in the mesh: gossip, the registry and its
@@ -179,7 +180,7 @@ func (n *Node) openCluster() (*cluster, error) {
 	c.mesh = m
 	c.pub = gossip.NewPublisher(c.clock, c.log, m)
 	c.writer = registry.New(registry.Config{ActivityFlush: cc.ActivityFlush, WriteTimeout: cc.RegistrySyncTimeout,
-		Clock: c.clock, Logger: c.log}, applierFunc(c.applyCommand))
+		Clock: c.clock, Logger: c.log, Admit: c.store.Admit, OnRefused: c.writeRefused}, applierFunc(c.applyCommand))
 	n.cl = c // before Start: member events arrive at once
 	if err := m.Start(); err != nil {
 		if isAddrInUse(err) {

@@ -103,6 +103,16 @@ type ClusterConfig struct {
 	// TrustSync is how often the node follows the registry's trust
 	// records (revocations, gossip keyring, CAs).
 	TrustSync time.Duration
+
+	// Registry write authority (node/writeauth.go).
+
+	// NotifyAdmins are the nodes, beside servers, that this server lets
+	// add and remove the mesh's webhooks (--notify-admins).
+	NotifyAdmins []string
+	// SessionQuota is the live sessions one node may hold in the
+	// registry; the leader writes it into the registry, where every
+	// replica enforces it alike. 0 means raftstore.DefaultSessionQuota.
+	SessionQuota int
 }
 
 // Defaults of the ClusterConfig timers that take one when zero.

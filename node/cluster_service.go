@@ -47,6 +47,11 @@ func (s *clusterService) Apply(ctx context.Context, req *api.ApplyRequest) (*api
 		if errors.Is(err, raftstore.ErrInvalidCommand) {
 			return nil, status.Error(codes.InvalidArgument, err.Error())
 		}
+		if code, ok := admissionCode(err); ok {
+			// The rest of the command applied; the refused sessions did not.
+			s.c.log.Warn("registry write refused in part", "index", idx, "err", err)
+			return nil, status.Error(code, err.Error())
+		}
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
 	return &api.ApplyResponse{Index: idx}, nil
@@ -133,6 +138,32 @@ func finalApplyErr(err error) error {
 		return fmt.Errorf("%w: %s", raftstore.ErrKVConflict, st.Message())
 	case codes.InvalidArgument:
 		return fmt.Errorf("%w: %s", raftstore.ErrInvalidCommand, st.Message())
+	case codes.AlreadyExists:
+		return &leaderRefusal{err: raftstore.ErrSessionTaken, msg: st.Message()}
+	case codes.ResourceExhausted:
+		return &leaderRefusal{err: raftstore.ErrSessionQuota, msg: st.Message()}
 	}
 	return nil
 }
+
+// admissionCode is the status of a registry refusal of sessions: taken by
+// another node, or over the quota.
+func admissionCode(err error) (codes.Code, bool) {
+	switch {
+	case errors.Is(err, raftstore.ErrSessionTaken):
+		return codes.AlreadyExists, true
+	case errors.Is(err, raftstore.ErrSessionQuota):
+		return codes.ResourceExhausted, true
+	}
+	return codes.OK, false
+}
+
+// leaderRefusal is the leader's refusal as a forwarded write sees it: its
+// message, wrapping the sentinel its status code stands for.
+type leaderRefusal struct {
+	err error
+	msg string
+}
+
+func (e *leaderRefusal) Error() string { return e.msg }
+func (e *leaderRefusal) Unwrap() error { return e.err }

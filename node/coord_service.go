@@ -99,6 +99,9 @@ func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.C
 	if errors.Is(err, ErrNoClaims) {
 		return nil, status.Error(codes.FailedPrecondition, err.Error()+" (--claims off)")
 	}
+	if errors.Is(err, ErrTrust) { // the leader's write authority refused a release
+		return nil, writeRefusedStatus(err)
+	}
 	if err != nil {
 		return nil, taskStatus(err)
 	}

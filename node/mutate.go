@@ -10,6 +10,7 @@ import (
 
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -112,7 +113,9 @@ func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskSt
 	if n.cl != nil {
 		// The acknowledgement means the change survives this node's loss.
 		sctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.RegistrySyncTimeout)
-		if err := n.cl.writer.Sync(sctx, st); err != nil {
+		if err := n.cl.writer.Sync(sctx, st); errors.Is(err, raftstore.ErrSessionTaken) || errors.Is(err, raftstore.ErrSessionQuota) {
+			res.Note = "recorded in this node's ledger; the mesh's registry refuses this session (" + text.OneLine(err.Error()) + ")"
+		} else if err != nil {
 			res.Note = "recorded in this node's ledger; the registry write is pending (" + text.OneLine(err.Error()) + ")"
 		}
 		cancel()

@@ -248,6 +248,9 @@ func (n *Node) notifyWrite(ctx context.Context, cmd raftstore.Command) error {
 	if errors.Is(err, raftstore.ErrNotifyFull) {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
+	if errors.Is(err, ErrTrust) { // the leader's write authority: final
+		return fmt.Errorf("node: the mesh's webhooks: %w", err)
+	}
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}

@@ -52,6 +52,8 @@ func statusErr(err error) error {
 		c = codes.FailedPrecondition
 	case errors.Is(err, ErrBadRequest), errors.Is(err, presence.ErrInvalidEvent):
 		c = codes.InvalidArgument
+	case errors.Is(err, ErrTrust):
+		return writeRefusedStatus(err)
 	case errors.Is(err, ErrNoLeader):
 		c = codes.ResourceExhausted
 	case errors.Is(err, ErrNoMesh):

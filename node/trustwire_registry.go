@@ -153,6 +153,7 @@ func (c *cluster) trustLoop() {
 	t := c.clock.NewTicker(c.cfg.TrustSync)
 	defer t.Stop()
 	for {
+		c.syncSessionQuota()
 		c.syncTrust()
 		select {
 		case <-c.stop:
@@ -344,49 +345,6 @@ func readFileBounded(p string, max int64) ([]byte, error) {
 		}
 	}
 	return b, nil
-}
-
-// authorizeWrite decides whether caller may make a forwarded registry
-// write: session writes only for sessions its node owns; housekeeping
-// (deletes, ends of sessions, the trust records) for servers only.
-func (c *cluster) authorizeWrite(caller trust.Identity, cmd raftstore.Command) error {
-	switch cmd.Op {
-	case raftstore.OpKV, raftstore.OpDelete:
-		return trust.CheckSessionWrite(caller, "", trust.WriteHousekeeping)
-	}
-	owners := map[string]string{} // owners set earlier in the same batch
-	for i := range cmd.Upserts {
-		u := &cmd.Upserts[i]
-		owner, ok := owners[u.SessionID]
-		if !ok {
-			if rec, found := c.store.Get(u.SessionID); found {
-				owner = rec.Node
-			}
-		}
-		if u.Identity != nil {
-			if owner != "" && u.Identity.Node != owner {
-				// Moving a session to another node: only its owner's
-				// housekeeping could; nobody may.
-				return trust.CheckSessionWrite(caller, owner, trust.WriteOwned)
-			}
-			owner = u.Identity.Node
-		}
-		owners[u.SessionID] = owner
-		err := trust.CheckSessionWrite(caller, owner, trust.WriteOwned)
-		if err != nil && endOnly(u) {
-			err = trust.CheckSessionWrite(caller, owner, trust.WriteHousekeeping)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// endOnly: an upsert that only ends a session (a server's reaper of an
-// unreachable node's sessions).
-func endOnly(u *raftstore.Upsert) bool {
-	return u.End != nil && u.Identity == nil && u.Task == nil && u.Lifecycle == nil && u.Activity == nil
 }
 
 // refuse logs a refusal at this node, naming the caller's certificate, and

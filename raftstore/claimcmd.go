@@ -200,9 +200,29 @@ func (r *Registry) endClaimsLocked(c Command) {
 		}
 	case OpUpsert, OpBatch:
 		for i := range c.Upserts {
-			if rec, ok := r.records[c.Upserts[i].SessionID]; ok && rec.Ended {
-				r.claims.dropSession(rec.SessionID)
+			rec, ok := r.records[c.Upserts[i].SessionID]
+			if !ok {
+				continue
 			}
+			if rec.Ended {
+				r.claims.dropSession(rec.SessionID)
+				continue
+			}
+			if c.Upserts[i].Identity != nil && rec.Node != "" {
+				r.dropForeignClaimsLocked(rec)
+			}
+		}
+	}
+}
+
+// dropForeignClaimsLocked drops the claims made in a session's name by
+// another node than the one its record names (a claim that reached the
+// registry before the session's record, from a node that does not own
+// it). Caller holds r.mu for writing.
+func (r *Registry) dropForeignClaimsLocked(rec Record) {
+	for k := range r.claims.bySession[rec.SessionID] {
+		if c := r.claims.byKey[k]; c.Node != "" && c.Node != rec.Node {
+			r.claims.drop(rec.SessionID, k)
 		}
 	}
 }

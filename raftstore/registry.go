@@ -73,13 +73,14 @@ type Registry struct {
 	records map[string]Record
 	kv      map[string]KVEntry
 	index   uint64
-	claims  claimTable  // write claims (claimcmd.go)
-	notify  notifyState // webhook configurations (notifycmd.go)
+	claims  claimTable     // write claims (claimcmd.go)
+	notify  notifyState    // webhook configurations (notifycmd.go)
+	live    map[string]int // live sessions per node (owners.go)
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{records: map[string]Record{}, claims: newClaimTable(), kv: map[string]KVEntry{}}
+	return &Registry{records: map[string]Record{}, claims: newClaimTable(), kv: map[string]KVEntry{}, live: map[string]int{}}
 }
 
 // MaxAhead bounds how far a record's times may lie after the time the
@@ -99,7 +100,11 @@ func (r *Registry) Apply(index uint64, c Command) error { return r.ApplyAt(index
 // more than MaxAhead after appendedAt, truncated to the second, is replaced
 // by that time; a zero appendedAt bounds nothing. An invalid command
 // changes nothing and returns an error wrapping ErrInvalidCommand; the
-// index is recorded as applied either way.
+// index is recorded as applied either way. An upsert of a session that
+// another node holds, or that would put its node over the session quota,
+// is left out (with the session's other upserts in the command) and the
+// rest applies: the error then wraps ErrSessionTaken or ErrSessionQuota
+// (owners.go).
 func (r *Registry) ApplyAt(index uint64, appendedAt time.Time, c Command) error {
 	err := c.Validate()
 	r.mu.Lock()
@@ -110,13 +115,23 @@ func (r *Registry) ApplyAt(index uint64, appendedAt time.Time, c Command) error 
 	if err != nil {
 		return err
 	}
+	var refusal error
 	switch c.Op {
 	case OpUpsert, OpBatch:
+		// A session another node holds, or one over its node's quota,
+		// is left out, with every upsert of it in the command (owners.go).
+		var refused map[string]bool
+		refused, refusal = r.admitUpserts(c.Upserts)
 		for i := range c.Upserts {
-			r.upsert(index, appendedAt, &c.Upserts[i])
+			if !refused[c.Upserts[i].SessionID] {
+				r.upsert(index, appendedAt, &c.Upserts[i])
+			}
 		}
 	case OpDelete:
 		for _, id := range c.SessionIDs {
+			if rec, ok := r.records[id]; ok {
+				r.untrack(rec)
+			}
 			delete(r.records, id)
 		}
 	case OpClaim, OpRelease:
@@ -127,7 +142,7 @@ func (r *Registry) ApplyAt(index uint64, appendedAt time.Time, c Command) error 
 		return r.applyKV(index, c.KV)
 	}
 	r.endClaimsLocked(c)
-	return nil
+	return refusal
 }
 
 // newer reports whether a group write at (ts, key) beats the group's
@@ -217,6 +232,7 @@ func (r *Registry) upsert(index uint64, at time.Time, u *Upsert) {
 	if changed {
 		rec.Index = index
 		rec.UpdatedAt = rec.Clocks.latest()
+		r.track(r.records[u.SessionID], ok, rec)
 		r.records[u.SessionID] = rec
 	}
 }
@@ -317,6 +333,7 @@ func (r *Registry) Restore(b []byte) error {
 	}
 	r.mu.Lock()
 	r.records, r.kv, r.index, r.claims, r.notify = records, kv, body.Index, restoreClaims(body.Claims), restoreNotify(body.notifySnapshot)
+	r.recount()
 	r.mu.Unlock()
 	return nil
 }

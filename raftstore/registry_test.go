@@ -226,7 +226,9 @@ func genUpsert(t *rapid.T) Upsert {
 	str := func(label string) string { return rapid.SampledFrom([]string{"", "a", "b"}).Draw(t, label) }
 	for u.Identity == nil && u.Task == nil && u.Lifecycle == nil && u.Activity == nil && u.End == nil {
 		if rapid.Bool().Draw(t, "identity") {
-			u.Identity = &IdentityPatch{Node: str("node"), Name: str("name")}
+			// One node per session: the first node to write an id holds it
+			// (owners.go), so another node's identity is refused, not merged.
+			u.Identity = &IdentityPatch{Node: "n-" + u.SessionID, Name: str("name")}
 			if rapid.Bool().Draw(t, "started") {
 				u.Identity.StartedAt = at(rapid.IntRange(0, 3).Draw(t, "started_at"))
 			}

@@ -9,6 +9,7 @@ package registry
 import (
 	"context"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -36,6 +37,15 @@ type Config struct {
 	WriteTimeout time.Duration
 	Clock        clock.Clock
 	Logger       *slog.Logger
+	// Admit, when set, tells before a write which of this node's
+	// sessions the registry would refuse (another node holds the id, or
+	// the node is at the mesh's session quota): nil for each it takes.
+	// A refused session is left out of the batch, so that it does not
+	// hold back the others, and is told to OnRefused once per reason.
+	Admit func(node string, ids []string) map[string]error
+	// OnRefused is told of each session Admit refuses (once per session
+	// and reason); nil logs only.
+	OnRefused func(session string, err error)
 }
 
 // regView is what the registry records of a session, per field group.
@@ -132,6 +142,8 @@ type Writer struct {
 	// themselves (Sync): the background writer leaves those alone.
 	holding map[string]int
 	flushed chan struct{}
+	// refused holds, per session Admit refuses, the reason last told.
+	refused map[string]string
 }
 
 // New returns a writer that writes through to.
@@ -146,7 +158,7 @@ func New(cfg Config, to Applier) *Writer {
 		cfg.WriteTimeout = 10 * time.Second
 	}
 	return &Writer{cfg: cfg, to: to, pending: map[string]presence.State{}, lastSent: map[string]regView{},
-		holding: map[string]int{}, kick: make(chan struct{}, 1)}
+		holding: map[string]int{}, refused: map[string]string{}, kick: make(chan struct{}, 1)}
 }
 
 // Observe records a session's new state. It never blocks.
@@ -218,6 +230,7 @@ func (w *Writer) Flush() error {
 			delete(batch, id)
 		}
 	}
+	tell := w.admitLocked(batch)
 	var ups []raftstore.Upsert
 	views := make(map[string]regView, len(batch))
 	for id, s := range batch {
@@ -231,6 +244,7 @@ func (w *Writer) Flush() error {
 	done := make(chan struct{})
 	w.inflight, w.flushed = views, done
 	w.mu.Unlock()
+	w.tell(tell)
 
 	err := w.write(ups)
 	w.mu.Lock()
@@ -314,6 +328,11 @@ func (w *Writer) Sync(ctx context.Context, s presence.State) error {
 		}
 		w.mu.Lock() // written (lastSent is v now) or failed (pending again)
 	}
+	if tell, err := w.admitOneLocked(s); err != nil {
+		w.mu.Unlock()
+		w.tell(tell)
+		return err
+	}
 	var pp *regView
 	if prev, ok := w.lastSent[id]; ok {
 		pp = &prev
@@ -374,4 +393,68 @@ func RecordMatches(r *raftstore.Record, s *presence.State) bool {
 	return r.Node == s.Node && r.Agent == s.Agent && r.Name == s.Name && r.ParentSessionID == s.ParentSessionID &&
 		r.Task == s.Task && r.TaskState == string(s.TaskState) && r.LifecycleReason == s.LifecycleReason &&
 		r.Ended == s.Ended && r.EndReason == s.EndReason && r.Activity == string(s.Activity)
+}
+
+// refusal is a session Admit refused, to tell of outside the lock.
+type refusal struct {
+	session string
+	err     error
+}
+
+// admitLocked drops from batch the sessions the registry would refuse and
+// returns those not told of yet. Caller holds w.mu.
+func (w *Writer) admitLocked(batch map[string]presence.State) []refusal {
+	if w.cfg.Admit == nil || len(batch) == 0 {
+		return nil
+	}
+	byNode := map[string][]string{}
+	for id, s := range batch {
+		byNode[s.Node] = append(byNode[s.Node], id)
+	}
+	var out []refusal
+	for node, ids := range byNode {
+		sort.Strings(ids) // the quota admits in a fixed order
+		for id, err := range w.cfg.Admit(node, ids) {
+			if err == nil {
+				delete(w.refused, id)
+				continue
+			}
+			delete(batch, id)
+			out = w.refusedLocked(out, id, err)
+		}
+	}
+	return out
+}
+
+// admitOneLocked is admitLocked for one session's Sync: the refusal is
+// its error. Caller holds w.mu.
+func (w *Writer) admitOneLocked(s presence.State) ([]refusal, error) {
+	if w.cfg.Admit == nil {
+		return nil, nil
+	}
+	err := w.cfg.Admit(s.Node, []string{s.SessionID})[s.SessionID]
+	if err == nil {
+		delete(w.refused, s.SessionID)
+		return nil, nil
+	}
+	return w.refusedLocked(nil, s.SessionID, err), err
+}
+
+// refusedLocked adds a refusal to out unless it was told already.
+func (w *Writer) refusedLocked(out []refusal, id string, err error) []refusal {
+	if w.refused[id] == err.Error() {
+		return out
+	}
+	w.refused[id] = err.Error()
+	return append(out, refusal{id, err})
+}
+
+// tell logs each refusal at this node and hands it to OnRefused.
+func (w *Writer) tell(rs []refusal) {
+	for _, r := range rs {
+		w.cfg.Logger.Warn("registry write refused at this node", "session", r.session, "err", r.err)
+		if w.cfg.OnRefused != nil {
+			w.cfg.OnRefused(r.session, r.err)
+		}
+	}
 }
