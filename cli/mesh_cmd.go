@@ -34,6 +34,7 @@ func addMeshFlags(c *cobra.Command) {
 	f.String("join-token-file", "", "file holding the join token (mode 0600; keeps it out of ps)")
 	f.StringSlice("join-rpc", nil, "cluster gRPC address of a server to join through (default: each --join seed's port plus 2)")
 	f.Bool("insecure-mesh", false, "allow raft and the cluster gRPC without TLS on a non-loopback address (trusted networks only)")
+	f.Int("max-peer-reply-mib", node.DefaultMaxPeerReply>>20, "largest message, in MiB, taken from a peer on the cluster gRPC (a reply to this node's call, or a request to its rpc port); larger ones are refused")
 	f.String("remote-control", "mesh", "who may start, steer or cancel this node's agents: off, mesh, or NODE,...")
 }
 
@@ -74,6 +75,11 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.JoinRPC, _ = f.GetStringSlice("join-rpc")
 	cc.InsecureMesh, _ = f.GetBool("insecure-mesh")
 	cc.RemoteControl, _ = f.GetString("remote-control")
+	mib, _ := f.GetInt("max-peer-reply-mib")
+	if mib < 1 || mib > 1024 {
+		return usageErr(fmt.Errorf("--max-peer-reply-mib %d: use 1 to 1024", mib))
+	}
+	cc.MaxPeerReply = mib << 20
 	if err := cc.Validate(); err != nil {
 		return usageErr(err)
 	}
