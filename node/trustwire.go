@@ -141,6 +141,7 @@ type meshTrust struct {
 	caIdx       uint64
 	ownRecorded string // serial of this node's certificate known to be recorded
 	ownRevoked  bool
+	removed     map[string]bool // removedNames at the last sync
 	renewing    bool      // a renewal started by renewSoon runs
 	lastRenew   time.Time // when renewSoon last started one
 }
