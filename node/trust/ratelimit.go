@@ -12,7 +12,7 @@ import (
 )
 
 // Join attempts are rate limited. The call is open to anyone who reaches
-// the rpc port, and a token's secret is 128 bits, so guessing cannot win;
+// the rpc port, and a token's secret is 160 bits, so guessing cannot win;
 // the limit keeps a guesser from costing the server CPU (each attempt is a
 // CSR check) and its log. Every attempt takes one from two token buckets:
 // its source address's, then the server's. An empty bucket refuses the
