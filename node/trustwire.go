@@ -142,8 +142,8 @@ type meshTrust struct {
 	ownRecorded string // serial of this node's certificate known to be recorded
 	ownRevoked  bool
 	removed     map[string]bool // removedNames at the last sync
-	renewing    bool      // a renewal started by renewSoon runs
-	lastRenew   time.Time // when renewSoon last started one
+	renewing    bool            // a renewal started by renewSoon runs
+	lastRenew   time.Time       // when renewSoon last started one
 }
 
 // authority is the server's CA, nil on other nodes.
