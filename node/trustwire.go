@@ -285,8 +285,8 @@ func (c *cluster) joinMesh(dir string) (*trust.Bundle, error) {
 		}
 		last = err
 		var ne net.Error
-		if !errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) {
-			break // refused: another server would refuse too
+		if !errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, trust.ErrJoinRateLimited) {
+			break // refused: another server would refuse too (a rate limit is each server's own)
 		}
 	}
 	return nil, fmt.Errorf("%w: join: %w", ErrTrust, last)
