@@ -37,6 +37,7 @@ func addMeshFlags(c *cobra.Command) {
 	f.Bool("insecure-mesh", false, "run raft and the cluster gRPC in plaintext, on loopback too (trusted networks only; default: mutual TLS, with a CA made at the first start)")
 	f.String("remote-control", "off", "who on other nodes may start, steer, cancel, approve or confirm this node's agents: off, or NODE,... and servers (callers holding a server-role certificate)")
 	f.String("remote-exec", "none", "the launchers (--launcher) that callers --remote-control allows may start here: none, or NAME,...")
+	f.Int("max-peer-reply-mib", node.DefaultMaxPeerReply>>20, "largest message, in MiB, taken from a peer on the cluster gRPC (a reply to this node's call, or a request to its rpc port); larger ones are refused")
 }
 
 // meshConfig reads the mesh flags into cc.
@@ -79,6 +80,11 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.JoinRPC, _ = f.GetStringSlice("join-rpc")
 	cc.InsecureMesh, _ = f.GetBool("insecure-mesh")
 	cc.RemoteControl, _ = f.GetString("remote-control")
+	mib, _ := f.GetInt("max-peer-reply-mib")
+	if mib < 1 || mib > 1024 {
+		return usageErr(fmt.Errorf("--max-peer-reply-mib %d: use 1 to 1024", mib))
+	}
+	cc.MaxPeerReply = mib << 20
 	if err := cc.Validate(); err != nil {
 		return usageErr(err)
 	}

@@ -187,6 +187,8 @@ func openErr(err error) error {
 		return withCode(ExitPortInUse, fmt.Errorf("%w (exit %d)", err, ExitPortInUse))
 	case errors.Is(err, node.ErrLocked):
 		return withCode(ExitConflict, err)
+	case errors.Is(err, node.ErrDataDirUnsafe):
+		return withCode(ExitPermission, err)
 	case errors.Is(err, node.ErrTrust):
 		return withCode(ExitTrust, err)
 	case errors.Is(err, node.ErrTokenFile):

@@ -159,10 +159,12 @@ func renderNotifyList(c *cobra.Command, out notifyListJSON) error {
 // addNotifyFlags adds the notification flags of `harn node`.
 func addNotifyFlags(c *cobra.Command) {
 	c.Flags().String("desktop-notify", "auto", "desktop notification when a session of this node needs input: on, off, or auto (on unless --server)")
+	c.Flags().Bool("allow-private", false, "let webhooks reach loopback, link-local, private (RFC 1918, ULA, CGNAT), unspecified and multicast addresses")
 }
 
 // notifyConfig reads the notification flags of `harn node` into nc.
 func notifyConfig(c *cobra.Command, server bool, nc *node.NotifyConfig) error {
+	nc.AllowPrivate, _ = c.Flags().GetBool("allow-private")
 	v, _ := c.Flags().GetString("desktop-notify")
 	switch strings.ToLower(strings.TrimSpace(v)) {
 	case "auto", "":

@@ -115,7 +115,7 @@ func (n *Node) openCluster() (*cluster, error) {
 		return c, listenErr("rpc", "--rpc-port", bind, cc.RPCPort, err)
 	}
 	c.rpcLis = lis
-	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(16 << 20)}, tracing.ServerOptions(n.cfg.TracerProvider)...)
+	opts := append([]grpc.ServerOption{grpc.MaxRecvMsgSize(c.maxPeerReply())}, tracing.ServerOptions(n.cfg.TracerProvider)...)
 	if c.trust != nil {
 		opts = append(opts, c.serverOptions()...)
 	}
@@ -337,12 +337,46 @@ func (c *cluster) peerConn(name, addr string) (*grpc.ClientConn, error) {
 	}
 	cc, err := grpc.NewClient(addr, append([]grpc.DialOption{grpc.WithTransportCredentials(creds),
 		grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: 10 * time.Second, Timeout: 3 * time.Second}),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(512 << 20))}, c.dialTrace...)...)
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(c.maxPeerReply()))}, c.dialTrace...)...)
 	if err != nil {
 		return nil, err
 	}
 	c.conns[key] = cc
 	return cc, nil
+}
+
+// maxPeerReply is the bound of one cluster gRPC message, either way.
+func (c *cluster) maxPeerReply() int {
+	if c.cfg.MaxPeerReply > 0 {
+		return c.cfg.MaxPeerReply
+	}
+	return DefaultMaxPeerReply
+}
+
+// ErrPeerReply: a peer's reply was over a bound (a *PeerReplyError).
+var ErrPeerReply = errors.New("node: a peer's reply is over its bound")
+
+// PeerReplyError is a peer's reply whose list holds more than
+// MaxPeerListItems entries.
+type PeerReplyError struct {
+	// Peer says whose reply it is ("node b", "the owner of session s").
+	Peer, What string
+	N          int
+}
+
+func (e *PeerReplyError) Error() string {
+	return fmt.Sprintf("node: the reply of %s holds %d %s, more than %d; refused", e.Peer, e.N, e.What, MaxPeerListItems)
+}
+
+// Unwrap makes a PeerReplyError match ErrPeerReply.
+func (e *PeerReplyError) Unwrap() error { return ErrPeerReply }
+
+// checkPeerList refuses a peer's list longer than MaxPeerListItems.
+func checkPeerList(peer, what string, n int) error {
+	if n > MaxPeerListItems {
+		return &PeerReplyError{Peer: peer, What: what, N: n}
+	}
+	return nil
 }
 
 // clusterClientOf returns a Cluster client for the named node.

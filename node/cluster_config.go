@@ -113,7 +113,21 @@ type ClusterConfig struct {
 	// registry; the leader writes it into the registry, where every
 	// replica enforces it alike. 0 means raftstore.DefaultSessionQuota.
 	SessionQuota int
+	// MaxPeerReply bounds, in bytes, one message on the cluster gRPC: a
+	// peer's reply to this node's call (a presence pull, a session's
+	// trace, the registry's records) and a request to this node's rpc
+	// port. A larger one is refused from its length prefix, before it is
+	// read (`--max-peer-reply-mib`; 0: DefaultMaxPeerReply).
+	MaxPeerReply int
 }
+
+// DefaultMaxPeerReply is the default MaxPeerReply: 16 MiB.
+const DefaultMaxPeerReply = 16 << 20
+
+// MaxPeerListItems bounds the entries of a list in a peer's reply (records,
+// events, pending requests): within MaxPeerReply, a list of empty entries
+// would still cost a slice header each.
+const MaxPeerListItems = 1 << 18
 
 // Defaults of the ClusterConfig timers that take one when zero.
 const (
@@ -138,6 +152,9 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 		if *f.v <= 0 {
 			*f.v = f.d
 		}
+	}
+	if c.MaxPeerReply <= 0 {
+		c.MaxPeerReply = DefaultMaxPeerReply
 	}
 	return c
 }
@@ -257,6 +274,9 @@ func (c ClusterConfig) Validate() error {
 		if _, _, err := net.SplitHostPort(j); err != nil {
 			return fmt.Errorf("%w: --join-rpc %q: want host:port", ErrConfig, j)
 		}
+	}
+	if c.MaxPeerReply < 0 || c.MaxPeerReply > 1<<30 {
+		return fmt.Errorf("%w: --max-peer-reply-mib %d: use 1 to 1024", ErrConfig, c.MaxPeerReply>>20)
 	}
 	if c.ActivityFlush <= 0 || c.PresenceRefresh <= 0 {
 		return fmt.Errorf("%w: activity flush and presence refresh must be positive", ErrConfig)

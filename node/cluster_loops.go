@@ -72,7 +72,8 @@ func (c *cluster) bootstrapServers(expect int) ([]raftstore.Server, bool) {
 
 // reconcileLoop, on the leader, adds every alive mesh member to the Raft
 // configuration: servers as voters, other nodes as non-voters. Removing a
-// dead server is explicit (harn mesh remove).
+// dead server is explicit (harn mesh remove); a removed node (its
+// certificates revoked) is never added back, and taken out if it is there.
 func (c *cluster) reconcileLoop() {
 	t := c.clock.NewTicker(time.Second)
 	defer t.Stop()
@@ -99,9 +100,21 @@ func (c *cluster) reconcile() {
 	for _, s := range servers {
 		have[s.ID] = s
 	}
+	removed := c.removedNames()
+	for name := range removed {
+		// Removed, and still (or again) in the configuration: the
+		// leader would replicate to it, and be refused, forever.
+		if _, ok := have[name]; ok && name != c.name {
+			if err := c.store.RemoveServer(name); err != nil {
+				c.log.Warn("remove a removed node from the registry", "member", name, "err", err)
+			} else {
+				c.log.Info("removed from registry", "member", name, "why", "its certificates are revoked")
+			}
+		}
+	}
 	for _, m := range c.mesh.Members() {
 		if m.Status != mesh.StatusAlive || m.Meta.RaftAddr == "" || m.Name == c.name ||
-			(m.Meta.Role != mesh.RoleServer && m.Meta.Role != mesh.RoleClient) {
+			(m.Meta.Role != mesh.RoleServer && m.Meta.Role != mesh.RoleClient) || removed[m.Name] {
 			continue
 		}
 		want := m.Meta.Role == mesh.RoleServer
@@ -123,6 +136,17 @@ func (c *cluster) reconcile() {
 			c.log.Info("added to registry", "member", m.Name, "voter", want)
 		}
 	}
+}
+
+// isRemoved reports whether name was removed from the mesh (its
+// certificates revoked), as of the last trust sync.
+func (c *cluster) isRemoved(name string) bool {
+	if c.trust == nil {
+		return false
+	}
+	c.trust.mu.Lock()
+	defer c.trust.mu.Unlock()
+	return c.trust.removed[name]
 }
 
 // memberEvent is called by mesh for every membership change.
@@ -180,6 +204,9 @@ func (c *cluster) checkDigest(from string, digest []byte) {
 }
 
 func (c *cluster) pull(from string) {
+	if c.isRemoved(from) {
+		return // its certificate is revoked: the dial would be refused
+	}
 	cl, err := c.clusterClientOf(from)
 	if err != nil {
 		return

@@ -31,6 +31,10 @@ type NotifyConfig struct {
 	// SilenceAfter is the silence rule's threshold for `silent`
 	// notifications (0: 5 min, as `harn agents list`; negative: never).
 	SilenceAfter time.Duration
+	// AllowPrivate lets webhooks reach loopback, link-local, private,
+	// unspecified and multicast addresses (`--allow-private`); without it
+	// `notify add` refuses them and the sender will not connect to them.
+	AllowPrivate bool
 	// Engine tunes debounce, cooldown, queues and backoff (zero: the
 	// engine's defaults).
 	Engine notify.Config
@@ -59,6 +63,9 @@ func (n *Node) openAlerts() {
 	nc := n.cfg.Notify
 	ac := alerts.Config{Clock: n.cfg.Clock, Logger: n.log, Engine: nc.Engine, Sender: nc.Sender,
 		SilenceAfter: nc.SilenceAfter}
+	if ac.Sender == nil {
+		ac.Sender = notify.NewHTTPSender(0, nc.AllowPrivate)
+	}
 	if nc.Desktop {
 		if nc.DesktopNotifier != nil {
 			ac.Desktop = nc.DesktopNotifier
@@ -202,6 +209,9 @@ func (n *Node) NotifyAdd(ctx context.Context, url, on, format string) (id string
 	w, err := notify.NewWebhook(url, on, format)
 	if err != nil {
 		return "", false, fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	if err := notify.CheckTarget(ctx, w.URL, n.cfg.Notify.AllowPrivate); err != nil {
+		return "", false, fmt.Errorf("%w: %w", ErrRefused, err)
 	}
 	hooks, err := n.meshHooks()
 	if err != nil {

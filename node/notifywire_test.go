@@ -116,7 +116,7 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 		// Fast failure detection, and the LAN raft timers: a stable leader.
 		cfg.Cluster.MeshProfile, cfg.Cluster.RaftProfile = "local", "lan"
 		cfg.Cluster.ActivityFlush = 100 * time.Millisecond
-		cfg.Notify = NotifyConfig{Engine: notify.Config{Debounce: 200 * time.Millisecond, BackoffBase: 50 * time.Millisecond}}
+		cfg.Notify = NotifyConfig{AllowPrivate: true, Engine: notify.Config{Debounce: 200 * time.Millisecond, BackoffBase: 50 * time.Millisecond}}
 		nd, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)

@@ -172,6 +172,9 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	if err != nil {
 		return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
+	if err := checkPeerList("node "+st.LeaderID, "registry records", len(res.RecordsJson)); err != nil {
+		return nil, info, err
+	}
 	recs := make([]raftstore.Record, 0, len(res.RecordsJson))
 	for _, b := range res.RecordsJson {
 		var r raftstore.Record
@@ -387,6 +390,9 @@ func (n *Node) ReadTrace(ctx context.Context, handle string) (RosterEntry, []*ap
 		func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error) {
 			res, err := cl.SessionTrace(ctx, &api.SessionRequest{Id: id})
 			if err != nil {
+				return presence.State{}, err
+			}
+			if err := checkPeerList("the owner of session "+id, "events", len(res.Events)); err != nil {
 				return presence.State{}, err
 			}
 			var st presence.State

@@ -52,9 +52,13 @@ func PrivateSocketDir() string {
 	return filepath.Join(os.TempDir(), fmt.Sprintf("harn-%d", os.Getuid()))
 }
 
-// privateDataDir creates or tightens the data dir and the directories the
-// node keeps in it: every directory 0700, every file 0600.
+// privateDataDir checks the data dir (checkDataDir), then creates or
+// tightens it and the directories the node keeps in it: every directory
+// 0700, every file 0600.
 func privateDataDir(dir string) error {
+	if err := checkDataDir(dir); err != nil {
+		return err
+	}
 	if err := trust.EnsurePrivateDir(dir); err != nil {
 		return fmt.Errorf("node: data dir %s: %w", dir, err)
 	}

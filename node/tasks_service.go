@@ -384,6 +384,9 @@ func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*a
 		rctx, cancel := context.WithTimeout(ctx, s.n.cfg.Cluster.OwnerReadTimeout)
 		res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
 		cancel()
+		if err == nil {
+			err = checkPeerList("node "+name, "pending requests", len(res.RequestsJson))
+		}
 		if err != nil {
 			out.Unreachable = append(out.Unreachable, name)
 			continue

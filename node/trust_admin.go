@@ -162,6 +162,36 @@ func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, erro
 	return nil, fmt.Errorf("%w: unknown admin op %q", ErrConfig, op)
 }
 
+// removedNames are the nodes `harn mesh remove` took out: a revoked
+// certificate names them and no certificate issued to them is still
+// valid. The leader does not add them back to the raft configuration,
+// and no node pulls their presence. Nil on a mesh without a CA.
+func (c *cluster) removedNames() map[string]bool {
+	if c.trust == nil {
+		return nil
+	}
+	var out map[string]bool
+	for _, e := range c.store.KVList(kvRevokedPrefix) {
+		var rec revokedRecord
+		if json.Unmarshal(e.Value, &rec) == nil && rec.Name != "" {
+			if out == nil {
+				out = map[string]bool{}
+			}
+			out[rec.Name] = true
+		}
+	}
+	if out == nil {
+		return nil
+	}
+	for _, e := range c.store.KVList(kvIssuedPrefix) {
+		var rec issuedRecord
+		if json.Unmarshal(e.Value, &rec) == nil {
+			delete(out, rec.Name) // rejoined with a new token
+		}
+	}
+	return out
+}
+
 // revokeNode puts every certificate issued to name on the revocation list.
 func (c *cluster) revokeNode(ctx context.Context, name string) (Revoked, error) {
 	out := Revoked{Node: name}

@@ -137,8 +137,9 @@ type meshTrust struct {
 	caIdx       uint64
 	ownRecorded string // serial of this node's certificate known to be recorded
 	ownRevoked  bool
-	renewing    bool      // a renewal started by renewSoon runs
-	lastRenew   time.Time // when renewSoon last started one
+	removed     map[string]bool // removedNames at the last sync
+	renewing    bool            // a renewal started by renewSoon runs
+	lastRenew   time.Time       // when renewSoon last started one
 }
 
 // authority is the server's CA, nil on other nodes.
@@ -305,8 +306,8 @@ func (c *cluster) joinMesh(dir string, replace bool) (*trust.Bundle, error) {
 		}
 		last = err
 		var ne net.Error
-		if !errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) {
-			break // refused: another server would refuse too
+		if !errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, trust.ErrJoinRateLimited) {
+			break // refused: another server would refuse too (a rate limit is each server's own)
 		}
 	}
 	return nil, fmt.Errorf("%w: join: %w", ErrTrust, last)

@@ -174,6 +174,10 @@ func (c *cluster) syncTrust() {
 		serials = append(serials, e.Key[len(kvRevokedPrefix):])
 	}
 	tr.revs.Replace(serials)
+	removed := c.removedNames()
+	tr.mu.Lock()
+	tr.removed = removed
+	tr.mu.Unlock()
 	c.syncRoots()
 	c.renewSoon()
 	id, err := tr.holder.Identity()

@@ -184,6 +184,9 @@ func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
 	rctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.OwnerReadTimeout)
 	res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
 	cancel()
+	if err == nil {
+		err = checkPeerList("node "+node, "pending requests", len(res.RequestsJson))
+	}
 	var out []tasks.Request
 	if err == nil {
 		for _, b := range res.RequestsJson {

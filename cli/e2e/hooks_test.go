@@ -337,3 +337,39 @@ func TestMalformedHookInputIsDiagnostic(t *testing.T) {
 		}
 	})
 }
+
+// TestNonUTF8SessionIDIsRefusedAsDocumented: a hook payload whose
+// session_id is not valid UTF-8 (raw bytes, or an escaped lone surrogate)
+// is refused with a diagnostic naming the field, not rewritten to U+FFFD;
+// the hook still exits 0 and prints nothing.
+func TestNonUTF8SessionIDIsRefusedAsDocumented(t *testing.T) {
+	e := newEnv(t)
+	e.startNode()
+	cwd := t.TempDir()
+	for _, sid := range []string{"s-\xff\xfe-bad", `s-\udc80-bad`} {
+		payload := `{"session_id":"` + sid + `","cwd":"` + cwd + `","hook_event_name":"SessionStart","source":"startup"}`
+		if r := e.hook("claude-code", payload); r.stdout != "" {
+			t.Fatalf("hook printed %q", r.stdout)
+		}
+	}
+	out := e.ok("node", "errors", "--json")
+	var ds []struct {
+		Source string `json:"source"`
+		Error  string `json:"error"`
+	}
+	mustJSON(t, out, &ds)
+	n := 0
+	for _, d := range ds {
+		if d.Source == "hook claude-code" && strings.Contains(d.Error, "session_id is not valid UTF-8") {
+			n++
+		}
+	}
+	if n != 2 {
+		t.Fatalf("%d diagnostics name the bad session_id, want 2:\n%s", n, out)
+	}
+	for _, s := range e.list(true) {
+		if strings.ContainsRune(s.SessionID, '\uFFFD') || strings.Contains(s.SessionID, "bad") {
+			t.Fatalf("the bad id was stored as %q", s.SessionID)
+		}
+	}
+}

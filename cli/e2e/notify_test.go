@@ -106,15 +106,16 @@ type notifyListJSON struct {
 	ID       string `json:"id"`
 	Changed  bool   `json:"changed"`
 	Webhooks []struct {
-		ID      string   `json:"id"`
-		URL     string   `json:"url"`
-		Format  string   `json:"format"`
-		On      []string `json:"on"`
-		Queued  int      `json:"queued"`
-		Sent    uint64   `json:"sent"`
-		Failed  uint64   `json:"failed"`
-		Dropped uint64   `json:"dropped"`
-		Retries uint64   `json:"retries"`
+		ID        string   `json:"id"`
+		URL       string   `json:"url"`
+		Format    string   `json:"format"`
+		On        []string `json:"on"`
+		Queued    int      `json:"queued"`
+		Sent      uint64   `json:"sent"`
+		Failed    uint64   `json:"failed"`
+		Dropped   uint64   `json:"dropped"`
+		Retries   uint64   `json:"retries"`
+		LastError string   `json:"last_error"`
 	} `json:"webhooks"`
 	Desktop struct {
 		Enabled bool   `json:"enabled"`
@@ -160,7 +161,7 @@ func (e *env) addWebhook(url string, flags ...string) string {
 // webhook's queue is in order, so any extra needs_input would be before it.
 func TestWebhookGetsOneMessagePerTransition(t *testing.T) {
 	e := newEnv(t)
-	e.startNode("--name", "solo")
+	e.startNode("--name", "solo", "--allow-private")
 	e.waitLeader()
 	srv := newHookServer(t, 0)
 	id := e.addWebhook(srv.URL+"/harn", "--on", "needs_input,blocked")
@@ -214,7 +215,7 @@ func TestWebhookGetsOneMessagePerTransition(t *testing.T) {
 // answers again.
 func TestWebhookDownThenUpLosesNothing(t *testing.T) {
 	e := newEnv(t)
-	e.startNode()
+	e.startNode("--allow-private")
 	e.waitLeader()
 	srv := newHookServer(t, 2)
 	e.addWebhook(srv.URL+"/harn", "--on", "needs_input")
@@ -242,7 +243,7 @@ func TestWebhookDownThenUpLosesNothing(t *testing.T) {
 // a session of node a is told by a alone; removing it anywhere removes it
 // everywhere.
 func TestNotifyConfiguredOncePerMeshToldByTheOwner(t *testing.T) {
-	nodes := startServers(t, 2)
+	nodes := startServers(t, 2, "--allow-private")
 	a, b := nodes[0], nodes[1]
 	srv := newHookServer(t, 0)
 	id := b.addWebhook(srv.URL+"/harn", "--on", "needs_input,blocked", "--format", "json")

@@ -226,3 +226,54 @@ func TestMeshRemoveRevokesThroughTheCLI(t *testing.T) {
 		return r.code != 0, r.String()
 	})
 }
+
+// inRaft reports whether m's registry lists id in its raft configuration.
+func inRaft(m *meshNode, id string) (bool, string) {
+	r, ok, why := m.raftState()
+	if !ok {
+		return false, why
+	}
+	for _, s := range r.Servers {
+		if s.ID == id {
+			return true, fmt.Sprintf("%+v", r.Servers)
+		}
+	}
+	return false, fmt.Sprintf("%+v", r.Servers)
+}
+
+// TestMeshRemoveTakesTheNodeOutOfRaft: `harn mesh remove n1` revokes n1
+// and takes it out of the raft configuration, and the leader does not add
+// it back although n1, which still holds the gossip key, stays alive in
+// gossip. The barrier is a third node's join: the leader's reconciler adds
+// n2 in a pass that also sees n1, so n1 must still be out once n2 is in.
+func TestMeshRemoveTakesTheNodeOutOfRaft(t *testing.T) {
+	s0, _ := trustedMesh(t)
+	eventually(t, meshTimeout, "n1 in the raft configuration", func() (bool, string) { return inRaft(s0, "n1") })
+	eventually(t, meshTimeout, "n1's certificate recorded and revoked", func() (bool, string) {
+		r := s0.harn("", "mesh", "remove", "n1")
+		return r.code == 0 && strings.Contains(r.stdout, "revoked 1 certificate(s) of n1") &&
+			strings.Contains(r.stdout, "removed n1 from the registry"), r.String()
+	})
+	eventually(t, meshTimeout, "n1 out of the raft configuration", func() (bool, string) {
+		in, why := inRaft(s0, "n1")
+		return !in, why
+	})
+	var created struct {
+		JoinToken string `json:"join_token"`
+	}
+	mustJSON(t, s0.ok("token", "create", "--json"), &created)
+	n2 := newMeshNode(t, "n2", "--join", s0.gossipAddr, "--join-rpc", net.JoinHostPort("127.0.0.1", strconv.Itoa(s0.rpc)),
+		"--join-token", created.JoinToken)
+	n2.start()
+	eventually(t, meshTimeout, "n2 in the raft configuration", func() (bool, string) { return inRaft(s0, "n2") })
+	if in, why := inRaft(s0, "n1"); in {
+		t.Fatalf("the leader added the removed n1 back: %s", why)
+	}
+	ms, ok, why := s0.members()
+	if !ok {
+		t.Fatal(why)
+	}
+	if mb, found := memberOf(ms, "n1"); !found || mb.Status != "alive" {
+		t.Fatalf("n1 is %+v in gossip; the barrier needs it alive", mb)
+	}
+}

@@ -99,7 +99,7 @@ func liveRig(t *testing.T, cfg Config) (*Engine, *fakeClock) {
 	if cfg.Debounce == 0 {
 		cfg.Debounce = time.Second
 	}
-	e := New(cfg, clk, NewHTTPSender(5*time.Second), nil)
+	e := New(cfg, clk, NewHTTPSender(5*time.Second, true), nil)
 	t.Cleanup(func() { _ = e.Close() })
 	return e, clk
 }
@@ -417,7 +417,7 @@ func TestSendErrorDoesNotRevealWebhookURL(t *testing.T) {
 	tg := newTarget(t)
 	url := tg.srv.URL + "/services/T0/B0/secret-token"
 	tg.srv.Close() // connection refused from now on
-	err := NewHTTPSender(time.Second).Send(t.Context(), Request{URL: url, Body: []byte("{}")})
+	err := NewHTTPSender(time.Second, true).Send(t.Context(), Request{URL: url, Body: []byte("{}")})
 	if !errors.Is(err, ErrSend) {
 		t.Fatalf("err %v", err)
 	}

@@ -160,7 +160,7 @@ func New(cfg Config, clk Clock, sender Sender, desktop Desktop) *Engine {
 		clk = RealClock{}
 	}
 	if sender == nil {
-		sender = NewHTTPSender(0)
+		sender = NewHTTPSender(0, false)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{cfg: cfg, clk: clk, sender: sender, desktop: desktop, log: cfg.Logger,

@@ -151,7 +151,9 @@ func (w *worker) deliver(it item) {
 		}
 		w.setErr(err, now)
 		var se *StatusError
-		permanent := errors.As(err, &se) && se.Permanent()
+		errors.As(err, &se)
+		var pe interface{ Permanent() bool }
+		permanent := errors.As(err, &pe) && pe.Permanent()
 		giveUp := permanent || (cfg.MaxAttempts > 0 && attempt >= cfg.MaxAttempts) || now.Sub(it.queued) >= cfg.MaxAge
 		if giveUp {
 			w.st.Failed++

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -45,9 +46,13 @@ func (e *StatusError) Error() string {
 // Unwrap makes a StatusError match ErrSend.
 func (e *StatusError) Unwrap() error { return ErrSend }
 
-// Permanent reports whether retrying cannot help: a 4xx answer other than
-// 408 (timeout), 425 (too early) and 429 (too many requests).
+// Permanent reports whether retrying cannot help: a 3xx answer (redirects
+// are not followed, so the same answer would come again), or a 4xx answer
+// other than 408 (timeout), 425 (too early) and 429 (too many requests).
 func (e *StatusError) Permanent() bool {
+	if e.Code >= 300 && e.Code < 400 {
+		return true
+	}
 	switch e.Code {
 	case http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
 		return false
@@ -63,24 +68,37 @@ const DefaultSendTimeout = 10 * time.Second
 const maxAnswer = 64 << 10
 
 // HTTPSender is the real Sender: net/http with a bounded timeout per
-// attempt, at most 3 redirects, and answers read to a bounded size.
+// attempt, answers read to a bounded size, no redirects followed (a 3xx
+// answer is a failed delivery: a redirect would carry the message, and the
+// secret URL in a Referer, to an address nobody configured), no proxy, and
+// every connection's address checked (see CheckTarget).
 type HTTPSender struct {
 	client *http.Client
 }
 
 // NewHTTPSender returns a sender whose attempts each last at most timeout
-// (DefaultSendTimeout when zero).
-func NewHTTPSender(timeout time.Duration) *HTTPSender {
+// (DefaultSendTimeout when zero). Unless allowPrivate, it refuses to
+// connect to loopback, link-local, private, unspecified and multicast
+// addresses, checked on the address dialed, after DNS.
+func NewHTTPSender(timeout time.Duration, allowPrivate bool) *HTTPSender {
 	if timeout <= 0 {
 		timeout = DefaultSendTimeout
 	}
+	d := &net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second, Control: dialControl(allowPrivate)}
+	tr := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           d.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          16,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   timeout,
+		ExpectContinueTimeout: time.Second,
+	}
 	return &HTTPSender{client: &http.Client{
-		Timeout: timeout,
-		CheckRedirect: func(req *http.Request, via []*http.Request) error {
-			if len(via) >= 3 {
-				return fmt.Errorf("%w: more than 3 redirects", ErrSend)
-			}
-			return nil
+		Timeout:   timeout,
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
 		},
 	}}
 }
@@ -100,8 +118,15 @@ func (s *HTTPSender) Send(ctx context.Context, r Request) error {
 		req.Header.Set("Content-Type", r.ContentType)
 	}
 	req.Header.Set("User-Agent", "harn-notify/1")
+	// The URL's path is often the secret (Slack, Discord, ntfy): no header
+	// repeats it.
+	req.Header.Del("Referer")
 	resp, err := s.client.Do(req)
 	if err != nil {
+		var te *TargetError
+		if errors.As(err, &te) {
+			return fmt.Errorf("%w: %w", ErrSend, te)
+		}
 		// The URL of a webhook is its secret: errors name only its host.
 		var ue *url.Error
 		if errors.As(err, &ue) {

@@ -349,3 +349,77 @@ func TestExpiredCertRefusedOnOpenConnection(t *testing.T) {
 		t.Fatalf("expired caller on an open connection: %v", err)
 	}
 }
+
+// TestJoinGuessesAreRateLimited: 200 wrong guesses from one address are
+// answered, past the bucket, with ErrJoinRateLimited (ResourceExhausted)
+// before the server looks at them; once the window has passed (on the
+// fake clock), the right token joins.
+func TestJoinGuessesAreRateLimited(t *testing.T) {
+	m := newTestMesh(t)
+	e := startJoinServer(t, m, m.issue("srv1", RoleServer, 0))
+	good := e.token(t, TokenOptions{Uses: 1})
+	wrong := good
+	other := e.token(t, TokenOptions{Uses: 1})
+	wrong.Secret = other.Secret // a well-formed secret, not good's
+	limited, secret := 0, 0
+	for i := range 200 {
+		_, err := Join(ctx(t), e.addr, wrong, fmt.Sprintf("guess%d", i), JoinClock(m.clk))
+		switch {
+		case errors.Is(err, ErrJoinRateLimited):
+			limited++
+		case errors.Is(err, ErrTokenSecret):
+			secret++
+		default:
+			t.Fatalf("guess %d: err %v", i, err)
+		}
+	}
+	burst := DefaultJoinPerSource.Burst
+	if secret != burst || limited != 200-burst {
+		t.Fatalf("%d guesses checked and %d limited; want %d checked, the rest limited", secret, limited, burst)
+	}
+	if st := e.js.Stats(); st.Limited != int64(limited) || st.Joins != 200 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Within the window even the right token is refused: the limit is on
+	// attempts, not on wrong ones.
+	if _, err := Join(ctx(t), e.addr, good, "laptop", JoinClock(m.clk)); !errors.Is(err, ErrJoinRateLimited) {
+		t.Fatalf("the right token within the window: %v, want ErrJoinRateLimited", err)
+	}
+	m.clk.Advance(DefaultJoinPerSource.Every)
+	b, err := Join(ctx(t), e.addr, good, "laptop", JoinClock(m.clk))
+	if err != nil || b.Identity.Name != "laptop" {
+		t.Fatalf("the right token after the window: %v", err)
+	}
+}
+
+func TestJoinRateLimitIsPerSourceWithAGlobalCap(t *testing.T) {
+	clk := time.Unix(1_700_000_000, 0)
+	l := newJoinLimiter(JoinLimits{PerSource: Rate{Burst: 2, Every: time.Second}, Global: Rate{Burst: 5, Every: time.Second}, MaxSources: 3}, clk)
+	for _, src := range []string{"a", "a"} {
+		if err := l.allow(src, clk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := l.allow("a", clk); !errors.Is(err, ErrJoinRateLimited) {
+		t.Fatalf("a's third: %v", err)
+	}
+	// a's refusal took nothing from the global bucket: b and c get 3.
+	for _, src := range []string{"b", "b", "c"} {
+		if err := l.allow(src, clk); err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+	}
+	if err := l.allow("c", clk); !errors.Is(err, ErrJoinRateLimited) {
+		t.Fatalf("over the global cap: %v", err)
+	}
+	if err := l.allow("d", clk); !errors.Is(err, ErrJoinRateLimited) {
+		t.Fatalf("a fourth address past MaxSources: %v", err)
+	}
+	clk = clk.Add(3 * time.Second) // every bucket full again: forgotten
+	if err := l.allow("d", clk); err != nil {
+		t.Fatalf("d after the window: %v", err)
+	}
+	if len(l.sources) != 1 {
+		t.Fatalf("%d sources tracked, want the full ones forgotten", len(l.sources))
+	}
+}

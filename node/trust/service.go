@@ -41,6 +41,7 @@ const (
 	reasonTokenUsedUp  = "token_used_up"
 	reasonBadRequest   = "bad_request"
 	reasonRefused      = "refused"
+	reasonRateLimited  = "rate_limited"
 )
 
 var reasonErrs = map[string]error{
@@ -50,6 +51,7 @@ var reasonErrs = map[string]error{
 	reasonTokenUsedUp:  ErrTokenUsedUp,
 	reasonBadRequest:   ErrBadMessage,
 	reasonRefused:      ErrJoinRefused,
+	reasonRateLimited:  ErrJoinRateLimited,
 }
 
 // Signer signs certificates on a server; *Authority is one.
@@ -80,8 +82,13 @@ type JoinServer struct {
 	// MaxConcurrent bounds joins in progress (CSR checks and signatures
 	// cost CPU, and the caller is unauthenticated); 0 means 4.
 	MaxConcurrent int
+	// Limits rate-limits join attempts per source address and in all
+	// (zero: the defaults).
+	Limits JoinLimits
 
 	once    sync.Once
+	limiter *joinLimiter
+	limited atomic.Int64
 	sem     chan struct{}
 	joins   atomic.Int64
 	renews  atomic.Int64
@@ -89,12 +96,15 @@ type JoinServer struct {
 	refused atomic.Int64
 }
 
-// Stats counts the requests this server received (tests, metrics).
-type Stats struct{ Joins, Renewals, Issued, Refused int64 }
+// Stats counts the requests this server received (tests, metrics):
+// Limited counts the join attempts refused by the rate limits (they are
+// also in Joins and Refused).
+type Stats struct{ Joins, Renewals, Issued, Refused, Limited int64 }
 
 // Stats returns the counters.
 func (s *JoinServer) Stats() Stats {
-	return Stats{Joins: s.joins.Load(), Renewals: s.renews.Load(), Issued: s.issued.Load(), Refused: s.refused.Load()}
+	return Stats{Joins: s.joins.Load(), Renewals: s.renews.Load(), Issued: s.issued.Load(), Refused: s.refused.Load(),
+		Limited: s.limited.Load()}
 }
 
 func (s *JoinServer) init() {
@@ -110,6 +120,7 @@ func (s *JoinServer) init() {
 		if s.Log == nil {
 			s.Log = slog.New(slog.DiscardHandler)
 		}
+		s.limiter = newJoinLimiter(s.Limits, s.Clock.Now())
 	})
 }
 
@@ -120,6 +131,14 @@ func (s *JoinServer) init() {
 func (s *JoinServer) Join(ctx context.Context, req []byte) ([]byte, error) {
 	s.init()
 	s.joins.Add(1)
+	if err := s.limiter.allow(sourceOf(ctx), s.Clock.Now()); err != nil {
+		s.refused.Add(1)
+		// One line per limited attempt would let a guesser fill the log.
+		if n := s.limited.Add(1); n == 1 || n%100 == 0 {
+			s.Log.Warn("trust: join attempts rate limited", "source", sourceOf(ctx), "limited", n, "err", err)
+		}
+		return nil, err
+	}
 	select {
 	case s.sem <- struct{}{}:
 		defer func() { <-s.sem }()
@@ -233,6 +252,8 @@ func toStatus(err error) error {
 		code, reason = codes.InvalidArgument, reasonBadRequest
 	case errors.Is(err, ErrJoinRefused), errors.Is(err, ErrRevoked), errors.Is(err, ErrNoPeerCert):
 		code, reason = codes.PermissionDenied, reasonRefused
+	case errors.Is(err, ErrJoinRateLimited):
+		code, reason = codes.ResourceExhausted, reasonRateLimited
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		code = codes.Canceled
 	}

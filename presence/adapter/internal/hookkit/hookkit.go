@@ -57,7 +57,42 @@ func Parse(raw []byte) (Payload, error) {
 	if p == nil {
 		return nil, Malformed("payload is null; a JSON object is expected")
 	}
+	// encoding/json reads invalid UTF-8, and escaped lone surrogates, as
+	// U+FFFD: an id would be rewritten, not refused. Ids are checked on
+	// their raw bytes.
+	for _, k := range idFields {
+		if raw, ok := p[k]; ok && !validJSONText(raw) {
+			return nil, Malformed("%s is not valid UTF-8; send the agent's session id as text", k)
+		}
+	}
 	return p, nil
+}
+
+// idFields are the payload fields that carry a session id, in every
+// agent's hooks.
+var idFields = []string{"session_id", "agent_id", "conversation_id", "subagent_id",
+	"parent_conversation_id", "parent_session_id", "thread-id"}
+
+// validJSONText reports whether raw, when it is a JSON string, decodes
+// without a replacement: its bytes are valid UTF-8 and every U+FFFD in
+// the decoded text was in the input (literally or as \ufffd), none made
+// of invalid bytes or lone surrogate escapes. Raw that is not a string is
+// valid (it reads as absent).
+func validJSONText(raw json.RawMessage) bool {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return true
+	}
+	if !utf8.Valid(raw) {
+		return false
+	}
+	const escaped = `\ufffd`
+	decoded := strings.Count(s, "\uFFFD")
+	if decoded == 0 {
+		return true
+	}
+	given := strings.Count(string(raw), "\uFFFD") + strings.Count(strings.ToLower(string(raw)), escaped)
+	return decoded <= given
 }
 
 // Str returns the string field k, or "".

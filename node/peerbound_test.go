@@ -1,0 +1,136 @@
+package node
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+)
+
+// A peer's reply is bounded: a reply over MaxPeerReply is refused from its
+// length prefix, before its body is read, and a list over MaxPeerListItems
+// is refused whatever its size.
+
+// bigPeer answers Presence with a blob of size bytes.
+type bigPeer struct {
+	api.UnimplementedClusterServer
+	size int
+}
+
+func (p *bigPeer) Presence(context.Context, *api.PresenceRequest) (*api.PresenceResponse, error) {
+	return &api.PresenceResponse{Blob: make([]byte, p.size)}, nil
+}
+
+func servePeer(t *testing.T, srv api.ClusterServer) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := grpc.NewServer(grpc.MaxSendMsgSize(64 << 20))
+	api.RegisterClusterServer(g, srv)
+	go g.Serve(lis)
+	t.Cleanup(g.Stop)
+	return lis.Addr().String()
+}
+
+// testCluster is a cluster with only what peerConn needs.
+func testCluster(t *testing.T, maxReply int) *cluster {
+	c := &cluster{cfg: ClusterConfig{MaxPeerReply: maxReply}, conns: map[string]*grpc.ClientConn{}}
+	t.Cleanup(func() {
+		for _, cc := range c.conns {
+			cc.Close()
+		}
+	})
+	return c
+}
+
+func TestPeerReplyOverTheBoundIsRefused(t *testing.T) {
+	c := testCluster(t, 0) // the default, 16 MiB
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{1 << 20, true}, {DefaultMaxPeerReply - 64, true}, {DefaultMaxPeerReply + 1, false}, {48 << 20, false}} {
+		addr := servePeer(t, &bigPeer{size: tc.size})
+		cc, err := c.peerConn("peer", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		res, err := api.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{})
+		cancel()
+		if tc.ok {
+			if err != nil || len(res.Blob) != tc.size {
+				t.Fatalf("a %d-byte reply: %v", tc.size, err)
+			}
+			continue
+		}
+		if status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("a %d-byte reply: err %v, want ResourceExhausted", tc.size, err)
+		}
+	}
+	// The bound is the configured one.
+	small := testCluster(t, 1<<20)
+	cc, err := small.peerConn("peer", servePeer(t, &bigPeer{size: 2 << 20}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.NewClusterClient(cc).Presence(t.Context(), &api.PresenceRequest{}); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("2 MiB under a 1 MiB bound: %v", err)
+	}
+}
+
+// TestPeerReplyOverTheBoundIsRefusedBeforeItsBody: a peer announces a
+// 1 GiB message and sends none of it. The call fails at once with
+// ResourceExhausted: the client did not wait to read, or buffer, the body.
+func TestPeerReplyOverTheBoundIsRefusedBeforeItsBody(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	hs := &http.Server{Protocols: &p, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/grpc")
+		w.WriteHeader(http.StatusOK)
+		var hdr [5]byte
+		binary.BigEndian.PutUint32(hdr[1:], 1<<30)
+		w.Write(hdr[:])
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the body never comes
+	})}
+	go hs.Serve(lis)
+	t.Cleanup(func() { hs.Close() })
+	c := testCluster(t, 0)
+	cc, err := c.peerConn("liar", lis.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	_, err = api.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{})
+	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
+		t.Fatalf("err %v (ctx %v), want ResourceExhausted before the deadline", err, ctx.Err())
+	}
+}
+
+func TestPeerListOverTheBoundIsRefused(t *testing.T) {
+	if err := checkPeerList("node b", "events", MaxPeerListItems); err != nil {
+		t.Fatalf("at the bound: %v", err)
+	}
+	err := checkPeerList("node b", "events", MaxPeerListItems+1)
+	var pe *PeerReplyError
+	if !errors.As(err, &pe) || !errors.Is(err, ErrPeerReply) || !strings.Contains(err.Error(), "node b") {
+		t.Fatalf("over the bound: %v", err)
+	}
+}
