@@ -97,7 +97,18 @@ type ClusterConfig struct {
 	// TrustSync is how often the node follows the registry's trust
 	// records (revocations, gossip keyring, CAs).
 	TrustSync time.Duration
+	// MaxPresenceBytes bounds a peer's presence: its push/pull state
+	// (mesh.Config.MaxStateSize) and the answer to a presence pull. 0
+	// means DefaultMaxPresenceBytes.
+	MaxPresenceBytes int
+
+	// unsignedGossip turns gossip signing off on a mesh with a CA
+	// (benchmarks compare the two in one run).
+	unsignedGossip bool
 }
+
+// DefaultMaxPresenceBytes is the default bound of a peer's presence.
+const DefaultMaxPresenceBytes = mesh.DefaultMaxStateSize
 
 // Defaults of the ClusterConfig timers that take one when zero.
 const (
@@ -122,6 +133,9 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 		if *f.v <= 0 {
 			*f.v = f.d
 		}
+	}
+	if c.MaxPresenceBytes <= 0 {
+		c.MaxPresenceBytes = DefaultMaxPresenceBytes
 	}
 	return c
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -89,7 +88,7 @@ func TestEncodeDeltaFitsOneFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) > mesh.MaxFrameSize-64 {
+	if len(b) > maxDeltaBytes {
 		t.Fatalf("delta is %d bytes", len(b))
 	}
 	var e Entry
