@@ -108,7 +108,13 @@ func EncodeDelta(e Entry) ([]byte, error) {
 			}
 			e.WaitingOn, e.Repo, e.Branch = text.Clip(e.WaitingOn, 12), "", ""
 			b, err := json.Marshal(e)
-			return b, err
+			if err != nil || len(b) <= maxDeltaBytes {
+				return b, err
+			}
+			// Ids and agent type at their longest: the parent link and
+			// the agent's full type go last.
+			e.ParentSessionID, e.Agent, e.ActivityAt, e.TaskStateAt = "", text.Clip(e.Agent, 24), time.Time{}, time.Time{}
+			return json.Marshal(e)
 		}
 	}
 }
