@@ -15,6 +15,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -238,8 +239,20 @@ func (c *cluster) pull(from string) {
 		c.log.Debug("presence pull", "from", from, "err", err)
 		return
 	}
-	if c.signer != nil {
-		if ti, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(ti.State.PeerCertificates) > 0 {
+	if c.trust != nil {
+		// The connection may predate a revocation of the peer's
+		// certificate (the handshake checked it, calls do not): check
+		// the certificate that answered now.
+		ti, ok := p.AuthInfo.(credentials.TLSInfo)
+		if !ok || len(ti.State.PeerCertificates) == 0 {
+			return
+		}
+		id, err := trust.CertIdentity(ti.State.PeerCertificates[0])
+		if err != nil || id.Name != from || c.trust.revs.IsRevoked(id.Serial) {
+			c.log.Debug("presence pull from a revoked or other certificate dropped", "from", from, "identity", id.String())
+			return
+		}
+		if c.signer != nil {
 			c.signer.learnPeer(ti.State.PeerCertificates[0])
 		}
 	}

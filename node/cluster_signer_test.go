@@ -54,8 +54,14 @@ func startRawForger(t *testing.T, key []byte, seed string, state []byte) *rawFor
 	}
 	t.Cleanup(func() { _ = list.Shutdown() })
 	f.list = list
-	if _, err := list.Join([]string{seed}); err != nil {
-		t.Fatal(err)
+	for try := 0; ; try++ { // bounded: a push/pull may time out under load
+		_, err := list.Join([]string{seed})
+		if err == nil {
+			break
+		}
+		if try == 4 {
+			t.Fatal(err)
+		}
 	}
 	return f
 }
