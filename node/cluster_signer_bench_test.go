@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // BenchmarkPresenceSigning measures what signed presence costs, in one
@@ -204,4 +206,46 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
+}
+
+// BenchmarkGossipSignVerify: one signature of a delta-sized message with
+// the node's certificate key, and one check of it by a peer that knows
+// the certificate (the work a delta costs its origin and each receiver).
+func BenchmarkGossipSignVerify(b *testing.B) {
+	now := time.Now()
+	ca, err := trust.NewCA(now.Add(-time.Hour), trust.DefaultCATTL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	key, err := trust.NewKey()
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, err := ca.Issue(key.Public(), "a", trust.RoleNode, time.Hour, now)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tc := trust.TLSCertificate(c, key)
+	roots := trust.NewRoots(ca.Cert)
+	s := newGossipSigner(trust.NewHolder(&tc, roots), trust.NewRevocationList(), clock.Real{})
+	peer := newGossipSigner(trust.NewHolder(&tc, roots), trust.NewRevocationList(), clock.Real{})
+	if err := peer.Learn("a", s.Credentials()); err != nil {
+		b.Fatal(err)
+	}
+	msg := make([]byte, 500)
+	sig, _ := s.Sign(msg)
+	b.Run("sign", func(b *testing.B) {
+		for range b.N {
+			if _, err := s.Sign(msg); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("verify", func(b *testing.B) {
+		for range b.N {
+			if err := peer.Verify("a", msg, sig); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
