@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // rawForger is a raw memberlist member that holds the mesh's gossip key
@@ -233,5 +235,68 @@ func TestRevokedNodesPresenceIsRefusedAndDropped(t *testing.T) {
 	waitFor(t, 30*time.Second, "tw1's session on tw0", func() bool { return remoteVersion(n0, "tw1", "sess-1") > 0 })
 	if remoteVersion(n0, "tw2", "sess-2") != 0 || remoteVersion(n1, "tw2", "sess-2") != 0 {
 		t.Fatal("a revoked node's presence came back")
+	}
+}
+
+// TestGossipSignerAcceptsOnlyTheOriginsOwnValidCertificate: the signer
+// keeps a certificate only when it chains to the mesh CA, and checks a
+// signature only as the certificate's own node's, while it is valid (at
+// the fake clock) and not revoked.
+func TestGossipSignerAcceptsOnlyTheOriginsOwnValidCertificate(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	ca, err := trust.NewCA(now.Add(-time.Hour), trust.DefaultCATTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := trust.NewRoots(ca.Cert)
+	mk := func(name string) *gossipSigner {
+		c := issue(t, ca, name, trust.RoleNode, now, time.Hour)
+		return newGossipSigner(trust.NewHolder(&c, roots), trust.NewRevocationList(), clk)
+	}
+	a, b := mk("a"), mk("b")
+	revs := trust.NewRevocationList()
+	self := issue(t, ca, "me", trust.RoleNode, now, time.Hour)
+	me := newGossipSigner(trust.NewHolder(&self, roots), revs, clk)
+	msg := []byte("delta")
+	sigA, _ := a.Sign(msg)
+	if err := me.Verify("a", msg, sigA); !errors.Is(err, mesh.ErrUnknownSigner) {
+		t.Fatalf("before learning: %v", err)
+	}
+	if err := me.Learn("b", b.Credentials()); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.Learn("x", a.Credentials()); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.Verify("a", msg, sigA); err != nil {
+		t.Fatalf("a's own signature: %v", err)
+	}
+	if err := me.Verify("b", msg, sigA); !errors.Is(err, mesh.ErrBadSignature) {
+		t.Fatalf("a's signature claiming b: %v", err)
+	}
+	if err := me.Verify("a", []byte("other"), sigA); !errors.Is(err, mesh.ErrBadSignature) {
+		t.Fatalf("a's signature over another message: %v", err)
+	}
+	foreign := foreignCert(t, "c", trust.RoleNode, now, time.Hour)
+	fs := newGossipSigner(trust.NewHolder(&foreign, nil), trust.NewRevocationList(), clk)
+	if err := me.Learn("c", fs.Credentials()); !errors.Is(err, mesh.ErrBadSignature) || me.known("c") {
+		t.Fatalf("a certificate of another CA was kept: %v", err)
+	}
+	clk.Advance(2 * time.Hour)
+	if err := me.Verify("a", msg, sigA); !errors.Is(err, mesh.ErrBadSignature) {
+		t.Fatalf("an expired certificate's signature: %v", err)
+	}
+	clk.Set(now)
+	id, _ := a.holder.Identity()
+	revs.Add(id.Serial)
+	if err := me.Verify("a", msg, sigA); !errors.Is(err, mesh.ErrBadSignature) {
+		t.Fatalf("a revoked certificate's signature: %v", err)
+	}
+	if got := me.prune(); len(got) != 1 || got[0] != "a" {
+		t.Fatalf("prune named %v, want [a]", got)
+	}
+	if err := me.Learn("a", a.Credentials()); !errors.Is(err, mesh.ErrBadSignature) || me.known("a") {
+		t.Fatalf("a revoked certificate was learnt again: %v", err)
 	}
 }
