@@ -9,7 +9,8 @@ import (
 
 // broadcast is one queued gossip message: a delta, or a leave intent.
 type broadcast struct {
-	kind    byte   // msgDelta or msgLeave
+	kind    byte   // msgDelta (signed or not) or msgLeave
+	origin  string // the delta's origin ("" for a leave intent)
 	key     string // the delta's key, or the leaving node's name
 	version uint64
 	msg     []byte
@@ -18,12 +19,13 @@ type broadcast struct {
 
 var _ memberlist.Broadcast = (*broadcast)(nil)
 
-// Invalidates drops a queued message for the same key whose version is not
-// newer: only the newest version of a key is worth gossiping. (mesh never
+// Invalidates drops a queued message for the same origin and key whose
+// version is not newer: only the newest version of a key is worth
+// gossiping. Another origin's message for the same key is never dropped. (mesh never
 // queues an older version after a newer one; see Mesh.Broadcast.)
 func (b *broadcast) Invalidates(other memberlist.Broadcast) bool {
 	o, ok := other.(*broadcast)
-	return ok && o.kind == b.kind && o.key == b.key && o.version <= b.version
+	return ok && o.kind == b.kind && o.origin == b.origin && o.key == b.key && o.version <= b.version
 }
 
 func (b *broadcast) Message() []byte { return b.msg }

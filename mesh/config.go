@@ -101,6 +101,14 @@ type Config struct {
 	// drop duplicate deliveries and to decide whether to re-gossip.
 	SeenRetention time.Duration
 
+	// Signer signs this node's deltas and push/pull state and checks the
+	// others'; nil sends unsigned frames and delivers every frame (a mesh
+	// without a CA). See Signer.
+	Signer Signer
+	// MaxStateSize bounds a peer's push/pull state; a larger one is dropped
+	// and counted (Drops.TooLarge). 0 means DefaultMaxStateSize.
+	MaxStateSize int
+
 	// Handler receives deltas, full state and member events. Required.
 	Handler Handler
 	// Logger receives mesh's logs; memberlist's own go to it at debug level.
@@ -115,6 +123,10 @@ type Config struct {
 	// MemNetwork transport); nil is the real network.
 	Transport memberlist.NodeAwareTransport
 }
+
+// DefaultMaxStateSize is the default bound of a peer's push/pull state
+// (memberlist's own is 20 MiB).
+const DefaultMaxStateSize = 16 << 20
 
 // DefaultConfig is the configuration of a harn node on a LAN: memberlist's
 // LAN timers, direct sends in meshes of up to 32 members.
@@ -146,6 +158,7 @@ func DefaultConfig() Config {
 		PersistDelay:        2 * time.Second,
 		DepartedRetention:   24 * time.Hour,
 		SeenRetention:       2 * time.Minute,
+		MaxStateSize:        DefaultMaxStateSize,
 		Logger:              slog.Default(),
 		Clock:               clock.Real{},
 	}
@@ -215,6 +228,8 @@ func (c Config) Validate() error {
 		return bad("SecretKey is %d bytes; use 32 (see GenerateKey), or none for plaintext", len(c.SecretKey))
 	case c.Profile != "" && c.Profile != ProfileLAN && c.Profile != ProfileLocal:
 		return bad("Profile %q is unknown; use %q or %q", c.Profile, ProfileLAN, ProfileLocal)
+	case c.MaxStateSize < 0:
+		return bad("MaxStateSize %d is negative; use a byte count (0 takes %d)", c.MaxStateSize, DefaultMaxStateSize)
 	case c.RetransmitMult < 0 || c.DirectSendMax < 0 || c.DirectSendWorkers < 0 || c.DirectSendQueue < 0 || c.MaxQueueDepth < 0:
 		return bad("RetransmitMult, DirectSendMax, DirectSendWorkers, DirectSendQueue and MaxQueueDepth must not be negative")
 	case c.DirectSendMax > 0 && c.DirectSendWorkers == 0:

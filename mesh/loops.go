@@ -320,7 +320,7 @@ func (m *Mesh) sendDirect(j directJob) {
 	}()
 	if j.kind == msgDelta {
 		m.mu.Lock()
-		s, ok := m.seen[j.key]
+		s, ok := m.seen[seenKey{m.cfg.Name, j.key}] // direct sends carry own deltas only
 		m.mu.Unlock()
 		if ok && s.version > j.version {
 			return // a newer version of the key is on its way

@@ -35,6 +35,8 @@ type Mesh struct {
 	meta atomic.Pointer[[]byte]                // encoded NodeMeta
 	// duplicates counts deltas dropped as already seen (tests).
 	duplicates atomic.Int64
+	// drops counts refused frames (Drops).
+	drops dropCounters
 
 	// lifeMu serializes Start, Leave and Shutdown.
 	lifeMu sync.Mutex
@@ -47,8 +49,8 @@ type Mesh struct {
 	state   int
 	members map[string]*record
 	intents map[string]intentRec
-	claims  map[string]claim // name -> a new address claiming it
-	seen    map[string]seenRec
+	claims  map[string]claim    // name -> a new address claiming it
+	seen    map[seenKey]seenRec // per origin and key
 	events  []MemberEvent
 	seeds   []string // Config.Join, addresses given to Join, PeersFile
 	self    string   // own "host:port", once started
@@ -63,8 +65,8 @@ type Mesh struct {
 	lastPersisted string // owned by maintLoop
 }
 
-// seenRec is the newest version of a key this node has broadcast or
-// received.
+// seenRec is the newest version of an origin's key this node has
+// broadcast or received.
 type seenRec struct {
 	version uint64
 	at      time.Time // wall clock, for pruning
@@ -74,6 +76,9 @@ type seenRec struct {
 func New(cfg Config) (*Mesh, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.MaxStateSize == 0 {
+		cfg.MaxStateSize = DefaultMaxStateSize
 	}
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
@@ -86,7 +91,7 @@ func New(cfg Config) (*Mesh, error) {
 		members:    make(map[string]*record),
 		intents:    make(map[string]intentRec),
 		claims:     make(map[string]claim),
-		seen:       make(map[string]seenRec),
+		seen:       make(map[seenKey]seenRec),
 		seeds:      append([]string(nil), cfg.Join...),
 		eventSig:   make(chan struct{}, 1),
 		persistSig: make(chan struct{}, 1),
@@ -248,37 +253,58 @@ func (m *Mesh) addSeeds(addrs []string) {
 // and by a reliable direct send to each other alive member when the mesh
 // has at most Config.DirectSendMax members. An older queued version of the
 // same key is invalidated; a version older than one this node already
-// broadcast or received for key is dropped (nil error). The encoded frame
-// must fit MaxFrameSize, else ErrTooLarge.
+// broadcast for key is dropped (nil error). With a Signer the frame is
+// signed. The encoded frame must fit MaxFrameSize, else ErrTooLarge.
 func (m *Mesh) Broadcast(key string, version uint64, delta []byte) error {
-	frame := encodeDelta(m.cfg.Name, key, version, delta)
+	body := encodeBody(m.cfg.Name, key, version, delta)
+	var frame []byte
+	if s := m.cfg.Signer; s != nil {
+		if len(body)+1+2+MaxSignatureSize > MaxFrameSize {
+			return m.tooLarge(len(body) + 1 + 2 + MaxSignatureSize)
+		}
+		sig, err := s.Sign(signedMsg(deltaDomain, body))
+		if err != nil {
+			return fmt.Errorf("mesh: sign delta %q: %w", key, err)
+		}
+		if len(sig) > MaxSignatureSize {
+			return fmt.Errorf("%w: the Signer returned %d bytes, over MaxSignatureSize %d", ErrConfig, len(sig), MaxSignatureSize)
+		}
+		frame = signedFrame(sig, body)
+	} else {
+		frame = append([]byte{msgDelta}, body...)
+	}
 	if len(frame) > MaxFrameSize {
-		return fmt.Errorf("%w: %d bytes with its header, the limit is %d (send less, or let push/pull carry it)",
-			ErrTooLarge, len(frame), MaxFrameSize)
+		return m.tooLarge(len(frame))
 	}
 	if _, err := m.running(); err != nil {
 		return err
 	}
+	sk := seenKey{m.cfg.Name, key}
 	m.bmu.Lock()
 	defer m.bmu.Unlock()
 	m.mu.Lock()
-	if s, ok := m.seen[key]; ok && s.version > version {
+	if s, ok := m.seen[sk]; ok && s.version > version {
 		m.mu.Unlock()
 		m.log.Debug("stale broadcast dropped", "key", key, "version", version, "newest", s.version)
 		return nil
 	}
-	m.seen[key] = seenRec{version: version, at: m.cfg.Clock.Now()}
+	m.seen[sk] = seenRec{version: version, at: m.cfg.Clock.Now()}
 	var targets []memberlist.Node
 	if m.cfg.DirectSendMax > 0 && m.numAliveLocked() <= m.cfg.DirectSendMax {
 		targets = m.othersLocked()
 	}
 	m.mu.Unlock()
 
-	m.queue.queue(&broadcast{kind: msgDelta, key: key, version: version, msg: frame})
+	m.queue.queue(&broadcast{kind: msgDelta, origin: m.cfg.Name, key: key, version: version, msg: frame})
 	for _, to := range targets {
 		m.enqueueDirect(directJob{kind: msgDelta, key: key, version: version, frame: frame, to: to})
 	}
 	return nil
+}
+
+func (m *Mesh) tooLarge(n int) error {
+	return fmt.Errorf("%w: %d bytes with its header and signature room, the limit is %d (send less, or let push/pull carry it)",
+		ErrTooLarge, n, MaxFrameSize)
 }
 
 // SetMeta changes this node's metadata and gossips it, waiting up to

@@ -438,3 +438,34 @@ func (p *PropTracker) Mark(node int, id string) {
 		p.done <- now
 	}
 }
+
+// EncodeDeltaFrame builds a delta frame as a peer sends it, for tests that
+// play a peer (a forger among them): unsigned when sign is nil, else
+// signed with what sign returns for the signed message.
+func EncodeDeltaFrame(origin, key string, version uint64, data []byte, sign func(msg []byte) ([]byte, error)) ([]byte, error) {
+	body := encodeBody(origin, key, version, data)
+	if sign == nil {
+		return append([]byte{msgDelta}, body...), nil
+	}
+	sig, err := sign(signedMsg(deltaDomain, body))
+	if err != nil {
+		return nil, err
+	}
+	return signedFrame(sig, body), nil
+}
+
+// EncodeStateFrame builds a push/pull state frame as a peer sends it:
+// unsigned when sign is nil, else with creds and signed with sign.
+func EncodeStateFrame(origin string, blob, creds []byte, sign func(msg []byte) ([]byte, error)) ([]byte, error) {
+	st := pushState{origin: origin, blob: blob}
+	if sign == nil {
+		return encodeState(st), nil
+	}
+	st.signed, st.creds = true, creds
+	sig, err := sign(signedMsg(stateDomain, encodeStateBody(st)))
+	if err != nil {
+		return nil, err
+	}
+	st.sig = sig
+	return encodeState(st), nil
+}

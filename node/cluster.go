@@ -80,9 +80,15 @@ type cluster struct {
 	keyringMu  sync.Mutex
 	keyringIdx uint64 // registry index of the gossip keyring last applied
 
-	pullMu  sync.Mutex
-	pulling map[string]bool
-	pulls   atomic.Int64 // anti-entropy pulls made (tests, benchmarks)
+	// signer signs and checks presence gossip; nil without a CA
+	// (--insecure-mesh, or a lone node on loopback).
+	signer *gossipSigner
+
+	pullMu    sync.Mutex
+	pulling   map[string]bool
+	unknownAt map[string]time.Time // last pull for an unknown signer, per origin
+	pulls     atomic.Int64         // anti-entropy pulls made (tests, benchmarks)
+	dropped   atomic.Int64         // presence blobs refused for their size (tests)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -94,7 +100,7 @@ type cluster struct {
 func (n *Node) openCluster() (*cluster, error) {
 	cc := n.cfg.Cluster
 	c := &cluster{cfg: cc, name: n.cfg.Name, clock: n.cfg.Clock, log: n.log, local: n, remote: n.remote,
-		conns: map[string]*grpc.ClientConn{}, pulling: map[string]bool{}, kickReconcile: make(chan struct{}, 1),
+		conns: map[string]*grpc.ClientConn{}, pulling: map[string]bool{}, unknownAt: map[string]time.Time{}, kickReconcile: make(chan struct{}, 1),
 		stop: make(chan struct{})}
 	c.fwd = forward.Path{Timeout: cc.ForwardTimeout, Retry: 100 * time.Millisecond, Clock: c.clock,
 		Stop: c.stop, NoLeader: ErrNoLeader, Stopped: ErrClosed}
@@ -159,6 +165,12 @@ func (n *Node) openCluster() (*cluster, error) {
 		}
 	}
 	mc.PeersFile = filepath.Join(n.cfg.DataDir, "peers.json")
+	mc.MaxStateSize = cc.MaxPresenceBytes
+	if c.trust != nil && !cc.unsignedGossip {
+		c.signer = newGossipSigner(c.trust.holder, c.trust.revs, c.clock)
+		c.signer.onUnknown = c.pullUnknown
+		mc.Signer = c.signer
+	}
 	role := mesh.RoleClient
 	if cc.Voter() {
 		role = mesh.RoleServer

@@ -119,6 +119,15 @@ type ClusterConfig struct {
 	// port. A larger one is refused from its length prefix, before it is
 	// read (`--max-peer-reply-mib`; 0: DefaultMaxPeerReply).
 	MaxPeerReply int
+
+	// MaxPresenceBytes bounds a peer's presence: its push/pull state
+	// (mesh.Config.MaxStateSize) and the answer to a presence pull. 0
+	// means DefaultMaxPresenceBytes.
+	MaxPresenceBytes int
+
+	// unsignedGossip turns gossip signing off on a mesh with a CA
+	// (benchmarks compare the two in one run).
+	unsignedGossip bool
 }
 
 // DefaultMaxPeerReply is the default MaxPeerReply: 16 MiB.
@@ -128,6 +137,9 @@ const DefaultMaxPeerReply = 16 << 20
 // events, pending requests): within MaxPeerReply, a list of empty entries
 // would still cost a slice header each.
 const MaxPeerListItems = 1 << 18
+
+// DefaultMaxPresenceBytes is the default bound of a peer's presence.
+const DefaultMaxPresenceBytes = mesh.DefaultMaxStateSize
 
 // Defaults of the ClusterConfig timers that take one when zero.
 const (
@@ -155,6 +167,9 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 	}
 	if c.MaxPeerReply <= 0 {
 		c.MaxPeerReply = DefaultMaxPeerReply
+	}
+	if c.MaxPresenceBytes <= 0 {
+		c.MaxPresenceBytes = DefaultMaxPresenceBytes
 	}
 	return c
 }

@@ -6,9 +6,16 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	grpcpeer "google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -177,6 +184,7 @@ func (c *cluster) digestLoop() {
 		case <-t.C():
 		}
 		c.pub.BroadcastDigest(c.local.localDigest())
+		c.dropRevoked()
 	}
 }
 
@@ -186,6 +194,34 @@ func (c *cluster) checkDigest(from string, digest []byte) {
 	if c.remote.Digest(from) == string(digest) {
 		return
 	}
+	c.startPull(from)
+}
+
+// pullUnknown pulls the presence of a peer whose gossip came signed with a
+// certificate this node does not know yet (a renewal): the pull's mutual
+// TLS handshake shows the peer's current certificate. At most once per
+// unknownPullEvery per origin, and only for a known member.
+func (c *cluster) pullUnknown(origin string) {
+	if _, ok := c.member(origin); !ok {
+		return
+	}
+	now := c.clock.Now()
+	c.pullMu.Lock()
+	if now.Sub(c.unknownAt[origin]) < unknownPullEvery {
+		c.pullMu.Unlock()
+		return
+	}
+	if len(c.unknownAt) >= maxSignerNames {
+		clear(c.unknownAt)
+	}
+	c.unknownAt[origin] = now
+	c.pullMu.Unlock()
+	c.startPull(origin)
+}
+
+// startPull pulls a peer's presence in the background, one pull per peer
+// at a time.
+func (c *cluster) startPull(from string) {
 	c.pullMu.Lock()
 	if c.pulling[from] {
 		c.pullMu.Unlock()
@@ -203,6 +239,10 @@ func (c *cluster) checkDigest(from string, digest []byte) {
 	})
 }
 
+// pull fetches a peer's full presence over the cluster gRPC (mutual TLS
+// that expects the peer's certificate, with trust on) and merges it as
+// that peer's. The answer is bounded by MaxPresenceBytes and its entries
+// by gossip.MaxBlobEntries.
 func (c *cluster) pull(from string) {
 	if c.isRemoved(from) {
 		return // its certificate is revoked: the dial would be refused
@@ -215,18 +255,59 @@ func (c *cluster) pull(from string) {
 	defer stop()
 	ctx, cancel := context.WithTimeout(sctx, c.cfg.PullTimeout)
 	defer cancel()
-	res, err := cl.Presence(ctx, &api.PresenceRequest{})
+	var p grpcpeer.Peer
+	res, err := cl.Presence(ctx, &api.PresenceRequest{}, grpc.MaxCallRecvMsgSize(c.cfg.MaxPresenceBytes), grpc.Peer(&p))
 	if err != nil {
+		if status.Code(err) == codes.ResourceExhausted {
+			c.dropped.Add(1)
+			c.log.Warn("presence pull over the size bound refused", "from", from, "limit", c.cfg.MaxPresenceBytes)
+			return
+		}
 		c.log.Debug("presence pull", "from", from, "err", err)
 		return
+	}
+	if c.trust != nil {
+		// The connection may predate a revocation of the peer's
+		// certificate (the handshake checked it, calls do not): check
+		// the certificate that answered now.
+		ti, ok := p.AuthInfo.(credentials.TLSInfo)
+		if !ok || len(ti.State.PeerCertificates) == 0 {
+			return
+		}
+		id, err := trust.CertIdentity(ti.State.PeerCertificates[0])
+		if err != nil || id.Name != from || c.trust.revs.IsRevoked(id.Serial) {
+			c.log.Debug("presence pull from a revoked or other certificate dropped", "from", from, "identity", id.String())
+			return
+		}
+		if c.signer != nil {
+			c.signer.learnPeer(ti.State.PeerCertificates[0])
+		}
 	}
 	var b gossip.Blob
 	if err := json.Unmarshal(res.Blob, &b); err != nil {
 		return
 	}
+	if err := gossip.CheckBlob(&b); err != nil {
+		c.dropped.Add(1)
+		c.log.Warn("presence pull refused", "from", from, "err", err)
+		return
+	}
 	b.Node = from
 	c.remote.Merge(b)
 	c.pulls.Add(1)
+}
+
+// dropRevoked forgets the gossiped presence of nodes whose every known
+// certificate is now revoked (a removed node): its deltas are refused from
+// the revocation on, and what it said before goes too.
+func (c *cluster) dropRevoked() {
+	if c.signer == nil {
+		return
+	}
+	for _, name := range c.signer.prune() {
+		c.log.Info("presence of a node with a revoked certificate dropped", "member", name)
+		c.remote.DropNode(name)
+	}
 }
 
 // refreshLoop resyncs the registry with the node's sessions once a leader

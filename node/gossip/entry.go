@@ -2,6 +2,8 @@ package gossip
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
@@ -42,6 +44,10 @@ type Entry struct {
 	NameSeen   string    `json:"name_seen,omitempty"`
 }
 
+// maxDeltaBytes bounds an encoded entry: a frame keeps room for the
+// signature and for the origin and key (64 bytes).
+const maxDeltaBytes = mesh.MaxFrameSize - mesh.MaxSignatureSize - 64
+
 // Bounds of a gossiped entry.
 const (
 	taskChars   = 160
@@ -79,7 +85,7 @@ func EntryOf(s *presence.State, hash string) Entry {
 func EncodeDelta(e Entry) ([]byte, error) {
 	for step := 0; ; step++ {
 		b, err := json.Marshal(e)
-		if err != nil || len(b) <= mesh.MaxFrameSize-64 {
+		if err != nil || len(b) <= maxDeltaBytes {
 			return b, err
 		}
 		switch step {
@@ -102,7 +108,13 @@ func EncodeDelta(e Entry) ([]byte, error) {
 			}
 			e.WaitingOn, e.Repo, e.Branch = text.Clip(e.WaitingOn, 12), "", ""
 			b, err := json.Marshal(e)
-			return b, err
+			if err != nil || len(b) <= maxDeltaBytes {
+				return b, err
+			}
+			// Ids and agent type at their longest: the parent link and
+			// the agent's full type go last.
+			e.ParentSessionID, e.Agent, e.ActivityAt, e.TaskStateAt = "", text.Clip(e.Agent, 24), time.Time{}, time.Time{}
+			return json.Marshal(e)
 		}
 	}
 }
@@ -129,4 +141,20 @@ type Blob struct {
 	Entries []Entry `json:"entries"`
 	// Versions parallel Entries.
 	Versions []uint64 `json:"versions"`
+}
+
+// MaxBlobEntries bounds the entries of a peer's blob; a larger one is
+// refused whole (ErrBlobTooLarge).
+const MaxBlobEntries = 20000
+
+// ErrBlobTooLarge: a peer's presence blob lists more entries than
+// MaxBlobEntries.
+var ErrBlobTooLarge = errors.New("gossip: presence blob over the entry bound")
+
+// CheckBlob refuses a blob over the entry bounds.
+func CheckBlob(b *Blob) error {
+	if len(b.Entries) > MaxBlobEntries || len(b.Versions) > MaxBlobEntries {
+		return fmt.Errorf("%w: %d entries and %d versions, the bound is %d", ErrBlobTooLarge, len(b.Entries), len(b.Versions), MaxBlobEntries)
+	}
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -53,8 +52,8 @@ func TestEncodeDeltaWithGlanceFieldsFitsOneFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) > mesh.MaxFrameSize-64 {
-		t.Fatalf("delta is %d bytes, over %d", len(b), mesh.MaxFrameSize-64)
+	if len(b) > maxDeltaBytes {
+		t.Fatalf("delta is %d bytes, over %d", len(b), maxDeltaBytes)
 	}
 	// A usual session keeps every field.
 	u := presence.State{SessionID: "s", WaitingOn: "Bash: git", Repo: "shop", Branch: "main",

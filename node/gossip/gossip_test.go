@@ -2,14 +2,15 @@ package gossip
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -89,7 +90,7 @@ func TestEncodeDeltaFitsOneFrame(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b) > mesh.MaxFrameSize-64 {
+	if len(b) > maxDeltaBytes {
 		t.Fatalf("delta is %d bytes", len(b))
 	}
 	var e Entry
@@ -132,5 +133,32 @@ func TestPublisherSendsOneDeltaPerHashWithRisingVersions(t *testing.T) {
 	b := p.Blob("me", []Entry{{SessionID: "s"}, {SessionID: "never-sent"}})
 	if b.Versions[0] != out.vers[1] || b.Versions[1] != b.At {
 		t.Fatalf("blob versions %v at %d", b.Versions, b.At)
+	}
+}
+
+// TestBlobOverTheEntryBoundIsRefused: a peer's blob listing more than
+// MaxBlobEntries entries is refused whole; one at the bound is merged.
+func TestBlobOverTheEntryBoundIsRefused(t *testing.T) {
+	mk := func(n int) []byte {
+		b := Blob{Node: "peer", At: 1}
+		for i := 0; i < n; i++ {
+			b.Entries = append(b.Entries, Entry{SessionID: "s" + strconv.Itoa(i)})
+			b.Versions = append(b.Versions, 1)
+		}
+		out, _ := json.Marshal(b)
+		return out
+	}
+	tab := NewTable()
+	h := &Handler{Self: "me", Table: tab, Log: discard()}
+	h.MergeRemoteState("peer", mk(MaxBlobEntries+1))
+	if len(tab.All()) != 0 {
+		t.Fatalf("a blob over the bound was merged: %d entries", len(tab.All()))
+	}
+	if err := CheckBlob(&Blob{Entries: make([]Entry, MaxBlobEntries+1)}); !errors.Is(err, ErrBlobTooLarge) {
+		t.Fatalf("CheckBlob: %v", err)
+	}
+	h.MergeRemoteState("peer", mk(MaxBlobEntries))
+	if len(tab.All()) != MaxBlobEntries {
+		t.Fatalf("a blob at the bound merged %d entries", len(tab.All()))
 	}
 }

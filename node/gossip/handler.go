@@ -49,6 +49,10 @@ func (h *Handler) MergeRemoteState(from string, data []byte) {
 		h.Log.Warn("presence blob from peer", "from", from, "err", err)
 		return
 	}
+	if err := CheckBlob(&b); err != nil {
+		h.Log.Warn("presence blob from peer refused", "from", from, "err", err)
+		return
+	}
 	b.Node = from
 	h.Table.Merge(b)
 }
