@@ -181,3 +181,50 @@ func TestHookInstallTimeoutFollowsTheApproveWait(t *testing.T) {
 		t.Fatalf("want a finding for each of PreToolUse and PermissionRequest, got %d: %s", found, r.stdout)
 	}
 }
+
+// A node whose policy does not name the caller refuses its answer (exit
+// 16), and records nothing: the session still needs input and its trace
+// holds no input_resolved once the refusal returned (the owner records an
+// answer before the answer returns). The owner's own operator then denies
+// it, which is recorded with the local operator.
+func TestRefusedRemoteAnswerRecordsNothing(t *testing.T) {
+	s0, n1 := trustedMesh(t, "HARN_REMOTE_CONTROL=off")
+	sid, cwd := "cc-refused-answer", s0.root
+	startClaudeSession(s0, sid, cwd)
+	s0.hook("claude-code", claudePreBash(sid, cwd, "r1"))
+	ch := make(chan result, 1)
+	go func() {
+		ch <- run(t, s0.hookEnv(), claudePermBash(sid, cwd, "r1"), "hook", "claude-code", "--remote-approve", "--approve-wait", "20s")
+	}()
+	var reqs []struct{ ID, Session string }
+	eventually(t, stateTimeout, "n1 lists s0's open request", func() (bool, string) {
+		mustJSON(t, n1.ok("agents", "pending", "--json"), &reqs)
+		return len(reqs) == 1 && reqs[0].Session == sid, n1.ok("agents", "pending")
+	})
+	if r := n1.harn("", "agents", "approve", reqs[0].ID); r.code != 16 {
+		t.Fatalf("an answer from a node the policy does not name: %v; want exit 16", r)
+	}
+	if st := s0.status(sid); st.Activity != "needs_input" {
+		t.Fatalf("the refused answer moved the session to %s", st.Activity)
+	}
+	if n := countType(s0.trace(sid), "interaction.input_resolved"); n != 0 {
+		t.Fatalf("the refused answer was recorded (%d input_resolved)", n)
+	}
+	s0.ok("agents", "deny", reqs[0].ID, "--reason", "not now")
+	if r := <-ch; !strings.Contains(r.stdout, `"behavior":"deny"`) {
+		t.Fatalf("hook output: %v", r)
+	}
+	var resolved []eventJSON
+	for _, e := range s0.trace(sid) {
+		if e.Type == "interaction.input_resolved" {
+			resolved = append(resolved, e)
+		}
+	}
+	if len(resolved) != 1 || resolved[0].Attrs["decision"] != "deny" || !strings.Contains(resolved[0].Attrs["by"].(string), "s0") ||
+		resolved[0].Attrs["reason"] != "not now" {
+		t.Fatalf("the local deny: %+v", resolved)
+	}
+	if st := s0.status(sid); st.Activity != "working" {
+		t.Fatalf("after the deny: %s", st.Activity)
+	}
+}
