@@ -36,8 +36,9 @@ type Request struct {
 	Opened  time.Time `json:"opened"`
 	Answer  *Answer   `json:"answer,omitempty"`
 	// Key is the request_key of the session's interaction.input_requested
-	// and Parent the session's parent: where the answer is recorded.
-	Key    string `json:"key,omitempty"`
+	// (kept on the owner: it is a digest of the call's input) and Parent
+	// the session's parent: where the answer is recorded.
+	Key    string `json:"-"`
 	Parent string `json:"parent,omitempty"`
 }
 
