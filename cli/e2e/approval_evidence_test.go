@@ -228,3 +228,42 @@ func TestRefusedRemoteAnswerRecordsNothing(t *testing.T) {
 		t.Fatalf("after the deny: %s", st.Activity)
 	}
 }
+
+// An approval given within the needs_input debounce drops its pending
+// notification: the next transition's message (blocked, declared after
+// the approval) is the first and only one the webhook gets. Had the
+// needs_input message still been armed, it would have fired before the
+// blocked one (its debounce began earlier) and arrived first on the same
+// queue, so the order proves it was never sent.
+func TestApprovalWithinTheDebounceSendsNoNeedsInputWebhook(t *testing.T) {
+	e := newEnv(t)
+	e.startNode("--name", "solo")
+	e.waitLeader()
+	srv := newHookServer(t, 0)
+	e.addWebhook(srv.URL+"/harn", "--on", "needs_input,blocked")
+	sid, cwd := "cc-answered-in-time", e.root
+	e.hook("claude-code", claudeStart(sid, cwd))
+	e.hook("claude-code", claudePrompt(sid, cwd))
+	e.hook("claude-code", claudePreBash(sid, cwd, "w1"))
+	asked := time.Now()
+	ch := make(chan result, 1)
+	go func() {
+		ch <- run(t, e.hookEnv(), claudePermBash(sid, cwd, "w1"), "hook", "claude-code", "--remote-approve", "--approve-wait", "20s")
+	}()
+	var reqs []struct{ ID, Session string }
+	eventually(t, stateTimeout, "the open request is listed", func() (bool, string) {
+		mustJSON(t, e.ok("agents", "pending", "--json"), &reqs)
+		return len(reqs) == 1 && reqs[0].Session == sid, e.ok("agents", "pending")
+	})
+	e.ok("agents", "approve", reqs[0].ID)
+	if d := time.Since(asked); d >= 2500*time.Millisecond {
+		t.Skipf("the approval came %v after the request, too close to the 3 s debounce on this machine to judge the rule", d)
+	}
+	if r := <-ch; !strings.Contains(r.stdout, `"behavior":"allow"`) {
+		t.Fatalf("hook output: %v", r)
+	}
+	e.ok("agents", "lifecycle", "blocked", "--reason", "waits for the release window", "--session", sid)
+	if kinds := srv.waitKinds(t, sid, "blocked"); strings.Join(kinds, ",") != "blocked" {
+		t.Fatalf("kinds %v: a needs_input message went out after the approval", kinds)
+	}
+}
