@@ -24,8 +24,8 @@ const (
 	// allowed and a diagnostic recorded, so a hook never stalls its agent.
 	decideWait = 300 * time.Millisecond
 	// defaultApproveWait is how long a --remote-approve hook waits for a
-	// decision from the mesh.
-	defaultApproveWait = 30 * time.Second
+	// decision from the mesh (hook install writes timeouts that cover it).
+	defaultApproveWait = install.DefaultWait
 	maxApproveWait     = 10 * time.Minute
 )
 
