@@ -254,6 +254,7 @@ func checkHooks(e doctorEnv) []check {
 				out = append(out, check{name, checkFinding, fmt.Sprintf("%s lacks harn's hook for %s", st.Path, strings.Join(st.Missing, ", ")), fix})
 			default:
 				out = append(out, hookBinaryChecks(e, name, fix, st)...)
+				out = append(out, hookTimeoutChecks(name, fix, st)...)
 			}
 		}
 	}
@@ -285,6 +286,28 @@ func hookBinaryChecks(e doctorEnv, name, fix string, st install.Status) []check 
 	}
 	if len(out) == 0 {
 		out = append(out, check{name, checkOK, fmt.Sprintf("installed in %s for %d events, runs %s", st.Path, len(st.Hooks), strings.Join(bins, ", ")), ""})
+	}
+	return out
+}
+
+// hookTimeoutChecks flags each entry whose timeout does not exceed the
+// wait of its command: the agent would kill the hook while it waits for a
+// remote approval or a confirmation, and its answer would be lost.
+func hookTimeoutChecks(name, fix string, st install.Status) []check {
+	var out []check
+	for _, h := range st.Hooks {
+		if !h.TooShort() {
+			continue
+		}
+		flags := ""
+		if i := strings.Index(h.Command, " hook "); i >= 0 {
+			if _, rest, ok := strings.Cut(h.Command[i+len(" hook "):], " "); ok {
+				flags = " " + rest
+			}
+		}
+		out = append(out, check{name, checkFinding,
+			fmt.Sprintf("%s: the %s hook's timeout %s does not exceed its wait %s; the agent kills the hook before the answer comes", st.Path, h.Event, h.Timeout, h.Wait),
+			fmt.Sprintf("%s%s (writes a timeout of %s)", fix, flags, h.WantTimeout())})
 	}
 	return out
 }

@@ -138,6 +138,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	stampEvents(res.Events, now)
 	stampRepo(res.Events)
 	pl := h.planCall(in, claimRequests(h.agent, in, res.Events))
+	pl.request = requestEvent(res.Events)
 	reply, answer := h.send(res, asksName(ad, res), pl.body)
 	if out := h.decideOutput(c, pl, answer, ad.Output(res, reply)); len(out) > 0 {
 		c.OutOrStdout().Write(out)

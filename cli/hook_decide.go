@@ -14,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -23,8 +24,8 @@ const (
 	// allowed and a diagnostic recorded, so a hook never stalls its agent.
 	decideWait = 300 * time.Millisecond
 	// defaultApproveWait is how long a --remote-approve hook waits for a
-	// decision from the mesh.
-	defaultApproveWait = 30 * time.Second
+	// decision from the mesh (hook install writes timeouts that cover it).
+	defaultApproveWait = install.DefaultWait
 	maxApproveWait     = 10 * time.Minute
 )
 
@@ -56,6 +57,19 @@ type callPlan struct {
 	q       tasks.Query
 	cr      []claims.Request
 	body    []byte // q with the claims beside it, as the node reads it
+	// request is the payload's interaction.input_requested, if any: a
+	// remote answer is recorded on its session, resolving its key.
+	request *presence.Event
+}
+
+// requestEvent is the input request among evs, or nil.
+func requestEvent(evs []presence.Event) *presence.Event {
+	for i := range evs {
+		if evs[i].Type == presence.TypeInputRequested {
+			return &evs[i]
+		}
+	}
+	return nil
 }
 
 // planCall reads the decision path's question out of in (the hook
@@ -140,7 +154,7 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 	if wait <= 0 || wait > maxApproveWait {
 		wait = defaultApproveWait
 	}
-	return h.remoteApprove(h.agent, pl.session, pl.p, wait, out)
+	return h.remoteApprove(h.agent, pl, wait, out)
 }
 
 func verdictOf(r *api.DecideResponse) tasks.Verdict {
@@ -176,15 +190,19 @@ func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {
 // remoteApprove registers the request with the node and waits for a
 // decision from anywhere in the mesh; none in time gives out (the agent
 // shows its own prompt).
-func (h *hookRun) remoteApprove(agent, session string, p hookCall, wait time.Duration, out []byte) []byte {
+func (h *hookRun) remoteApprove(agent string, pl callPlan, wait time.Duration, out []byte) []byte {
+	req := &api.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.p.Tool, Input: pl.p.Input, WaitMs: wait.Milliseconds()}
+	if e := pl.request; e != nil {
+		req.Session, req.ParentSession = e.SessionID, e.ParentSessionID
+		req.RequestKey = e.AttrString(presence.AttrRequestKey)
+	}
 	cl, err := h.client()
 	if err != nil {
 		return out
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Second)
 	defer cancel()
-	r, err := cl.api.AwaitApproval(ctx, &api.ApprovalRequest{Session: session, Agent: agent, Tool: p.Tool,
-		Input: p.Input, WaitMs: wait.Milliseconds()})
+	r, err := cl.api.AwaitApproval(ctx, req)
 	if err != nil {
 		h.diagnose("remote approval: "+text.OneLine(err.Error())+"; the agent's own prompt is shown", nil)
 		return out

@@ -48,6 +48,7 @@ func (n *Node) openTasks() error {
 		return err
 	}
 	n.tasks = h
+	n.wireApprovals()
 	// Runtime sessions are memory-only: end those the previous run left.
 	if _, err := h.Recover(n.liveSnapshot()); err != nil {
 		n.log.Warn("closing the previous run's runtime sessions", "err", err)
@@ -348,7 +349,8 @@ func (n *Node) decideInAppend(ctx context.Context, query []byte) *api.DecideResp
 
 func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*api.ApprovalResponse, error) {
 	wait := min(time.Duration(max(req.WaitMs, 0))*time.Millisecond, maxApproveWait)
-	r := tasks.Request{Session: req.Session, Agent: req.Agent, Tool: req.Tool, Summary: tasks.Summarize(req.Tool, req.Input)}
+	r := tasks.Request{Session: req.Session, Agent: req.Agent, Tool: req.Tool, Summary: tasks.Summarize(req.Tool, req.Input),
+		Key: text.Clip(req.RequestKey, presence.MaxIDLen+8), Parent: text.Clip(req.ParentSession, presence.MaxIDLen)}
 	r, ans, ok, err := s.n.tasks.Approvals().Await(ctx, r, wait)
 	if err != nil {
 		return nil, taskStatus(err)

@@ -68,12 +68,24 @@ const (
 	AttrPaths         = "paths"
 	AttrSessionName   = "session_name"
 	AttrRequestKey    = "request_key"
-	AttrAgentPID      = "agent_pid"
-	AttrAgentStart    = "agent_pid_start"
-	AttrCwd           = "cwd"
-	AttrSource        = "source"
-	AttrError         = "error"
-	AttrDigest        = "digest"
+	// AttrCallKey names one tool call by the agent's own id for it
+	// ("call:" + tool_use_id), and AttrInputKey by the keyed digest of its
+	// tool and input. A request and its resolution match by call key
+	// when both name their call, else by any key they share.
+	AttrCallKey  = "call_key"
+	AttrInputKey = "input_key"
+	// AttrDecision (allow or deny) and AttrBy (the operator) are an
+	// operator's answer on interaction.input_resolved; AttrRequest the
+	// node's id of the request answered.
+	AttrDecision   = "decision"
+	AttrBy         = "by"
+	AttrRequest    = "request"
+	AttrAgentPID   = "agent_pid"
+	AttrAgentStart = "agent_pid_start"
+	AttrCwd        = "cwd"
+	AttrSource     = "source"
+	AttrError      = "error"
+	AttrDigest     = "digest"
 	// AttrSummary is the short, safe description of what an input request
 	// waits on ("Bash: git", "Edit src/app.go"); adapters derive it and
 	// never put raw command text or tool input beyond a file path in it.

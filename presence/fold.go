@@ -3,6 +3,7 @@ package presence
 import (
 	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -69,11 +70,14 @@ func step(s *State, e *Event) {
 	case TypeSessionStart, TypeSubagentStart:
 		s.reopen()
 		s.setActivity(ActivityIdle, e)
-		s.OpenTurn, s.PendingRequests = false, nil
+		s.OpenTurn, s.PendingRequests, s.OpenCalls = false, nil, nil
 	case TypeUserPromptSubmit, TypeToolPreUse:
 		s.reopen()
 		s.setActivity(ActivityWorking, e)
 		s.OpenTurn, s.PendingRequests = true, nil
+		if e.Type == TypeToolPreUse {
+			s.OpenCalls = openCall(s.OpenCalls, e)
+		}
 	case TypeCommandStart:
 		if s.OpenTurn && !s.Ended {
 			s.setActivity(ActivityWorking, e)
@@ -85,7 +89,7 @@ func step(s *State, e *Event) {
 			s.PendingRequests = nil
 		}
 		var added bool
-		s.PendingRequests, added = addPending(s.PendingRequests, e.AttrString(AttrRequestKey))
+		s.PendingRequests, added = addPending(s.PendingRequests, requestEntry(s.OpenCalls, e))
 		s.setActivity(ActivityNeedsInput, e)
 		if added || s.WaitingOn == "" {
 			s.WaitingOn = waitingOn(e)
@@ -94,17 +98,18 @@ func step(s *State, e *Event) {
 	case TypeInputResolved:
 		if s.Activity == ActivityNeedsInput {
 			var matched bool
-			s.PendingRequests, matched = resolvePending(s.PendingRequests, e.AttrString(AttrRequestKey))
+			s.PendingRequests, matched = resolvePending(s.PendingRequests, keysOf(e))
 			if matched && len(s.PendingRequests) == 0 {
 				s.setActivity(ActivityWorking, e)
 			}
 		}
+		s.OpenCalls = closeCall(s.OpenCalls, e.AttrString(AttrCallKey))
 	case TypeTurnStop:
 		s.setActivity(ActivityIdle, e)
-		s.OpenTurn, s.PendingRequests = false, nil
+		s.OpenTurn, s.PendingRequests, s.OpenCalls = false, nil, nil
 	case TypeSessionEnd, TypeSubagentStop:
 		s.setActivity(ActivityIdle, e)
-		s.OpenTurn, s.PendingRequests = false, nil
+		s.OpenTurn, s.PendingRequests, s.OpenCalls = false, nil, nil
 		s.Ended, s.EndedAt = true, e.TS
 		s.EndReason = e.AttrString(AttrReason)
 	case TypeTaskState:
@@ -224,6 +229,105 @@ func (s *State) reopen() {
 // MaxPending bounds the operator prompts a state tracks at once.
 const MaxPending = 16
 
+// A pending entry and a resolution name a request by up to three keys:
+// its call (call_key), its input's digest (input_key) and the key it was
+// given (request_key). An entry is the keys joined by NUL in that order,
+// or request_key alone when it is the only one; the keyless prompt is "".
+type reqKeys struct{ call, input, req string }
+
+func keysOf(e *Event) reqKeys {
+	return reqKeys{e.AttrString(AttrCallKey), e.AttrString(AttrInputKey), e.AttrString(AttrRequestKey)}
+}
+
+func (k reqKeys) empty() bool { return k.call == "" && k.input == "" && k.req == "" }
+
+func (k reqKeys) entry() string {
+	if k.call == "" && k.input == "" {
+		return k.req // "" for the keyless prompt
+	}
+	return k.call + "\x00" + k.input + "\x00" + k.req
+}
+
+func parseEntry(s string) reqKeys {
+	if !strings.Contains(s, "\x00") {
+		return reqKeys{req: s} // a key recorded before entries had parts
+	}
+	f := strings.SplitN(s, "\x00", 3)
+	for len(f) < 3 {
+		f = append(f, "")
+	}
+	return reqKeys{f[0], f[1], f[2]}
+}
+
+// answers reports whether a resolution with keys r answers the request
+// with keys k: by call when both name their call (an equal input of
+// another call is not this one), else by any key they share.
+func (r reqKeys) answers(k reqKeys) bool {
+	if r.call != "" && k.call != "" {
+		return r.call == k.call
+	}
+	for _, a := range []string{r.call, r.input, r.req} {
+		if a != "" && (a == k.call || a == k.input || a == k.req) {
+			return true
+		}
+	}
+	return false
+}
+
+// requestEntry is the pending entry of the input request e: its keys,
+// and, when it names no call, the call begun in this turn with the same
+// input (Claude Code's PermissionRequest carries no tool_use_id; its
+// PreToolUse does).
+func requestEntry(open []string, e *Event) string {
+	k := keysOf(e)
+	if k.call == "" && k.input != "" {
+		for i := len(open) - 1; i >= 0; i-- {
+			if call, input, _ := strings.Cut(open[i], "\x00"); input == k.input {
+				k.call = call
+				break
+			}
+		}
+	}
+	return k.entry()
+}
+
+// MaxOpenCalls bounds the calls a state remembers in one turn.
+const MaxOpenCalls = 16
+
+// openCall records the call the tool.pre_use e begins, when it names it.
+func openCall(have []string, e *Event) []string {
+	call, input := e.AttrString(AttrCallKey), e.AttrString(AttrInputKey)
+	if call == "" {
+		return have
+	}
+	c := call + "\x00" + input
+	out := make([]string, 0, min(len(have)+1, MaxOpenCalls))
+	for _, h := range have {
+		if h != c {
+			out = append(out, h)
+		}
+	}
+	out = append(out, c)
+	if len(out) > MaxOpenCalls {
+		out = out[len(out)-MaxOpenCalls:]
+	}
+	return out
+}
+
+// closeCall forgets the call a resolution names.
+func closeCall(have []string, call string) []string {
+	if call == "" || len(have) == 0 {
+		return have
+	}
+	var out []string
+	for _, h := range have {
+		if c, _, _ := strings.Cut(h, "\x00"); c != call {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // addPending records an open operator prompt and reports whether it is a
 // new one. A keyless prompt is recorded as "" and only while no keyed
 // prompt is known: a keyless request beside a keyed one is that prompt's
@@ -246,14 +350,14 @@ func addPending(have []string, key string) ([]string, bool) {
 	return slices.Insert(slices.Clip(have), i, key), true
 }
 
-// resolvePending removes what a resolution with key answers: the prompt
-// with the same key only. A keyless prompt is not answered by a keyed
-// resolution (a tool finishing says nothing of it); it waits for progress
-// evidence or a stop. A keyless resolution (the operator answered, without
-// saying what) answers every prompt. matched reports whether anything was
-// answered.
-func resolvePending(have []string, key string) ([]string, bool) {
-	if key == "" {
+// resolvePending removes what a resolution with keys r answers: the
+// prompts it names only (answers). A keyless prompt is not answered by a
+// keyed resolution (a tool finishing says nothing of it); it waits for
+// progress evidence or a stop. A keyless resolution (the operator
+// answered, without saying what) answers every prompt. matched reports
+// whether anything was answered.
+func resolvePending(have []string, r reqKeys) ([]string, bool) {
+	if r.empty() {
 		return nil, len(have) > 0
 	}
 	if len(have) == 0 {
@@ -261,13 +365,17 @@ func resolvePending(have []string, key string) ([]string, bool) {
 		// resolution is progress evidence.
 		return nil, true
 	}
-	i, found := slices.BinarySearch(have, key)
-	if !found {
-		return have, false
+	var out []string
+	matched := false
+	for _, h := range have {
+		if h != "" && r.answers(parseEntry(h)) {
+			matched = true
+			continue
+		}
+		out = append(out, h)
 	}
-	out := slices.Delete(slices.Clone(have), i, i+1)
-	if len(out) == 0 {
-		out = nil
+	if !matched {
+		return have, false
 	}
 	return out, true
 }

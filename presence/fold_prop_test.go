@@ -54,9 +54,15 @@ func genEvent(t *rapid.T, i int, parent string) Event {
 		e.SetAttr(AttrTask, rapid.SampledFrom([]string{"", "t1", "t2", "  "}).Draw(t, "task"))
 	case TypeClaimWrite:
 		e.SetAttr(AttrPaths, rapid.SliceOfN(rapid.SampledFrom([]string{"", "a.go", "b.go", "c/d.go"}), 0, 3).Draw(t, "paths"))
-	case TypeInputRequested, TypeInputResolved:
-		if k := key(); k != "" {
+	case TypeInputRequested, TypeInputResolved, TypeToolPreUse:
+		if k := key(); k != "" && typ != TypeToolPreUse {
 			e.SetAttr(AttrRequestKey, k)
+		}
+		if c := rapid.SampledFrom([]string{"", "call:a", "call:b"}).Draw(t, "call_key"); c != "" {
+			e.SetAttr(AttrCallKey, c)
+		}
+		if d := rapid.SampledFrom([]string{"", "k1", "d2"}).Draw(t, "input_key"); d != "" {
+			e.SetAttr(AttrInputKey, d)
 		}
 		if typ == TypeInputRequested {
 			if w := rapid.SampledFrom([]string{"", "Bash", "Bash: git", "Edit a.go"}).Draw(t, "summary"); w != "" {
@@ -279,6 +285,74 @@ func TestPropNoiseNeverClearsNeedsInput(t *testing.T) {
 		if !s.ActivityUpdatedAt.Equal(waiting.ActivityUpdatedAt) || s.ActivitySource != waiting.ActivitySource || !slices.Equal(s.PendingRequests, waiting.PendingRequests) {
 			t.Fatalf("noise moved activity: %+v", s)
 		}
+	})
+}
+
+// A request resolved by its key does not stay needs_input, whatever came
+// before it and whatever noise came between, and a resolution naming
+// another call (a stale one) never clears it: the operator's answer (its
+// request_key), or the post-use of the same call by tool_use_id even when
+// its input differs (a field missing), or by the input's digest when the
+// agent names no call.
+func TestPropRequestResolvedByItsKeyLeavesNeedsInput(t *testing.T) {
+	noise := []string{TypeToolPostUse, TypeOutputChunk, TypeNarration, TypeCoordination, "vendor.unknown", TypeTaskSet, TypeClaimWrite, TypeInputResolved}
+	rapid.Check(t, func(t *rapid.T) {
+		evs := genEvents(t, 20)
+		at, i := t0.Add(time.Hour), len(evs)
+		next := func(typ string) Event {
+			e := genEvent(t, i, "s-parent")
+			i++
+			e.Type, e.Attrs, e.TS = typ, nil, at
+			at = at.Add(time.Millisecond)
+			return e
+		}
+		call := rapid.SampledFrom([]string{"", "call:a"}).Draw(t, "call")
+		pre := next(TypeToolPreUse)
+		if call != "" {
+			pre.SetAttr(AttrCallKey, call)
+		}
+		pre.SetAttr(AttrInputKey, "d1")
+		req := next(TypeInputRequested)
+		req.SetAttr(AttrInputKey, "d1")
+		req.SetAttr(AttrRequestKey, "d1")
+		if call != "" && rapid.Bool().Draw(t, "request_names_its_call") {
+			req.SetAttr(AttrCallKey, call)
+			req.SetAttr(AttrRequestKey, call)
+		}
+		evs = append(evs, pre, req)
+		for n := rapid.IntRange(0, 10).Draw(t, "noise"); n > 0; n-- {
+			e := next(rapid.SampledFrom(noise).Draw(t, "noise_type"))
+			if e.Type == TypeInputResolved { // another call's, or a stale answer
+				e.SetAttr(AttrCallKey, "call:other")
+				e.SetAttr(AttrInputKey, rapid.SampledFrom([]string{"d9", "d1"}).Draw(t, "other_input"))
+				if e.AttrString(AttrInputKey) == "d1" && call == "" {
+					e.SetAttr(AttrInputKey, "d9") // the same input of an unnamed call is this request
+				}
+				e.SetAttr(AttrRequestKey, "call:other")
+			}
+			evs = append(evs, e)
+		}
+		wantActivity(t, sortedFold(rapid.Permutation(evs).Draw(t, "order")), ActivityNeedsInput)
+		res := next(TypeInputResolved)
+		switch by := rapid.SampledFrom([]string{"operator", "post_use"}).Draw(t, "by"); {
+		case by == "operator":
+			res.SetAttr(AttrRequestKey, req.AttrString(AttrRequestKey))
+			res.SetAttr(AttrDecision, "allow")
+			res.SetAttr(AttrBy, "operator@n2")
+		case call != "": // the post-use names the call; its input lacks a field
+			res.SetAttr(AttrCallKey, call)
+			res.SetAttr(AttrRequestKey, call)
+			res.SetAttr(AttrInputKey, "d1-without-description")
+		default:
+			res.SetAttr(AttrInputKey, "d1")
+			res.SetAttr(AttrRequestKey, "d1")
+		}
+		evs = append(evs, res)
+		s := sortedFold(rapid.Permutation(evs).Draw(t, "order_after"))
+		if s.Activity == ActivityNeedsInput {
+			t.Fatalf("resolved by its key, still needs_input: pending %q, resolution %v", s.PendingRequests, res.Attrs)
+		}
+		wantActivity(t, s, ActivityWorking)
 	})
 }
 

@@ -92,9 +92,14 @@ type State struct {
 	TaskStateDeclared bool `json:"-"`
 	// PendingRequests are the request keys of open operator prompts
 	// ("" for a keyless prompt), sorted.
-	PendingRequests []string  `json:"-"`
-	LastTS          time.Time `json:"-"`
-	LastID          string    `json:"-"`
+	PendingRequests []string `json:"-"`
+	// OpenCalls are the tool calls begun in the open turn that named
+	// their call (tool.pre_use with call_key), each "call_key NUL
+	// input_key", oldest first: a permission request that names no call
+	// but the same input is that call's.
+	OpenCalls []string  `json:"-"`
+	LastTS    time.Time `json:"-"`
+	LastID    string    `json:"-"`
 }
 
 // NewState is the state of a session before any event: activity unknown,

@@ -45,6 +45,7 @@ type StateJSON struct {
 	OpenTurn             bool      `json:"open_turn,omitempty"`
 	TaskStateDeclared    bool      `json:"task_state_declared,omitempty"`
 	PendingRequests      []string  `json:"pending_requests,omitempty"`
+	OpenCalls            []string  `json:"open_calls,omitempty"`
 	LastTS               string    `json:"last_ts,omitempty"`
 	LastID               string    `json:"last_id,omitempty"`
 }
@@ -91,6 +92,7 @@ func (s State) JSON() StateJSON {
 		OpenTurn:             s.OpenTurn,
 		TaskStateDeclared:    s.TaskStateDeclared,
 		PendingRequests:      s.PendingRequests,
+		OpenCalls:            s.OpenCalls,
 		LastTS:               FormatTime(s.LastTS),
 		LastID:               s.LastID,
 	}
@@ -141,6 +143,7 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		OpenTurn:             j.OpenTurn,
 		TaskStateDeclared:    j.TaskStateDeclared,
 		PendingRequests:      j.PendingRequests,
+		OpenCalls:            j.OpenCalls,
 		LastTS:               pt(j.LastTS),
 		LastID:               j.LastID,
 	}

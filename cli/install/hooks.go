@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/harn-dev/harn/presence/adapter/claudecode"
 	"github.com/harn-dev/harn/presence/adapter/codex"
@@ -22,8 +23,14 @@ type agentSpec struct {
 	// flat hooks are {"event": [{"command": ...}]} (Cursor); the others are
 	// {"event": [{"matcher": ..., "hooks": [{"type": "command", ...}]}]}.
 	flat bool
-	// entry is harn's entry for one event, given the command.
-	entry func(cmd string) object
+	// entry is harn's entry for one event, given the command and its
+	// timeout in the agent's unit (nil: none).
+	entry func(cmd string, timeout json.RawMessage) object
+	// unit is the unit of the agent's hook timeout; defaultTimeout the
+	// agent's own kill limit for an entry without one (0: unknown).
+	unit, defaultTimeout time.Duration
+	// waits are the events whose hook may wait for an operator.
+	waits []string
 	// envDir names the environment variable that moves the agent's user
 	// config folder (CLAUDE_CONFIG_DIR, CODEX_HOME), if any.
 	envDir string
@@ -33,25 +40,109 @@ type agentSpec struct {
 
 var specs = map[string]agentSpec{
 	claudecode.Name: {name: claudecode.Name, dir: ".claude", file: "settings.json", events: claudecode.Events(), envDir: "CLAUDE_CONFIG_DIR",
-		entry: func(cmd string) object {
-			return object{{"matcher", str("*")}, {"hooks", handlers(cmd, 10)}}
+		unit: time.Second, defaultTimeout: 600 * time.Second,
+		waits: []string{"PreToolUse", "PermissionRequest"},
+		entry: func(cmd string, timeout json.RawMessage) object {
+			return object{{"matcher", str("*")}, {"hooks", handlers(cmd, timeout)}}
 		}},
 	codex.Name: {name: codex.Name, dir: ".codex", file: "hooks.json", events: codex.Events(), envDir: "CODEX_HOME",
+		unit: time.Second, defaultTimeout: 600 * time.Second,
+		waits: []string{"PreToolUse", "PermissionRequest"},
 		// No matcher: Codex reads it as a regular expression; absent matches all.
-		entry: func(cmd string) object { return object{{"hooks", handlers(cmd, 10)}} }},
+		entry: func(cmd string, timeout json.RawMessage) object { return object{{"hooks", handlers(cmd, timeout)}} }},
 	cursor.Name: {name: cursor.Name, dir: ".cursor", file: "hooks.json", events: cursor.Events(), flat: true,
-		entry: func(cmd string) object { return object{{"command", str(cmd)}} }},
+		// Cursor's timeout is in seconds; only the entries that may wait get
+		// one (the others keep Cursor's default).
+		unit:  time.Second,
+		waits: []string{cursor.PreToolUse, cursor.BeforeShellExecution, cursor.BeforeMCPExecution},
+		entry: func(cmd string, timeout json.RawMessage) object {
+			o := object{{"command", str(cmd)}}
+			if timeout != nil {
+				o = append(o, member{"timeout", timeout})
+			}
+			return o
+		}},
 	gemini.Name: {name: gemini.Name, dir: ".gemini", file: "settings.json", events: gemini.Events(), jsonc: true,
 		// Gemini's timeout is in milliseconds.
-		entry: func(cmd string) object {
-			h := object{{"name", str("harn")}, {"type", str("command")}, {"command", str(cmd)}, {"timeout", json.RawMessage("10000")}}
+		unit: time.Millisecond, defaultTimeout: 60 * time.Second,
+		waits: []string{gemini.BeforeTool},
+		entry: func(cmd string, timeout json.RawMessage) object {
+			h := object{{"name", str("harn")}, {"type", str("command")}, {"command", str(cmd)}, {"timeout", timeout}}
 			return object{{"hooks", rawArray([]json.RawMessage{h.raw()})}}
 		}},
 }
 
+// Timeouts of the entries harn writes.
+const (
+	// quickTimeout is the kill limit of an entry whose hook never waits:
+	// it answers within its latency budget or spools.
+	quickTimeout = 10 * time.Second
+	// DefaultWait is how long a hook waits for a remote approval or a
+	// confirmation when its command names no --approve-wait (the hook's
+	// own default).
+	DefaultWait = 30 * time.Second
+	// TimeoutMargin is what an entry's timeout adds to its hook's longest
+	// wait: the hook's own start, its question to the node and its answer.
+	TimeoutMargin = 15 * time.Second
+)
+
+// waitOf is the longest wait of cmd's hook at event: a remote approval at
+// a permission request (with --remote-approve; Codex also checks a task's
+// calls there), a task's confirmation before a tool call; 0 when it never
+// waits.
+func (s agentSpec) waitOf(event, cmd string) time.Duration {
+	if !slices.Contains(s.waits, event) {
+		return 0
+	}
+	if event == "PermissionRequest" && s.name != codex.Name && !hasFlag(cmd, "--remote-approve") {
+		return 0
+	}
+	return CommandWait(cmd)
+}
+
+func hasFlag(cmd, flag string) bool {
+	for _, a := range strings.Fields(cmd) {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
+}
+
+// timeoutFor is the timeout harn writes for event's entry running cmd,
+// in the agent's unit; nil writes none (the agent's default applies).
+func (s agentSpec) timeoutFor(event, cmd string) json.RawMessage {
+	d := quickTimeout
+	if w := s.waitOf(event, cmd); w > 0 {
+		d = w + TimeoutMargin
+	} else if s.flat {
+		return nil
+	}
+	n := (d + s.unit - 1) / s.unit
+	return json.RawMessage(fmt.Sprint(int64(n)))
+}
+
+// CommandWait is the longest wait of a harn hook command: its
+// --approve-wait, else the hook's default.
+func CommandWait(cmd string) time.Duration {
+	f := strings.Fields(cmd)
+	for i, a := range f {
+		v, ok := strings.CutPrefix(a, "--approve-wait=")
+		if !ok && a == "--approve-wait" && i+1 < len(f) {
+			v, ok = f[i+1], true
+		}
+		if ok {
+			if d, err := time.ParseDuration(v); err == nil && d > 0 {
+				return d
+			}
+		}
+	}
+	return DefaultWait
+}
+
 // handlers is the one-element handler list of the Claude-shaped files.
-func handlers(cmd string, timeoutSec int) json.RawMessage {
-	h := object{{"type", str("command")}, {"command", str(cmd)}, {"timeout", json.RawMessage(fmt.Sprint(timeoutSec))}}
+func handlers(cmd string, timeout json.RawMessage) json.RawMessage {
+	h := object{{"type", str("command")}, {"command", str(cmd)}, {"timeout", timeout}}
 	return rawArray([]json.RawMessage{h.raw()})
 }
 
@@ -121,7 +212,7 @@ func (s agentSpec) install(top *object, cmd string) (added, replaced []string, m
 		if err != nil {
 			return nil, nil, false, shapeErr("hooks.%s is not a list", ev)
 		}
-		list, found, dirty := s.strip(list, cmd)
+		list, found, dirty := s.strip(list, cmd, s.timeoutFor(ev, cmd))
 		switch {
 		case dirty: // stale or duplicate harn entries went
 			replaced = append(replaced, ev)
@@ -129,7 +220,7 @@ func (s agentSpec) install(top *object, cmd string) (added, replaced []string, m
 			added = append(added, ev)
 		}
 		if !found {
-			list = append(list, s.entry(cmd).raw())
+			list = append(list, s.entry(cmd, s.timeoutFor(ev, cmd)).raw())
 			dirty = true
 		}
 		if dirty {
@@ -160,7 +251,7 @@ func (s agentSpec) uninstall(top *object) ([]string, error) {
 		if err != nil {
 			continue // not ours to judge: an unknown key keeps its value
 		}
-		list, _, dirty := s.strip(list, "")
+		list, _, dirty := s.strip(list, "", nil)
 		if !dirty {
 			continue
 		}
@@ -183,10 +274,12 @@ func (s agentSpec) uninstall(top *object) ([]string, error) {
 }
 
 // strip removes harn's entries from one event's list, except the first one
-// whose command is exactly keep (none when keep is ""). Entries it cannot
-// read are kept as they are. found reports whether keep was seen; dirty
-// whether anything was removed.
-func (s agentSpec) strip(list []json.RawMessage, keep string) (out []json.RawMessage, found, dirty bool) {
+// whose command is exactly keep (none when keep is "") and whose timeout is
+// at least timeout (any when nil: an entry with a shorter one is stale, its
+// agent would kill the hook while it waits). Entries it cannot read are kept
+// as they are. found reports whether keep was seen; dirty whether anything
+// was removed.
+func (s agentSpec) strip(list []json.RawMessage, keep string, timeout json.RawMessage) (out []json.RawMessage, found, dirty bool) {
 	take := func(h json.RawMessage) bool { // false drops the handler
 		o, err := parseObject(h)
 		if err != nil {
@@ -196,7 +289,7 @@ func (s agentSpec) strip(list []json.RawMessage, keep string) (out []json.RawMes
 		if !isHarn(cmd, s.name) {
 			return true
 		}
-		if keep != "" && cmd == keep && !found {
+		if keep != "" && cmd == keep && !found && timeoutCovers(o, timeout) {
 			found = true
 			return true
 		}
@@ -237,4 +330,32 @@ func (s agentSpec) strip(list []json.RawMessage, keep string) (out []json.RawMes
 		// A group harn's removal emptied is dropped.
 	}
 	return out, found, dirty
+}
+
+// timeoutCovers reports whether handler o's timeout is at least want (in
+// the same unit); a nil want accepts any.
+func timeoutCovers(o object, want json.RawMessage) bool {
+	if want == nil {
+		return true
+	}
+	have, ok := numberField(o, "timeout")
+	if !ok {
+		return false
+	}
+	var w float64
+	_ = json.Unmarshal(want, &w)
+	return have >= w
+}
+
+// numberField is o's field k when it is a JSON number.
+func numberField(o object, k string) (float64, bool) {
+	raw, ok := o.get(k)
+	if !ok {
+		return 0, false
+	}
+	var f float64
+	if json.Unmarshal(raw, &f) != nil {
+		return 0, false
+	}
+	return f, true
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // Status is what an agent's settings file holds of harn's hooks.
@@ -29,7 +30,20 @@ type HookRef struct {
 	Event          string
 	Group, Handler int
 	Command        string
+	// Timeout is the agent's kill limit for the hook: the entry's
+	// timeout, else the agent's default (0 when that is not known).
+	Timeout time.Duration
+	// Wait is the longest the command's hook may wait at this event (a
+	// remote approval, a confirmation); 0 when it never waits.
+	Wait time.Duration
 }
+
+// TooShort reports whether the agent would kill the hook before its wait
+// ends (the timeout does not exceed the wait), which loses its answer.
+func (h HookRef) TooShort() bool { return h.Wait > 0 && h.Timeout > 0 && h.Timeout <= h.Wait }
+
+// WantTimeout is the timeout harn writes for h: its wait plus the margin.
+func (h HookRef) WantTimeout() time.Duration { return h.Wait + TimeoutMargin }
 
 // Inspect reads an agent's settings file and reports harn's entries; it
 // never writes. A missing file is a Status with FileExists false.
@@ -88,7 +102,11 @@ func Inspect(o Options) (Status, error) {
 					continue
 				}
 				if cmd := stringField(o, "command"); isHarn(cmd, spec.name) {
-					st.Hooks = append(st.Hooks, HookRef{Event: m.key, Group: gi, Handler: hi, Command: cmd})
+					ref := HookRef{Event: m.key, Group: gi, Handler: hi, Command: cmd, Wait: spec.waitOf(m.key, cmd), Timeout: spec.defaultTimeout}
+					if n, ok := numberField(o, "timeout"); ok {
+						ref.Timeout = time.Duration(n * float64(spec.unit))
+					}
+					st.Hooks = append(st.Hooks, ref)
 				}
 			}
 		}

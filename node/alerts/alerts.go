@@ -94,6 +94,8 @@ type Room struct {
 
 	kick chan struct{}
 
+	obsMu sync.Mutex // one observe at a time; taken before mu
+
 	chMu    sync.Mutex
 	changed chan struct{} // closed and replaced on every change
 
@@ -172,6 +174,18 @@ func (r *Room) Changed() {
 	r.chMu.Unlock()
 }
 
+// Resolved tells the room that a session of this node left a state on an
+// operator's answer: it looks again before it returns, so that a
+// notification pending for the request is dropped now, not at the next
+// look (its debounce could fire in between). Safe on a nil room.
+func (r *Room) Resolved() {
+	if r == nil {
+		return
+	}
+	r.observe()
+	r.Changed()
+}
+
 // Changes returns a channel that closes at the next Changed.
 func (r *Room) Changes() <-chan struct{} {
 	r.chMu.Lock()
@@ -197,8 +211,11 @@ func (r *Room) Run(stop <-chan struct{}) {
 }
 
 // observe feeds the engine the full list of sessions this node is
-// responsible for now.
+// responsible for now. One look at a time: a look that read older
+// sessions must not feed them after a newer one.
 func (r *Room) observe() {
+	r.obsMu.Lock()
+	defer r.obsMu.Unlock()
 	now := r.clk.Now()
 	own := r.src.Own()
 	views := make([]notify.Session, 0, len(own))

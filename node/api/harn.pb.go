@@ -1779,12 +1779,17 @@ func (x *DecideResponse) GetCall() string {
 }
 
 type ApprovalRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	Agent         string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
-	Tool          string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
-	Input         []byte                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
-	WaitMs        int64                  `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Agent   string                 `protobuf:"bytes,2,opt,name=agent,proto3" json:"agent,omitempty"`
+	Tool    string                 `protobuf:"bytes,3,opt,name=tool,proto3" json:"tool,omitempty"`
+	Input   []byte                 `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	WaitMs  int64                  `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	// request_key is the key of the hook's interaction.input_requested, so
+	// that the operator's answer resolves that request and no other;
+	// parent_session the session's parent (a subagent's request).
+	RequestKey    string `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
+	ParentSession string `protobuf:"bytes,7,opt,name=parent_session,json=parentSession,proto3" json:"parent_session,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1852,6 +1857,20 @@ func (x *ApprovalRequest) GetWaitMs() int64 {
 		return x.WaitMs
 	}
 	return 0
+}
+
+func (x *ApprovalRequest) GetRequestKey() string {
+	if x != nil {
+		return x.RequestKey
+	}
+	return ""
+}
+
+func (x *ApprovalRequest) GetParentSession() string {
+	if x != nil {
+		return x.ParentSession
+	}
+	return ""
 }
 
 type ApprovalResponse struct {
@@ -2679,13 +2698,16 @@ const file_harn_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04call\x18\x04 \x01(\tR\x04call\"\x84\x01\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\"\xcc\x01\n" +
 	"\x0fApprovalRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x12\n" +
 	"\x04tool\x18\x03 \x01(\tR\x04tool\x12\x14\n" +
 	"\x05input\x18\x04 \x01(\fR\x05input\x12\x17\n" +
-	"\await_ms\x18\x05 \x01(\x03R\x06waitMs\"p\n" +
+	"\await_ms\x18\x05 \x01(\x03R\x06waitMs\x12\x1f\n" +
+	"\vrequest_key\x18\x06 \x01(\tR\n" +
+	"requestKey\x12%\n" +
+	"\x0eparent_session\x18\a \x01(\tR\rparentSession\"p\n" +
 	"\x10ApprovalResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +

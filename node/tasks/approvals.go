@@ -35,6 +35,11 @@ type Request struct {
 	Summary string    `json:"summary"`
 	Opened  time.Time `json:"opened"`
 	Answer  *Answer   `json:"answer,omitempty"`
+	// Key is the request_key of the session's interaction.input_requested
+	// (kept on the owner: it is a digest of the call's input) and Parent
+	// the session's parent: where the answer is recorded.
+	Key    string `json:"-"`
+	Parent string `json:"parent,omitempty"`
 }
 
 // Answer is an operator's decision on a request.
@@ -87,6 +92,17 @@ type Approvals struct {
 	order []string // done, oldest first
 	// onChange is told after a request opens, is answered or expires.
 	onChange func()
+	// onAnswer is told of each answer, before the waiting hook is.
+	onAnswer func(Request)
+}
+
+// OnAnswer sets f to be called with each answered request (outside the
+// lock, before the hook that waits gets the answer): the node records the
+// answer as the session's interaction.input_resolved.
+func (a *Approvals) OnAnswer(f func(Request)) {
+	a.mu.Lock()
+	a.onAnswer = f
+	a.mu.Unlock()
 }
 
 // OnChange sets f to be called (outside the lock) after a request opens,
@@ -138,19 +154,16 @@ func (a *Approvals) Await(ctx context.Context, r Request, wait time.Duration) (R
 	case <-ctx.Done():
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if o := a.open[r.ID]; o != nil {
 		delete(a.open, r.ID)
 		a.finishLocked(o.req)
+		a.mu.Unlock()
 		return r, Answer{}, false, nil
 	}
-	// Answered in the same instant the wait ended: the answer wins.
-	select {
-	case ans := <-ch:
-		return r, ans, true, nil
-	default:
-		return r, Answer{}, false, nil
-	}
+	a.mu.Unlock()
+	// Answered in the same instant the wait ended: the answer wins. Answer
+	// took the request out of open and sends once it is recorded.
+	return r, <-ch, true, nil
 }
 
 func (a *Approvals) finishLocked(r Request) {
@@ -168,15 +181,22 @@ func (a *Approvals) finishLocked(r Request) {
 func (a *Approvals) Answer(id string, allow bool, by, reason string) (Request, error) {
 	defer a.changed()
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	if o := a.open[id]; o != nil {
 		ans := Answer{Allow: allow, By: text.Clip(by, 200), Reason: text.Clip(reason, 400), At: a.clock.Now()}
 		delete(a.open, id)
 		o.req.Answer = &ans
 		a.finishLocked(o.req)
+		f := a.onAnswer
+		a.mu.Unlock()
+		// The answer is evidence before the hook acts on it: the agent's
+		// next event then sorts after it.
+		if f != nil {
+			f(o.req)
+		}
 		o.ch <- ans
 		return o.req, nil
 	}
+	defer a.mu.Unlock()
 	if d, ok := a.done[id]; ok {
 		if d.Answer != nil {
 			return d, &AnsweredError{Request: id, First: *d.Answer}

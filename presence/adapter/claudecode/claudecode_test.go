@@ -74,7 +74,7 @@ func key(t *testing.T, payload string) string {
 		t.Fatal(err)
 	}
 	for _, e := range res.Events {
-		if k := e.AttrString(presence.AttrRequestKey); k != "" {
+		if k := e.AttrString(presence.AttrInputKey); k != "" {
 			return k
 		}
 	}
@@ -129,12 +129,12 @@ func cases(t *testing.T) []at.Case {
 		{Name: "PostToolUse resolves the same call", Payload: postBash, Native: "PostToolUse", Session: sid,
 			Events: []at.Want{
 				{Type: presence.TypeToolPostUse, Session: sid, Attrs: attrs("tool", "Bash", "request_key", nil)},
-				{Type: presence.TypeInputResolved, Session: sid, Attrs: attrs("tool", "Bash", "request_key", k)},
+				{Type: presence.TypeInputResolved, Session: sid, Attrs: attrs("tool", "Bash", "input_key", k, "request_key", "call:toolu_06", "call_key", "call:toolu_06")},
 			}},
 		{Name: "PostToolUseFailure resolves", Payload: postFail, Native: "PostToolUseFailure", Session: sid,
 			Events: []at.Want{
 				{Type: presence.TypeToolPostUse, Session: sid, Attrs: attrs("error", nil)},
-				{Type: presence.TypeInputResolved, Session: sid, Attrs: attrs("request_key", k)},
+				{Type: presence.TypeInputResolved, Session: sid, Attrs: attrs("input_key", k, "call_key", "call:toolu_06")},
 			}},
 		{Name: "PostToolUseFailure interrupt stops the turn", Payload: postInterr, Native: "PostToolUseFailure", Session: sid,
 			Events: []at.Want{
@@ -220,7 +220,7 @@ func TestRequestKey(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.Events[len(res.Events)-1].AttrString(presence.AttrRequestKey)
+		return res.Events[len(res.Events)-1].AttrString(presence.AttrInputKey)
 	}
 	if a, b := plain(permRequest), plain(postBash); a == "" || a != b {
 		t.Fatalf("plain keys %q and %q; want equal and non-empty", a, b)

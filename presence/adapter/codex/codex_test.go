@@ -66,13 +66,13 @@ func requestKey(t *testing.T, payload string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Events[len(res.Events)-1].AttrString(presence.AttrRequestKey)
+	return res.Events[len(res.Events)-1].AttrString(presence.AttrInputKey)
 }
 
 func TestDecode(t *testing.T) {
 	k := requestKey(t, permRequest)
 	if k == "" || k != requestKey(t, postBash) {
-		t.Fatal("PermissionRequest and its PostToolUse must share a non-empty request key")
+		t.Fatal("PermissionRequest and its PostToolUse must share a non-empty input key")
 	}
 	applyObj := strings.Replace(fmt.Sprintf(preApply, "null"), `{"command":null}`, `{"input":`+mustJSON(patch)+`}`, 1)
 	at.Run(t, codex.New(), "codex", []at.Case{
@@ -116,7 +116,7 @@ func TestDecode(t *testing.T) {
 		{Name: "PostToolUse resolves", Payload: postBash, Native: "PostToolUse", Session: sid,
 			Events: []at.Want{
 				{Type: presence.TypeToolPostUse, Session: sid},
-				{Type: presence.TypeInputResolved, Session: sid, Attrs: attrs("request_key", k)},
+				{Type: presence.TypeInputResolved, Session: sid, Attrs: attrs("input_key", k, "request_key", "call:call_Yb33", "call_key", "call:call_Yb33")},
 			}},
 		{Name: "PreCompact", Payload: preCompact, Native: "PreCompact", Session: sid,
 			Events: []at.Want{{Type: presence.TypeNarration, Session: sid, Attrs: attrs("trigger", "auto")}}},

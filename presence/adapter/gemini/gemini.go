@@ -71,13 +71,14 @@ func (gemini) Decode(in adapter.Input) (adapter.Result, error) {
 		add(presence.TypeUserPromptSubmit, nil)
 		wants = true
 	case BeforeTool:
-		add(presence.TypeToolPreUse, map[string]any{presence.AttrTool: tool})
+		attrs := map[string]any{presence.AttrTool: tool}
+		hookkit.AddCallKeys(attrs, in.Digest, p.Str("tool_name"), p.Raw("tool_input"), p.Str("tool_use_id"), false)
+		add(presence.TypeToolPreUse, attrs)
 	case AfterTool:
 		add(presence.TypeToolPostUse, map[string]any{presence.AttrTool: tool})
-		add(presence.TypeInputResolved, map[string]any{
-			presence.AttrTool:       tool,
-			presence.AttrRequestKey: hookkit.RequestKey(in.Digest, p.Str("tool_name"), p.Raw("tool_input")),
-		})
+		attrs := map[string]any{presence.AttrTool: tool}
+		hookkit.AddCallKeys(attrs, in.Digest, p.Str("tool_name"), p.Raw("tool_input"), p.Str("tool_use_id"), true)
+		add(presence.TypeInputResolved, attrs)
 	case Notification:
 		nt := hookkit.Text(p.Str("notification_type"), presence.MaxTypeLen)
 		attrs := map[string]any{hookkit.AttrNotificationType: nt}
@@ -92,7 +93,7 @@ func (gemini) Decode(in adapter.Input) (adapter.Result, error) {
 		d := p.Obj("details")
 		if d.Str("tool_name") != "" && d.Raw("tool_input") != nil {
 			attrs[presence.AttrTool] = hookkit.Text(d.Str("tool_name"), presence.MaxAttrStringLen)
-			attrs[presence.AttrRequestKey] = hookkit.RequestKey(in.Digest, d.Str("tool_name"), d.Raw("tool_input"))
+			hookkit.AddCallKeys(attrs, in.Digest, d.Str("tool_name"), d.Raw("tool_input"), d.Str("tool_use_id"), true)
 			attrs[presence.AttrSummary] = hookkit.Summary(b.Cwd, d.Str("tool_name"), d.Raw("tool_input"), nil)
 		} else {
 			attrs[presence.AttrSummary] = confirmationSummary(b.Cwd, d)

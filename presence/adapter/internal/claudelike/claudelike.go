@@ -77,7 +77,11 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 	cwd := p.Str("cwd")
 	b := hookkit.NewBuilder(m.Agent, native, in.Now, cwd, in)
 	tool := hookkit.Text(p.Str("tool_name"), presence.MaxAttrStringLen)
-	key := func() string { return hookkit.RequestKey(in.Digest, p.Str("tool_name"), p.Raw("tool_input")) }
+	// keys adds the call's keys (tool_use_id, else the input's digest).
+	keys := func(attrs map[string]any, request bool) map[string]any {
+		hookkit.AddCallKeys(attrs, in.Digest, p.Str("tool_name"), p.Raw("tool_input"), p.Str("tool_use_id"), request)
+		return attrs
+	}
 	add := func(typ string, attrs map[string]any) { b.Add(typ, session, parent, attrs) }
 	transcript := hookkit.Text(p.Str("transcript_path"), MaxTranscriptPath)
 	wants := false
@@ -89,7 +93,7 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 		add(presence.TypeUserPromptSubmit, map[string]any{presence.AttrTranscriptPath: transcript})
 		wants = true
 	case PreToolUse:
-		add(presence.TypeToolPreUse, map[string]any{presence.AttrTool: tool})
+		add(presence.TypeToolPreUse, keys(map[string]any{presence.AttrTool: tool}, false))
 		if m.Claims != nil {
 			var paths []string
 			for _, raw := range m.Claims(p.Str("tool_name"), p.Raw("tool_input")) {
@@ -98,20 +102,19 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 			b.AddClaims(session, parent, paths, map[string]any{presence.AttrTool: tool})
 		}
 	case PermissionRequest:
-		add(presence.TypeInputRequested, map[string]any{
-			presence.AttrTool:       tool,
-			presence.AttrRequestKey: key(),
-			presence.AttrSummary:    hookkit.Summary(b.Cwd, p.Str("tool_name"), p.Raw("tool_input"), m.Claims),
-		})
+		add(presence.TypeInputRequested, keys(map[string]any{
+			presence.AttrTool:    tool,
+			presence.AttrSummary: hookkit.Summary(b.Cwd, p.Str("tool_name"), p.Raw("tool_input"), m.Claims),
+		}, true))
 	case PostToolUse:
 		add(presence.TypeToolPostUse, map[string]any{presence.AttrTool: tool})
-		add(presence.TypeInputResolved, map[string]any{presence.AttrTool: tool, presence.AttrRequestKey: key()})
+		add(presence.TypeInputResolved, keys(map[string]any{presence.AttrTool: tool}, true))
 	case PostToolUseFailure:
 		add(presence.TypeToolPostUse, map[string]any{presence.AttrTool: tool})
 		if p.Bool("is_interrupt") {
 			add(presence.TypeTurnStop, map[string]any{presence.AttrReason: "interrupt"})
 		} else {
-			add(presence.TypeInputResolved, map[string]any{presence.AttrTool: tool, presence.AttrRequestKey: key()})
+			add(presence.TypeInputResolved, keys(map[string]any{presence.AttrTool: tool}, true))
 		}
 	case Notification:
 		nt := hookkit.Text(p.Str("notification_type"), presence.MaxTypeLen)

@@ -168,6 +168,35 @@ func RequestKey(digest func([]byte) string, tool string, input json.RawMessage) 
 	return hex.EncodeToString(sum[:])
 }
 
+// CallKey names a tool call by the agent's own id for it (tool_use_id);
+// "" when the payload has none (or one that cannot be an attribute).
+func CallKey(toolUseID string) string {
+	if id := Text(toolUseID, presence.MaxIDLen); id != "" {
+		return "call:" + id
+	}
+	return ""
+}
+
+// AddCallKeys adds a tool call's keys to attrs: call_key (when the agent
+// named the call), input_key (the digest of its tool and input) and, with
+// request, request_key: the call key when there is one, else the input
+// key. A request and its resolution then match by tool_use_id whenever the
+// agent sends it, so a resolution whose tool_input lacks a field (a
+// PostToolUse without "description") still answers its request.
+func AddCallKeys(attrs map[string]any, digest func([]byte) string, tool string, input json.RawMessage, toolUseID string, request bool) {
+	call, in := CallKey(toolUseID), RequestKey(digest, tool, input)
+	if call != "" {
+		attrs[presence.AttrCallKey] = call
+	}
+	attrs[presence.AttrInputKey] = in
+	if request {
+		attrs[presence.AttrRequestKey] = in
+		if call != "" {
+			attrs[presence.AttrRequestKey] = call
+		}
+	}
+}
+
 // CleanPath makes a claimed path absolute against cwd (when cwd is known and
 // the path is relative) and cleans it. It returns "" for an empty path or one
 // too long to be an attribute: such a path is skipped, never cut.

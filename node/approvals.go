@@ -1,0 +1,75 @@
+package node
+
+import (
+	"time"
+
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/presence"
+)
+
+// An operator's answer to a permission request is evidence: the node that
+// owns the session records it as the session's interaction.input_resolved
+// (the request's key, the decision, who gave it and why), folds it at
+// once, so that the session leaves needs_input and the change is gossiped
+// now, and drops the notifications still pending for the request. The
+// answer may come from any node (routed here), the board or `harn agents
+// approve|deny`; every path goes through Approvals.Answer.
+
+// Decisions recorded on interaction.input_resolved.
+const (
+	DecisionAllow = "allow"
+	DecisionDeny  = "deny"
+)
+
+// wireApprovals makes each answer a recorded event.
+func (n *Node) wireApprovals() {
+	n.tasks.Approvals().OnAnswer(n.recordAnswer)
+}
+
+// answerEvent is the interaction.input_resolved that records r's answer,
+// stamped at now (or just after the session's last event, so that it
+// sorts after the request it answers).
+func answerEvent(r tasks.Request, now, last time.Time) presence.Event {
+	ts := now
+	if !last.Before(ts) {
+		ts = last.Add(time.Millisecond)
+	}
+	d := DecisionDeny
+	if r.Answer != nil && r.Answer.Allow {
+		d = DecisionAllow
+	}
+	attrs := map[string]any{presence.AttrDecision: d, presence.AttrRequest: r.ID}
+	// Without the request's key the answer names a key no request has, so
+	// that it clears nothing it did not answer (a hook that predates keys).
+	attrs[presence.AttrRequestKey] = "request:" + r.ID
+	if r.Key != "" {
+		attrs[presence.AttrRequestKey] = r.Key
+	}
+	if r.Tool != "" {
+		attrs[presence.AttrTool] = r.Tool
+	}
+	if r.Answer != nil {
+		attrs[presence.AttrBy] = r.Answer.By
+		if r.Answer.Reason != "" {
+			attrs[presence.AttrReason] = r.Answer.Reason
+		}
+	}
+	return presence.Event{SessionID: r.Session, ParentSessionID: r.Parent, Type: presence.TypeInputResolved,
+		TS: ts, Agent: r.Agent, Attrs: attrs}
+}
+
+// recordAnswer records r's answer and tells the notifications at once.
+func (n *Node) recordAnswer(r tasks.Request) {
+	if r.Session == "" {
+		return
+	}
+	var last time.Time
+	if st, err := n.resolveLocal(r.Session); err == nil {
+		last = st.LastEventAt
+	}
+	if _, err := n.Ingest([]presence.Event{answerEvent(r, n.cfg.Clock.Now(), last)}); err != nil {
+		n.log.Warn("recording a permission answer", "request", r.ID, "session", r.Session, "err", err)
+		return
+	}
+	n.alerts.Resolved()
+}
