@@ -163,6 +163,7 @@ func (c *cluster) trustLoop() {
 }
 
 func (c *cluster) syncTrust() {
+	c.syncOverrides()
 	c.syncKeyring()
 	tr := c.trust
 	if tr == nil {
@@ -350,6 +351,11 @@ func readFileBounded(p string, max int64) ([]byte, error) {
 // write: session writes only for sessions its node owns; housekeeping
 // (deletes, ends of sessions, the trust records) for servers only.
 func (c *cluster) authorizeWrite(caller trust.Identity, cmd raftstore.Command) error {
+	if cmd.Op == raftstore.OpKV {
+		if ok, err := authorizeOverride(caller, cmd); ok {
+			return err
+		}
+	}
 	switch cmd.Op {
 	case raftstore.OpKV, raftstore.OpDelete:
 		return trust.CheckSessionWrite(caller, "", trust.WriteHousekeeping)

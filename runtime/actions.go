@@ -404,13 +404,18 @@ func (rt *Runtime) Ack(taskID, by string) error {
 // at most level from now on. Asking a level above what a matching
 // capability holds is refused (CeilingError): the ceiling never grows.
 func (rt *Runtime) Reduce(taskID, pattern string, level Level, reason string) error {
+	return rt.ReduceBy(taskID, pattern, level, "", reason)
+}
+
+// ReduceBy is Reduce naming the operator who asked, for the ledger.
+func (rt *Runtime) ReduceBy(taskID, pattern string, level Level, by, reason string) error {
 	if err := (Grant{Level: Discover, Capability: pattern}).validate(); err != nil {
 		return err
 	}
 	if level > Execute {
 		return fmt.Errorf("%w: level %d", ErrGrantSyntax, level)
 	}
-	if err := checkAnswer("", reason); err != nil {
+	if err := checkAnswer(by, reason); err != nil {
 		return err
 	}
 	t, err := rt.lock(taskID)
@@ -431,7 +436,7 @@ func (rt *Runtime) Reduce(taskID, pattern string, level Level, reason string) er
 		}
 	}
 	l := Limit{Capability: pattern, Level: level, Reason: reason, At: rt.clock.Now().UTC()}
-	if err := rt.rec(t, Record{Kind: RecReduce, Capability: pattern, Level: level.String(), Reason: reason}); err != nil {
+	if err := rt.rec(t, Record{Kind: RecReduce, Capability: pattern, Level: level.String(), By: by, Reason: reason}); err != nil {
 		return err
 	}
 	t.limits = append(t.limits, l)

@@ -100,8 +100,10 @@ type Call struct {
 	Capability string
 	// Pending says the call must Wait for a confirmation before it runs.
 	Pending bool
-	rt      *Runtime
-	c       *call
+	// ConfirmedBy names who confirmed it (Prior of a confirmed call).
+	ConfirmedBy string
+	rt          *Runtime
+	c           *call
 }
 
 // Context is cancelled when the call must abort (the task is cancelled or
@@ -333,7 +335,11 @@ func (rt *Runtime) Prior(taskID, callID string) (*Call, error) {
 	case c.settled && !c.started:
 		return nil, &DeniedError{Call: c.id, By: "runtime", Reason: string(c.outcome)}
 	}
-	return &Call{ID: c.id, Task: t.id, Capability: c.capName, Pending: c.pending, rt: rt, c: c}, nil
+	cl := &Call{ID: c.id, Task: t.id, Capability: c.capName, Pending: c.pending, rt: rt, c: c}
+	if c.answered && c.yes {
+		cl.ConfirmedBy = c.by
+	}
+	return cl, nil
 }
 
 func (rt *Runtime) findCall(t *task, id string) (*call, error) {

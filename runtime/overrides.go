@@ -32,9 +32,12 @@ func (rt *Runtime) Overrides() Overrides {
 // that has not ended. It returns the changes it recorded: revoke, restore,
 // disable or enable records, one per name.
 func (rt *Runtime) SetOverrides(o Overrides, by string) []Record {
-	if len(by) > MaxByBytes {
-		by = by[:MaxByBytes]
-	}
+	return rt.SetOverridesBy(o, func(RecordKind, string) string { return by })
+}
+
+// SetOverridesBy is SetOverrides where byOf names who made each change
+// (by its record kind and the capability pattern or provider).
+func (rt *Runtime) SetOverridesBy(o Overrides, byOf func(kind RecordKind, name string) string) []Record {
 	rt.gmu.Lock()
 	g := rt.global.Load()
 	var changes []Record
@@ -42,24 +45,24 @@ func (rt *Runtime) SetOverrides(o Overrides, by string) []Record {
 	for _, p := range o.Revoked {
 		want[p] = true
 		if !slices.Contains(g.revoked, p) {
-			changes = append(changes, Record{Kind: RecRevoke, Capability: p, By: by})
+			changes = append(changes, Record{Kind: RecRevoke, Capability: p, By: clipBy(byOf(RecRevoke, p))})
 		}
 	}
 	for _, p := range g.revoked {
 		if !want[p] {
-			changes = append(changes, Record{Kind: RecRestore, Capability: p, By: by})
+			changes = append(changes, Record{Kind: RecRestore, Capability: p, By: clipBy(byOf(RecRestore, p))})
 		}
 	}
 	off := map[string]bool{}
 	for _, p := range o.Disabled {
 		off[p] = true
 		if !g.disabled[p] {
-			changes = append(changes, Record{Kind: RecProviderOff, Status: p, By: by})
+			changes = append(changes, Record{Kind: RecProviderOff, Status: p, By: clipBy(byOf(RecProviderOff, p))})
 		}
 	}
 	for p, was := range g.disabled {
 		if was && !off[p] {
-			changes = append(changes, Record{Kind: RecProviderOn, Status: p, By: by})
+			changes = append(changes, Record{Kind: RecProviderOn, Status: p, By: clipBy(byOf(RecProviderOn, p))})
 		}
 	}
 	if len(changes) == 0 {
@@ -103,4 +106,11 @@ func (rt *Runtime) recordLive(rs []Record) {
 		}
 		t.s.mu.Unlock()
 	}
+}
+
+func clipBy(by string) string {
+	if len(by) > MaxByBytes {
+		return by[:MaxByBytes]
+	}
+	return by
 }
