@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"io"
 	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -378,4 +382,60 @@ func trustedMeshWith(t *testing.T, s0Flags ...string) (s0, n1 *meshNode) {
 		return true, ""
 	})
 	return s0, n1
+}
+
+// boardAction posts an action to the board as its page does (same
+// origin, the page's CSRF token) and returns the HTTP status.
+func boardAction(t *testing.T, addr string, form url.Values) (int, string) {
+	t.Helper()
+	cl := &http.Client{Timeout: cmdTimeout}
+	res, err := cl.Get("http://" + addr + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	m := regexp.MustCompile(`<meta name="harn-csrf" content="([^"]+)">`).FindSubmatch(page)
+	if m == nil {
+		t.Fatalf("no CSRF token on the board's page")
+	}
+	form.Set("csrf", string(m[1]))
+	form.Set("confirmed", "1")
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/action", strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "http://"+addr)
+	req.Header.Set("Accept", "application/json")
+	res, err = cl.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+func TestTheBoardsApproveAnswersAWaitingConfirmation(t *testing.T) {
+	e := newEnv(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))
+	e.startNode("--http-port", addr)
+	sid := "cc-board-confirm"
+	e.hook("claude-code", claudeStart(sid, e.root))
+	e.hook("claude-code", claudePrompt(sid, e.root))
+	g := writeGrants(t, e.root, "profile read-only\nexecute Edit(src/**) confirm\n")
+	task := e.task("start", "--session", sid, "--grants", g, "edit the sources").Task.ID
+	in := `{"file_path":"` + e.root + `/src/app.go","old_string":"a","new_string":"b"}`
+	ch := e.hookAsync(claudePre(sid, e.root, "Edit", in, "toolu_b1"), "--approve-wait", "20s")
+	e.waitPending(task, "toolu_b1")
+	code, body := boardAction(t, addr, url.Values{"kind": {"approve"}, "session": {sid}, "task": {task},
+		"request": {"toolu_b1"}, "request_kind": {"confirmation"}})
+	if code != http.StatusOK {
+		t.Fatalf("board approve: %d %s", code, body)
+	}
+	got := <-ch
+	if d := decisionOf(t, got.res); d.H.Decision != "allow" || !strings.Contains(d.H.Reason, "board@") {
+		t.Fatalf("the board's approval must allow the call: %v", got.res)
+	}
+	if a := resolvedIn(e.trace(sid), "toolu_b1"); a == nil || a["decision"] != "allow" {
+		t.Fatalf("trace: %v", a)
+	}
 }
