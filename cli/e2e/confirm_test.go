@@ -386,7 +386,7 @@ func trustedMeshWith(t *testing.T, s0Flags ...string) (s0, n1 *meshNode) {
 
 // boardAction posts an action to the board as its page does (same
 // origin, the page's CSRF token) and returns the HTTP status.
-func boardAction(t *testing.T, addr string, form url.Values) (int, string) {
+func boardAction(t *testing.T, addr string, form url.Values, withToken bool) (int, string) {
 	t.Helper()
 	cl := &http.Client{Timeout: cmdTimeout}
 	res, err := cl.Get("http://" + addr + "/")
@@ -399,7 +399,9 @@ func boardAction(t *testing.T, addr string, form url.Values) (int, string) {
 	if m == nil {
 		t.Fatalf("no CSRF token on the board's page")
 	}
-	form.Set("csrf", string(m[1]))
+	if withToken {
+		form.Set("csrf", string(m[1]))
+	}
 	form.Set("confirmed", "1")
 	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/action", strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -426,8 +428,16 @@ func TestTheBoardsApproveAnswersAWaitingConfirmation(t *testing.T) {
 	in := `{"file_path":"` + e.root + `/src/app.go","old_string":"a","new_string":"b"}`
 	ch := e.hookAsync(claudePre(sid, e.root, "Edit", in, "toolu_b1"), "--approve-wait", "20s")
 	e.waitPending(task, "toolu_b1")
-	code, body := boardAction(t, addr, url.Values{"kind": {"approve"}, "session": {sid}, "task": {task},
-		"request": {"toolu_b1"}, "request_kind": {"confirmation"}})
+	form := func() url.Values {
+		return url.Values{"kind": {"approve"}, "session": {sid}, "task": {task}, "request": {"toolu_b1"}, "request_kind": {"confirmation"}}
+	}
+	// Without the page's token (another site's form): refused, and the
+	// call still waits.
+	if code, body := boardAction(t, addr, form(), false); code != http.StatusForbidden {
+		t.Fatalf("a board action without the CSRF token: %d %s", code, body)
+	}
+	e.waitPending(task, "toolu_b1")
+	code, body := boardAction(t, addr, form(), true)
 	if code != http.StatusOK {
 		t.Fatalf("board approve: %d %s", code, body)
 	}
