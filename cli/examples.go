@@ -65,6 +65,16 @@ var examples = map[string]string{
 	"harn task digest":    `  harn task digest t-01J9ZK4`,
 	"harn task confirm":   `  harn task confirm t-01J9ZK3 toolu_01AbC`,
 	"harn task deny":      `  harn task deny t-01J9ZK3 toolu_01AbC --reason "not on main"`,
+	"harn task reduce": `  harn task reduce t-01J9ZK3 Bash load --reason "no more shell"
+  harn task reduce t-01J9ZK3 'mcp__github__*' inspect --json`,
+	"harn capability": `  harn capability revoke WebFetch
+  harn capability restore WebFetch`,
+	"harn capability revoke":  `  harn capability revoke 'mcp__github__*' --reason "token leaked" --json`,
+	"harn capability restore": `  harn capability restore 'mcp__github__*'`,
+	"harn provider": `  harn provider disable mcp
+  harn provider enable mcp`,
+	"harn provider disable": `  harn provider disable mcp --reason "MCP servers under review" --json`,
+	"harn provider enable":  `  harn provider enable mcp`,
 	"harn task show": `  harn task show t-01J9ZK3
   harn task show t-01J9ZK3 --json`,
 	"harn notify": `  harn notify add webhook https://ntfy.example/harn-alerts --format ntfy --on needs_input,blocked

@@ -32,7 +32,7 @@ const (
 // addDecideFlags adds the hook's remote approval flags.
 func addDecideFlags(c *cobra.Command) {
 	c.Flags().Bool("remote-approve", false, "let a PermissionRequest wait for a decision given anywhere in the mesh (harn agents approve|deny); the local prompt is not shown while it waits")
-	c.Flags().Duration("approve-wait", defaultApproveWait, "how long --remote-approve waits before the agent shows its own prompt")
+	c.Flags().Duration("approve-wait", defaultApproveWait, "how long --remote-approve waits before the agent shows its own prompt, and how long a harn task's call waits for harn task confirm before it is denied")
 }
 
 // hookCall is what the decision path reads of a hook payload.
@@ -137,8 +137,14 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 		if !ok {
 			v, ok = h.decide(pl)
 		}
+		if ok && v.Decision == tasks.DecideConfirm {
+			v = h.awaitConfirm(c, pl, v)
+		}
 		if ok && v.Decision == tasks.DecideDeny {
 			return denyOutput(h.agent, pl.p.Event, v.Reason)
+		}
+		if ok && v.Decision == tasks.DecideAllow && v.Reason != "" {
+			return allowOutput(h.agent, pl.p.Event, v.Reason) // confirmed by an operator
 		}
 		if ok && v.Decision == claims.DecideWarn {
 			return warnOutput(h.agent, v.Reason)
@@ -185,6 +191,67 @@ func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {
 		return tasks.Verdict{}, false
 	}
 	return verdictOf(r), true
+}
+
+// awaitConfirm waits (up to --approve-wait) for the operator's answer to
+// a call that needs a confirmation: the node holds the call pending and
+// shows the session as needing input meanwhile. A node that does not
+// answer in time gets the call denied: a confirmation is never skipped.
+func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first tasks.Verdict) tasks.Verdict {
+	wait, _ := c.Flags().GetDuration("approve-wait")
+	if wait <= 0 || wait > maxApproveWait {
+		wait = defaultApproveWait
+	}
+	deny := func(why string) tasks.Verdict {
+		return tasks.Verdict{Decision: tasks.DecideDeny, Task: first.Task, Call: first.Call,
+			Reason: text.Clip(fmt.Sprintf("harn task %s: call %s needs a confirmation (`harn task confirm %s %s`): %s", first.Task, first.Call, first.Task, first.Call, why), 400)}
+	}
+	q := pl.q
+	q.Wait = wait
+	if q.Call == "" {
+		q.Call = first.Call
+	}
+	body, err := json.Marshal(struct {
+		tasks.Query
+		Claims []claims.Request `json:"claims,omitempty"`
+	}{q, pl.cr})
+	if err != nil {
+		return deny(err.Error())
+	}
+	cl, err := h.client()
+	if err != nil {
+		return deny("the node is not reachable")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Second)
+	defer cancel()
+	r, err := cl.api.Decide(ctx, &api.DecideRequest{QueryJson: body})
+	if err != nil {
+		return deny("the node did not answer: " + text.OneLine(err.Error()))
+	}
+	v := verdictOf(r)
+	if v.Decision == tasks.DecideConfirm || v.Decision == tasks.DecideNone {
+		return deny("no answer within " + wait.String())
+	}
+	return v
+}
+
+// allowOutput is an explicit allow in the agent's own format (a call an
+// operator confirmed runs without the agent's own prompt).
+func allowOutput(agent, event, reason string) []byte {
+	var v any
+	switch {
+	case event == "PermissionRequest":
+		return permissionOutput("allow", "")
+	case agent == "cursor":
+		v = map[string]string{"permission": "allow"}
+	case agent == "gemini":
+		v = map[string]string{"decision": "allow", "reason": reason}
+	default: // Claude Code, Codex: PreToolUse
+		v = map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": "PreToolUse",
+			"permissionDecision": "allow", "permissionDecisionReason": reason}}
+	}
+	b, _ := json.Marshal(v)
+	return append(b, '\n')
 }
 
 // remoteApprove registers the request with the node and waits for a

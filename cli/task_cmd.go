@@ -47,6 +47,7 @@ the authenticated mesh channel to the node that owns it.`,
 		newTaskIDCmd(tasks.OpConfirm, "confirm ID CALL", "confirm a call waiting for a confirmation (adds no authority)", 2),
 		newTaskIDCmd(tasks.OpDeny, "deny ID CALL", "deny a call waiting for a confirmation", 2),
 		newTaskIDCmd(tasks.OpShow, "show ID", "show a task: its state, queue, text and recent output", 1),
+		newTaskReduceCmd(),
 	)
 	return c
 }

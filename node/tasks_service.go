@@ -27,8 +27,9 @@ const (
 	taskRouteTimeout = 10 * time.Second
 	// maxApproveWait bounds how long a hook may wait for a remote decision.
 	maxApproveWait = 10 * time.Minute
-	// maxDecideWait bounds a pre-call check that waits for a confirmation.
-	maxDecideWait = time.Minute
+	// maxDecideWait bounds a pre-call check that waits for a confirmation:
+	// the same bound as a remote approval's wait.
+	maxDecideWait = maxApproveWait
 	// appendDecideBound bounds the answer to an Append's decide_json, as
 	// the hook bounds a separate Decide call.
 	appendDecideBound = 300 * time.Millisecond
@@ -324,7 +325,7 @@ func (s *localService) Decide(ctx context.Context, req *api.DecideRequest) (*api
 func (n *Node) decide(ctx context.Context, q tasks.Query, query []byte) *api.DecideResponse {
 	q.Wait = min(max(q.Wait, 0), maxDecideWait)
 	v := n.tasks.Decide(ctx, q)
-	if v.Decision != tasks.DecideDeny {
+	if v.Decision == tasks.DecideAllow || v.Decision == tasks.DecideNone {
 		if r, ok := n.decideClaims(ctx, query); ok {
 			return r
 		}
@@ -341,7 +342,7 @@ func (n *Node) decideInAppend(ctx context.Context, query []byte) *api.DecideResp
 	if err := json.Unmarshal(query, &q); err != nil {
 		return &api.DecideResponse{Decision: tasks.DecideNone, Reason: "decide: malformed query: " + err.Error()}
 	}
-	q.Wait = 0 // a confirmation wait needs its own Decide call
+	q.Wait = 0 // a confirmation wait needs its own Decide call (the answer is confirm)
 	ctx, cancel := context.WithTimeout(ctx, appendDecideBound)
 	defer cancel()
 	return n.decide(ctx, q, query)

@@ -164,6 +164,7 @@ func (c *cluster) trustLoop() {
 }
 
 func (c *cluster) syncTrust() {
+	c.syncOverrides()
 	c.syncKeyring()
 	tr := c.trust
 	if tr == nil {

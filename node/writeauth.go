@@ -53,7 +53,7 @@ var writeRules = map[raftstore.Op]writeRule{
 	raftstore.OpUpsert:       {"the session's owner node; a server may end any session", (*writeAuthority).upserts},
 	raftstore.OpBatch:        {"the owner node of every session in it; a server may end any session", (*writeAuthority).upserts},
 	raftstore.OpDelete:       {"servers only (housekeeping)", (*writeAuthority).housekeeping},
-	raftstore.OpKV:           {"servers only (trust records, mesh settings)", (*writeAuthority).housekeeping},
+	raftstore.OpKV:           {"servers only (trust records, mesh settings); a member may write its own capability and provider switches", (*writeAuthority).kv},
 	raftstore.OpClaim:        {"the session's owner node, in its own name", (*writeAuthority).claim},
 	raftstore.OpRelease:      {"the session's owner node; servers (housekeeping)", (*writeAuthority).release},
 	raftstore.OpNotifySet:    {"servers, and the nodes the servers' --notify-admins names", (*writeAuthority).notify},
@@ -68,6 +68,16 @@ func (a *writeAuthority) check(caller trust.Identity, cmd raftstore.Command) err
 			Detail: fmt.Sprintf("op %q has no rule on this server, so it is refused", clipText(string(cmd.Op)))}
 	}
 	return rule.check(a, caller, cmd)
+}
+
+// kv: the trust records and mesh settings are housekeeping; a batch of
+// capability and provider switches only (overrides.go) follows their own
+// rule.
+func (a *writeAuthority) kv(caller trust.Identity, cmd raftstore.Command) error {
+	if ok, err := authorizeOverride(caller, cmd); ok {
+		return err
+	}
+	return a.housekeeping(caller, cmd)
 }
 
 func (a *writeAuthority) housekeeping(caller trust.Identity, _ raftstore.Command) error {

@@ -180,7 +180,9 @@ func (rt *Runtime) Supersede(sessionID string, req Request) (TaskView, error) {
 	if err := checkText(req.Text); err != nil {
 		return TaskView{}, err
 	}
+	var kept []Limit // the reductions of an earlier replacement this one supersedes
 	if len(s.queue) > 0 && s.queue[0].action == ActionSupersede && s.head != nil && s.head.state != StateRunning {
+		kept = slices.Clone(s.queue[0].limits)
 		rt.endUnstarted(s, s.queue[0], StatusSuperseded, 0)
 	}
 	t, err := rt.submit(s, ActionSupersede, req, true)
@@ -188,6 +190,11 @@ func (rt *Runtime) Supersede(sessionID string, req Request) (TaskView, error) {
 		return TaskView{}, err
 	}
 	if h := s.head; h != nil && h != t {
+		// The replacement keeps the operator's reductions of the task it
+		// replaces (merged when it starts, so that a reduction made during
+		// the barrier counts too).
+		t.inherit = h
+		t.limits = append(t.limits, kept...)
 		switch h.state {
 		case StateRunning:
 			rt.cancelLocked(h, StatusSuperseded, "", "superseded by "+t.id)
@@ -258,6 +265,7 @@ func (rt *Runtime) Replace(taskID, text string) (TaskView, error) {
 		return TaskView{}, fmt.Errorf("%w: %s is %s", ErrNotReplaceable, t.id, t.state)
 	}
 	n := rt.newTask(s, ActionReplace, text, slices.Clone(t.grants), t.requiresSuccess && t.state == StateQueued)
+	n.limits, n.inherit = slices.Clone(t.limits), t.inherit // a replacement keeps the reductions
 	n.submitted = s.base + len(s.conv)
 	n.queued, n.after, n.afterID = true, t.after, t.afterID
 	if err := rt.rec(n, Record{Kind: RecSubmit, Status: string(ActionReplace), Reason: "replaces " + t.id}); err != nil {
@@ -363,6 +371,7 @@ func (rt *Runtime) startLocked(s *session, t *task, pred *task) {
 	t.handoff = rt.handoffFor(s, t, g)
 	t.after, t.pred = nil, nil // keep no chain of ended tasks alive
 	rt.recLog(t, Record{Kind: RecState, State: StateRunning})
+	rt.inheritLimits(t)
 }
 
 // poke wakes the task's executor (a steer, a cancellation).
@@ -412,13 +421,18 @@ func (rt *Runtime) Ack(taskID, by string) error {
 // at most level from now on. Asking a level above what a matching
 // capability holds is refused (CeilingError): the ceiling never grows.
 func (rt *Runtime) Reduce(taskID, pattern string, level Level, reason string) error {
+	return rt.ReduceBy(taskID, pattern, level, "", reason)
+}
+
+// ReduceBy is Reduce naming the operator who asked, for the ledger.
+func (rt *Runtime) ReduceBy(taskID, pattern string, level Level, by, reason string) error {
 	if err := (Grant{Level: Discover, Capability: pattern}).validate(); err != nil {
 		return err
 	}
 	if level > Execute {
 		return fmt.Errorf("%w: level %d", ErrGrantSyntax, level)
 	}
-	if err := checkAnswer("", reason); err != nil {
+	if err := checkAnswer(by, reason); err != nil {
 		return err
 	}
 	t, err := rt.lock(taskID)
@@ -439,12 +453,28 @@ func (rt *Runtime) Reduce(taskID, pattern string, level Level, reason string) er
 		}
 	}
 	l := Limit{Capability: pattern, Level: level, Reason: reason, At: rt.clock.Now().UTC()}
-	if err := rt.rec(t, Record{Kind: RecReduce, Capability: pattern, Level: level.String(), Reason: reason}); err != nil {
+	if err := rt.rec(t, Record{Kind: RecReduce, Capability: pattern, Level: level.String(), By: by, Reason: reason}); err != nil {
 		return err
 	}
 	t.limits = append(t.limits, l)
 	s.signal()
 	return nil
+}
+
+// inheritLimits merges the reductions of the task t replaces into its own
+// (a replacement never regains what the operator took away), and records
+// each in t's ledger.
+func (rt *Runtime) inheritLimits(t *task) {
+	p := t.inherit
+	t.inherit = nil
+	if p == nil {
+		return
+	}
+	for _, l := range p.limits {
+		t.limits = append(t.limits, l)
+		rt.recLog(t, Record{Kind: RecReduce, Capability: l.Capability, Level: l.Level.String(),
+			Reason: "kept from " + p.id})
+	}
 }
 
 // heldLevel is the most a capability holds under any input.

@@ -74,7 +74,9 @@ func (c *CallCounts) add(o Outcome) {
 // call is a call's runtime state, guarded by its session's mu.
 type call struct {
 	id       string
-	req      CallRequest // Input cleared once digested
+	req      CallRequest // Input cleared once digested; Subject kept for the re-check
+	input    string      // the keyed digest of the raw input
+	refusal  error       // a call refused at Begin: the first answer to a repeat
 	capName  string
 	readOnly bool
 	pending  bool // waits for a confirmation
@@ -98,8 +100,10 @@ type Call struct {
 	Capability string
 	// Pending says the call must Wait for a confirmation before it runs.
 	Pending bool
-	rt      *Runtime
-	c       *call
+	// ConfirmedBy names who confirmed it (Prior of a confirmed call).
+	ConfirmedBy string
+	rt          *Runtime
+	c           *call
 }
 
 // Context is cancelled when the call must abort (the task is cancelled or
@@ -185,11 +189,12 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 	if c.Kind != KindTool {
 		return c, false, refuse(CheckKind, name, ErrWrongKind, "a skill is activated, not called")
 	}
-	subject := req.Subject
-	if subject == "" {
-		subject = SubjectOf(c.Subject, req.Input)
+	if req.Subject == "" {
+		// Kept with the call (its raw input is not): the re-check at
+		// Confirm matches the same command or path.
+		req.Subject = SubjectOf(c.Subject, req.Input)
 	}
-	lvl, confirm := ceiling(t.grants, t.limits, &c, subject, modeCall, t.s.cfg.Workdir)
+	lvl, confirm := ceiling(t.grants, t.limits, &c, req.Subject, modeCall, t.s.cfg.Workdir)
 	if lvl < Execute {
 		return c, false, refuse(CheckGrant, name, ErrNotGranted, "the task holds %s for this input; a call needs execute", lvl)
 	}
@@ -228,8 +233,19 @@ func (rt *Runtime) Begin(taskID string, req CallRequest) (*Call, error) {
 		if errors.As(err, &re) {
 			check = string(re.Check)
 		}
+		if req.ID != "" && t.calls[req.ID] != nil {
+			return nil, fmt.Errorf("%w: %s", ErrDuplicateCall, req.ID)
+		}
 		t.counts.Refused++
 		rt.recLog(t, Record{Kind: RecRefused, Call: req.ID, Capability: req.Capability, Status: check, Input: in})
+		if req.ID != "" && t.calls != nil {
+			// A repeat of the same agent call id gets this refusal again.
+			rc := &call{id: req.ID, capName: req.Capability, input: in, settled: true,
+				outcome: outcomeRefused, refusal: err, decided: make(chan struct{}), cancel: func() {}}
+			close(rc.decided)
+			t.calls[req.ID] = rc
+			rt.remember(t, req.ID)
+		}
 		return nil, err
 	}
 	id := req.ID
@@ -251,7 +267,7 @@ func (rt *Runtime) Begin(taskID string, req CallRequest) (*Call, error) {
 		return nil, err
 	}
 	req.Input = nil
-	cl := &call{id: id, req: req, capName: c.Name, readOnly: c.ReadOnly, pending: confirm, decided: make(chan struct{})}
+	cl := &call{id: id, req: req, input: in, capName: c.Name, readOnly: c.ReadOnly, pending: confirm, decided: make(chan struct{})}
 	cl.ctx, cl.cancel = context.WithCancel(t.ctx)
 	t.calls[id] = cl
 	if !confirm {
@@ -276,15 +292,54 @@ func (rt *Runtime) settleCall(t *task, c *call, o Outcome, out string) {
 	}
 	t.counts.add(o)
 	c.cancel()
-	t.settled = append(t.settled, c.id)
-	if len(t.settled) > maxSettled {
-		delete(t.calls, t.settled[0])
-		t.settled = t.settled[1:]
-	}
+	rt.remember(t, c.id)
 	if o == OutcomeUnknown && !c.readOnly {
 		t.s.holds = append(t.s.holds, hold{task: t.id, call: c.id, capability: c.capName})
 	}
 	rt.recLog(t, Record{Kind: RecEnd, Call: c.id, Capability: c.capName, Status: string(o), Output: out})
+}
+
+// remember keeps a settled call for answers and repeats, forgetting the
+// oldest beyond maxSettled.
+func (rt *Runtime) remember(t *task, id string) {
+	t.settled = append(t.settled, id)
+	if len(t.settled) > maxSettled {
+		delete(t.calls, t.settled[0])
+		t.settled = t.settled[1:]
+	}
+}
+
+// outcomeRefused marks a remembered refusal; it is never reported.
+const outcomeRefused Outcome = "refused"
+
+// Prior returns the first decision on a call id the task has seen: a
+// handle to the call (Pending while it still waits for a confirmation:
+// Wait on it), or the error it was refused or denied with. An agent that
+// runs its pre-call hook again for the same call gets this, never a fresh
+// decision. ErrNoCall when the id is unknown (or long forgotten).
+func (rt *Runtime) Prior(taskID, callID string) (*Call, error) {
+	t, err := rt.lock(taskID)
+	if err != nil {
+		return nil, err
+	}
+	defer t.s.mu.Unlock()
+	c, err := rt.findCall(t, callID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.refusal != nil:
+		return nil, c.refusal
+	case c.answered && !c.yes:
+		return nil, &DeniedError{Call: c.id, By: c.by, Reason: c.reason}
+	case c.settled && !c.started:
+		return nil, &DeniedError{Call: c.id, By: "runtime", Reason: string(c.outcome)}
+	}
+	cl := &Call{ID: c.id, Task: t.id, Capability: c.capName, Pending: c.pending, rt: rt, c: c}
+	if c.answered && c.yes {
+		cl.ConfirmedBy = c.by
+	}
+	return cl, nil
 }
 
 func (rt *Runtime) findCall(t *task, id string) (*call, error) {
@@ -320,7 +375,7 @@ func (rt *Runtime) Confirm(taskID, callID, by string) error {
 		rt.answer(t, c, false, "runtime", "re-check at confirmation: "+err.Error())
 		return err
 	}
-	if err := rt.rec(t, Record{Kind: RecConfirm, Call: c.id, Capability: c.capName, By: by}); err != nil {
+	if err := rt.rec(t, Record{Kind: RecConfirm, Call: c.id, Capability: c.capName, By: by, Input: c.input}); err != nil {
 		return err
 	}
 	c.answered, c.yes, c.by, c.at = true, true, by, rt.clock.Now()

@@ -34,10 +34,16 @@ const (
 	RecReduce  RecordKind = "grant.reduce" // the ceiling shrank (Capability, Level)
 	RecCancel  RecordKind = "task.cancel"  // cancellation was requested (Status: cancelled or superseded)
 	RecAck     RecordKind = "task.ack"     // an operator acknowledged unknown outcomes
+
+	RecRevoke      RecordKind = "capability.revoke"  // a global revocation (Capability: the pattern)
+	RecRestore     RecordKind = "capability.restore" // a global revocation lifted
+	RecProviderOff RecordKind = "provider.disable"   // a provider disabled globally (Status: the provider)
+	RecProviderOn  RecordKind = "provider.enable"    // a provider enabled again
 )
 
 var recordKinds = map[RecordKind]bool{RecSubmit: true, RecState: true, RecBegin: true, RecRefused: true, RecEnd: true,
-	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true}
+	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true,
+	RecRevoke: true, RecRestore: true, RecProviderOff: true, RecProviderOn: true}
 
 // Record is one append-only ledger entry. Input and Output carry keyed
 // digests of the call's evidence (HMAC-SHA256 with the node key), never the

@@ -245,6 +245,7 @@ type task struct {
 	text            string
 	grants          []Grant
 	limits          []Limit
+	inherit         *task // a replacement: the task whose reductions it keeps, merged when it starts
 	requiresSuccess bool
 	by              string // who submitted it
 	queued          bool   // it waited behind another task: it is a successor

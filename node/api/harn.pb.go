@@ -2562,6 +2562,270 @@ func (x *CoordResponse) GetNode() string {
 	return ""
 }
 
+// ReduceRequest shrinks a task's ceiling: the capabilities matching
+// capability (a name or a pattern) hold at most level from now on.
+type ReduceRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Task       string                 `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Capability string                 `protobuf:"bytes,2,opt,name=capability,proto3" json:"capability,omitempty"`
+	Level      string                 `protobuf:"bytes,3,opt,name=level,proto3" json:"level,omitempty"`
+	Reason     string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	// node routes the action there; "" finds the task's owner.
+	Node          string `protobuf:"bytes,5,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReduceRequest) Reset() {
+	*x = ReduceRequest{}
+	mi := &file_harn_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReduceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReduceRequest) ProtoMessage() {}
+
+func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReduceRequest.ProtoReflect.Descriptor instead.
+func (*ReduceRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ReduceRequest) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *ReduceRequest) GetCapability() string {
+	if x != nil {
+		return x.Capability
+	}
+	return ""
+}
+
+func (x *ReduceRequest) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *ReduceRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ReduceRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+// OverrideRequest sets (or, with lift, lifts) one mesh-wide switch: kind
+// "capability" revokes a capability name or pattern for every task;
+// kind "provider" disables a provider.
+type OverrideRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Lift          bool                   `protobuf:"varint,3,opt,name=lift,proto3" json:"lift,omitempty"`
+	Reason        string                 `protobuf:"bytes,4,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OverrideRequest) Reset() {
+	*x = OverrideRequest{}
+	mi := &file_harn_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverrideRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverrideRequest) ProtoMessage() {}
+
+func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverrideRequest.ProtoReflect.Descriptor instead.
+func (*OverrideRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *OverrideRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *OverrideRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OverrideRequest) GetLift() bool {
+	if x != nil {
+		return x.Lift
+	}
+	return false
+}
+
+func (x *OverrideRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type OverrideResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Kind  string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// active: the switch is on (revoked, disabled) after the call.
+	Active bool `protobuf:"varint,3,opt,name=active,proto3" json:"active,omitempty"`
+	// changed: the call changed the mesh's switches.
+	Changed bool `protobuf:"varint,4,opt,name=changed,proto3" json:"changed,omitempty"`
+	// mesh: written to the mesh registry; false on a node without a mesh
+	// (the switch then holds on this node only, until it restarts).
+	Mesh bool   `protobuf:"varint,5,opt,name=mesh,proto3" json:"mesh,omitempty"`
+	By   string `protobuf:"bytes,6,opt,name=by,proto3" json:"by,omitempty"`
+	// node is the node that answered; revoked and disabled_providers are
+	// the switches in force there after the call.
+	Node              string   `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
+	Revoked           []string `protobuf:"bytes,8,rep,name=revoked,proto3" json:"revoked,omitempty"`
+	DisabledProviders []string `protobuf:"bytes,9,rep,name=disabled_providers,json=disabledProviders,proto3" json:"disabled_providers,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *OverrideResponse) Reset() {
+	*x = OverrideResponse{}
+	mi := &file_harn_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OverrideResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OverrideResponse) ProtoMessage() {}
+
+func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OverrideResponse.ProtoReflect.Descriptor instead.
+func (*OverrideResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *OverrideResponse) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *OverrideResponse) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OverrideResponse) GetActive() bool {
+	if x != nil {
+		return x.Active
+	}
+	return false
+}
+
+func (x *OverrideResponse) GetChanged() bool {
+	if x != nil {
+		return x.Changed
+	}
+	return false
+}
+
+func (x *OverrideResponse) GetMesh() bool {
+	if x != nil {
+		return x.Mesh
+	}
+	return false
+}
+
+func (x *OverrideResponse) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *OverrideResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *OverrideResponse) GetRevoked() []string {
+	if x != nil {
+		return x.Revoked
+	}
+	return nil
+}
+
+func (x *OverrideResponse) GetDisabledProviders() []string {
+	if x != nil {
+		return x.DisabledProviders
+	}
+	return nil
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -2756,8 +3020,30 @@ const file_harn_proto_rawDesc = "" +
 	"\rCoordResponse\x12\x1f\n" +
 	"\vresult_json\x18\x01 \x01(\fR\n" +
 	"resultJson\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node2\xe3\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"\x85\x01\n" +
+	"\rReduceRequest\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1e\n" +
 	"\n" +
+	"capability\x18\x02 \x01(\tR\n" +
+	"capability\x12\x14\n" +
+	"\x05level\x18\x03 \x01(\tR\x05level\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x12\n" +
+	"\x04node\x18\x05 \x01(\tR\x04node\"e\n" +
+	"\x0fOverrideRequest\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
+	"\x04lift\x18\x03 \x01(\bR\x04lift\x12\x16\n" +
+	"\x06reason\x18\x04 \x01(\tR\x06reason\"\xed\x01\n" +
+	"\x10OverrideResponse\x12\x12\n" +
+	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x16\n" +
+	"\x06active\x18\x03 \x01(\bR\x06active\x12\x18\n" +
+	"\achanged\x18\x04 \x01(\bR\achanged\x12\x12\n" +
+	"\x04mesh\x18\x05 \x01(\bR\x04mesh\x12\x0e\n" +
+	"\x02by\x18\x06 \x01(\tR\x02by\x12\x12\n" +
+	"\x04node\x18\a \x01(\tR\x04node\x12\x18\n" +
+	"\arevoked\x18\b \x03(\tR\arevoked\x12-\n" +
+	"\x12disabled_providers\x18\t \x03(\tR\x11disabledProviders2\xdd\v\n" +
 	"\x05Local\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
 	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
@@ -2781,7 +3067,9 @@ const file_harn_proto_rawDesc = "" +
 	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x129\n" +
 	"\x06Notify\x12\x16.harn.v1.NotifyRequest\x1a\x17.harn.v1.NotifyResponse\x123\n" +
 	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponse\x126\n" +
-	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse\x127\n" +
+	"\x06Reduce\x12\x16.harn.v1.ReduceRequest\x1a\x15.harn.v1.TaskResponse\x12?\n" +
+	"\bOverride\x12\x18.harn.v1.OverrideRequest\x1a\x19.harn.v1.OverrideResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -2795,7 +3083,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -2840,6 +3128,9 @@ var file_harn_proto_goTypes = []any{
 	(*WaitResponse)(nil),         // 40: harn.v1.WaitResponse
 	(*CoordRequest)(nil),         // 41: harn.v1.CoordRequest
 	(*CoordResponse)(nil),        // 42: harn.v1.CoordResponse
+	(*ReduceRequest)(nil),        // 43: harn.v1.ReduceRequest
+	(*OverrideRequest)(nil),      // 44: harn.v1.OverrideRequest
+	(*OverrideResponse)(nil),     // 45: harn.v1.OverrideResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
@@ -2869,31 +3160,35 @@ var file_harn_proto_depIdxs = []int32{
 	37, // 24: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
 	39, // 25: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
 	41, // 26: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	2,  // 27: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 28: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 29: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 30: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 31: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 32: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 33: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 34: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 35: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 36: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 37: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	22, // 38: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	23, // 39: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	24, // 40: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	26, // 41: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	28, // 42: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	30, // 43: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	32, // 44: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	34, // 45: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	36, // 46: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	38, // 47: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	40, // 48: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	42, // 49: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	27, // [27:50] is the sub-list for method output_type
-	4,  // [4:27] is the sub-list for method input_type
+	43, // 27: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
+	44, // 28: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	2,  // 29: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 30: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 31: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 32: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 33: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 34: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 35: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 36: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 37: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 38: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	20, // 39: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	22, // 40: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	23, // 41: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	24, // 42: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	26, // 43: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	28, // 44: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	30, // 45: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	32, // 46: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	34, // 47: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	36, // 48: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	38, // 49: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	40, // 50: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	42, // 51: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	28, // 52: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	45, // 53: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	29, // [29:54] is the sub-list for method output_type
+	4,  // [4:29] is the sub-list for method input_type
 	4,  // [4:4] is the sub-list for extension type_name
 	4,  // [4:4] is the sub-list for extension extendee
 	0,  // [0:4] is the sub-list for field type_name
@@ -2910,7 +3205,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   43,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

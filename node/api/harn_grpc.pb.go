@@ -42,6 +42,8 @@ const (
 	Local_Notify_FullMethodName        = "/harn.v1.Local/Notify"
 	Local_Wait_FullMethodName          = "/harn.v1.Local/Wait"
 	Local_Coord_FullMethodName         = "/harn.v1.Local/Coord"
+	Local_Reduce_FullMethodName        = "/harn.v1.Local/Reduce"
+	Local_Override_FullMethodName      = "/harn.v1.Local/Override"
 )
 
 // LocalClient is the client API for Local service.
@@ -88,6 +90,12 @@ type LocalClient interface {
 	// claims, end a session, ping an agent): here, or on the node that owns
 	// the session.
 	Coord(ctx context.Context, in *CoordRequest, opts ...grpc.CallOption) (*CoordResponse, error)
+	// Reduce shrinks a task's ceiling (harn task reduce), on the node that
+	// owns the task; the answer is a task action's.
+	Reduce(ctx context.Context, in *ReduceRequest, opts ...grpc.CallOption) (*TaskResponse, error)
+	// Override sets or lifts a mesh-wide switch: a capability's global
+	// revocation or a provider's disabling (harn capability, harn provider).
+	Override(ctx context.Context, in *OverrideRequest, opts ...grpc.CallOption) (*OverrideResponse, error)
 }
 
 type localClient struct {
@@ -328,6 +336,26 @@ func (c *localClient) Coord(ctx context.Context, in *CoordRequest, opts ...grpc.
 	return out, nil
 }
 
+func (c *localClient) Reduce(ctx context.Context, in *ReduceRequest, opts ...grpc.CallOption) (*TaskResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TaskResponse)
+	err := c.cc.Invoke(ctx, Local_Reduce_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *localClient) Override(ctx context.Context, in *OverrideRequest, opts ...grpc.CallOption) (*OverrideResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OverrideResponse)
+	err := c.cc.Invoke(ctx, Local_Override_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LocalServer is the server API for Local service.
 // All implementations must embed UnimplementedLocalServer
 // for forward compatibility.
@@ -372,6 +400,12 @@ type LocalServer interface {
 	// claims, end a session, ping an agent): here, or on the node that owns
 	// the session.
 	Coord(context.Context, *CoordRequest) (*CoordResponse, error)
+	// Reduce shrinks a task's ceiling (harn task reduce), on the node that
+	// owns the task; the answer is a task action's.
+	Reduce(context.Context, *ReduceRequest) (*TaskResponse, error)
+	// Override sets or lifts a mesh-wide switch: a capability's global
+	// revocation or a provider's disabling (harn capability, harn provider).
+	Override(context.Context, *OverrideRequest) (*OverrideResponse, error)
 	mustEmbedUnimplementedLocalServer()
 }
 
@@ -450,6 +484,12 @@ func (UnimplementedLocalServer) Wait(context.Context, *WaitRequest) (*WaitRespon
 }
 func (UnimplementedLocalServer) Coord(context.Context, *CoordRequest) (*CoordResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Coord not implemented")
+}
+func (UnimplementedLocalServer) Reduce(context.Context, *ReduceRequest) (*TaskResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Reduce not implemented")
+}
+func (UnimplementedLocalServer) Override(context.Context, *OverrideRequest) (*OverrideResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Override not implemented")
 }
 func (UnimplementedLocalServer) mustEmbedUnimplementedLocalServer() {}
 func (UnimplementedLocalServer) testEmbeddedByValue()               {}
@@ -886,6 +926,42 @@ func _Local_Coord_Handler(srv interface{}, ctx context.Context, dec func(interfa
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Local_Reduce_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ReduceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Reduce(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Reduce_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Reduce(ctx, req.(*ReduceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Local_Override_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(OverrideRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Override(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Override_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Override(ctx, req.(*OverrideRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Local_ServiceDesc is the grpc.ServiceDesc for Local service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -984,6 +1060,14 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Coord",
 			Handler:    _Local_Coord_Handler,
+		},
+		{
+			MethodName: "Reduce",
+			Handler:    _Local_Reduce_Handler,
+		},
+		{
+			MethodName: "Override",
+			Handler:    _Local_Override_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

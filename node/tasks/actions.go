@@ -23,6 +23,7 @@ const (
 	OpConfirm   = "confirm"
 	OpDeny      = "deny"
 	OpShow      = "show"
+	OpReduce    = "reduce" // shrink a task's ceiling: Capability (a name or pattern) to Level
 )
 
 // Action is one operator action on a task runtime, from the local CLI or
@@ -40,6 +41,8 @@ type Action struct {
 	Call            string          `json:"call,omitempty"`
 	Reason          string          `json:"reason,omitempty"`
 	By              string          `json:"by,omitempty"`
+	Capability      string          `json:"capability,omitempty"` // reduce
+	Level           string          `json:"level,omitempty"`      // reduce
 }
 
 // Result is what an action returns, as JSON for the CLI.
@@ -178,7 +181,32 @@ func (h *Host) Do(a Action) (Result, error) {
 			err = h.rt.Deny(a.Task, a.Call, by, a.Reason)
 		}
 		if err == nil {
-			v, err = h.rt.Task(a.Task)
+			if v, err = h.rt.Task(a.Task); err == nil {
+				h.inputResolved(v.Session, a.Call, a.Op == OpConfirm, by, a.Reason)
+			}
+		} else if a.Op == OpConfirm && KindOf(err) == KindRefused {
+			// The re-check refused it: the runtime denied the call.
+			var re *runtime.RefusalError
+			if errors.As(err, &re) {
+				if tv, terr := h.rt.Task(a.Task); terr == nil {
+					h.inputResolved(tv.Session, a.Call, false, "runtime", err.Error())
+				}
+			}
+		}
+	case OpReduce:
+		lvl, perr := runtime.ParseLevel(a.Level)
+		if perr != nil {
+			return res, perr
+		}
+		if a.Capability == "" {
+			return res, fmt.Errorf("%w: name the capability (a name or a pattern such as mcp__github__*)", ErrBadAction)
+		}
+		if err = h.rt.ReduceBy(a.Task, a.Capability, lvl, by, a.Reason); err == nil {
+			var g runtime.GrantsView
+			if g, err = h.rt.Grants(a.Task); err == nil {
+				res.Grants = &g
+				v, err = h.rt.Task(a.Task)
+			}
 		}
 	case OpShow:
 		if v, err = h.rt.Task(a.Task); err == nil {

@@ -21,6 +21,10 @@ const (
 	DecideAllow = "allow" // the task's grants allow the call
 	DecideDeny  = "deny"  // refused: Reason says why
 	DecideNone  = "none"  // no harn task governs the session: no opinion
+	// DecideConfirm: the call waits for `harn task confirm` (an answer
+	// given without a wait, in an Append); ask Decide again, with a Wait,
+	// under the same call id.
+	DecideConfirm = "confirm"
 )
 
 // Query is a hook's question about one tool call of an agent.
@@ -80,28 +84,64 @@ func (h *Host) Decide(ctx context.Context, q Query) Verdict {
 		return Verdict{Decision: DecideDeny, Task: task, Reason: "harn: the hook named no tool; a task's calls must name theirs"}
 	}
 	call, err := h.rt.Begin(task, runtime.CallRequest{ID: q.Call, Capability: q.Tool, Input: q.Input})
+	fresh := err == nil
+	if errors.Is(err, runtime.ErrDuplicateCall) && q.Call != "" {
+		// The agent ran its hook again for the same call: it gets the
+		// first decision (or waits on the same confirmation), never a
+		// fresh allow.
+		call, err = h.rt.Prior(task, q.Call)
+	}
 	if err != nil {
-		if errors.Is(err, runtime.ErrDuplicateCall) {
-			// The agent ran its hook again for the same call: it passed.
-			return Verdict{Decision: DecideAllow, Task: task, Call: q.Call}
-		}
 		return Verdict{Decision: DecideDeny, Task: task, Call: q.Call, Reason: reasonOf(task, err)}
 	}
 	v := Verdict{Decision: DecideAllow, Task: task, Call: call.ID}
-	if call.Pending {
-		wctx, cancel := context.WithTimeout(ctx, q.Wait)
-		err := call.Wait(wctx)
-		cancel()
-		if err != nil {
-			var de *runtime.DeniedError
-			if !errors.As(err, &de) {
-				_ = h.rt.Deny(task, call.ID, "harn", "no confirmation within "+q.Wait.String())
-				err = fmt.Errorf("the call needs a confirmation (`harn task confirm %s %s`) and none came within %s", task, call.ID, q.Wait)
+	if !call.Pending {
+		if !fresh {
+			if by, ok := h.confirmedBy(task, call.ID); ok {
+				v.Reason = reasonOf(task, fmt.Errorf("call %s confirmed by %s", call.ID, by))
 			}
-			v.Decision, v.Reason = DecideDeny, reasonOf(task, err)
 		}
-		h.changed(q.Session)
+		return v
 	}
+	if fresh {
+		h.inputRequested(q.Session, call.ID, q.Tool, q.Input)
+	}
+	if q.Wait <= 0 {
+		v.Decision = DecideConfirm
+		v.Reason = reasonOf(task, fmt.Errorf("the call waits for a confirmation: `harn task confirm %s %s` (or deny)", task, call.ID))
+		return v
+	}
+	wctx, cancel := context.WithTimeout(ctx, q.Wait)
+	err = call.Wait(wctx)
+	cancel()
+	if err != nil {
+		var de *runtime.DeniedError
+		if !errors.As(err, &de) {
+			why := "no confirmation within " + q.Wait.String()
+			if derr := h.rt.Deny(task, call.ID, "harn", why); derr == nil {
+				h.inputResolved(q.Session, call.ID, false, "harn", why)
+			} else if p, perr := h.rt.Prior(task, call.ID); perr == nil && !p.Pending {
+				// Confirmed in the same instant the wait ended: it runs.
+				h.changed(q.Session)
+				return h.confirmedVerdict(v)
+			}
+			err = fmt.Errorf("the call needs a confirmation (`harn task confirm %s %s`) and none came within %s", task, call.ID, q.Wait)
+		} else if de.By == "runtime" {
+			h.inputResolved(q.Session, call.ID, false, de.By, de.Reason)
+		}
+		v.Decision, v.Reason = DecideDeny, reasonOf(task, err)
+		h.changed(q.Session)
+		return v
+	}
+	h.changed(q.Session)
+	return h.confirmedVerdict(v)
+}
+
+// confirmedVerdict is the allow of a confirmed call, with who confirmed it:
+// the hook answers it with an explicit allow.
+func (h *Host) confirmedVerdict(v Verdict) Verdict {
+	by, _ := h.confirmedBy(v.Task, v.Call)
+	v.Reason = reasonOf(v.Task, fmt.Errorf("call %s confirmed by %s", v.Call, by))
 	return v
 }
 

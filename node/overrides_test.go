@@ -1,0 +1,57 @@
+package node
+
+import (
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/raftstore"
+)
+
+func overrideOp(t *testing.T, v override) raftstore.KVOp {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raftstore.KVOp{Key: overrideKey(v.Kind, v.Name), Value: b}
+}
+
+// A mesh member may set a switch only in its own name; a forged author,
+// a key that is not the switch's own, or a delete is refused at the
+// leader. Other key-value writes keep the server-only rule.
+func TestAForwardedSwitchWriteInAnotherNodesNameIsRefused(t *testing.T) {
+	c := &cluster{}
+	n1 := trust.Identity{Name: "n1", Role: trust.RoleNode, Serial: "01"}
+	own := overrideOp(t, override{Kind: OverrideCapability, Name: "Bash", On: true, By: "operator@n1"})
+	if err := c.authorizeWrite(n1, raftstore.KVCommand(own)); err != nil {
+		t.Fatalf("a switch in the caller's own name: %v", err)
+	}
+	forged := overrideOp(t, override{Kind: OverrideProvider, Name: "mcp", By: "operator@s0"})
+	wrongKey := own
+	wrongKey.Key = overrideKey(OverrideProvider, "Bash")
+	del := raftstore.KVOp{Key: own.Key, Delete: true}
+	for name, op := range map[string]raftstore.KVOp{"forged author": forged, "wrong key": wrongKey, "delete": del} {
+		err := c.authorizeWrite(n1, raftstore.KVCommand(op))
+		if !errors.Is(err, trust.ErrNotOwner) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	// Mixed with a trust key: the server-only rule applies to the whole.
+	mixed := raftstore.KVCommand(own, raftstore.KVOp{Key: kvRevokedPrefix + "ff", Value: []byte("x")})
+	if err := c.authorizeWrite(n1, mixed); !errors.Is(err, trust.ErrNotOwner) {
+		t.Fatalf("a node's write of a trust key beside a switch: %v", err)
+	}
+}
+
+func TestSwitchNamesAreChecked(t *testing.T) {
+	for _, bad := range [][2]string{{"tool", "Bash"}, {OverrideCapability, ""}, {OverrideCapability, "Bash(git *)"}, {OverrideProvider, "a b"}} {
+		if err := checkOverride(bad[0], bad[1]); !errors.Is(err, ErrBadOverride) {
+			t.Fatalf("%q: %v", bad, err)
+		}
+	}
+	if err := checkOverride(OverrideCapability, "mcp__github__*"); err != nil {
+		t.Fatal(err)
+	}
+}
