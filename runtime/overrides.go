@@ -108,9 +108,3 @@ func (rt *Runtime) recordLive(rs []Record) {
 	}
 }
 
-func clipBy(by string) string {
-	if len(by) > MaxByBytes {
-		return by[:MaxByBytes]
-	}
-	return by
-}
