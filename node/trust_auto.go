@@ -100,12 +100,19 @@ func (c *cluster) makeLoneCA(dir string) error {
 
 // dropLoneCA removes the lone CA's files once a join brought the mesh's:
 // its key, its keyring and its pending tokens (the certificate and roots
-// are overwritten by the join's). The marker goes last.
+// are overwritten by the join's), and the registry of the one-node mesh it
+// led (<data>/raft: its configuration names this node as the only voter,
+// and its records are the lone mesh's; the mesh's leader replicates the
+// real registry, and the resync loop writes this node's sessions into it
+// from the ledger, which stays). The marker goes last, in openTrust.
 func dropLoneCA(dir string) error {
 	for _, f := range []string{trust.FileCAKey, keyringFile, pendingTokensFile} {
 		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("%w: %w", ErrTrust, err)
 		}
+	}
+	if err := os.RemoveAll(filepath.Join(filepath.Dir(dir), "raft")); err != nil {
+		return fmt.Errorf("%w: remove the lone registry: %w", ErrTrust, err)
 	}
 	return nil
 }

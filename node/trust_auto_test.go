@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
+	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/clock"
@@ -190,6 +191,23 @@ func TestLoneCAReplacedByAJoinToken(t *testing.T) {
 	if id, _ := n.cl.trust.holder.Identity(); id.Role != trust.RoleNode {
 		t.Fatalf("joined with a node token: role %s", id.Role)
 	}
+	// Its registry is the mesh's: the one-node registry it led is gone, so
+	// it never names itself a voter (and never elects itself).
+	if ss, _ := n.cl.store.Servers(); len(ss) == 1 && ss[0].ID == "tw1" && ss[0].Voter {
+		t.Fatalf("the joined node still holds the registry it led alone: %v", ss)
+	}
+	mesh.WaitFor(t, 30*time.Second, "the joined node's registry names tw0 the only voter", func() bool {
+		ss, err := n.cl.store.Servers()
+		if err != nil {
+			return false
+		}
+		for _, s := range ss {
+			if s.Voter != (s.ID == "tw0") {
+				return false
+			}
+		}
+		return len(ss) == 2
+	})
 }
 
 func TestTokenMakesTheLoneCATheMeshs(t *testing.T) {
