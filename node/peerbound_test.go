@@ -56,37 +56,39 @@ func testCluster(t *testing.T, maxReply int) *cluster {
 }
 
 func TestPeerReplyOverTheBoundIsRefused(t *testing.T) {
-	c := testCluster(t, 0) // the default, 16 MiB
-	for _, tc := range []struct {
-		size int
-		ok   bool
-	}{{1 << 20, true}, {DefaultMaxPeerReply - 64, true}, {DefaultMaxPeerReply + 1, false}, {48 << 20, false}} {
-		addr := servePeer(t, &bigPeer{size: tc.size})
-		cc, err := c.peerConn("peer", addr)
+	if got := testCluster(t, 0).maxPeerReply(); got != 16<<20 {
+		t.Fatalf("default bound %d, want 16 MiB", got)
+	}
+	call := func(c *cluster, size int) error {
+		cc, err := c.peerConn("peer", servePeer(t, &bigPeer{size: size}))
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
 		res, err := api.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{})
-		cancel()
-		if tc.ok {
-			if err != nil || len(res.Blob) != tc.size {
-				t.Fatalf("a %d-byte reply: %v", tc.size, err)
-			}
-			continue
+		if err == nil && len(res.Blob) != size {
+			t.Fatalf("a %d-byte reply came as %d bytes", size, len(res.Blob))
 		}
-		if status.Code(err) != codes.ResourceExhausted {
-			t.Fatalf("a %d-byte reply: err %v, want ResourceExhausted", tc.size, err)
-		}
+		return err
+	}
+	// The default bound refuses a reply one byte over it.
+	if err := call(testCluster(t, 0), DefaultMaxPeerReply+1); status.Code(err) != codes.ResourceExhausted {
+		t.Fatalf("16 MiB + 1 under the default bound: err %v, want ResourceExhausted", err)
 	}
 	// The bound is the configured one.
 	small := testCluster(t, 1<<20)
-	cc, err := small.peerConn("peer", servePeer(t, &bigPeer{size: 2 << 20}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := api.NewClusterClient(cc).Presence(t.Context(), &api.PresenceRequest{}); status.Code(err) != codes.ResourceExhausted {
-		t.Fatalf("2 MiB under a 1 MiB bound: %v", err)
+	for _, tc := range []struct {
+		size int
+		ok   bool
+	}{{64 << 10, true}, {1<<20 - 64, true}, {1<<20 + 1, false}, {8 << 20, false}} {
+		err := call(small, tc.size)
+		if tc.ok && err != nil {
+			t.Fatalf("a %d-byte reply under a 1 MiB bound: %v", tc.size, err)
+		}
+		if !tc.ok && status.Code(err) != codes.ResourceExhausted {
+			t.Fatalf("a %d-byte reply under a 1 MiB bound: err %v, want ResourceExhausted", tc.size, err)
+		}
 	}
 }
 
