@@ -168,9 +168,13 @@ func TestForgedPresenceFromAGossipKeyHolderIsNotApplied(t *testing.T) {
 	}
 	// tw2 never sees its own frame (origin tw1 is not its name, so it
 	// checks it too): three refusals on each.
-	waitFor(t, 30*time.Second, "the forged frames refused on tw0 and tw2", func() bool {
-		return refusals(n0)-before0 >= 3 && refusals(n2)-before2 >= 3
-	})
+	refused := func() bool { return refusals(n0)-before0 >= 3 && refusals(n2)-before2 >= 3 }
+	for deadline := time.Now().Add(60 * time.Second); !refused(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the forged frames were not all refused on tw0 and tw2: tw0 %+v (before %d), tw2 %+v (before %d)",
+				n0.cl.mesh.Drops(), before0, n2.cl.mesh.Drops(), before2)
+		}
+	}
 	for _, n := range []*Node{n0, n2} {
 		if v := remoteVersion(n, "tw1", sid); v == forged {
 			t.Fatalf("%s applied the forged version", n.Name())
