@@ -63,11 +63,13 @@ func (n *Node) recordAnswer(r tasks.Request) {
 	if r.Session == "" {
 		return
 	}
-	var last time.Time
-	if st, err := n.resolveLocal(r.Session); err == nil {
-		last = st.LastEventAt
+	// Only a session this node holds: an answer never makes up a session.
+	st, err := n.resolveLocal(r.Session)
+	if err != nil || st.SessionID != r.Session {
+		n.log.Warn("a permission answer for a session this node does not hold was not recorded", "request", r.ID, "session", r.Session)
+		return
 	}
-	if _, err := n.Ingest([]presence.Event{answerEvent(r, n.cfg.Clock.Now(), last)}); err != nil {
+	if _, err := n.Ingest([]presence.Event{answerEvent(r, n.cfg.Clock.Now(), st.LastEventAt)}); err != nil {
 		n.log.Warn("recording a permission answer", "request", r.ID, "session", r.Session, "err", err)
 		return
 	}

@@ -98,3 +98,17 @@ func TestAStaleAnswerDoesNotClearANewerRequest(t *testing.T) {
 		t.Fatalf("the deny of the open request left %s", st.Activity)
 	}
 }
+
+// TestAnAnswerNeverMakesUpASession: an answer for a session this node does
+// not hold records nothing (no session appears).
+func TestAnAnswerNeverMakesUpASession(t *testing.T) {
+	n := openNode(t, testConfig(t, t.TempDir()))
+	id, got := awaitOpen(t, n, tasks.Request{Session: "ghost", Agent: "claude-code", Tool: "Bash", Key: "d1"})
+	if _, err := n.Tasks().Approvals().Answer(id, true, "operator@n2", ""); err != nil {
+		t.Fatal(err)
+	}
+	<-got
+	if _, err := n.Resolve("ghost"); err == nil {
+		t.Fatal("the answer made up the session it named")
+	}
+}
