@@ -107,4 +107,3 @@ func (rt *Runtime) recordLive(rs []Record) {
 		t.s.mu.Unlock()
 	}
 }
-
