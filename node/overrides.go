@@ -72,7 +72,7 @@ func checkOverride(kind, name string) error {
 // Reduce shrinks a task's ceiling on the node that owns the task.
 func (s *localService) Reduce(ctx context.Context, req *api.ReduceRequest) (*api.TaskResponse, error) {
 	a := tasks.Action{Op: tasks.OpReduce, Task: req.Task, Capability: req.Capability, Level: req.Level,
-		Reason: req.Reason, By: "operator@" + s.n.cfg.Name}
+		Reason: req.Reason, By: s.n.operatorBy(ctx, "")}
 	res, err := s.n.routeTask(ctx, req.Node, a)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -90,7 +90,7 @@ func (s *localService) Override(ctx context.Context, req *api.OverrideRequest) (
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("reason over %d bytes", runtime.MaxReasonBytes))
 	}
 	n := s.n
-	by := "operator@" + n.cfg.Name
+	by := n.operatorBy(ctx, "")
 	out := &api.OverrideResponse{Kind: req.Kind, Name: req.Name, Active: !req.Lift, By: by, Node: n.cfg.Name}
 	rt := n.tasks.Runtime()
 	if n.cl == nil {
@@ -186,9 +186,11 @@ func (c *cluster) syncOverrides() {
 }
 
 // authorizeOverride admits a forwarded switch write: any verified mesh
-// member may set or lift a switch, but only in its own name (the value's
-// by is the caller's).
-func authorizeOverride(caller trust.Identity, cmd raftstore.Command) (bool, error) {
+// member may set a switch (it only takes authority away), in its own name
+// (the value's by ends in "@" and the caller's node). Lifting a switch
+// (restore, enable) gives authority back, so only the node that set it or
+// a server may lift it. prev reads the switch's current value.
+func authorizeOverride(caller trust.Identity, cmd raftstore.Command, prev func(key string) (override, bool)) (bool, error) {
 	for _, o := range cmd.KV {
 		if !strings.HasPrefix(o.Key, kvOverridePrefix) {
 			return false, nil
@@ -199,8 +201,17 @@ func authorizeOverride(caller trust.Identity, cmd raftstore.Command) (bool, erro
 		if o.Delete || o.IfAbsent || o.IfIndex != 0 || json.Unmarshal(o.Value, &v) != nil || o.Key != overrideKey(v.Kind, v.Name) {
 			return true, &trust.RefusalError{Caller: caller, Err: trust.ErrNotOwner, Detail: "a switch is written whole, under its own key"}
 		}
-		if v.By != "operator@"+caller.Name {
+		if _, node := splitBy(v.By); node != caller.Name {
 			return true, &trust.RefusalError{Caller: caller, Err: trust.ErrNotOwner, Detail: fmt.Sprintf("a switch written by node %q must name it (by %q)", caller.Name, v.By)}
+		}
+		if v.On || caller.Role == trust.RoleServer || prev == nil {
+			continue
+		}
+		if was, ok := prev(o.Key); ok && was.On {
+			if _, setter := splitBy(was.By); setter != caller.Name {
+				return true, &trust.RefusalError{Caller: caller, Err: trust.ErrNotOwner,
+					Detail: fmt.Sprintf("%s %q was set by %q: only that node or a server may lift it", v.Kind, v.Name, was.By)}
+			}
 		}
 	}
 	return true, nil

@@ -55,3 +55,35 @@ func TestSwitchNamesAreChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// Lifting a switch gives authority back: a node may lift only a switch it
+// set itself; a server may lift any. Setting one stays open to every
+// member, in its own name.
+func TestOnlyTheSetterOrAServerMayLiftASwitch(t *testing.T) {
+	n1 := trust.Identity{Name: "n1", Role: trust.RoleNode, Serial: "01"}
+	n2 := trust.Identity{Name: "n2", Role: trust.RoleNode, Serial: "02"}
+	s0 := trust.Identity{Name: "s0", Role: trust.RoleServer, Serial: "03"}
+	set := override{Kind: OverrideCapability, Name: "Bash", On: true, By: "ana (uid 1000)@n1"}
+	prev := func(key string) (override, bool) {
+		if key == overrideKey(set.Kind, set.Name) {
+			return set, true
+		}
+		return override{}, false
+	}
+	lift := func(by string) raftstore.Command {
+		return raftstore.KVCommand(overrideOp(t, override{Kind: OverrideCapability, Name: "Bash", By: by}))
+	}
+	if _, err := authorizeOverride(n2, lift("bo (uid 1001)@n2"), prev); !errors.Is(err, trust.ErrNotOwner) {
+		t.Fatalf("another node lifted n1's revocation: %v", err)
+	}
+	if _, err := authorizeOverride(n1, lift("ana (uid 1000)@n1"), prev); err != nil {
+		t.Fatalf("the setter lifting its own switch: %v", err)
+	}
+	if _, err := authorizeOverride(s0, lift("root (uid 0)@s0"), prev); err != nil {
+		t.Fatalf("a server lifting a switch: %v", err)
+	}
+	other := raftstore.KVCommand(overrideOp(t, override{Kind: OverrideProvider, Name: "mcp", On: true, By: "bo (uid 1001)@n2"}))
+	if _, err := authorizeOverride(n2, other, prev); err != nil {
+		t.Fatalf("a member setting a switch in its own name: %v", err)
+	}
+}

@@ -34,6 +34,8 @@ type writeAuthority struct {
 	// owner is the node a session's record names ("" and false when the
 	// registry has no record).
 	owner func(session string) (string, bool)
+	// override reads a capability or provider switch (overrides.go).
+	override func(key string) (override, bool)
 	// claimsOf lists a session's claims.
 	claimsOf func(session string) []raftstore.Claim
 	// notifyAdmins are the nodes, beside servers, that may change the
@@ -74,7 +76,7 @@ func (a *writeAuthority) check(caller trust.Identity, cmd raftstore.Command) err
 // capability and provider switches only (overrides.go) follows their own
 // rule.
 func (a *writeAuthority) kv(caller trust.Identity, cmd raftstore.Command) error {
-	if ok, err := authorizeOverride(caller, cmd); ok {
+	if ok, err := authorizeOverride(caller, cmd, a.override); ok {
 		return err
 	}
 	return a.housekeeping(caller, cmd)
@@ -189,6 +191,10 @@ func (c *cluster) writeAuthority() *writeAuthority {
 		},
 		claimsOf:     c.store.ClaimsOf,
 		notifyAdmins: c.cfg.NotifyAdmins,
+		override: func(key string) (override, bool) {
+			v, ok := c.overrides()[key]
+			return v, ok
+		},
 	}
 }
 
