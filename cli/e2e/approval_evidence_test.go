@@ -237,7 +237,7 @@ func TestRefusedRemoteAnswerRecordsNothing(t *testing.T) {
 // queue, so the order proves it was never sent.
 func TestApprovalWithinTheDebounceSendsNoNeedsInputWebhook(t *testing.T) {
 	e := newEnv(t)
-	e.startNode("--name", "solo")
+	e.startNode("--name", "solo", "--allow-private")
 	e.waitLeader()
 	srv := newHookServer(t, 0)
 	e.addWebhook(srv.URL+"/harn", "--on", "needs_input,blocked")

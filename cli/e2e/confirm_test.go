@@ -1,13 +1,12 @@
 package e2e
 
 import (
-	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -138,7 +137,7 @@ func TestAConfirmGrantWaitsAsNeedsInputAndTaskConfirmAllowsTheCall(t *testing.T)
 	case <-time.After(stateTimeout):
 		t.Fatal("the hook did not answer after the confirmation")
 	}
-	if d := decisionOf(t, got.res); d.H.Decision != "allow" || !strings.Contains(d.H.Reason, "confirmed by operator@") {
+	if d := decisionOf(t, got.res); d.H.Decision != "allow" || !strings.Contains(d.H.Reason, localOperator()) {
 		t.Fatalf("after the confirmation the hook must allow: %v", got.res)
 	}
 	if d := got.at.Sub(confirmed); d > 2*time.Second {
@@ -154,7 +153,7 @@ func TestAConfirmGrantWaitsAsNeedsInputAndTaskConfirmAllowsTheCall(t *testing.T)
 	if s := e.status(sid); s.Activity != "working" {
 		t.Fatalf("after the confirmation the row reads %s", s.Activity)
 	}
-	if a := resolvedIn(e.trace(sid), "toolu_c1"); a == nil || a["decision"] != "allow" || !strings.HasPrefix(a["by"].(string), "operator@") {
+	if a := resolvedIn(e.trace(sid), "toolu_c1"); a == nil || a["decision"] != "allow" || !strings.Contains(a["by"].(string), localOperator()) {
 		t.Fatalf("trace: the resolution with its decision and operator is missing: %v", a)
 	}
 	e.hook("claude-code", claudePost(sid, e.root, "Bash", in, "toolu_c1"))
@@ -296,7 +295,7 @@ func TestCapabilityRevokeAndProviderDisableOnOneNodeRefuseTheCallOnAnothersTask(
 	}
 	var sw switchJSON
 	mustJSON(t, n1.ok("capability", "revoke", "Bash", "--reason", "audit", "--json"), &sw)
-	if !sw.Mesh || !sw.Active || !sw.Changed || sw.By != "operator@n1" {
+	if !sw.Mesh || !sw.Active || !sw.Changed || !strings.HasSuffix(sw.By, localOperator()+"n1") {
 		t.Fatalf("capability revoke --json: %+v", sw)
 	}
 	n := 0
@@ -384,36 +383,24 @@ func trustedMeshWith(t *testing.T, s0Flags ...string) (s0, n1 *meshNode) {
 	return s0, n1
 }
 
-// boardAction posts an action to the board as its page does (same
-// origin, the page's CSRF token) and returns the HTTP status.
-func boardAction(t *testing.T, addr string, form url.Values, withToken bool) (int, string) {
+// boardAction POSTs an action form to e's board as its own page would
+// (the board's cookie, its Origin), with the page's CSRF token or without.
+func boardAction(t *testing.T, e *env, form url.Values, withToken bool) (int, string) {
 	t.Helper()
-	cl := &http.Client{Timeout: cmdTimeout}
-	res, err := cl.Get("http://" + addr + "/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := regexp.MustCompile(`<meta name="harn-csrf" content="([^"]+)">`).FindSubmatch(page)
+	b := e.board()
+	cookie := b.login(t)
+	req, _ := http.NewRequest("GET", b.base, nil)
+	req.AddCookie(cookie)
+	_, page := do(t, req)
+	m := csrfMeta.FindStringSubmatch(page)
 	if m == nil {
 		t.Fatalf("no CSRF token on the board's page")
 	}
 	if withToken {
-		form.Set("csrf", string(m[1]))
+		form.Set("csrf", m[1])
 	}
 	form.Set("confirmed", "1")
-	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/action", strings.NewReader(form.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", "http://"+addr)
-	req.Header.Set("Accept", "application/json")
-	res, err = cl.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	return b.postAction(t, cookie, form, map[string]string{"Origin": b.origin()})
 }
 
 func TestTheBoardsApproveAnswersAWaitingConfirmation(t *testing.T) {
@@ -433,11 +420,11 @@ func TestTheBoardsApproveAnswersAWaitingConfirmation(t *testing.T) {
 	}
 	// Without the page's token (another site's form): refused, and the
 	// call still waits.
-	if code, body := boardAction(t, addr, form(), false); code != http.StatusForbidden {
+	if code, body := boardAction(t, e, form(), false); code != http.StatusForbidden {
 		t.Fatalf("a board action without the CSRF token: %d %s", code, body)
 	}
 	e.waitPending(task, "toolu_b1")
-	code, body := boardAction(t, addr, form(), true)
+	code, body := boardAction(t, e, form(), true)
 	if code != http.StatusOK {
 		t.Fatalf("board approve: %d %s", code, body)
 	}
@@ -448,4 +435,11 @@ func TestTheBoardsApproveAnswersAWaitingConfirmation(t *testing.T) {
 	if a := resolvedIn(e.trace(sid), "toolu_b1"); a == nil || a["decision"] != "allow" {
 		t.Fatalf("trace: %v", a)
 	}
+}
+
+// localOperator is how a node records an operator action of this test
+// process's user on its socket: "user (uid N)@node" (the part before the
+// node's name).
+func localOperator() string {
+	return fmt.Sprintf(" (uid %d)@", os.Getuid())
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The data dir is the node's own: a symlink in it that leads out of it,
@@ -43,6 +44,18 @@ func TestDataDirSymlinkOutOfItIsRefused(t *testing.T) {
 	wantDataDirRefusal(t, e.startRefused(), active, "remove the symlink")
 	// A hook still exits 0 (it spools), and the node it starts refuses too.
 	e.hook("claude-code", claudeStart("datadir-link-1", t.TempDir()))
+	// The node the hook started runs in the background: wait for its
+	// refusal in node.log before the symlink changes under it.
+	logPath := filepath.Join(e.dataDir, "node.log")
+	for deadline := time.Now().Add(stateTimeout); ; time.Sleep(20 * time.Millisecond) {
+		if b, _ := os.ReadFile(logPath); strings.Contains(string(b), "remove the symlink") {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(logPath)
+			t.Fatalf("the node the hook started did not refuse the symlinked data dir; node.log:\n%s", b)
+		}
+	}
 	if ents, _ := os.ReadDir(victim); len(ents) != 0 {
 		t.Fatalf("the node wrote %d entries into the symlink's target", len(ents))
 	}

@@ -120,7 +120,7 @@ func TestWebhookRedirectIsNotFollowedAndSendsNoReferer(t *testing.T) {
 // the owner of the session, which does not: its dialer checks the address
 // it would connect to, so nothing reaches the target.
 func TestWebhookToLoopbackIsRefusedAtDialByANodeWithoutAllowPrivate(t *testing.T) {
-	a, b := newMeshNode(t, "srv-a"), newMeshNode(t, "srv-b", "--allow-private")
+	a, b := newMeshNode(t, "srv-a", "--insecure-mesh"), newMeshNode(t, "srv-b", "--insecure-mesh", "--allow-private")
 	nodes := []*meshNode{a, b}
 	for i, m := range nodes {
 		m.flags = append(m.flags, "--server", "--bootstrap-expect", "2", "--join", nodes[1-i].gossipAddr)
