@@ -168,6 +168,7 @@ func TestBoardBeyondLoopbackNeedsItsToken(t *testing.T) {
 	port := freePorts(t, 1)[0]
 	const token = "e2e-board-token-0123456789"
 	e.startNode("--http-port", "0.0.0.0:"+strconv.Itoa(port), "--http-token", token)
+	waitDial(t, "127.0.0.1:"+strconv.Itoa(port)) // the socket answers before the board listens
 	cwd := t.TempDir()
 	e.hook("claude-code", claudeStart("t0ken-session", cwd))
 	base := "http://127.0.0.1:" + strconv.Itoa(port) + "/"
@@ -256,4 +257,18 @@ func TestWebURLWithoutABoardExitsUnavailable(t *testing.T) {
 		t.Fatalf("a node without a board: %v", r)
 	}
 	oneLineErr(t, r)
+}
+
+// waitDial waits, bounded, until addr accepts a TCP connection: a node's
+// socket answers while the node still opens its other listeners.
+func waitDial(t *testing.T, addr string) {
+	t.Helper()
+	eventually(t, stateTimeout, addr+" accepts connections", func() (bool, string) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, err.Error()
+		}
+		c.Close()
+		return true, ""
+	})
 }
