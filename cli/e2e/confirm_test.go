@@ -1,10 +1,10 @@
 package e2e
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
