@@ -207,6 +207,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.openWeb(); err != nil {
 		return err
 	}
+	n.serve()
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop, func() { n.alerts.Run(n.stop) })
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
 		"sessions", len(n.sessions))
@@ -243,12 +244,21 @@ func (n *Node) listen() error {
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(localCreds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
 	api.RegisterLocalServer(n.grpc, &localService{n: n})
 	api.RegisterMeshAdminServer(n.grpc, &adminService{n: n})
+	return nil
+}
+
+// serve answers the local socket. It starts when the node is fully open
+// (cluster, claims and board too): a client that connects earlier waits
+// in the listen queue, so no command is answered by a half-open node
+// ("runs without the mesh", "serves no board") and a hook that cannot
+// wait spools as it does for a node that is down.
+func (n *Node) serve() {
+	lis := n.lis
 	n.start(func() {
 		if err := n.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.log.Error("grpc serve", "err", err)
 		}
 	})
-	return nil
 }
 
 // start runs each fn in a goroutine the node owns.
