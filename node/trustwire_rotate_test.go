@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -12,11 +13,21 @@ import (
 	"github.com/harn-dev/harn/presence"
 )
 
-// keyringOp runs `harn keyring OP KEY` on n.
+// keyringOp runs `harn keyring OP KEY` on n. As an operator does, it
+// retries while the registry has no leader (an election under load), a
+// bounded number of times: the rotation's rules are under test, not the
+// leader's stability on a loaded machine.
 func keyringOp(t *testing.T, n *Node, op, key string) {
 	t.Helper()
 	b, _ := json.Marshal(KeyringChange{Op: op, Key: key})
-	if _, err := n.MeshAdmin(context.Background(), AdminKeyringOp, b); err != nil {
+	var err error
+	for try := 0; try < 20; try++ {
+		if _, err = n.MeshAdmin(context.Background(), AdminKeyringOp, b); !errors.Is(err, ErrNoLeader) {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
 		t.Fatalf("keyring %s: %v", op, err)
 	}
 }
