@@ -15,6 +15,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -250,7 +251,10 @@ func printTaskResult(w io.Writer, op string, r tasks.Result) {
 	if r.Task != nil {
 		t := r.Task
 		line := fmt.Sprintf("task %s  %s", t.ID, t.State)
-		if t.Status != "" {
+		switch {
+		case t.State == runtime.StateInterrupted:
+			line += " (" + strings.ReplaceAll(t.Reason, "_", " ") + ")" // interrupted (node restart)
+		case t.Status != "":
 			line += " (" + string(t.Status) + ")"
 		}
 		line += fmt.Sprintf("  queue %d", t.QueueDepth)

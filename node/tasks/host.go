@@ -86,6 +86,8 @@ type Host struct {
 	sessions map[string]*hosted
 	texts    map[string]string    // task -> its text, clipped
 	outputs  map[string][]string  // task -> its last messages
+	outN     map[string]int       // task -> how many messages it said (orders the stored ring)
+	lastOut  map[string]time.Time // session -> when its output last told the roster (output.chunk)
 	order    []string             // tasks in creation order, to bound texts and outputs
 	briefs   map[string]briefHash // session -> last brief told through OnChange
 
@@ -100,6 +102,7 @@ const (
 	briefTextLen  = 160
 	changePoll    = 250 * time.Millisecond
 	maxHostedOpen = 1024
+	outputEvery   = time.Second
 )
 
 // New builds a Host and starts its watcher; Close stops it.
@@ -129,6 +132,7 @@ func New(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, rt: rt, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		sessions: map[string]*hosted{}, texts: map[string]string{}, outputs: map[string][]string{},
+		outN: map[string]int{}, lastOut: map[string]time.Time{},
 		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
 	h.wg.Add(1)
 	go h.watch()
@@ -220,7 +224,7 @@ func (h *Host) openArgv(argv []string, workdir string) (string, error) {
 		Clock: rtClock{h.cfg.Clock}, Logger: h.log.With("session", id),
 		OnStart:     func(s exec.Started) { h.taskStarted(id, s.Task) },
 		OnFirstByte: h.cfg.OnFirstByte,
-		OnOutput:    func(m exec.Message) { h.output(m.Task, m.Text) },
+		OnOutput:    func(m exec.Message) { h.output(id, m.Task, m.Text) },
 		OnSteer:     func(s exec.SteerResult) { h.remember(s.Task, "(steer) "+s.Message) },
 		OnEnd:       func(r exec.TaskResult) { h.taskEnded(id, r) },
 	})
@@ -402,23 +406,42 @@ func (h *Host) remember(task, t string) {
 		h.order = append(h.order, task)
 	}
 	h.texts[task] = text.Clip(text.OneLine(t), briefTextLen)
+	h.storeText(task, h.texts[task])
 	for len(h.order) > keepTasks {
 		old := h.order[0]
 		h.order = h.order[1:]
 		delete(h.texts, old)
 		delete(h.outputs, old)
+		delete(h.outN, old)
 	}
 }
 
-// output keeps a task's last messages for `harn task show`.
-func (h *Host) output(task, msg string) {
+// output keeps a task's last messages for `harn task show`, in memory and
+// in ViewSpace (so that they survive a restart), and tells the roster that
+// the session is producing output: an output.chunk event (no content), at
+// most one per outputEvery, so that its LAST follows its output.
+func (h *Host) output(session, task, msg string) {
+	msg = text.Clip(msg, outputChars)
+	now := h.cfg.Clock.Now()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := append(h.outputs[task], text.Clip(msg, outputChars))
+	out := append(h.outputs[task], msg)
 	if len(out) > keepOutputs {
 		out = out[len(out)-keepOutputs:]
 	}
 	h.outputs[task] = out
+	n := h.outN[task]
+	h.outN[task] = n + 1
+	tell := now.Sub(h.lastOut[session]) >= outputEvery
+	if tell {
+		h.lastOut[session] = now
+	}
+	h.mu.Unlock()
+	h.storeOutput(task, n, msg)
+	if tell {
+		if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeOutputChunk, TS: now, Agent: Agent}); err != nil {
+			h.log.Warn("task output event", "session", session, "task", task, "err", err)
+		}
+	}
 }
 
 // changed tells the node that a session's task view may have changed.
