@@ -113,7 +113,10 @@ func TestAnUnknownOutcomeHoldSurvivesAKill9UntilTaskAck(t *testing.T) {
 	// The Write never reports back: cancelled past the grace, its outcome
 	// is unknown.
 	e.task("cancel", first.Task.ID)
-	e.waitTask(first.Task.ID, "cancelled")
+	before := e.waitTask(first.Task.ID, "cancelled")
+	if before.View == nil || len(before.View.AwaitingAck) != 1 {
+		t.Fatalf("before the restart the session awaits ack of %+v, want [%s]", before.View, first.Task.ID)
+	}
 	e.kill9(n)
 
 	n2 := restart()

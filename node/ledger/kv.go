@@ -30,6 +30,18 @@ func kvPrefix(space string) ([]byte, error) {
 // the process, and a machine crash can lose the last writes. It fails
 // fast while the ledger is unwritable.
 func (l *Ledger) PutKV(space string, key, val []byte) error {
+	return l.putKV(space, key, val, pebble.NoSync)
+}
+
+// PutKVSync is PutKV with an fsync of the WAL before it returns: for the
+// rare records whose loss would weaken a rule (an unknown outcome that
+// holds mutations until an acknowledgement), which a kill -9 right after
+// the write must not lose either.
+func (l *Ledger) PutKVSync(space string, key, val []byte) error {
+	return l.putKV(space, key, val, pebble.Sync)
+}
+
+func (l *Ledger) putKV(space string, key, val []byte, opt *pebble.WriteOptions) error {
 	p, err := kvPrefix(space)
 	if err != nil {
 		return err
@@ -38,7 +50,7 @@ func (l *Ledger) PutKV(space string, key, val []byte) error {
 	if err != nil {
 		return err
 	}
-	err = guarded(func() error { return db.Set(append(p, key...), val, pebble.NoSync) })
+	err = guarded(func() error { return db.Set(append(p, key...), val, opt) })
 	l.endWrite()
 	if err != nil {
 		l.markUnwritable(err)

@@ -87,6 +87,7 @@ type Host struct {
 	texts    map[string]string    // task -> its text, clipped
 	outputs  map[string][]string  // task -> its last messages
 	outN     map[string]int       // task -> how many messages it said (orders the stored ring)
+	held     map[string]string    // task -> its latest message, not yet settled (exec's OnHeld)
 	lastOut  map[string]time.Time // session -> when its output last told the roster (output.chunk)
 	order    []string             // tasks in creation order, to bound texts and outputs
 	briefs   map[string]briefHash // session -> last brief told through OnChange
@@ -132,7 +133,7 @@ func New(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, rt: rt, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		sessions: map[string]*hosted{}, texts: map[string]string{}, outputs: map[string][]string{},
-		outN: map[string]int{}, lastOut: map[string]time.Time{},
+		outN: map[string]int{}, held: map[string]string{}, lastOut: map[string]time.Time{},
 		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
 	h.wg.Add(1)
 	go h.watch()
@@ -225,6 +226,7 @@ func (h *Host) openArgv(argv []string, workdir string) (string, error) {
 		OnStart:     func(s exec.Started) { h.taskStarted(id, s.Task) },
 		OnFirstByte: h.cfg.OnFirstByte,
 		OnOutput:    func(m exec.Message) { h.output(id, m.Task, m.Text) },
+		OnHeld:      func(m exec.Message) { h.holdOutput(id, m.Task, m.Text) },
 		OnSteer:     func(s exec.SteerResult) { h.remember(s.Task, "(steer) "+s.Message) },
 		OnEnd:       func(r exec.TaskResult) { h.taskEnded(id, r) },
 	})
@@ -413,6 +415,7 @@ func (h *Host) remember(task, t string) {
 		delete(h.texts, old)
 		delete(h.outputs, old)
 		delete(h.outN, old)
+		delete(h.held, old)
 	}
 }
 
@@ -431,16 +434,52 @@ func (h *Host) output(session, task, msg string) {
 	h.outputs[task] = out
 	n := h.outN[task]
 	h.outN[task] = n + 1
-	tell := now.Sub(h.lastOut[session]) >= outputEvery
-	if tell {
-		h.lastOut[session] = now
-	}
+	_, wasHeld := h.held[task]
+	delete(h.held, task)
+	tell := h.tellLocked(session, now)
 	h.mu.Unlock()
 	h.storeOutput(task, n, msg)
-	if tell {
-		if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeOutputChunk, TS: now, Agent: Agent}); err != nil {
-			h.log.Warn("task output event", "session", session, "task", task, "err", err)
-		}
+	if wasHeld {
+		h.storeHeld(task, "")
+	}
+	h.evidence(tell, session, task, now)
+}
+
+// holdOutput keeps the task's latest message, which the executor holds
+// back until it knows whether it is the final one: it shows in the output
+// so far (and in ViewSpace) until the next message settles it.
+func (h *Host) holdOutput(session, task, msg string) {
+	msg = text.Clip(msg, outputChars)
+	now := h.cfg.Clock.Now()
+	h.mu.Lock()
+	h.held[task] = msg
+	tell := h.tellLocked(session, now)
+	h.mu.Unlock()
+	h.storeHeld(task, msg)
+	h.evidence(tell, session, task, now)
+}
+
+// tellLocked reports whether the session's output should tell the roster
+// now (at most once per outputEvery).
+func (h *Host) tellLocked(session string, now time.Time) bool {
+	if now.Sub(h.lastOut[session]) < outputEvery {
+		return false
+	}
+	if len(h.lastOut) > keepTasks {
+		clear(h.lastOut)
+	}
+	h.lastOut[session] = now
+	return true
+}
+
+// evidence records an output.chunk (no content) on the session, so that
+// the roster's LAST follows the task's output.
+func (h *Host) evidence(tell bool, session, task string, now time.Time) {
+	if !tell {
+		return
+	}
+	if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeOutputChunk, TS: now, Agent: Agent}); err != nil {
+		h.log.Warn("task output event", "session", session, "task", task, "err", err)
 	}
 }
 

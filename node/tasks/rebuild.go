@@ -23,6 +23,7 @@ const ViewSpace = "taskview"
 const (
 	viewText   = 't'
 	viewOutput = 'o'
+	viewHeld   = 'h' // the latest message, not yet settled ("" once it is)
 )
 
 // viewMsg is one stored message: N orders the ring.
@@ -61,9 +62,19 @@ func (h *Host) storeOutput(task string, n int, msg string) {
 	}
 }
 
+// storeHeld keeps the task's held message ("" clears it).
+func (h *Host) storeHeld(task, msg string) {
+	if validTask(task) != nil {
+		return
+	}
+	if err := h.cfg.KV.PutKV(ViewSpace, viewKey(task, viewHeld, 0), []byte(msg)); err != nil {
+		h.log.Warn("task output not stored", "task", task, "err", err)
+	}
+}
+
 // storedView reads back a task's text and messages, oldest first.
 func (h *Host) storedView(task string) (string, []string, error) {
-	var t string
+	var t, held string
 	var msgs []viewMsg
 	err := h.cfg.KV.ScanKV(ViewSpace, append([]byte(task), 0), func(k, v []byte) error {
 		if len(k) < len(task)+2 {
@@ -72,6 +83,8 @@ func (h *Host) storedView(task string) (string, []string, error) {
 		switch k[len(task)+1] {
 		case viewText:
 			t = text.Clip(string(v), briefTextLen)
+		case viewHeld:
+			held = text.Clip(string(v), outputChars)
 		case viewOutput:
 			var m viewMsg
 			if json.Unmarshal(v, &m) == nil {
@@ -85,6 +98,12 @@ func (h *Host) storedView(task string) (string, []string, error) {
 	out := make([]string, 0, len(msgs))
 	for _, m := range msgs {
 		out = append(out, m.Text)
+	}
+	if held != "" {
+		out = append(out, held)
+	}
+	if len(out) > keepOutputs {
+		out = out[len(out)-keepOutputs:]
 	}
 	return t, out, err
 }
