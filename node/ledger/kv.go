@@ -26,8 +26,9 @@ func kvPrefix(space string) ([]byte, error) {
 
 // PutKV stores val under key in the named keyspace, for a room of the node
 // that keeps its own records next to the events (the task runtimes'
-// ledger). The write goes to Pebble's WAL without an fsync: it survives
-// the process, and a machine crash can lose the last writes. It fails
+// ledger). The write goes to Pebble's WAL without an fsync: a machine
+// crash, or a kill -9 before the WAL writer flushed it (milliseconds), can
+// lose the last writes. It fails
 // fast while the ledger is unwritable.
 func (l *Ledger) PutKV(space string, key, val []byte) error {
 	return l.putKV(space, key, val, pebble.NoSync)
