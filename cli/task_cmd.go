@@ -15,7 +15,6 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
-	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -252,7 +251,7 @@ func printTaskResult(w io.Writer, op string, r tasks.Result) {
 		t := r.Task
 		line := fmt.Sprintf("task %s  %s", t.ID, t.State)
 		switch {
-		case t.State == runtime.StateInterrupted:
+		case t.State == "interrupted" && t.Reason != "": // runtime.StateInterrupted
 			line += " (" + strings.ReplaceAll(t.Reason, "_", " ") + ")" // interrupted (node restart)
 		case t.Status != "":
 			line += " (" + string(t.Status) + ")"
