@@ -241,7 +241,9 @@ a second.`,
 				}
 				return &silentError{code: ExitNotFound}
 			}
-			if !asJSON(c) {
+			if !asJSON(c) && res.Hosted {
+				fmt.Fprintf(c.OutOrStdout(), "%s on node %s: alive (a harn runtime session; the node, pid %d, holds it)\n", text.Sanitize(res.Session), text.Sanitize(res.Node), res.PID)
+			} else if !asJSON(c) {
 				fmt.Fprintf(c.OutOrStdout(), "%s on node %s: alive (pid %d)\n", text.Sanitize(res.Session), text.Sanitize(res.Node), res.PID)
 			}
 			return nil

@@ -250,7 +250,10 @@ func printTaskResult(w io.Writer, op string, r tasks.Result) {
 	if r.Task != nil {
 		t := r.Task
 		line := fmt.Sprintf("task %s  %s", t.ID, t.State)
-		if t.Status != "" {
+		switch {
+		case t.State == "interrupted" && t.Reason != "": // runtime.StateInterrupted
+			line += " (" + strings.ReplaceAll(t.Reason, "_", " ") + ")" // interrupted (node restart)
+		case t.Status != "":
 			line += " (" + string(t.Status) + ")"
 		}
 		line += fmt.Sprintf("  queue %d", t.QueueDepth)

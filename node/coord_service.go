@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -70,6 +72,9 @@ type CoordResult struct {
 	// Alive (ping): the agent process exists; PID is it (0: not known).
 	Alive bool `json:"alive,omitempty"`
 	PID   int  `json:"pid,omitempty"`
+	// Hosted (ping): a runtime session of the node itself (agent harn);
+	// PID is then the node's.
+	Hosted bool `json:"hosted,omitempty"`
 }
 
 // ErrNoClaims: the node keeps no claims (claims are off).
@@ -242,6 +247,12 @@ func (n *Node) coordLocal(op string, st presence.State, b CoordBody) (CoordResul
 	switch op {
 	case CoordPing:
 		res.Ended, res.PID = st.Ended, st.AgentPID
+		if !st.Ended && n.tasks != nil && n.tasks.Hosts(st.SessionID) && st.Agent == tasks.Agent {
+			// harn's own session: the node owns its process, which is
+			// alive while the runtime holds the session.
+			res.Alive, res.Hosted, res.PID = true, true, os.Getpid()
+			return res, nil
+		}
 		res.Alive = st.AgentPID > 0 && n.procs.Alive(st.AgentPID, st.AgentPIDStart)
 		return res, nil
 	case CoordEnd:

@@ -51,8 +51,14 @@ func (n *Node) openTasks() error {
 	n.tasks = h
 	n.wireApprovals()
 	// Runtime sessions are memory-only: end those the previous run left.
-	if _, err := h.Recover(n.liveSnapshot()); err != nil {
+	live := n.liveSnapshot()
+	if _, err := h.Recover(live); err != nil {
 		n.log.Warn("closing the previous run's runtime sessions", "err", err)
+	}
+	// Task records and unknown-outcome holds come back from the ledger:
+	// `harn task show` answers for them, and a hold still waits for ack.
+	if _, err := h.Rebuild(live); err != nil {
+		n.log.Warn("rebuilding task records from the ledger", "err", err)
 	}
 	return nil
 }

@@ -296,7 +296,7 @@ func (rt *Runtime) settleCall(t *task, c *call, o Outcome, out string) {
 	if o == OutcomeUnknown && !c.readOnly {
 		t.s.holds = append(t.s.holds, hold{task: t.id, call: c.id, capability: c.capName})
 	}
-	rt.recLog(t, Record{Kind: RecEnd, Call: c.id, Capability: c.capName, Status: string(o), Output: out})
+	rt.recLog(t, Record{Kind: RecEnd, Call: c.id, Capability: c.capName, Status: string(o), Output: out, ReadOnly: c.readOnly})
 }
 
 // remember keeps a settled call for answers and repeats, forgetting the

@@ -10,6 +10,7 @@ import (
 var (
 	ErrNoSession      = errors.New("runtime: no such session; open it first")
 	ErrSessionExists  = errors.New("runtime: session already open")
+	ErrTaskExists     = errors.New("runtime: the task is already known; restore it only once")
 	ErrNoTask         = errors.New("runtime: no such task")
 	ErrTaskActive     = errors.New("runtime: a task is already active in this session; use steer, follow-up or supersede")
 	ErrNoActiveTask   = errors.New("runtime: no active task in this session; use start")

@@ -64,6 +64,10 @@ type Record struct {
 	Reason     string     `json:"reason,omitempty"`
 	Input      string     `json:"input,omitempty"`
 	Output     string     `json:"output,omitempty"`
+	// ReadOnly (call.end): the call's capability is read-only, so an
+	// unknown outcome holds nothing. A call.end without it is taken as
+	// mutating when holds are rebuilt (fail closed).
+	ReadOnly bool `json:"read_only,omitempty"`
 }
 
 // Ledger stores the runtime's records in append order. The node backs it

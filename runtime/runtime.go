@@ -32,10 +32,14 @@ const (
 	StateQuiescing  State = "quiescing"
 	StateBlocked    State = "blocked"
 	StateTerminal   State = "terminal"
+	// StateInterrupted is shown, never entered: a task rebuilt from the
+	// ledger after a restart whose run the node's death cut short (see
+	// Restore). Internally it is terminal.
+	StateInterrupted State = "interrupted"
 )
 
 var validStates = map[State]bool{StateQueued: true, StateRunning: true, StateCancelling: true,
-	StateQuiescing: true, StateBlocked: true, StateTerminal: true}
+	StateQuiescing: true, StateBlocked: true, StateTerminal: true, StateInterrupted: true}
 
 // Status is a terminal task's status.
 type Status string
@@ -256,7 +260,8 @@ type task struct {
 	seq             uint64
 	after           *task // the task it was queued behind: its dependency (dropped once it starts or ends)
 	afterID         string
-	pred            *task // the task that ended just before it started
+	pred            *task  // the task that ended just before it started
+	interrupted     string // rebuilt after a restart that cut it short: the reason (node_restart)
 	handoff         *Handoff
 
 	snap       *catalog
@@ -381,6 +386,9 @@ type TaskView struct {
 	PendingCalls    []string  `json:"pending_calls,omitempty"` // calls waiting for a confirmation
 	CreatedAt       time.Time `json:"created_at"`
 	By              string    `json:"by,omitempty"` // who submitted it
+	// Reason (an interrupted task): why it ended without an outcome,
+	// node_restart.
+	Reason string `json:"reason,omitempty"`
 }
 
 // SessionView is a session's task runtime at a glance.
@@ -400,6 +408,9 @@ func (t *task) view() TaskView {
 		v.Status = t.status
 	}
 	v.Predecessor = t.afterID
+	if t.interrupted != "" {
+		v.State, v.Reason = StateInterrupted, t.interrupted
+	}
 	for i, q := range t.s.queue {
 		if q == t {
 			v.Position = i + 1

@@ -26,10 +26,23 @@ func kvPrefix(space string) ([]byte, error) {
 
 // PutKV stores val under key in the named keyspace, for a room of the node
 // that keeps its own records next to the events (the task runtimes'
-// ledger). The write goes to Pebble's WAL without an fsync: it survives
-// the process, and a machine crash can lose the last writes. It fails
+// ledger). The write goes to Pebble's WAL without an fsync: a machine
+// crash, or a kill -9 before the WAL writer flushed it (milliseconds), can
+// lose the last writes. It fails
 // fast while the ledger is unwritable.
 func (l *Ledger) PutKV(space string, key, val []byte) error {
+	return l.putKV(space, key, val, pebble.NoSync)
+}
+
+// PutKVSync is PutKV with an fsync of the WAL before it returns: for the
+// rare records whose loss would weaken a rule (an unknown outcome that
+// holds mutations until an acknowledgement), which a kill -9 right after
+// the write must not lose either.
+func (l *Ledger) PutKVSync(space string, key, val []byte) error {
+	return l.putKV(space, key, val, pebble.Sync)
+}
+
+func (l *Ledger) putKV(space string, key, val []byte, opt *pebble.WriteOptions) error {
 	p, err := kvPrefix(space)
 	if err != nil {
 		return err
@@ -38,7 +51,7 @@ func (l *Ledger) PutKV(space string, key, val []byte) error {
 	if err != nil {
 		return err
 	}
-	err = guarded(func() error { return db.Set(append(p, key...), val, pebble.NoSync) })
+	err = guarded(func() error { return db.Set(append(p, key...), val, opt) })
 	l.endWrite()
 	if err != nil {
 		l.markUnwritable(err)

@@ -235,7 +235,11 @@ func (h *Host) text(task string) string {
 func (h *Host) outputOf(task string) []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]string(nil), h.outputs[task]...)
+	out := append([]string(nil), h.outputs[task]...)
+	if m, ok := h.held[task]; ok && m != "" {
+		out = append(out, m)
+	}
+	return out
 }
 
 // Kind classifies an action's error for the callers' exit codes.

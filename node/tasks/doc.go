@@ -10,4 +10,10 @@
 // feeds its canonical events into the node's ingest (Sink) and reads its
 // task views into the roster (Brief). See runtime/DESIGN.md, "Hosted by
 // the node".
+//
+// At start, Recover closes what the previous run left open and Rebuild
+// restores the task records, their text and output so far (keyspace
+// taskview) and the unknown-outcome holds from the runtime ledger: a task
+// the restart cut short reads interrupted (reason node_restart). See
+// runtime/DESIGN.md, "After a restart".
 package tasks

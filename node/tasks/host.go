@@ -86,6 +86,9 @@ type Host struct {
 	sessions map[string]*hosted
 	texts    map[string]string    // task -> its text, clipped
 	outputs  map[string][]string  // task -> its last messages
+	outN     map[string]int       // task -> how many messages it said (orders the stored ring)
+	held     map[string]string    // task -> its latest message, not yet settled (exec's OnHeld)
+	lastOut  map[string]time.Time // session -> when its output last told the roster (output.chunk)
 	order    []string             // tasks in creation order, to bound texts and outputs
 	briefs   map[string]briefHash // session -> last brief told through OnChange
 
@@ -100,6 +103,7 @@ const (
 	briefTextLen  = 160
 	changePoll    = 250 * time.Millisecond
 	maxHostedOpen = 1024
+	outputEvery   = time.Second
 )
 
 // New builds a Host and starts its watcher; Close stops it.
@@ -129,6 +133,7 @@ func New(cfg Config) (*Host, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, rt: rt, log: cfg.Logger, ctx: ctx, cancel: cancel,
 		sessions: map[string]*hosted{}, texts: map[string]string{}, outputs: map[string][]string{},
+		outN: map[string]int{}, held: map[string]string{}, lastOut: map[string]time.Time{},
 		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
 	h.wg.Add(1)
 	go h.watch()
@@ -220,7 +225,8 @@ func (h *Host) openArgv(argv []string, workdir string) (string, error) {
 		Clock: rtClock{h.cfg.Clock}, Logger: h.log.With("session", id),
 		OnStart:     func(s exec.Started) { h.taskStarted(id, s.Task) },
 		OnFirstByte: h.cfg.OnFirstByte,
-		OnOutput:    func(m exec.Message) { h.output(m.Task, m.Text) },
+		OnOutput:    func(m exec.Message) { h.output(id, m.Task, m.Text) },
+		OnHeld:      func(m exec.Message) { h.holdOutput(id, m.Task, m.Text) },
 		OnSteer:     func(s exec.SteerResult) { h.remember(s.Task, "(steer) "+s.Message) },
 		OnEnd:       func(r exec.TaskResult) { h.taskEnded(id, r) },
 	})
@@ -402,23 +408,79 @@ func (h *Host) remember(task, t string) {
 		h.order = append(h.order, task)
 	}
 	h.texts[task] = text.Clip(text.OneLine(t), briefTextLen)
+	h.storeText(task, h.texts[task])
 	for len(h.order) > keepTasks {
 		old := h.order[0]
 		h.order = h.order[1:]
 		delete(h.texts, old)
 		delete(h.outputs, old)
+		delete(h.outN, old)
+		delete(h.held, old)
 	}
 }
 
-// output keeps a task's last messages for `harn task show`.
-func (h *Host) output(task, msg string) {
+// output keeps a task's last messages for `harn task show`, in memory and
+// in ViewSpace (so that they survive a restart), and tells the roster that
+// the session is producing output: an output.chunk event (no content), at
+// most one per outputEvery, so that its LAST follows its output.
+func (h *Host) output(session, task, msg string) {
+	msg = text.Clip(msg, outputChars)
+	now := h.cfg.Clock.Now()
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	out := append(h.outputs[task], text.Clip(msg, outputChars))
+	out := append(h.outputs[task], msg)
 	if len(out) > keepOutputs {
 		out = out[len(out)-keepOutputs:]
 	}
 	h.outputs[task] = out
+	n := h.outN[task]
+	h.outN[task] = n + 1
+	_, wasHeld := h.held[task]
+	delete(h.held, task)
+	tell := h.tellLocked(session, now)
+	h.mu.Unlock()
+	h.storeOutput(task, n, msg)
+	if wasHeld {
+		h.storeHeld(task, "")
+	}
+	h.evidence(tell, session, task, now)
+}
+
+// holdOutput keeps the task's latest message, which the executor holds
+// back until it knows whether it is the final one: it shows in the output
+// so far (and in ViewSpace) until the next message settles it.
+func (h *Host) holdOutput(session, task, msg string) {
+	msg = text.Clip(msg, outputChars)
+	now := h.cfg.Clock.Now()
+	h.mu.Lock()
+	h.held[task] = msg
+	tell := h.tellLocked(session, now)
+	h.mu.Unlock()
+	h.storeHeld(task, msg)
+	h.evidence(tell, session, task, now)
+}
+
+// tellLocked reports whether the session's output should tell the roster
+// now (at most once per outputEvery).
+func (h *Host) tellLocked(session string, now time.Time) bool {
+	if now.Sub(h.lastOut[session]) < outputEvery {
+		return false
+	}
+	if len(h.lastOut) > keepTasks {
+		clear(h.lastOut)
+	}
+	h.lastOut[session] = now
+	return true
+}
+
+// evidence records an output.chunk (no content) on the session, so that
+// the roster's LAST follows the task's output.
+func (h *Host) evidence(tell bool, session, task string, now time.Time) {
+	if !tell {
+		return
+	}
+	if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeOutputChunk, TS: now, Agent: Agent}); err != nil {
+		h.log.Warn("task output event", "session", session, "task", task, "err", err)
+	}
 }
 
 // changed tells the node that a session's task view may have changed.

@@ -15,6 +15,29 @@ type KV interface {
 	ScanKV(space string, prefix []byte, fn func(key, val []byte) error) error
 }
 
+// SyncKV is a KV that can also write with an fsync (node/ledger's
+// PutKVSync). The records that must survive even a kill -9 right after
+// them use it: see mustSync.
+type SyncKV interface {
+	PutKVSync(space string, key, val []byte) error
+}
+
+// mustSync reports whether r is one of the records written with an fsync:
+// a mutating call's unknown outcome (it holds the session's mutations
+// until an ack), an acknowledgement, and a task's terminal state. They are
+// rare; the hot path (call begin and end) stays without fsync.
+func mustSync(r runtime.Record) bool {
+	switch r.Kind {
+	case runtime.RecEnd:
+		return r.Status == string(runtime.OutcomeUnknown) && !r.ReadOnly
+	case runtime.RecAck:
+		return true
+	case runtime.RecState:
+		return r.State == runtime.StateTerminal
+	}
+	return false
+}
+
 // Space is the keyspace name of the runtime ledger.
 const Space = "runtime"
 
@@ -57,6 +80,9 @@ func (l *Ledger) Append(r runtime.Record) error {
 	b, err := runtime.EncodeRecord(r)
 	if err != nil {
 		return err
+	}
+	if s, ok := l.kv.(SyncKV); ok && mustSync(r) {
+		return s.PutKVSync(Space, recordKey(r.Task, r.Seq), b)
 	}
 	return l.kv.PutKV(Space, recordKey(r.Task, r.Seq), b)
 }

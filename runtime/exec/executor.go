@@ -43,11 +43,15 @@ type Config struct {
 	Logger  *slog.Logger
 
 	// Observers, called on the executor's goroutine; they must not block.
-	OnStart     func(Started)     // the agent process started
-	OnFirstByte func(FirstByte)   // its first byte of output arrived
-	OnOutput    func(Message)     // a user-visible message (the final one too)
-	OnSteer     func(SteerResult) // a steer the executor itself turned into a follow-up
-	OnEnd       func(TaskResult)  // the task's process is gone and Finish was reported
+	OnStart     func(Started)   // the agent process started
+	OnFirstByte func(FirstByte) // its first byte of output arrived
+	OnOutput    func(Message)   // a user-visible message (the final one too)
+	// OnHeld: the agent's latest message, held back because it may yet be
+	// its final one (OnOutput reports it once that is settled). A view of
+	// the output so far shows it; the next OnOutput or OnHeld replaces it.
+	OnHeld  func(Message)
+	OnSteer func(SteerResult) // a steer the executor itself turned into a follow-up
+	OnEnd   func(TaskResult)  // the task's process is gone and Finish was reported
 }
 
 // Started says that a task's agent process started.

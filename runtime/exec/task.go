@@ -298,12 +298,14 @@ func (t *taskRun) event(ev Event) {
 	case EventText:
 		t.flush()
 		t.held = ev.Text
+		t.tellHeld()
 	case EventResult:
 		t.results++
 		t.resultErr = ev.IsError
 		if ev.Text != "" && ev.Text != t.held {
 			t.flush()
 			t.held = ev.Text
+			t.tellHeld()
 		}
 	case EventToolUse:
 		if len(t.open) < maxOpenCalls {
@@ -313,6 +315,13 @@ func (t *taskRun) event(ev Event) {
 		delete(t.open, ev.ToolID)
 	case EventError:
 		t.errText = ev.Text
+	}
+}
+
+// tellHeld shows the held message to OnHeld.
+func (t *taskRun) tellHeld() {
+	if t.held != "" && t.e.cfg.OnHeld != nil {
+		t.e.cfg.OnHeld(Message{Task: t.run.Task, Text: t.held})
 	}
 }
 
