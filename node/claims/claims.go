@@ -142,6 +142,7 @@ type Decider struct {
 	kick      chan struct{}
 	stop      chan struct{}
 	done      chan struct{}
+	startOnce sync.Once // the retry starts with the first pending claim
 	closeOnce sync.Once
 }
 
@@ -159,10 +160,8 @@ func New(cfg Config) *Decider {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	d := &Decider{cfg: cfg, taken: map[string][]pendingClaim{},
+	return &Decider{cfg: cfg, taken: map[string][]pendingClaim{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	go d.retryLoop()
-	return d
 }
 
 // Mode is the decider's mode.

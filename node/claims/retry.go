@@ -61,6 +61,7 @@ func (d *Decider) addPending(r Request, need []string) {
 			d.cfg.Rows.ClaimPending(r.Session, a)
 		}
 	}
+	d.startOnce.Do(func() { go d.retryLoop() })
 	select {
 	case d.kick <- struct{}{}:
 	default:
@@ -120,6 +121,7 @@ func (d *Decider) retryOnce() bool {
 	todo := slices.Clone(d.pending)
 	d.mu.Unlock()
 	settled := map[int]bool{}
+	var tell []func()
 	for i, pc := range todo {
 		if d.cfg.Describe.Describe(pc.session, d.cfg.Node).Ended {
 			settled[i] = true
@@ -141,14 +143,23 @@ func (d *Decider) retryOnce() bool {
 			}
 		}
 		if d.cfg.Rows != nil {
-			if a := pick(pc.abs, won); len(a) > 0 {
-				d.cfg.Rows.ClaimLanded(pc.session, a)
-			}
-			if a := pick(pc.abs, lost); len(a) > 0 {
-				d.cfg.Rows.ClaimDropped(pc.session, a)
-			}
+			pc, won, lost := pc, won, lost
+			tell = append(tell, func() {
+				if a := pick(pc.abs, won); len(a) > 0 {
+					d.cfg.Rows.ClaimLanded(pc.session, a)
+				}
+				if a := pick(pc.abs, lost); len(a) > 0 {
+					d.cfg.Rows.ClaimDropped(pc.session, a)
+				}
+			})
 		}
 	}
+	// The rows are told once the pending list says so too.
+	defer func() {
+		for _, f := range tell {
+			f()
+		}
+	}()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	// Claims queued meanwhile stay; the settled ones were the first
@@ -201,9 +212,11 @@ func (d *Decider) dropPending(session, repo string, paths []string) []string {
 	return dropped
 }
 
-// Close stops the retry and waits for it.
+// Close stops the retry and waits for it. Claims still pending then are
+// not retried: they end with the node's sessions.
 func (d *Decider) Close() {
 	d.closeOnce.Do(func() { close(d.stop) })
+	d.startOnce.Do(func() { close(d.done) }) // never started
 	<-d.done
 }
 
