@@ -80,8 +80,7 @@ func TestAClaimMadeWithoutALeaderShowsPendingThenLands(t *testing.T) {
 // request, so its PostToolUse never comes. The claim it took is released:
 // the row no longer lists it and another session may claim the file.
 func TestAWriteTheOperatorDeniedReleasesItsClaim(t *testing.T) {
-	m := newMeshNode(t, "solo")
-	m.start()
+	m := startServers(t, 1)[0]
 	clone := filepath.Join(m.root, "r")
 	gitClone(t, clone, "git@example.com:team/r.git")
 	x := filepath.Join(clone, "pkg", "x.go")
@@ -90,6 +89,10 @@ func TestAWriteTheOperatorDeniedReleasesItsClaim(t *testing.T) {
 	if r := m.hook("claude-code", claudePreWrite("sess-a", clone, x)); strings.Contains(r.stdout, "deny") {
 		t.Fatalf("a's write was denied: %v", r)
 	}
+	eventually(t, meshTimeout, "a's claim holds", func() (bool, string) {
+		row, ok, why := m.claimRow("sess-a")
+		return ok && slices.Contains(row.Claims, x), why
+	})
 	if r := m.hook("claude-code", claudePreWrite("sess-b", clone, x)); !strings.Contains(r.stdout, `"permissionDecision":"deny"`) {
 		t.Fatalf("b's write to a's claimed file was allowed: %v", r)
 	}
