@@ -82,6 +82,7 @@ func claimRequests(agent string, in []byte, evs []presence.Event) []claims.Reque
 			out = append(out, claims.Request{Session: session, Repo: repo, Phase: phase})
 		}
 		out[i].Paths = append(out[i].Paths, filepath.ToSlash(rel))
+		out[i].Abs = append(out[i].Abs, abs)
 	}
 	return out
 }

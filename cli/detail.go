@@ -82,6 +82,9 @@ func (v detailView) write(w io.Writer, r *rosterRow) error {
 		for _, c := range r.Claims {
 			line("claim", safe(c))
 		}
+		for _, c := range r.PendingClaims {
+			line("claim", safe(c)+" (pending: not recorded yet, does not hold)")
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

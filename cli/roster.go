@@ -42,6 +42,7 @@ type rowDetail struct {
 	Agent, Node, Name, SessionName, ActivitySource, BlockerReason, Task string
 	Cwd, WaitingOn, Project, Branch, WaitingChild, EndReason            string
 	Claims                                                              []string
+	PendingClaims                                                       []string
 	Reachable                                                           bool
 	AgentPID, Events                                                    int
 	StartedAt, UnreachableSince, EndedAt                                time.Time
@@ -189,6 +190,8 @@ func (r *rosterRow) decode(b []byte, full bool) error {
 			d.HarnTask = decodeHarnTask(v)
 		case "claims":
 			_ = json.Unmarshal(v, &d.Claims)
+		case "pending_claims":
+			_ = json.Unmarshal(v, &d.PendingClaims)
 		case "reachable":
 			d.Reachable = string(v) != "false"
 		case "agent_pid":

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims"
@@ -19,7 +20,8 @@ func (n *Node) openClaims() error {
 	if err != nil {
 		return fmt.Errorf("%w: --claims: %w", ErrConfig, err)
 	}
-	cfg := claims.Config{Mode: mode, Node: n.cfg.Name, Describe: claimDescriber{n}, Now: n.cfg.Clock.Now}
+	cfg := claims.Config{Mode: mode, Node: n.cfg.Name, Describe: claimDescriber{n}, Now: n.cfg.Clock.Now,
+		Clock: n.cfg.Clock, Rows: claimRows{n}}
 	if n.cl != nil {
 		cfg.Table, cfg.Writer = n.cl.store, claimWriter{n.cl}
 	} else {
@@ -40,6 +42,40 @@ func (w claimWriter) Write(ctx context.Context, cmd raftstore.Command) error {
 		return err
 	}
 	return w.c.store.WaitForApplied(ctx, idx)
+}
+
+// claimRows tells a session's row what became of its claims: it ingests
+// claim.pending, claim.write or claim.release with the hook's paths.
+type claimRows struct{ n *Node }
+
+func (r claimRows) ClaimPending(session string, abs []string) {
+	r.record(session, presence.TypeClaimPending, abs)
+}
+func (r claimRows) ClaimLanded(session string, abs []string) {
+	r.record(session, presence.TypeClaimWrite, abs)
+}
+func (r claimRows) ClaimDropped(session string, abs []string) {
+	r.record(session, presence.TypeClaimRelease, abs)
+}
+
+func (r claimRows) record(session, typ string, abs []string) {
+	n := r.n
+	st, err := n.resolveLocal(session)
+	if err != nil || st.Ended {
+		return // not this node's session, or over: its claims end with it
+	}
+	if len(abs) > presence.MaxPathsPerClaim {
+		abs = abs[:presence.MaxPathsPerClaim]
+	}
+	ts := n.cfg.Clock.Now()
+	if !ts.After(st.LastEventAt) {
+		ts = st.LastEventAt.Add(time.Millisecond)
+	}
+	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID, Type: typ, TS: ts,
+		Agent: st.Agent, Attrs: map[string]any{presence.AttrPaths: abs}}
+	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+		n.log.Warn("claims: the row was not told", "session", st.SessionID, "event", typ, "err", err)
+	}
 }
 
 // claimDescriber names a claim's holder from this node's sessions, else
@@ -96,6 +132,7 @@ func (n *Node) decideClaims(ctx context.Context, query []byte) (*api.DecideRespo
 		}
 		switch v.Decision {
 		case claims.DecideDeny:
+			d.Refused(r)
 			return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason}, true
 		case claims.DecideWarn:
 			if warn == nil {
@@ -104,4 +141,36 @@ func (n *Node) decideClaims(ctx context.Context, query []byte) (*api.DecideRespo
 		}
 	}
 	return warn, warn != nil
+}
+
+// claimsRefused tells the rows of a write the task runtime refused that its
+// claims were never taken.
+func (n *Node) claimsRefused(query []byte) {
+	d := n.claims.Load()
+	if d == nil {
+		return
+	}
+	var q claimQuery
+	if json.Unmarshal(query, &q) != nil {
+		return
+	}
+	for i, r := range q.Claims {
+		if i == 8 {
+			break
+		}
+		d.Refused(r)
+	}
+}
+
+// releaseDeniedClaims releases what the session's latest write claimed:
+// the operator denied that write, so its PostToolUse never comes.
+func (n *Node) releaseDeniedClaims(ctx context.Context, session string) {
+	d := n.claims.Load()
+	if d == nil || session == "" {
+		return
+	}
+	if err := d.ReleaseTaken(ctx, session); err != nil {
+		n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: "claims",
+			Error: "claims: the claim of a denied write was not released: " + err.Error() + "; run `harn agents release-claim --session " + session + " --all`"})
+	}
 }

@@ -281,6 +281,9 @@ func (n *Node) Close() error {
 		if n.grpc != nil {
 			stopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
 		}
+		if d := n.claims.Load(); d != nil {
+			d.Close() // its retries write through the mesh and into the ledger
+		}
 		if n.tasks != nil {
 			n.tasks.Close()
 		}

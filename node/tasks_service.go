@@ -330,11 +330,16 @@ func (s *localService) Decide(ctx context.Context, req *api.DecideRequest) (*api
 // query is q as the hook sent it, claims beside it.
 func (n *Node) decide(ctx context.Context, q tasks.Query, query []byte) *api.DecideResponse {
 	q.Wait = min(max(q.Wait, 0), maxDecideWait)
+	if d := n.claims.Load(); d != nil && q.Phase == tasks.PhasePre {
+		d.BeginCall(q.Session)
+	}
 	v := n.tasks.Decide(ctx, q)
 	if v.Decision == tasks.DecideAllow || v.Decision == tasks.DecideNone {
 		if r, ok := n.decideClaims(ctx, query); ok {
 			return r
 		}
+	} else if v.Decision == tasks.DecideDeny {
+		n.claimsRefused(query)
 	}
 	return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason, Task: v.Task, Call: v.Call}
 }
@@ -368,6 +373,8 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 	d := "deny"
 	if ans.Allow {
 		d = "allow"
+	} else {
+		s.n.releaseDeniedClaims(ctx, r.Session)
 	}
 	return &api.ApprovalResponse{Decision: d, Reason: ans.Reason, Request: r.ID, By: ans.By}, nil
 }

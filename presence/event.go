@@ -30,6 +30,12 @@ const (
 	TypeTaskState        = "state.task_state"
 	TypeTaskSet          = "task.set"
 	TypeClaimWrite       = "claim.write"
+	// TypeClaimPending: the node could not record the claim on these
+	// paths yet and retries it; the row shows them pending, not held.
+	TypeClaimPending = "claim.pending"
+	// TypeClaimRelease: the claim on these paths was dropped (its write was
+	// denied, or a retried claim lost its race).
+	TypeClaimRelease = "claim.release"
 	// TypeSessionNameSeen records that the agent showed a session name
 	// (attr name): the node observes it in the agent's own text.
 	TypeSessionNameSeen = "session_name.seen"
@@ -44,6 +50,7 @@ var KnownTypes = map[string]bool{
 	TypeSubagentStop: true, TypeToolPostUse: true, TypeOutputChunk: true,
 	TypeNarration: true, TypeCoordination: true, TypeTaskState: true,
 	TypeTaskSet: true, TypeClaimWrite: true, TypeSessionNameSeen: true,
+	TypeClaimPending: true, TypeClaimRelease: true,
 }
 
 // evidenceTypes are the events that evidence the agent itself acting: what
@@ -332,7 +339,7 @@ func (e *Event) Validate() error {
 	if e.Type == TypeTaskSet && utf8.RuneCountInString(e.AttrString(AttrTask)) > MaxTaskChars {
 		return fieldErr("attrs.task", "is longer than %d characters", MaxTaskChars)
 	}
-	if e.Type == TypeClaimWrite && len(e.AttrStrings(AttrPaths)) > MaxPathsPerClaim {
+	if (e.Type == TypeClaimWrite || e.Type == TypeClaimPending || e.Type == TypeClaimRelease) && len(e.AttrStrings(AttrPaths)) > MaxPathsPerClaim {
 		return fieldErr("attrs.paths", "names more than %d paths; split the claim", MaxPathsPerClaim)
 	}
 	if n := e.size(); n > MaxEventBytes {

@@ -17,10 +17,11 @@ const MaxClaims = 1024
 // (InOrder), and otherwise fold the session again. Step never writes into
 // memory that s shares with the caller's copy of it.
 func Step(s State, e *Event) State {
-	if e.Type == TypeClaimWrite {
+	if e.Type == TypeClaimWrite || e.Type == TypeClaimPending || e.Type == TypeClaimRelease {
 		// addClaims inserts in place when there is spare capacity; the
 		// caller's copy of s must keep its claims.
 		s.Claims = slices.Clip(s.Claims)
+		s.PendingClaims = slices.Clip(s.PendingClaims)
 	}
 	step(&s, e)
 	return s
@@ -117,7 +118,17 @@ func step(s *State, e *Event) {
 	case TypeTaskSet:
 		s.Task = e.AttrString(AttrTask)
 	case TypeClaimWrite:
-		s.Claims = addClaims(s.Claims, e.AttrStrings(AttrPaths))
+		ps := e.AttrStrings(AttrPaths)
+		s.Claims = addClaims(s.Claims, ps)
+		s.PendingClaims = dropClaims(s.PendingClaims, ps)
+	case TypeClaimPending:
+		ps := e.AttrStrings(AttrPaths)
+		s.Claims = dropClaims(s.Claims, ps)
+		s.PendingClaims = addClaims(s.PendingClaims, ps)
+	case TypeClaimRelease:
+		ps := e.AttrStrings(AttrPaths)
+		s.Claims = dropClaims(s.Claims, ps)
+		s.PendingClaims = dropClaims(s.PendingClaims, ps)
 	case TypeSessionNameSeen:
 		// Only this session's own name counts: agents also quote the names
 		// of their peers.
@@ -395,6 +406,24 @@ func addClaims(have, add []string) []string {
 		have = slices.Insert(have, i, p)
 	}
 	return have
+}
+
+// dropClaims returns have (sorted) without drop. It never writes into
+// have's memory, which the caller's copy of a state may share.
+func dropClaims(have, drop []string) []string {
+	var out []string
+	changed := false
+	for _, p := range have {
+		if slices.Contains(drop, p) {
+			changed = true
+			continue
+		}
+		out = append(out, p)
+	}
+	if !changed {
+		return have
+	}
+	return out
 }
 
 // InOrder reports whether e sorts after the last event folded into s, so

@@ -61,8 +61,11 @@ type State struct {
 	// its state; BlockerReason is set only while blocked.
 	LifecycleReason string `json:"lifecycle_reason,omitempty"`
 
-	Task                 string   `json:"task,omitempty"`
-	Claims               []string `json:"claims,omitempty"`
+	Task   string   `json:"task,omitempty"`
+	Claims []string `json:"claims,omitempty"`
+	// PendingClaims are claims the node could not record yet and is
+	// retrying: they do not hold until they land.
+	PendingClaims        []string `json:"pending_claims,omitempty"`
 	SuggestedSessionName string   `json:"suggested_session_name,omitempty"`
 	// SessionNameSeenFor is the suggested (or projected) session name the
 	// agent was last seen showing (session_name.seen).

@@ -28,6 +28,7 @@ type StateJSON struct {
 	LifecycleReason      string    `json:"lifecycle_reason,omitempty"`
 	Task                 string    `json:"task,omitempty"`
 	Claims               []string  `json:"claims,omitempty"`
+	PendingClaims        []string  `json:"pending_claims,omitempty"`
 	SuggestedSessionName string    `json:"suggested_session_name,omitempty"`
 	SessionNameSeenFor   string    `json:"session_name_seen_for,omitempty"`
 	StartedAt            string    `json:"started_at,omitempty"`
@@ -75,6 +76,7 @@ func (s State) JSON() StateJSON {
 		LifecycleReason:      s.LifecycleReason,
 		Task:                 s.Task,
 		Claims:               s.Claims,
+		PendingClaims:        s.PendingClaims,
 		SuggestedSessionName: s.SuggestedSessionName,
 		SessionNameSeenFor:   s.SessionNameSeenFor,
 		StartedAt:            FormatTime(s.StartedAt),
@@ -127,6 +129,7 @@ func (s *State) UnmarshalJSON(b []byte) error {
 		LifecycleReason:      j.LifecycleReason,
 		Task:                 j.Task,
 		Claims:               j.Claims,
+		PendingClaims:        j.PendingClaims,
 		SuggestedSessionName: j.SuggestedSessionName,
 		SessionNameSeenFor:   j.SessionNameSeenFor,
 		StartedAt:            pt(j.StartedAt),

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/raftstore"
+	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -63,6 +64,9 @@ type Request struct {
 	Repo    string   `json:"repo"`
 	Paths   []string `json:"paths"`
 	Phase   string   `json:"phase,omitempty"`
+	// Abs are the hook's absolute paths, one per path (as the session's
+	// row lists them); the row is told of each one's fate.
+	Abs []string `json:"abs,omitempty"`
 }
 
 // Verdict answers a Request. Diagnostic, when set, is for the node's
@@ -117,11 +121,29 @@ type Config struct {
 	// still); 0 means 250 ms.
 	Budget time.Duration
 	Now    func() time.Time
+	// Clock paces the retry of claims that could not be recorded; nil
+	// is the real clock.
+	Clock clock.Clock
+	// Rows, when set, is told when a claim is pending, lands or is
+	// dropped.
+	Rows Rows
 }
 
 // Decider answers write requests. It is safe for concurrent use.
 type Decider struct {
 	cfg Config
+
+	mu      sync.Mutex
+	pending []pendingClaim
+	// taken: the claims each session's latest write took (recorded or
+	// pending), released when that write is denied after all.
+	taken map[string][]pendingClaim
+
+	kick      chan struct{}
+	stop      chan struct{}
+	done      chan struct{}
+	startOnce sync.Once // the retry starts with the first pending claim
+	closeOnce sync.Once
 }
 
 // New returns a Decider.
@@ -135,7 +157,11 @@ func New(cfg Config) *Decider {
 	if cfg.Mode == "" {
 		cfg.Mode = ModeEnforce
 	}
-	return &Decider{cfg: cfg}
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
+	}
+	return &Decider{cfg: cfg, taken: map[string][]pendingClaim{},
+		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // Mode is the decider's mode.
@@ -152,6 +178,9 @@ func (d *Decider) Decide(ctx context.Context, r Request) Verdict {
 	if len(r.Paths) > raftstore.MaxClaimPaths {
 		r.Paths = r.Paths[:raftstore.MaxClaimPaths]
 	}
+	if len(r.Abs) != len(r.Paths) {
+		r.Abs = nil
+	}
 	held, need := d.scan(r)
 	if len(held) > 0 {
 		held, need = d.releaseEnded(ctx, r, held, need)
@@ -161,9 +190,12 @@ func (d *Decider) Decide(ctx context.Context, r Request) Verdict {
 		err := d.cfg.Writer.Write(wctx, raftstore.ClaimCmd(r.Session, d.cfg.Node, r.Repo, d.cfg.Now(), need...))
 		cancel()
 		if err != nil {
-			return Verdict{Decision: DecideAllow, Diagnostic: fmt.Sprintf("claims: the claim on %s was not recorded (%s); the write was allowed",
+			d.addPending(r, need)
+			d.noteTaken(r, need)
+			return Verdict{Decision: DecideAllow, Diagnostic: fmt.Sprintf("claims: the claim on %s was not recorded yet (%s); the write was allowed, the claim shows pending and is retried until it lands or the session ends",
 				text.Clip(strings.Join(need, ", "), 200), text.OneLine(err.Error()))}
 		}
+		d.noteTaken(r, need)
 		held, _ = d.scan(r) // a race lost in the log shows here
 	}
 	if len(held) == 0 {

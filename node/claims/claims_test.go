@@ -143,6 +143,7 @@ func TestUnrecordedClaimAllowsWithADiagnostic(t *testing.T) {
 	l := NewLocal()
 	stuck := writerFunc(func(ctx context.Context, _ raftstore.Command) error { <-ctx.Done(); return ctx.Err() })
 	d := New(Config{Mode: ModeEnforce, Table: l, Writer: stuck, Describe: fakeDescribe{}, Budget: time.Millisecond})
+	defer d.Close()
 	v := d.Decide(context.Background(), Request{Session: "a", Repo: "R", Paths: []string{"x"}})
 	if v.Decision != DecideAllow || !strings.Contains(v.Diagnostic, "not recorded") || !errors.Is(context.DeadlineExceeded, context.DeadlineExceeded) {
 		t.Fatalf("%+v", v)

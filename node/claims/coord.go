@@ -23,6 +23,11 @@ func (d *Decider) ClaimsOf(session string) []raftstore.Claim {
 // Release drops a session's claims: all of them, or the paths named of
 // repo. It returns once the local replica reflects the release.
 func (d *Decider) Release(ctx context.Context, session, repo string, all bool, paths ...string) error {
+	if all {
+		d.dropPending(session, "", nil)
+	} else if len(paths) > 0 {
+		d.dropPending(session, repo, paths)
+	}
 	return d.cfg.Writer.Write(ctx, raftstore.ReleaseCmd(session, repo, all, paths...))
 }
 
