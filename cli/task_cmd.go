@@ -268,6 +268,9 @@ func printTaskResult(w io.Writer, op string, r tasks.Result) {
 	if r.Message != "" {
 		fmt.Fprintln(w, text.OneLine(r.Message))
 	}
+	if r.Interrupt != "" {
+		fmt.Fprintln(w, "interrupt:", text.OneLine(r.Interrupt))
+	}
 	switch op {
 	case tasks.OpShow:
 		if r.Task != nil && r.Task.By != "" {

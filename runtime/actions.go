@@ -349,6 +349,7 @@ func (rt *Runtime) advance(s *session) {
 // and for a successor its handoff.
 func (rt *Runtime) startLocked(s *session, t *task, pred *task) {
 	s.head = t
+	s.refusing = nil // a new task governs the session's calls
 	g := rt.global.Load()
 	t.snap = g.catalogs[s.cfg.Catalog]
 	if t.snap == nil {

@@ -160,8 +160,11 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 	switch t.state {
 	case StateRunning:
 	case StateCancelling, StateQuiescing:
-		return Capability{}, false, refuse(CheckTask, name, ErrTaskCancelling, "task %s is %s", t.id, t.state)
+		return Capability{}, false, &RefusalError{Check: CheckTask, Capability: name, Detail: t.cancelledError().Error(), Err: t.cancelledError()}
 	case StateTerminal:
+		if t.wasCancelled() {
+			return Capability{}, false, &RefusalError{Check: CheckTask, Capability: name, Detail: t.cancelledError().Error(), Err: t.cancelledError()}
+		}
 		return Capability{}, false, refuse(CheckTask, name, ErrTaskTerminal, "task %s is %s", t.id, t.status)
 	default:
 		return Capability{}, false, refuse(CheckTask, name, ErrTaskNotRunning, "task %s is %s", t.id, t.state)

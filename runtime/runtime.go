@@ -201,11 +201,15 @@ type session struct {
 	head  *task   // running, cancelling, quiescing or blocked; nil when idle
 	queue []*task // queued behind head
 	last  *task   // the task that ended last
-	ended []*task // ended tasks kept for views
-	conv  []Message
-	base  int // absolute index of conv[0]
-	holds []hold
-	wake  chan struct{} // closed and replaced on every change
+	// refusing: the running task last cancelled or superseded; its
+	// refusal of the session's calls holds until a new task starts or the
+	// agent's turn ends (see cancelled.go).
+	refusing *task
+	ended    []*task // ended tasks kept for views
+	conv     []Message
+	base     int // absolute index of conv[0]
+	holds    []hold
+	wake     chan struct{} // closed and replaced on every change
 }
 
 // hold is a mutating call that ended with an unknown outcome and waits for
@@ -252,7 +256,9 @@ type task struct {
 	inherit         *task // a replacement: the task whose reductions it keeps, merged when it starts
 	requiresSuccess bool
 	by              string // who submitted it
-	queued          bool   // it waited behind another task: it is a successor
+	cancelBy        string // who cancelled it
+	cancelReason    string
+	queued          bool // it waited behind another task: it is a successor
 	state           State
 	status          Status
 	submitted       int // absolute conversation index before its own text

@@ -57,6 +57,10 @@ type Result struct {
 	Digest  *runtime.Handoff     `json:"digest,omitempty"`
 	View    *runtime.SessionView `json:"session_view,omitempty"`
 	Message string               `json:"message,omitempty"`
+	// Interrupt: cancel and supersede of a running task say whether the
+	// agent is interrupted: "sent: …" when harn started its process,
+	// "not possible: …" for an external agent's session.
+	Interrupt string `json:"interrupt,omitempty"`
 }
 
 // IsSessionOp reports whether op names its target by session (else by
@@ -137,6 +141,12 @@ func (h *Host) Do(a Action) (Result, error) {
 		}
 		res.Task = &v
 		res.Text = h.text(v.ID)
+		if a.Op == OpSupersede && v.State == runtime.StateQueued {
+			// The replacement waits for the barrier of the task it cancelled.
+			if sv, serr := h.rt.Session(hs.id); serr == nil && sv.Task != nil && sv.Task.ID != v.ID {
+				res.Interrupt = h.interruptOf(hs.id, sv.Task.ID)
+			}
+		}
 		h.changed(hs.id)
 		return res, nil
 	}
@@ -150,6 +160,9 @@ func (h *Host) Do(a Action) (Result, error) {
 		v, err = h.rt.Resume(a.Task)
 	case OpCancel:
 		v, err = h.rt.Cancel(a.Task, by, a.Reason)
+		if err == nil && v.State != runtime.StateTerminal {
+			res.Interrupt = h.interruptOf(v.Session, v.ID)
+		}
 	case OpReplace:
 		v, err = h.rt.Replace(a.Task, a.Text)
 		if err == nil {
@@ -281,4 +294,28 @@ func KindOf(err error) Kind {
 		}
 	}
 	return KindInternal
+}
+
+// interruptOf says whether the cancellation of a running task reaches its
+// agent as an interrupt. harn's own sessions (--exec, --launcher): their
+// executor sends SIGINT to the agent's process group. An external agent's
+// session (a task started with --session): harn did not start that
+// process and holds no control channel to it (for Codex, no app-server
+// connection for turn/interrupt), so it cannot interrupt the turn; the
+// session's further tool calls are refused instead.
+func (h *Host) interruptOf(session, task string) string {
+	hs := h.lookup(session)
+	switch {
+	case hs == nil:
+		return ""
+	case hs.ex != nil:
+		return fmt.Sprintf("sent: harn started this agent's process; its executor sends SIGINT to the process group (SIGKILL after %s)", h.cfg.Grace)
+	default:
+		agent := hs.agent
+		if agent == "" {
+			agent = "external"
+		}
+		return fmt.Sprintf("not possible: harn did not start this %s agent's process and holds no channel to interrupt its turn; "+
+			"its further tool calls are refused, naming task %s, until its turn ends or a new task starts", agent, task)
+	}
 }

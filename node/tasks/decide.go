@@ -64,6 +64,14 @@ func (h *Host) Decide(ctx context.Context, q Query) Verdict {
 		}
 		t, ok := h.rt.ActiveTask(q.Session)
 		if !ok {
+			if q.Phase == PhasePost {
+				return Verdict{Decision: DecideNone}
+			}
+			// A task cancelled while it ran keeps refusing its agent's
+			// calls until a new task starts or the agent's turn ends.
+			if ct, err := h.rt.CancelledRefusal(q.Session, q.Tool); err != nil {
+				return Verdict{Decision: DecideDeny, Task: ct, Call: q.Call, Reason: reasonOf(ct, err)}
+			}
 			return Verdict{Decision: DecideNone}
 		}
 		task = t

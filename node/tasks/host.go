@@ -341,6 +341,9 @@ func (h *Host) Observe(evs []presence.Event) {
 			run, hs.run = hs.run, nil
 		}
 		h.mu.Unlock()
+		if hs != nil && hs.external && h.rt.EndTurn(e.SessionID) {
+			h.log.Debug("turn ended: a cancelled task's refusal lifts", "session", e.SessionID)
+		}
 		if run != nil {
 			status := runtime.StatusSucceeded
 			if e.Type == presence.TypeSessionEnd || e.AttrString(presence.AttrError) != "" {
