@@ -60,11 +60,20 @@ type LifecycleResult struct {
 // sessions run side by side (a slow git check or registry write stalls
 // only its own session).
 func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
+	return n.LifecycleFrom(ctx, Caller{}, session, to, reason)
+}
+
+// LifecycleFrom is Lifecycle asked by caller: the caller rules
+// (checkCaller) apply before the target's own.
+func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
 	st, unlock, err := n.lockSession(session)
 	if err != nil {
 		return LifecycleResult{}, err
 	}
 	defer unlock()
+	if err := n.checkCaller(caller, st); err != nil {
+		return LifecycleResult{}, err
+	}
 	decl, err := presence.Declare(&st, to, reason)
 	if err != nil {
 		check := "lifecycle"

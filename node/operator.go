@@ -31,6 +31,9 @@ type localPeer struct {
 	credentials.CommonAuthInfo
 	uid   int
 	known bool
+	// pid is the peer's process id at connect (0 when the system does
+	// not tell): the caller whose ancestry a lifecycle declaration checks.
+	pid int
 }
 
 func (localPeer) AuthType() string { return "unix-peer" }
@@ -50,6 +53,7 @@ func (localCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, e
 		if uid, known, err := peerUID(uc); err == nil && known {
 			p.uid, p.known = uid, true
 		}
+		p.pid = peerPID(uc)
 	}
 	return c, p, nil
 }
@@ -59,6 +63,20 @@ func (localCreds) Info() credentials.ProtocolInfo {
 }
 func (c localCreds) Clone() credentials.TransportCredentials { return c }
 func (localCreds) OverrideServerName(string) error           { return nil }
+
+// localCallerPID is the process id of the local socket's peer, 0 when
+// ctx is not a local socket call or the system does not tell.
+func localCallerPID(ctx context.Context) int {
+	p, ok := grpcpeer.FromContext(ctx)
+	if !ok {
+		return 0
+	}
+	lp, ok := p.AuthInfo.(localPeer)
+	if !ok {
+		return 0
+	}
+	return lp.pid
+}
 
 // localOperator names the process that called on the local socket
 // (`alice (uid 1000)`), or "" when ctx is not a local socket call or its

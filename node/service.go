@@ -223,7 +223,7 @@ func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api
 }
 
 func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
-	res, err := s.n.Lifecycle(ctx, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
+	res, err := s.n.LifecycleFrom(ctx, Caller{PID: localCallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
 	if err != nil {
 		return nil, statusErr(err)
 	}

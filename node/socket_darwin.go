@@ -24,3 +24,18 @@ func peerUID(c *net.UnixConn) (int, bool, error) {
 	}
 	return int(cred.Uid), true, nil
 }
+
+// peerPID reads the peer's process id with LOCAL_PEERPID (0 when unknown).
+func peerPID(c *net.UnixConn) int {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	_ = rc.Control(func(fd uintptr) {
+		if p, err := unix.GetsockoptInt(int(fd), unix.SOL_LOCAL, unix.LOCAL_PEERPID); err == nil {
+			pid = p
+		}
+	})
+	return pid
+}

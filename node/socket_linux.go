@@ -24,3 +24,18 @@ func peerUID(c *net.UnixConn) (int, bool, error) {
 	}
 	return int(cred.Uid), true, nil
 }
+
+// peerPID reads the peer's process id with SO_PEERCRED (0 when unknown).
+func peerPID(c *net.UnixConn) int {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return 0
+	}
+	pid := 0
+	_ = rc.Control(func(fd uintptr) {
+		if cred, err := unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED); err == nil {
+			pid = int(cred.Pid)
+		}
+	})
+	return pid
+}

@@ -141,6 +141,8 @@ var profiles = map[string][]Grant{
 		{Level: Execute, Capability: "TodoWrite"},
 		{Level: Execute, Capability: "read_*"},
 		{Level: Execute, Capability: "list_*"},
+		{Level: Execute, Capability: "glob"},
+		{Level: Execute, Capability: "google_web_search"},
 		{Level: Execute, Capability: "search_*"},
 		{Level: Execute, Capability: "capabilities_*"},
 		{Level: Execute, Capability: "tools_load"},

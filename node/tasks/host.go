@@ -125,10 +125,8 @@ func New(cfg Config) (*Host, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range []string{"claude-code", "codex"} {
-		if _, err := rt.SetCatalog(a, runtime.ExternalCatalog(a)); err != nil {
-			return nil, err
-		}
+	if err := setAgentCatalogs(rt); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, rt: rt, log: cfg.Logger, ctx: ctx, cancel: cancel,
@@ -159,14 +157,6 @@ type rtClock struct{ c clock.Clock }
 func (r rtClock) Now() time.Time { return r.c.Now() }
 func (r rtClock) AfterFunc(d time.Duration, f func()) runtime.Timer {
 	return r.c.AfterFunc(d, f)
-}
-
-// catalogOf is the catalog name of an agent's own tools.
-func catalogOf(agent string) string {
-	if agent == "codex" {
-		return "codex"
-	}
-	return "claude-code"
 }
 
 // OpenExec opens a new runtime session whose tasks run argv (an `--exec`

@@ -72,3 +72,39 @@ type Adapter interface {
 	// reply. Most events print nothing.
 	Output(res Result, reply Reply) []byte
 }
+
+// Subject says which part of a tool call's input a grant's input pattern
+// matches.
+type Subject uint8
+
+// The subjects of a tool's input.
+const (
+	SubjectNone    Subject = iota
+	SubjectCommand         // input "command": a shell command line
+	SubjectPath            // input "file_path", "notebook_path" or "path"
+	SubjectText            // input "url", "query" or "pattern"
+)
+
+// ToolSpec is one of an agent's own tools, by the name its hooks give.
+type ToolSpec struct {
+	// Name is the tool's name in the agent's hook payloads; a name ending
+	// in "*" covers every tool with that prefix (an agent's MCP tools).
+	Name string
+	// Mutates is true when the tool can change files, run commands or
+	// otherwise act; false for tools that only read.
+	Mutates bool
+	// Subject is the part of its input that input patterns match.
+	Subject Subject
+}
+
+// Cataloger is implemented by an adapter that declares its agent's tools.
+// A harn task under that agent is checked against this catalog: a tool
+// outside it is refused. Every registered adapter declares one
+// (presence/adapter/all checks).
+type Cataloger interface {
+	Catalog() []ToolSpec
+}
+
+// MCPTools is the wildcard entry for an agent's MCP tools
+// (`mcp__server__tool`); they may act.
+var MCPTools = ToolSpec{Name: "mcp__*", Mutates: true}

@@ -57,3 +57,30 @@ func writeClaims(tool string, input json.RawMessage) []string {
 	}
 	return nil
 }
+
+// Catalog is Claude Code's own tools (adapter.Cataloger). The write tools
+// are Write, Edit, MultiEdit and NotebookEdit.
+func (claudeCode) Catalog() []adapter.ToolSpec { return Tools() }
+
+// Tools is Claude Code's tool list.
+func Tools() []adapter.ToolSpec {
+	return []adapter.ToolSpec{
+		{Name: "Bash", Mutates: true, Subject: adapter.SubjectCommand},
+		{Name: "BashOutput"},
+		{Name: "KillShell", Mutates: true},
+		{Name: "Edit", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "MultiEdit", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "Write", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "NotebookEdit", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "Read", Subject: adapter.SubjectPath},
+		{Name: "Glob", Subject: adapter.SubjectPath},
+		{Name: "Grep", Subject: adapter.SubjectPath},
+		{Name: "LS", Subject: adapter.SubjectPath},
+		{Name: "WebFetch", Subject: adapter.SubjectText},
+		{Name: "WebSearch", Subject: adapter.SubjectText},
+		{Name: "TodoWrite"},
+		{Name: "Task", Mutates: true},
+		{Name: "ExitPlanMode"},
+		adapter.MCPTools,
+	}
+}

@@ -146,3 +146,22 @@ func (notify) Decode(in adapter.Input) (adapter.Result, error) {
 	}
 	return b.Result(thread, false)
 }
+
+// Catalog is Codex's own tools (adapter.Cataloger); the write tool is
+// apply_patch.
+func (hooks) Catalog() []adapter.ToolSpec { return Tools() }
+
+// Catalog: the legacy notify hook belongs to the same agent.
+func (notify) Catalog() []adapter.ToolSpec { return Tools() }
+
+// Tools is Codex's tool list.
+func Tools() []adapter.ToolSpec {
+	return []adapter.ToolSpec{
+		{Name: "Bash", Mutates: true, Subject: adapter.SubjectCommand},
+		{Name: "apply_patch", Mutates: true},
+		{Name: "update_plan"},
+		{Name: "web_search", Subject: adapter.SubjectText},
+		{Name: "view_image", Subject: adapter.SubjectPath},
+		adapter.MCPTools,
+	}
+}

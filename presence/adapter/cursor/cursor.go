@@ -201,3 +201,23 @@ func (cursor) Output(res adapter.Result, reply adapter.Reply) []byte {
 	}
 	return append(b, '\n')
 }
+
+// Catalog is Cursor's own tools (adapter.Cataloger): the tool names of
+// preToolUse, with "Bash" for a shell command (beforeShellExecution) and
+// `mcp__server__tool` for an MCP call (beforeMCPExecution), as harn's
+// decision path names them.
+func (cursor) Catalog() []adapter.ToolSpec {
+	return []adapter.ToolSpec{
+		{Name: "Bash", Mutates: true, Subject: adapter.SubjectCommand},
+		{Name: toolShell, Mutates: true, Subject: adapter.SubjectCommand},
+		{Name: toolRead, Subject: adapter.SubjectPath},
+		{Name: "Write", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: toolEdit, Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "Delete", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "Grep", Subject: adapter.SubjectPath},
+		{Name: "Glob", Subject: adapter.SubjectPath},
+		{Name: "LS", Subject: adapter.SubjectPath},
+		{Name: toolMCP, Mutates: true},
+		adapter.MCPTools,
+	}
+}

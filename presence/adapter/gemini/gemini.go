@@ -162,3 +162,23 @@ func (gemini) Output(res adapter.Result, reply adapter.Reply) []byte {
 	}
 	return append(b, '\n')
 }
+
+// Catalog is Gemini CLI's own tools (adapter.Cataloger). The write tools
+// are write_file and replace; the shell tool is run_shell_command.
+func (gemini) Catalog() []adapter.ToolSpec {
+	return []adapter.ToolSpec{
+		{Name: "read_file", Subject: adapter.SubjectPath},
+		{Name: "read_many_files"},
+		{Name: "write_file", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "replace", Mutates: true, Subject: adapter.SubjectPath},
+		{Name: "run_shell_command", Mutates: true, Subject: adapter.SubjectCommand},
+		{Name: "glob", Subject: adapter.SubjectText},
+		{Name: "search_file_content", Subject: adapter.SubjectText},
+		{Name: "list_directory", Subject: adapter.SubjectPath},
+		{Name: "web_fetch"},
+		{Name: "google_web_search", Subject: adapter.SubjectText},
+		{Name: "save_memory", Mutates: true},
+		{Name: "write_todos"},
+		adapter.MCPTools,
+	}
+}
