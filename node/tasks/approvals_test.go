@@ -73,14 +73,9 @@ func TestAnAnswerThatRacesTheWaitsEndWins(t *testing.T) {
 		time.Sleep(time.Millisecond) // until Answer took the request
 	}
 	clk.Advance(2 * time.Second) // the hook's wait ends meanwhile
-	// Give a wrong Await the time to return empty-handed while the answer
-	// is still being recorded; a right one cannot return before release.
-	for i := 0; i < 100 && !returned.Load(); i++ {
-		time.Sleep(time.Millisecond)
-	}
-	if returned.Load() {
-		t.Fatal("the hook's wait returned while its answer was being recorded")
-	}
+	// A wrong Await returns empty-handed once its wait ended, whenever
+	// that is; the check of what the hook got below catches it without a
+	// pause here.
 	close(release)
 	if err := <-answered; err != nil {
 		t.Fatal(err)
