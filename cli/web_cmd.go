@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/util/privfile"
 )
 
 func init() { commandSet = append(commandSet, newWebCmd) }
@@ -110,7 +111,7 @@ func runWebOpen(c *cobra.Command, _ []string) error {
 	page := fmt.Sprintf("<!doctype html>\n<html><head><meta charset=\"utf-8\"><meta name=\"referrer\" content=\"no-referrer\">"+
 		"<meta http-equiv=\"refresh\" content=\"0;url=%[1]s\"><title>harn board</title></head>\n"+
 		"<body><p>Opening <a href=\"%[1]s\">the harn board</a>.</p></body></html>\n", html.EscapeString(u))
-	if err := writePrivateFile(file, page); err != nil {
+	if err := privfile.Write(file, page); err != nil {
 		return fmt.Errorf("cli: write %s: %w", file, err)
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), 30*time.Second)
@@ -122,22 +123,5 @@ func runWebOpen(c *cobra.Command, _ []string) error {
 		return fmt.Errorf("cli: %s failed (%v); open the URL above yourself", filepath.Base(opener), err)
 	}
 	fmt.Fprintln(c.ErrOrStderr(), "harn: opened the board in the browser")
-	return nil
-}
-
-// writePrivateFile writes a 0600 file by temp file and rename.
-func writePrivateFile(path, content string) error {
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/util/privfile"
 )
 
 // The web part of the node: the board (node/board) on Config.HTTPAddr,
@@ -118,27 +119,10 @@ func (n *Node) webToken() (string, error) {
 	b := make([]byte, 24)
 	_, _ = rand.Read(b)
 	tok := hex.EncodeToString(b)
-	if err := writePrivate(p, tok+"\n"); err != nil {
+	if err := privfile.Write(p, tok+"\n"); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrTokenFile, err)
 	}
 	return tok, nil
-}
-
-// writePrivate writes a 0600 file by temp file and rename.
-func writePrivate(path, content string) error {
-	tmp := fmt.Sprintf("%s.tmp-%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
 }
 
 // openWeb opens the board, with /metrics on its listener, when an address
@@ -170,7 +154,7 @@ func (n *Node) openWeb() error {
 		return err
 	}
 	n.board = b
-	if err := writePrivate(WebURLPath(n.cfg.DataDir), b.URL()+"\n"); err != nil {
+	if err := privfile.Write(WebURLPath(n.cfg.DataDir), b.URL()+"\n"); err != nil {
 		n.log.Warn("board url file", "err", err)
 	}
 	if n.cl != nil {
