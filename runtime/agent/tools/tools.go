@@ -1,0 +1,58 @@
+// Package tools holds what harn's own agent loop may call: the core
+// workspace tools (read, write, edit, shell, grep, glob), the discovery
+// tools (capabilities_list, capabilities_search, capabilities_inspect,
+// tools_load, skills_activate), skills, and MCP servers' tools as provider
+// bindings. Its room is what a model can call and how one call runs; the
+// loop in runtime/agent decides when, and the task runtime (package
+// runtime) decides whether.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Spec is one tool as a model sees it, with its contract.
+type Spec struct {
+	Name        string          // the name the model calls
+	Description string          // one paragraph for the model
+	Schema      json.RawMessage // JSON schema of the arguments (an object schema)
+	Mutating    bool            // changes the workspace or the world
+	Provider    string          // "core", "harn" (discovery) or "mcp:<server>"
+	Hash        string          // contract hash: hex SHA-256 of Schema
+}
+
+// Call is one tool call the model made, after the loop's pre-call check
+// (runtime.Begin) allowed it.
+type Call struct {
+	ID      string          // the provider's tool-call id
+	Name    string          // Spec.Name
+	Args    json.RawMessage // the model's arguments, as sent
+	Session string          // harn session id
+	Task    string          // runtime task id
+	Dir     string          // the session's working directory
+}
+
+// Result is what the model gets back from one call.
+type Result struct {
+	Content string // text for the model, already bounded in size
+	IsError bool   // the call failed; Content says why
+}
+
+// Box is the seam between the loop and the tools of one node.
+type Box interface {
+	// Specs are the tools a model request of this task carries now, in a
+	// stable order: core, discovery, then what tools_load admitted.
+	Specs(session, task string) []Spec
+	// Run runs one call. ctx ends when the call is cancelled (abort,
+	// harn task cancel); Run must return within the loop's grace period.
+	Run(ctx context.Context, c Call) (Result, error)
+	// Prompt handles a user prompt's /name skill activations for the task
+	// and returns status lines to show (activated, skipped as too big).
+	Prompt(session, task, text string) []string
+	// Instructions are the texts of the task's active skills, for the
+	// working set of the next model request.
+	Instructions(session, task string) []string
+	// EndStep ends step-scoped state (skills the model activated).
+	EndStep(session, task string)
+}
