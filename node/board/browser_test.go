@@ -172,6 +172,23 @@ func TestBrowser(t *testing.T) {
 		}
 	})
 
+	t.Run("CardsFillTheWidth", func(t *testing.T) {
+		// At 1280 px every machine's row of cards covers its grid's width:
+		// no empty fixed-width tracks beside a machine's few cards.
+		fill := eval[[]float64](t, bctx, `[...document.querySelectorAll('.cards')].map(g => {
+			const cs = [...g.children].filter(c => c.offsetTop === g.children[0].offsetTop);
+			const w = cs.reduce((a, c) => a + c.getBoundingClientRect().width, 0);
+			return w / g.getBoundingClientRect().width; })`)
+		if len(fill) == 0 {
+			t.Fatal("no card grids")
+		}
+		for i, f := range fill {
+			if f < 0.9 {
+				t.Errorf("machine %d: its first row of cards covers %.0f%% of the width", i, 100*f)
+			}
+		}
+	})
+
 	t.Run("Screenshots", func(t *testing.T) {
 		shoot(t, bctx, dir, "board-desktop.png")
 		step(t, bctx, 10*time.Second, chromedp.EmulateViewport(375, 812, chromedp.EmulateScale(2), chromedp.EmulateMobile))

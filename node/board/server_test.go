@@ -2,6 +2,7 @@ package board
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harn-dev/harn/presence"
 )
 
 const localHost = "127.0.0.1:7713"
@@ -475,4 +478,51 @@ func FuzzActionForm(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestDetailPageShowsHumanTimesAndAttributes: the detail page prints times to
+// the second in UTC (the exact RFC 3339 form stays in the markup for
+// scripts and tooltips), shows an event's attributes as a key/value table,
+// and has no "Name projection" panel.
+func TestDetailPageShowsHumanTimesAndAttributes(t *testing.T) {
+	s, src, _ := newTestServer(t, nil)
+	src.traces["s-ended"] = append(seedTrace(), presence.Event{ID: "e4", SessionID: "s-ended", Type: "tool.pre",
+		TS: t0.Add(-80 * time.Minute), Seq: 4, Attrs: map[string]any{"tool": "Bash", "command": "<b>go test</b>", "n": 3}})
+	w := get(t, s.Handler(), "/s/s-ended")
+	if w.Code != 200 {
+		t.Fatalf("status %d", w.Code)
+	}
+	body := w.Body.String()
+	for _, want := range []string{
+		`>2026-08-12 07:30:00 UTC</time>`,
+		`<tr><th scope="row">command</th><td>&lt;b&gt;go test&lt;/b&gt;</td></tr>`,
+		`<tr><th scope="row">n</th><td>3</td></tr>`,
+		`<tr><th scope="row">tool</th><td>Bash</td></tr>`,
+		`agent's title`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("detail lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"Name projection", `"task_state":`, `>2026-08-12T`} {
+		if strings.Contains(body, bad) {
+			t.Errorf("detail still shows %q", bad)
+		}
+	}
+}
+
+// TestTraceAttributesAreBounded: one event with many attributes shows at
+// most maxAttrs of them and says how many more there are.
+func TestTraceAttributesAreBounded(t *testing.T) {
+	m := map[string]any{}
+	for i := 0; i < maxAttrs+5; i++ {
+		m[fmt.Sprintf("k%02d", i)] = strings.Repeat("x", 2*maxAttrValue)
+	}
+	got, more := attrsOf(m)
+	if len(got) != maxAttrs || more != 5 {
+		t.Fatalf("%d shown, %d more; want %d and 5", len(got), more, maxAttrs)
+	}
+	if len(got[0].Value) > maxAttrValue+4 {
+		t.Fatalf("value not clipped: %d bytes", len(got[0].Value))
+	}
 }

@@ -83,15 +83,20 @@ type card struct {
 // stamp is a time as the page shows it: an age now, and the time for the
 // script that keeps the age current.
 type stamp struct {
-	Age string
-	ISO string
+	Age   string
+	ISO   string
+	Human string // to the second, in UTC: what the page prints
 }
+
+// humanLayout is how the detail page prints a time: the machine-readable
+// RFC 3339 form with nanoseconds stays in the datetime and title attributes.
+const humanLayout = "2006-01-02 15:04:05 UTC"
 
 func stampOf(now, t time.Time) stamp {
 	if t.IsZero() {
 		return stamp{Age: "-"}
 	}
-	return stamp{Age: text.Age(now, t), ISO: t.UTC().Format(time.RFC3339Nano)}
+	return stamp{Age: text.Age(now, t), ISO: t.UTC().Format(time.RFC3339Nano), Human: t.UTC().Format(humanLayout)}
 }
 
 // group is one machine's cards.
@@ -267,7 +272,45 @@ type traceLine struct {
 	TS    string
 	Type  string
 	Seq   uint64
-	Attrs string
+	Attrs []attr // sorted by key, at most maxAttrs
+	More  int    // attributes not shown
+}
+
+// attr is one event attribute as a row of the trace's small table.
+type attr struct{ Key, Value string }
+
+// maxAttrs and maxAttrValue bound what one trace line shows.
+const (
+	maxAttrs     = 24
+	maxAttrValue = 300
+)
+
+// attrsOf turns an event's attributes into sorted key/value rows: strings
+// as they are, everything else as compact JSON, each sanitized and clipped.
+func attrsOf(m map[string]any) ([]attr, int) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	more := 0
+	if len(keys) > maxAttrs {
+		more = len(keys) - maxAttrs
+		keys = keys[:maxAttrs]
+	}
+	out := make([]attr, 0, len(keys))
+	for _, k := range keys {
+		var v string
+		switch x := m[k].(type) {
+		case string:
+			v = x
+		default:
+			b, _ := json.Marshal(x)
+			v = string(b)
+		}
+		out = append(out, attr{Key: text.Clip(text.Sanitize(k), 60), Value: text.Clip(text.Sanitize(v), maxAttrValue)})
+	}
+	return out, more
 }
 
 // maxTrace bounds the trace a page shows (newest first).
@@ -297,8 +340,7 @@ func (s *Server) buildDetail(r Row, evs []presence.Event, traceErr error) detail
 	for _, e := range evs {
 		l := traceLine{When: stampOf(now, e.TS), TS: presence.FormatTime(e.TS), Type: text.Sanitize(e.Type), Seq: e.Seq}
 		if len(e.Attrs) > 0 {
-			b, _ := json.Marshal(e.Attrs)
-			l.Attrs = text.Clip(text.Sanitize(string(b)), 400)
+			l.Attrs, l.More = attrsOf(e.Attrs)
 		}
 		d.Events = append(d.Events, l)
 	}
