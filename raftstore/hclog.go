@@ -60,7 +60,20 @@ func (a *hclogAdapter) enabled(level hclog.Level) bool {
 	return a.l.Enabled(context.Background(), toSlog(level))
 }
 
+// expected are raft's warnings that describe its normal operation, logged
+// at Debug instead. "failed to get previous log" is what a follower says
+// when the leader's first AppendEntries reaches a log that is behind: every
+// node that joins, or restarts after missing entries, says it once, and
+// raft backs off to the follower's last index by itself. Raft gives these
+// only as text, so the message is the key.
+var expected = map[string]bool{
+	"failed to get previous log": true,
+}
+
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
+	if level == hclog.Warn && expected[msg] {
+		level = hclog.Debug
+	}
 	if level == hclog.Off || !a.enabled(level) {
 		return
 	}
