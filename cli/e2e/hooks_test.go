@@ -256,6 +256,8 @@ func TestMalformedHookInputIsDiagnostic(t *testing.T) {
 		{"a JSON array", "cursor", `["` + secret + `",{"hook_event_name":"stop"}]`, "hook cursor", "not a JSON object"},
 		{"no session id", "gemini", `{"hook_event_name":"AfterAgent","timestamp":"2026-08-12T10:03:04.000Z","prompt":"` + secret + `"}`, "hook gemini", "session_id is missing"},
 		{"unknown agent", "frobnicator", `{"session_id":"s1","hook_event_name":"Stop"}`, "hook frobnicator", "unknown agent"},
+		// An event name harn does not know is a diagnostic, not a session.
+		{"unknown event name", "claude-code", `{"session_id":"ghost-1","hook_event_name":"TeammateIdle","cwd":"/tmp"}`, "hook claude-code", "unknown hook event"},
 		// Oversized input is refused, not truncated into an event.
 		{"oversized payload", "claude-code", `{"session_id":"big-1","hook_event_name":"UserPromptSubmit","prompt":"` +
 			strings.Repeat("x", 4<<20) + `"}`, "hook claude-code", "at most"},
@@ -269,6 +271,9 @@ func TestMalformedHookInputIsDiagnostic(t *testing.T) {
 	out := e.ok("node", "errors", "--json")
 	if strings.Contains(out, secret) {
 		t.Errorf("a diagnostic carries raw hook input:\n%s", out)
+	}
+	if inList(e.list(true), "ghost-1") {
+		t.Errorf("an unknown hook event made a session")
 	}
 	var ds []struct {
 		Seq         uint64 `json:"seq"`

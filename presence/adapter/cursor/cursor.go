@@ -162,7 +162,7 @@ func (cursor) Decode(in adapter.Input) (adapter.Result, error) {
 			presence.AttrReason:   hookkit.Reason(p.Str("status")),
 		})
 	default:
-		add(presence.TypeCoordination, nil)
+		return adapter.Result{}, hookkit.UnknownEvent(native)
 	}
 	return b.Result(session, wants)
 }

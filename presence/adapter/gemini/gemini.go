@@ -108,7 +108,7 @@ func (gemini) Decode(in adapter.Input) (adapter.Result, error) {
 	case BeforeModel, AfterModel:
 		add(presence.TypeNarration, nil)
 	default:
-		add(presence.TypeCoordination, nil)
+		return adapter.Result{}, hookkit.UnknownEvent(native)
 	}
 	return b.Result(session, wants)
 }

@@ -148,7 +148,7 @@ func (m Mapper) Decode(in adapter.Input) (adapter.Result, error) {
 	case SessionEnd:
 		add(presence.TypeSessionEnd, map[string]any{presence.AttrReason: hookkit.Reason(p.Str("reason"))})
 	default:
-		add(presence.TypeCoordination, nil)
+		return adapter.Result{}, hookkit.UnknownEvent(native)
 	}
 	res, err := b.Result(session, wants)
 	if err != nil {

@@ -37,6 +37,13 @@ func Malformed(format string, a ...any) error {
 	return fmt.Errorf("%w: %s", adapter.ErrMalformed, fmt.Sprintf(format, a...))
 }
 
+// UnknownEvent is the error for a hook event name the adapter does not
+// know: a diagnostic for `harn node errors`, never a session. An agent
+// newer than harn may send one; the hook still answers its agent.
+func UnknownEvent(native string) error {
+	return Malformed("unknown hook event %q: this harn does not know it (update harn, or remove the event's hook entry)", Text(native, 64))
+}
+
 // Payload is one native hook payload, read leniently: a field of an
 // unexpected type reads as absent, never as an error.
 type Payload map[string]json.RawMessage
