@@ -16,7 +16,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/harn-dev/harn/util/text"
 )
 
 // Set by the linker (see Makefile).
@@ -77,7 +76,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	code := ExitCode(err)
 	var silent *silentError
 	if !errors.As(err, &silent) {
-		fmt.Fprintln(stderr, "harn: "+text.FirstLine(err.Error()))
+		fmt.Fprintln(stderr, "harn: "+userText(err))
 	}
 	// A hook never fails its agent, which reads exit 2 as "block this
 	// action": bad flags, environment or config still exit 0.
