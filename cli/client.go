@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -161,36 +162,49 @@ func startNode(p place) error {
 	return cmd.Process.Release()
 }
 
-// connect dials the node, starting one in the background when none is
-// running and waiting up to wait for it to answer.
-func connect(ctx context.Context, p place, wait time.Duration) (*client, error) {
+// connect dials the node. It never starts one: only hooks do, because a
+// hook must not lose its agent's events (hook.go). Every other command
+// that finds no node says how to start one, as the exact command, and
+// exits ExitUnavailable, creating nothing.
+func connect(_ context.Context, p place, _ time.Duration) (*client, error) {
 	dead, err := probeSocket(p.Socket)
 	if err != nil {
 		return nil, err
 	}
 	if dead {
-		if err := startNode(p); err != nil {
-			return nil, withCode(ExitUnavailable, fmt.Errorf("%w on %s and starting one failed: %v", ErrNoNode, p.Socket, err))
-		}
-		deadline := time.Now().Add(wait)
-		for {
-			if dead, err = probeSocket(p.Socket); err != nil {
-				return nil, err
-			} else if !dead {
-				break
-			}
-			if time.Now().After(deadline) {
-				return nil, withCode(ExitUnavailable, fmt.Errorf("%w on %s; started one, but it is not answering yet (see %s)",
-					ErrNoNode, p.Socket, filepath.Join(p.DataDir, "node.log")))
-			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
+		return nil, noNode(p)
 	}
 	return dial(p)
+}
+
+// noNode is the error of a command that found no node at p: it names the
+// socket and the command that starts a node there.
+func noNode(p place) error {
+	return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `%s`", ErrNoNode, p.Socket, startHint(p)))
+}
+
+// startHint is the exact command that starts a node at p: `harn node`,
+// with --data-dir and --socket when they are not the defaults.
+func startHint(p place) string {
+	args := []string{"harn", "node"}
+	if def, err := filepath.Abs(node.DefaultDataDir()); err != nil || def != p.DataDir {
+		args = append(args, "--data-dir", shellQuote(p.DataDir))
+	}
+	if p.Socket != node.DefaultSocket(p.DataDir) {
+		args = append(args, "--socket", shellQuote(p.Socket))
+	}
+	return strings.Join(args, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '@' || r == '=' || r == ',' ||
+			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // rpcErr maps a node's gRPC status to an error with the right exit code.
@@ -230,7 +244,7 @@ func rpcErr(err error, p place) error {
 		if _, perr := probeSocket(p.Socket); perr != nil {
 			return perr
 		}
-		return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `harn node`", ErrNoNode, p.Socket))
+		return noNode(p)
 	}
 	return withCode(ExitError, errors.New(msg))
 }

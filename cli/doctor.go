@@ -315,7 +315,7 @@ func hookTimeoutChecks(name, fix string, st install.Status) []check {
 // checkNode asks the node for its status; it returns the status and an
 // open client when the node answers.
 func checkNode(ctx context.Context, e doctorEnv) (check, *api.StatusResponse, *client) {
-	fix := "start one with `harn node` (a hook starts one too)"
+	fix := "start one with `" + startHint(e.p) + "` (a hook starts one too)"
 	if socketDead(e.p.Socket) {
 		return check{"node", checkFinding, "no node answers on " + e.p.Socket, fix}, nil, nil
 	}

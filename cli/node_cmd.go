@@ -256,7 +256,7 @@ func newNodeStatusCmd() *cobra.Command {
 			if dead, err := probeSocket(p.Socket); err != nil {
 				return err
 			} else if dead {
-				return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `harn node`", ErrNoNode, p.Socket))
+				return noNode(p)
 			}
 			cl, err := dial(p)
 			if err != nil {

@@ -62,7 +62,7 @@ func boardURL(p place) (string, error) {
 		return "", err
 	}
 	if dead {
-		return "", withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `harn node`", ErrNoNode, p.Socket))
+		return "", noNode(p)
 	}
 	b, err := os.ReadFile(node.WebURLPath(p.DataDir))
 	switch {
