@@ -176,7 +176,7 @@ func verdictOf(r *api.DecideResponse) tasks.Verdict {
 }
 
 // decide asks the node on its own (when the events did not carry the
-// question: they were spooled, or the node predates decide_json); ok is
+// question: they were spooled, or the node gave no answer there); ok is
 // false when it did not answer in time (the call is then allowed, and a
 // diagnostic says so).
 func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {

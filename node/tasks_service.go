@@ -30,7 +30,7 @@ const (
 	// maxDecideWait bounds a pre-call check that waits for a confirmation:
 	// the same bound as a remote approval's wait.
 	maxDecideWait = maxApproveWait
-	// appendDecideBound bounds the answer to an Append's decide_json, as
+	// appendDecideBound bounds the answer to an Append's decide, as
 	// the hook bounds a separate Decide call.
 	appendDecideBound = 300 * time.Millisecond
 )

@@ -92,7 +92,7 @@ func (s *adminService) RevokeNode(ctx context.Context, req *api.RevokeNodeReques
 	if err != nil {
 		return nil, err
 	}
-	return &api.Revoked{Node: v.Node, Serials: v.Serials}, nil
+	return RevokedToAPI(v), nil
 }
 
 func (s *adminService) CARotate(ctx context.Context, _ *api.AdminEmpty) (*api.CAStatusResponse, error) {
@@ -112,7 +112,12 @@ func (s *adminService) ca(ctx context.Context, op string) (*api.CAStatusResponse
 	if err != nil {
 		return nil, err
 	}
-	return &api.CAStatusResponse{Roots: v.Roots, Rotating: v.Rotating, OnCurrent: v.OnCurrent, MembersOnCurrent: v.Members}, nil
+	return CAStatusToAPI(v), nil
+}
+
+// CAStatusToAPI is the CA's state on the wire.
+func CAStatusToAPI(v CAStatus) *api.CAStatusResponse {
+	return &api.CAStatusResponse{Roots: v.Roots, Rotating: v.Rotating, OnCurrent: v.OnCurrent, MembersOnCurrent: v.Members}
 }
 
 // TokenCreatedToAPI is a new token on the wire.
@@ -154,6 +159,9 @@ func KeyringToAPI(v KeyringView) *api.KeyringView {
 func KeyringFromAPI(v *api.KeyringView) KeyringView {
 	return KeyringView{Primary: v.GetPrimary(), Keys: v.GetKeys(), NodePrimary: v.GetNodePrimary(), NodeKeys: v.GetNodeKeys()}
 }
+
+// RevokedToAPI is what a node's revocation revoked, on the wire.
+func RevokedToAPI(v Revoked) *api.Revoked { return &api.Revoked{Node: v.Node, Serials: v.Serials} }
 
 // RevokedFromAPI reads what a node's revocation revoked.
 func RevokedFromAPI(v *api.Revoked) Revoked {
