@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
@@ -132,37 +130,26 @@ func coordSession(ctx context.Context, c *cobra.Command, cl *client, p place) (s
 
 // coord runs one coordination action on the local node.
 func coord(ctx context.Context, cl *client, p place, op string, b node.CoordBody) (node.CoordResult, error) {
-	var res node.CoordResult
-	body, err := json.Marshal(b)
+	out, err := cl.api.Coord(ctx, node.CoordRequestOf(op, b))
 	if err != nil {
-		return res, err
+		return node.CoordResult{}, coordErr(err, p)
 	}
-	out, err := cl.api.Coord(ctx, &api.CoordRequest{Op: op, BodyJson: body})
-	if err != nil {
-		return res, coordErr(err, p)
-	}
-	if err := json.Unmarshal(out.ResultJson, &res); err != nil {
-		return res, fmt.Errorf("harn: the node's answer: %w", err)
-	}
-	return res, nil
+	return node.CoordResultFromAPI(out.Result), nil
 }
 
 // coordErr maps a Coord status: a refused remote end exits 16, an
 // unreachable owner 5 with the node's words.
 func coordErr(err error, p place) error {
-	st, ok := status.FromError(err)
-	if ok {
-		msg := errors.New(text.OneLine(st.Message()))
-		switch st.Code() {
-		case codes.PermissionDenied:
-			if isWriteRefused(st) {
-				return rpcErr(err, p) // the registry's write authority: exit 12
-			}
+	var se *api.StatusError
+	if errors.As(api.Err(err), &se) {
+		msg := errors.New(text.OneLine(se.Message))
+		switch {
+		case errors.Is(se, api.ErrWriteRefused):
+			return rpcErr(err, p) // the registry's write authority: exit 12
+		case se.Code == codes.PermissionDenied:
 			return withCode(ExitRemoteRefused, msg)
-		case codes.Unavailable, codes.DeadlineExceeded:
-			if strings.HasPrefix(st.Message(), "coord:") {
-				return withCode(ExitUnavailable, msg)
-			}
+		case errors.Is(se, api.ErrOwnerUnreachable):
+			return withCode(ExitUnavailable, msg)
 		}
 	}
 	return rpcErr(err, p)

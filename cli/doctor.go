@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -341,13 +340,9 @@ func nodeDiagnostics(ctx context.Context, cl *client) ([]ledger.Diagnostic, erro
 	if err != nil {
 		return nil, err
 	}
-	ds := make([]ledger.Diagnostic, 0, len(res.DiagnosticsJson))
-	for _, b := range res.DiagnosticsJson {
-		var d ledger.Diagnostic
-		if err := json.Unmarshal(b, &d); err != nil {
-			return ds, err
-		}
-		ds = append(ds, d)
+	ds := make([]ledger.Diagnostic, 0, len(res.Diagnostics))
+	for _, d := range res.Diagnostics {
+		ds = append(ds, node.DiagnosticFromAPI(d))
 	}
 	return ds, nil
 }

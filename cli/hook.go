@@ -236,8 +236,8 @@ func asksName(ad adapter.Adapter, res adapter.Result) bool {
 // context to inject and a pending session name, if any, and the answer
 // to decide (a tool call's question, asked in the same round trip) when
 // the node gave one.
-func (h *hookRun) send(res adapter.Result, wantName bool, decide []byte) (adapter.Reply, *api.DecideResponse) {
-	req := &api.AppendRequest{DecideJson: decide}
+func (h *hookRun) send(res adapter.Result, wantName bool, decide *api.DecideQuery) (adapter.Reply, *api.DecideResponse) {
+	req := &api.AppendRequest{Decide: decide}
 	for i := range res.Events {
 		req.Events = append(req.Events, node.EventToAPI(&res.Events[i]))
 	}

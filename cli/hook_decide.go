@@ -56,7 +56,7 @@ type callPlan struct {
 	ask     bool // there is a question for the node
 	q       tasks.Query
 	cr      []claims.Request
-	body    []byte // q with the claims beside it, as the node reads it
+	body    *api.DecideQuery // q with the claims beside it
 	// request is the payload's interaction.input_requested, if any: a
 	// remote answer is recorded on its session, resolving its key.
 	request *presence.Event
@@ -115,10 +115,7 @@ func (h *hookRun) planCall(in []byte, cr []claims.Request) callPlan {
 	pl.q = tasks.Query{Phase: phase, Session: pl.session, Task: os.Getenv("HARN_TASK"), Tool: p.Tool,
 		Input: p.Input, Call: p.ToolUseID, Failed: p.Event == "PostToolUseFailure" || p.Event == "postToolUseFailure"}
 	// The claims ride beside the task runtime's fields (node/claims_wire.go).
-	pl.body, _ = json.Marshal(struct {
-		tasks.Query
-		Claims []claims.Request `json:"claims,omitempty"`
-	}{pl.q, cr})
+	pl.body = decideQuery(pl.q, cr)
 	return pl
 }
 
@@ -163,6 +160,14 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 	return h.remoteApprove(h.agent, pl, wait, out)
 }
 
+// decideQuery is the question of a tool call's hook: the task runtime's
+// query, its claims beside it.
+func decideQuery(q tasks.Query, cr []claims.Request) *api.DecideQuery {
+	out := tasks.QueryToAPI(q)
+	out.Claims = claims.ToAPI(cr)
+	return out
+}
+
 func verdictOf(r *api.DecideResponse) tasks.Verdict {
 	if r == nil {
 		return tasks.Verdict{}
@@ -171,7 +176,7 @@ func verdictOf(r *api.DecideResponse) tasks.Verdict {
 }
 
 // decide asks the node on its own (when the events did not carry the
-// question: they were spooled, or the node predates decide_json); ok is
+// question: they were spooled, or the node gave no answer there); ok is
 // false when it did not answer in time (the call is then allowed, and a
 // diagnostic says so).
 func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {
@@ -182,7 +187,7 @@ func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), decideWait)
 	defer cancel()
-	r, err := cl.api.Decide(ctx, &api.DecideRequest{QueryJson: pl.body})
+	r, err := cl.api.Decide(ctx, &api.DecideRequest{Query: pl.body})
 	if err != nil {
 		if q.Phase == tasks.PhasePre && (q.Task != "" || len(pl.cr) > 0 || ctx.Err() != nil) {
 			h.diagnose(fmt.Sprintf("pre-call check: the node did not answer within %s (%s); the %s call was allowed",
@@ -211,20 +216,14 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first tasks.Verdic
 	if q.Call == "" {
 		q.Call = first.Call
 	}
-	body, err := json.Marshal(struct {
-		tasks.Query
-		Claims []claims.Request `json:"claims,omitempty"`
-	}{q, pl.cr})
-	if err != nil {
-		return deny(err.Error())
-	}
+	body := decideQuery(q, pl.cr)
 	cl, err := h.client()
 	if err != nil {
 		return deny("the node is not reachable")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Second)
 	defer cancel()
-	r, err := cl.api.Decide(ctx, &api.DecideRequest{QueryJson: body})
+	r, err := cl.api.Decide(ctx, &api.DecideRequest{Query: body})
 	if err != nil {
 		return deny("the node did not answer: " + text.OneLine(err.Error()))
 	}

@@ -19,7 +19,7 @@ import (
 
 // decideServer is a node's local service for the hook's decision path: its
 // Append answers the call's question when withDecision is set (a node that
-// knows decide_json), and its Decide refuses every call.
+// knows decide), and its Decide refuses every call.
 type decideServer struct {
 	api.UnimplementedLocalServer
 	withDecision     bool
@@ -30,7 +30,7 @@ type decideServer struct {
 func (s *decideServer) Append(_ context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
 	s.appends.Add(1)
 	out := &api.AppendResponse{}
-	if len(req.DecideJson) > 0 {
+	if req.Decide != nil {
 		s.askedInAppend.Store(true)
 		if s.withDecision {
 			out.Decision = &api.DecideResponse{Decision: tasks.DecideDeny, Reason: "refused in the append"}
@@ -51,7 +51,7 @@ func (s *decideServer) Diagnose(context.Context, *api.DiagnoseRequest) (*api.Dia
 // TestHookAsksTheCallsQuestionInItsAppend: a tool call's hook asks the
 // pre-call question in the Append that stores its events and uses the
 // answer given there (one round trip); a node that gives no answer there
-// (one that predates decide_json) is asked with Decide. An event that is
+// (its events were spooled, say) is asked with Decide. An event that is
 // not a tool call asks nothing.
 func TestHookAsksTheCallsQuestionInItsAppend(t *testing.T) {
 	pre := `{"session_id":"s1","hook_event_name":"PreToolUse","cwd":"/tmp","tool_name":"Bash","tool_input":{"command":"ls"},"tool_use_id":"t1"}`
@@ -65,7 +65,7 @@ func TestHookAsksTheCallsQuestionInItsAppend(t *testing.T) {
 		wantAsked    bool
 	}{
 		{"a node that answers in the append", true, pre, "refused in the append", 0, true},
-		{"a node that predates decide_json", false, pre, "refused by Decide", 1, true},
+		{"a node that gives no answer in the append", false, pre, "refused by Decide", 1, true},
 		{"not a tool call", true, start, "", 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

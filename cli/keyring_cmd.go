@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
 )
 
 func init() { commandSet = append(commandSet, newKeyringCmd) }
@@ -24,10 +25,11 @@ func newKeyringCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				var v node.KeyringView
-				if err := adminCall(ctx, cl, p, node.AdminKeyringList, nil, &v); err != nil {
-					return err
+				res, err := cl.admin().KeyringList(ctx, &api.AdminEmpty{})
+				if err != nil {
+					return adminErr(err, p)
 				}
+				v := node.KeyringFromAPI(res)
 				if asJSON(c) {
 					return writeJSON(c, v)
 				}
@@ -50,10 +52,11 @@ func newKeyringCmd() *cobra.Command {
 			Args:  exactArgs(1, "a base64 32-byte key (harn keygen)"),
 			RunE: func(c *cobra.Command, args []string) error {
 				return withNode(c, func(ctx context.Context, cl *client, p place) error {
-					var v node.KeyringView
-					if err := adminCall(ctx, cl, p, node.AdminKeyringOp, node.KeyringChange{Op: op.name, Key: args[0]}, &v); err != nil {
-						return err
+					res, err := cl.admin().KeyringChange(ctx, &api.KeyringChangeRequest{Op: op.name, Key: args[0]})
+					if err != nil {
+						return adminErr(err, p)
 					}
+					v := node.KeyringFromAPI(res)
 					if asJSON(c) {
 						return writeJSON(c, v)
 					}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -40,16 +39,12 @@ owns the task and is recorded in its ledger.`,
 				if err != nil {
 					return taskErr(err, p)
 				}
-				if asJSON(c) {
-					var v any
-					if err := json.Unmarshal(res.ResultJson, &v); err != nil {
-						return err
-					}
-					return writeJSON(c, v)
-				}
-				var r tasks.Result
-				if err := json.Unmarshal(res.ResultJson, &r); err != nil {
+				r, err := tasks.ResultFromAPI(res.Result)
+				if err != nil {
 					return err
+				}
+				if asJSON(c) {
+					return writeSortedJSON(c, r)
 				}
 				printTaskResult(c.OutOrStdout(), tasks.OpGrants, r)
 				return nil

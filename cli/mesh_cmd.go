@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"text/tabwriter"
 
@@ -124,13 +123,9 @@ func newMeshCmd() *cobra.Command {
 				if err != nil {
 					return rpcErr(err, p)
 				}
-				ms := make([]node.MemberView, 0, len(res.MembersJson))
-				for _, b := range res.MembersJson {
-					var m node.MemberView
-					if err := json.Unmarshal(b, &m); err != nil {
-						return err
-					}
-					ms = append(ms, m)
+				ms := make([]node.MemberView, 0, len(res.Members))
+				for _, m := range res.Members {
+					ms = append(ms, node.MemberFromAPI(m))
 				}
 				if asJSON(c) {
 					return writeJSON(c, ms)
@@ -155,10 +150,7 @@ func newMeshCmd() *cobra.Command {
 				if err != nil {
 					return rpcErr(err, p)
 				}
-				var v node.RaftView
-				if err := json.Unmarshal(res.StatsJson, &v); err != nil {
-					return err
-				}
+				v := node.RaftFromAPI(res.Stats)
 				if asJSON(c) {
 					return writeJSON(c, v)
 				}
@@ -196,7 +188,10 @@ func newMeshCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				var rv node.Revoked
-				err := adminCall(ctx, cl, p, node.AdminRevokeNode, args[0], &rv)
+				res, err := cl.admin().RevokeNode(ctx, &api.RevokeNodeRequest{Node: args[0]})
+				if err = adminErr(err, p); err == nil {
+					rv = node.RevokedFromAPI(res)
+				}
 				if err != nil && ExitCode(err) != ExitTrust {
 					return err
 				}

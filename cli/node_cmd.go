@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -218,13 +217,9 @@ func newNodeErrorsCmd() *cobra.Command {
 			if err != nil {
 				return rpcErr(err, p)
 			}
-			ds := make([]ledger.Diagnostic, 0, len(res.DiagnosticsJson))
-			for _, b := range res.DiagnosticsJson {
-				var d ledger.Diagnostic
-				if err := json.Unmarshal(b, &d); err != nil {
-					return err
-				}
-				ds = append(ds, d)
+			ds := make([]ledger.Diagnostic, 0, len(res.Diagnostics))
+			for _, d := range res.Diagnostics {
+				ds = append(ds, node.DiagnosticFromAPI(d))
 			}
 			if asJSON(c) {
 				return writeJSON(c, ds)

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -107,14 +106,10 @@ func notifyCall(c *cobra.Command, req *api.NotifyRequest, done func(*api.NotifyR
 		if done != nil {
 			out.ID, out.Changed = res.Id, res.Changed
 		}
-		for _, b := range res.WebhooksJson {
-			var v node.WebhookView
-			if err := json.Unmarshal(b, &v); err != nil {
-				return fmt.Errorf("cli: webhook from the node: %w", err)
-			}
-			out.Webhooks = append(out.Webhooks, v)
+		for _, w := range res.Webhooks {
+			out.Webhooks = append(out.Webhooks, node.WebhookFromAPI(w))
 		}
-		_ = json.Unmarshal(res.DesktopJson, &out.Desktop)
+		out.Desktop = node.DesktopFromAPI(res.Desktop)
 		if asJSON(c) {
 			return writeJSON(c, out)
 		}

@@ -15,6 +15,20 @@ func asJSON(c *cobra.Command) bool {
 	return v
 }
 
+// writeSortedJSON writes v as JSON with every object's keys sorted (the
+// form a task action's answer has always printed in).
+func writeSortedJSON(c *cobra.Command, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	var m any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return err
+	}
+	return writeJSON(c, m)
+}
+
 func writeJSON(c *cobra.Command, v any) error {
 	enc := json.NewEncoder(c.OutOrStdout())
 	enc.SetIndent("", "  ")

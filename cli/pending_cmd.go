@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -32,12 +31,9 @@ func newPendingCmd() *cobra.Command {
 				if err != nil {
 					return rpcErr(err, p)
 				}
-				reqs := make([]tasks.Request, 0, len(res.RequestsJson))
-				for _, b := range res.RequestsJson {
-					var r tasks.Request
-					if json.Unmarshal(b, &r) == nil {
-						reqs = append(reqs, r)
-					}
+				reqs := make([]tasks.Request, 0, len(res.Requests))
+				for _, r := range res.Requests {
+					reqs = append(reqs, tasks.RequestFromAPI(r))
 				}
 				sort.Slice(reqs, func(i, j int) bool { return reqs[i].Opened.Before(reqs[j].Opened) })
 				for _, n := range res.Unreachable {
@@ -81,10 +77,10 @@ func newAnswerCmd(allow bool) *cobra.Command {
 				if err != nil {
 					return taskErr(err, p)
 				}
-				var r tasks.Request
-				if err := json.Unmarshal(res.RequestJson, &r); err != nil {
-					return errors.New("agents: malformed answer from the node")
+				if res.Request == nil {
+					return errors.New("agents: the node's answer names no request")
 				}
+				r := tasks.RequestFromAPI(res.Request)
 				if asJSON(c) {
 					return writeJSON(c, r)
 				}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -203,25 +202,17 @@ func newTaskIDCmd(op, use, short string, nargs int) *cobra.Command {
 // runTask sends an action to the local node, which runs it or routes it.
 func runTask(c *cobra.Command, a tasks.Action) error {
 	node, _ := c.Flags().GetString("node")
-	b, err := json.Marshal(a)
-	if err != nil {
-		return err
-	}
 	return withNode(c, func(ctx context.Context, cl *client, p place) error {
-		res, err := cl.api.Task(ctx, &api.TaskRequest{ActionJson: b, Node: node})
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
 		if err != nil {
 			return taskErr(err, p)
 		}
-		if asJSON(c) {
-			var v any
-			if err := json.Unmarshal(res.ResultJson, &v); err != nil {
-				return err
-			}
-			return writeJSON(c, v)
-		}
-		var r tasks.Result
-		if err := json.Unmarshal(res.ResultJson, &r); err != nil {
+		r, err := tasks.ResultFromAPI(res.Result)
+		if err != nil {
 			return err
+		}
+		if asJSON(c) {
+			return writeSortedJSON(c, r)
 		}
 		printTaskResult(c.OutOrStdout(), a.Op, r)
 		return nil

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node"
-	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/clock"
 )
 
@@ -40,11 +40,11 @@ func newTokenCmd() *cobra.Command {
 				return printToken(c, t)
 			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				var t node.TokenCreated
-				if err := adminCall(ctx, cl, p, node.AdminTokenCreate, a, &t); err != nil {
-					return err
+				res, err := cl.admin().TokenCreate(ctx, &api.TokenCreateRequest{Server: a.Server, TtlMs: a.TTL.Milliseconds(), Uses: int32(a.Uses)})
+				if err != nil {
+					return adminErr(err, p)
 				}
-				return printToken(c, t)
+				return printToken(c, node.TokenCreatedFromAPI(res))
 			})
 		},
 	}
@@ -55,10 +55,11 @@ func newTokenCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				var recs []trust.TokenRecord
-				if err := adminCall(ctx, cl, p, node.AdminTokenList, nil, &recs); err != nil {
-					return err
+				res, err := cl.admin().TokenList(ctx, &api.AdminEmpty{})
+				if err != nil {
+					return adminErr(err, p)
 				}
+				recs := node.TokenRecordsFromAPI(res.Tokens)
 				if asJSON(c) {
 					return writeJSON(c, recs)
 				}
@@ -78,8 +79,8 @@ func newTokenCmd() *cobra.Command {
 		Args:  exactArgs(1, "the token id (harn token list)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				if err := adminCall(ctx, cl, p, node.AdminTokenRevoke, args[0], nil); err != nil {
-					return err
+				if _, err := cl.admin().TokenRevoke(ctx, &api.TokenRevokeRequest{Id: args[0]}); err != nil {
+					return adminErr(err, p)
 				}
 				fmt.Fprintf(c.OutOrStdout(), "revoked token %s\n", args[0])
 				return nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -23,24 +22,19 @@ import (
 // Mesh trust commands: harn mesh init, harn mesh ca, and the helpers that
 // talk to the local node's MeshAdmin service.
 
-// adminCall runs one MeshAdmin operation on the local node and decodes its
-// result into out.
-func adminCall(ctx context.Context, cl *client, p place, op string, args, out any) error {
-	b, err := json.Marshal(args)
-	if err != nil {
-		return err
-	}
-	res, err := api.NewMeshAdminClient(cl.conn).Admin(ctx, &api.AdminRequest{Op: op, ArgsJson: b})
-	if err != nil {
-		if st, ok := status.FromError(err); ok && st.Code() == codes.PermissionDenied {
-			return withCode(ExitTrust, errors.New(text.OneLine(st.Message())))
-		}
-		return rpcErr(err, p)
-	}
-	if out == nil {
+// admin is the local node's MeshAdmin service.
+func (cl *client) admin() api.MeshAdminClient { return api.NewMeshAdminClient(cl.conn) }
+
+// adminErr maps a MeshAdmin refusal: trust is ExitTrust, the rest as any
+// call's.
+func adminErr(err error, p place) error {
+	if err == nil {
 		return nil
 	}
-	return json.Unmarshal(res.ResultJson, out)
+	if st, ok := status.FromError(err); ok && st.Code() == codes.PermissionDenied {
+		return withCode(ExitTrust, errors.New(text.OneLine(st.Message())))
+	}
+	return rpcErr(err, p)
 }
 
 func addTokenFlags(c *cobra.Command) {
@@ -172,10 +166,18 @@ func newMeshCACmd() *cobra.Command {
 
 func caCall(c *cobra.Command, op string) error {
 	return withNode(c, func(ctx context.Context, cl *client, p place) error {
-		var st node.CAStatus
-		if err := adminCall(ctx, cl, p, op, nil, &st); err != nil {
-			return err
+		call := cl.admin().CAStatus
+		switch op {
+		case node.AdminCARotate:
+			call = cl.admin().CARotate
+		case node.AdminCAFinish:
+			call = cl.admin().CAFinish
 		}
+		res, err := call(ctx, &api.AdminEmpty{})
+		if err != nil {
+			return adminErr(err, p)
+		}
+		st := node.CAStatusFromAPI(res)
 		if asJSON(c) {
 			return writeJSON(c, st)
 		}

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -103,26 +102,15 @@ func (d claimDescriber) Describe(session, node string) claims.Holder {
 	return h
 }
 
-// claimQuery is what the claims room reads of a Decide query: the hook
-// adds the writes' repositories and paths beside the task runtime's
-// fields.
-type claimQuery struct {
-	Claims []claims.Request `json:"claims,omitempty"`
-}
-
 // decideClaims answers the claim part of a Decide query; ok is false when
 // there is nothing to decide.
-func (n *Node) decideClaims(ctx context.Context, query []byte) (*api.DecideResponse, bool) {
+func (n *Node) decideClaims(ctx context.Context, cr []claims.Request) (*api.DecideResponse, bool) {
 	d := n.claims.Load()
-	if d == nil {
-		return nil, false
-	}
-	var q claimQuery
-	if json.Unmarshal(query, &q) != nil || len(q.Claims) == 0 {
+	if d == nil || len(cr) == 0 {
 		return nil, false
 	}
 	var warn *api.DecideResponse
-	for i, r := range q.Claims {
+	for i, r := range cr {
 		if i == 8 {
 			break // a write touches a few repositories at most
 		}
@@ -145,16 +133,12 @@ func (n *Node) decideClaims(ctx context.Context, query []byte) (*api.DecideRespo
 
 // claimsRefused tells the rows of a write the task runtime refused that its
 // claims were never taken.
-func (n *Node) claimsRefused(query []byte) {
+func (n *Node) claimsRefused(cr []claims.Request) {
 	d := n.claims.Load()
 	if d == nil {
 		return
 	}
-	var q claimQuery
-	if json.Unmarshal(query, &q) != nil {
-		return
-	}
-	for i, r := range q.Claims {
+	for i, r := range cr {
 		if i == 8 {
 			break
 		}

@@ -64,8 +64,7 @@ func (s *clusterService) ConsistentList(ctx context.Context, _ *api.ConsistentLi
 	recs := s.c.store.List()
 	out := &api.RegistryResponse{Leader: s.c.name, Index: s.c.store.Stats().AppliedIndex}
 	for i := range recs {
-		b, _ := json.Marshal(&recs[i])
-		out.RecordsJson = append(out.RecordsJson, b)
+		out.Records = append(out.Records, RecordToAPI(&recs[i]))
 	}
 	return out, nil
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -81,10 +80,7 @@ type CoordResult struct {
 var ErrNoClaims = errors.New("node: claims are off on this node")
 
 func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.CoordResponse, error) {
-	var b CoordBody
-	if err := json.Unmarshal(req.BodyJson, &b); err != nil {
-		return nil, status.Error(codes.InvalidArgument, "coord: malformed body: "+err.Error())
-	}
+	b := coordBodyOf(req)
 	if b.Session == "" && req.Op != CoordCheck {
 		return nil, status.Error(codes.InvalidArgument, "coord: name the session (--session ID)")
 	}
@@ -114,11 +110,7 @@ func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.C
 }
 
 func coordResponse(res CoordResult, node string) (*api.CoordResponse, error) {
-	out, err := json.Marshal(res)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	return &api.CoordResponse{ResultJson: out, Node: node}, nil
+	return &api.CoordResponse{Result: CoordResultToAPI(res), Node: node}, nil
 }
 
 // claimSession resolves a handle for the claim ops: a session of this
@@ -220,7 +212,8 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	}
 	cl, cerr := n.cl.clusterClientOf(rec.Node)
 	if cerr != nil {
-		return nil, status.Error(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %v", rec.SessionID, rec.Node, cerr))
+		return nil, api.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
+			fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %v", rec.SessionID, rec.Node, cerr))
 	}
 	bound := coordRouteTimeout
 	if op == CoordPing {
@@ -230,11 +223,13 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	defer cancel()
 	b.Session = rec.SessionID
 	b.By = operatorPart(b.By)
-	body, _ := json.Marshal(b)
-	out, err := cl.Coord(rctx, &api.CoordRequest{Op: op, BodyJson: body, Node: rec.Node})
+	req := CoordRequestOf(op, b)
+	req.Node = rec.Node
+	out, err := cl.Coord(rctx, req)
 	if err != nil {
 		if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
-			return nil, status.Error(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %s", rec.SessionID, rec.Node, st.Message()))
+			return nil, api.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
+				fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %s", rec.SessionID, rec.Node, st.Message()))
 		}
 		return nil, err
 	}
@@ -297,10 +292,7 @@ func (s *clusterService) Coord(ctx context.Context, req *api.CoordRequest) (*api
 	if req.Op != CoordEnd && req.Op != CoordPing {
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("coord: op %q is not routed between nodes", req.Op))
 	}
-	var b CoordBody
-	if err := json.Unmarshal(req.BodyJson, &b); err != nil {
-		return nil, status.Error(codes.InvalidArgument, "coord: malformed body: "+err.Error())
-	}
+	b := coordBodyOf(req)
 	ln, ok := s.c.local.(coordNode)
 	if !ok {
 		return nil, status.Error(codes.Unimplemented, "coord: this node runs no sessions")

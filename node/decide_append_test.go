@@ -15,10 +15,9 @@ import (
 )
 
 // TestAppendAnswersTheCallsQuestionInTheSameRoundTrip: an Append that
-// carries a tool call's question (decide_json) stores the events and
-// answers it in the reply, so that a tool call's hook makes one round trip;
-// a question that does not decode gets no opinion with the reason, and the
-// events are stored all the same; an Append without one gets no decision.
+// carries a tool call's question (decide) stores the events and answers
+// it in the reply, so that a tool call's hook makes one round trip; an
+// Append without one gets no decision.
 func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	n := openNode(t, cfg)
@@ -37,14 +36,15 @@ func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
 
 	cases := []struct {
 		name, id     string
-		decide       string
+		decide       *api.DecideQuery
 		wantDecision string
 		wantReason   string
 	}{
-		{"no question", "01JDEC00000000000000000001", "", "", ""},
+		{"no question", "01JDEC00000000000000000001", nil, "", ""},
 		{"a session without a task", "01JDEC00000000000000000002",
-			`{"Phase":"pre","Session":"s-dec","Tool":"Bash","Input":{"command":"ls"}}`, tasks.DecideNone, ""},
-		{"a question that does not decode", "01JDEC00000000000000000003", `{"Phase":`, tasks.DecideNone, "malformed query"},
+			&api.DecideQuery{Phase: tasks.PhasePre, Session: "s-dec", Tool: "Bash", Input: []byte(`{"command":"ls"}`)}, tasks.DecideNone, ""},
+		{"after the call", "01JDEC00000000000000000003",
+			&api.DecideQuery{Phase: tasks.PhasePost, Session: "s-dec", Tool: "Bash", Call: "c1"}, tasks.DecideNone, ""},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -52,14 +52,14 @@ func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
 			if i == 0 {
 				e = ev("s-dec", c.id, "session.start", i+1, map[string]any{"cwd": "/tmp"})
 			}
-			res, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}, DecideJson: []byte(c.decide)})
+			res, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}, Decide: c.decide})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if len(res.Ids) != 1 {
 				t.Fatalf("the event was not stored: %v", res.Ids)
 			}
-			if c.decide == "" {
+			if c.decide == nil {
 				if res.Decision != nil {
 					t.Fatalf("an Append without a question got a decision: %v", res.Decision)
 				}

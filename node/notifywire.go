@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -370,10 +369,9 @@ func (s *localService) Notify(ctx context.Context, req *api.NotifyRequest) (*api
 		return nil, statusErr(err)
 	}
 	for i := range views {
-		b, _ := json.Marshal(&views[i])
-		out.WebhooksJson = append(out.WebhooksJson, b)
+		out.Webhooks = append(out.Webhooks, WebhookToAPI(&views[i]))
 	}
-	out.DesktopJson, _ = json.Marshal(desk)
+	out.Desktop = DesktopToAPI(desk)
 	return out, nil
 }
 

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/user"
 	"strings"
@@ -44,10 +43,7 @@ func TestOperatorIdentityIsTheSocketPeersUser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r tasks.Request
-	if err := json.Unmarshal(res.RequestJson, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := tasks.RequestFromAPI(res.Request)
 	u, _ := user.Current()
 	want := fmt.Sprintf("%s (uid %s)@testnode", u.Username, u.Uid)
 	if r.Answer == nil || r.Answer.By != want {

@@ -5,10 +5,9 @@ import (
 	"fmt"
 	"strconv"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -21,17 +20,13 @@ import (
 
 // ReasonWriteRefused is the ErrorInfo reason of a registry write the
 // leader's write authority refused (the caller's node may not make it).
-const ReasonWriteRefused = "REGISTRY_WRITE_REFUSED"
+const ReasonWriteRefused = api.ReasonWriteRefused
 
 // writeRefusedStatus is the local API's status for a write refused by mesh
 // trust: PermissionDenied with ReasonWriteRefused, so that a client tells
 // it from a refused remote control without reading the text.
 func writeRefusedStatus(err error) error {
-	st := status.New(codes.PermissionDenied, err.Error())
-	if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: ReasonWriteRefused, Domain: ErrorDomain}); derr == nil {
-		st = d
-	}
-	return st.Err()
+	return api.WithReason(codes.PermissionDenied, ReasonWriteRefused, err.Error())
 }
 
 // DefaultSessionQuota is the live sessions one node may hold in the

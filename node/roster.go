@@ -172,16 +172,12 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	if err != nil {
 		return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
-	if err := checkPeerList("node "+st.LeaderID, "registry records", len(res.RecordsJson)); err != nil {
+	if err := checkPeerList("node "+st.LeaderID, "registry records", len(res.Records)); err != nil {
 		return nil, info, err
 	}
-	recs := make([]raftstore.Record, 0, len(res.RecordsJson))
-	for _, b := range res.RecordsJson {
-		var r raftstore.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			return nil, info, err
-		}
-		recs = append(recs, r)
+	recs := make([]raftstore.Record, 0, len(res.Records))
+	for _, r := range res.Records {
+		recs = append(recs, RecordFromAPI(r))
 	}
 	info.Stale, info.LeaderID, info.AppliedIndex = false, res.Leader, res.Index
 	return recs, info, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"os"
 	"time"
 
@@ -61,24 +60,21 @@ func statusErr(err error) error {
 	default:
 		c = codes.Internal
 	}
-	st := status.New(c, err.Error())
 	if errors.Is(err, ledger.ErrUnwritable) || errors.Is(err, ledger.ErrNoSpace) {
 		// Say it in a way a client can match without reading the text:
 		// ResourceExhausted also means "no leader".
-		if d, derr := st.WithDetails(&errdetails.ErrorInfo{Reason: ReasonLedgerUnwritable, Domain: ErrorDomain}); derr == nil {
-			st = d
-		}
+		return api.WithReason(c, ReasonLedgerUnwritable, err.Error())
 	}
-	return st.Err()
+	return status.Error(c, err.Error())
 }
 
 // Reasons in the errdetails.ErrorInfo that some refusals carry.
 const (
 	// ErrorDomain is the ErrorInfo domain of the node's reasons.
-	ErrorDomain = "harn.dev"
+	ErrorDomain = api.ErrorDomain
 	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
 	// disk, or a data dir it cannot write); reads still work.
-	ReasonLedgerUnwritable = "LEDGER_UNWRITABLE"
+	ReasonLedgerUnwritable = api.ReasonLedgerUnwritable
 )
 
 // EventFromAPI converts a wire event.
@@ -135,8 +131,8 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 	if req.NameFor != "" {
 		out.PendingName = s.n.PendingName(req.NameFor)
 	}
-	if len(req.DecideJson) > 0 {
-		out.Decision = s.n.decideInAppend(ctx, req.DecideJson)
+	if req.Decide != nil {
+		out.Decision = s.n.decideInAppend(ctx, req.Decide)
 	}
 	return out, nil
 }
@@ -260,8 +256,7 @@ func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api
 	}
 	out := &api.ErrorsResponse{}
 	for _, d := range ds {
-		b, _ := json.Marshal(d)
-		out.DiagnosticsJson = append(out.DiagnosticsJson, b)
+		out.Diagnostics = append(out.Diagnostics, DiagnosticToAPI(d))
 	}
 	return out, nil
 }
@@ -286,8 +281,7 @@ func (s *localService) Members(ctx context.Context, _ *api.MeshRequest) (*api.Me
 	}
 	out := &api.MembersResponse{}
 	for i := range ms {
-		b, _ := json.Marshal(ms[i])
-		out.MembersJson = append(out.MembersJson, b)
+		out.Members = append(out.Members, MemberToAPI(ms[i]))
 	}
 	return out, nil
 }
@@ -297,8 +291,7 @@ func (s *localService) Raft(ctx context.Context, _ *api.MeshRequest) (*api.RaftR
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, _ := json.Marshal(st)
-	return &api.RaftResponse{StatsJson: b}, nil
+	return &api.RaftResponse{Stats: RaftToAPI(st)}, nil
 }
 
 func (s *localService) Leave(ctx context.Context, _ *api.MeshRequest) (*api.LeaveResponse, error) {

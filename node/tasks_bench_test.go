@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"net"
 	"os/exec"
 	"path/filepath"
@@ -138,16 +137,16 @@ func dialLocal(b *testing.B, n *Node) api.LocalClient {
 // executor's own taken→first byte time.
 func (f *fbMesh) start(b *testing.B, cl api.LocalClient) (wall, taken time.Duration) {
 	b.Helper()
-	act, _ := json.Marshal(tasks.Action{Op: tasks.OpStart, Session: f.session, Text: "hello"})
+	act := tasks.ActionToAPI(tasks.Action{Op: tasks.OpStart, Session: f.session, Text: "hello"})
 	ctx, cancel := context.WithTimeout(context.Background(), fbWait)
 	defer cancel()
 	t0 := time.Now()
-	res, err := cl.Task(ctx, &api.TaskRequest{ActionJson: act})
+	res, err := cl.Task(ctx, &api.TaskRequest{Action: act})
 	if err != nil {
 		b.Fatal(err)
 	}
-	var r tasks.Result
-	if err := json.Unmarshal(res.ResultJson, &r); err != nil {
+	r, err := tasks.ResultFromAPI(res.Result)
+	if err != nil {
 		b.Fatal(err)
 	}
 	if r.Task == nil || res.Node != f.owner.Name() {

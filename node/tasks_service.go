@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
@@ -30,7 +30,7 @@ const (
 	// maxDecideWait bounds a pre-call check that waits for a confirmation:
 	// the same bound as a remote approval's wait.
 	maxDecideWait = maxApproveWait
-	// appendDecideBound bounds the answer to an Append's decide_json, as
+	// appendDecideBound bounds the answer to an Append's decide, as
 	// the hook bounds a separate Decide call.
 	appendDecideBound = 300 * time.Millisecond
 )
@@ -233,8 +233,8 @@ func (c *cluster) host() *tasks.Host {
 // ---- the local service ----
 
 func (s *localService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
-	var a tasks.Action
-	if err := json.Unmarshal(req.ActionJson, &a); err != nil {
+	a, err := tasks.ActionFromAPI(req.Action)
+	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
 	}
 	a.By = s.n.operatorBy(ctx, a.By)
@@ -286,11 +286,7 @@ func (n *Node) doTask(a tasks.Action) (*api.TaskResponse, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, err
-	}
-	return &api.TaskResponse{ResultJson: b, Node: n.cfg.Name}, nil
+	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: n.cfg.Name}, nil
 }
 
 // remoteTask sends a to node over the cluster gRPC; the answer's status
@@ -304,13 +300,13 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	a.By = operatorPart(a.By)
-	b, _ := json.Marshal(a)
 	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 	defer cancel()
-	res, err := cl.Task(rctx, &api.TaskRequest{ActionJson: b, Node: node})
+	res, err := cl.Task(rctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
 	if err != nil {
 		if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
-			return nil, status.Error(codes.Unavailable, fmt.Sprintf("task: node %s did not answer: %s", node, st.Message()))
+			return nil, api.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
+				fmt.Sprintf("task: node %s did not answer: %s", node, st.Message()))
 		}
 		return nil, err
 	}
@@ -318,45 +314,39 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 }
 
 func (s *localService) Decide(ctx context.Context, req *api.DecideRequest) (*api.DecideResponse, error) {
-	var q tasks.Query
-	if err := json.Unmarshal(req.QueryJson, &q); err != nil {
-		return nil, status.Error(codes.InvalidArgument, "decide: malformed query: "+err.Error())
+	if req.Query == nil {
+		return nil, status.Error(codes.InvalidArgument, "decide: no query")
 	}
-	return s.n.decide(ctx, q, req.QueryJson), nil
+	return s.n.decide(ctx, tasks.QueryFromAPI(req.Query), claims.FromAPI(req.Query.Claims)), nil
 }
 
 // decide answers a hook's question about one tool call: the task
 // runtime's checks first, then the claims (unless the task refused it).
-// query is q as the hook sent it, claims beside it.
-func (n *Node) decide(ctx context.Context, q tasks.Query, query []byte) *api.DecideResponse {
+// cr are the claims the hook sent beside q.
+func (n *Node) decide(ctx context.Context, q tasks.Query, cr []claims.Request) *api.DecideResponse {
 	q.Wait = min(max(q.Wait, 0), maxDecideWait)
 	if d := n.claims.Load(); d != nil && q.Phase == tasks.PhasePre {
 		d.BeginCall(q.Session)
 	}
 	v := n.tasks.Decide(ctx, q)
 	if v.Decision == tasks.DecideAllow || v.Decision == tasks.DecideNone {
-		if r, ok := n.decideClaims(ctx, query); ok {
+		if r, ok := n.decideClaims(ctx, cr); ok {
 			return r
 		}
 	} else if v.Decision == tasks.DecideDeny {
-		n.claimsRefused(query)
+		n.claimsRefused(cr)
 	}
 	return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason, Task: v.Task, Call: v.Call}
 }
 
-// decideInAppend answers an Append's decide_json. A query that does not
-// decode gets no opinion with the reason (the events are stored by then,
-// so the append itself does not fail); the answer is bounded like a
-// separate Decide call's.
-func (n *Node) decideInAppend(ctx context.Context, query []byte) *api.DecideResponse {
-	var q tasks.Query
-	if err := json.Unmarshal(query, &q); err != nil {
-		return &api.DecideResponse{Decision: tasks.DecideNone, Reason: "decide: malformed query: " + err.Error()}
-	}
+// decideInAppend answers an Append's decide (the events are stored by
+// then); the answer is bounded like a separate Decide call's.
+func (n *Node) decideInAppend(ctx context.Context, query *api.DecideQuery) *api.DecideResponse {
+	q := tasks.QueryFromAPI(query)
 	q.Wait = 0 // a confirmation wait needs its own Decide call (the answer is confirm)
 	ctx, cancel := context.WithTimeout(ctx, appendDecideBound)
 	defer cancel()
-	return n.decide(ctx, q, query)
+	return n.decide(ctx, q, claims.FromAPI(query.Claims))
 }
 
 func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*api.ApprovalResponse, error) {
@@ -382,8 +372,7 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
 	for _, r := range s.n.tasks.Approvals().List() {
-		b, _ := json.Marshal(r)
-		out.RequestsJson = append(out.RequestsJson, b)
+		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}
 	if req.LocalOnly || s.n.cl == nil {
 		return out, nil
@@ -401,13 +390,13 @@ func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*a
 		res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
 		cancel()
 		if err == nil {
-			err = checkPeerList("node "+name, "pending requests", len(res.RequestsJson))
+			err = checkPeerList("node "+name, "pending requests", len(res.Requests))
 		}
 		if err != nil {
 			out.Unreachable = append(out.Unreachable, name)
 			continue
 		}
-		out.RequestsJson = append(out.RequestsJson, res.RequestsJson...)
+		out.Requests = append(out.Requests, res.Requests...)
 	}
 	return out, nil
 }
@@ -419,8 +408,7 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 		if err != nil {
 			return nil, taskStatus(err)
 		}
-		b, _ := json.Marshal(r)
-		return &api.AnswerResponse{RequestJson: b}, nil
+		return &api.AnswerResponse{Request: tasks.RequestToAPI(r)}, nil
 	}
 	for name, m := range s.n.reachability() {
 		if name == s.n.cfg.Name || !reachable(m, true) {
@@ -445,8 +433,8 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 // ---- the cluster service ----
 
 func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
-	var a tasks.Action
-	if err := json.Unmarshal(req.ActionJson, &a); err != nil {
+	a, err := tasks.ActionFromAPI(req.Action)
+	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
 	}
 	h := s.c.host()
@@ -474,16 +462,14 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	b, _ := json.Marshal(res)
-	return &api.TaskResponse{ResultJson: b, Node: s.c.name}, nil
+	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: s.c.name}, nil
 }
 
 func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
 	if h := s.c.host(); h != nil {
 		for _, r := range h.Approvals().List() {
-			b, _ := json.Marshal(r)
-			out.RequestsJson = append(out.RequestsJson, b)
+			out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 		}
 	}
 	return out, nil
@@ -507,6 +493,5 @@ func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*a
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	b, _ := json.Marshal(r)
-	return &api.AnswerResponse{RequestJson: b}, nil
+	return &api.AnswerResponse{Request: tasks.RequestToAPI(r)}, nil
 }

@@ -8,11 +8,7 @@ import (
 	"slices"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	"github.com/harn-dev/harn/mesh"
-	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -71,33 +67,34 @@ type Revoked struct {
 // ErrNoTrust: the operation needs a mesh with a CA.
 var ErrNoTrust = errors.New("node: this node runs with --insecure-mesh and has no CA; restart it without --insecure-mesh (it makes one), or run `harn mesh init` on a fresh data dir")
 
-// adminService adapts MeshAdmin to the node.
-type adminService struct {
-	api.UnimplementedMeshAdminServer
-	n *Node
-}
-
-func (s *adminService) Admin(ctx context.Context, req *api.AdminRequest) (*api.AdminResponse, error) {
-	out, err := s.n.MeshAdmin(ctx, req.Op, req.ArgsJson)
-	if err != nil {
-		code := codes.FailedPrecondition
-		switch {
-		case errors.Is(err, ErrConfig):
-			code = codes.InvalidArgument
-		case errors.Is(err, ErrTrust), errors.Is(err, ErrNotServer), errors.Is(err, ErrNoTrust):
-			code = codes.PermissionDenied
-		}
-		return nil, status.Error(code, err.Error())
-	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
-	return &api.AdminResponse{ResultJson: b}, nil
-}
-
-// MeshAdmin runs one operator operation (see the Admin constants).
+// MeshAdmin runs one operator operation (see the Admin constants) with
+// its arguments as JSON: an in-process form of the MeshAdmin service.
 func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, error) {
+	var a adminArgs
+	var err error
+	switch op {
+	case AdminKeyringOp:
+		err = json.Unmarshal(args, &a.keyring)
+	case AdminTokenCreate:
+		err = json.Unmarshal(args, &a.token)
+	case AdminTokenRevoke, AdminRevokeNode:
+		err = json.Unmarshal(args, &a.name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return n.meshAdmin(ctx, op, a)
+}
+
+// adminArgs are an admin operation's arguments; each op reads its own.
+type adminArgs struct {
+	token   TokenCreateArgs
+	keyring KeyringChange
+	name    string // a token id (token.revoke) or a node (node.revoke)
+}
+
+// meshAdmin runs one operator operation.
+func (n *Node) meshAdmin(ctx context.Context, op string, args adminArgs) (any, error) {
 	c := n.cl
 	if c == nil {
 		return nil, ErrNoMesh
@@ -106,21 +103,14 @@ func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, erro
 	case AdminKeyringList:
 		return c.keyringView(), nil
 	case AdminKeyringOp:
-		var a KeyringChange
-		if err := json.Unmarshal(args, &a); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		return c.changeKeyring(ctx, a)
+		return c.changeKeyring(ctx, args.keyring)
 	}
 	if c.trust == nil {
 		return nil, ErrNoTrust
 	}
 	switch op {
 	case AdminTokenCreate:
-		var a TokenCreateArgs
-		if err := json.Unmarshal(args, &a); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
+		a := args.token
 		ca := c.trust.authority()
 		if ca == nil {
 			return nil, ErrNotServer
@@ -143,21 +133,13 @@ func (n *Node) MeshAdmin(ctx context.Context, op string, args []byte) (any, erro
 	case AdminTokenList:
 		return (&registryTokens{c: c}).List()
 	case AdminTokenRevoke:
-		var id string
-		if err := json.Unmarshal(args, &id); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		return id, (&registryTokens{c: c}).Revoke(id)
+		return args.name, (&registryTokens{c: c}).Revoke(args.name)
 	case AdminCARotate, AdminCAFinish:
 		return c.rotateCA(ctx, op == AdminCAFinish)
 	case AdminCAStatus:
 		return c.caStatus(), nil
 	case AdminRevokeNode:
-		var name string
-		if err := json.Unmarshal(args, &name); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
-		}
-		return c.revokeNode(ctx, name)
+		return c.revokeNode(ctx, args.name)
 	}
 	return nil, fmt.Errorf("%w: unknown admin op %q", ErrConfig, op)
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -185,15 +184,12 @@ func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
 	res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
 	cancel()
 	if err == nil {
-		err = checkPeerList("node "+node, "pending requests", len(res.RequestsJson))
+		err = checkPeerList("node "+node, "pending requests", len(res.Requests))
 	}
 	var out []tasks.Request
 	if err == nil {
-		for _, b := range res.RequestsJson {
-			var r tasks.Request
-			if json.Unmarshal(b, &r) == nil {
-				out = append(out, r)
-			}
+		for _, r := range res.Requests {
+			out = append(out, tasks.RequestFromAPI(r))
 		}
 	}
 	n.pending.mu.Lock()
@@ -225,8 +221,7 @@ func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow boo
 	if err != nil {
 		return "", actionErr(err)
 	}
-	var q tasks.Request
-	_ = json.Unmarshal(res.RequestJson, &q)
+	q := tasks.RequestFromAPI(res.Request)
 	verb := "denied"
 	if allow {
 		verb = "approved"
@@ -236,16 +231,11 @@ func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow boo
 
 func (a webActions) task(ctx context.Context, act tasks.Action) (string, error) {
 	act.By = a.by()
-	b, err := json.Marshal(act)
-	if err != nil {
-		return "", err
-	}
-	res, err := (&localService{n: a.n}).Task(ctx, &api.TaskRequest{ActionJson: b})
+	res, err := (&localService{n: a.n}).Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(act)})
 	if err != nil {
 		return "", actionErr(err)
 	}
-	var r tasks.Result
-	_ = json.Unmarshal(res.ResultJson, &r)
+	r, _ := tasks.ResultFromAPI(res.Result)
 	if r.Message != "" {
 		return r.Message, nil
 	}

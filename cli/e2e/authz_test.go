@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"fmt"
 	"net"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
@@ -63,12 +63,8 @@ func registryRecords(t *testing.T, cl api.ClusterClient) map[string]raftstore.Re
 		t.Fatal(err)
 	}
 	out := map[string]raftstore.Record{}
-	for _, b := range res.RecordsJson {
-		var r raftstore.Record
-		if err := json.Unmarshal(b, &r); err != nil {
-			t.Fatal(err)
-		}
-		out[r.SessionID] = r
+	for _, r := range res.Records {
+		out[r.SessionId] = node.RecordFromAPI(r)
 	}
 	return out
 }

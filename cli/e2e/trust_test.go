@@ -87,7 +87,7 @@ func TestSecurityPlaintextClientsRefusedByKeyedMesh(t *testing.T) {
 			cl := api.NewClusterClient(cc)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if res, err := cl.ConsistentList(ctx, &api.ConsistentListRequest{}); err == nil {
-				t.Errorf("%s: %s ConsistentList answered %d records", m.name, name, len(res.RecordsJson))
+				t.Errorf("%s: %s ConsistentList answered %d records", m.name, name, len(res.Records))
 			}
 			if _, err := cl.Presence(ctx, &api.PresenceRequest{}); err == nil {
 				t.Errorf("%s: %s Presence answered", m.name, name)

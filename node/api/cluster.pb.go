@@ -228,9 +228,9 @@ func (*ConsistentListRequest) Descriptor() ([]byte, []int) {
 
 type RegistryResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	RecordsJson   [][]byte               `protobuf:"bytes,1,rep,name=records_json,json=recordsJson,proto3" json:"records_json,omitempty"`
 	Index         uint64                 `protobuf:"varint,2,opt,name=index,proto3" json:"index,omitempty"`
 	Leader        string                 `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Records       []*RegistryRecord      `protobuf:"bytes,4,rep,name=records,proto3" json:"records,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -265,13 +265,6 @@ func (*RegistryResponse) Descriptor() ([]byte, []int) {
 	return file_cluster_proto_rawDescGZIP(), []int{5}
 }
 
-func (x *RegistryResponse) GetRecordsJson() [][]byte {
-	if x != nil {
-		return x.RecordsJson
-	}
-	return nil
-}
-
 func (x *RegistryResponse) GetIndex() uint64 {
 	if x != nil {
 		return x.Index
@@ -286,28 +279,55 @@ func (x *RegistryResponse) GetLeader() string {
 	return ""
 }
 
-type AdminRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
-	ArgsJson      []byte                 `protobuf:"bytes,2,opt,name=args_json,json=argsJson,proto3" json:"args_json,omitempty"`
+func (x *RegistryResponse) GetRecords() []*RegistryRecord {
+	if x != nil {
+		return x.Records
+	}
+	return nil
+}
+
+// RegistryRecord is one session's record in the registry. Nodes of a mesh
+// run one version: a field added here is added on every node at once.
+type RegistryRecord struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	SessionId         string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ParentSessionId   string                 `protobuf:"bytes,2,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	Node              string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Agent             string                 `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	Name              string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	Task              string                 `protobuf:"bytes,6,opt,name=task,proto3" json:"task,omitempty"`
+	TaskState         string                 `protobuf:"bytes,7,opt,name=task_state,json=taskState,proto3" json:"task_state,omitempty"`
+	BlockerReason     string                 `protobuf:"bytes,8,opt,name=blocker_reason,json=blockerReason,proto3" json:"blocker_reason,omitempty"`
+	LifecycleReason   string                 `protobuf:"bytes,9,opt,name=lifecycle_reason,json=lifecycleReason,proto3" json:"lifecycle_reason,omitempty"`
+	Ended             bool                   `protobuf:"varint,10,opt,name=ended,proto3" json:"ended,omitempty"`
+	EndedAt           *Time                  `protobuf:"bytes,11,opt,name=ended_at,json=endedAt,proto3" json:"ended_at,omitempty"`
+	EndReason         string                 `protobuf:"bytes,12,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
+	Activity          string                 `protobuf:"bytes,13,opt,name=activity,proto3" json:"activity,omitempty"`
+	ActivityUpdatedAt *Time                  `protobuf:"bytes,14,opt,name=activity_updated_at,json=activityUpdatedAt,proto3" json:"activity_updated_at,omitempty"`
+	StartedAt         *Time                  `protobuf:"bytes,15,opt,name=started_at,json=startedAt,proto3" json:"started_at,omitempty"`
+	// updated_at is the newest event time the record reflects.
+	UpdatedAt *Time `protobuf:"bytes,16,opt,name=updated_at,json=updatedAt,proto3" json:"updated_at,omitempty"`
+	// index is the raft log index of the record's last change.
+	Index         uint64        `protobuf:"varint,17,opt,name=index,proto3" json:"index,omitempty"`
+	Clocks        *RecordClocks `protobuf:"bytes,18,opt,name=clocks,proto3" json:"clocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *AdminRequest) Reset() {
-	*x = AdminRequest{}
+func (x *RegistryRecord) Reset() {
+	*x = RegistryRecord{}
 	mi := &file_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *AdminRequest) String() string {
+func (x *RegistryRecord) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*AdminRequest) ProtoMessage() {}
+func (*RegistryRecord) ProtoMessage() {}
 
-func (x *AdminRequest) ProtoReflect() protoreflect.Message {
+func (x *RegistryRecord) ProtoReflect() protoreflect.Message {
 	mi := &file_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
@@ -319,47 +339,652 @@ func (x *AdminRequest) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use AdminRequest.ProtoReflect.Descriptor instead.
-func (*AdminRequest) Descriptor() ([]byte, []int) {
+// Deprecated: Use RegistryRecord.ProtoReflect.Descriptor instead.
+func (*RegistryRecord) Descriptor() ([]byte, []int) {
 	return file_cluster_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *AdminRequest) GetOp() string {
+func (x *RegistryRecord) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetTaskState() string {
+	if x != nil {
+		return x.TaskState
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetBlockerReason() string {
+	if x != nil {
+		return x.BlockerReason
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetLifecycleReason() string {
+	if x != nil {
+		return x.LifecycleReason
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+func (x *RegistryRecord) GetEndedAt() *Time {
+	if x != nil {
+		return x.EndedAt
+	}
+	return nil
+}
+
+func (x *RegistryRecord) GetEndReason() string {
+	if x != nil {
+		return x.EndReason
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetActivity() string {
+	if x != nil {
+		return x.Activity
+	}
+	return ""
+}
+
+func (x *RegistryRecord) GetActivityUpdatedAt() *Time {
+	if x != nil {
+		return x.ActivityUpdatedAt
+	}
+	return nil
+}
+
+func (x *RegistryRecord) GetStartedAt() *Time {
+	if x != nil {
+		return x.StartedAt
+	}
+	return nil
+}
+
+func (x *RegistryRecord) GetUpdatedAt() *Time {
+	if x != nil {
+		return x.UpdatedAt
+	}
+	return nil
+}
+
+func (x *RegistryRecord) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *RegistryRecord) GetClocks() *RecordClocks {
+	if x != nil {
+		return x.Clocks
+	}
+	return nil
+}
+
+// RecordClocks are the event times at which each group of a record last
+// changed.
+type RecordClocks struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Identity      *Time                  `protobuf:"bytes,1,opt,name=identity,proto3" json:"identity,omitempty"`
+	Task          *Time                  `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Lifecycle     *Time                  `protobuf:"bytes,3,opt,name=lifecycle,proto3" json:"lifecycle,omitempty"`
+	Activity      *Time                  `protobuf:"bytes,4,opt,name=activity,proto3" json:"activity,omitempty"`
+	End           *Time                  `protobuf:"bytes,5,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RecordClocks) Reset() {
+	*x = RecordClocks{}
+	mi := &file_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RecordClocks) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RecordClocks) ProtoMessage() {}
+
+func (x *RecordClocks) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RecordClocks.ProtoReflect.Descriptor instead.
+func (*RecordClocks) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *RecordClocks) GetIdentity() *Time {
+	if x != nil {
+		return x.Identity
+	}
+	return nil
+}
+
+func (x *RecordClocks) GetTask() *Time {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *RecordClocks) GetLifecycle() *Time {
+	if x != nil {
+		return x.Lifecycle
+	}
+	return nil
+}
+
+func (x *RecordClocks) GetActivity() *Time {
+	if x != nil {
+		return x.Activity
+	}
+	return nil
+}
+
+func (x *RecordClocks) GetEnd() *Time {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+type AdminEmpty struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AdminEmpty) Reset() {
+	*x = AdminEmpty{}
+	mi := &file_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AdminEmpty) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AdminEmpty) ProtoMessage() {}
+
+func (x *AdminEmpty) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AdminEmpty.ProtoReflect.Descriptor instead.
+func (*AdminEmpty) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+type TokenCreateRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server: the token makes servers (raft voters holding the CA key).
+	Server bool `protobuf:"varint,1,opt,name=server,proto3" json:"server,omitempty"`
+	// ttl_ms is how long the token may be redeemed; uses how many joins it
+	// allows (0: any number within its TTL).
+	TtlMs         int64 `protobuf:"varint,2,opt,name=ttl_ms,json=ttlMs,proto3" json:"ttl_ms,omitempty"`
+	Uses          int32 `protobuf:"varint,3,opt,name=uses,proto3" json:"uses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenCreateRequest) Reset() {
+	*x = TokenCreateRequest{}
+	mi := &file_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenCreateRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenCreateRequest) ProtoMessage() {}
+
+func (x *TokenCreateRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenCreateRequest.ProtoReflect.Descriptor instead.
+func (*TokenCreateRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *TokenCreateRequest) GetServer() bool {
+	if x != nil {
+		return x.Server
+	}
+	return false
+}
+
+func (x *TokenCreateRequest) GetTtlMs() int64 {
+	if x != nil {
+		return x.TtlMs
+	}
+	return 0
+}
+
+func (x *TokenCreateRequest) GetUses() int32 {
+	if x != nil {
+		return x.Uses
+	}
+	return 0
+}
+
+type TokenCreated struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JoinToken     string                 `protobuf:"bytes,1,opt,name=join_token,json=joinToken,proto3" json:"join_token,omitempty"`
+	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Expires       *Time                  `protobuf:"bytes,4,opt,name=expires,proto3" json:"expires,omitempty"`
+	Uses          int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenCreated) Reset() {
+	*x = TokenCreated{}
+	mi := &file_cluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenCreated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenCreated) ProtoMessage() {}
+
+func (x *TokenCreated) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenCreated.ProtoReflect.Descriptor instead.
+func (*TokenCreated) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TokenCreated) GetJoinToken() string {
+	if x != nil {
+		return x.JoinToken
+	}
+	return ""
+}
+
+func (x *TokenCreated) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TokenCreated) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *TokenCreated) GetExpires() *Time {
+	if x != nil {
+		return x.Expires
+	}
+	return nil
+}
+
+func (x *TokenCreated) GetUses() int32 {
+	if x != nil {
+		return x.Uses
+	}
+	return 0
+}
+
+type TokenListResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*TokenRecord         `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenListResponse) Reset() {
+	*x = TokenListResponse{}
+	mi := &file_cluster_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenListResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenListResponse) ProtoMessage() {}
+
+func (x *TokenListResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenListResponse.ProtoReflect.Descriptor instead.
+func (*TokenListResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TokenListResponse) GetTokens() []*TokenRecord {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+// TokenRecord is a join token as the registry keeps it (its secret's hash
+// only).
+type TokenRecord struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SecretSha256  string                 `protobuf:"bytes,2,opt,name=secret_sha256,json=secretSha256,proto3" json:"secret_sha256,omitempty"`
+	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Created       *Time                  `protobuf:"bytes,4,opt,name=created,proto3" json:"created,omitempty"`
+	Expires       *Time                  `protobuf:"bytes,5,opt,name=expires,proto3" json:"expires,omitempty"`
+	Uses          int32                  `protobuf:"varint,6,opt,name=uses,proto3" json:"uses,omitempty"`
+	Used          int32                  `protobuf:"varint,7,opt,name=used,proto3" json:"used,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenRecord) Reset() {
+	*x = TokenRecord{}
+	mi := &file_cluster_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenRecord) ProtoMessage() {}
+
+func (x *TokenRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenRecord.ProtoReflect.Descriptor instead.
+func (*TokenRecord) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *TokenRecord) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TokenRecord) GetSecretSha256() string {
+	if x != nil {
+		return x.SecretSha256
+	}
+	return ""
+}
+
+func (x *TokenRecord) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *TokenRecord) GetCreated() *Time {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *TokenRecord) GetExpires() *Time {
+	if x != nil {
+		return x.Expires
+	}
+	return nil
+}
+
+func (x *TokenRecord) GetUses() int32 {
+	if x != nil {
+		return x.Uses
+	}
+	return 0
+}
+
+func (x *TokenRecord) GetUsed() int32 {
+	if x != nil {
+		return x.Used
+	}
+	return 0
+}
+
+type TokenRevokeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenRevokeRequest) Reset() {
+	*x = TokenRevokeRequest{}
+	mi := &file_cluster_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenRevokeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenRevokeRequest) ProtoMessage() {}
+
+func (x *TokenRevokeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenRevokeRequest.ProtoReflect.Descriptor instead.
+func (*TokenRevokeRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *TokenRevokeRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type KeyringChangeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// op is install, use or remove; key is base64 (harn keygen).
+	Op            string `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	Key           string `protobuf:"bytes,2,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *KeyringChangeRequest) Reset() {
+	*x = KeyringChangeRequest{}
+	mi := &file_cluster_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *KeyringChangeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*KeyringChangeRequest) ProtoMessage() {}
+
+func (x *KeyringChangeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use KeyringChangeRequest.ProtoReflect.Descriptor instead.
+func (*KeyringChangeRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *KeyringChangeRequest) GetOp() string {
 	if x != nil {
 		return x.Op
 	}
 	return ""
 }
 
-func (x *AdminRequest) GetArgsJson() []byte {
+func (x *KeyringChangeRequest) GetKey() string {
 	if x != nil {
-		return x.ArgsJson
+		return x.Key
 	}
-	return nil
+	return ""
 }
 
-type AdminResponse struct {
+// KeyringView is the registry's keyring and the keys this node's gossip
+// holds now (base64).
+type KeyringView struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	ResultJson    []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	Primary       string                 `protobuf:"bytes,1,opt,name=primary,proto3" json:"primary,omitempty"`
+	Keys          []string               `protobuf:"bytes,2,rep,name=keys,proto3" json:"keys,omitempty"`
+	NodePrimary   string                 `protobuf:"bytes,3,opt,name=node_primary,json=nodePrimary,proto3" json:"node_primary,omitempty"`
+	NodeKeys      []string               `protobuf:"bytes,4,rep,name=node_keys,json=nodeKeys,proto3" json:"node_keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
-func (x *AdminResponse) Reset() {
-	*x = AdminResponse{}
-	mi := &file_cluster_proto_msgTypes[7]
+func (x *KeyringView) Reset() {
+	*x = KeyringView{}
+	mi := &file_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
 
-func (x *AdminResponse) String() string {
+func (x *KeyringView) String() string {
 	return protoimpl.X.MessageStringOf(x)
 }
 
-func (*AdminResponse) ProtoMessage() {}
+func (*KeyringView) ProtoMessage() {}
 
-func (x *AdminResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[7]
+func (x *KeyringView) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,14 +995,204 @@ func (x *AdminResponse) ProtoReflect() protoreflect.Message {
 	return mi.MessageOf(x)
 }
 
-// Deprecated: Use AdminResponse.ProtoReflect.Descriptor instead.
-func (*AdminResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{7}
+// Deprecated: Use KeyringView.ProtoReflect.Descriptor instead.
+func (*KeyringView) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{15}
 }
 
-func (x *AdminResponse) GetResultJson() []byte {
+func (x *KeyringView) GetPrimary() string {
 	if x != nil {
-		return x.ResultJson
+		return x.Primary
+	}
+	return ""
+}
+
+func (x *KeyringView) GetKeys() []string {
+	if x != nil {
+		return x.Keys
+	}
+	return nil
+}
+
+func (x *KeyringView) GetNodePrimary() string {
+	if x != nil {
+		return x.NodePrimary
+	}
+	return ""
+}
+
+func (x *KeyringView) GetNodeKeys() []string {
+	if x != nil {
+		return x.NodeKeys
+	}
+	return nil
+}
+
+type RevokeNodeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeNodeRequest) Reset() {
+	*x = RevokeNodeRequest{}
+	mi := &file_cluster_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeNodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeNodeRequest) ProtoMessage() {}
+
+func (x *RevokeNodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeNodeRequest.ProtoReflect.Descriptor instead.
+func (*RevokeNodeRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RevokeNodeRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type Revoked struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Serials       []string               `protobuf:"bytes,2,rep,name=serials,proto3" json:"serials,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Revoked) Reset() {
+	*x = Revoked{}
+	mi := &file_cluster_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Revoked) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Revoked) ProtoMessage() {}
+
+func (x *Revoked) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Revoked.ProtoReflect.Descriptor instead.
+func (*Revoked) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Revoked) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *Revoked) GetSerials() []string {
+	if x != nil {
+		return x.Serials
+	}
+	return nil
+}
+
+type CAStatusResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// roots are the trusted CAs' fingerprints, current first; rotating: two
+	// are trusted.
+	Roots    []string `protobuf:"bytes,1,rep,name=roots,proto3" json:"roots,omitempty"`
+	Rotating bool     `protobuf:"varint,2,opt,name=rotating,proto3" json:"rotating,omitempty"`
+	// on_current: this node's certificate is from the current CA.
+	OnCurrent bool `protobuf:"varint,3,opt,name=on_current,json=onCurrent,proto3" json:"on_current,omitempty"`
+	// members_on_current lists, per recorded certificate still valid, the
+	// node it names and whether it is from the current CA.
+	MembersOnCurrent map[string]bool `protobuf:"bytes,4,rep,name=members_on_current,json=membersOnCurrent,proto3" json:"members_on_current,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CAStatusResponse) Reset() {
+	*x = CAStatusResponse{}
+	mi := &file_cluster_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CAStatusResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CAStatusResponse) ProtoMessage() {}
+
+func (x *CAStatusResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CAStatusResponse.ProtoReflect.Descriptor instead.
+func (*CAStatusResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *CAStatusResponse) GetRoots() []string {
+	if x != nil {
+		return x.Roots
+	}
+	return nil
+}
+
+func (x *CAStatusResponse) GetRotating() bool {
+	if x != nil {
+		return x.Rotating
+	}
+	return false
+}
+
+func (x *CAStatusResponse) GetOnCurrent() bool {
+	if x != nil {
+		return x.OnCurrent
+	}
+	return false
+}
+
+func (x *CAStatusResponse) GetMembersOnCurrent() map[string]bool {
+	if x != nil {
+		return x.MembersOnCurrent
 	}
 	return nil
 }
@@ -395,17 +1210,89 @@ const file_cluster_proto_rawDesc = "" +
 	"\acommand\x18\x01 \x01(\fR\acommandJ\x04\b\x02\x10\x03R\x04hops\"%\n" +
 	"\rApplyResponse\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\x04R\x05index\"\x17\n" +
-	"\x15ConsistentListRequest\"c\n" +
-	"\x10RegistryResponse\x12!\n" +
-	"\frecords_json\x18\x01 \x03(\fR\vrecordsJson\x12\x14\n" +
+	"\x15ConsistentListRequest\"\x87\x01\n" +
+	"\x10RegistryResponse\x12\x14\n" +
 	"\x05index\x18\x02 \x01(\x04R\x05index\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\tR\x06leader\";\n" +
-	"\fAdminRequest\x12\x0e\n" +
-	"\x02op\x18\x01 \x01(\tR\x02op\x12\x1b\n" +
-	"\targs_json\x18\x02 \x01(\fR\bargsJson\"0\n" +
-	"\rAdminResponse\x12\x1f\n" +
-	"\vresult_json\x18\x01 \x01(\fR\n" +
-	"resultJson2\x81\x05\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\x121\n" +
+	"\arecords\x18\x04 \x03(\v2\x17.harn.v1.RegistryRecordR\arecordsJ\x04\b\x01\x10\x02R\frecords_json\"\xf9\x04\n" +
+	"\x0eRegistryRecord\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12*\n" +
+	"\x11parent_session_id\x18\x02 \x01(\tR\x0fparentSessionId\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x14\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12\x12\n" +
+	"\x04task\x18\x06 \x01(\tR\x04task\x12\x1d\n" +
+	"\n" +
+	"task_state\x18\a \x01(\tR\ttaskState\x12%\n" +
+	"\x0eblocker_reason\x18\b \x01(\tR\rblockerReason\x12)\n" +
+	"\x10lifecycle_reason\x18\t \x01(\tR\x0flifecycleReason\x12\x14\n" +
+	"\x05ended\x18\n" +
+	" \x01(\bR\x05ended\x12(\n" +
+	"\bended_at\x18\v \x01(\v2\r.harn.v1.TimeR\aendedAt\x12\x1d\n" +
+	"\n" +
+	"end_reason\x18\f \x01(\tR\tendReason\x12\x1a\n" +
+	"\bactivity\x18\r \x01(\tR\bactivity\x12=\n" +
+	"\x13activity_updated_at\x18\x0e \x01(\v2\r.harn.v1.TimeR\x11activityUpdatedAt\x12,\n" +
+	"\n" +
+	"started_at\x18\x0f \x01(\v2\r.harn.v1.TimeR\tstartedAt\x12,\n" +
+	"\n" +
+	"updated_at\x18\x10 \x01(\v2\r.harn.v1.TimeR\tupdatedAt\x12\x14\n" +
+	"\x05index\x18\x11 \x01(\x04R\x05index\x12-\n" +
+	"\x06clocks\x18\x12 \x01(\v2\x15.harn.v1.RecordClocksR\x06clocks\"\xd5\x01\n" +
+	"\fRecordClocks\x12)\n" +
+	"\bidentity\x18\x01 \x01(\v2\r.harn.v1.TimeR\bidentity\x12!\n" +
+	"\x04task\x18\x02 \x01(\v2\r.harn.v1.TimeR\x04task\x12+\n" +
+	"\tlifecycle\x18\x03 \x01(\v2\r.harn.v1.TimeR\tlifecycle\x12)\n" +
+	"\bactivity\x18\x04 \x01(\v2\r.harn.v1.TimeR\bactivity\x12\x1f\n" +
+	"\x03end\x18\x05 \x01(\v2\r.harn.v1.TimeR\x03end\"\f\n" +
+	"\n" +
+	"AdminEmpty\"W\n" +
+	"\x12TokenCreateRequest\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\bR\x06server\x12\x15\n" +
+	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x12\x12\n" +
+	"\x04uses\x18\x03 \x01(\x05R\x04uses\"\x8e\x01\n" +
+	"\fTokenCreated\x12\x1d\n" +
+	"\n" +
+	"join_token\x18\x01 \x01(\tR\tjoinToken\x12\x0e\n" +
+	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12'\n" +
+	"\aexpires\x18\x04 \x01(\v2\r.harn.v1.TimeR\aexpires\x12\x12\n" +
+	"\x04uses\x18\x05 \x01(\x05R\x04uses\"A\n" +
+	"\x11TokenListResponse\x12,\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x14.harn.v1.TokenRecordR\x06tokens\"\xd0\x01\n" +
+	"\vTokenRecord\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12#\n" +
+	"\rsecret_sha256\x18\x02 \x01(\tR\fsecretSha256\x12\x12\n" +
+	"\x04role\x18\x03 \x01(\tR\x04role\x12'\n" +
+	"\acreated\x18\x04 \x01(\v2\r.harn.v1.TimeR\acreated\x12'\n" +
+	"\aexpires\x18\x05 \x01(\v2\r.harn.v1.TimeR\aexpires\x12\x12\n" +
+	"\x04uses\x18\x06 \x01(\x05R\x04uses\x12\x12\n" +
+	"\x04used\x18\a \x01(\x05R\x04used\"$\n" +
+	"\x12TokenRevokeRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"8\n" +
+	"\x14KeyringChangeRequest\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x10\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"{\n" +
+	"\vKeyringView\x12\x18\n" +
+	"\aprimary\x18\x01 \x01(\tR\aprimary\x12\x12\n" +
+	"\x04keys\x18\x02 \x03(\tR\x04keys\x12!\n" +
+	"\fnode_primary\x18\x03 \x01(\tR\vnodePrimary\x12\x1b\n" +
+	"\tnode_keys\x18\x04 \x03(\tR\bnodeKeys\"'\n" +
+	"\x11RevokeNodeRequest\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\"7\n" +
+	"\aRevoked\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
+	"\aserials\x18\x02 \x03(\tR\aserials\"\x87\x02\n" +
+	"\x10CAStatusResponse\x12\x14\n" +
+	"\x05roots\x18\x01 \x03(\tR\x05roots\x12\x1a\n" +
+	"\brotating\x18\x02 \x01(\bR\brotating\x12\x1d\n" +
+	"\n" +
+	"on_current\x18\x03 \x01(\bR\tonCurrent\x12]\n" +
+	"\x12members_on_current\x18\x04 \x03(\v2/.harn.v1.CAStatusResponse.MembersOnCurrentEntryR\x10membersOnCurrent\x1aC\n" +
+	"\x15MembersOnCurrentEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x012\x81\x05\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
@@ -416,9 +1303,18 @@ const file_cluster_proto_rawDesc = "" +
 	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x12<\n" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
 	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x126\n" +
-	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse2C\n" +
-	"\tMeshAdmin\x126\n" +
-	"\x05Admin\x12\x15.harn.v1.AdminRequest\x1a\x16.harn.v1.AdminResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse2\xbd\x04\n" +
+	"\tMeshAdmin\x12A\n" +
+	"\vTokenCreate\x12\x1b.harn.v1.TokenCreateRequest\x1a\x15.harn.v1.TokenCreated\x12<\n" +
+	"\tTokenList\x12\x13.harn.v1.AdminEmpty\x1a\x1a.harn.v1.TokenListResponse\x12?\n" +
+	"\vTokenRevoke\x12\x1b.harn.v1.TokenRevokeRequest\x1a\x13.harn.v1.AdminEmpty\x128\n" +
+	"\vKeyringList\x12\x13.harn.v1.AdminEmpty\x1a\x14.harn.v1.KeyringView\x12D\n" +
+	"\rKeyringChange\x12\x1d.harn.v1.KeyringChangeRequest\x1a\x14.harn.v1.KeyringView\x12:\n" +
+	"\n" +
+	"RevokeNode\x12\x1a.harn.v1.RevokeNodeRequest\x1a\x10.harn.v1.Revoked\x12:\n" +
+	"\bCARotate\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
+	"\bCAFinish\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
+	"\bCAStatus\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -432,7 +1328,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_cluster_proto_goTypes = []any{
 	(*PresenceRequest)(nil),       // 0: harn.v1.PresenceRequest
 	(*PresenceResponse)(nil),      // 1: harn.v1.PresenceResponse
@@ -440,50 +1336,95 @@ var file_cluster_proto_goTypes = []any{
 	(*ApplyResponse)(nil),         // 3: harn.v1.ApplyResponse
 	(*ConsistentListRequest)(nil), // 4: harn.v1.ConsistentListRequest
 	(*RegistryResponse)(nil),      // 5: harn.v1.RegistryResponse
-	(*AdminRequest)(nil),          // 6: harn.v1.AdminRequest
-	(*AdminResponse)(nil),         // 7: harn.v1.AdminResponse
-	(*SessionRequest)(nil),        // 8: harn.v1.SessionRequest
-	(*RemoveServerRequest)(nil),   // 9: harn.v1.RemoveServerRequest
-	(*TaskRequest)(nil),           // 10: harn.v1.TaskRequest
-	(*PendingRequest)(nil),        // 11: harn.v1.PendingRequest
-	(*AnswerRequest)(nil),         // 12: harn.v1.AnswerRequest
-	(*CoordRequest)(nil),          // 13: harn.v1.CoordRequest
-	(*SessionResponse)(nil),       // 14: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 15: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 16: harn.v1.RemoveServerResponse
-	(*TaskResponse)(nil),          // 17: harn.v1.TaskResponse
-	(*PendingResponse)(nil),       // 18: harn.v1.PendingResponse
-	(*AnswerResponse)(nil),        // 19: harn.v1.AnswerResponse
-	(*CoordResponse)(nil),         // 20: harn.v1.CoordResponse
+	(*RegistryRecord)(nil),        // 6: harn.v1.RegistryRecord
+	(*RecordClocks)(nil),          // 7: harn.v1.RecordClocks
+	(*AdminEmpty)(nil),            // 8: harn.v1.AdminEmpty
+	(*TokenCreateRequest)(nil),    // 9: harn.v1.TokenCreateRequest
+	(*TokenCreated)(nil),          // 10: harn.v1.TokenCreated
+	(*TokenListResponse)(nil),     // 11: harn.v1.TokenListResponse
+	(*TokenRecord)(nil),           // 12: harn.v1.TokenRecord
+	(*TokenRevokeRequest)(nil),    // 13: harn.v1.TokenRevokeRequest
+	(*KeyringChangeRequest)(nil),  // 14: harn.v1.KeyringChangeRequest
+	(*KeyringView)(nil),           // 15: harn.v1.KeyringView
+	(*RevokeNodeRequest)(nil),     // 16: harn.v1.RevokeNodeRequest
+	(*Revoked)(nil),               // 17: harn.v1.Revoked
+	(*CAStatusResponse)(nil),      // 18: harn.v1.CAStatusResponse
+	nil,                           // 19: harn.v1.CAStatusResponse.MembersOnCurrentEntry
+	(*Time)(nil),                  // 20: harn.v1.Time
+	(*SessionRequest)(nil),        // 21: harn.v1.SessionRequest
+	(*RemoveServerRequest)(nil),   // 22: harn.v1.RemoveServerRequest
+	(*TaskRequest)(nil),           // 23: harn.v1.TaskRequest
+	(*PendingRequest)(nil),        // 24: harn.v1.PendingRequest
+	(*AnswerRequest)(nil),         // 25: harn.v1.AnswerRequest
+	(*CoordRequest)(nil),          // 26: harn.v1.CoordRequest
+	(*SessionResponse)(nil),       // 27: harn.v1.SessionResponse
+	(*TraceResponse)(nil),         // 28: harn.v1.TraceResponse
+	(*RemoveServerResponse)(nil),  // 29: harn.v1.RemoveServerResponse
+	(*TaskResponse)(nil),          // 30: harn.v1.TaskResponse
+	(*PendingResponse)(nil),       // 31: harn.v1.PendingResponse
+	(*AnswerResponse)(nil),        // 32: harn.v1.AnswerResponse
+	(*CoordResponse)(nil),         // 33: harn.v1.CoordResponse
 }
 var file_cluster_proto_depIdxs = []int32{
-	2,  // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
-	4,  // 1: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
-	8,  // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
-	8,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
-	9,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	0,  // 5: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
-	10, // 6: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
-	11, // 7: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
-	12, // 8: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
-	13, // 9: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
-	6,  // 10: harn.v1.MeshAdmin.Admin:input_type -> harn.v1.AdminRequest
-	3,  // 11: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	5,  // 12: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	14, // 13: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	15, // 14: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	16, // 15: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	1,  // 16: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	17, // 17: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
-	18, // 18: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
-	19, // 19: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
-	20, // 20: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
-	7,  // 21: harn.v1.MeshAdmin.Admin:output_type -> harn.v1.AdminResponse
-	11, // [11:22] is the sub-list for method output_type
-	0,  // [0:11] is the sub-list for method input_type
-	0,  // [0:0] is the sub-list for extension type_name
-	0,  // [0:0] is the sub-list for extension extendee
-	0,  // [0:0] is the sub-list for field type_name
+	6,  // 0: harn.v1.RegistryResponse.records:type_name -> harn.v1.RegistryRecord
+	20, // 1: harn.v1.RegistryRecord.ended_at:type_name -> harn.v1.Time
+	20, // 2: harn.v1.RegistryRecord.activity_updated_at:type_name -> harn.v1.Time
+	20, // 3: harn.v1.RegistryRecord.started_at:type_name -> harn.v1.Time
+	20, // 4: harn.v1.RegistryRecord.updated_at:type_name -> harn.v1.Time
+	7,  // 5: harn.v1.RegistryRecord.clocks:type_name -> harn.v1.RecordClocks
+	20, // 6: harn.v1.RecordClocks.identity:type_name -> harn.v1.Time
+	20, // 7: harn.v1.RecordClocks.task:type_name -> harn.v1.Time
+	20, // 8: harn.v1.RecordClocks.lifecycle:type_name -> harn.v1.Time
+	20, // 9: harn.v1.RecordClocks.activity:type_name -> harn.v1.Time
+	20, // 10: harn.v1.RecordClocks.end:type_name -> harn.v1.Time
+	20, // 11: harn.v1.TokenCreated.expires:type_name -> harn.v1.Time
+	12, // 12: harn.v1.TokenListResponse.tokens:type_name -> harn.v1.TokenRecord
+	20, // 13: harn.v1.TokenRecord.created:type_name -> harn.v1.Time
+	20, // 14: harn.v1.TokenRecord.expires:type_name -> harn.v1.Time
+	19, // 15: harn.v1.CAStatusResponse.members_on_current:type_name -> harn.v1.CAStatusResponse.MembersOnCurrentEntry
+	2,  // 16: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
+	4,  // 17: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
+	21, // 18: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
+	21, // 19: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
+	22, // 20: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	0,  // 21: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
+	23, // 22: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
+	24, // 23: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
+	25, // 24: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
+	26, // 25: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
+	9,  // 26: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
+	8,  // 27: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
+	13, // 28: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
+	8,  // 29: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
+	14, // 30: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
+	16, // 31: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
+	8,  // 32: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
+	8,  // 33: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
+	8,  // 34: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
+	3,  // 35: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	5,  // 36: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	27, // 37: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	28, // 38: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	29, // 39: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	1,  // 40: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	30, // 41: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
+	31, // 42: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
+	32, // 43: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
+	33, // 44: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
+	10, // 45: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
+	11, // 46: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
+	8,  // 47: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
+	15, // 48: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
+	15, // 49: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
+	17, // 50: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
+	18, // 51: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
+	18, // 52: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
+	18, // 53: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
+	35, // [35:54] is the sub-list for method output_type
+	16, // [16:35] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -498,7 +1439,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

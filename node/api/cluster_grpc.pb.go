@@ -507,7 +507,15 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 }
 
 const (
-	MeshAdmin_Admin_FullMethodName = "/harn.v1.MeshAdmin/Admin"
+	MeshAdmin_TokenCreate_FullMethodName   = "/harn.v1.MeshAdmin/TokenCreate"
+	MeshAdmin_TokenList_FullMethodName     = "/harn.v1.MeshAdmin/TokenList"
+	MeshAdmin_TokenRevoke_FullMethodName   = "/harn.v1.MeshAdmin/TokenRevoke"
+	MeshAdmin_KeyringList_FullMethodName   = "/harn.v1.MeshAdmin/KeyringList"
+	MeshAdmin_KeyringChange_FullMethodName = "/harn.v1.MeshAdmin/KeyringChange"
+	MeshAdmin_RevokeNode_FullMethodName    = "/harn.v1.MeshAdmin/RevokeNode"
+	MeshAdmin_CARotate_FullMethodName      = "/harn.v1.MeshAdmin/CARotate"
+	MeshAdmin_CAFinish_FullMethodName      = "/harn.v1.MeshAdmin/CAFinish"
+	MeshAdmin_CAStatus_FullMethodName      = "/harn.v1.MeshAdmin/CAStatus"
 )
 
 // MeshAdminClient is the client API for MeshAdmin service.
@@ -516,9 +524,24 @@ const (
 //
 // MeshAdmin is served on the local unix socket only: the operator's mesh
 // trust commands (join tokens, the gossip keyring, revocation, CA
-// rotation). op names the operation; args and result are JSON.
+// rotation).
 type MeshAdminClient interface {
-	Admin(ctx context.Context, in *AdminRequest, opts ...grpc.CallOption) (*AdminResponse, error)
+	// TokenCreate makes a join token (on a server: it holds the CA key).
+	TokenCreate(ctx context.Context, in *TokenCreateRequest, opts ...grpc.CallOption) (*TokenCreated, error)
+	// TokenList lists the registry's join tokens, never their secrets.
+	TokenList(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*TokenListResponse, error)
+	TokenRevoke(ctx context.Context, in *TokenRevokeRequest, opts ...grpc.CallOption) (*AdminEmpty, error)
+	// KeyringList shows the registry's gossip keyring and this node's keys.
+	KeyringList(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*KeyringView, error)
+	// KeyringChange installs, uses or removes a gossip key mesh-wide.
+	KeyringChange(ctx context.Context, in *KeyringChangeRequest, opts ...grpc.CallOption) (*KeyringView, error)
+	// RevokeNode revokes every certificate issued to a node.
+	RevokeNode(ctx context.Context, in *RevokeNodeRequest, opts ...grpc.CallOption) (*Revoked, error)
+	// CARotate makes a new mesh CA; CAFinish stops trusting the previous
+	// one; CAStatus shows the trusted CAs.
+	CARotate(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*CAStatusResponse, error)
+	CAFinish(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*CAStatusResponse, error)
+	CAStatus(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*CAStatusResponse, error)
 }
 
 type meshAdminClient struct {
@@ -529,10 +552,90 @@ func NewMeshAdminClient(cc grpc.ClientConnInterface) MeshAdminClient {
 	return &meshAdminClient{cc}
 }
 
-func (c *meshAdminClient) Admin(ctx context.Context, in *AdminRequest, opts ...grpc.CallOption) (*AdminResponse, error) {
+func (c *meshAdminClient) TokenCreate(ctx context.Context, in *TokenCreateRequest, opts ...grpc.CallOption) (*TokenCreated, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	out := new(AdminResponse)
-	err := c.cc.Invoke(ctx, MeshAdmin_Admin_FullMethodName, in, out, cOpts...)
+	out := new(TokenCreated)
+	err := c.cc.Invoke(ctx, MeshAdmin_TokenCreate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) TokenList(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*TokenListResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TokenListResponse)
+	err := c.cc.Invoke(ctx, MeshAdmin_TokenList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) TokenRevoke(ctx context.Context, in *TokenRevokeRequest, opts ...grpc.CallOption) (*AdminEmpty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AdminEmpty)
+	err := c.cc.Invoke(ctx, MeshAdmin_TokenRevoke_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) KeyringList(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*KeyringView, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KeyringView)
+	err := c.cc.Invoke(ctx, MeshAdmin_KeyringList_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) KeyringChange(ctx context.Context, in *KeyringChangeRequest, opts ...grpc.CallOption) (*KeyringView, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(KeyringView)
+	err := c.cc.Invoke(ctx, MeshAdmin_KeyringChange_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) RevokeNode(ctx context.Context, in *RevokeNodeRequest, opts ...grpc.CallOption) (*Revoked, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Revoked)
+	err := c.cc.Invoke(ctx, MeshAdmin_RevokeNode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) CARotate(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*CAStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CAStatusResponse)
+	err := c.cc.Invoke(ctx, MeshAdmin_CARotate_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) CAFinish(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*CAStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CAStatusResponse)
+	err := c.cc.Invoke(ctx, MeshAdmin_CAFinish_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *meshAdminClient) CAStatus(ctx context.Context, in *AdminEmpty, opts ...grpc.CallOption) (*CAStatusResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CAStatusResponse)
+	err := c.cc.Invoke(ctx, MeshAdmin_CAStatus_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -545,9 +648,24 @@ func (c *meshAdminClient) Admin(ctx context.Context, in *AdminRequest, opts ...g
 //
 // MeshAdmin is served on the local unix socket only: the operator's mesh
 // trust commands (join tokens, the gossip keyring, revocation, CA
-// rotation). op names the operation; args and result are JSON.
+// rotation).
 type MeshAdminServer interface {
-	Admin(context.Context, *AdminRequest) (*AdminResponse, error)
+	// TokenCreate makes a join token (on a server: it holds the CA key).
+	TokenCreate(context.Context, *TokenCreateRequest) (*TokenCreated, error)
+	// TokenList lists the registry's join tokens, never their secrets.
+	TokenList(context.Context, *AdminEmpty) (*TokenListResponse, error)
+	TokenRevoke(context.Context, *TokenRevokeRequest) (*AdminEmpty, error)
+	// KeyringList shows the registry's gossip keyring and this node's keys.
+	KeyringList(context.Context, *AdminEmpty) (*KeyringView, error)
+	// KeyringChange installs, uses or removes a gossip key mesh-wide.
+	KeyringChange(context.Context, *KeyringChangeRequest) (*KeyringView, error)
+	// RevokeNode revokes every certificate issued to a node.
+	RevokeNode(context.Context, *RevokeNodeRequest) (*Revoked, error)
+	// CARotate makes a new mesh CA; CAFinish stops trusting the previous
+	// one; CAStatus shows the trusted CAs.
+	CARotate(context.Context, *AdminEmpty) (*CAStatusResponse, error)
+	CAFinish(context.Context, *AdminEmpty) (*CAStatusResponse, error)
+	CAStatus(context.Context, *AdminEmpty) (*CAStatusResponse, error)
 	mustEmbedUnimplementedMeshAdminServer()
 }
 
@@ -558,8 +676,32 @@ type MeshAdminServer interface {
 // pointer dereference when methods are called.
 type UnimplementedMeshAdminServer struct{}
 
-func (UnimplementedMeshAdminServer) Admin(context.Context, *AdminRequest) (*AdminResponse, error) {
-	return nil, status.Error(codes.Unimplemented, "method Admin not implemented")
+func (UnimplementedMeshAdminServer) TokenCreate(context.Context, *TokenCreateRequest) (*TokenCreated, error) {
+	return nil, status.Error(codes.Unimplemented, "method TokenCreate not implemented")
+}
+func (UnimplementedMeshAdminServer) TokenList(context.Context, *AdminEmpty) (*TokenListResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TokenList not implemented")
+}
+func (UnimplementedMeshAdminServer) TokenRevoke(context.Context, *TokenRevokeRequest) (*AdminEmpty, error) {
+	return nil, status.Error(codes.Unimplemented, "method TokenRevoke not implemented")
+}
+func (UnimplementedMeshAdminServer) KeyringList(context.Context, *AdminEmpty) (*KeyringView, error) {
+	return nil, status.Error(codes.Unimplemented, "method KeyringList not implemented")
+}
+func (UnimplementedMeshAdminServer) KeyringChange(context.Context, *KeyringChangeRequest) (*KeyringView, error) {
+	return nil, status.Error(codes.Unimplemented, "method KeyringChange not implemented")
+}
+func (UnimplementedMeshAdminServer) RevokeNode(context.Context, *RevokeNodeRequest) (*Revoked, error) {
+	return nil, status.Error(codes.Unimplemented, "method RevokeNode not implemented")
+}
+func (UnimplementedMeshAdminServer) CARotate(context.Context, *AdminEmpty) (*CAStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CARotate not implemented")
+}
+func (UnimplementedMeshAdminServer) CAFinish(context.Context, *AdminEmpty) (*CAStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CAFinish not implemented")
+}
+func (UnimplementedMeshAdminServer) CAStatus(context.Context, *AdminEmpty) (*CAStatusResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CAStatus not implemented")
 }
 func (UnimplementedMeshAdminServer) mustEmbedUnimplementedMeshAdminServer() {}
 func (UnimplementedMeshAdminServer) testEmbeddedByValue()                   {}
@@ -582,20 +724,164 @@ func RegisterMeshAdminServer(s grpc.ServiceRegistrar, srv MeshAdminServer) {
 	s.RegisterService(&MeshAdmin_ServiceDesc, srv)
 }
 
-func _MeshAdmin_Admin_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
-	in := new(AdminRequest)
+func _MeshAdmin_TokenCreate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TokenCreateRequest)
 	if err := dec(in); err != nil {
 		return nil, err
 	}
 	if interceptor == nil {
-		return srv.(MeshAdminServer).Admin(ctx, in)
+		return srv.(MeshAdminServer).TokenCreate(ctx, in)
 	}
 	info := &grpc.UnaryServerInfo{
 		Server:     srv,
-		FullMethod: MeshAdmin_Admin_FullMethodName,
+		FullMethod: MeshAdmin_TokenCreate_FullMethodName,
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
-		return srv.(MeshAdminServer).Admin(ctx, req.(*AdminRequest))
+		return srv.(MeshAdminServer).TokenCreate(ctx, req.(*TokenCreateRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_TokenList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdminEmpty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).TokenList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_TokenList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).TokenList(ctx, req.(*AdminEmpty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_TokenRevoke_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TokenRevokeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).TokenRevoke(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_TokenRevoke_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).TokenRevoke(ctx, req.(*TokenRevokeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_KeyringList_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdminEmpty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).KeyringList(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_KeyringList_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).KeyringList(ctx, req.(*AdminEmpty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_KeyringChange_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(KeyringChangeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).KeyringChange(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_KeyringChange_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).KeyringChange(ctx, req.(*KeyringChangeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_RevokeNode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RevokeNodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).RevokeNode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_RevokeNode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).RevokeNode(ctx, req.(*RevokeNodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_CARotate_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdminEmpty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).CARotate(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_CARotate_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).CARotate(ctx, req.(*AdminEmpty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_CAFinish_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdminEmpty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).CAFinish(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_CAFinish_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).CAFinish(ctx, req.(*AdminEmpty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _MeshAdmin_CAStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AdminEmpty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(MeshAdminServer).CAStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: MeshAdmin_CAStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(MeshAdminServer).CAStatus(ctx, req.(*AdminEmpty))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -608,8 +894,40 @@ var MeshAdmin_ServiceDesc = grpc.ServiceDesc{
 	HandlerType: (*MeshAdminServer)(nil),
 	Methods: []grpc.MethodDesc{
 		{
-			MethodName: "Admin",
-			Handler:    _MeshAdmin_Admin_Handler,
+			MethodName: "TokenCreate",
+			Handler:    _MeshAdmin_TokenCreate_Handler,
+		},
+		{
+			MethodName: "TokenList",
+			Handler:    _MeshAdmin_TokenList_Handler,
+		},
+		{
+			MethodName: "TokenRevoke",
+			Handler:    _MeshAdmin_TokenRevoke_Handler,
+		},
+		{
+			MethodName: "KeyringList",
+			Handler:    _MeshAdmin_KeyringList_Handler,
+		},
+		{
+			MethodName: "KeyringChange",
+			Handler:    _MeshAdmin_KeyringChange_Handler,
+		},
+		{
+			MethodName: "RevokeNode",
+			Handler:    _MeshAdmin_RevokeNode_Handler,
+		},
+		{
+			MethodName: "CARotate",
+			Handler:    _MeshAdmin_CARotate_Handler,
+		},
+		{
+			MethodName: "CAFinish",
+			Handler:    _MeshAdmin_CAFinish_Handler,
+		},
+		{
+			MethodName: "CAStatus",
+			Handler:    _MeshAdmin_CAStatus_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -151,11 +151,10 @@ type AppendRequest struct {
 	// name_for, when set, asks for that session's re-minted name if the
 	// agent has not shown it: it is returned once per re-mint (pending_name).
 	NameFor string `protobuf:"bytes,3,opt,name=name_for,json=nameFor,proto3" json:"name_for,omitempty"`
-	// decide_json, when set, is the tool call's pre-call (or post-call)
-	// question (a node/tasks Query as JSON, claims beside it): the node
-	// answers it in decision, after the events are stored, so that a tool
-	// call's hook makes one round trip, not two.
-	DecideJson    []byte `protobuf:"bytes,4,opt,name=decide_json,json=decideJson,proto3" json:"decide_json,omitempty"`
+	// decide, when set, is the tool call's pre-call (or post-call)
+	// question: the node answers it in decision, after the events are
+	// stored, so that a tool call's hook makes one round trip, not two.
+	Decide        *DecideQuery `protobuf:"bytes,5,opt,name=decide,proto3" json:"decide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,9 +210,9 @@ func (x *AppendRequest) GetNameFor() string {
 	return ""
 }
 
-func (x *AppendRequest) GetDecideJson() []byte {
+func (x *AppendRequest) GetDecide() *DecideQuery {
 	if x != nil {
-		return x.DecideJson
+		return x.Decide
 	}
 	return nil
 }
@@ -226,7 +225,7 @@ type AppendResponse struct {
 	AdditionalContext string `protobuf:"bytes,3,opt,name=additional_context,json=additionalContext,proto3" json:"additional_context,omitempty"`
 	// pending_name answers name_for.
 	PendingName string `protobuf:"bytes,4,opt,name=pending_name,json=pendingName,proto3" json:"pending_name,omitempty"`
-	// decision answers decide_json; it is always set when decide_json was.
+	// decision answers decide; it is always set when decide was.
 	Decision      *DecideResponse `protobuf:"bytes,5,opt,name=decision,proto3" json:"decision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1147,10 +1146,10 @@ func (x *ErrorsRequest) GetLimit() int32 {
 }
 
 type ErrorsResponse struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	DiagnosticsJson [][]byte               `protobuf:"bytes,1,rep,name=diagnostics_json,json=diagnosticsJson,proto3" json:"diagnostics_json,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Diagnostics   []*Diagnostic          `protobuf:"bytes,2,rep,name=diagnostics,proto3" json:"diagnostics,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *ErrorsResponse) Reset() {
@@ -1183,11 +1182,98 @@ func (*ErrorsResponse) Descriptor() ([]byte, []int) {
 	return file_harn_proto_rawDescGZIP(), []int{18}
 }
 
-func (x *ErrorsResponse) GetDiagnosticsJson() [][]byte {
+func (x *ErrorsResponse) GetDiagnostics() []*Diagnostic {
 	if x != nil {
-		return x.DiagnosticsJson
+		return x.Diagnostics
 	}
 	return nil
+}
+
+// Diagnostic is a record of bad input the node received (newest first in
+// ErrorsResponse).
+type Diagnostic struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Seq   uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// ts is RFC 3339 with nanoseconds, as the node recorded it.
+	Ts            string `protobuf:"bytes,2,opt,name=ts,proto3" json:"ts,omitempty"`
+	Source        string `protobuf:"bytes,3,opt,name=source,proto3" json:"source,omitempty"`
+	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	InputBytes    int32  `protobuf:"varint,5,opt,name=input_bytes,json=inputBytes,proto3" json:"input_bytes,omitempty"`
+	InputDigest   string `protobuf:"bytes,6,opt,name=input_digest,json=inputDigest,proto3" json:"input_digest,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Diagnostic) Reset() {
+	*x = Diagnostic{}
+	mi := &file_harn_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Diagnostic) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Diagnostic) ProtoMessage() {}
+
+func (x *Diagnostic) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
+func (*Diagnostic) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *Diagnostic) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Diagnostic) GetTs() string {
+	if x != nil {
+		return x.Ts
+	}
+	return ""
+}
+
+func (x *Diagnostic) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *Diagnostic) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *Diagnostic) GetInputBytes() int32 {
+	if x != nil {
+		return x.InputBytes
+	}
+	return 0
+}
+
+func (x *Diagnostic) GetInputDigest() string {
+	if x != nil {
+		return x.InputDigest
+	}
+	return ""
 }
 
 type StatusRequest struct {
@@ -1198,7 +1284,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_harn_proto_msgTypes[19]
+	mi := &file_harn_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1210,7 +1296,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[19]
+	mi := &file_harn_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1223,7 +1309,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{19}
+	return file_harn_proto_rawDescGZIP(), []int{20}
 }
 
 type StatusResponse struct {
@@ -1241,7 +1327,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_harn_proto_msgTypes[20]
+	mi := &file_harn_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1253,7 +1339,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[20]
+	mi := &file_harn_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1266,7 +1352,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{20}
+	return file_harn_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *StatusResponse) GetNode() string {
@@ -1326,7 +1412,7 @@ type MeshRequest struct {
 
 func (x *MeshRequest) Reset() {
 	*x = MeshRequest{}
-	mi := &file_harn_proto_msgTypes[21]
+	mi := &file_harn_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1424,7 @@ func (x *MeshRequest) String() string {
 func (*MeshRequest) ProtoMessage() {}
 
 func (x *MeshRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[21]
+	mi := &file_harn_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,19 +1437,19 @@ func (x *MeshRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MeshRequest.ProtoReflect.Descriptor instead.
 func (*MeshRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{21}
+	return file_harn_proto_rawDescGZIP(), []int{22}
 }
 
 type MembersResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	MembersJson   [][]byte               `protobuf:"bytes,1,rep,name=members_json,json=membersJson,proto3" json:"members_json,omitempty"`
+	Members       []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_harn_proto_msgTypes[22]
+	mi := &file_harn_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1375,7 +1461,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[22]
+	mi := &file_harn_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1388,26 +1474,121 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{22}
+	return file_harn_proto_rawDescGZIP(), []int{23}
 }
 
-func (x *MembersResponse) GetMembersJson() [][]byte {
+func (x *MembersResponse) GetMembers() []*Member {
 	if x != nil {
-		return x.MembersJson
+		return x.Members
 	}
 	return nil
 }
 
+// Member is one mesh member, dead and departed ones included.
+type Member struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Addr  string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	// status is alive, suspect, dead or left; role is server or node.
+	Status string `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Role   string `protobuf:"bytes,4,opt,name=role,proto3" json:"role,omitempty"`
+	// since is when the status last changed (RFC 3339), "" when unknown.
+	Since         string `protobuf:"bytes,5,opt,name=since,proto3" json:"since,omitempty"`
+	RpcAddr       string `protobuf:"bytes,6,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
+	RaftAddr      string `protobuf:"bytes,7,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Member) Reset() {
+	*x = Member{}
+	mi := &file_harn_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Member) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Member) ProtoMessage() {}
+
+func (x *Member) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Member.ProtoReflect.Descriptor instead.
+func (*Member) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *Member) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Member) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *Member) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *Member) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *Member) GetSince() string {
+	if x != nil {
+		return x.Since
+	}
+	return ""
+}
+
+func (x *Member) GetRpcAddr() string {
+	if x != nil {
+		return x.RpcAddr
+	}
+	return ""
+}
+
+func (x *Member) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
 type RaftResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	StatsJson     []byte                 `protobuf:"bytes,1,opt,name=stats_json,json=statsJson,proto3" json:"stats_json,omitempty"`
+	Stats         *RaftStats             `protobuf:"bytes,2,opt,name=stats,proto3" json:"stats,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *RaftResponse) Reset() {
 	*x = RaftResponse{}
-	mi := &file_harn_proto_msgTypes[23]
+	mi := &file_harn_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1419,7 +1600,7 @@ func (x *RaftResponse) String() string {
 func (*RaftResponse) ProtoMessage() {}
 
 func (x *RaftResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[23]
+	mi := &file_harn_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1432,14 +1613,177 @@ func (x *RaftResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftResponse.ProtoReflect.Descriptor instead.
 func (*RaftResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{23}
+	return file_harn_proto_rawDescGZIP(), []int{25}
 }
 
-func (x *RaftResponse) GetStatsJson() []byte {
+func (x *RaftResponse) GetStats() *RaftStats {
 	if x != nil {
-		return x.StatsJson
+		return x.Stats
 	}
 	return nil
+}
+
+// RaftStats is the registry's Raft state as the answering node sees it.
+type RaftStats struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Leader       string                 `protobuf:"bytes,1,opt,name=leader,proto3" json:"leader,omitempty"`
+	Term         uint64                 `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64                 `protobuf:"varint,3,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	AppliedIndex uint64                 `protobuf:"varint,4,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	State        string                 `protobuf:"bytes,5,opt,name=state,proto3" json:"state,omitempty"`
+	Servers      []*RaftServer          `protobuf:"bytes,6,rep,name=servers,proto3" json:"servers,omitempty"`
+	Stale        bool                   `protobuf:"varint,7,opt,name=stale,proto3" json:"stale,omitempty"`
+	// last_contact is the time since the leader was last heard from (a Go
+	// duration), "" when not known.
+	LastContact   string `protobuf:"bytes,8,opt,name=last_contact,json=lastContact,proto3" json:"last_contact,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaftStats) Reset() {
+	*x = RaftStats{}
+	mi := &file_harn_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaftStats) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaftStats) ProtoMessage() {}
+
+func (x *RaftStats) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaftStats.ProtoReflect.Descriptor instead.
+func (*RaftStats) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RaftStats) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *RaftStats) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *RaftStats) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *RaftStats) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *RaftStats) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *RaftStats) GetServers() []*RaftServer {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+func (x *RaftStats) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *RaftStats) GetLastContact() string {
+	if x != nil {
+		return x.LastContact
+	}
+	return ""
+}
+
+type RaftServer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Voter         bool                   `protobuf:"varint,3,opt,name=voter,proto3" json:"voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RaftServer) Reset() {
+	*x = RaftServer{}
+	mi := &file_harn_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RaftServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RaftServer) ProtoMessage() {}
+
+func (x *RaftServer) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
+func (*RaftServer) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *RaftServer) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *RaftServer) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *RaftServer) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
 }
 
 type LeaveResponse struct {
@@ -1450,7 +1794,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_harn_proto_msgTypes[24]
+	mi := &file_harn_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1806,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[24]
+	mi := &file_harn_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1819,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{24}
+	return file_harn_proto_rawDescGZIP(), []int{28}
 }
 
 type RemoveServerRequest struct {
@@ -1487,7 +1831,7 @@ type RemoveServerRequest struct {
 
 func (x *RemoveServerRequest) Reset() {
 	*x = RemoveServerRequest{}
-	mi := &file_harn_proto_msgTypes[25]
+	mi := &file_harn_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1499,7 +1843,7 @@ func (x *RemoveServerRequest) String() string {
 func (*RemoveServerRequest) ProtoMessage() {}
 
 func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[25]
+	mi := &file_harn_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1512,7 +1856,7 @@ func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{25}
+	return file_harn_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RemoveServerRequest) GetId() string {
@@ -1530,7 +1874,7 @@ type RemoveServerResponse struct {
 
 func (x *RemoveServerResponse) Reset() {
 	*x = RemoveServerResponse{}
-	mi := &file_harn_proto_msgTypes[26]
+	mi := &file_harn_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1542,7 +1886,7 @@ func (x *RemoveServerResponse) String() string {
 func (*RemoveServerResponse) ProtoMessage() {}
 
 func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[26]
+	mi := &file_harn_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1555,22 +1899,22 @@ func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{26}
+	return file_harn_proto_rawDescGZIP(), []int{30}
 }
 
-// TaskRequest carries one task runtime action (node/tasks Action as
-// JSON); node names the target node ("" = find it).
+// TaskRequest carries one task runtime action; node names the target
+// node ("" = find it).
 type TaskRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	ActionJson    []byte                 `protobuf:"bytes,1,opt,name=action_json,json=actionJson,proto3" json:"action_json,omitempty"`
 	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Action        *TaskAction            `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskRequest) Reset() {
 	*x = TaskRequest{}
-	mi := &file_harn_proto_msgTypes[27]
+	mi := &file_harn_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1582,7 +1926,7 @@ func (x *TaskRequest) String() string {
 func (*TaskRequest) ProtoMessage() {}
 
 func (x *TaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[27]
+	mi := &file_harn_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1595,14 +1939,7 @@ func (x *TaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
 func (*TaskRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{27}
-}
-
-func (x *TaskRequest) GetActionJson() []byte {
-	if x != nil {
-		return x.ActionJson
-	}
-	return nil
+	return file_harn_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *TaskRequest) GetNode() string {
@@ -1612,18 +1949,25 @@ func (x *TaskRequest) GetNode() string {
 	return ""
 }
 
-// TaskResponse carries the action's result (node/tasks Result as JSON).
+func (x *TaskRequest) GetAction() *TaskAction {
+	if x != nil {
+		return x.Action
+	}
+	return nil
+}
+
+// TaskResponse carries the action's result.
 type TaskResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	ResultJson    []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
 	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Result        *TaskResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskResponse) Reset() {
 	*x = TaskResponse{}
-	mi := &file_harn_proto_msgTypes[28]
+	mi := &file_harn_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1635,7 +1979,7 @@ func (x *TaskResponse) String() string {
 func (*TaskResponse) ProtoMessage() {}
 
 func (x *TaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[28]
+	mi := &file_harn_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1648,14 +1992,7 @@ func (x *TaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResponse.ProtoReflect.Descriptor instead.
 func (*TaskResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{28}
-}
-
-func (x *TaskResponse) GetResultJson() []byte {
-	if x != nil {
-		return x.ResultJson
-	}
-	return nil
+	return file_harn_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *TaskResponse) GetNode() string {
@@ -1665,17 +2002,1291 @@ func (x *TaskResponse) GetNode() string {
 	return ""
 }
 
-type DecideRequest struct {
+func (x *TaskResponse) GetResult() *TaskResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// TaskAction is one task runtime action (harn task ...). op names it
+// (start, steer, follow-up, supersede, show, cancel, replace, confirm,
+// deny, grants, digest, resume, ack, reduce, ...); each op reads the
+// fields it needs.
+type TaskAction struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// query_json is a node/tasks Query as JSON.
-	QueryJson     []byte `protobuf:"bytes,1,opt,name=query_json,json=queryJson,proto3" json:"query_json,omitempty"`
+	Op    string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	// session is a session id, prefix or name (the ops that target a
+	// session); task names the task (the others).
+	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Task    string `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
+	Text    string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	// command (start): a new runtime session running this command;
+	// launcher (start): one running this node's launcher.
+	Command  string `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
+	Launcher string `protobuf:"bytes,6,opt,name=launcher,proto3" json:"launcher,omitempty"`
+	Workdir  string `protobuf:"bytes,7,opt,name=workdir,proto3" json:"workdir,omitempty"`
+	// grants, when grants_set, replace the default profile (an empty list
+	// grants nothing).
+	Grants          []*Grant `protobuf:"bytes,8,rep,name=grants,proto3" json:"grants,omitempty"`
+	GrantsSet       bool     `protobuf:"varint,15,opt,name=grants_set,json=grantsSet,proto3" json:"grants_set,omitempty"`
+	RequiresSuccess bool     `protobuf:"varint,9,opt,name=requires_success,json=requiresSuccess,proto3" json:"requires_success,omitempty"`
+	Call            string   `protobuf:"bytes,10,opt,name=call,proto3" json:"call,omitempty"`
+	Reason          string   `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
+	By              string   `protobuf:"bytes,12,opt,name=by,proto3" json:"by,omitempty"`
+	// capability and level (reduce).
+	Capability    string `protobuf:"bytes,13,opt,name=capability,proto3" json:"capability,omitempty"`
+	Level         string `protobuf:"bytes,14,opt,name=level,proto3" json:"level,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskAction) Reset() {
+	*x = TaskAction{}
+	mi := &file_harn_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskAction) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskAction) ProtoMessage() {}
+
+func (x *TaskAction) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskAction.ProtoReflect.Descriptor instead.
+func (*TaskAction) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *TaskAction) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *TaskAction) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *TaskAction) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *TaskAction) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *TaskAction) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *TaskAction) GetLauncher() string {
+	if x != nil {
+		return x.Launcher
+	}
+	return ""
+}
+
+func (x *TaskAction) GetWorkdir() string {
+	if x != nil {
+		return x.Workdir
+	}
+	return ""
+}
+
+func (x *TaskAction) GetGrants() []*Grant {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+func (x *TaskAction) GetGrantsSet() bool {
+	if x != nil {
+		return x.GrantsSet
+	}
+	return false
+}
+
+func (x *TaskAction) GetRequiresSuccess() bool {
+	if x != nil {
+		return x.RequiresSuccess
+	}
+	return false
+}
+
+func (x *TaskAction) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *TaskAction) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskAction) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *TaskAction) GetCapability() string {
+	if x != nil {
+		return x.Capability
+	}
+	return ""
+}
+
+func (x *TaskAction) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+// Grant gives a capability (a name or a pattern) up to a level: none,
+// discover, inspect, load (activate for a skill) or execute.
+type Grant struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Level         string                 `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
+	Capability    string                 `protobuf:"bytes,2,opt,name=capability,proto3" json:"capability,omitempty"`
+	Match         string                 `protobuf:"bytes,3,opt,name=match,proto3" json:"match,omitempty"`
+	Confirm       bool                   `protobuf:"varint,4,opt,name=confirm,proto3" json:"confirm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Grant) Reset() {
+	*x = Grant{}
+	mi := &file_harn_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Grant) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Grant) ProtoMessage() {}
+
+func (x *Grant) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Grant.ProtoReflect.Descriptor instead.
+func (*Grant) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *Grant) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *Grant) GetCapability() string {
+	if x != nil {
+		return x.Capability
+	}
+	return ""
+}
+
+func (x *Grant) GetMatch() string {
+	if x != nil {
+		return x.Match
+	}
+	return ""
+}
+
+func (x *Grant) GetConfirm() bool {
+	if x != nil {
+		return x.Confirm
+	}
+	return false
+}
+
+// TaskResult is what a task action returns; each op fills what it shows.
+type TaskResult struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Node        string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Session     string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Task        *TaskView              `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
+	Text        string                 `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	Output      []string               `protobuf:"bytes,5,rep,name=output,proto3" json:"output,omitempty"`
+	Steer       *SteerResult           `protobuf:"bytes,6,opt,name=steer,proto3" json:"steer,omitempty"`
+	Grants      *GrantsView            `protobuf:"bytes,7,opt,name=grants,proto3" json:"grants,omitempty"`
+	Digest      *Handoff               `protobuf:"bytes,8,opt,name=digest,proto3" json:"digest,omitempty"`
+	SessionView *SessionView           `protobuf:"bytes,9,opt,name=session_view,json=sessionView,proto3" json:"session_view,omitempty"`
+	Message     string                 `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
+	// interrupt (cancel, supersede of a running task): "sent: ..." when
+	// harn started the agent's process, "not possible: ..." otherwise.
+	Interrupt     string `protobuf:"bytes,11,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskResult) Reset() {
+	*x = TaskResult{}
+	mi := &file_harn_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskResult) ProtoMessage() {}
+
+func (x *TaskResult) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
+func (*TaskResult) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *TaskResult) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *TaskResult) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *TaskResult) GetTask() *TaskView {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *TaskResult) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *TaskResult) GetOutput() []string {
+	if x != nil {
+		return x.Output
+	}
+	return nil
+}
+
+func (x *TaskResult) GetSteer() *SteerResult {
+	if x != nil {
+		return x.Steer
+	}
+	return nil
+}
+
+func (x *TaskResult) GetGrants() *GrantsView {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+func (x *TaskResult) GetDigest() *Handoff {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+func (x *TaskResult) GetSessionView() *SessionView {
+	if x != nil {
+		return x.SessionView
+	}
+	return nil
+}
+
+func (x *TaskResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *TaskResult) GetInterrupt() string {
+	if x != nil {
+		return x.Interrupt
+	}
+	return ""
+}
+
+type TaskView struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Session    string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Action     string                 `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
+	State      string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	Status     string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
+	QueueDepth int32                  `protobuf:"varint,6,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`
+	// position is the 1-based place in the queue (0: not queued).
+	Position        int32    `protobuf:"varint,7,opt,name=position,proto3" json:"position,omitempty"`
+	RequiresSuccess bool     `protobuf:"varint,8,opt,name=requires_success,json=requiresSuccess,proto3" json:"requires_success,omitempty"`
+	Predecessor     string   `protobuf:"bytes,9,opt,name=predecessor,proto3" json:"predecessor,omitempty"`
+	PendingCalls    []string `protobuf:"bytes,10,rep,name=pending_calls,json=pendingCalls,proto3" json:"pending_calls,omitempty"`
+	CreatedAt       *Time    `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
+	By              string   `protobuf:"bytes,12,opt,name=by,proto3" json:"by,omitempty"`
+	// reason (an interrupted task): why it ended without an outcome.
+	Reason        string `protobuf:"bytes,13,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskView) Reset() {
+	*x = TaskView{}
+	mi := &file_harn_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskView) ProtoMessage() {}
+
+func (x *TaskView) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskView.ProtoReflect.Descriptor instead.
+func (*TaskView) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *TaskView) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TaskView) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *TaskView) GetAction() string {
+	if x != nil {
+		return x.Action
+	}
+	return ""
+}
+
+func (x *TaskView) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *TaskView) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *TaskView) GetQueueDepth() int32 {
+	if x != nil {
+		return x.QueueDepth
+	}
+	return 0
+}
+
+func (x *TaskView) GetPosition() int32 {
+	if x != nil {
+		return x.Position
+	}
+	return 0
+}
+
+func (x *TaskView) GetRequiresSuccess() bool {
+	if x != nil {
+		return x.RequiresSuccess
+	}
+	return false
+}
+
+func (x *TaskView) GetPredecessor() string {
+	if x != nil {
+		return x.Predecessor
+	}
+	return ""
+}
+
+func (x *TaskView) GetPendingCalls() []string {
+	if x != nil {
+		return x.PendingCalls
+	}
+	return nil
+}
+
+func (x *TaskView) GetCreatedAt() *Time {
+	if x != nil {
+		return x.CreatedAt
+	}
+	return nil
+}
+
+func (x *TaskView) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *TaskView) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type SteerResult struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Mode          string                 `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Steered       string                 `protobuf:"bytes,3,opt,name=steered,proto3" json:"steered,omitempty"`
+	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SteerResult) Reset() {
+	*x = SteerResult{}
+	mi := &file_harn_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SteerResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SteerResult) ProtoMessage() {}
+
+func (x *SteerResult) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SteerResult.ProtoReflect.Descriptor instead.
+func (*SteerResult) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *SteerResult) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *SteerResult) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *SteerResult) GetSteered() string {
+	if x != nil {
+		return x.Steered
+	}
+	return ""
+}
+
+func (x *SteerResult) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+type GrantsView struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Task          string                 `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
+	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
+	Grants        []*Grant               `protobuf:"bytes,3,rep,name=grants,proto3" json:"grants,omitempty"`
+	Limits        []*Limit               `protobuf:"bytes,4,rep,name=limits,proto3" json:"limits,omitempty"`
+	Ceiling       []*Held                `protobuf:"bytes,5,rep,name=ceiling,proto3" json:"ceiling,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GrantsView) Reset() {
+	*x = GrantsView{}
+	mi := &file_harn_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GrantsView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GrantsView) ProtoMessage() {}
+
+func (x *GrantsView) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GrantsView.ProtoReflect.Descriptor instead.
+func (*GrantsView) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *GrantsView) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *GrantsView) GetGeneration() uint64 {
+	if x != nil {
+		return x.Generation
+	}
+	return 0
+}
+
+func (x *GrantsView) GetGrants() []*Grant {
+	if x != nil {
+		return x.Grants
+	}
+	return nil
+}
+
+func (x *GrantsView) GetLimits() []*Limit {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+func (x *GrantsView) GetCeiling() []*Held {
+	if x != nil {
+		return x.Ceiling
+	}
+	return nil
+}
+
+type Limit struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Capability    string                 `protobuf:"bytes,1,opt,name=capability,proto3" json:"capability,omitempty"`
+	Level         string                 `protobuf:"bytes,2,opt,name=level,proto3" json:"level,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	At            *Time                  `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Limit) Reset() {
+	*x = Limit{}
+	mi := &file_harn_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Limit) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Limit) ProtoMessage() {}
+
+func (x *Limit) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Limit.ProtoReflect.Descriptor instead.
+func (*Limit) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *Limit) GetCapability() string {
+	if x != nil {
+		return x.Capability
+	}
+	return ""
+}
+
+func (x *Limit) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *Limit) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *Limit) GetAt() *Time {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+type Held struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	Capability string                 `protobuf:"bytes,1,opt,name=capability,proto3" json:"capability,omitempty"`
+	// kind is tool or skill.
+	Kind          string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Level         string `protobuf:"bytes,3,opt,name=level,proto3" json:"level,omitempty"`
+	Confirm       bool   `protobuf:"varint,4,opt,name=confirm,proto3" json:"confirm,omitempty"`
+	Loaded        bool   `protobuf:"varint,5,opt,name=loaded,proto3" json:"loaded,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Held) Reset() {
+	*x = Held{}
+	mi := &file_harn_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Held) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Held) ProtoMessage() {}
+
+func (x *Held) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Held.ProtoReflect.Descriptor instead.
+func (*Held) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *Held) GetCapability() string {
+	if x != nil {
+		return x.Capability
+	}
+	return ""
+}
+
+func (x *Held) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *Held) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *Held) GetConfirm() bool {
+	if x != nil {
+		return x.Confirm
+	}
+	return false
+}
+
+func (x *Held) GetLoaded() bool {
+	if x != nil {
+		return x.Loaded
+	}
+	return false
+}
+
+type Handoff struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Conversation     []*HandoffMessage      `protobuf:"bytes,1,rep,name=conversation,proto3" json:"conversation,omitempty"`
+	PredecessorFinal string                 `protobuf:"bytes,2,opt,name=predecessor_final,json=predecessorFinal,proto3" json:"predecessor_final,omitempty"`
+	Digest           *HandoffDigest         `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *Handoff) Reset() {
+	*x = Handoff{}
+	mi := &file_harn_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Handoff) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Handoff) ProtoMessage() {}
+
+func (x *Handoff) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
+func (*Handoff) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *Handoff) GetConversation() []*HandoffMessage {
+	if x != nil {
+		return x.Conversation
+	}
+	return nil
+}
+
+func (x *Handoff) GetPredecessorFinal() string {
+	if x != nil {
+		return x.PredecessorFinal
+	}
+	return ""
+}
+
+func (x *Handoff) GetDigest() *HandoffDigest {
+	if x != nil {
+		return x.Digest
+	}
+	return nil
+}
+
+type HandoffMessage struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Role          string                 `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
+	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffMessage) Reset() {
+	*x = HandoffMessage{}
+	mi := &file_harn_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffMessage) ProtoMessage() {}
+
+func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffMessage.ProtoReflect.Descriptor instead.
+func (*HandoffMessage) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *HandoffMessage) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *HandoffMessage) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *HandoffMessage) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+type HandoffDigest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Predecessor   string                 `protobuf:"bytes,1,opt,name=predecessor,proto3" json:"predecessor,omitempty"`
+	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
+	Calls         *CallCounts            `protobuf:"bytes,3,opt,name=calls,proto3" json:"calls,omitempty"`
+	Capabilities  []*CapabilityCalls     `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HandoffDigest) Reset() {
+	*x = HandoffDigest{}
+	mi := &file_harn_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HandoffDigest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HandoffDigest) ProtoMessage() {}
+
+func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HandoffDigest.ProtoReflect.Descriptor instead.
+func (*HandoffDigest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *HandoffDigest) GetPredecessor() string {
+	if x != nil {
+		return x.Predecessor
+	}
+	return ""
+}
+
+func (x *HandoffDigest) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *HandoffDigest) GetCalls() *CallCounts {
+	if x != nil {
+		return x.Calls
+	}
+	return nil
+}
+
+func (x *HandoffDigest) GetCapabilities() []*CapabilityCalls {
+	if x != nil {
+		return x.Capabilities
+	}
+	return nil
+}
+
+type CallCounts struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Started        int32                  `protobuf:"varint,1,opt,name=started,proto3" json:"started,omitempty"`
+	Succeeded      int32                  `protobuf:"varint,2,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
+	Failed         int32                  `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Aborted        int32                  `protobuf:"varint,4,opt,name=aborted,proto3" json:"aborted,omitempty"`
+	OutcomeUnknown int32                  `protobuf:"varint,5,opt,name=outcome_unknown,json=outcomeUnknown,proto3" json:"outcome_unknown,omitempty"`
+	Refused        int32                  `protobuf:"varint,6,opt,name=refused,proto3" json:"refused,omitempty"`
+	Denied         int32                  `protobuf:"varint,7,opt,name=denied,proto3" json:"denied,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *CallCounts) Reset() {
+	*x = CallCounts{}
+	mi := &file_harn_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallCounts) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallCounts) ProtoMessage() {}
+
+func (x *CallCounts) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallCounts.ProtoReflect.Descriptor instead.
+func (*CallCounts) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *CallCounts) GetStarted() int32 {
+	if x != nil {
+		return x.Started
+	}
+	return 0
+}
+
+func (x *CallCounts) GetSucceeded() int32 {
+	if x != nil {
+		return x.Succeeded
+	}
+	return 0
+}
+
+func (x *CallCounts) GetFailed() int32 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *CallCounts) GetAborted() int32 {
+	if x != nil {
+		return x.Aborted
+	}
+	return 0
+}
+
+func (x *CallCounts) GetOutcomeUnknown() int32 {
+	if x != nil {
+		return x.OutcomeUnknown
+	}
+	return 0
+}
+
+func (x *CallCounts) GetRefused() int32 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
+func (x *CallCounts) GetDenied() int32 {
+	if x != nil {
+		return x.Denied
+	}
+	return 0
+}
+
+type CapabilityCalls struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Calls         int32                  `protobuf:"varint,2,opt,name=calls,proto3" json:"calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CapabilityCalls) Reset() {
+	*x = CapabilityCalls{}
+	mi := &file_harn_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CapabilityCalls) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CapabilityCalls) ProtoMessage() {}
+
+func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CapabilityCalls.ProtoReflect.Descriptor instead.
+func (*CapabilityCalls) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *CapabilityCalls) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *CapabilityCalls) GetCalls() int32 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+type SessionView struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// task is the running (cancelling, quiescing or blocked) one; last the
+	// one that ended last.
+	Task          *TaskView   `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Queue         []*TaskView `protobuf:"bytes,3,rep,name=queue,proto3" json:"queue,omitempty"`
+	QueueDepth    int32       `protobuf:"varint,4,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`
+	Last          *TaskView   `protobuf:"bytes,5,opt,name=last,proto3" json:"last,omitempty"`
+	AwaitingAck   []string    `protobuf:"bytes,6,rep,name=awaiting_ack,json=awaitingAck,proto3" json:"awaiting_ack,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionView) Reset() {
+	*x = SessionView{}
+	mi := &file_harn_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionView) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionView) ProtoMessage() {}
+
+func (x *SessionView) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionView.ProtoReflect.Descriptor instead.
+func (*SessionView) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *SessionView) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *SessionView) GetTask() *TaskView {
+	if x != nil {
+		return x.Task
+	}
+	return nil
+}
+
+func (x *SessionView) GetQueue() []*TaskView {
+	if x != nil {
+		return x.Queue
+	}
+	return nil
+}
+
+func (x *SessionView) GetQueueDepth() int32 {
+	if x != nil {
+		return x.QueueDepth
+	}
+	return 0
+}
+
+func (x *SessionView) GetLast() *TaskView {
+	if x != nil {
+		return x.Last
+	}
+	return nil
+}
+
+func (x *SessionView) GetAwaitingAck() []string {
+	if x != nil {
+		return x.AwaitingAck
+	}
+	return nil
+}
+
+// Time is an instant with the UTC offset it was read in (so that a view
+// prints it as the node did); unset means no time.
+type Time struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	UnixNano int64                  `protobuf:"varint,1,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
+	// offset_seconds is east of UTC.
+	OffsetSeconds int32 `protobuf:"varint,2,opt,name=offset_seconds,json=offsetSeconds,proto3" json:"offset_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Time) Reset() {
+	*x = Time{}
+	mi := &file_harn_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Time) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Time) ProtoMessage() {}
+
+func (x *Time) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Time.ProtoReflect.Descriptor instead.
+func (*Time) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *Time) GetUnixNano() int64 {
+	if x != nil {
+		return x.UnixNano
+	}
+	return 0
+}
+
+func (x *Time) GetOffsetSeconds() int32 {
+	if x != nil {
+		return x.OffsetSeconds
+	}
+	return 0
+}
+
+type DecideRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Query         *DecideQuery           `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *DecideRequest) Reset() {
 	*x = DecideRequest{}
-	mi := &file_harn_proto_msgTypes[29]
+	mi := &file_harn_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1687,7 +3298,7 @@ func (x *DecideRequest) String() string {
 func (*DecideRequest) ProtoMessage() {}
 
 func (x *DecideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[29]
+	mi := &file_harn_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1700,12 +3311,208 @@ func (x *DecideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideRequest.ProtoReflect.Descriptor instead.
 func (*DecideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{29}
+	return file_harn_proto_rawDescGZIP(), []int{48}
 }
 
-func (x *DecideRequest) GetQueryJson() []byte {
+func (x *DecideRequest) GetQuery() *DecideQuery {
 	if x != nil {
-		return x.QueryJson
+		return x.Query
+	}
+	return nil
+}
+
+// DecideQuery is a hook's question about one tool call.
+type DecideQuery struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// phase is pre (before the call) or post (after it).
+	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
+	// session is the agent's session id; task is HARN_TASK from the agent's
+	// environment, when set.
+	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Task    string `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
+	Tool    string `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
+	// input is the raw tool_input JSON: matched, digested, never stored.
+	Input []byte `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
+	// call is the agent's call id; failed (post): the call failed.
+	Call   string `protobuf:"bytes,6,opt,name=call,proto3" json:"call,omitempty"`
+	Failed bool   `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
+	// wait_ms bounds how long a call that needs a confirmation waits for
+	// `harn task confirm`.
+	WaitMs int64 `protobuf:"varint,8,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	// claims are the paths the call writes, by repository.
+	Claims        []*PathClaim `protobuf:"bytes,9,rep,name=claims,proto3" json:"claims,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DecideQuery) Reset() {
+	*x = DecideQuery{}
+	mi := &file_harn_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DecideQuery) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DecideQuery) ProtoMessage() {}
+
+func (x *DecideQuery) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DecideQuery.ProtoReflect.Descriptor instead.
+func (*DecideQuery) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *DecideQuery) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *DecideQuery) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *DecideQuery) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *DecideQuery) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *DecideQuery) GetInput() []byte {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *DecideQuery) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *DecideQuery) GetFailed() bool {
+	if x != nil {
+		return x.Failed
+	}
+	return false
+}
+
+func (x *DecideQuery) GetWaitMs() int64 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+func (x *DecideQuery) GetClaims() []*PathClaim {
+	if x != nil {
+		return x.Claims
+	}
+	return nil
+}
+
+// PathClaim names paths of one repository a session claims (or
+// releases, or checks).
+type PathClaim struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Repo    string                 `protobuf:"bytes,2,opt,name=repo,proto3" json:"repo,omitempty"`
+	Paths   []string               `protobuf:"bytes,3,rep,name=paths,proto3" json:"paths,omitempty"`
+	Phase   string                 `protobuf:"bytes,4,opt,name=phase,proto3" json:"phase,omitempty"`
+	// abs are the hook's absolute paths, one per path.
+	Abs           []string `protobuf:"bytes,5,rep,name=abs,proto3" json:"abs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PathClaim) Reset() {
+	*x = PathClaim{}
+	mi := &file_harn_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PathClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PathClaim) ProtoMessage() {}
+
+func (x *PathClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PathClaim.ProtoReflect.Descriptor instead.
+func (*PathClaim) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *PathClaim) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *PathClaim) GetRepo() string {
+	if x != nil {
+		return x.Repo
+	}
+	return ""
+}
+
+func (x *PathClaim) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *PathClaim) GetPhase() string {
+	if x != nil {
+		return x.Phase
+	}
+	return ""
+}
+
+func (x *PathClaim) GetAbs() []string {
+	if x != nil {
+		return x.Abs
 	}
 	return nil
 }
@@ -1722,7 +3529,7 @@ type DecideResponse struct {
 
 func (x *DecideResponse) Reset() {
 	*x = DecideResponse{}
-	mi := &file_harn_proto_msgTypes[30]
+	mi := &file_harn_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1734,7 +3541,7 @@ func (x *DecideResponse) String() string {
 func (*DecideResponse) ProtoMessage() {}
 
 func (x *DecideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[30]
+	mi := &file_harn_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1747,7 +3554,7 @@ func (x *DecideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideResponse.ProtoReflect.Descriptor instead.
 func (*DecideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{30}
+	return file_harn_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *DecideResponse) GetDecision() string {
@@ -1796,7 +3603,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_harn_proto_msgTypes[31]
+	mi := &file_harn_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1808,7 +3615,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[31]
+	mi := &file_harn_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1821,7 +3628,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{31}
+	return file_harn_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ApprovalRequest) GetSession() string {
@@ -1886,7 +3693,7 @@ type ApprovalResponse struct {
 
 func (x *ApprovalResponse) Reset() {
 	*x = ApprovalResponse{}
-	mi := &file_harn_proto_msgTypes[32]
+	mi := &file_harn_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1898,7 +3705,7 @@ func (x *ApprovalResponse) String() string {
 func (*ApprovalResponse) ProtoMessage() {}
 
 func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[32]
+	mi := &file_harn_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1911,7 +3718,7 @@ func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{32}
+	return file_harn_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ApprovalResponse) GetDecision() string {
@@ -1952,7 +3759,7 @@ type PendingRequest struct {
 
 func (x *PendingRequest) Reset() {
 	*x = PendingRequest{}
-	mi := &file_harn_proto_msgTypes[33]
+	mi := &file_harn_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1964,7 +3771,7 @@ func (x *PendingRequest) String() string {
 func (*PendingRequest) ProtoMessage() {}
 
 func (x *PendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[33]
+	mi := &file_harn_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1977,7 +3784,7 @@ func (x *PendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingRequest.ProtoReflect.Descriptor instead.
 func (*PendingRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{33}
+	return file_harn_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *PendingRequest) GetLocalOnly() bool {
@@ -1988,8 +3795,8 @@ func (x *PendingRequest) GetLocalOnly() bool {
 }
 
 type PendingResponse struct {
-	state        protoimpl.MessageState `protogen:"open.v1"`
-	RequestsJson [][]byte               `protobuf:"bytes,1,rep,name=requests_json,json=requestsJson,proto3" json:"requests_json,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Requests []*PermissionRequest   `protobuf:"bytes,3,rep,name=requests,proto3" json:"requests,omitempty"`
 	// unreachable names the nodes that did not answer.
 	Unreachable   []string `protobuf:"bytes,2,rep,name=unreachable,proto3" json:"unreachable,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1998,7 +3805,7 @@ type PendingResponse struct {
 
 func (x *PendingResponse) Reset() {
 	*x = PendingResponse{}
-	mi := &file_harn_proto_msgTypes[34]
+	mi := &file_harn_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2010,7 +3817,7 @@ func (x *PendingResponse) String() string {
 func (*PendingResponse) ProtoMessage() {}
 
 func (x *PendingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[34]
+	mi := &file_harn_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2023,12 +3830,12 @@ func (x *PendingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingResponse.ProtoReflect.Descriptor instead.
 func (*PendingResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{34}
+	return file_harn_proto_rawDescGZIP(), []int{55}
 }
 
-func (x *PendingResponse) GetRequestsJson() [][]byte {
+func (x *PendingResponse) GetRequests() []*PermissionRequest {
 	if x != nil {
-		return x.RequestsJson
+		return x.Requests
 	}
 	return nil
 }
@@ -2054,7 +3861,7 @@ type AnswerRequest struct {
 
 func (x *AnswerRequest) Reset() {
 	*x = AnswerRequest{}
-	mi := &file_harn_proto_msgTypes[35]
+	mi := &file_harn_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2066,7 +3873,7 @@ func (x *AnswerRequest) String() string {
 func (*AnswerRequest) ProtoMessage() {}
 
 func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[35]
+	mi := &file_harn_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2079,7 +3886,7 @@ func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{35}
+	return file_harn_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *AnswerRequest) GetRequest() string {
@@ -2119,14 +3926,14 @@ func (x *AnswerRequest) GetLocalOnly() bool {
 
 type AnswerResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	RequestJson   []byte                 `protobuf:"bytes,1,opt,name=request_json,json=requestJson,proto3" json:"request_json,omitempty"`
+	Request       *PermissionRequest     `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *AnswerResponse) Reset() {
 	*x = AnswerResponse{}
-	mi := &file_harn_proto_msgTypes[36]
+	mi := &file_harn_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2138,7 +3945,7 @@ func (x *AnswerResponse) String() string {
 func (*AnswerResponse) ProtoMessage() {}
 
 func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[36]
+	mi := &file_harn_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2151,12 +3958,190 @@ func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerResponse.ProtoReflect.Descriptor instead.
 func (*AnswerResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{36}
+	return file_harn_proto_rawDescGZIP(), []int{57}
 }
 
-func (x *AnswerResponse) GetRequestJson() []byte {
+func (x *AnswerResponse) GetRequest() *PermissionRequest {
 	if x != nil {
-		return x.RequestJson
+		return x.Request
+	}
+	return nil
+}
+
+// PermissionRequest is an agent's open (or answered) permission request.
+type PermissionRequest struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Session string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Node    string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	Agent   string                 `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	Tool    string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Summary string                 `protobuf:"bytes,6,opt,name=summary,proto3" json:"summary,omitempty"`
+	Opened  *Time                  `protobuf:"bytes,7,opt,name=opened,proto3" json:"opened,omitempty"`
+	Answer  *PermissionAnswer      `protobuf:"bytes,8,opt,name=answer,proto3" json:"answer,omitempty"`
+	// parent is the session's parent (a subagent's request).
+	Parent        string `protobuf:"bytes,9,opt,name=parent,proto3" json:"parent,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermissionRequest) Reset() {
+	*x = PermissionRequest{}
+	mi := &file_harn_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermissionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermissionRequest) ProtoMessage() {}
+
+func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
+func (*PermissionRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *PermissionRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetSummary() string {
+	if x != nil {
+		return x.Summary
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetOpened() *Time {
+	if x != nil {
+		return x.Opened
+	}
+	return nil
+}
+
+func (x *PermissionRequest) GetAnswer() *PermissionAnswer {
+	if x != nil {
+		return x.Answer
+	}
+	return nil
+}
+
+func (x *PermissionRequest) GetParent() string {
+	if x != nil {
+		return x.Parent
+	}
+	return ""
+}
+
+type PermissionAnswer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Allow         bool                   `protobuf:"varint,1,opt,name=allow,proto3" json:"allow,omitempty"`
+	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
+	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	At            *Time                  `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PermissionAnswer) Reset() {
+	*x = PermissionAnswer{}
+	mi := &file_harn_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PermissionAnswer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PermissionAnswer) ProtoMessage() {}
+
+func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
+func (*PermissionAnswer) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *PermissionAnswer) GetAllow() bool {
+	if x != nil {
+		return x.Allow
+	}
+	return false
+}
+
+func (x *PermissionAnswer) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *PermissionAnswer) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PermissionAnswer) GetAt() *Time {
+	if x != nil {
+		return x.At
 	}
 	return nil
 }
@@ -2177,7 +4162,7 @@ type NotifyRequest struct {
 
 func (x *NotifyRequest) Reset() {
 	*x = NotifyRequest{}
-	mi := &file_harn_proto_msgTypes[37]
+	mi := &file_harn_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2189,7 +4174,7 @@ func (x *NotifyRequest) String() string {
 func (*NotifyRequest) ProtoMessage() {}
 
 func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[37]
+	mi := &file_harn_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2202,7 +4187,7 @@ func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
 func (*NotifyRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{37}
+	return file_harn_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *NotifyRequest) GetOp() string {
@@ -2242,24 +4227,24 @@ func (x *NotifyRequest) GetId() string {
 
 type NotifyResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// webhooks_json are the mesh's webhooks with this node's counts
-	// (node.WebhookView as JSON), sorted by id.
-	WebhooksJson [][]byte `protobuf:"bytes,1,rep,name=webhooks_json,json=webhooksJson,proto3" json:"webhooks_json,omitempty"`
+	// webhooks are the mesh's webhooks with this node's counts, sorted by
+	// id.
+	Webhooks []*Webhook `protobuf:"bytes,6,rep,name=webhooks,proto3" json:"webhooks,omitempty"`
 	// node is the node whose counts these are.
 	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
 	// id is the webhook added or removed; changed says whether the
 	// registry changed.
 	Id      string `protobuf:"bytes,3,opt,name=id,proto3" json:"id,omitempty"`
 	Changed bool   `protobuf:"varint,4,opt,name=changed,proto3" json:"changed,omitempty"`
-	// desktop_json is this node's desktop notifier (node.DesktopView).
-	DesktopJson   []byte `protobuf:"bytes,5,opt,name=desktop_json,json=desktopJson,proto3" json:"desktop_json,omitempty"`
+	// desktop is this node's desktop notifier.
+	Desktop       *Desktop `protobuf:"bytes,7,opt,name=desktop,proto3" json:"desktop,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *NotifyResponse) Reset() {
 	*x = NotifyResponse{}
-	mi := &file_harn_proto_msgTypes[38]
+	mi := &file_harn_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2271,7 +4256,7 @@ func (x *NotifyResponse) String() string {
 func (*NotifyResponse) ProtoMessage() {}
 
 func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[38]
+	mi := &file_harn_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,12 +4269,12 @@ func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyResponse.ProtoReflect.Descriptor instead.
 func (*NotifyResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{38}
+	return file_harn_proto_rawDescGZIP(), []int{61}
 }
 
-func (x *NotifyResponse) GetWebhooksJson() [][]byte {
+func (x *NotifyResponse) GetWebhooks() []*Webhook {
 	if x != nil {
-		return x.WebhooksJson
+		return x.Webhooks
 	}
 	return nil
 }
@@ -2315,11 +4300,205 @@ func (x *NotifyResponse) GetChanged() bool {
 	return false
 }
 
-func (x *NotifyResponse) GetDesktopJson() []byte {
+func (x *NotifyResponse) GetDesktop() *Desktop {
 	if x != nil {
-		return x.DesktopJson
+		return x.Desktop
 	}
 	return nil
+}
+
+// Webhook is one of the mesh's webhooks (its URL redacted to scheme and
+// host) with this node's delivery counts.
+type Webhook struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Url           string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	Format        string                 `protobuf:"bytes,3,opt,name=format,proto3" json:"format,omitempty"`
+	On            []string               `protobuf:"bytes,4,rep,name=on,proto3" json:"on,omitempty"`
+	Queued        int32                  `protobuf:"varint,5,opt,name=queued,proto3" json:"queued,omitempty"`
+	Sent          uint64                 `protobuf:"varint,6,opt,name=sent,proto3" json:"sent,omitempty"`
+	Failed        uint64                 `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
+	Dropped       uint64                 `protobuf:"varint,8,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Retries       uint64                 `protobuf:"varint,9,opt,name=retries,proto3" json:"retries,omitempty"`
+	LastError     string                 `protobuf:"bytes,10,opt,name=last_error,json=lastError,proto3" json:"last_error,omitempty"`
+	LastErrorAt   string                 `protobuf:"bytes,11,opt,name=last_error_at,json=lastErrorAt,proto3" json:"last_error_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Webhook) Reset() {
+	*x = Webhook{}
+	mi := &file_harn_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Webhook) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Webhook) ProtoMessage() {}
+
+func (x *Webhook) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
+func (*Webhook) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *Webhook) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Webhook) GetUrl() string {
+	if x != nil {
+		return x.Url
+	}
+	return ""
+}
+
+func (x *Webhook) GetFormat() string {
+	if x != nil {
+		return x.Format
+	}
+	return ""
+}
+
+func (x *Webhook) GetOn() []string {
+	if x != nil {
+		return x.On
+	}
+	return nil
+}
+
+func (x *Webhook) GetQueued() int32 {
+	if x != nil {
+		return x.Queued
+	}
+	return 0
+}
+
+func (x *Webhook) GetSent() uint64 {
+	if x != nil {
+		return x.Sent
+	}
+	return 0
+}
+
+func (x *Webhook) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *Webhook) GetDropped() uint64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
+}
+
+func (x *Webhook) GetRetries() uint64 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *Webhook) GetLastError() string {
+	if x != nil {
+		return x.LastError
+	}
+	return ""
+}
+
+func (x *Webhook) GetLastErrorAt() string {
+	if x != nil {
+		return x.LastErrorAt
+	}
+	return ""
+}
+
+type Desktop struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Enabled       bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	Shown         uint64                 `protobuf:"varint,2,opt,name=shown,proto3" json:"shown,omitempty"`
+	Failed        uint64                 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Dropped       uint64                 `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Desktop) Reset() {
+	*x = Desktop{}
+	mi := &file_harn_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Desktop) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Desktop) ProtoMessage() {}
+
+func (x *Desktop) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Desktop.ProtoReflect.Descriptor instead.
+func (*Desktop) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *Desktop) GetEnabled() bool {
+	if x != nil {
+		return x.Enabled
+	}
+	return false
+}
+
+func (x *Desktop) GetShown() uint64 {
+	if x != nil {
+		return x.Shown
+	}
+	return 0
+}
+
+func (x *Desktop) GetFailed() uint64 {
+	if x != nil {
+		return x.Failed
+	}
+	return 0
+}
+
+func (x *Desktop) GetDropped() uint64 {
+	if x != nil {
+		return x.Dropped
+	}
+	return 0
 }
 
 type WaitRequest struct {
@@ -2337,7 +4516,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_harn_proto_msgTypes[39]
+	mi := &file_harn_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2349,7 +4528,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[39]
+	mi := &file_harn_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2362,7 +4541,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{39}
+	return file_harn_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *WaitRequest) GetId() string {
@@ -2404,7 +4583,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_harn_proto_msgTypes[40]
+	mi := &file_harn_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2416,7 +4595,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[40]
+	mi := &file_harn_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2429,7 +4608,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{40}
+	return file_harn_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *WaitResponse) GetSessionJson() []byte {
@@ -2446,21 +4625,30 @@ func (x *WaitResponse) GetTimedOut() bool {
 	return false
 }
 
-// CoordRequest carries one coordination action (node Coord* JSON): op is
-// release, claims, check, end or ping; node names the target ("" = find
-// it).
+// CoordRequest carries one coordination action: op is release, claims,
+// check, end or ping; node names the target ("" = find it). Each op reads
+// the fields it needs.
 type CoordRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Op            string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
-	BodyJson      []byte                 `protobuf:"bytes,2,opt,name=body_json,json=bodyJson,proto3" json:"body_json,omitempty"`
-	Node          string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Op    string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	Node  string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// session is an id, unique prefix or name.
+	Session string `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	// claims names what to release or check, by repository.
+	Claims []*PathClaim `protobuf:"bytes,5,rep,name=claims,proto3" json:"claims,omitempty"`
+	// all (release) drops every claim of the session.
+	All bool `protobuf:"varint,6,opt,name=all,proto3" json:"all,omitempty"`
+	// reason (end) is session.end's reason ("" = operator); by names who
+	// asked, for the node's log.
+	Reason        string `protobuf:"bytes,7,opt,name=reason,proto3" json:"reason,omitempty"`
+	By            string `protobuf:"bytes,8,opt,name=by,proto3" json:"by,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CoordRequest) Reset() {
 	*x = CoordRequest{}
-	mi := &file_harn_proto_msgTypes[41]
+	mi := &file_harn_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2472,7 +4660,7 @@ func (x *CoordRequest) String() string {
 func (*CoordRequest) ProtoMessage() {}
 
 func (x *CoordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[41]
+	mi := &file_harn_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2485,7 +4673,7 @@ func (x *CoordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordRequest.ProtoReflect.Descriptor instead.
 func (*CoordRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{41}
+	return file_harn_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *CoordRequest) GetOp() string {
@@ -2495,13 +4683,6 @@ func (x *CoordRequest) GetOp() string {
 	return ""
 }
 
-func (x *CoordRequest) GetBodyJson() []byte {
-	if x != nil {
-		return x.BodyJson
-	}
-	return nil
-}
-
 func (x *CoordRequest) GetNode() string {
 	if x != nil {
 		return x.Node
@@ -2509,18 +4690,53 @@ func (x *CoordRequest) GetNode() string {
 	return ""
 }
 
+func (x *CoordRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *CoordRequest) GetClaims() []*PathClaim {
+	if x != nil {
+		return x.Claims
+	}
+	return nil
+}
+
+func (x *CoordRequest) GetAll() bool {
+	if x != nil {
+		return x.All
+	}
+	return false
+}
+
+func (x *CoordRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *CoordRequest) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
 type CoordResponse struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	ResultJson []byte                 `protobuf:"bytes,1,opt,name=result_json,json=resultJson,proto3" json:"result_json,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
 	// node is the node that answered.
-	Node          string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Node          string       `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Result        *CoordResult `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CoordResponse) Reset() {
 	*x = CoordResponse{}
-	mi := &file_harn_proto_msgTypes[42]
+	mi := &file_harn_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2532,7 +4748,7 @@ func (x *CoordResponse) String() string {
 func (*CoordResponse) ProtoMessage() {}
 
 func (x *CoordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[42]
+	mi := &file_harn_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2545,14 +4761,7 @@ func (x *CoordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordResponse.ProtoReflect.Descriptor instead.
 func (*CoordResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{42}
-}
-
-func (x *CoordResponse) GetResultJson() []byte {
-	if x != nil {
-		return x.ResultJson
-	}
-	return nil
+	return file_harn_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *CoordResponse) GetNode() string {
@@ -2560,6 +4769,316 @@ func (x *CoordResponse) GetNode() string {
 		return x.Node
 	}
 	return ""
+}
+
+func (x *CoordResponse) GetResult() *CoordResult {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
+// CoordResult answers a coordination action.
+type CoordResult struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	// node is the session's node (end, ping).
+	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// claims: the session's claims (claims), or those released (release).
+	Claims []*RegistryClaim `protobuf:"bytes,3,rep,name=claims,proto3" json:"claims,omitempty"`
+	// holders: the conflicting claims (check); mode is the node's claims
+	// mode.
+	Holders []*ClaimHolder `protobuf:"bytes,4,rep,name=holders,proto3" json:"holders,omitempty"`
+	Mode    string         `protobuf:"bytes,5,opt,name=mode,proto3" json:"mode,omitempty"`
+	// ended (end): the session is ended; already: it was before.
+	Ended   bool `protobuf:"varint,6,opt,name=ended,proto3" json:"ended,omitempty"`
+	Already bool `protobuf:"varint,7,opt,name=already,proto3" json:"already,omitempty"`
+	// alive (ping): the agent process exists; pid is it (0: not known);
+	// hosted: a runtime session of the node itself (pid is the node's).
+	Alive         bool  `protobuf:"varint,8,opt,name=alive,proto3" json:"alive,omitempty"`
+	Pid           int32 `protobuf:"varint,9,opt,name=pid,proto3" json:"pid,omitempty"`
+	Hosted        bool  `protobuf:"varint,10,opt,name=hosted,proto3" json:"hosted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CoordResult) Reset() {
+	*x = CoordResult{}
+	mi := &file_harn_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CoordResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CoordResult) ProtoMessage() {}
+
+func (x *CoordResult) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CoordResult.ProtoReflect.Descriptor instead.
+func (*CoordResult) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *CoordResult) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *CoordResult) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *CoordResult) GetClaims() []*RegistryClaim {
+	if x != nil {
+		return x.Claims
+	}
+	return nil
+}
+
+func (x *CoordResult) GetHolders() []*ClaimHolder {
+	if x != nil {
+		return x.Holders
+	}
+	return nil
+}
+
+func (x *CoordResult) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *CoordResult) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+func (x *CoordResult) GetAlready() bool {
+	if x != nil {
+		return x.Already
+	}
+	return false
+}
+
+func (x *CoordResult) GetAlive() bool {
+	if x != nil {
+		return x.Alive
+	}
+	return false
+}
+
+func (x *CoordResult) GetPid() int32 {
+	if x != nil {
+		return x.Pid
+	}
+	return 0
+}
+
+func (x *CoordResult) GetHosted() bool {
+	if x != nil {
+		return x.Hosted
+	}
+	return false
+}
+
+// RegistryClaim is one path a session holds in the registry.
+type RegistryClaim struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	Repo      string                 `protobuf:"bytes,1,opt,name=repo,proto3" json:"repo,omitempty"`
+	Path      string                 `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	SessionId string                 `protobuf:"bytes,3,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	Node      string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	Ts        *Time                  `protobuf:"bytes,5,opt,name=ts,proto3" json:"ts,omitempty"`
+	// index is the log entry that gave the claim.
+	Index         uint64 `protobuf:"varint,6,opt,name=index,proto3" json:"index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RegistryClaim) Reset() {
+	*x = RegistryClaim{}
+	mi := &file_harn_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RegistryClaim) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RegistryClaim) ProtoMessage() {}
+
+func (x *RegistryClaim) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RegistryClaim.ProtoReflect.Descriptor instead.
+func (*RegistryClaim) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *RegistryClaim) GetRepo() string {
+	if x != nil {
+		return x.Repo
+	}
+	return ""
+}
+
+func (x *RegistryClaim) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *RegistryClaim) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *RegistryClaim) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *RegistryClaim) GetTs() *Time {
+	if x != nil {
+		return x.Ts
+	}
+	return nil
+}
+
+func (x *RegistryClaim) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+// ClaimHolder is a live session holding a path another asked for.
+type ClaimHolder struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Path          string                 `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	Session       string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
+	Name          string                 `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	Agent         string                 `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
+	Task          string                 `protobuf:"bytes,5,opt,name=task,proto3" json:"task,omitempty"`
+	Node          string                 `protobuf:"bytes,6,opt,name=node,proto3" json:"node,omitempty"`
+	Unreachable   bool                   `protobuf:"varint,7,opt,name=unreachable,proto3" json:"unreachable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClaimHolder) Reset() {
+	*x = ClaimHolder{}
+	mi := &file_harn_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClaimHolder) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClaimHolder) ProtoMessage() {}
+
+func (x *ClaimHolder) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClaimHolder.ProtoReflect.Descriptor instead.
+func (*ClaimHolder) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *ClaimHolder) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ClaimHolder) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ClaimHolder) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ClaimHolder) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ClaimHolder) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *ClaimHolder) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ClaimHolder) GetUnreachable() bool {
+	if x != nil {
+		return x.Unreachable
+	}
+	return false
 }
 
 // ReduceRequest shrinks a task's ceiling: the capabilities matching
@@ -2578,7 +5097,7 @@ type ReduceRequest struct {
 
 func (x *ReduceRequest) Reset() {
 	*x = ReduceRequest{}
-	mi := &file_harn_proto_msgTypes[43]
+	mi := &file_harn_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2590,7 +5109,7 @@ func (x *ReduceRequest) String() string {
 func (*ReduceRequest) ProtoMessage() {}
 
 func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[43]
+	mi := &file_harn_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2603,7 +5122,7 @@ func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRequest.ProtoReflect.Descriptor instead.
 func (*ReduceRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{43}
+	return file_harn_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *ReduceRequest) GetTask() string {
@@ -2656,7 +5175,7 @@ type OverrideRequest struct {
 
 func (x *OverrideRequest) Reset() {
 	*x = OverrideRequest{}
-	mi := &file_harn_proto_msgTypes[44]
+	mi := &file_harn_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +5187,7 @@ func (x *OverrideRequest) String() string {
 func (*OverrideRequest) ProtoMessage() {}
 
 func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[44]
+	mi := &file_harn_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +5200,7 @@ func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideRequest.ProtoReflect.Descriptor instead.
 func (*OverrideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{44}
+	return file_harn_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *OverrideRequest) GetKind() string {
@@ -2735,7 +5254,7 @@ type OverrideResponse struct {
 
 func (x *OverrideResponse) Reset() {
 	*x = OverrideResponse{}
-	mi := &file_harn_proto_msgTypes[45]
+	mi := &file_harn_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2747,7 +5266,7 @@ func (x *OverrideResponse) String() string {
 func (*OverrideResponse) ProtoMessage() {}
 
 func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[45]
+	mi := &file_harn_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2760,7 +5279,7 @@ func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideResponse.ProtoReflect.Descriptor instead.
 func (*OverrideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{45}
+	return file_harn_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *OverrideResponse) GetKind() string {
@@ -2846,14 +5365,13 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"attrs_json\x18\t \x01(\fR\tattrsJson\x12\x15\n" +
 	"\x06ts_set\x18\n" +
-	" \x01(\bR\x05tsSet\"\x94\x01\n" +
+	" \x01(\bR\x05tsSet\"\xb4\x01\n" +
 	"\rAppendRequest\x12&\n" +
 	"\x06events\x18\x01 \x03(\v2\x0e.harn.v1.EventR\x06events\x12\x1f\n" +
 	"\vcontext_for\x18\x02 \x01(\tR\n" +
 	"contextFor\x12\x19\n" +
-	"\bname_for\x18\x03 \x01(\tR\anameFor\x12\x1f\n" +
-	"\vdecide_json\x18\x04 \x01(\fR\n" +
-	"decideJson\"\xc9\x01\n" +
+	"\bname_for\x18\x03 \x01(\tR\anameFor\x12,\n" +
+	"\x06decide\x18\x05 \x01(\v2\x14.harn.v1.DecideQueryR\x06decideJ\x04\b\x04\x10\x05R\vdecide_json\"\xc9\x01\n" +
 	"\x0eAppendResponse\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
 	"\n" +
@@ -2925,9 +5443,18 @@ const file_harn_proto_rawDesc = "" +
 	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12\x18\n" +
 	"\awarning\x18\x02 \x01(\tR\awarning\"%\n" +
 	"\rErrorsRequest\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x05R\x05limit\";\n" +
-	"\x0eErrorsResponse\x12)\n" +
-	"\x10diagnostics_json\x18\x01 \x03(\fR\x0fdiagnosticsJson\"\x0f\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\"_\n" +
+	"\x0eErrorsResponse\x125\n" +
+	"\vdiagnostics\x18\x02 \x03(\v2\x13.harn.v1.DiagnosticR\vdiagnosticsJ\x04\b\x01\x10\x02R\x10diagnostics_json\"\xa0\x01\n" +
+	"\n" +
+	"Diagnostic\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x0e\n" +
+	"\x02ts\x18\x02 \x01(\tR\x02ts\x12\x16\n" +
+	"\x06source\x18\x03 \x01(\tR\x06source\x12\x14\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12\x1f\n" +
+	"\vinput_bytes\x18\x05 \x01(\x05R\n" +
+	"inputBytes\x12!\n" +
+	"\finput_digest\x18\x06 \x01(\tR\vinputDigest\"\x0f\n" +
 	"\rStatusRequest\"\xd8\x01\n" +
 	"\x0eStatusResponse\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
@@ -2937,27 +5464,187 @@ const file_harn_proto_rawDesc = "" +
 	"\bsessions\x18\x05 \x01(\x05R\bsessions\x12*\n" +
 	"\x11started_unix_nano\x18\x06 \x01(\x03R\x0fstartedUnixNano\x12\x10\n" +
 	"\x03pid\x18\a \x01(\x05R\x03pid\"\r\n" +
-	"\vMeshRequest\"4\n" +
-	"\x0fMembersResponse\x12!\n" +
-	"\fmembers_json\x18\x01 \x03(\fR\vmembersJson\"-\n" +
-	"\fRaftResponse\x12\x1d\n" +
+	"\vMeshRequest\"P\n" +
+	"\x0fMembersResponse\x12)\n" +
+	"\amembers\x18\x02 \x03(\v2\x0f.harn.v1.MemberR\amembersJ\x04\b\x01\x10\x02R\fmembers_json\"\xaa\x01\n" +
+	"\x06Member\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x12\n" +
+	"\x04role\x18\x04 \x01(\tR\x04role\x12\x14\n" +
+	"\x05since\x18\x05 \x01(\tR\x05since\x12\x19\n" +
+	"\brpc_addr\x18\x06 \x01(\tR\arpcAddr\x12\x1b\n" +
+	"\traft_addr\x18\a \x01(\tR\braftAddr\"J\n" +
+	"\fRaftResponse\x12(\n" +
+	"\x05stats\x18\x02 \x01(\v2\x12.harn.v1.RaftStatsR\x05statsJ\x04\b\x01\x10\x02R\n" +
+	"stats_json\"\xfd\x01\n" +
+	"\tRaftStats\x12\x16\n" +
+	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\x12!\n" +
+	"\fcommit_index\x18\x03 \x01(\x04R\vcommitIndex\x12#\n" +
+	"\rapplied_index\x18\x04 \x01(\x04R\fappliedIndex\x12\x14\n" +
+	"\x05state\x18\x05 \x01(\tR\x05state\x12-\n" +
+	"\aservers\x18\x06 \x03(\v2\x13.harn.v1.RaftServerR\aservers\x12\x14\n" +
+	"\x05stale\x18\a \x01(\bR\x05stale\x12!\n" +
+	"\flast_contact\x18\b \x01(\tR\vlastContact\"F\n" +
 	"\n" +
-	"stats_json\x18\x01 \x01(\fR\tstatsJson\"\x0f\n" +
+	"RaftServer\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x14\n" +
+	"\x05voter\x18\x03 \x01(\bR\x05voter\"\x0f\n" +
 	"\rLeaveResponse\"%\n" +
 	"\x13RemoveServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
-	"\x14RemoveServerResponse\"B\n" +
-	"\vTaskRequest\x12\x1f\n" +
-	"\vaction_json\x18\x01 \x01(\fR\n" +
-	"actionJson\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\"C\n" +
-	"\fTaskResponse\x12\x1f\n" +
-	"\vresult_json\x18\x01 \x01(\fR\n" +
-	"resultJson\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\".\n" +
-	"\rDecideRequest\x12\x1d\n" +
+	"\x14RemoveServerResponse\"a\n" +
+	"\vTaskRequest\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12+\n" +
+	"\x06action\x18\x03 \x01(\v2\x13.harn.v1.TaskActionR\x06actionJ\x04\b\x01\x10\x02R\vaction_json\"b\n" +
+	"\fTaskResponse\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12+\n" +
+	"\x06result\x18\x03 \x01(\v2\x13.harn.v1.TaskResultR\x06resultJ\x04\b\x01\x10\x02R\vresult_json\"\x92\x03\n" +
 	"\n" +
-	"query_json\x18\x01 \x01(\fR\tqueryJson\"l\n" +
+	"TaskAction\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\x12\x18\n" +
+	"\acommand\x18\x05 \x01(\tR\acommand\x12\x1a\n" +
+	"\blauncher\x18\x06 \x01(\tR\blauncher\x12\x18\n" +
+	"\aworkdir\x18\a \x01(\tR\aworkdir\x12&\n" +
+	"\x06grants\x18\b \x03(\v2\x0e.harn.v1.GrantR\x06grants\x12\x1d\n" +
+	"\n" +
+	"grants_set\x18\x0f \x01(\bR\tgrantsSet\x12)\n" +
+	"\x10requires_success\x18\t \x01(\bR\x0frequiresSuccess\x12\x12\n" +
+	"\x04call\x18\n" +
+	" \x01(\tR\x04call\x12\x16\n" +
+	"\x06reason\x18\v \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\f \x01(\tR\x02by\x12\x1e\n" +
+	"\n" +
+	"capability\x18\r \x01(\tR\n" +
+	"capability\x12\x14\n" +
+	"\x05level\x18\x0e \x01(\tR\x05level\"m\n" +
+	"\x05Grant\x12\x14\n" +
+	"\x05level\x18\x01 \x01(\tR\x05level\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x02 \x01(\tR\n" +
+	"capability\x12\x14\n" +
+	"\x05match\x18\x03 \x01(\tR\x05match\x12\x18\n" +
+	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\x81\x03\n" +
+	"\n" +
+	"TaskResult\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12%\n" +
+	"\x04task\x18\x03 \x01(\v2\x11.harn.v1.TaskViewR\x04task\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
+	"\x06output\x18\x05 \x03(\tR\x06output\x12*\n" +
+	"\x05steer\x18\x06 \x01(\v2\x14.harn.v1.SteerResultR\x05steer\x12+\n" +
+	"\x06grants\x18\a \x01(\v2\x13.harn.v1.GrantsViewR\x06grants\x12(\n" +
+	"\x06digest\x18\b \x01(\v2\x10.harn.v1.HandoffR\x06digest\x127\n" +
+	"\fsession_view\x18\t \x01(\v2\x14.harn.v1.SessionViewR\vsessionView\x12\x18\n" +
+	"\amessage\x18\n" +
+	" \x01(\tR\amessage\x12\x1c\n" +
+	"\tinterrupt\x18\v \x01(\tR\tinterrupt\"\xff\x02\n" +
+	"\bTaskView\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x16\n" +
+	"\x06action\x18\x03 \x01(\tR\x06action\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x12\x16\n" +
+	"\x06status\x18\x05 \x01(\tR\x06status\x12\x1f\n" +
+	"\vqueue_depth\x18\x06 \x01(\x05R\n" +
+	"queueDepth\x12\x1a\n" +
+	"\bposition\x18\a \x01(\x05R\bposition\x12)\n" +
+	"\x10requires_success\x18\b \x01(\bR\x0frequiresSuccess\x12 \n" +
+	"\vpredecessor\x18\t \x01(\tR\vpredecessor\x12#\n" +
+	"\rpending_calls\x18\n" +
+	" \x03(\tR\fpendingCalls\x12,\n" +
+	"\n" +
+	"created_at\x18\v \x01(\v2\r.harn.v1.TimeR\tcreatedAt\x12\x0e\n" +
+	"\x02by\x18\f \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\r \x01(\tR\x06reason\"i\n" +
+	"\vSteerResult\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x12\n" +
+	"\x04task\x18\x02 \x01(\tR\x04task\x12\x18\n" +
+	"\asteered\x18\x03 \x01(\tR\asteered\x12\x18\n" +
+	"\amessage\x18\x04 \x01(\tR\amessage\"\xb9\x01\n" +
+	"\n" +
+	"GrantsView\x12\x12\n" +
+	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1e\n" +
+	"\n" +
+	"generation\x18\x02 \x01(\x04R\n" +
+	"generation\x12&\n" +
+	"\x06grants\x18\x03 \x03(\v2\x0e.harn.v1.GrantR\x06grants\x12&\n" +
+	"\x06limits\x18\x04 \x03(\v2\x0e.harn.v1.LimitR\x06limits\x12'\n" +
+	"\aceiling\x18\x05 \x03(\v2\r.harn.v1.HeldR\aceiling\"t\n" +
+	"\x05Limit\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x01 \x01(\tR\n" +
+	"capability\x12\x14\n" +
+	"\x05level\x18\x02 \x01(\tR\x05level\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
+	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02at\"\x82\x01\n" +
+	"\x04Held\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x01 \x01(\tR\n" +
+	"capability\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
+	"\x05level\x18\x03 \x01(\tR\x05level\x12\x18\n" +
+	"\aconfirm\x18\x04 \x01(\bR\aconfirm\x12\x16\n" +
+	"\x06loaded\x18\x05 \x01(\bR\x06loaded\"\xa3\x01\n" +
+	"\aHandoff\x12;\n" +
+	"\fconversation\x18\x01 \x03(\v2\x17.harn.v1.HandoffMessageR\fconversation\x12+\n" +
+	"\x11predecessor_final\x18\x02 \x01(\tR\x10predecessorFinal\x12.\n" +
+	"\x06digest\x18\x03 \x01(\v2\x16.harn.v1.HandoffDigestR\x06digest\"L\n" +
+	"\x0eHandoffMessage\x12\x12\n" +
+	"\x04role\x18\x01 \x01(\tR\x04role\x12\x12\n" +
+	"\x04task\x18\x02 \x01(\tR\x04task\x12\x12\n" +
+	"\x04text\x18\x03 \x01(\tR\x04text\"\xb2\x01\n" +
+	"\rHandoffDigest\x12 \n" +
+	"\vpredecessor\x18\x01 \x01(\tR\vpredecessor\x12\x16\n" +
+	"\x06status\x18\x02 \x01(\tR\x06status\x12)\n" +
+	"\x05calls\x18\x03 \x01(\v2\x13.harn.v1.CallCountsR\x05calls\x12<\n" +
+	"\fcapabilities\x18\x04 \x03(\v2\x18.harn.v1.CapabilityCallsR\fcapabilities\"\xd1\x01\n" +
+	"\n" +
+	"CallCounts\x12\x18\n" +
+	"\astarted\x18\x01 \x01(\x05R\astarted\x12\x1c\n" +
+	"\tsucceeded\x18\x02 \x01(\x05R\tsucceeded\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\x05R\x06failed\x12\x18\n" +
+	"\aaborted\x18\x04 \x01(\x05R\aaborted\x12'\n" +
+	"\x0foutcome_unknown\x18\x05 \x01(\x05R\x0eoutcomeUnknown\x12\x18\n" +
+	"\arefused\x18\x06 \x01(\x05R\arefused\x12\x16\n" +
+	"\x06denied\x18\a \x01(\x05R\x06denied\";\n" +
+	"\x0fCapabilityCalls\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05calls\x18\x02 \x01(\x05R\x05calls\"\xe2\x01\n" +
+	"\vSessionView\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12%\n" +
+	"\x04task\x18\x02 \x01(\v2\x11.harn.v1.TaskViewR\x04task\x12'\n" +
+	"\x05queue\x18\x03 \x03(\v2\x11.harn.v1.TaskViewR\x05queue\x12\x1f\n" +
+	"\vqueue_depth\x18\x04 \x01(\x05R\n" +
+	"queueDepth\x12%\n" +
+	"\x04last\x18\x05 \x01(\v2\x11.harn.v1.TaskViewR\x04last\x12!\n" +
+	"\fawaiting_ack\x18\x06 \x03(\tR\vawaitingAck\"J\n" +
+	"\x04Time\x12\x1b\n" +
+	"\tunix_nano\x18\x01 \x01(\x03R\bunixNano\x12%\n" +
+	"\x0eoffset_seconds\x18\x02 \x01(\x05R\roffsetSeconds\"M\n" +
+	"\rDecideRequest\x12*\n" +
+	"\x05query\x18\x02 \x01(\v2\x14.harn.v1.DecideQueryR\x05queryJ\x04\b\x01\x10\x02R\n" +
+	"query_json\"\xec\x01\n" +
+	"\vDecideQuery\x12\x14\n" +
+	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
+	"\x04tool\x18\x04 \x01(\tR\x04tool\x12\x14\n" +
+	"\x05input\x18\x05 \x01(\fR\x05input\x12\x12\n" +
+	"\x04call\x18\x06 \x01(\tR\x04call\x12\x16\n" +
+	"\x06failed\x18\a \x01(\bR\x06failed\x12\x17\n" +
+	"\await_ms\x18\b \x01(\x03R\x06waitMs\x12*\n" +
+	"\x06claims\x18\t \x03(\v2\x12.harn.v1.PathClaimR\x06claims\"w\n" +
+	"\tPathClaim\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04repo\x18\x02 \x01(\tR\x04repo\x12\x14\n" +
+	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x14\n" +
+	"\x05phase\x18\x04 \x01(\tR\x05phase\x12\x10\n" +
+	"\x03abs\x18\x05 \x03(\tR\x03abs\"l\n" +
 	"\x0eDecideResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -2979,31 +5666,65 @@ const file_harn_proto_rawDesc = "" +
 	"\x02by\x18\x04 \x01(\tR\x02by\"/\n" +
 	"\x0ePendingRequest\x12\x1d\n" +
 	"\n" +
-	"local_only\x18\x01 \x01(\bR\tlocalOnly\"X\n" +
-	"\x0fPendingResponse\x12#\n" +
-	"\rrequests_json\x18\x01 \x03(\fR\frequestsJson\x12 \n" +
-	"\vunreachable\x18\x02 \x03(\tR\vunreachable\"\x86\x01\n" +
+	"local_only\x18\x01 \x01(\bR\tlocalOnly\"\x80\x01\n" +
+	"\x0fPendingResponse\x126\n" +
+	"\brequests\x18\x03 \x03(\v2\x1a.harn.v1.PermissionRequestR\brequests\x12 \n" +
+	"\vunreachable\x18\x02 \x03(\tR\vunreachableJ\x04\b\x01\x10\x02R\rrequests_json\"\x86\x01\n" +
 	"\rAnswerRequest\x12\x18\n" +
 	"\arequest\x18\x01 \x01(\tR\arequest\x12\x14\n" +
 	"\x05allow\x18\x02 \x01(\bR\x05allow\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x0e\n" +
 	"\x02by\x18\x04 \x01(\tR\x02by\x12\x1d\n" +
 	"\n" +
-	"local_only\x18\x05 \x01(\bR\tlocalOnly\"3\n" +
-	"\x0eAnswerResponse\x12!\n" +
-	"\frequest_json\x18\x01 \x01(\fR\vrequestJson\"i\n" +
+	"local_only\x18\x05 \x01(\bR\tlocalOnly\"Z\n" +
+	"\x0eAnswerResponse\x124\n" +
+	"\arequest\x18\x02 \x01(\v2\x1a.harn.v1.PermissionRequestR\arequestJ\x04\b\x01\x10\x02R\frequest_json\"\x87\x02\n" +
+	"\x11PermissionRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x14\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\x12\x12\n" +
+	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x18\n" +
+	"\asummary\x18\x06 \x01(\tR\asummary\x12%\n" +
+	"\x06opened\x18\a \x01(\v2\r.harn.v1.TimeR\x06opened\x121\n" +
+	"\x06answer\x18\b \x01(\v2\x19.harn.v1.PermissionAnswerR\x06answer\x12\x16\n" +
+	"\x06parent\x18\t \x01(\tR\x06parent\"o\n" +
+	"\x10PermissionAnswer\x12\x14\n" +
+	"\x05allow\x18\x01 \x01(\bR\x05allow\x12\x0e\n" +
+	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
+	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02at\"i\n" +
 	"\rNotifyRequest\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x0e\n" +
 	"\x02on\x18\x03 \x01(\tR\x02on\x12\x16\n" +
 	"\x06format\x18\x04 \x01(\tR\x06format\x12\x0e\n" +
-	"\x02id\x18\x05 \x01(\tR\x02id\"\x96\x01\n" +
-	"\x0eNotifyResponse\x12#\n" +
-	"\rwebhooks_json\x18\x01 \x03(\fR\fwebhooksJson\x12\x12\n" +
+	"\x02id\x18\x05 \x01(\tR\x02id\"\xd1\x01\n" +
+	"\x0eNotifyResponse\x12,\n" +
+	"\bwebhooks\x18\x06 \x03(\v2\x10.harn.v1.WebhookR\bwebhooks\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12\x0e\n" +
 	"\x02id\x18\x03 \x01(\tR\x02id\x12\x18\n" +
-	"\achanged\x18\x04 \x01(\bR\achanged\x12!\n" +
-	"\fdesktop_json\x18\x05 \x01(\fR\vdesktopJson\"`\n" +
+	"\achanged\x18\x04 \x01(\bR\achanged\x12*\n" +
+	"\adesktop\x18\a \x01(\v2\x10.harn.v1.DesktopR\adesktopJ\x04\b\x01\x10\x02J\x04\b\x05\x10\x06R\rwebhooks_jsonR\fdesktop_json\"\x8e\x02\n" +
+	"\aWebhook\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
+	"\x03url\x18\x02 \x01(\tR\x03url\x12\x16\n" +
+	"\x06format\x18\x03 \x01(\tR\x06format\x12\x0e\n" +
+	"\x02on\x18\x04 \x03(\tR\x02on\x12\x16\n" +
+	"\x06queued\x18\x05 \x01(\x05R\x06queued\x12\x12\n" +
+	"\x04sent\x18\x06 \x01(\x04R\x04sent\x12\x16\n" +
+	"\x06failed\x18\a \x01(\x04R\x06failed\x12\x18\n" +
+	"\adropped\x18\b \x01(\x04R\adropped\x12\x18\n" +
+	"\aretries\x18\t \x01(\x04R\aretries\x12\x1d\n" +
+	"\n" +
+	"last_error\x18\n" +
+	" \x01(\tR\tlastError\x12\"\n" +
+	"\rlast_error_at\x18\v \x01(\tR\vlastErrorAt\"k\n" +
+	"\aDesktop\x12\x18\n" +
+	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
+	"\x05shown\x18\x02 \x01(\x04R\x05shown\x12\x16\n" +
+	"\x06failed\x18\x03 \x01(\x04R\x06failed\x12\x18\n" +
+	"\adropped\x18\x04 \x01(\x04R\adropped\"`\n" +
 	"\vWaitRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03any\x18\x02 \x01(\bR\x03any\x12\x10\n" +
@@ -3012,15 +5733,46 @@ const file_harn_proto_rawDesc = "" +
 	"timeout_ms\x18\x04 \x01(\x03R\ttimeoutMs\"N\n" +
 	"\fWaitResponse\x12!\n" +
 	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12\x1b\n" +
-	"\ttimed_out\x18\x02 \x01(\bR\btimedOut\"O\n" +
+	"\ttimed_out\x18\x02 \x01(\bR\btimedOut\"\xc3\x01\n" +
 	"\fCoordRequest\x12\x0e\n" +
-	"\x02op\x18\x01 \x01(\tR\x02op\x12\x1b\n" +
-	"\tbody_json\x18\x02 \x01(\fR\bbodyJson\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\tR\x04node\"D\n" +
-	"\rCoordResponse\x12\x1f\n" +
-	"\vresult_json\x18\x01 \x01(\fR\n" +
-	"resultJson\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\"\x85\x01\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x18\n" +
+	"\asession\x18\x04 \x01(\tR\asession\x12*\n" +
+	"\x06claims\x18\x05 \x03(\v2\x12.harn.v1.PathClaimR\x06claims\x12\x10\n" +
+	"\x03all\x18\x06 \x01(\bR\x03all\x12\x16\n" +
+	"\x06reason\x18\a \x01(\tR\x06reason\x12\x0e\n" +
+	"\x02by\x18\b \x01(\tR\x02byJ\x04\b\x02\x10\x03R\tbody_json\"d\n" +
+	"\rCoordResponse\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12,\n" +
+	"\x06result\x18\x03 \x01(\v2\x14.harn.v1.CoordResultR\x06resultJ\x04\b\x01\x10\x02R\vresult_json\"\x9f\x02\n" +
+	"\vCoordResult\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12.\n" +
+	"\x06claims\x18\x03 \x03(\v2\x16.harn.v1.RegistryClaimR\x06claims\x12.\n" +
+	"\aholders\x18\x04 \x03(\v2\x14.harn.v1.ClaimHolderR\aholders\x12\x12\n" +
+	"\x04mode\x18\x05 \x01(\tR\x04mode\x12\x14\n" +
+	"\x05ended\x18\x06 \x01(\bR\x05ended\x12\x18\n" +
+	"\aalready\x18\a \x01(\bR\aalready\x12\x14\n" +
+	"\x05alive\x18\b \x01(\bR\x05alive\x12\x10\n" +
+	"\x03pid\x18\t \x01(\x05R\x03pid\x12\x16\n" +
+	"\x06hosted\x18\n" +
+	" \x01(\bR\x06hosted\"\x9f\x01\n" +
+	"\rRegistryClaim\x12\x12\n" +
+	"\x04repo\x18\x01 \x01(\tR\x04repo\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x03 \x01(\tR\tsessionId\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\x12\x1d\n" +
+	"\x02ts\x18\x05 \x01(\v2\r.harn.v1.TimeR\x02ts\x12\x14\n" +
+	"\x05index\x18\x06 \x01(\x04R\x05index\"\xaf\x01\n" +
+	"\vClaimHolder\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
+	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
+	"\x04name\x18\x03 \x01(\tR\x04name\x12\x14\n" +
+	"\x05agent\x18\x04 \x01(\tR\x05agent\x12\x12\n" +
+	"\x04task\x18\x05 \x01(\tR\x04task\x12\x12\n" +
+	"\x04node\x18\x06 \x01(\tR\x04node\x12 \n" +
+	"\vunreachable\x18\a \x01(\bR\vunreachable\"\x85\x01\n" +
 	"\rReduceRequest\x12\x12\n" +
 	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1e\n" +
 	"\n" +
@@ -3083,7 +5835,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -3104,94 +5856,161 @@ var file_harn_proto_goTypes = []any{
 	(*MutateResponse)(nil),       // 16: harn.v1.MutateResponse
 	(*ErrorsRequest)(nil),        // 17: harn.v1.ErrorsRequest
 	(*ErrorsResponse)(nil),       // 18: harn.v1.ErrorsResponse
-	(*StatusRequest)(nil),        // 19: harn.v1.StatusRequest
-	(*StatusResponse)(nil),       // 20: harn.v1.StatusResponse
-	(*MeshRequest)(nil),          // 21: harn.v1.MeshRequest
-	(*MembersResponse)(nil),      // 22: harn.v1.MembersResponse
-	(*RaftResponse)(nil),         // 23: harn.v1.RaftResponse
-	(*LeaveResponse)(nil),        // 24: harn.v1.LeaveResponse
-	(*RemoveServerRequest)(nil),  // 25: harn.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil), // 26: harn.v1.RemoveServerResponse
-	(*TaskRequest)(nil),          // 27: harn.v1.TaskRequest
-	(*TaskResponse)(nil),         // 28: harn.v1.TaskResponse
-	(*DecideRequest)(nil),        // 29: harn.v1.DecideRequest
-	(*DecideResponse)(nil),       // 30: harn.v1.DecideResponse
-	(*ApprovalRequest)(nil),      // 31: harn.v1.ApprovalRequest
-	(*ApprovalResponse)(nil),     // 32: harn.v1.ApprovalResponse
-	(*PendingRequest)(nil),       // 33: harn.v1.PendingRequest
-	(*PendingResponse)(nil),      // 34: harn.v1.PendingResponse
-	(*AnswerRequest)(nil),        // 35: harn.v1.AnswerRequest
-	(*AnswerResponse)(nil),       // 36: harn.v1.AnswerResponse
-	(*NotifyRequest)(nil),        // 37: harn.v1.NotifyRequest
-	(*NotifyResponse)(nil),       // 38: harn.v1.NotifyResponse
-	(*WaitRequest)(nil),          // 39: harn.v1.WaitRequest
-	(*WaitResponse)(nil),         // 40: harn.v1.WaitResponse
-	(*CoordRequest)(nil),         // 41: harn.v1.CoordRequest
-	(*CoordResponse)(nil),        // 42: harn.v1.CoordResponse
-	(*ReduceRequest)(nil),        // 43: harn.v1.ReduceRequest
-	(*OverrideRequest)(nil),      // 44: harn.v1.OverrideRequest
-	(*OverrideResponse)(nil),     // 45: harn.v1.OverrideResponse
+	(*Diagnostic)(nil),           // 19: harn.v1.Diagnostic
+	(*StatusRequest)(nil),        // 20: harn.v1.StatusRequest
+	(*StatusResponse)(nil),       // 21: harn.v1.StatusResponse
+	(*MeshRequest)(nil),          // 22: harn.v1.MeshRequest
+	(*MembersResponse)(nil),      // 23: harn.v1.MembersResponse
+	(*Member)(nil),               // 24: harn.v1.Member
+	(*RaftResponse)(nil),         // 25: harn.v1.RaftResponse
+	(*RaftStats)(nil),            // 26: harn.v1.RaftStats
+	(*RaftServer)(nil),           // 27: harn.v1.RaftServer
+	(*LeaveResponse)(nil),        // 28: harn.v1.LeaveResponse
+	(*RemoveServerRequest)(nil),  // 29: harn.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil), // 30: harn.v1.RemoveServerResponse
+	(*TaskRequest)(nil),          // 31: harn.v1.TaskRequest
+	(*TaskResponse)(nil),         // 32: harn.v1.TaskResponse
+	(*TaskAction)(nil),           // 33: harn.v1.TaskAction
+	(*Grant)(nil),                // 34: harn.v1.Grant
+	(*TaskResult)(nil),           // 35: harn.v1.TaskResult
+	(*TaskView)(nil),             // 36: harn.v1.TaskView
+	(*SteerResult)(nil),          // 37: harn.v1.SteerResult
+	(*GrantsView)(nil),           // 38: harn.v1.GrantsView
+	(*Limit)(nil),                // 39: harn.v1.Limit
+	(*Held)(nil),                 // 40: harn.v1.Held
+	(*Handoff)(nil),              // 41: harn.v1.Handoff
+	(*HandoffMessage)(nil),       // 42: harn.v1.HandoffMessage
+	(*HandoffDigest)(nil),        // 43: harn.v1.HandoffDigest
+	(*CallCounts)(nil),           // 44: harn.v1.CallCounts
+	(*CapabilityCalls)(nil),      // 45: harn.v1.CapabilityCalls
+	(*SessionView)(nil),          // 46: harn.v1.SessionView
+	(*Time)(nil),                 // 47: harn.v1.Time
+	(*DecideRequest)(nil),        // 48: harn.v1.DecideRequest
+	(*DecideQuery)(nil),          // 49: harn.v1.DecideQuery
+	(*PathClaim)(nil),            // 50: harn.v1.PathClaim
+	(*DecideResponse)(nil),       // 51: harn.v1.DecideResponse
+	(*ApprovalRequest)(nil),      // 52: harn.v1.ApprovalRequest
+	(*ApprovalResponse)(nil),     // 53: harn.v1.ApprovalResponse
+	(*PendingRequest)(nil),       // 54: harn.v1.PendingRequest
+	(*PendingResponse)(nil),      // 55: harn.v1.PendingResponse
+	(*AnswerRequest)(nil),        // 56: harn.v1.AnswerRequest
+	(*AnswerResponse)(nil),       // 57: harn.v1.AnswerResponse
+	(*PermissionRequest)(nil),    // 58: harn.v1.PermissionRequest
+	(*PermissionAnswer)(nil),     // 59: harn.v1.PermissionAnswer
+	(*NotifyRequest)(nil),        // 60: harn.v1.NotifyRequest
+	(*NotifyResponse)(nil),       // 61: harn.v1.NotifyResponse
+	(*Webhook)(nil),              // 62: harn.v1.Webhook
+	(*Desktop)(nil),              // 63: harn.v1.Desktop
+	(*WaitRequest)(nil),          // 64: harn.v1.WaitRequest
+	(*WaitResponse)(nil),         // 65: harn.v1.WaitResponse
+	(*CoordRequest)(nil),         // 66: harn.v1.CoordRequest
+	(*CoordResponse)(nil),        // 67: harn.v1.CoordResponse
+	(*CoordResult)(nil),          // 68: harn.v1.CoordResult
+	(*RegistryClaim)(nil),        // 69: harn.v1.RegistryClaim
+	(*ClaimHolder)(nil),          // 70: harn.v1.ClaimHolder
+	(*ReduceRequest)(nil),        // 71: harn.v1.ReduceRequest
+	(*OverrideRequest)(nil),      // 72: harn.v1.OverrideRequest
+	(*OverrideResponse)(nil),     // 73: harn.v1.OverrideResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
-	30, // 1: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
-	0,  // 2: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
-	11, // 3: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
-	1,  // 4: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	3,  // 5: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	5,  // 6: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	7,  // 7: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	7,  // 8: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	10, // 9: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	12, // 10: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	14, // 11: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	15, // 12: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	17, // 13: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	19, // 14: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	21, // 15: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	21, // 16: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	21, // 17: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	25, // 18: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	27, // 19: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	29, // 20: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	31, // 21: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	33, // 22: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	35, // 23: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	37, // 24: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	39, // 25: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	41, // 26: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	43, // 27: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	44, // 28: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	2,  // 29: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 30: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 31: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 32: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 33: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 34: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 35: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 36: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 37: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 38: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	20, // 39: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	22, // 40: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	23, // 41: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	24, // 42: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	26, // 43: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	28, // 44: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	30, // 45: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	32, // 46: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	34, // 47: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	36, // 48: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	38, // 49: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	40, // 50: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	42, // 51: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	28, // 52: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	45, // 53: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	29, // [29:54] is the sub-list for method output_type
-	4,  // [4:29] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	49, // 1: harn.v1.AppendRequest.decide:type_name -> harn.v1.DecideQuery
+	51, // 2: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
+	0,  // 3: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
+	11, // 4: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
+	19, // 5: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
+	24, // 6: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
+	26, // 7: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
+	27, // 8: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
+	33, // 9: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
+	35, // 10: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
+	34, // 11: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
+	36, // 12: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
+	37, // 13: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
+	38, // 14: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
+	41, // 15: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
+	46, // 16: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
+	47, // 17: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
+	34, // 18: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
+	39, // 19: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
+	40, // 20: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
+	47, // 21: harn.v1.Limit.at:type_name -> harn.v1.Time
+	42, // 22: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
+	43, // 23: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
+	44, // 24: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
+	45, // 25: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
+	36, // 26: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
+	36, // 27: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
+	36, // 28: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
+	49, // 29: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
+	50, // 30: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
+	58, // 31: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
+	58, // 32: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
+	47, // 33: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
+	59, // 34: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
+	47, // 35: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
+	62, // 36: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
+	63, // 37: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
+	50, // 38: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
+	68, // 39: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
+	69, // 40: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
+	70, // 41: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
+	47, // 42: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
+	1,  // 43: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
+	3,  // 44: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
+	5,  // 45: harn.v1.Local.List:input_type -> harn.v1.ListRequest
+	7,  // 46: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
+	7,  // 47: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
+	10, // 48: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
+	12, // 49: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
+	14, // 50: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
+	15, // 51: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
+	17, // 52: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
+	20, // 53: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
+	22, // 54: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	22, // 55: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	22, // 56: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	29, // 57: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	31, // 58: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	48, // 59: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	52, // 60: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	54, // 61: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	56, // 62: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	60, // 63: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	64, // 64: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	66, // 65: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	71, // 66: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
+	72, // 67: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	2,  // 68: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 69: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 70: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 71: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 72: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 73: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 74: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 75: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 76: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 77: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	21, // 78: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	23, // 79: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	25, // 80: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	28, // 81: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	30, // 82: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	32, // 83: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	51, // 84: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	53, // 85: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	55, // 86: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	57, // 87: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	61, // 88: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	65, // 89: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	67, // 90: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	32, // 91: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	73, // 92: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	68, // [68:93] is the sub-list for method output_type
+	43, // [43:68] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -3205,7 +6024,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   46,
+			NumMessages:   74,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -45,7 +45,8 @@ type Action struct {
 	Level           string          `json:"level,omitempty"`      // reduce
 }
 
-// Result is what an action returns, as JSON for the CLI.
+// Result is what an action returns (on the wire: api.TaskResult; its JSON
+// is the CLI's --json view).
 type Result struct {
 	Node    string               `json:"node"`
 	Session string               `json:"session,omitempty"`

@@ -1,0 +1,174 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/trust"
+)
+
+// adminService adapts MeshAdmin to the node: each method reads its
+// request into the operation's arguments, runs it, and writes the answer.
+type adminService struct {
+	api.UnimplementedMeshAdminServer
+	n *Node
+}
+
+// adminStatus is an admin operation's refusal: bad arguments
+// InvalidArgument, trust PermissionDenied, the rest FailedPrecondition.
+func adminStatus(err error) error {
+	code := codes.FailedPrecondition
+	switch {
+	case errors.Is(err, ErrConfig):
+		code = codes.InvalidArgument
+	case errors.Is(err, ErrTrust), errors.Is(err, ErrNotServer), errors.Is(err, ErrNoTrust):
+		code = codes.PermissionDenied
+	}
+	return status.Error(code, err.Error())
+}
+
+// adminRun runs op and asserts its answer's type.
+func adminRun[T any](ctx context.Context, s *adminService, op string, args adminArgs) (T, error) {
+	var zero T
+	out, err := s.n.meshAdmin(ctx, op, args)
+	if err != nil {
+		return zero, adminStatus(err)
+	}
+	v, ok := out.(T)
+	if !ok {
+		return zero, status.Error(codes.Internal, fmt.Sprintf("admin %s: answer of type %T", op, out))
+	}
+	return v, nil
+}
+
+func (s *adminService) TokenCreate(ctx context.Context, req *api.TokenCreateRequest) (*api.TokenCreated, error) {
+	a := TokenCreateArgs{Server: req.Server, TTL: time.Duration(req.TtlMs) * time.Millisecond, Uses: int(req.Uses)}
+	t, err := adminRun[TokenCreated](ctx, s, AdminTokenCreate, adminArgs{token: a})
+	if err != nil {
+		return nil, err
+	}
+	return TokenCreatedToAPI(t), nil
+}
+
+func (s *adminService) TokenList(ctx context.Context, _ *api.AdminEmpty) (*api.TokenListResponse, error) {
+	recs, err := adminRun[[]trust.TokenRecord](ctx, s, AdminTokenList, adminArgs{})
+	if err != nil {
+		return nil, err
+	}
+	return &api.TokenListResponse{Tokens: TokenRecordsToAPI(recs)}, nil
+}
+
+func (s *adminService) TokenRevoke(ctx context.Context, req *api.TokenRevokeRequest) (*api.AdminEmpty, error) {
+	if _, err := adminRun[string](ctx, s, AdminTokenRevoke, adminArgs{name: req.Id}); err != nil {
+		return nil, err
+	}
+	return &api.AdminEmpty{}, nil
+}
+
+func (s *adminService) KeyringList(ctx context.Context, _ *api.AdminEmpty) (*api.KeyringView, error) {
+	v, err := adminRun[KeyringView](ctx, s, AdminKeyringList, adminArgs{})
+	if err != nil {
+		return nil, err
+	}
+	return KeyringToAPI(v), nil
+}
+
+func (s *adminService) KeyringChange(ctx context.Context, req *api.KeyringChangeRequest) (*api.KeyringView, error) {
+	v, err := adminRun[KeyringView](ctx, s, AdminKeyringOp, adminArgs{keyring: KeyringChange{Op: req.Op, Key: req.Key}})
+	if err != nil {
+		return nil, err
+	}
+	return KeyringToAPI(v), nil
+}
+
+func (s *adminService) RevokeNode(ctx context.Context, req *api.RevokeNodeRequest) (*api.Revoked, error) {
+	v, err := adminRun[Revoked](ctx, s, AdminRevokeNode, adminArgs{name: req.Node})
+	if err != nil {
+		return nil, err
+	}
+	return RevokedToAPI(v), nil
+}
+
+func (s *adminService) CARotate(ctx context.Context, _ *api.AdminEmpty) (*api.CAStatusResponse, error) {
+	return s.ca(ctx, AdminCARotate)
+}
+
+func (s *adminService) CAFinish(ctx context.Context, _ *api.AdminEmpty) (*api.CAStatusResponse, error) {
+	return s.ca(ctx, AdminCAFinish)
+}
+
+func (s *adminService) CAStatus(ctx context.Context, _ *api.AdminEmpty) (*api.CAStatusResponse, error) {
+	return s.ca(ctx, AdminCAStatus)
+}
+
+func (s *adminService) ca(ctx context.Context, op string) (*api.CAStatusResponse, error) {
+	v, err := adminRun[CAStatus](ctx, s, op, adminArgs{})
+	if err != nil {
+		return nil, err
+	}
+	return CAStatusToAPI(v), nil
+}
+
+// CAStatusToAPI is the CA's state on the wire.
+func CAStatusToAPI(v CAStatus) *api.CAStatusResponse {
+	return &api.CAStatusResponse{Roots: v.Roots, Rotating: v.Rotating, OnCurrent: v.OnCurrent, MembersOnCurrent: v.Members}
+}
+
+// TokenCreatedToAPI is a new token on the wire.
+func TokenCreatedToAPI(t TokenCreated) *api.TokenCreated {
+	return &api.TokenCreated{JoinToken: t.Token, Id: t.ID, Role: t.Role, Expires: api.NewTime(t.Expires), Uses: int32(t.Uses)}
+}
+
+// TokenCreatedFromAPI reads a new token from the wire.
+func TokenCreatedFromAPI(t *api.TokenCreated) TokenCreated {
+	return TokenCreated{Token: t.GetJoinToken(), ID: t.GetId(), Role: t.GetRole(), Expires: t.GetExpires().AsTime(), Uses: int(t.GetUses())}
+}
+
+// TokenRecordsToAPI are the registry's token records on the wire.
+func TokenRecordsToAPI(recs []trust.TokenRecord) []*api.TokenRecord {
+	var out []*api.TokenRecord
+	for _, r := range recs {
+		out = append(out, &api.TokenRecord{Id: r.ID, SecretSha256: r.SecretHash, Role: string(r.Role),
+			Created: api.NewTime(r.Created), Expires: api.NewTime(r.Expires), Uses: int32(r.Uses), Used: int32(r.Used)})
+	}
+	return out
+}
+
+// TokenRecordsFromAPI reads token records from the wire.
+func TokenRecordsFromAPI(recs []*api.TokenRecord) []trust.TokenRecord {
+	var out []trust.TokenRecord
+	for _, r := range recs {
+		out = append(out, trust.TokenRecord{ID: r.GetId(), SecretHash: r.GetSecretSha256(), Role: trust.Role(r.GetRole()),
+			Created: r.GetCreated().AsTime(), Expires: r.GetExpires().AsTime(), Uses: int(r.GetUses()), Used: int(r.GetUsed())})
+	}
+	return out
+}
+
+// KeyringToAPI is the keyring's view on the wire.
+func KeyringToAPI(v KeyringView) *api.KeyringView {
+	return &api.KeyringView{Primary: v.Primary, Keys: v.Keys, NodePrimary: v.NodePrimary, NodeKeys: v.NodeKeys}
+}
+
+// KeyringFromAPI reads the keyring's view from the wire.
+func KeyringFromAPI(v *api.KeyringView) KeyringView {
+	return KeyringView{Primary: v.GetPrimary(), Keys: v.GetKeys(), NodePrimary: v.GetNodePrimary(), NodeKeys: v.GetNodeKeys()}
+}
+
+// RevokedToAPI is what a node's revocation revoked, on the wire.
+func RevokedToAPI(v Revoked) *api.Revoked { return &api.Revoked{Node: v.Node, Serials: v.Serials} }
+
+// RevokedFromAPI reads what a node's revocation revoked.
+func RevokedFromAPI(v *api.Revoked) Revoked {
+	return Revoked{Node: v.GetNode(), Serials: v.GetSerials()}
+}
+
+// CAStatusFromAPI reads the CA's state from the wire.
+func CAStatusFromAPI(v *api.CAStatusResponse) CAStatus {
+	return CAStatus{Roots: v.GetRoots(), Rotating: v.GetRotating(), OnCurrent: v.GetOnCurrent(), Members: v.GetMembersOnCurrent()}
+}
