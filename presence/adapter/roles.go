@@ -168,9 +168,14 @@ type SessionEnver interface {
 }
 
 // Driven is implemented by an adapter whose agent harn can also run as a
-// task's command (runtime/exec): the driver names that share its catalog.
+// task's command (runtime/exec).
 type Driven interface {
+	// Drivers are the runtime/exec driver names that run this agent: a
+	// task under one is checked against this adapter's catalog.
 	Drivers() []string
+	// ExecExample is a command line that runs the agent as a task (`harn
+	// task start --exec`), for help text.
+	ExecExample() string
 }
 
 // ClaimedWrites is the Writes of evs' claim.write events.
@@ -183,4 +188,30 @@ func ClaimedWrites(evs []presence.Event) Writes {
 		}
 	}
 	return w
+}
+
+// HookTruster is implemented by an adapter whose agent runs an installed
+// hook only once the user has trusted it (`harn doctor` checks).
+type HookTruster interface {
+	// TrustFile is the file where the agent records that trust, given
+	// the home folder and the environment.
+	TrustFile(home string, getenv func(string) string) string
+	// CheckTrust reads records (TrustFile's content, at recordsPath) for
+	// harn's hooks of the settings file that paths name (its path, then
+	// its canonical form), and says what the doctor reports.
+	CheckTrust(records []byte, recordsPath string, paths []string, hooks []HookPlace) TrustCheck
+}
+
+// HookPlace is one hook of a settings file: its event, and its matcher
+// group and handler index.
+type HookPlace struct {
+	Event          string
+	Group, Handler int
+}
+
+// TrustCheck is what the doctor reports of an agent's trust in harn's
+// hooks: OK, or a finding with its fix.
+type TrustCheck struct {
+	OK          bool
+	Detail, Fix string
 }

@@ -94,3 +94,15 @@ func SessionEnv() []string {
 	}
 	return out
 }
+
+// ExecExamples lists, in registry order, a task command line of each agent
+// harn can run (adapter.Driven), for help text.
+func ExecExamples() []string {
+	var out []string
+	for _, r := range registry {
+		if d, ok := r.new().(adapter.Driven); ok {
+			out = append(out, d.ExecExample())
+		}
+	}
+	return out
+}

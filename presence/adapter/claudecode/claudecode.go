@@ -70,6 +70,9 @@ func (claudeCode) SessionEnv() []string { return []string{"CLAUDE_SESSION_ID"} }
 // (adapter.Driven).
 func (claudeCode) Drivers() []string { return []string{"claude"} }
 
+// ExecExample: adapter.Driven.
+func (claudeCode) ExecExample() string { return "claude -p" }
+
 // writeClaims names the file a Write, Edit, MultiEdit or NotebookEdit call
 // writes.
 func writeClaims(tool string, input json.RawMessage) []string {

@@ -70,12 +70,18 @@ func (hooks) Install() adapter.InstallSpec {
 		UserDir: ".codex", File: "AGENTS.md", EnvDir: "CODEX_HOME", ProjectFile: "AGENTS.md"}}
 }
 
+// TrustFile and CheckTrust (trust.go) make the hooks adapter an
+// adapter.HookTruster: Codex runs a hook only once the user trusts it.
+
 // SessionEnv is Codex's session variables (adapter.SessionEnver).
 func (hooks) SessionEnv() []string { return []string{"CODEX_SESSION_ID", "CODEX_THREAD_ID"} }
 
 // Drivers: `harn task start --exec 'codex exec --json -'` runs Codex
 // (adapter.Driven).
 func (hooks) Drivers() []string { return []string{"codex"} }
+
+// ExecExample: adapter.Driven.
+func (hooks) ExecExample() string { return "codex exec --json -" }
 
 // patchClaims names the files an apply_patch call adds, updates, deletes or
 // moves to. Codex passes the patch text in tool_input.command (a string, or
