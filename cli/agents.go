@@ -19,6 +19,7 @@ import (
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/procinfo"
 )
 
@@ -61,8 +62,9 @@ func decodeState(b []byte) (presence.State, error) {
 	return s, err
 }
 
-// agentSessionEnv are the agents' own session variables, where they exist.
-var agentSessionEnv = []string{"CLAUDE_SESSION_ID", "CODEX_SESSION_ID", "CODEX_THREAD_ID", "GEMINI_SESSION_ID", "CURSOR_CONVERSATION_ID"}
+// agentSessionEnv are the agents' own session variables, where they exist
+// (adapter.SessionEnver).
+var agentSessionEnv = all.SessionEnv()
 
 func addSessionFlag(c *cobra.Command) {
 	c.Flags().String("session", "", "session id or unique prefix (default: HARN_SESSION, the agent's session variable, or the calling agent process)")

@@ -1,55 +1,34 @@
 package cli
 
 import (
-	"encoding/json"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
-// Gemini CLI's write tools (its adapter reports no claim events).
-var geminiWriteTools = []string{"write_file", "replace"}
-
 // claimRequests turns a hook's writes into claim requests, one per
-// repository: the paths of its claim.write events (Claude Code's
-// Edit/Write/MultiEdit/NotebookEdit, Codex's apply_patch, Cursor's
-// afterFileEdit) or of Gemini's write_file/replace, each made relative to
-// its repository's top level. Paths outside any repository are not
-// claimed. The lookup reads files only (gitinfo.go): no git process runs.
+// repository: the files its agent's adapter says the call writes
+// (adapter.Planner.Writes: its claim.write events, or what the payload
+// names), each made relative to its repository's top level. Paths outside
+// any repository are not claimed. The lookup reads files only
+// (gitinfo.go): no git process runs.
 func claimRequests(agent string, in []byte, evs []presence.Event) []claims.Request {
-	var p struct {
-		Event   string `json:"hook_event_name"`
-		Session string `json:"session_id"`
-		Cwd     string `json:"cwd"`
-		Tool    string `json:"tool_name"`
-		Input   struct {
-			FilePath string `json:"file_path"`
-		} `json:"tool_input"`
+	ad, _ := all.Lookup(agent)
+	planner, ok := ad.(adapter.Planner)
+	if !ok {
+		return nil
 	}
-	_ = json.Unmarshal(in, &p)
-	session := ""
-	var paths []string
-	for i := range evs {
-		if evs[i].Type == presence.TypeClaimWrite {
-			session = evs[i].SessionID
-			paths = append(paths, evs[i].AttrStrings(presence.AttrPaths)...)
-		}
-	}
-	if agent == "gemini" && p.Event == "BeforeTool" && slices.Contains(geminiWriteTools, p.Tool) && p.Input.FilePath != "" {
-		fp := p.Input.FilePath
-		if !filepath.IsAbs(fp) && p.Cwd != "" {
-			fp = filepath.Join(p.Cwd, fp)
-		}
-		session, paths = p.Session, append(paths, filepath.Clean(fp))
-	}
+	w := planner.Writes(in, evs)
+	session, paths := w.Session, w.Paths
 	if session == "" || len(paths) == 0 {
 		return nil
 	}
 	phase := claims.PhasePre
-	if p.Event == "afterFileEdit" {
+	if w.After {
 		phase = claims.PhasePost
 	}
 	var out []claims.Request
@@ -85,15 +64,4 @@ func claimRequests(agent string, in []byte, evs []presence.Event) []claims.Reque
 		out[i].Abs = append(out[i].Abs, abs)
 	}
 	return out
-}
-
-// warnOutput tells the agent of a held file without stopping it: a system
-// message (Claude Code, Codex, Gemini CLI). Cursor's file-edit hook takes
-// no answer: nothing is printed there.
-func warnOutput(agent, reason string) []byte {
-	if agent == "cursor" {
-		return nil
-	}
-	b, _ := json.Marshal(map[string]string{"systemMessage": reason})
-	return append(b, '\n')
 }

@@ -70,11 +70,11 @@ const diagWindow = 24 * time.Hour
 func newDoctorCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "doctor",
-		Short: "check this machine's harn setup: hooks, Codex trust, the node, ports, config and key",
+		Short: "check this machine's harn setup: hooks, the agents' trust in them, the node, ports, config and key",
 		Long: `Checks that each agent's hooks are installed and run an existing harn, that
-Codex trusts them, that the node answers, that the node's ports are free or
-its own, that a config file holding a secret is private, and the gossip
-key's form; it also lists recent hook diagnostics. Each finding is one line
+an agent that runs only the hooks it trusts trusts them, that the node
+answers, that the node's ports are free or its own, that a config file
+holding a secret is private, and the gossip key's form; it also lists recent hook diagnostics. Each finding is one line
 with its fix. It changes nothing. Exit 0 when all is well, 10 when there
 are findings. The mesh flags (ports, bind, join, key) are read like
 ` + "`harn node`" + ` reads them: flag, HARN_ variable, config file.`,
@@ -171,7 +171,7 @@ func doctor(ctx context.Context, e doctorEnv) doctorReport {
 	add := func(cs ...check) { rep.Checks = append(rep.Checks, cs...) }
 	add(checkHooks(e)...)
 	add(checkInstructions(e)...)
-	add(checkCodexTrust(e)...)
+	add(checkHookTrust(e)...)
 	nodeCheck, st, cl := checkNode(ctx, e)
 	add(nodeCheck)
 	if cl != nil {

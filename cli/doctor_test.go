@@ -13,6 +13,7 @@ import (
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/presence/adapter/codex"
 )
 
 func testDoctorEnv(t *testing.T) doctorEnv {
@@ -103,7 +104,7 @@ func TestDoctorCodexTrust(t *testing.T) {
 		t.Fatal(err)
 	}
 	st, _ := install.Inspect(o)
-	c, _ := statusOf(checkCodexTrust(e), "codex trust")
+	c, _ := statusOf(checkHookTrust(e), "codex trust")
 	if c.Status != checkFinding || !strings.Contains(c.Fix, "/hooks") {
 		t.Fatalf("no trust records: %+v", c)
 	}
@@ -111,36 +112,28 @@ func TestDoctorCodexTrust(t *testing.T) {
 	cfg.WriteString("model = \"o4\"\n[features]\nhooks = true\n")
 	for i, h := range st.Hooks {
 		if i%2 == 0 {
-			fmt.Fprintf(&cfg, "\n[hooks.state.%q]\ntrusted_hash = \"sha256:abc\"\n", fmt.Sprintf("%s:%s:%d:%d", r.Path, snakeCase(h.Event), h.Group, h.Handler))
+			fmt.Fprintf(&cfg, "\n[hooks.state.%q]\ntrusted_hash = \"sha256:abc\"\n", fmt.Sprintf("%s:%s:%d:%d", r.Path, codex.SnakeCase(h.Event), h.Group, h.Handler))
 		}
 	}
 	cfg.WriteString("\n[hooks.state]\n")
 	for i, h := range st.Hooks {
 		if i%2 == 1 {
-			fmt.Fprintf(&cfg, "'%s:%s:%d:%d' = { trusted_hash = \"sha256:def\" }\n", r.Path, snakeCase(h.Event), h.Group, h.Handler)
+			fmt.Fprintf(&cfg, "'%s:%s:%d:%d' = { trusted_hash = \"sha256:def\" }\n", r.Path, codex.SnakeCase(h.Event), h.Group, h.Handler)
 		}
 	}
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := statusOf(checkCodexTrust(e), "codex trust"); c.Status != checkOK {
+	if c, _ := statusOf(checkHookTrust(e), "codex trust"); c.Status != checkOK {
 		t.Fatalf("all trusted: %+v\n%s", c, cfg.String())
 	}
 	h := st.Hooks[0]
-	off := cfg.String() + fmt.Sprintf("\n[hooks.state.%q]\nenabled = false\n", fmt.Sprintf("%s:%s:%d:%d", r.Path, snakeCase(h.Event), h.Group, h.Handler))
+	off := cfg.String() + fmt.Sprintf("\n[hooks.state.%q]\nenabled = false\n", fmt.Sprintf("%s:%s:%d:%d", r.Path, codex.SnakeCase(h.Event), h.Group, h.Handler))
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(off), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if c, _ := statusOf(checkCodexTrust(e), "codex trust"); c.Status != checkFinding || !strings.Contains(c.Detail, "disabled") {
+	if c, _ := statusOf(checkHookTrust(e), "codex trust"); c.Status != checkFinding || !strings.Contains(c.Detail, "disabled") {
 		t.Fatalf("disabled: %+v", c)
-	}
-}
-
-func TestSnakeCase(t *testing.T) {
-	for in, want := range map[string]string{"PreToolUse": "pre_tool_use", "SessionStart": "session_start", "Stop": "stop", "UserPromptSubmit": "user_prompt_submit"} {
-		if got := snakeCase(in); got != want {
-			t.Errorf("snakeCase(%q) = %q", in, got)
-		}
 	}
 }
 

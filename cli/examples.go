@@ -4,13 +4,15 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
 // examples holds every command's Examples section, by command path. A
 // command added to the tree needs its entry here: TestEveryCommandHasExamples
 // walks the tree and fails for any command without one.
-var examples = map[string]string{
-	"harn": `  harn hook install claude-code   # wire an agent (codex, cursor, gemini)
+var examples = withAgents(map[string]string{
+	"harn": `  harn hook install {agent}   # wire an agent ({others})
   harn doctor                     # check the setup
   harn agents list                # who is working, who needs you`,
 	"harn version": `  harn version
@@ -49,10 +51,10 @@ var examples = map[string]string{
   harn token list --json`,
 	"harn token revoke": `  harn token revoke t-3f9a                  # the id that token list shows`,
 
-	"harn task": `  harn task start --exec 'codex exec --json -' "fix the flaky test"
+	"harn task": `  harn task start --exec '{exec2}' "fix the flaky test"
   harn task show t-01J9ZK3`,
-	"harn task start": `  harn task start --exec 'codex exec --json -' --profile edit "rename the config loader"
-  harn task start --node buildbox --exec 'claude -p' "run the release checks"
+	"harn task start": `  harn task start --exec '{exec2}' --profile edit "rename the config loader"
+  harn task start --node buildbox --exec '{exec1}' "run the release checks"
   harn task start --session 8a1f0c2e --grants grants.txt "only read, then report" --json`,
 	"harn task steer":     `  harn task steer --session h-01J9ZK "use the staging database instead"`,
 	"harn task follow-up": `  harn task follow-up --session h-01J9ZK --requires-success "now open the pull request"`,
@@ -123,14 +125,14 @@ var examples = map[string]string{
   cat events.jsonl | harn agents fold -
   harn agents fold --session 8a1f0c2e --full events.jsonl`,
 
-	"harn hook": `  echo '{"session_id":"s1","hook_event_name":"Stop","cwd":"/tmp"}' | harn hook claude-code
-  harn hook install codex`,
-	"harn hook install": `  harn hook install claude-code
+	"harn hook": `  echo '{"session_id":"s1","hook_event_name":"Stop","cwd":"/tmp"}' | harn hook {agent}
+  harn hook install {agent2}`,
+	"harn hook install": `  harn hook install {agent}
   harn hook install git        # the commit guard in this repository's hooks
-  harn hook install gemini --scope project --dry-run
-  harn hook install gemini --yes   # write even where a comment inside "hooks" cannot be kept`,
-	"harn hook uninstall": `  harn hook uninstall cursor
-  harn hook uninstall codex --scope project`,
+  harn hook install {jsonc} --scope project --dry-run
+  harn hook install {jsonc} --yes   # write even where a comment inside "hooks" cannot be kept`,
+	"harn hook uninstall": `  harn hook uninstall {agent3}
+  harn hook uninstall {agent2} --scope project`,
 
 	"harn node": `  harn node
   harn node --server --bootstrap-expect 3 --join buildbox1:7710 --gossip-key "$(cat gossip.key)"
@@ -160,7 +162,7 @@ var examples = map[string]string{
 	"harn completion zsh":        `  harn completion zsh > "${fpath[1]}/_harn"`,
 	"harn completion fish":       `  harn completion fish > ~/.config/fish/completions/harn.fish`,
 	"harn completion powershell": `  harn completion powershell | Out-String | Invoke-Expression`,
-}
+})
 
 // applyExamples sets the Examples section of every command in the tree
 // from the examples map; a command that sets its own keeps it.
@@ -179,4 +181,44 @@ func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
 	for _, sub := range c.Commands() {
 		walkCommands(sub, fn)
 	}
+}
+
+// withAgents fills the agents' names into the examples: {agent}, {agent2}
+// and {agent3} are the installable agents in order, {others} all but the
+// first, {jsonc} one whose settings file has comments, {exec1} and {exec2}
+// the task command lines of the agents harn can run (adapter.Driven). They
+// come from the registry (presence/adapter/all), which is the one place
+// that names the agents.
+func withAgents(m map[string]string) map[string]string {
+	agents := all.Installable()
+	nth := func(i int) string {
+		if len(agents) == 0 {
+			return "AGENT"
+		}
+		return agents[i%len(agents)]
+	}
+	jsonc := nth(0)
+	for _, n := range agents {
+		if is, _ := all.Install(n); is.Settings.JSONC {
+			jsonc = n
+			break
+		}
+	}
+	others := "AGENT"
+	if len(agents) > 1 {
+		others = strings.Join(agents[1:], ", ")
+	}
+	execs := all.ExecExamples()
+	ex := func(i int) string {
+		if len(execs) == 0 {
+			return "COMMAND"
+		}
+		return execs[i%len(execs)]
+	}
+	r := strings.NewReplacer("{agent}", nth(0), "{agent2}", nth(1), "{agent3}", nth(2), "{others}", others,
+		"{jsonc}", jsonc, "{exec1}", ex(0), "{exec2}", ex(1))
+	for k, v := range m {
+		m[k] = r.Replace(v)
+	}
+	return m
 }

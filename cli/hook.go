@@ -35,7 +35,7 @@ func init() { commandSet = append(commandSet, newHookCmd) }
 func newHookCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hook AGENT",
-		Short: "receive one agent hook (claude-code, codex, codex-notify, cursor, gemini) on stdin",
+		Short: "receive one agent hook (" + strings.Join(all.Names(), ", ") + ") on stdin",
 		Long: `Reads the agent's hook JSON on stdin, sends the canonical events to the local
 node and prints what the agent expects (usually nothing). It always exits 0:
 when the node is down or slow the events are spooled to disk and a node is

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -15,6 +16,8 @@ import (
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -35,22 +38,12 @@ func addDecideFlags(c *cobra.Command) {
 	c.Flags().Duration("approve-wait", defaultApproveWait, "how long --remote-approve waits before the agent shows its own prompt, and how long a harn task's call waits for harn task confirm before it is denied")
 }
 
-// hookCall is what the decision path reads of a hook payload.
-type hookCall struct {
-	Event     string          `json:"hook_event_name"`
-	Session   string          `json:"session_id"`
-	Conv      string          `json:"conversation_id"`
-	Tool      string          `json:"tool_name"`
-	Input     json.RawMessage `json:"tool_input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Command   string          `json:"command"` // Cursor's beforeShellExecution
-	Server    string          `json:"server"`  // Cursor's beforeMCPExecution
-}
-
 // callPlan is the decision path's reading of a tool call's hook payload:
-// the payload, and the question the node is to answer, if any.
+// the call as the agent's adapter reads it (adapter.Planner), and the
+// question the node is to answer, if any.
 type callPlan struct {
-	p       hookCall
+	ad      adapter.Adapter
+	call    adapter.Call
 	session string
 	ok      bool // the payload decoded
 	ask     bool // there is a question for the node
@@ -73,47 +66,37 @@ func requestEvent(evs []presence.Event) *presence.Event {
 }
 
 // planCall reads the decision path's question out of in (the hook
-// payload); cr are the claims the call would take.
+// payload), as the agent's adapter plans it; cr are the claims the call
+// would take.
 func (h *hookRun) planCall(in []byte, cr []claims.Request) callPlan {
 	var pl callPlan
-	if len(in) == 0 || json.Unmarshal(in, &pl.p) != nil {
+	ad, _ := all.Lookup(h.agent)
+	planner, ok := ad.(adapter.Planner)
+	if !ok {
 		return pl
 	}
-	pl.ok, pl.cr = true, cr
-	p := &pl.p
-	pl.session = p.Session
-	if pl.session == "" {
-		pl.session = p.Conv
+	if pl.call, pl.ok = planner.PlanCall(in, len(cr) > 0); !pl.ok {
+		return pl
 	}
+	pl.ad, pl.cr = ad, cr
+	c := &pl.call
+	pl.session = c.Session
 	if s := os.Getenv("HARN_SESSION"); s != "" && os.Getenv("HARN_TASK") != "" {
 		pl.session = s // an agent run by a harn executor: its runtime session
 	}
 	phase := ""
-	switch p.Event {
-	case "PreToolUse", "BeforeTool", "preToolUse":
+	switch c.Phase {
+	case adapter.PhasePre:
 		phase = tasks.PhasePre
-	case "beforeShellExecution":
-		phase, p.Tool = tasks.PhasePre, "Bash"
-		p.Input, _ = json.Marshal(map[string]string{"command": p.Command})
-	case "beforeMCPExecution":
-		phase, p.Tool = tasks.PhasePre, "mcp__"+p.Server+"__"+p.Tool
-	case "PostToolUse", "PostToolUseFailure", "AfterTool", "postToolUse", "postToolUseFailure":
+	case adapter.PhasePost:
 		phase = tasks.PhasePost
-	case "PermissionRequest":
-		if h.agent == "codex" {
-			phase = tasks.PhasePre // Codex is enforced at its permission request
-		}
-	case "afterFileEdit": // Cursor: the edit is done; claim it, warn at most
-		if len(cr) > 0 {
-			phase = tasks.PhasePost
-		}
 	}
 	if phase == "" {
 		return pl
 	}
 	pl.ask = true
-	pl.q = tasks.Query{Phase: phase, Session: pl.session, Task: os.Getenv("HARN_TASK"), Tool: p.Tool,
-		Input: p.Input, Call: p.ToolUseID, Failed: p.Event == "PostToolUseFailure" || p.Event == "postToolUseFailure"}
+	pl.q = tasks.Query{Phase: phase, Session: pl.session, Task: os.Getenv("HARN_TASK"), Tool: c.Tool,
+		Input: c.Input, Call: c.ID, Failed: c.Failed}
 	// The claims ride beside the task runtime's fields (node/claims_wire.go).
 	pl.body = decideQuery(pl.q, cr)
 	return pl
@@ -137,17 +120,19 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 		if ok && v.Decision == tasks.DecideConfirm {
 			v = h.awaitConfirm(c, pl, v)
 		}
-		if ok && v.Decision == tasks.DecideDeny {
-			return denyOutput(h.agent, pl.p.Event, v.Reason)
-		}
-		if ok && v.Decision == tasks.DecideAllow && v.Reason != "" {
-			return allowOutput(h.agent, pl.p.Event, v.Reason) // confirmed by an operator
-		}
-		if ok && v.Decision == claims.DecideWarn {
-			return warnOutput(h.agent, v.Reason)
+		if ans, ok2 := pl.ad.(adapter.Answerer); ok && ok2 {
+			switch {
+			case v.Decision == tasks.DecideDeny:
+				return ans.Deny(pl.call, v.Reason)
+			case v.Decision == tasks.DecideAllow && v.Reason != "":
+				return ans.Allow(pl.call, v.Reason) // confirmed by an operator
+			case v.Decision == claims.DecideWarn:
+				return ans.Warn(pl.call, v.Reason)
+			}
 		}
 	}
-	if pl.p.Event != "PermissionRequest" {
+	ap, ok := pl.ad.(adapter.Approver)
+	if !pl.call.Permission || !ok {
 		return out
 	}
 	if on, _ := c.Flags().GetBool("remote-approve"); !on {
@@ -157,7 +142,7 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 	if wait <= 0 || wait > maxApproveWait {
 		wait = defaultApproveWait
 	}
-	return h.remoteApprove(h.agent, pl, wait, out)
+	return h.remoteApprove(h.agent, ap, pl, wait, out)
 }
 
 // decideQuery is the question of a tool call's hook: the task runtime's
@@ -234,30 +219,11 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first tasks.Verdic
 	return v
 }
 
-// allowOutput is an explicit allow in the agent's own format (a call an
-// operator confirmed runs without the agent's own prompt).
-func allowOutput(agent, event, reason string) []byte {
-	var v any
-	switch {
-	case event == "PermissionRequest":
-		return permissionOutput("allow", "")
-	case agent == "cursor":
-		v = map[string]string{"permission": "allow"}
-	case agent == "gemini":
-		v = map[string]string{"decision": "allow", "reason": reason}
-	default: // Claude Code, Codex: PreToolUse
-		v = map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": "PreToolUse",
-			"permissionDecision": "allow", "permissionDecisionReason": reason}}
-	}
-	b, _ := json.Marshal(v)
-	return append(b, '\n')
-}
-
 // remoteApprove registers the request with the node and waits for a
 // decision from anywhere in the mesh; none in time gives out (the agent
 // shows its own prompt).
-func (h *hookRun) remoteApprove(agent string, pl callPlan, wait time.Duration, out []byte) []byte {
-	req := &api.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.p.Tool, Input: pl.p.Input, WaitMs: wait.Milliseconds()}
+func (h *hookRun) remoteApprove(agent string, ap adapter.Approver, pl callPlan, wait time.Duration, out []byte) []byte {
+	req := &api.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.call.Tool, Input: pl.call.Input, WaitMs: wait.Milliseconds()}
 	if e := pl.request; e != nil {
 		req.Session, req.ParentSession = e.SessionID, e.ParentSessionID
 		req.RequestKey = e.AttrString(presence.AttrRequestKey)
@@ -275,46 +241,15 @@ func (h *hookRun) remoteApprove(agent string, pl callPlan, wait time.Duration, o
 	}
 	switch r.Decision {
 	case "allow":
-		return permissionOutput("allow", "")
+		return ap.Permission(true, "")
 	case "deny":
 		msg := "denied by " + r.By
 		if r.Reason != "" {
 			msg += ": " + r.Reason
 		}
-		return permissionOutput("deny", msg)
+		return ap.Permission(false, msg)
 	}
 	return out
-}
-
-// permissionOutput is a PermissionRequest decision (Claude Code and Codex
-// share the shape).
-func permissionOutput(behavior, message string) []byte {
-	type decision struct {
-		Behavior string `json:"behavior"`
-		Message  string `json:"message,omitempty"`
-	}
-	v := map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest",
-		"decision": decision{Behavior: behavior, Message: message}}}
-	b, _ := json.Marshal(v)
-	return append(b, '\n')
-}
-
-// denyOutput is a denial in the agent's own format.
-func denyOutput(agent, event, reason string) []byte {
-	var v any
-	switch {
-	case event == "PermissionRequest":
-		return permissionOutput("deny", reason)
-	case agent == "cursor":
-		v = map[string]string{"permission": "deny", "user_message": reason, "agent_message": reason}
-	case agent == "gemini":
-		v = map[string]string{"decision": "deny", "reason": reason}
-	default: // Claude Code, Codex: PreToolUse
-		v = map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": "PreToolUse",
-			"permissionDecision": "deny", "permissionDecisionReason": reason}}
-	}
-	b, _ := json.Marshal(v)
-	return append(b, '\n')
 }
 
 // addRemoteApproveFlags adds --remote-approve and --approve-wait to `harn
@@ -323,7 +258,7 @@ func addRemoteApproveFlags(c *cobra.Command, use string) {
 	if use != "install" {
 		return
 	}
-	c.Flags().Bool("remote-approve", false, "claude-code, codex: the hook waits for permission decisions given anywhere in the mesh (the local prompt is not shown while it waits)")
+	c.Flags().Bool("remote-approve", false, approvers()+": the hook waits for permission decisions given anywhere in the mesh (the local prompt is not shown while it waits)")
 	c.Flags().Duration("approve-wait", 0, "with --remote-approve: how long the hook waits (default 30s)")
 }
 
@@ -340,11 +275,36 @@ func remoteApproveOptions(c *cobra.Command, o *install.Options) error {
 		}
 		return nil
 	}
-	if o.Agent != "claude-code" && o.Agent != "codex" {
-		return usageErr(fmt.Errorf("--remote-approve works for claude-code and codex, not %q", o.Agent))
+	if !approves(o.Agent) {
+		return usageErr(fmt.Errorf("--remote-approve works for %s, not %q", strings.Join(approverNames(), " and "), o.Agent))
 	}
 	if o.ApproveWait < 0 || o.ApproveWait > maxApproveWait {
 		return usageErr(fmt.Errorf("--approve-wait %s: give a duration between 1s and %s", o.ApproveWait, maxApproveWait))
 	}
 	return nil
 }
+
+// approves reports whether agent's adapter answers a permission request
+// decided elsewhere (adapter.Approver) and its hook install knows where
+// that request waits.
+func approves(agent string) bool {
+	ad, ok := all.Lookup(agent)
+	if _, ap := ad.(adapter.Approver); !ok || !ap {
+		return false
+	}
+	is, ok := all.Install(agent)
+	return ok && is.Settings != nil && is.Settings.ApproveEvent != ""
+}
+
+// approverNames lists the agents --remote-approve works for.
+func approverNames() []string {
+	var out []string
+	for _, n := range all.Installable() {
+		if approves(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func approvers() string { return strings.Join(approverNames(), ", ") }

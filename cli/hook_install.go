@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/install"
+	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
 func newHookInstallCmd() *cobra.Command {
@@ -24,8 +26,8 @@ func newHookUninstallCmd() *cobra.Command {
 func newInstallCmd(use, short string, run func(install.Options) (install.Report, error)) *cobra.Command {
 	c := &cobra.Command{
 		Use:   use + " AGENT",
-		Short: short + " (claude-code, codex, cursor, gemini)",
-		Args:  exactArgs(1, "an agent: claude-code, codex, cursor or gemini"),
+		Short: short + " (" + strings.Join(install.Agents(), ", ") + ")",
+		Args:  exactArgs(1, "an agent: "+orList(install.Agents())),
 		RunE: func(c *cobra.Command, args []string) error {
 			if args[0] == "git" {
 				return runGitInstall(c, use)
@@ -76,7 +78,7 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 	c.Flags().String("scope", "user", "user (your home) or project (the current directory)")
 	c.Flags().Bool("dry-run", false, "print what would change and write nothing")
 	addRemoteApproveFlags(c, use)
-	c.Flags().Bool("yes", false, "write even when comments inside \"hooks\" of a settings file with comments (Gemini) cannot be kept")
+	c.Flags().Bool("yes", false, "write even when comments inside \"hooks\" of a settings file with comments ("+strings.Join(jsoncAgents(), ", ")+") cannot be kept")
 	addJSONFlag(c)
 	return c
 }
@@ -97,4 +99,24 @@ func hookBinary(exe string, lookPath func(string) (string, error)) string {
 		return exe
 	}
 	return install.BareCommand
+}
+
+// orList is "a, b or c".
+func orList(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// jsoncAgents are the installable agents whose settings files have
+// comments (adapter.SettingsSpec.JSONC).
+func jsoncAgents() []string {
+	var out []string
+	for _, n := range install.Agents() {
+		if is, _ := all.Install(n); is.Settings.JSONC {
+			out = append(out, n)
+		}
+	}
+	return out
 }

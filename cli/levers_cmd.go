@@ -9,6 +9,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -77,7 +78,7 @@ func newProviderCmd() *cobra.Command {
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(
-		newOverrideCmd("provider", "disable NAME", "disable a provider (claude-code, codex or mcp: an agent's own tools, or its MCP tools) for every task in the mesh", false),
+		newOverrideCmd("provider", "disable NAME", "disable a provider ("+providerExamples()+" or mcp: an agent's own tools, or its MCP tools) for every task in the mesh", false),
 		newOverrideCmd("provider", "enable NAME", "enable a disabled provider again", true))
 	return c
 }
@@ -146,4 +147,14 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// providerExamples names two agents' providers for help text (the
+// registry, presence/adapter/all, names them).
+func providerExamples() string {
+	a := all.Installable()
+	if len(a) > 2 {
+		a = a[:2]
+	}
+	return strings.Join(a, ", ")
 }

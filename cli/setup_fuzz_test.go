@@ -39,12 +39,3 @@ func FuzzGitFiles(f *testing.F) {
 		}
 	})
 }
-
-// FuzzCodexHookStates: reading Codex's config.toml never panics.
-func FuzzCodexHookStates(f *testing.F) {
-	f.Add([]byte("[hooks.state.\"/h/hooks.json:stop:0:0\"]\ntrusted_hash = \"sha256:x\"\n[hooks.state]\n'k' = { trusted_hash = \"y\", enabled = false }\n"))
-	f.Add([]byte("[hooks.state.\"unterminated\n\"=\n[[x]]"))
-	f.Fuzz(func(t *testing.T, cfg []byte) {
-		codexHookStates(cfg)
-	})
-}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/procinfo"
 )
@@ -20,6 +21,7 @@ func Populate(n *Node, sessions int) error {
 		return err
 	}
 	t0 := time.Now().Add(-time.Hour)
+	agent := all.Installable()[0] // sessions of a real agent, whichever
 	const perBatch = 100
 	for s0 := 0; s0 < sessions; s0 += perBatch {
 		evs := make([]presence.Event, 0, 3*perBatch)
@@ -27,7 +29,7 @@ func Populate(n *Node, sessions int) error {
 			sid := fmt.Sprintf("%08x-5b7d-4e21-9c3a-0d6e2f4b1a77", s)
 			ts := t0.Add(time.Duration(s) * time.Millisecond)
 			add := func(typ, native string, dt time.Duration, attrs map[string]any) {
-				e := presence.Event{ID: ids.New(ts.Add(dt)), SessionID: sid, Type: typ, TS: ts.Add(dt), Agent: "claude-code"}
+				e := presence.Event{ID: ids.New(ts.Add(dt)), SessionID: sid, Type: typ, TS: ts.Add(dt), Agent: agent}
 				e.SetAttr("native", native)
 				e.SetAttr(presence.AttrCwd, fmt.Sprintf("/home/ana/proj%d", s%50))
 				e.SetAttr(presence.AttrAgentPID, self.PID)

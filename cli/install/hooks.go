@@ -8,68 +8,72 @@ import (
 	"strings"
 	"time"
 
-	"github.com/harn-dev/harn/presence/adapter/claudecode"
-	"github.com/harn-dev/harn/presence/adapter/codex"
-	"github.com/harn-dev/harn/presence/adapter/cursor"
-	"github.com/harn-dev/harn/presence/adapter/gemini"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
-// agentSpec is where and how one agent keeps its hooks.
+// agentSpec is where and how one agent keeps its hooks: its adapter's
+// adapter.SettingsSpec (presence/adapter/all), read once.
 type agentSpec struct {
 	name   string // the agent name in `harn hook <name>`
 	dir    string // the config folder under home or the project
 	file   string
 	events []string // the native events harn registers
-	// flat hooks are {"event": [{"command": ...}]} (Cursor); the others are
-	// {"event": [{"matcher": ..., "hooks": [{"type": "command", ...}]}]}.
+	// flat hooks are {"event": [{"command": ...}]} (adapter.LayoutFlat);
+	// the others are {"event": [{"matcher"?: ..., "hooks": [handler]}]}.
 	flat bool
-	// entry is harn's entry for one event, given the command and its
-	// timeout in the agent's unit (nil: none).
-	entry func(cmd string, timeout json.RawMessage) object
+	// matcher and handlerName are the group's matcher and the handler's
+	// name ("" writes none).
+	matcher, handlerName string
 	// unit is the unit of the agent's hook timeout; defaultTimeout the
 	// agent's own kill limit for an entry without one (0: unknown).
 	unit, defaultTimeout time.Duration
-	// waits are the events whose hook may wait for an operator.
-	waits []string
+	// waits are the events whose hook may wait for an operator; approve
+	// the one that waits only with --remote-approve.
+	waits   []string
+	approve string
 	// envDir names the environment variable that moves the agent's user
-	// config folder (CLAUDE_CONFIG_DIR, CODEX_HOME), if any.
+	// config folder, if any.
 	envDir string
-	// jsonc: the agent reads its settings with comments (Gemini CLI).
+	// jsonc: the agent reads its settings with comments.
 	jsonc bool
 }
 
-var specs = map[string]agentSpec{
-	claudecode.Name: {name: claudecode.Name, dir: ".claude", file: "settings.json", events: claudecode.Events(), envDir: "CLAUDE_CONFIG_DIR",
-		unit: time.Second, defaultTimeout: 600 * time.Second,
-		waits: []string{"PreToolUse", "PermissionRequest"},
-		entry: func(cmd string, timeout json.RawMessage) object {
-			return object{{"matcher", str("*")}, {"hooks", handlers(cmd, timeout)}}
-		}},
-	codex.Name: {name: codex.Name, dir: ".codex", file: "hooks.json", events: codex.Events(), envDir: "CODEX_HOME",
-		unit: time.Second, defaultTimeout: 600 * time.Second,
-		waits: []string{"PreToolUse", "PermissionRequest"},
-		// No matcher: Codex reads it as a regular expression; absent matches all.
-		entry: func(cmd string, timeout json.RawMessage) object { return object{{"hooks", handlers(cmd, timeout)}} }},
-	cursor.Name: {name: cursor.Name, dir: ".cursor", file: "hooks.json", events: cursor.Events(), flat: true,
-		// Cursor's timeout is in seconds; only the entries that may wait get
-		// one (the others keep Cursor's default).
-		unit:  time.Second,
-		waits: []string{cursor.PreToolUse, cursor.BeforeShellExecution, cursor.BeforeMCPExecution},
-		entry: func(cmd string, timeout json.RawMessage) object {
-			o := object{{"command", str(cmd)}}
-			if timeout != nil {
-				o = append(o, member{"timeout", timeout})
-			}
-			return o
-		}},
-	gemini.Name: {name: gemini.Name, dir: ".gemini", file: "settings.json", events: gemini.Events(), jsonc: true,
-		// Gemini's timeout is in milliseconds.
-		unit: time.Millisecond, defaultTimeout: 60 * time.Second,
-		waits: []string{gemini.BeforeTool},
-		entry: func(cmd string, timeout json.RawMessage) object {
-			h := object{{"name", str("harn")}, {"type", str("command")}, {"command", str(cmd)}, {"timeout", timeout}}
-			return object{{"hooks", rawArray([]json.RawMessage{h.raw()})}}
-		}},
+// specs are the installable agents' specs, by name.
+var specs = agentSpecs()
+
+func agentSpecs() map[string]agentSpec {
+	out := map[string]agentSpec{}
+	for _, n := range all.Installable() {
+		is, _ := all.Install(n)
+		s := is.Settings
+		out[n] = agentSpec{name: n, dir: s.Dir, file: s.File, events: s.Events, flat: s.Layout == adapter.LayoutFlat,
+			matcher: s.Matcher, handlerName: s.HandlerName, unit: s.Unit, defaultTimeout: s.DefaultTimeout,
+			waits: s.Waits, approve: s.ApproveEvent, envDir: s.EnvDir, jsonc: s.JSONC}
+	}
+	return out
+}
+
+// entry is harn's entry for one event, given the command and its timeout
+// in the agent's unit (nil: none, in a flat file only).
+func (s agentSpec) entry(cmd string, timeout json.RawMessage) object {
+	if s.flat {
+		o := object{{"command", str(cmd)}}
+		if timeout != nil {
+			o = append(o, member{"timeout", timeout})
+		}
+		return o
+	}
+	var h object
+	if s.handlerName != "" {
+		h = append(h, member{"name", str(s.handlerName)})
+	}
+	h = append(h, member{"type", str("command")}, member{"command", str(cmd)}, member{"timeout", timeout})
+	var g object
+	if s.matcher != "" {
+		g = append(g, member{"matcher", str(s.matcher)})
+	}
+	return append(g, member{"hooks", rawArray([]json.RawMessage{h.raw()})})
 }
 
 // Timeouts of the entries harn writes.
@@ -86,15 +90,14 @@ const (
 	TimeoutMargin = 15 * time.Second
 )
 
-// waitOf is the longest wait of cmd's hook at event: a remote approval at
-// a permission request (with --remote-approve; Codex also checks a task's
-// calls there), a task's confirmation before a tool call; 0 when it never
-// waits.
+// waitOf is the longest wait of cmd's hook at event: a task's
+// confirmation at one of the agent's waiting events, a remote approval at
+// its permission request (with --remote-approve); 0 when it never waits.
 func (s agentSpec) waitOf(event, cmd string) time.Duration {
-	if !slices.Contains(s.waits, event) {
-		return 0
-	}
-	if event == "PermissionRequest" && s.name != codex.Name && !hasFlag(cmd, "--remote-approve") {
+	switch {
+	case slices.Contains(s.waits, event):
+	case event == s.approve && hasFlag(cmd, "--remote-approve"):
+	default:
 		return 0
 	}
 	return CommandWait(cmd)
@@ -138,12 +141,6 @@ func CommandWait(cmd string) time.Duration {
 		}
 	}
 	return DefaultWait
-}
-
-// handlers is the one-element handler list of the Claude-shaped files.
-func handlers(cmd string, timeout json.RawMessage) json.RawMessage {
-	h := object{{"type", str("command")}, {"command", str(cmd)}, {"timeout", timeout}}
-	return rawArray([]json.RawMessage{h.raw()})
 }
 
 // Agents lists the agents whose hooks can be installed.
@@ -200,7 +197,7 @@ func hooksOf(top object) (object, bool, error) {
 // install adds harn's entry to every event that lacks it and drops stale
 // or duplicate harn entries. It returns the events where it added harn's
 // entry, those where it replaced harn's entries, and whether the file
-// changed at all (Cursor's "version" may be all that is missing).
+// changed at all (a flat file's "version" may be all that is missing).
 func (s agentSpec) install(top *object, cmd string) (added, replaced []string, modified bool, err error) {
 	hooks, _, err := hooksOf(*top)
 	if err != nil {

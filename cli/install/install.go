@@ -1,5 +1,7 @@
 // Package install registers `harn hook <agent>` in an agent's hook settings
-// (Claude Code, Codex, Cursor, Gemini CLI) and removes it again. It edits
+// (any registered adapter that is an adapter.Installer: the adapter says
+// where its agent keeps its hooks, in which layout and with which timeout
+// unit, and where it reads its instructions) and removes it again. It edits
 // only harn's own entries: every other key and hook of the file stays as the
 // user wrote it, in its order. A changed file is backed up first and written
 // atomically; an unreadable one is refused and left alone.
@@ -43,7 +45,7 @@ const (
 
 // Options says what to install where.
 type Options struct {
-	Agent            string // claude-code, codex, cursor or gemini
+	Agent            string // an installable agent (Agents)
 	Scope            string // "user" (under Home) or "project" (under ProjectDir)
 	Home, ProjectDir string
 	// Command is the absolute path of the harn binary, or "harn" when
@@ -55,13 +57,14 @@ type Options struct {
 	// settings file with comments cannot be kept.
 	Yes bool
 	// Getenv reads the environment for the user scope's config folders
-	// (CLAUDE_CONFIG_DIR, CODEX_HOME); nil reads none.
+	// (adapter.SettingsSpec.EnvDir); nil reads none.
 	Getenv func(string) string
 	// Now is when the command runs. The files carry no time; it is kept so
 	// that callers can log the run with the report.
 	Now time.Time
 	// RemoteApprove makes the hook wait for permission decisions from the
-	// mesh (claude-code and codex), up to ApproveWait (0: the default).
+	// mesh (agents with an adapter.SettingsSpec.ApproveEvent), up to
+	// ApproveWait (0: the default).
 	RemoteApprove bool
 	ApproveWait   time.Duration
 }

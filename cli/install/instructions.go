@@ -10,10 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/harn-dev/harn/presence/adapter/claudecode"
-	"github.com/harn-dev/harn/presence/adapter/codex"
-	"github.com/harn-dev/harn/presence/adapter/cursor"
-	"github.com/harn-dev/harn/presence/adapter/gemini"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
 // InstructionsVersion stamps the instructions harn writes. `harn doctor`
@@ -51,26 +49,18 @@ agents from editing the same file.
   Release files you no longer need with ` + "`harn agents release-claim PATH`" + `.
 `
 
-// cursorFrontMatter makes the rule apply to every request.
-const cursorFrontMatter = "---\ndescription: harn coordination with other agents\nalwaysApply: true\n---\n\n"
+// instrSpecs are the agents' instruction files (their adapter's
+// adapter.InstructionsSpec), by name.
+var instrSpecs = instructionSpecs()
 
-// instrSpec is where an agent reads its instructions.
-type instrSpec struct {
-	userDir, file string // the user scope: under Home (or envDir's value)
-	envDir        string
-	projFile      string // the project scope: relative to ProjectDir
-	front         string // text before the region in a file harn creates
-}
-
-var instrSpecs = map[string]instrSpec{
-	claudecode.Name: {userDir: ".claude", file: "CLAUDE.md", envDir: "CLAUDE_CONFIG_DIR", projFile: "CLAUDE.md"},
-	codex.Name:      {userDir: ".codex", file: "AGENTS.md", envDir: "CODEX_HOME", projFile: "AGENTS.md"},
-	// Cursor keeps user rules in its settings, not in files: the user
-	// scope writes ~/.cursor/rules/harn.mdc (read when the home folder is
-	// the workspace); the project scope is the one every workspace reads.
-	cursor.Name: {userDir: filepath.Join(".cursor", "rules"), file: "harn.mdc",
-		projFile: filepath.Join(".cursor", "rules", "harn.mdc"), front: cursorFrontMatter},
-	gemini.Name: {userDir: ".gemini", file: "GEMINI.md", projFile: "GEMINI.md"},
+func instructionSpecs() map[string]adapter.InstructionsSpec {
+	out := map[string]adapter.InstructionsSpec{}
+	for _, n := range all.Installable() {
+		if is, _ := all.Install(n); is.Instructions != nil {
+			out[n] = *is.Instructions
+		}
+	}
+	return out
 }
 
 // InstructionsPath is the instruction file o's agent reads in o's scope.
@@ -81,20 +71,20 @@ func InstructionsPath(o Options) (string, error) {
 	}
 	switch o.Scope {
 	case ScopeUser:
-		if s.envDir != "" && o.Getenv != nil {
-			if d := o.Getenv(s.envDir); d != "" {
-				return filepath.Join(filepath.Clean(d), s.file), nil
+		if s.EnvDir != "" && o.Getenv != nil {
+			if d := o.Getenv(s.EnvDir); d != "" {
+				return filepath.Join(filepath.Clean(d), s.File), nil
 			}
 		}
 		if o.Home == "" {
 			return "", fmt.Errorf("%w: the user scope needs the home folder", ErrBadScope)
 		}
-		return filepath.Join(o.Home, s.userDir, s.file), nil
+		return filepath.Join(o.Home, s.UserDir, s.File), nil
 	case ScopeProject:
 		if o.ProjectDir == "" {
 			return "", fmt.Errorf("%w: the project scope needs the project folder", ErrBadScope)
 		}
-		return filepath.Join(o.ProjectDir, s.projFile), nil
+		return filepath.Join(o.ProjectDir, s.ProjectFile), nil
 	}
 	return "", fmt.Errorf("%w %q: use %q or %q", ErrBadScope, o.Scope, ScopeUser, ScopeProject)
 }
@@ -196,19 +186,19 @@ type InstructionsReport struct {
 // InstallInstructions writes harn's region into the instruction file of
 // o's agent and scope, leaving the rest of the file as it was.
 func InstallInstructions(o Options) (InstructionsReport, error) {
-	return editInstructions(o, func(b []byte, s instrSpec) ([]byte, error) { return withRegion(b, s.front) })
+	return editInstructions(o, func(b []byte, s adapter.InstructionsSpec) ([]byte, error) { return withRegion(b, s.Front) })
 }
 
 // UninstallInstructions removes harn's region; a file left empty (or
 // holding only harn's front matter) is removed.
 func UninstallInstructions(o Options) (InstructionsReport, error) {
-	return editInstructions(o, func(b []byte, s instrSpec) ([]byte, error) {
-		out, _, err := withoutRegion(b, s.front)
+	return editInstructions(o, func(b []byte, s adapter.InstructionsSpec) ([]byte, error) {
+		out, _, err := withoutRegion(b, s.Front)
 		return out, err
 	})
 }
 
-func editInstructions(o Options, change func([]byte, instrSpec) ([]byte, error)) (InstructionsReport, error) {
+func editInstructions(o Options, change func([]byte, adapter.InstructionsSpec) ([]byte, error)) (InstructionsReport, error) {
 	path, err := InstructionsPath(o)
 	if err != nil {
 		return InstructionsReport{}, err

@@ -75,7 +75,7 @@ func (o *object) set(k string, v json.RawMessage) {
 	*o = append(*o, member{k, v})
 }
 
-// prepend puts k first (used for Cursor's "version").
+// prepend puts k first (used for a flat file's "version").
 func (o *object) prepend(k string, v json.RawMessage) {
 	*o = append(object{{k, v}}, *o...)
 }

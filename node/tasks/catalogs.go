@@ -54,14 +54,6 @@ func subjectOf(s adapter.Subject) runtime.Subject {
 }
 
 // catalogOf is the catalog name of an agent's own tools: a presence agent
-// name ("gemini") or an --exec driver's ("claude", "codex", "generic").
-// An agent without a declared catalog gets the generic one.
-func catalogOf(agent string) string {
-	if agent == "claude" {
-		agent = "claude-code"
-	}
-	if _, ok := all.Catalog(agent); ok {
-		return agent
-	}
-	return all.GenericCatalog
-}
+// name or an --exec driver's (all.CatalogOf). An agent without a declared
+// catalog gets the generic one.
+func catalogOf(agent string) string { return all.CatalogOf(agent) }

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -146,7 +147,7 @@ func (h *Host) Rebuild(live []presence.State) (Rebuilt, error) {
 	}
 	var errs []error
 	for _, r := range rs {
-		cfg := runtime.SessionConfig{Catalog: "claude-code"}
+		cfg := runtime.SessionConfig{Catalog: all.RestoredCatalog}
 		if st, ok := cwd[r.Session]; ok {
 			cfg = runtime.SessionConfig{Catalog: catalogOf(st.Agent), Workdir: st.Cwd}
 		}

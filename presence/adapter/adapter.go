@@ -1,8 +1,34 @@
 // Package adapter holds what every agent hook adapter shares: the input a
-// hook receives, the result it returns, and the Adapter interface. Each
-// agent's mapping lives in its own subpackage (claudecode, codex, cursor,
-// gemini). Adapters are pure: the clock reading and the keyed digest are
-// passed in.
+// hook receives, the result it returns, the Adapter interface and the
+// optional roles an adapter declares (roles.go). Each agent's knowledge
+// lives in its own subpackage (claudecode, codex, cursor, gemini), listed
+// once in the registry, presence/adapter/all. Adapters are pure: the clock
+// reading and the keyed digest are passed in. They are linked into the
+// hook, so they import only presence, these packages and the standard
+// library.
+//
+// # Add an agent: one folder
+//
+// The hook, `harn hook install`, `harn doctor` and the task runtime name no
+// agent: they look the adapter up in presence/adapter/all and ask it
+// through the roles below, found by type assertion. To add an agent:
+//
+//  1. Write presence/adapter/<agent> with a New() whose adapter implements
+//     Adapter (Name, Decode, Output) and the required roles: Planner (which
+//     events ask the node about a tool call, and what a call writes),
+//     Answerer (the agent's exact deny, allow and warn output), Installer
+//     (settings file, hook events, layout, timeout unit and the events that
+//     may wait, instruction file) and Cataloger (its tools). Add Approver
+//     if a permission request can be answered from the mesh, SessionEnver
+//     if the agent exports its session id, Driven if harn can run it as a
+//     task's command, HookTruster if it runs only hooks the user trusts.
+//     internal/adaptertest runs the checks every adapter's tests share;
+//     internal/hookkit and internal/claudelike hold shared mapping code.
+//  2. Add one line to the registry in presence/adapter/all/all.go.
+//
+// presence/adapter/all's TestEveryRegisteredAdapterDeclaresItsRoles names
+// any required role a registered adapter lacks. docs/design.md, "Add an
+// agent: one folder", has the table of roles.
 package adapter
 
 import (

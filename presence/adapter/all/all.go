@@ -1,9 +1,17 @@
 // Package all is the registry of agent hook adapters, by the name used in
-// `harn hook <name>`.
+// `harn hook <name>`. It is the one place that lists the agents: the hook,
+// `harn hook install`, the CLI's session lookup and the task runtime's
+// catalogs find an agent here and ask its adapter (presence/adapter's
+// optional roles); none of them names an agent.
+//
+// Adding an agent: write its adapter in presence/adapter/<agent> (see the
+// presence/adapter doc comment for the roles it implements) and add one
+// line to registry below. TestEveryRegisteredAdapterDeclaresItsRoles says
+// what is missing.
 package all
 
 import (
-	"sort"
+	"slices"
 
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/claudecode"
@@ -12,74 +20,88 @@ import (
 	"github.com/harn-dev/harn/presence/adapter/gemini"
 )
 
-var registry = map[string]func() adapter.Adapter{
-	claudecode.Name:  claudecode.New,
-	codex.Name:       codex.New,
-	codex.NotifyName: codex.NewNotify,
-	cursor.Name:      cursor.New,
-	gemini.Name:      gemini.New,
+// registry lists the adapters. Its order is the order in which their
+// session variables are read (SessionEnv).
+var registry = []struct {
+	name string
+	new  func() adapter.Adapter
+}{
+	{claudecode.Name, claudecode.New},
+	{codex.Name, codex.New},
+	{codex.NotifyName, codex.NewNotify},
+	{gemini.Name, gemini.New},
+	{cursor.Name, cursor.New},
 }
 
 // Lookup returns the adapter named name.
 func Lookup(name string) (adapter.Adapter, bool) {
-	f, ok := registry[name]
-	if !ok {
-		return nil, false
+	for _, r := range registry {
+		if r.name == name {
+			return r.new(), true
+		}
 	}
-	return f(), true
+	return nil, false
 }
 
 // Names lists the adapter names, sorted.
 func Names() []string {
 	out := make([]string, 0, len(registry))
-	for n := range registry {
-		out = append(out, n)
+	for _, r := range registry {
+		out = append(out, r.name)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return out
 }
 
-// GenericCatalog is the catalog name of a driver harn does not know (a
-// generic `--exec` command line): it may run any of the agents above.
-const GenericCatalog = "generic"
-
-// Catalog returns the tools of the agent named name: the adapter's own
-// catalog, or for GenericCatalog the union of every adapter's (a tool
-// that any agent says mutates is taken as mutating). ok is false for an
-// unknown name or an adapter without a catalog.
-func Catalog(name string) ([]adapter.ToolSpec, bool) {
-	if name == GenericCatalog {
-		return generic(), true
+// Installable lists, sorted, the adapters whose hooks harn installs (an
+// adapter.Installer with a settings file).
+func Installable() []string {
+	var out []string
+	for _, n := range Names() {
+		if s, ok := Install(n); ok && s.Settings != nil {
+			out = append(out, n)
+		}
 	}
-	a, ok := Lookup(name)
-	if !ok {
-		return nil, false
-	}
-	c, ok := a.(adapter.Cataloger)
-	if !ok {
-		return nil, false
-	}
-	return c.Catalog(), true
+	return out
 }
 
-func generic() []adapter.ToolSpec {
-	var out []adapter.ToolSpec
-	at := map[string]int{}
-	for _, n := range Names() {
-		tools, _ := Catalog(n)
-		for _, t := range tools {
-			i, seen := at[t.Name]
-			if !seen {
-				at[t.Name] = len(out)
-				out = append(out, t)
-				continue
+// Install returns the install spec of the adapter named name; ok is false
+// for an unknown name or an adapter that is not an adapter.Installer.
+func Install(name string) (adapter.InstallSpec, bool) {
+	a, ok := Lookup(name)
+	if !ok {
+		return adapter.InstallSpec{}, false
+	}
+	i, ok := a.(adapter.Installer)
+	if !ok {
+		return adapter.InstallSpec{}, false
+	}
+	return i.Install(), true
+}
+
+// SessionEnv lists every agent's session variables (adapter.SessionEnver),
+// in registry order.
+func SessionEnv() []string {
+	var out []string
+	for _, r := range registry {
+		if s, ok := r.new().(adapter.SessionEnver); ok {
+			for _, k := range s.SessionEnv() {
+				if !slices.Contains(out, k) {
+					out = append(out, k)
+				}
 			}
-			if t.Mutates {
-				out[i].Mutates = true
-			}
-			if out[i].Subject == adapter.SubjectNone {
-				out[i].Subject = t.Subject
-			}
+		}
+	}
+	return out
+}
+
+// ExecExamples lists, in registry order, a task command line of each agent
+// harn can run (adapter.Driven), for help text.
+func ExecExamples() []string {
+	var out []string
+	for _, r := range registry {
+		if d, ok := r.new().(adapter.Driven); ok {
+			out = append(out, d.ExecExample())
 		}
 	}
 	return out

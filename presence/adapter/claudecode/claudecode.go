@@ -5,6 +5,7 @@ package claudecode
 import (
 	"encoding/json"
 
+	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/internal/claudelike"
 )
@@ -34,6 +35,43 @@ func New() adapter.Adapter {
 func (claudeCode) Name() string                                        { return Name }
 func (a claudeCode) Decode(in adapter.Input) (adapter.Result, error)   { return a.m.Decode(in) }
 func (a claudeCode) Output(res adapter.Result, r adapter.Reply) []byte { return a.m.Output(res, r) }
+
+// PlanCall, Writes: adapter.Planner (claudelike.Mapper.PlanCall).
+func (a claudeCode) PlanCall(stdin []byte, claimed bool) (adapter.Call, bool) {
+	return a.m.PlanCall(stdin, claimed)
+}
+func (a claudeCode) Writes(stdin []byte, evs []presence.Event) adapter.Writes {
+	return a.m.Writes(stdin, evs)
+}
+
+// Deny, Allow, Warn: adapter.Answerer; Permission: adapter.Approver.
+func (a claudeCode) Deny(c adapter.Call, reason string) []byte  { return a.m.Deny(c, reason) }
+func (a claudeCode) Allow(c adapter.Call, reason string) []byte { return a.m.Allow(c, reason) }
+func (a claudeCode) Warn(c adapter.Call, reason string) []byte  { return a.m.Warn(c, reason) }
+func (a claudeCode) Permission(allow bool, message string) []byte {
+	return a.m.Permission(allow, message)
+}
+
+// Install is where Claude Code keeps its hooks and instructions
+// (adapter.Installer): ~/.claude/settings.json (or $CLAUDE_CONFIG_DIR), a
+// "*" matcher per event, and CLAUDE.md.
+func (claudeCode) Install() adapter.InstallSpec {
+	s := claudelike.Settings(".claude", "settings.json", "CLAUDE_CONFIG_DIR", Events())
+	s.Matcher = "*"
+	s.Waits = []string{claudelike.PreToolUse}
+	return adapter.InstallSpec{Settings: s, Instructions: &adapter.InstructionsSpec{
+		UserDir: ".claude", File: "CLAUDE.md", EnvDir: "CLAUDE_CONFIG_DIR", ProjectFile: "CLAUDE.md"}}
+}
+
+// SessionEnv is Claude Code's session variable (adapter.SessionEnver).
+func (claudeCode) SessionEnv() []string { return []string{"CLAUDE_SESSION_ID"} }
+
+// Drivers: `harn task start --exec 'claude -p'` runs Claude Code
+// (adapter.Driven).
+func (claudeCode) Drivers() []string { return []string{"claude"} }
+
+// ExecExample: adapter.Driven.
+func (claudeCode) ExecExample() string { return "claude -p" }
 
 // writeClaims names the file a Write, Edit, MultiEdit or NotebookEdit call
 // writes.

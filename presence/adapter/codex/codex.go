@@ -36,12 +36,52 @@ type hooks struct{ m claudelike.Mapper }
 // New returns the Codex hooks adapter. Its mapping is Claude Code's, with
 // apply_patch calls as write claims.
 func New() adapter.Adapter {
-	return hooks{claudelike.Mapper{Agent: Name, Claims: patchClaims}}
+	return hooks{claudelike.Mapper{Agent: Name, Claims: patchClaims, EnforceAtPermission: true}}
 }
 
 func (hooks) Name() string                                        { return Name }
 func (a hooks) Decode(in adapter.Input) (adapter.Result, error)   { return a.m.Decode(in) }
 func (a hooks) Output(res adapter.Result, r adapter.Reply) []byte { return a.m.Output(res, r) }
+
+// PlanCall, Writes: adapter.Planner. Codex is enforced at its permission
+// request as well as at PreToolUse.
+func (a hooks) PlanCall(stdin []byte, claimed bool) (adapter.Call, bool) {
+	return a.m.PlanCall(stdin, claimed)
+}
+func (a hooks) Writes(stdin []byte, evs []presence.Event) adapter.Writes {
+	return a.m.Writes(stdin, evs)
+}
+
+// Deny, Allow, Warn: adapter.Answerer; Permission: adapter.Approver.
+func (a hooks) Deny(c adapter.Call, reason string) []byte    { return a.m.Deny(c, reason) }
+func (a hooks) Allow(c adapter.Call, reason string) []byte   { return a.m.Allow(c, reason) }
+func (a hooks) Warn(c adapter.Call, reason string) []byte    { return a.m.Warn(c, reason) }
+func (a hooks) Permission(allow bool, message string) []byte { return a.m.Permission(allow, message) }
+
+// Install is where Codex keeps its hooks and instructions
+// (adapter.Installer): ~/.codex/hooks.json (or $CODEX_HOME) and AGENTS.md.
+// Its groups carry no matcher (Codex reads one as a regular expression;
+// absent matches all), and its PermissionRequest hook always may wait: a
+// task's calls are checked there.
+func (hooks) Install() adapter.InstallSpec {
+	s := claudelike.Settings(".codex", "hooks.json", "CODEX_HOME", Events())
+	s.Waits = []string{claudelike.PreToolUse, claudelike.PermissionRequest}
+	return adapter.InstallSpec{Settings: s, Instructions: &adapter.InstructionsSpec{
+		UserDir: ".codex", File: "AGENTS.md", EnvDir: "CODEX_HOME", ProjectFile: "AGENTS.md"}}
+}
+
+// TrustFile and CheckTrust (trust.go) make the hooks adapter an
+// adapter.HookTruster: Codex runs a hook only once the user trusts it.
+
+// SessionEnv is Codex's session variables (adapter.SessionEnver).
+func (hooks) SessionEnv() []string { return []string{"CODEX_SESSION_ID", "CODEX_THREAD_ID"} }
+
+// Drivers: `harn task start --exec 'codex exec --json -'` runs Codex
+// (adapter.Driven).
+func (hooks) Drivers() []string { return []string{"codex"} }
+
+// ExecExample: adapter.Driven.
+func (hooks) ExecExample() string { return "codex exec --json -" }
 
 // patchClaims names the files an apply_patch call adds, updates, deletes or
 // moves to. Codex passes the patch text in tool_input.command (a string, or
@@ -114,6 +154,22 @@ func NewNotify() adapter.Adapter { return notify{} }
 
 func (notify) Name() string                                { return NotifyName }
 func (notify) Output(adapter.Result, adapter.Reply) []byte { return nil }
+
+// PlanCall: a notify payload is no tool call (adapter.Planner).
+func (notify) PlanCall([]byte, bool) (adapter.Call, bool) { return adapter.Call{}, false }
+
+// Writes: a notify payload writes nothing.
+func (notify) Writes([]byte, []presence.Event) adapter.Writes { return adapter.Writes{} }
+
+// Deny, Allow, Warn: Codex reads no answer from its notify program
+// (adapter.Answerer).
+func (notify) Deny(adapter.Call, string) []byte  { return nil }
+func (notify) Allow(adapter.Call, string) []byte { return nil }
+func (notify) Warn(adapter.Call, string) []byte  { return nil }
+
+// Install: harn writes no notify setting; Codex's hooks.json (`harn hook
+// install codex`) carries everything notify did (adapter.Installer).
+func (notify) Install() adapter.InstallSpec { return adapter.InstallSpec{} }
 
 // Decode maps a notify payload: agent-turn-complete is turn.stop for the
 // thread; other types are stored as coordination.command.

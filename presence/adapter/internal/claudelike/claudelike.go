@@ -7,6 +7,7 @@ package claudelike
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
@@ -42,6 +43,9 @@ type Mapper struct {
 	// StopNames is true when the agent's Stop hook may ask it to show a
 	// pending session name (decision block); see Output.
 	StopNames bool
+	// EnforceAtPermission is true when a task's calls are checked at the
+	// agent's PermissionRequest (Codex), not only at PreToolUse.
+	EnforceAtPermission bool
 }
 
 // MaxTranscriptPath bounds the transcript_path attribute; a longer path is
@@ -196,4 +200,80 @@ func (m Mapper) Output(res adapter.Result, reply adapter.Reply) []byte {
 func NameReason(name string) string {
 	return "harn: this session has a new name. Before you stop, show this session name: " + name +
 		" (one line, exactly as written, so that the operator sees it), then stop."
+}
+
+// PlanCall reads a tool call's hook (adapter.Planner): PreToolUse asks
+// before the call, PostToolUse and PostToolUseFailure after it, and the
+// PermissionRequest is the one a remote approval answers; with
+// m.EnforceAtPermission the task runtime also checks the call there.
+func (m Mapper) PlanCall(stdin []byte, _ bool) (adapter.Call, bool) {
+	c, _, ok := hookkit.ReadCall(stdin)
+	if !ok {
+		return c, false
+	}
+	switch c.Event {
+	case PreToolUse:
+		c.Phase = adapter.PhasePre
+	case PostToolUse, PostToolUseFailure:
+		c.Phase, c.Failed = adapter.PhasePost, c.Event == PostToolUseFailure
+	case PermissionRequest:
+		c.Permission = true
+		if m.EnforceAtPermission {
+			c.Phase = adapter.PhasePre
+		}
+	}
+	return c, true
+}
+
+// Writes is the call's claim.write events (adapter.Planner).
+func (Mapper) Writes(_ []byte, evs []presence.Event) adapter.Writes {
+	return adapter.ClaimedWrites(evs)
+}
+
+// Deny refuses a call (adapter.Answerer): a permission decision at the
+// PermissionRequest, else PreToolUse's permissionDecision.
+func (m Mapper) Deny(c adapter.Call, reason string) []byte {
+	if c.Event == PermissionRequest {
+		return m.Permission(false, reason)
+	}
+	return preToolUse("deny", reason)
+}
+
+// Allow lets a confirmed call run (adapter.Answerer), in the same forms.
+func (m Mapper) Allow(c adapter.Call, reason string) []byte {
+	if c.Event == PermissionRequest {
+		return m.Permission(true, "")
+	}
+	return preToolUse("allow", reason)
+}
+
+// Warn is a system message (adapter.Answerer).
+func (Mapper) Warn(_ adapter.Call, reason string) []byte { return hookkit.SystemMessage(reason) }
+
+// Permission is a PermissionRequest decision (adapter.Approver): the
+// behavior, and the message of a denial.
+func (Mapper) Permission(allow bool, message string) []byte {
+	type decision struct {
+		Behavior string `json:"behavior"`
+		Message  string `json:"message,omitempty"`
+	}
+	behavior := "deny"
+	if allow {
+		behavior = "allow"
+	}
+	return hookkit.Answer(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": PermissionRequest,
+		"decision": decision{Behavior: behavior, Message: message}}})
+}
+
+func preToolUse(decision, reason string) []byte {
+	return hookkit.Answer(map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": PreToolUse,
+		"permissionDecision": decision, "permissionDecisionReason": reason}})
+}
+
+// Settings is the family's settings layout: groups of one command handler
+// under each event, timeouts in seconds (600 s when none is written), and
+// the PermissionRequest that --remote-approve waits at.
+func Settings(dir, file, envDir string, events []string) *adapter.SettingsSpec {
+	return &adapter.SettingsSpec{Dir: dir, File: file, EnvDir: envDir, Events: events, Layout: adapter.LayoutGroups,
+		Unit: time.Second, DefaultTimeout: 600 * time.Second, ApproveEvent: PermissionRequest}
 }
