@@ -42,7 +42,9 @@ type doctorReport struct {
 	Checks      []check             `json:"checks"`
 	Findings    int                 `json:"findings"`
 	Diagnostics []ledger.Diagnostic `json:"diagnostics"`
-	diagErr     error               // the node did not list its diagnostics
+	// Node is the running node's own account of its setup.
+	Node    *nodeReport `json:"node,omitempty"`
+	diagErr error       // the node did not list its diagnostics
 }
 
 // doctorEnv is what the checks read, gathered once so that tests can
@@ -64,8 +66,10 @@ type doctorEnv struct {
 	keyFile  string
 }
 
-// diagWindow is how recent a hook diagnostic must be to count as a finding.
-const diagWindow = 24 * time.Hour
+// diagWindow is how recent a hook diagnostic must be to count as a
+// finding: an hour, so that a bad payload fixed this morning is history
+// (and `harn node errors --clear` clears them all).
+const diagWindow = time.Hour
 
 func newDoctorCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -174,12 +178,23 @@ func doctor(ctx context.Context, e doctorEnv) doctorReport {
 	add(checkHookTrust(e)...)
 	nodeCheck, st, cl := checkNode(ctx, e)
 	add(nodeCheck)
+	var dr *api.DoctorResponse
 	if cl != nil {
 		defer cl.Close()
+		dr = askDoctor(ctx, cl)
 	}
-	add(checkPorts(e, st)...)
-	add(checkConfigFile(e))
-	add(checkGossipKey(e)...)
+	if dr != nil {
+		// The running node says what it uses; this command's flags and
+		// defaults may not be what it was started with.
+		rep.Node = nodeReportOf(dr)
+		add(checkRunningNode(e.now, dr)...)
+		add(checkConfigFile(e))
+		add(checkGossipKeyFile(e)...)
+	} else {
+		add(checkPorts(e, st)...)
+		add(checkConfigFile(e))
+		add(checkGossipKey(e)...)
+	}
 	if cl != nil {
 		rep.Diagnostics, rep.diagErr = nodeDiagnostics(ctx, cl)
 		add(checkDiagnostics(e.now, rep.Diagnostics, rep.diagErr))
@@ -360,12 +375,12 @@ func checkDiagnostics(now time.Time, ds []ledger.Diagnostic, err error) check {
 		}
 	}
 	if recent == 0 {
-		return check{"hook diagnostics", checkOK, fmt.Sprintf("none in the last 24 h (%d older)", len(ds)), ""}
+		return check{"hook diagnostics", checkOK, fmt.Sprintf("none in the last hour (%d older)", len(ds)), ""}
 	}
 	newest := ds[0]
 	return check{"hook diagnostics", checkFinding,
-		fmt.Sprintf("%d in the last 24 h; newest from %s: %s", recent, newest.Source, text.Clip(text.OneLine(newest.Error), 120)),
-		"see `harn node errors`; reinstall the agent's hooks with `harn hook install AGENT` if they pass bad flags or names"}
+		fmt.Sprintf("%d in the last hour; newest from %s: %s", recent, newest.Source, text.Clip(text.OneLine(newest.Error), 120)),
+		"see `harn node errors`; reinstall the agent's hooks with `harn hook install AGENT` if they pass bad flags or names; then `harn node errors --clear`"}
 }
 
 // checkConfigFile: a config file holding a secret must not be readable by
@@ -415,6 +430,23 @@ func isSecretKey(k string) bool {
 }
 
 // checkGossipKey checks the gossip key's form (and its file's mode).
+// checkGossipKeyFile checks only the mode of --gossip-key-file: with a
+// running node, whether gossip is encrypted is the node's to say.
+func checkGossipKeyFile(e doctorEnv) []check {
+	if e.keyFile == "" {
+		return nil
+	}
+	fi, err := os.Stat(e.keyFile)
+	if err != nil {
+		return []check{{"gossip key file", checkFinding, err.Error(), "write one with `harn keygen > " + e.keyFile + "`, then chmod 600 " + e.keyFile}}
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return []check{{"gossip key file", checkFinding,
+			fmt.Sprintf("%s is readable by group or others (mode %04o)", e.keyFile, fi.Mode().Perm()), "chmod 600 " + e.keyFile}}
+	}
+	return nil
+}
+
 func checkGossipKey(e doctorEnv) []check {
 	key, src := e.key, "--gossip-key"
 	var out []check

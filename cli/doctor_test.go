@@ -251,13 +251,13 @@ func TestDoctorPortInUse(t *testing.T) {
 	}
 }
 
-// TestDoctorRecentDiagnosticsAreAFinding: diagnostics of the last 24 h
+// TestDoctorRecentDiagnosticsAreAFinding: diagnostics of the last hour
 // are one finding; older ones are history.
 func TestDoctorRecentDiagnosticsAreAFinding(t *testing.T) {
 	now := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
-	recent := ledger.Diagnostic{Seq: 2, TS: now.Add(-time.Hour).Format(time.RFC3339Nano), Source: "hook frob", Error: "unknown agent \"frob\""}
-	old := ledger.Diagnostic{Seq: 1, TS: now.Add(-48 * time.Hour).Format(time.RFC3339Nano), Source: "hook codex", Error: "payload is empty"}
-	if c := checkDiagnostics(now, []ledger.Diagnostic{recent, old}, nil); c.Status != checkFinding || !strings.Contains(c.Detail, "1 in the last 24 h") || !strings.Contains(c.Fix, "harn node errors") {
+	recent := ledger.Diagnostic{Seq: 2, TS: now.Add(-10 * time.Minute).Format(time.RFC3339Nano), Source: "hook frob", Error: "unknown agent \"frob\""}
+	old := ledger.Diagnostic{Seq: 1, TS: now.Add(-2 * time.Hour).Format(time.RFC3339Nano), Source: "hook codex", Error: "payload is empty"}
+	if c := checkDiagnostics(now, []ledger.Diagnostic{recent, old}, nil); c.Status != checkFinding || !strings.Contains(c.Detail, "1 in the last hour") || !strings.Contains(c.Fix, "harn node errors") {
 		t.Errorf("recent: %+v", c)
 	}
 	if c := checkDiagnostics(now, []ledger.Diagnostic{old}, nil); c.Status != checkOK {

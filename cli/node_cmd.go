@@ -201,11 +201,12 @@ func openErr(err error) error {
 func newNodeErrorsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "errors",
-		Short: "list the diagnostics the node recorded for bad hook input",
+		Short: "list the diagnostics the node recorded for bad hook input (--clear: then delete them)",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p := placeOf(c)
 			limit, _ := c.Flags().GetInt("limit")
+			clear, _ := c.Flags().GetBool("clear")
 			cl, err := connect(c.Context(), p, 5*time.Second)
 			if err != nil {
 				return err
@@ -213,7 +214,7 @@ func newNodeErrorsCmd() *cobra.Command {
 			defer cl.Close()
 			ctx, cancel := context.WithTimeout(c.Context(), 10*time.Second)
 			defer cancel()
-			res, err := cl.api.Errors(ctx, &api.ErrorsRequest{Limit: int32(limit)})
+			res, err := cl.api.Errors(ctx, &api.ErrorsRequest{Limit: int32(limit), Clear: clear})
 			if err != nil {
 				return rpcErr(err, p)
 			}
@@ -228,6 +229,9 @@ func newNodeErrorsCmd() *cobra.Command {
 				fmt.Fprintln(c.OutOrStdout(), "no diagnostics")
 				return nil
 			}
+			if clear {
+				defer fmt.Fprintln(c.ErrOrStderr(), "cleared every diagnostic; `harn doctor` no longer counts them")
+			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "SEQ\tTIME\tSOURCE\tERROR")
 			for _, d := range ds {
@@ -237,6 +241,7 @@ func newNodeErrorsCmd() *cobra.Command {
 		},
 	}
 	c.Flags().Int("limit", 100, "at most this many, newest first")
+	c.Flags().Bool("clear", false, "after listing them, delete every diagnostic (all of them, not only those listed)")
 	addJSONFlag(c)
 	return c
 }

@@ -254,6 +254,11 @@ func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api
 	if err != nil {
 		return nil, statusErr(err)
 	}
+	if req.Clear {
+		if _, err := s.n.ledger.ClearDiagnostics(); err != nil {
+			return nil, statusErr(err)
+		}
+	}
 	out := &api.ErrorsResponse{}
 	for _, d := range ds {
 		out.Diagnostics = append(out.Diagnostics, DiagnosticToAPI(d))
@@ -306,4 +311,8 @@ func (s *localService) RemoveServer(ctx context.Context, req *api.RemoveServerRe
 		return nil, statusErr(err)
 	}
 	return &api.RemoveServerResponse{}, nil
+}
+
+func (s *localService) Doctor(ctx context.Context, _ *api.DoctorRequest) (*api.DoctorResponse, error) {
+	return s.n.Doctor(), nil
 }

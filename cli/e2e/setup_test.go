@@ -103,7 +103,7 @@ func TestDoctorShowsHookDiagnostics(t *testing.T) {
 	if r.code != 10 {
 		t.Fatalf("doctor with findings: want exit 10: %v", r)
 	}
-	for _, want := range []string{"ok      node:", "ok      hooks claude-code:", "FINDING hook diagnostics: 2 in the last 24 h",
+	for _, want := range []string{"ok      node:", "ok      hooks claude-code:", "FINDING hook diagnostics: 2 in the last hour",
 		"; fix: see `harn node errors`", "recent hook diagnostics", "unknown flag --from-a-newer-harn"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, r.stdout)

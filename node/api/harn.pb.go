@@ -1102,8 +1102,11 @@ func (x *MutateResponse) GetWarning() string {
 }
 
 type ErrorsRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Limit         int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Limit int32                  `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	// clear deletes every diagnostic after reading them (`harn node errors
+	// --clear`); the reply holds what was cleared.
+	Clear         bool `protobuf:"varint,2,opt,name=clear,proto3" json:"clear,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1143,6 +1146,13 @@ func (x *ErrorsRequest) GetLimit() int32 {
 		return x.Limit
 	}
 	return 0
+}
+
+func (x *ErrorsRequest) GetClear() bool {
+	if x != nil {
+		return x.Clear
+	}
+	return false
 }
 
 type ErrorsResponse struct {
@@ -5345,6 +5355,388 @@ func (x *OverrideResponse) GetDisabledProviders() []string {
 	return nil
 }
 
+type DoctorRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DoctorRequest) Reset() {
+	*x = DoctorRequest{}
+	mi := &file_harn_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DoctorRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DoctorRequest) ProtoMessage() {}
+
+func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DoctorRequest.ProtoReflect.Descriptor instead.
+func (*DoctorRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{74}
+}
+
+type DoctorResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	// role is "server", "node" (joins servers), or "lone" (a machine on
+	// its own, mesh or not).
+	Role    string `protobuf:"bytes,2,opt,name=role,proto3" json:"role,omitempty"`
+	DataDir string `protobuf:"bytes,3,opt,name=data_dir,json=dataDir,proto3" json:"data_dir,omitempty"`
+	Socket  string `protobuf:"bytes,4,opt,name=socket,proto3" json:"socket,omitempty"`
+	Version string `protobuf:"bytes,5,opt,name=version,proto3" json:"version,omitempty"`
+	Mesh    bool   `protobuf:"varint,6,opt,name=mesh,proto3" json:"mesh,omitempty"`
+	// The addresses the node's listeners are bound to ("" when off).
+	GossipAddr      string      `protobuf:"bytes,7,opt,name=gossip_addr,json=gossipAddr,proto3" json:"gossip_addr,omitempty"`
+	RaftAddr        string      `protobuf:"bytes,8,opt,name=raft_addr,json=raftAddr,proto3" json:"raft_addr,omitempty"`
+	RpcAddr         string      `protobuf:"bytes,9,opt,name=rpc_addr,json=rpcAddr,proto3" json:"rpc_addr,omitempty"`
+	HttpAddr        string      `protobuf:"bytes,10,opt,name=http_addr,json=httpAddr,proto3" json:"http_addr,omitempty"`
+	Tls             *DoctorTLS  `protobuf:"bytes,11,opt,name=tls,proto3" json:"tls,omitempty"`
+	GossipEncrypted bool        `protobuf:"varint,12,opt,name=gossip_encrypted,json=gossipEncrypted,proto3" json:"gossip_encrypted,omitempty"`
+	Raft            *DoctorRaft `protobuf:"bytes,13,opt,name=raft,proto3" json:"raft,omitempty"`
+	// Diagnostics of bad hook input in the last hour, and the newest one.
+	DiagnosticsLastHour int32       `protobuf:"varint,14,opt,name=diagnostics_last_hour,json=diagnosticsLastHour,proto3" json:"diagnostics_last_hour,omitempty"`
+	DiagnosticsTotal    int32       `protobuf:"varint,15,opt,name=diagnostics_total,json=diagnosticsTotal,proto3" json:"diagnostics_total,omitempty"`
+	NewestDiagnostic    *Diagnostic `protobuf:"bytes,16,opt,name=newest_diagnostic,json=newestDiagnostic,proto3" json:"newest_diagnostic,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *DoctorResponse) Reset() {
+	*x = DoctorResponse{}
+	mi := &file_harn_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DoctorResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DoctorResponse) ProtoMessage() {}
+
+func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DoctorResponse.ProtoReflect.Descriptor instead.
+func (*DoctorResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *DoctorResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetRole() string {
+	if x != nil {
+		return x.Role
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetDataDir() string {
+	if x != nil {
+		return x.DataDir
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetSocket() string {
+	if x != nil {
+		return x.Socket
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetMesh() bool {
+	if x != nil {
+		return x.Mesh
+	}
+	return false
+}
+
+func (x *DoctorResponse) GetGossipAddr() string {
+	if x != nil {
+		return x.GossipAddr
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetRaftAddr() string {
+	if x != nil {
+		return x.RaftAddr
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetRpcAddr() string {
+	if x != nil {
+		return x.RpcAddr
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetHttpAddr() string {
+	if x != nil {
+		return x.HttpAddr
+	}
+	return ""
+}
+
+func (x *DoctorResponse) GetTls() *DoctorTLS {
+	if x != nil {
+		return x.Tls
+	}
+	return nil
+}
+
+func (x *DoctorResponse) GetGossipEncrypted() bool {
+	if x != nil {
+		return x.GossipEncrypted
+	}
+	return false
+}
+
+func (x *DoctorResponse) GetRaft() *DoctorRaft {
+	if x != nil {
+		return x.Raft
+	}
+	return nil
+}
+
+func (x *DoctorResponse) GetDiagnosticsLastHour() int32 {
+	if x != nil {
+		return x.DiagnosticsLastHour
+	}
+	return 0
+}
+
+func (x *DoctorResponse) GetDiagnosticsTotal() int32 {
+	if x != nil {
+		return x.DiagnosticsTotal
+	}
+	return 0
+}
+
+func (x *DoctorResponse) GetNewestDiagnostic() *Diagnostic {
+	if x != nil {
+		return x.NewestDiagnostic
+	}
+	return nil
+}
+
+type DoctorTLS struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mode is "mesh-ca" (a certificate of the mesh CA), "lone-ca" (the CA
+	// a lone node made for itself), "plaintext" (--insecure-mesh) or "off"
+	// (--no-mesh).
+	Mode    string `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
+	Subject string `protobuf:"bytes,2,opt,name=subject,proto3" json:"subject,omitempty"`
+	// fingerprint is the SHA-256 of this node's certificate.
+	Fingerprint string `protobuf:"bytes,3,opt,name=fingerprint,proto3" json:"fingerprint,omitempty"`
+	NotAfter    *Time  `protobuf:"bytes,4,opt,name=not_after,json=notAfter,proto3" json:"not_after,omitempty"`
+	// ca is the current CA's fingerprint.
+	Ca            string `protobuf:"bytes,5,opt,name=ca,proto3" json:"ca,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DoctorTLS) Reset() {
+	*x = DoctorTLS{}
+	mi := &file_harn_proto_msgTypes[76]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DoctorTLS) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DoctorTLS) ProtoMessage() {}
+
+func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[76]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DoctorTLS.ProtoReflect.Descriptor instead.
+func (*DoctorTLS) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{76}
+}
+
+func (x *DoctorTLS) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
+func (x *DoctorTLS) GetSubject() string {
+	if x != nil {
+		return x.Subject
+	}
+	return ""
+}
+
+func (x *DoctorTLS) GetFingerprint() string {
+	if x != nil {
+		return x.Fingerprint
+	}
+	return ""
+}
+
+func (x *DoctorTLS) GetNotAfter() *Time {
+	if x != nil {
+		return x.NotAfter
+	}
+	return nil
+}
+
+func (x *DoctorTLS) GetCa() string {
+	if x != nil {
+		return x.Ca
+	}
+	return ""
+}
+
+type DoctorRaft struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Leader string                 `protobuf:"bytes,1,opt,name=leader,proto3" json:"leader,omitempty"`
+	State  string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// voters is the number of voting servers in the raft configuration and
+	// alive how many of them the mesh sees alive (this node included).
+	Voters int32 `protobuf:"varint,3,opt,name=voters,proto3" json:"voters,omitempty"`
+	Alive  int32 `protobuf:"varint,4,opt,name=alive,proto3" json:"alive,omitempty"`
+	Quorum bool  `protobuf:"varint,5,opt,name=quorum,proto3" json:"quorum,omitempty"`
+	// stale_peers are servers whose address in the raft configuration
+	// differs from the raft address they advertise in the mesh: "id: old
+	// (advertises new)".
+	StalePeers    []string `protobuf:"bytes,6,rep,name=stale_peers,json=stalePeers,proto3" json:"stale_peers,omitempty"`
+	Voter         bool     `protobuf:"varint,7,opt,name=voter,proto3" json:"voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DoctorRaft) Reset() {
+	*x = DoctorRaft{}
+	mi := &file_harn_proto_msgTypes[77]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DoctorRaft) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DoctorRaft) ProtoMessage() {}
+
+func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[77]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DoctorRaft.ProtoReflect.Descriptor instead.
+func (*DoctorRaft) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{77}
+}
+
+func (x *DoctorRaft) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *DoctorRaft) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *DoctorRaft) GetVoters() int32 {
+	if x != nil {
+		return x.Voters
+	}
+	return 0
+}
+
+func (x *DoctorRaft) GetAlive() int32 {
+	if x != nil {
+		return x.Alive
+	}
+	return 0
+}
+
+func (x *DoctorRaft) GetQuorum() bool {
+	if x != nil {
+		return x.Quorum
+	}
+	return false
+}
+
+func (x *DoctorRaft) GetStalePeers() []string {
+	if x != nil {
+		return x.StalePeers
+	}
+	return nil
+}
+
+func (x *DoctorRaft) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -5441,9 +5833,10 @@ const file_harn_proto_rawDesc = "" +
 	"\x05paths\x18\x02 \x03(\tR\x05paths\"M\n" +
 	"\x0eMutateResponse\x12!\n" +
 	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12\x18\n" +
-	"\awarning\x18\x02 \x01(\tR\awarning\"%\n" +
+	"\awarning\x18\x02 \x01(\tR\awarning\";\n" +
 	"\rErrorsRequest\x12\x14\n" +
-	"\x05limit\x18\x01 \x01(\x05R\x05limit\"_\n" +
+	"\x05limit\x18\x01 \x01(\x05R\x05limit\x12\x14\n" +
+	"\x05clear\x18\x02 \x01(\bR\x05clear\"_\n" +
 	"\x0eErrorsResponse\x125\n" +
 	"\vdiagnostics\x18\x02 \x03(\v2\x13.harn.v1.DiagnosticR\vdiagnosticsJ\x04\b\x01\x10\x02R\x10diagnostics_json\"\xa0\x01\n" +
 	"\n" +
@@ -5795,8 +6188,45 @@ const file_harn_proto_rawDesc = "" +
 	"\x02by\x18\x06 \x01(\tR\x02by\x12\x12\n" +
 	"\x04node\x18\a \x01(\tR\x04node\x12\x18\n" +
 	"\arevoked\x18\b \x03(\tR\arevoked\x12-\n" +
-	"\x12disabled_providers\x18\t \x03(\tR\x11disabledProviders2\xdd\v\n" +
+	"\x12disabled_providers\x18\t \x03(\tR\x11disabledProviders\"\x0f\n" +
+	"\rDoctorRequest\"\xac\x04\n" +
+	"\x0eDoctorResponse\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12\x12\n" +
+	"\x04role\x18\x02 \x01(\tR\x04role\x12\x19\n" +
+	"\bdata_dir\x18\x03 \x01(\tR\adataDir\x12\x16\n" +
+	"\x06socket\x18\x04 \x01(\tR\x06socket\x12\x18\n" +
+	"\aversion\x18\x05 \x01(\tR\aversion\x12\x12\n" +
+	"\x04mesh\x18\x06 \x01(\bR\x04mesh\x12\x1f\n" +
+	"\vgossip_addr\x18\a \x01(\tR\n" +
+	"gossipAddr\x12\x1b\n" +
+	"\traft_addr\x18\b \x01(\tR\braftAddr\x12\x19\n" +
+	"\brpc_addr\x18\t \x01(\tR\arpcAddr\x12\x1b\n" +
+	"\thttp_addr\x18\n" +
+	" \x01(\tR\bhttpAddr\x12$\n" +
+	"\x03tls\x18\v \x01(\v2\x12.harn.v1.DoctorTLSR\x03tls\x12)\n" +
+	"\x10gossip_encrypted\x18\f \x01(\bR\x0fgossipEncrypted\x12'\n" +
+	"\x04raft\x18\r \x01(\v2\x13.harn.v1.DoctorRaftR\x04raft\x122\n" +
+	"\x15diagnostics_last_hour\x18\x0e \x01(\x05R\x13diagnosticsLastHour\x12+\n" +
+	"\x11diagnostics_total\x18\x0f \x01(\x05R\x10diagnosticsTotal\x12@\n" +
+	"\x11newest_diagnostic\x18\x10 \x01(\v2\x13.harn.v1.DiagnosticR\x10newestDiagnostic\"\x97\x01\n" +
+	"\tDoctorTLS\x12\x12\n" +
+	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x18\n" +
+	"\asubject\x18\x02 \x01(\tR\asubject\x12 \n" +
+	"\vfingerprint\x18\x03 \x01(\tR\vfingerprint\x12*\n" +
+	"\tnot_after\x18\x04 \x01(\v2\r.harn.v1.TimeR\bnotAfter\x12\x0e\n" +
+	"\x02ca\x18\x05 \x01(\tR\x02ca\"\xb7\x01\n" +
+	"\n" +
+	"DoctorRaft\x12\x16\n" +
+	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
+	"\x06voters\x18\x03 \x01(\x05R\x06voters\x12\x14\n" +
+	"\x05alive\x18\x04 \x01(\x05R\x05alive\x12\x16\n" +
+	"\x06quorum\x18\x05 \x01(\bR\x06quorum\x12\x1f\n" +
+	"\vstale_peers\x18\x06 \x03(\tR\n" +
+	"stalePeers\x12\x14\n" +
+	"\x05voter\x18\a \x01(\bR\x05voter2\x98\f\n" +
 	"\x05Local\x129\n" +
+	"\x06Doctor\x12\x16.harn.v1.DoctorRequest\x1a\x17.harn.v1.DoctorResponse\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
 	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
 	"\x04List\x12\x14.harn.v1.ListRequest\x1a\x15.harn.v1.ListResponse\x128\n" +
@@ -5835,7 +6265,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 74)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -5911,6 +6341,10 @@ var file_harn_proto_goTypes = []any{
 	(*ReduceRequest)(nil),        // 71: harn.v1.ReduceRequest
 	(*OverrideRequest)(nil),      // 72: harn.v1.OverrideRequest
 	(*OverrideResponse)(nil),     // 73: harn.v1.OverrideResponse
+	(*DoctorRequest)(nil),        // 74: harn.v1.DoctorRequest
+	(*DoctorResponse)(nil),       // 75: harn.v1.DoctorResponse
+	(*DoctorTLS)(nil),            // 76: harn.v1.DoctorTLS
+	(*DoctorRaft)(nil),           // 77: harn.v1.DoctorRaft
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
@@ -5956,61 +6390,67 @@ var file_harn_proto_depIdxs = []int32{
 	69, // 40: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
 	70, // 41: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
 	47, // 42: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
-	1,  // 43: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	3,  // 44: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	5,  // 45: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	7,  // 46: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	7,  // 47: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	10, // 48: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	12, // 49: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	14, // 50: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	15, // 51: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	17, // 52: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	20, // 53: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	22, // 54: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	22, // 55: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	22, // 56: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	29, // 57: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	31, // 58: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	48, // 59: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	52, // 60: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	54, // 61: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	56, // 62: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	60, // 63: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	64, // 64: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	66, // 65: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	71, // 66: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	72, // 67: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	2,  // 68: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 69: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 70: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 71: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 72: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 73: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 74: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 75: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 76: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 77: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	21, // 78: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	23, // 79: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	25, // 80: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	28, // 81: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	30, // 82: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	32, // 83: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	51, // 84: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	53, // 85: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	55, // 86: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	57, // 87: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	61, // 88: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	65, // 89: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	67, // 90: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	32, // 91: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	73, // 92: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	68, // [68:93] is the sub-list for method output_type
-	43, // [43:68] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	76, // 43: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
+	77, // 44: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
+	19, // 45: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
+	47, // 46: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
+	74, // 47: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
+	1,  // 48: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
+	3,  // 49: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
+	5,  // 50: harn.v1.Local.List:input_type -> harn.v1.ListRequest
+	7,  // 51: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
+	7,  // 52: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
+	10, // 53: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
+	12, // 54: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
+	14, // 55: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
+	15, // 56: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
+	17, // 57: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
+	20, // 58: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
+	22, // 59: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	22, // 60: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	22, // 61: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	29, // 62: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	31, // 63: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	48, // 64: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	52, // 65: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	54, // 66: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	56, // 67: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	60, // 68: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	64, // 69: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	66, // 70: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	71, // 71: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
+	72, // 72: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	75, // 73: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
+	2,  // 74: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 75: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 76: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 77: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 78: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 79: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 80: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 81: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 82: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 83: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	21, // 84: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	23, // 85: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	25, // 86: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	28, // 87: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	30, // 88: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	32, // 89: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	51, // 90: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	53, // 91: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	55, // 92: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	57, // 93: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	61, // 94: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	65, // 95: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	67, // 96: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	32, // 97: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	73, // 98: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	73, // [73:99] is the sub-list for method output_type
+	47, // [47:73] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -6024,7 +6464,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   74,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,6 +19,7 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
+	Local_Doctor_FullMethodName        = "/harn.v1.Local/Doctor"
 	Local_Append_FullMethodName        = "/harn.v1.Local/Append"
 	Local_Diagnose_FullMethodName      = "/harn.v1.Local/Diagnose"
 	Local_List_FullMethodName          = "/harn.v1.Local/List"
@@ -52,6 +53,8 @@ const (
 //
 // Local is the node's service on its unix socket.
 type LocalClient interface {
+	// Doctor reports the running node's effective setup for `harn doctor`.
+	Doctor(ctx context.Context, in *DoctorRequest, opts ...grpc.CallOption) (*DoctorResponse, error)
 	Append(ctx context.Context, in *AppendRequest, opts ...grpc.CallOption) (*AppendResponse, error)
 	Diagnose(ctx context.Context, in *DiagnoseRequest, opts ...grpc.CallOption) (*DiagnoseResponse, error)
 	List(ctx context.Context, in *ListRequest, opts ...grpc.CallOption) (*ListResponse, error)
@@ -104,6 +107,16 @@ type localClient struct {
 
 func NewLocalClient(cc grpc.ClientConnInterface) LocalClient {
 	return &localClient{cc}
+}
+
+func (c *localClient) Doctor(ctx context.Context, in *DoctorRequest, opts ...grpc.CallOption) (*DoctorResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DoctorResponse)
+	err := c.cc.Invoke(ctx, Local_Doctor_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *localClient) Append(ctx context.Context, in *AppendRequest, opts ...grpc.CallOption) (*AppendResponse, error) {
@@ -362,6 +375,8 @@ func (c *localClient) Override(ctx context.Context, in *OverrideRequest, opts ..
 //
 // Local is the node's service on its unix socket.
 type LocalServer interface {
+	// Doctor reports the running node's effective setup for `harn doctor`.
+	Doctor(context.Context, *DoctorRequest) (*DoctorResponse, error)
 	Append(context.Context, *AppendRequest) (*AppendResponse, error)
 	Diagnose(context.Context, *DiagnoseRequest) (*DiagnoseResponse, error)
 	List(context.Context, *ListRequest) (*ListResponse, error)
@@ -416,6 +431,9 @@ type LocalServer interface {
 // pointer dereference when methods are called.
 type UnimplementedLocalServer struct{}
 
+func (UnimplementedLocalServer) Doctor(context.Context, *DoctorRequest) (*DoctorResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Doctor not implemented")
+}
 func (UnimplementedLocalServer) Append(context.Context, *AppendRequest) (*AppendResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Append not implemented")
 }
@@ -510,6 +528,24 @@ func RegisterLocalServer(s grpc.ServiceRegistrar, srv LocalServer) {
 		t.testEmbeddedByValue()
 	}
 	s.RegisterService(&Local_ServiceDesc, srv)
+}
+
+func _Local_Doctor_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DoctorRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Doctor(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Doctor_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Doctor(ctx, req.(*DoctorRequest))
+	}
+	return interceptor(ctx, in, info, handler)
 }
 
 func _Local_Append_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
@@ -969,6 +1005,10 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 	ServiceName: "harn.v1.Local",
 	HandlerType: (*LocalServer)(nil),
 	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Doctor",
+			Handler:    _Local_Doctor_Handler,
+		},
 		{
 			MethodName: "Append",
 			Handler:    _Local_Append_Handler,

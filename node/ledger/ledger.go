@@ -653,3 +653,27 @@ func (l *Ledger) Diagnostics(limit int) ([]Diagnostic, error) {
 }
 
 var _ io.Closer = (*Ledger)(nil)
+
+// ClearDiagnostics deletes every diagnostic (`harn node errors --clear`)
+// and returns how many there were. Sequence numbers keep counting, so a
+// later diagnostic never reuses a cleared one's number.
+func (l *Ledger) ClearDiagnostics() (int, error) {
+	ds, err := l.Diagnostics(0)
+	if err != nil {
+		return 0, err
+	}
+	db, err := l.beginWrite()
+	if err != nil {
+		return 0, err
+	}
+	err = guarded(func() error { return db.DeleteRange([]byte{pfxDiag, 0}, []byte{pfxDiag, 1}, l.wopt) })
+	l.endWrite()
+	if err != nil {
+		l.markUnwritable(err)
+		return 0, err
+	}
+	l.mu.Lock()
+	l.pendingDiags = nil
+	l.mu.Unlock()
+	return len(ds), nil
+}

@@ -1,0 +1,91 @@
+package node
+
+import (
+	"time"
+
+	"github.com/harn-dev/harn/node/api"
+)
+
+// diagWindow is how far back `harn doctor` counts hook diagnostics as
+// current: an old bad payload stops being a finding after an hour (and
+// `harn node errors --clear` clears them all).
+const diagWindow = time.Hour
+
+// Doctor reports this node's effective setup as `harn doctor` checks it:
+// its config and bound addresses, TLS, gossip encryption, the registry's
+// raft state (leader, voters, quorum, stale peer addresses) and the hook
+// diagnostics of the last hour.
+func (n *Node) Doctor() *api.DoctorResponse {
+	out := &api.DoctorResponse{Node: n.cfg.Name, Role: "lone", DataDir: n.cfg.DataDir, Socket: n.cfg.Socket,
+		Version: n.cfg.Version, Mesh: n.cfg.Cluster.Enabled, Tls: &api.DoctorTLS{Mode: "off"}}
+	if n.board != nil {
+		out.HttpAddr = n.board.Addr()
+	}
+	if n.cfg.Cluster.Enabled {
+		switch {
+		case n.cfg.Cluster.Server:
+			out.Role = "server"
+		case len(n.cfg.Cluster.Join) > 0:
+			out.Role = "node"
+		} // else a lone machine: its mesh has no one else
+		out.GossipAddr, out.RaftAddr, out.RpcAddr = n.MeshAddr(), n.RaftAddr(), n.RPCAddr()
+	}
+	if n.cl != nil {
+		out.Tls = n.cl.tlsView()
+		out.GossipEncrypted = n.cl.gossipEncrypted()
+		out.Raft = n.doctorRaft()
+	}
+	if ds, err := n.ledger.Diagnostics(0); err == nil {
+		out.DiagnosticsTotal = int32(len(ds))
+		since := n.cfg.Clock.Now().Add(-diagWindow)
+		for _, d := range ds {
+			ts, err := time.Parse(time.RFC3339Nano, d.TS)
+			if err != nil || ts.Before(since) {
+				continue
+			}
+			out.DiagnosticsLastHour++
+			if out.NewestDiagnostic == nil { // newest first
+				out.NewestDiagnostic = DiagnosticToAPI(d)
+			}
+		}
+	}
+	return out
+}
+
+// doctorRaft is the registry's raft state with what a person must act on:
+// no leader, no quorum, a peer whose configured address is stale.
+func (n *Node) doctorRaft() *api.DoctorRaft {
+	st, err := n.RaftStats()
+	if err != nil {
+		return nil
+	}
+	v := &api.DoctorRaft{Leader: st.Leader, State: st.State}
+	alive := map[string]bool{n.cfg.Name: true}
+	advertised := map[string]string{}
+	if ms, err := n.Members(); err == nil {
+		for _, m := range ms {
+			if m.Status == "alive" {
+				alive[m.Name] = true
+			}
+			if m.Raft != "" {
+				advertised[m.Name] = m.Raft
+			}
+		}
+	}
+	for _, sv := range st.Servers {
+		if sv.Voter {
+			v.Voters++
+			if alive[sv.ID] {
+				v.Alive++
+			}
+			if sv.ID == n.cfg.Name {
+				v.Voter = true
+			}
+		}
+		if adv, ok := advertised[sv.ID]; ok && adv != sv.Addr {
+			v.StalePeers = append(v.StalePeers, sv.ID+": "+sv.Addr+" (advertises "+adv+")")
+		}
+	}
+	v.Quorum = v.Voters > 0 && v.Alive > v.Voters/2 && st.Leader != ""
+	return v
+}
