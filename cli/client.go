@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"net"
 	"os"
 	"os/exec"
@@ -217,13 +216,11 @@ func rpcErr(err error, p place) error {
 		return withCode(ExitError, err)
 	}
 	msg := text.OneLine(st.Message()) // it may quote agent or peer text
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonLedgerUnwritable {
-			return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
-		}
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonWriteRefused {
-			return withCode(ExitTrust, errors.New(msg))
-		}
+	switch ae := api.Err(err); {
+	case errors.Is(ae, api.ErrLedgerUnwritable):
+		return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
+	case errors.Is(ae, api.ErrWriteRefused):
+		return withCode(ExitTrust, errors.New(msg))
 	}
 	switch st.Code() {
 	case codes.NotFound:

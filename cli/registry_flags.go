@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/spf13/pflag"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node"
 )
@@ -30,15 +28,4 @@ func registryAuthConfig(f *pflag.FlagSet, cc *node.ClusterConfig) error {
 	}
 	cc.SessionQuota = q
 	return nil
-}
-
-// isWriteRefused reports whether st is the registry's write authority
-// refusing a write (node.ReasonWriteRefused).
-func isWriteRefused(st *status.Status) bool {
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonWriteRefused {
-			return true
-		}
-	}
-	return false
 }
