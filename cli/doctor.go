@@ -78,8 +78,8 @@ func newDoctorCmd() *cobra.Command {
 		Long: `Checks that each agent's hooks are installed and run an existing harn, that
 an agent that runs only the hooks it trusts trusts them, that the node
 answers, that the node's ports are free or its own, that a config file
-holding a secret is private, and the gossip key's form; it also lists recent hook diagnostics. Each finding is one line
-with its fix. It changes nothing. Exit 0 when all is well, 10 when there
+holding a secret is private, and the gossip key's form; it also lists
+recent hook diagnostics. Each finding is one line with its fix. It changes nothing. Exit 0 when all is well, 10 when there
 are findings. The mesh flags (ports, bind, join, key) are read like
 ` + "`harn node`" + ` reads them: flag, HARN_ variable, config file.`,
 		Args: noArgs,

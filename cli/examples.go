@@ -190,6 +190,20 @@ func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
 // come from the registry (presence/adapter/all), which is the one place
 // that names the agents.
 func withAgents(m map[string]string) map[string]string {
+	var r *strings.Replacer
+	for k, v := range m {
+		if !strings.Contains(v, "{agent") && !strings.Contains(v, "{others}") && !strings.Contains(v, "{jsonc}") && !strings.Contains(v, "{exec") {
+			continue
+		}
+		if r == nil {
+			r = agentReplacer()
+		}
+		m[k] = r.Replace(v)
+	}
+	return m
+}
+
+func agentReplacer() *strings.Replacer {
 	agents := all.Installable()
 	nth := func(i int) string {
 		if len(agents) == 0 {
@@ -215,10 +229,6 @@ func withAgents(m map[string]string) map[string]string {
 		}
 		return execs[i%len(execs)]
 	}
-	r := strings.NewReplacer("{agent}", nth(0), "{agent2}", nth(1), "{agent3}", nth(2), "{others}", others,
+	return strings.NewReplacer("{agent}", nth(0), "{agent2}", nth(1), "{agent3}", nth(2), "{others}", others,
 		"{jsonc}", jsonc, "{exec1}", ex(0), "{exec2}", ex(1))
-	for k, v := range m {
-		m[k] = r.Replace(v)
-	}
-	return m
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/harn-dev/harn/presence/adapter"
@@ -39,8 +40,9 @@ type agentSpec struct {
 	jsonc bool
 }
 
-// specs are the installable agents' specs, by name.
-var specs = agentSpecs()
+// specs are the installable agents' specs, by name, read on first use (a
+// hook that installs nothing does not pay for them).
+var specs = sync.OnceValue(agentSpecs)
 
 func agentSpecs() map[string]agentSpec {
 	out := map[string]agentSpec{}
@@ -145,8 +147,8 @@ func CommandWait(cmd string) time.Duration {
 
 // Agents lists the agents whose hooks can be installed.
 func Agents() []string {
-	out := make([]string, 0, len(specs))
-	for n := range specs {
+	out := make([]string, 0, len(specs()))
+	for n := range specs() {
 		out = append(out, n)
 	}
 	slices.Sort(out)

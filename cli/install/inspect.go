@@ -56,7 +56,7 @@ func Inspect(o Options) (Status, error) {
 	if fi, err := os.Stat(filepath.Dir(path)); err == nil && fi.IsDir() {
 		st.DirExists = true
 	}
-	spec := specs[o.Agent]
+	spec := specs()[o.Agent]
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		st.Missing = append([]string(nil), spec.events...)

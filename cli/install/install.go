@@ -94,7 +94,7 @@ const BackupSuffix = ".harn-backup"
 
 // Path returns the settings file o's agent and scope use.
 func Path(o Options) (string, error) {
-	s, ok := specs[o.Agent]
+	s, ok := specs()[o.Agent]
 	if !ok {
 		return "", fmt.Errorf("%w %q: harn installs hooks for %s", ErrUnknownAgent, o.Agent, strings.Join(Agents(), ", "))
 	}
@@ -171,7 +171,7 @@ func edit(o Options, change func(agentSpec, *object, *Report) (bool, error)) (Re
 		return r, err
 	}
 	r.Before, r.After = before, before
-	spec := specs[o.Agent]
+	spec := specs()[o.Agent]
 	clean, comments := before, []span(nil)
 	if spec.jsonc {
 		if clean, comments, err = stripComments(before); err != nil {

@@ -58,7 +58,7 @@ func opts(t *testing.T, agent string) Options {
 
 func agentEvents(t *testing.T, agent string) []string {
 	t.Helper()
-	return specs[agent].events
+	return specs()[agent].events
 }
 
 // harnEvents lists the events under which the file holds harn's command
@@ -138,7 +138,7 @@ func TestEveryMappedEventRegistered(t *testing.T) {
 		if _, ok := all.Lookup(agent); !ok {
 			t.Errorf("installable agent %s has no adapter", agent)
 		}
-		if len(specs[agent].events) == 0 {
+		if len(specs()[agent].events) == 0 {
 			t.Errorf("%s registers no event", agent)
 		}
 	}

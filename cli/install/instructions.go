@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -51,7 +52,7 @@ agents from editing the same file.
 
 // instrSpecs are the agents' instruction files (their adapter's
 // adapter.InstructionsSpec), by name.
-var instrSpecs = instructionSpecs()
+var instrSpecs = sync.OnceValue(instructionSpecs)
 
 func instructionSpecs() map[string]adapter.InstructionsSpec {
 	out := map[string]adapter.InstructionsSpec{}
@@ -65,7 +66,7 @@ func instructionSpecs() map[string]adapter.InstructionsSpec {
 
 // InstructionsPath is the instruction file o's agent reads in o's scope.
 func InstructionsPath(o Options) (string, error) {
-	s, ok := instrSpecs[o.Agent]
+	s, ok := instrSpecs()[o.Agent]
 	if !ok {
 		return "", fmt.Errorf("%w %q: harn installs instructions for %s", ErrUnknownAgent, o.Agent, strings.Join(Agents(), ", "))
 	}
@@ -212,7 +213,7 @@ func editInstructions(o Options, change func([]byte, adapter.InstructionsSpec) (
 	if err != nil {
 		return r, err
 	}
-	after, err := change(before, instrSpecs[o.Agent])
+	after, err := change(before, instrSpecs()[o.Agent])
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", path, err)
 	}
