@@ -75,8 +75,7 @@ func (s *clusterService) Session(ctx context.Context, req *api.SessionRequest) (
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, _ := json.Marshal(st)
-	return &api.SessionResponse{SessionJson: b, Live: !st.Ended}, nil
+	return &api.SessionResponse{Session: api.RowOf(&st), Live: !st.Ended}, nil
 }
 
 func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
@@ -88,8 +87,7 @@ func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionReque
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, _ := json.Marshal(st)
-	out := &api.TraceResponse{SessionJson: b}
+	out := &api.TraceResponse{Session: api.RowOf(&st)}
 	for i := range evs {
 		out.Events = append(out.Events, EventToAPI(&evs[i]))
 	}
