@@ -76,7 +76,7 @@ func (f listFilter) match(r *rosterRow) bool {
 		any(f.activities, func(a string) bool {
 			return a == activityWord(r) || (a == string(presence.ActivityWorking) && r.Activity == a && !r.Ended)
 		}) &&
-		any(f.projects, func(p string) bool { return p == r.Project || (p != "" && p == r.project()) })
+		any(f.projects, func(p string) bool { return p == r.ProjectName() || (p != "" && p == r.project()) })
 }
 
 // apply keeps the rows that pass, in their order.

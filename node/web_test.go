@@ -19,8 +19,8 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/harn-dev/harn/mesh"
-	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"

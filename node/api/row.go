@@ -89,10 +89,19 @@ func (r *SessionRow) State() presence.State {
 	return s
 }
 
+// ProjectName is the row's project: its project field, or what the state
+// would say from its repo and cwd when the row does not carry it.
+func (r *SessionRow) ProjectName() string {
+	if p := r.GetProject(); p != "" {
+		return p
+	}
+	return (&presence.State{Repo: r.GetRepo(), Cwd: r.GetCwd()}).Project()
+}
+
 // ProjectBranch is the row's PROJECT column: the project and @branch when
 // known ("-@main" for a branch without a project).
 func (r *SessionRow) ProjectBranch() string {
-	p := r.GetProject()
+	p := r.ProjectName()
 	if b := r.GetBranch(); b != "" {
 		if p == "" {
 			p = "-"

@@ -75,7 +75,7 @@ type Row struct {
 func RowOf(s *api.SessionRow) Row {
 	t := api.TimeOf
 	r := Row{SessionID: s.GetSessionId(), ParentSessionID: s.GetParentSessionId(), Name: s.GetName(),
-		Agent: s.GetAgent(), Node: s.GetNode(), Task: s.GetTask(), Cwd: s.GetCwd(), Project: s.GetProject(),
+		Agent: s.GetAgent(), Node: s.GetNode(), Task: s.GetTask(), Cwd: s.GetCwd(), Project: s.ProjectName(),
 		Branch: s.GetBranch(), Activity: s.GetActivity(), ActivityUpdatedAt: t(s.GetActivityUpdatedAtUnixNano()),
 		ActivitySource: s.GetActivitySource(), TaskState: s.GetTaskState(),
 		TaskStateUpdatedAt: t(s.GetTaskStateUpdatedAtUnixNano()), BlockerReason: s.GetBlockerReason(),

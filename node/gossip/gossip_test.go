@@ -145,7 +145,7 @@ func TestBlobOverTheEntryBoundIsRefused(t *testing.T) {
 	mk := func(n int) []byte {
 		b := Blob{Node: "peer", At: 1}
 		for i := 0; i < n; i++ {
-			b.Entries = append(b.Entries, ent("s" + strconv.Itoa(i)))
+			b.Entries = append(b.Entries, ent("s"+strconv.Itoa(i)))
 			b.Versions = append(b.Versions, 1)
 		}
 		out, _ := json.Marshal(b)
