@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -429,7 +428,7 @@ func TestGossipNotifierFiresOnlyWhenAPeerEntryChanged(t *testing.T) {
 	st := presence.NewState("peer-s1")
 	st.Events = 1
 	e := gossip.EntryOf(&st, presence.PresenceHash(&st))
-	b, err := json.Marshal(e)
+	b, err := gossip.EncodeDelta(e)
 	if err != nil {
 		t.Fatal(err)
 	}
