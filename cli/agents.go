@@ -9,9 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -56,6 +54,14 @@ func withNode(c *cobra.Command, fn func(ctx context.Context, cl *client, p place
 	return fn(ctx, cl, p)
 }
 
+// stateOf is the session state of a reply's row.
+func stateOf(r *api.SessionRow) (presence.State, error) {
+	if r == nil {
+		return presence.State{}, errNoRow
+	}
+	return r.State(), nil
+}
+
 func decodeState(b []byte) (presence.State, error) {
 	var s presence.State
 	err := json.Unmarshal(b, &s)
@@ -73,15 +79,15 @@ func addSessionFlag(c *cobra.Command) {
 // currentSession resolves the session a command acts on: --session (or
 // HARN_SESSION), the agents' session variables, then process ancestry.
 func currentSession(ctx context.Context, c *cobra.Command, cl *client, p place) (presence.State, error) {
-	raw, err := currentSessionJSON(ctx, c, cl, p)
+	row, err := currentSessionRow(ctx, c, cl, p)
 	if err != nil {
 		return presence.State{}, err
 	}
-	return decodeState(raw)
+	return stateOf(row)
 }
 
-// currentSessionJSON is currentSession as the node's JSON.
-func currentSessionJSON(ctx context.Context, c *cobra.Command, cl *client, p place) ([]byte, error) {
+// currentSessionRow is currentSession as the node's row.
+func currentSessionRow(ctx context.Context, c *cobra.Command, cl *client, p place) (*api.SessionRow, error) {
 	id, _ := c.Flags().GetString("session")
 	if id == "" {
 		for _, k := range agentSessionEnv {
@@ -96,7 +102,7 @@ func currentSessionJSON(ctx context.Context, c *cobra.Command, cl *client, p pla
 		if err != nil {
 			return nil, rpcErr(err, p)
 		}
-		return res.SessionJson, nil
+		return res.GetSession(), nil
 	}
 	anc, _ := procinfo.Ancestry(os.Getpid(), 32)
 	req := &api.WhoamiRequest{}
@@ -107,7 +113,7 @@ func currentSessionJSON(ctx context.Context, c *cobra.Command, cl *client, p pla
 	if err != nil {
 		return nil, rpcErr(err, p)
 	}
-	return res.SessionJson, nil
+	return res.GetSession(), nil
 }
 
 func newWhoamiCmd() *cobra.Command {
@@ -117,11 +123,11 @@ func newWhoamiCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				raw, err := currentSessionJSON(ctx, c, cl, p)
+				row, err := currentSessionRow(ctx, c, cl, p)
 				if err != nil {
 					return err
 				}
-				return printSession(c, raw, false)
+				return printSession(c, row, false)
 			})
 		},
 	}
@@ -152,93 +158,69 @@ func newListCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			all, _ := c.Flags().GetBool("all")
 			consistent, _ := c.Flags().GetBool("consistent")
+			f, err := listFilterOf(c)
+			if err != nil {
+				return err
+			}
 			if watching(c) {
-				return runWatch(c, all, consistent) // watch.go
+				return runWatch(c, all, consistent, f) // watch.go
 			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				// For --json the node writes the array itself, sorted and
-				// with the silence rule applied (node/roster_json.go); a
-				// node that predates that answers with the entries, which
-				// are sorted here.
+				// For --json the node sorts the rows and applies the
+				// reader's silence rule (node/roster_json.go).
 				res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent,
 					JsonArray: asJSON(c), SilenceAfterMs: silenceAfter(c).Milliseconds()})
 				if err != nil {
 					return rpcErr(err, p)
 				}
-				var info node.ReadInfo
-				_ = json.Unmarshal(res.ReadJson, &info)
-				if info.Stale {
-					fmt.Fprintf(c.ErrOrStderr(), "harn: stale read: this node's registry replica last heard from a leader %s ago (leader %q); pass --consistent to read through the leader\n",
-						safe(orDash(info.LastContact)), safe(info.LeaderID))
-				}
-				if asJSON(c) && res.RosterJson != nil {
-					_, err := c.OutOrStdout().Write(res.RosterJson)
-					return err
-				}
+				staleNote(c, res.GetRead())
 				now := time.Now()
-				rows, err := decodeRoster(res.SessionsJson, !asJSON(c), now, silenceAfter(c))
+				rows, err := decodeRoster(res.GetRows(), now, silenceAfter(c))
 				if err != nil {
 					return err
 				}
+				rows = f.apply(rows)
 				if asJSON(c) {
 					return writeRosterJSON(c.OutOrStdout(), rows)
 				}
-				return renderRoster(c.OutOrStdout(), rows, now, useColour(c.OutOrStdout()))
+				return renderRoster(c.OutOrStdout(), rows, now, useColour(c.OutOrStdout()), tableWidthOf(c))
 			})
 		},
 	}
 	c.Flags().Bool("all", false, "include ended sessions")
 	c.Flags().Bool("consistent", false, "read the registry through the leader (linearizable; fails without a leader)")
+	addListFilterFlags(c)
 	addSilenceFlag(c)
 	addJSONFlag(c)
 	addWatchFlags(c)
 	return c
 }
 
-// decodeRoster reads the node's roster entries, applies the silence rule
-// and sorts them by urgency.
-func decodeRoster(entries [][]byte, full bool, now time.Time, after time.Duration) ([]*rosterRow, error) {
-	backing := make([]rosterRow, len(entries))
-	rows := make([]*rosterRow, len(entries))
-	// A large roster is read in parallel chunks; each goroutine is
-	// waited for before decodeRoster returns.
-	chunks := 1
-	if len(entries) >= parallelRows {
-		chunks = min(runtime.GOMAXPROCS(0), 8)
+// staleNote says on stderr when the roster's registry part is a stale
+// replica.
+func staleNote(c *cobra.Command, info *api.ReadInfo) {
+	if info.GetStale() {
+		fmt.Fprintf(c.ErrOrStderr(), "harn: stale read: this node's registry replica last heard from a leader %s ago (leader %q); pass --consistent to read through the leader\n",
+			safe(orDash(info.GetLastContact())), safe(info.GetLeader()))
 	}
-	errs := make([]error, chunks)
-	var wg sync.WaitGroup
-	for c := 0; c < chunks; c++ {
-		lo, hi := c*len(entries)/chunks, (c+1)*len(entries)/chunks
-		work := func() {
-			for i := lo; i < hi; i++ {
-				r := &backing[i]
-				if err := r.decode(entries[i], full); err != nil {
-					errs[c] = fmt.Errorf("cli: roster entry from the node: %w", err)
-					return
-				}
-				r.markSilence(now, after)
-				r.rank = r.urgencyKey().Rank()
-				rows[i] = r
-			}
+}
+
+// decodeRoster takes the node's rows, applies the silence rule and sorts
+// them by urgency.
+func decodeRoster(in []*api.SessionRow, now time.Time, after time.Duration) ([]*rosterRow, error) {
+	rows := make([]*rosterRow, 0, len(in))
+	for _, s := range in {
+		r, err := newRosterRow(s)
+		if err != nil {
+			return nil, fmt.Errorf("cli: roster row from the node: %w", err)
 		}
-		if c == chunks-1 {
-			work()
-			continue
-		}
-		wg.Add(1)
-		go func() { defer wg.Done(); work() }()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		r.markSilence(now, after)
+		r.rank = r.UrgencyKey().Rank()
+		rows = append(rows, r)
 	}
 	sortRows(rows)
 	return rows, nil
 }
-
-// parallelRows is the roster size from which decoding runs in parallel.
-const parallelRows = 2000
 
 // writeRosterJSON writes sorted rows as one JSON array in one buffered
 // write: a roster of thousands of sessions must not cost a syscall per
@@ -252,7 +234,9 @@ func writeRosterJSON(w io.Writer, rows []*rosterRow) error {
 		} else {
 			out.WriteString("\n")
 		}
-		rows[i].writeJSON(out)
+		if err := rows[i].writeJSON(out); err != nil {
+			return err
+		}
 	}
 	if len(rows) > 0 {
 		out.WriteString("\n")
@@ -268,11 +252,11 @@ func orDash(s string) string {
 	return s
 }
 
-// printSession prints one session's roster JSON for people (show, status,
-// whoami), or with --json as the node wrote it (plus silent_since when
-// this reader found the silence).
-func printSession(c *cobra.Command, raw []byte, full bool) error {
-	r, err := decodeRosterRow(raw, !asJSON(c))
+// printSession prints one session's row for people (show, status,
+// whoami), or with --json as its JSON form (with silent_since when this
+// reader found the silence).
+func printSession(c *cobra.Command, row *api.SessionRow, full bool) error {
+	r, err := newRosterRow(row)
 	if err != nil {
 		return fmt.Errorf("cli: session from the node: %w", err)
 	}
@@ -280,11 +264,13 @@ func printSession(c *cobra.Command, raw []byte, full bool) error {
 	r.markSilence(now, silenceAfter(c))
 	if asJSON(c) {
 		w := bufio.NewWriter(c.OutOrStdout())
-		r.writeJSON(w)
+		if err := r.writeJSON(w); err != nil {
+			return err
+		}
 		w.WriteByte('\n')
 		return w.Flush()
 	}
-	return detailView{now: now, loc: time.Local, full: full}.write(c.OutOrStdout(), &r)
+	return detailView{now: now, loc: time.Local, full: full}.write(c.OutOrStdout(), r)
 }
 
 func newStatusCmd() *cobra.Command {
@@ -299,7 +285,7 @@ func newStatusCmd() *cobra.Command {
 					return err
 				}
 				if asJSON(c) {
-					st, err := decodeState(raw)
+					st, err := stateOf(raw)
 					if err != nil {
 						return err
 					}
@@ -340,7 +326,7 @@ type statusJSON struct {
 // readSession reads one session anywhere in the mesh, as its roster JSON,
 // and prints the read's note, if any, on stderr. With --consistent it is
 // the registry's record read through the leader.
-func readSession(ctx context.Context, c *cobra.Command, cl *client, p place, id string) ([]byte, string, error) {
+func readSession(ctx context.Context, c *cobra.Command, cl *client, p place, id string) (*api.SessionRow, string, error) {
 	if consistent, _ := c.Flags().GetBool("consistent"); consistent {
 		raw, err := consistentSession(ctx, cl, p, id)
 		return raw, "", err
@@ -350,36 +336,32 @@ func readSession(ctx context.Context, c *cobra.Command, cl *client, p place, id 
 		return nil, "", rpcErr(err, p)
 	}
 	noteLine(c, res.Note)
-	return res.SessionJson, res.Note, nil
+	if res.GetSession() == nil {
+		return nil, "", errNoRow
+	}
+	return res.GetSession(), res.Note, nil
 }
 
 // consistentSession is one session of a consistent roster read (the
 // registry through the leader): the exact id, else the one session whose
 // id starts with id, else the one whose name is id.
-func consistentSession(ctx context.Context, cl *client, p place, id string) ([]byte, error) {
+func consistentSession(ctx context.Context, cl *client, p place, id string) (*api.SessionRow, error) {
 	res, err := cl.api.List(ctx, &api.ListRequest{All: true, Consistent: true})
 	if err != nil {
 		return nil, rpcErr(err, p)
 	}
-	var prefix, named [][]byte
-	for _, b := range res.SessionsJson {
-		var v struct {
-			SessionID string `json:"session_id"`
-			Name      string `json:"name"`
-		}
-		if err := json.Unmarshal(b, &v); err != nil {
-			return nil, fmt.Errorf("cli: roster entry from the node: %w", err)
-		}
+	var prefix, named []*api.SessionRow
+	for _, r := range res.GetRows() {
 		switch {
-		case v.SessionID == id:
-			return b, nil
-		case strings.HasPrefix(v.SessionID, id):
-			prefix = append(prefix, b)
-		case v.Name != "" && strings.EqualFold(v.Name, id):
-			named = append(named, b)
+		case r.GetSessionId() == id:
+			return r, nil
+		case strings.HasPrefix(r.GetSessionId(), id):
+			prefix = append(prefix, r)
+		case r.GetName() != "" && strings.EqualFold(r.GetName(), id):
+			named = append(named, r)
 		}
 	}
-	for _, set := range [][][]byte{prefix, named} {
+	for _, set := range [][]*api.SessionRow{prefix, named} {
 		switch len(set) {
 		case 0:
 			continue

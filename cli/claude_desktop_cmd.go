@@ -118,7 +118,7 @@ func (n nodeLifecycles) Lifecycle(ctx context.Context, id string) (desktop.Lifec
 		}
 		return desktop.Lifecycle{}, rpcErr(err, n.p)
 	}
-	st, err := decodeState(res.SessionJson)
+	st, err := stateOf(res.GetSession())
 	if err != nil {
 		return desktop.Lifecycle{}, fmt.Errorf("the node's answer for %s does not decode: %w", id, err)
 	}

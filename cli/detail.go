@@ -33,13 +33,13 @@ func (v detailView) write(w io.Writer, r *rosterRow) error {
 	if name == "" {
 		name = safe(r.Name)
 	}
-	fmt.Fprintf(&b, "%s  %s\n", safe(r.SessionID), dash(name))
+	fmt.Fprintf(&b, "%s  %s\n", safe(r.SessionId), dash(name))
 
 	act := safe(r.Activity)
 	if r.silent() {
-		act += " · silent " + text.Age(v.now, r.SilentSince)
+		act += " · silent " + text.Age(v.now, r.silentSince())
 	}
-	line("activity", fmt.Sprintf("%s since %s, from %s", act, humanTime(v.now, r.ActivityAt, v.loc), dash(safe(r.ActivitySource))))
+	line("activity", fmt.Sprintf("%s since %s, from %s", act, humanTime(v.now, r.activityAt(), v.loc), dash(safe(r.ActivitySource))))
 	if on := safe(r.WaitingOn); on != "" || r.WaitingChild != "" {
 		s := dash(on)
 		if r.WaitingChild != "" {
@@ -48,34 +48,41 @@ func (v detailView) write(w io.Writer, r *rosterRow) error {
 		line("waiting on", s)
 	}
 	if r.silent() {
-		line("silent", "no evidence since "+humanTime(v.now, r.SilentSince, v.loc))
+		line("silent", "no evidence since "+humanTime(v.now, r.silentSince(), v.loc))
 	}
 	life := safe(r.TaskState)
 	if reason := safe(r.BlockerReason); reason != "" {
 		life += ": " + reason
 	}
-	line("task state", fmt.Sprintf("%s since %s", life, humanTime(v.now, r.TaskStateAt, v.loc)))
+	line("task state", fmt.Sprintf("%s since %s", life, humanTime(v.now, r.taskStateAt(), v.loc)))
 	line("task", dash(safe(r.Task)))
+	if r.HarnTask != nil {
+		ht := harnTaskMarker(r.HarnTask)
+		if t := safe(r.HarnTask.Text); t != "" {
+			ht += ": " + t
+		}
+		line("harn task", strings.TrimPrefix(ht, "▶ "))
+	}
 	if p := safe(r.project()); p != "" {
 		line("project", p)
 	}
 	agent := fmt.Sprintf("%s on %s", dash(safe(r.Agent)), dash(safe(r.Node)))
-	if r.AgentPID > 0 {
-		agent += fmt.Sprintf(" (pid %d)", r.AgentPID)
+	if r.AgentPid > 0 {
+		agent += fmt.Sprintf(" (pid %d)", r.AgentPid)
 	}
 	if !r.Reachable {
-		agent += ", unreachable since " + humanTime(v.now, r.UnreachableSince, v.loc)
+		agent += ", unreachable since " + humanTime(v.now, r.unreachableSince(), v.loc)
 	}
 	line("agent", agent)
-	if r.ParentSessionID != "" {
-		line("parent", safe(r.ParentSessionID))
+	if r.ParentSessionId != "" {
+		line("parent", safe(r.ParentSessionId))
 	}
 	line("last", humanTime(v.now, r.evidenceAt(), v.loc))
 	if r.Ended {
-		line("ended", fmt.Sprintf("%s (%s)", humanTime(v.now, r.EndedAt, v.loc), dash(safe(r.EndReason))))
+		line("ended", fmt.Sprintf("%s (%s)", humanTime(v.now, r.endedAt(), v.loc), dash(safe(r.EndReason))))
 	}
 	if v.full {
-		line("started", fmt.Sprintf("%s, %d events", humanTime(v.now, r.StartedAt, v.loc), r.Events))
+		line("started", fmt.Sprintf("%s, %d events", humanTime(v.now, r.startedAt(), v.loc), r.Events))
 		if r.Cwd != "" {
 			line("cwd", safe(r.Cwd))
 		}

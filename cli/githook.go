@@ -137,7 +137,7 @@ func committingSession(ctx context.Context, cl *client) string {
 	if err != nil {
 		return ""
 	}
-	st, err := decodeState(res.SessionJson)
+	st, err := stateOf(res.GetSession())
 	if err != nil || st.Ended {
 		return ""
 	}

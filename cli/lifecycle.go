@@ -57,7 +57,7 @@ func declare(ctx context.Context, cl *client, p place, before presence.State, to
 	defer gcancel()
 	g, gerr := cl.api.Get(gctx, &api.SessionRequest{Id: before.SessionID})
 	if gerr == nil {
-		st, derr := decodeState(g.SessionJson)
+		st, derr := stateOf(g.GetSession())
 		if derr == nil && st.TaskState == to && !st.TaskStateUpdatedAt.Equal(before.TaskStateUpdatedAt) {
 			return declared{session: st, recorded: true, pending: true,
 				note: fmt.Sprintf("recorded in this node's ledger; the registry write is still pending after %s", timeout)}, nil

@@ -2,217 +2,33 @@ package cli
 
 import (
 	"bufio"
-	"bytes"
-	"encoding/json"
-	"path"
+	"errors"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 )
 
-// rosterRow is a roster entry as the CLI reads it from the node's JSON.
-// It is the CLI's own view: it reads the fields the node writes today and
-// those newer nodes add (last_evidence_at, waiting_on, project, branch,
-// silent_since, waiting_child), and works when any of them is absent.
-// The core is what sorting and the silence rule read (the --json path
-// over thousands of rows); rowDetail is read only for human views.
+// rosterRow is a roster row (api.SessionRow, the one form of a row) as
+// the CLI shows it, with what this reader adds: the silence it found
+// itself and the row's urgency.
 type rosterRow struct {
-	raw []byte
+	*api.SessionRow
 
-	SessionID, ParentSessionID, Activity, TaskState string
-	Ended                                           bool
-	ActivityAt, TaskStateAt, SilentSince            time.Time
-
-	// lastEvent and lastEvidence are the raw JSON values, parsed only
-	// when needed.
-	lastEvent, lastEvidence []byte
 	// silentComputed is set when this reader, not the node, found the
 	// silence.
 	silentComputed bool
-	// rank is the row's urgency, computed by sortRows.
+	// rank is the row's urgency, computed by decodeRoster.
 	rank presence.UrgencyRank
-
-	*rowDetail
 }
 
-// rowDetail is what human views show beyond the core.
-type rowDetail struct {
-	Agent, Node, Name, SessionName, ActivitySource, BlockerReason, Task string
-	Cwd, WaitingOn, Project, Branch, WaitingChild, EndReason            string
-	Claims                                                              []string
-	PendingClaims                                                       []string
-	Reachable                                                           bool
-	AgentPID, Events                                                    int
-	StartedAt, UnreachableSince, EndedAt                                time.Time
-	HarnTask                                                            *harnTaskCell // harn_task
-}
-
-// parseTime reads a raw JSON time value. The node's own layout
-// (presence.FormatTime: "2006-01-02T15:04:05.000Z") is read directly,
-// which matters over thousands of rows; anything else goes through
-// presence.ParseTime. A value that is not a time is the zero time.
-func parseTime(val []byte) time.Time {
-	if len(val) == 26 && val[0] == '"' && val[25] == '"' {
-		if t, ok := parseMillisUTC(val[1:25]); ok {
-			return t
-		}
-	}
-	if len(val) == 0 {
-		return time.Time{}
-	}
-	t, _ := presence.ParseTime(jsonString(val))
-	return t
-}
-
-// parseMillisUTC parses exactly "2006-01-02T15:04:05.000Z".
-func parseMillisUTC(b []byte) (time.Time, bool) {
-	if b[4] != '-' || b[7] != '-' || b[10] != 'T' || b[13] != ':' || b[16] != ':' || b[19] != '.' || b[23] != 'Z' {
-		return time.Time{}, false
-	}
-	ok := true
-	num := func(i, n int) int {
-		v := 0
-		for _, c := range b[i : i+n] {
-			if c < '0' || c > '9' {
-				ok = false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v
-	}
-	y, mo, d := num(0, 4), num(5, 2), num(8, 2)
-	h, mi, s, ms := num(11, 2), num(14, 2), num(17, 2), num(20, 3)
-	if !ok || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || s > 59 {
-		return time.Time{}, false
-	}
-	t := time.Date(y, time.Month(mo), d, h, mi, s, ms*int(time.Millisecond), time.UTC)
-	if t.Day() != d { // February 30th and the like: let the full parser refuse it
-		return time.Time{}, false
-	}
-	return t, true
-}
-
-// knownWord returns the constant for a common state value, so that
-// thousands of rows share one string instead of one allocation each.
-func knownWord(val []byte) string {
-	switch string(val) {
-	case `"working"`:
-		return "working"
-	case `"idle"`:
-		return "idle"
-	case `"needs_input"`:
-		return "needs_input"
-	case `"unknown"`:
-		return "unknown"
-	case `"active"`:
-		return "active"
-	case `"blocked"`:
-		return "blocked"
-	case `"done"`:
-		return "done"
-	}
-	return jsonString(val)
-}
-
-// decodeRosterRow reads one roster entry. With full unset it reads only
-// the core; full reads everything a human view shows.
-func decodeRosterRow(b []byte, full bool) (rosterRow, error) {
-	var r rosterRow
-	err := r.decode(b, full)
-	return r, err
-}
-
-// decode fills r from one roster entry (see decodeRosterRow).
-func (r *rosterRow) decode(b []byte, full bool) error {
-	*r = rosterRow{raw: b}
-	var d *rowDetail
-	if full {
-		d = &rowDetail{Reachable: true}
-		r.rowDetail = d
-	}
-	var actAt, taskAt []byte
-	err := scanObject(b, func(k, v []byte) {
-		switch string(k) {
-		case "session_id":
-			r.SessionID = jsonString(v)
-		case "parent_session_id":
-			r.ParentSessionID = jsonString(v)
-		case "activity":
-			r.Activity = knownWord(v)
-		case "activity_updated_at":
-			actAt = v
-		case "task_state":
-			r.TaskState = knownWord(v)
-		case "task_state_updated_at":
-			taskAt = v
-		case "ended":
-			r.Ended = string(v) == "true"
-		case "last_event_at":
-			r.lastEvent = v
-		case "last_evidence_at":
-			r.lastEvidence = v
-		case "silent_since":
-			r.SilentSince = parseTime(v)
-		}
-		if d == nil {
-			return
-		}
-		switch string(k) {
-		case "agent":
-			d.Agent = jsonString(v)
-		case "node":
-			d.Node = jsonString(v)
-		case "name":
-			d.Name = jsonString(v)
-		case "session_name":
-			d.SessionName = jsonString(v)
-		case "activity_source":
-			d.ActivitySource = jsonString(v)
-		case "blocker_reason":
-			d.BlockerReason = jsonString(v)
-		case "task":
-			d.Task = jsonString(v)
-		case "cwd":
-			d.Cwd = jsonString(v)
-		case "waiting_on":
-			d.WaitingOn = jsonString(v)
-		case "project":
-			d.Project = jsonString(v)
-		case "branch":
-			d.Branch = jsonString(v)
-		case "waiting_child":
-			d.WaitingChild = jsonString(v)
-		case "end_reason":
-			d.EndReason = jsonString(v)
-		case "harn_task":
-			d.HarnTask = decodeHarnTask(v)
-		case "claims":
-			_ = json.Unmarshal(v, &d.Claims)
-		case "pending_claims":
-			_ = json.Unmarshal(v, &d.PendingClaims)
-		case "reachable":
-			d.Reachable = string(v) != "false"
-		case "agent_pid":
-			_ = json.Unmarshal(v, &d.AgentPID)
-		case "events":
-			_ = json.Unmarshal(v, &d.Events)
-		case "started_at":
-			d.StartedAt = parseTime(v)
-		case "ended_at":
-			d.EndedAt = parseTime(v)
-		case "unreachable_since":
-			d.UnreachableSince = parseTime(v)
-		}
-	})
-	if err != nil {
-		// Let encoding/json say what is wrong.
-		var probe map[string]json.RawMessage
-		if jerr := json.Unmarshal(b, &probe); jerr != nil {
-			return jerr
-		}
-		return err
+// newRosterRow is the CLI's view of a row from the node; a nil row (a
+// node that sent none) is an error.
+func newRosterRow(r *api.SessionRow) (*rosterRow, error) {
+	if r == nil || r.SessionId == "" {
+		return nil, errNoRow
 	}
 	if r.Activity == "" {
 		r.Activity = string(presence.ActivityUnknown)
@@ -220,88 +36,56 @@ func (r *rosterRow) decode(b []byte, full bool) error {
 	if r.TaskState == "" {
 		r.TaskState = string(presence.TaskActive)
 	}
-	r.ActivityAt = parseTime(actAt)
-	if full || r.TaskState == string(presence.TaskBlocked) {
-		r.TaskStateAt = parseTime(taskAt)
-	}
-	return nil
+	return &rosterRow{SessionRow: r}, nil
 }
 
-// urgencyKey is the row's key for presence.CompareUrgency.
-func (r *rosterRow) urgencyKey() presence.UrgencyKey {
-	return presence.UrgencyKey{SessionID: r.SessionID, Activity: presence.Activity(r.Activity),
-		TaskState: presence.TaskState(r.TaskState), Ended: r.Ended,
-		ActivityUpdatedAt: r.ActivityAt, TaskStateUpdatedAt: r.TaskStateAt}
-}
+// errNoRow: the node's answer carries no session row.
+var errNoRow = errors.New("cli: the node's answer carries no session row")
 
-// evidenceAt is the time of the session's latest evidence: the node's
-// last_evidence_at, or its last event where the node does not say.
-func (r *rosterRow) evidenceAt() time.Time {
-	if t := parseTime(r.lastEvidence); !t.IsZero() {
-		return t
-	}
-	return parseTime(r.lastEvent)
-}
+// Times of the row.
+func (r *rosterRow) activityAt() time.Time       { return api.TimeOf(r.ActivityUpdatedAtUnixNano) }
+func (r *rosterRow) taskStateAt() time.Time      { return api.TimeOf(r.TaskStateUpdatedAtUnixNano) }
+func (r *rosterRow) silentSince() time.Time      { return api.TimeOf(r.SilentSinceUnixNano) }
+func (r *rosterRow) startedAt() time.Time        { return api.TimeOf(r.StartedAtUnixNano) }
+func (r *rosterRow) endedAt() time.Time          { return api.TimeOf(r.EndedAtUnixNano) }
+func (r *rosterRow) unreachableSince() time.Time { return api.TimeOf(r.UnreachableSinceUnixNano) }
+
+// evidenceAt is the time of the session's latest evidence.
+func (r *rosterRow) evidenceAt() time.Time { return r.SessionRow.EvidenceAt() }
 
 // markSilence applies the honest-silence rule where the node has not: a
 // working session whose latest evidence is older than after is silent
 // since that evidence. Activity is never changed. after <= 0 turns the
 // rule off.
 func (r *rosterRow) markSilence(now time.Time, after time.Duration) {
-	if after <= 0 || !r.SilentSince.IsZero() || r.Ended || r.Activity != string(presence.ActivityWorking) {
+	if after <= 0 || r.SilentSinceUnixNano != 0 || r.Ended || r.Activity != string(presence.ActivityWorking) {
 		return
 	}
 	ev := r.evidenceAt()
 	if ev.IsZero() || now.Sub(ev) <= after {
 		return
 	}
-	r.SilentSince, r.silentComputed = ev, true
+	r.SilentSinceUnixNano, r.silentComputed = api.UnixNano(ev), true
 }
 
 // silent reports whether a working row is to be shown as silent.
 func (r *rosterRow) silent() bool {
-	return !r.SilentSince.IsZero() && r.Activity == string(presence.ActivityWorking) && !r.Ended
+	return r.SilentSinceUnixNano != 0 && r.Activity == string(presence.ActivityWorking) && !r.Ended
 }
 
-// writeJSON writes the row's JSON as the node wrote it, with
-// silent_since added when this reader found the silence.
-func (r *rosterRow) writeJSON(w *bufio.Writer) {
-	b := r.raw
-	if r.silentComputed {
-		b = bytes.TrimRight(b, " \n\t\r")
+// writeJSON writes the row's JSON form (api.RowJSON).
+func (r *rosterRow) writeJSON(w *bufio.Writer) error {
+	b, err := api.MarshalRowJSON(r.SessionRow)
+	if err != nil {
+		return err
 	}
-	if !r.silentComputed || len(b) < 2 || b[len(b)-1] != '}' {
-		w.Write(r.raw)
-		return
-	}
-	body := b[:len(b)-1]
-	w.Write(body)
-	if len(bytes.TrimSpace(body)) > 1 { // not "{"
-		w.WriteByte(',')
-	}
-	w.WriteString(`"silent_since":"`)
-	w.WriteString(presence.FormatTime(r.SilentSince))
-	w.WriteString(`"}`)
+	_, err = w.Write(b)
+	return err
 }
 
-// project is the row's project column: the node's project (or the cwd's
-// basename when the node does not say) and @branch when known.
-func (r *rosterRow) project() string {
-	p := r.Project
-	if p == "" && r.Cwd != "" {
-		p = path.Base(strings.TrimRight(r.Cwd, "/"))
-		if p == "." || p == "/" {
-			p = ""
-		}
-	}
-	if r.Branch != "" {
-		if p == "" {
-			p = "-"
-		}
-		p += "@" + r.Branch
-	}
-	return p
-}
+// project is the row's PROJECT column: the project and @branch when
+// known. List, show and --consistent all show this.
+func (r *rosterRow) project() string { return r.ProjectBranch() }
 
 // sortRows orders rows by urgency (presence.CompareUrgency), over the
 // ranks decodeRoster computed once per row.
@@ -323,15 +107,15 @@ type placed struct {
 func treeOrder(rows []*rosterRow) []placed {
 	index := make(map[string]int, len(rows))
 	for i := range rows {
-		if _, dup := index[rows[i].SessionID]; !dup {
-			index[rows[i].SessionID] = i
+		if _, dup := index[rows[i].SessionId]; !dup {
+			index[rows[i].SessionId] = i
 		}
 	}
 	children := map[int][]int{}
 	var roots []int
 	for i := range rows {
-		p, ok := index[rows[i].ParentSessionID]
-		if rows[i].ParentSessionID == "" || !ok || p == i {
+		p, ok := index[rows[i].ParentSessionId]
+		if rows[i].ParentSessionId == "" || !ok || p == i {
 			roots = append(roots, i)
 			continue
 		}

@@ -1,12 +1,12 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -14,7 +14,7 @@ import (
 // over 10,000 entries as the node writes them: decode what sorting needs,
 // apply the silence rule, sort by urgency, write.
 func BenchmarkRosterJSON10k(b *testing.B) {
-	entries := make([][]byte, 10000)
+	entries := make([]*api.SessionRow, 10000)
 	acts := []string{"working", "idle", "needs_input", "unknown"}
 	for i := range entries {
 		st := presence.NewState(fmt.Sprintf("%08x-5b7d-4e21-9c3a-0d6e2f4b1a77", i))
@@ -23,12 +23,11 @@ func BenchmarkRosterJSON10k(b *testing.B) {
 		st.ActivityUpdatedAt = now.Add(-time.Duration(i) * time.Second)
 		st.LastEventAt, st.StartedAt, st.TaskStateUpdatedAt = st.ActivityUpdatedAt, st.ActivityUpdatedAt, st.ActivityUpdatedAt
 		st.Events = 3
-		b0, _ := json.Marshal(st)
-		entries[i] = b0
+		entries[i] = api.RowOf(&st)
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		rows, err := decodeRoster(entries, false, now, defaultSilenceAfter)
+		rows, err := decodeRoster(entries, now, defaultSilenceAfter)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -11,13 +11,13 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 )
 
 // TestNodeWrittenRosterJSONEqualsTheCLIsOwn: `agents list --json` is the
-// same whether the node writes the array (node.RosterJSON, what the CLI
-// asks for) or the CLI sorts the node's entries itself (what it does with
-// a node that predates that): the same sessions in the same urgency
+// same whether the node sorts the rows (node.RosterRows, what the CLI
+// asks for) or the CLI sorts the node's rows itself: the same sessions in the same urgency
 // order, each with the same fields, silence applied with the reader's
 // threshold.
 func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
@@ -27,7 +27,7 @@ func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
 		n := rapid.IntRange(0, 30).Draw(t, "sessions")
 		after := time.Duration(rapid.IntRange(-1, 10).Draw(t, "after-min")) * time.Minute
 		entries := make([]node.RosterEntry, n)
-		raw := make([][]byte, n)
+		raw := make([]*api.SessionRow, n)
 		for i := range entries {
 			st := presence.NewState(fmt.Sprintf("s-%03d", rapid.IntRange(0, 999).Draw(t, "id")*1000+i))
 			st.Agent, st.Node, st.Name = "claude-code", "buildbox", "Flint"
@@ -39,17 +39,17 @@ func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
 			st.LastEventAt, st.Events = st.LastEvidenceAt, 3
 			st.Ended = rapid.IntRange(0, 9).Draw(t, "ended") == 0
 			entries[i] = node.RosterEntry{State: st, Reachable: true, Source: "registry"}
-			b, err := entries[i].Encode()
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw[i] = b
+			raw[i] = entries[i].Row()
 		}
-		fromNode, err := node.RosterJSON(entries, now, after)
+		fromNode, err := decodeRoster(node.RosterRows(entries, now, after), now, after)
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows, err := decodeRoster(raw, false, now, after)
+		var nodeOut bytes.Buffer
+		if err := writeRosterJSON(&nodeOut, fromNode); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := decodeRoster(raw, now, after)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,17 +58,17 @@ func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 		var a, b []map[string]any
-		if err := json.Unmarshal(fromNode, &a); err != nil {
-			t.Fatalf("the node's array does not parse: %v\n%s", err, fromNode)
+		if err := json.Unmarshal(nodeOut.Bytes(), &a); err != nil {
+			t.Fatalf("the node's array does not parse: %v\n%s", err, nodeOut.Bytes())
 		}
 		if err := json.Unmarshal(own.Bytes(), &b); err != nil {
 			t.Fatal(err)
 		}
 		if !reflect.DeepEqual(a, b) {
-			t.Fatalf("node:\n%s\ncli:\n%s", fromNode, own.Bytes())
+			t.Fatalf("node:\n%s\ncli:\n%s", nodeOut.Bytes(), own.Bytes())
 		}
-		if n == 0 && string(fromNode) != own.String() {
-			t.Fatalf("empty roster: node %q, cli %q", fromNode, own.String())
+		if n == 0 && nodeOut.String() != own.String() {
+			t.Fatalf("empty roster: node %q, cli %q", nodeOut.String(), own.String())
 		}
 	})
 }

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,12 +11,14 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
 )
 
-// tableWidth is the width the roster table fits: it cuts the task, then
-// the project (and other free text) before it would cut a state.
+// tableWidth is the width the roster table fits when the output is not a
+// terminal (tableWidthOf): it cuts the task, then the project (and other
+// free text) before it would cut a state.
 const tableWidth = 120
 
 // waitingOnMax bounds what a needs_input row says it waits on.
@@ -122,23 +123,26 @@ func activityCell(r *rosterRow, now time.Time) cell {
 	c := cell{s: act, keep: utf8.RuneCountInString(act), colour: activityColour(act)}
 	switch {
 	case r.Activity == string(presence.ActivityNeedsInput):
-		if !r.ActivityAt.IsZero() {
-			c.s += " " + text.Age(now, r.ActivityAt)
+		if at := r.activityAt(); !at.IsZero() {
+			c.s += " " + text.Age(now, at)
 			c.keep = utf8.RuneCountInString(c.s)
 		}
 		if on := safe(r.WaitingOn); on != "" {
 			c.s += ": " + text.Clip(on, waitingOnMax)
 		}
 	case r.silent():
-		c.s += " · silent " + text.Age(now, r.SilentSince)
+		c.s += " · silent " + text.Age(now, r.silentSince())
 		c.keep = utf8.RuneCountInString(c.s)
 	}
 	return c
 }
 
 // lifeCell renders the TASK STATE cell: the task state and, while
-// blocked, its reason.
+// blocked, its reason; an ended session shows ended.
 func lifeCell(r *rosterRow) cell {
+	if r.Ended {
+		return cell{s: "ended", keep: 5, colour: activityColour("ended")}
+	}
 	ts := safe(r.TaskState)
 	c := cell{s: ts, keep: utf8.RuneCountInString(ts), colour: taskColour(ts)}
 	if reason := safe(r.BlockerReason); reason != "" {
@@ -155,8 +159,8 @@ func nodeCell(r *rosterRow, now time.Time) cell {
 	}
 	if !r.Reachable {
 		where += " (unreachable"
-		if !r.UnreachableSince.IsZero() {
-			where += " " + text.Age(now, r.UnreachableSince)
+		if since := r.unreachableSince(); !since.IsZero() {
+			where += " " + text.Age(now, since)
 		}
 		where += ")"
 	}
@@ -174,7 +178,7 @@ func dash(s string) string {
 func rosterCells(rows []*rosterRow, now time.Time) [][nCols]cell {
 	ids := make([]string, len(rows))
 	for i := range rows {
-		ids[i] = rows[i].SessionID
+		ids[i] = rows[i].SessionId
 	}
 	handles := shortIDs(ids)
 	order := treeOrder(rows)
@@ -294,34 +298,15 @@ func writeTable(w io.Writer, cols []column, rows [][nCols]cell, widths []int, co
 	return bw.Flush()
 }
 
-// renderRoster writes the roster table of sorted rows.
-func renderRoster(w io.Writer, rows []*rosterRow, now time.Time, colour bool) error {
+// renderRoster writes the roster table of sorted rows, fit to width.
+func renderRoster(w io.Writer, rows []*rosterRow, now time.Time, colour bool, width int) error {
 	if len(rows) == 0 {
 		_, err := io.WriteString(w, "no agent sessions\n")
 		return err
 	}
 	cells := rosterCells(rows, now)
-	widths := fitWidths(rosterColumns[:], cells, tableWidth)
+	widths := fitWidths(rosterColumns[:], cells, width)
 	return writeTable(w, rosterColumns[:], cells, widths, colour)
-}
-
-// harnTaskCell is a session's harn task as the roster table shows it.
-type harnTaskCell struct {
-	ID         string `json:"id"`
-	State      string `json:"state"`
-	Status     string `json:"status"`
-	Text       string `json:"text"`
-	QueueDepth int    `json:"queue_depth"`
-}
-
-// decodeHarnTask reads a roster entry's harn_task; nil when it is absent
-// or not an object.
-func decodeHarnTask(v []byte) *harnTaskCell {
-	var t harnTaskCell
-	if json.Unmarshal(v, &t) != nil || t.ID == "" {
-		return nil
-	}
-	return &t
 }
 
 // Bounds of the harn task marker.
@@ -334,8 +319,8 @@ const (
 // "▶ t-…K3F9Q2 running (2 queued)"; a terminal task shows its status
 // instead of the word terminal ("▶ t-…K3F9Q2 succeeded"). It is kept whole: the cell cuts only the text
 // after it.
-func harnTaskMarker(t *harnTaskCell) string {
-	id := safe(t.ID)
+func harnTaskMarker(t *api.HarnTask) string {
+	id := safe(t.Id)
 	if r := []rune(id); len(r) > taskIDTail+2 {
 		id = "t-…" + string(r[len(r)-taskIDTail:])
 	}
@@ -354,7 +339,7 @@ func harnTaskMarker(t *harnTaskCell) string {
 // taskCell renders the TASK cell: the session's task, after its harn
 // task's marker when it has one.
 func taskCell(r *rosterRow) cell {
-	if r.rowDetail == nil || r.HarnTask == nil {
+	if r.HarnTask == nil {
 		return cell{s: dash(safe(r.Task))}
 	}
 	m := harnTaskMarker(r.HarnTask)

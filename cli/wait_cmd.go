@@ -83,17 +83,23 @@ func runWait(c *cobra.Command, args []string) error {
 		return withCode(ExitWaitTimeout, fmt.Errorf("%w after %v waiting for %s to be %s (exit %d)",
 			errWaitTimeout, timeout, what, text.Sanitize(state), ExitWaitTimeout))
 	}
-	r, err := decodeRosterRow(res.SessionJson, !asJSON(c))
+	row, err := api.UnmarshalRowJSON(res.SessionJson)
+	if err != nil {
+		return fmt.Errorf("cli: session from the node: %w", err)
+	}
+	r, err := newRosterRow(row)
 	if err != nil {
 		return fmt.Errorf("cli: session from the node: %w", err)
 	}
 	w := bufio.NewWriter(c.OutOrStdout())
 	if asJSON(c) {
-		r.writeJSON(w)
+		if err := r.writeJSON(w); err != nil {
+			return err
+		}
 		w.WriteByte('\n')
 		return w.Flush()
 	}
-	line := fmt.Sprintf("%s %s %s on %s: %s, %s", text.Cell(r.SessionID), text.Cell(orDash(r.Name)), text.Cell(orDash(r.Agent)),
+	line := fmt.Sprintf("%s %s %s on %s: %s, %s", text.Cell(r.SessionId), text.Cell(orDash(r.Name)), text.Cell(orDash(r.Agent)),
 		text.Cell(orDash(r.Node)), text.Cell(r.Activity), text.Cell(r.TaskState))
 	if r.BlockerReason != "" {
 		line += " (" + text.Clip(text.OneLine(r.BlockerReason), 80) + ")"

@@ -19,7 +19,6 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
@@ -51,10 +50,10 @@ func watching(c *cobra.Command) bool {
 }
 
 // rosterFetch reads the roster entries from the node.
-type rosterFetch func(ctx context.Context) ([][]byte, node.ReadInfo, error)
+type rosterFetch func(ctx context.Context) ([]*api.SessionRow, *api.ReadInfo, error)
 
 // runWatch runs `agents list --watch` until q, ctrl-c, SIGINT or SIGTERM.
-func runWatch(c *cobra.Command, all, consistent bool) error {
+func runWatch(c *cobra.Command, all, consistent bool, f listFilter) error {
 	every, _ := c.Flags().GetDuration("interval")
 	if every < minWatchInterval {
 		return usageErr(fmt.Errorf("--interval %s: give at least %s", every, minWatchInterval))
@@ -67,20 +66,19 @@ func runWatch(c *cobra.Command, all, consistent bool) error {
 		return err
 	}
 	defer cl.Close()
-	fetch := func(ctx context.Context) ([][]byte, node.ReadInfo, error) {
+	fetch := func(ctx context.Context) ([]*api.SessionRow, *api.ReadInfo, error) {
 		res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent})
 		if err != nil {
-			return nil, node.ReadInfo{}, rpcErr(err, p)
+			return nil, nil, rpcErr(err, p)
 		}
-		var info node.ReadInfo
-		_ = json.Unmarshal(res.ReadJson, &info)
-		return res.SessionsJson, info, nil
+		return res.GetRows(), res.GetRead(), nil
 	}
 	out := c.OutOrStdout()
 	if asJSON(c) || !isTerminal(out) {
-		return watchJSON(ctx, out, c.ErrOrStderr(), fetch, every, silenceAfter(c))
+		return watchJSON(ctx, out, c.ErrOrStderr(), fetch, every, silenceAfter(c), f)
 	}
 	m := newWatchModel(ctx, fetch, every, silenceAfter(c), useColour(out))
+	m.filter = f
 	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(out))
 	_, err = prog.Run()
 	if errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {
@@ -114,19 +112,17 @@ func (f *changeFeed) changes(rows []*rosterRow) ([][]byte, error) {
 	var out [][]byte
 	seen := make(map[string]bool, len(rows))
 	for _, r := range rows {
-		var raw bytes.Buffer
-		bw := bufio.NewWriter(&raw)
-		r.writeJSON(bw)
-		bw.Flush()
 		var line bytes.Buffer
-		if err := json.Compact(&line, raw.Bytes()); err != nil {
-			return nil, fmt.Errorf("cli: roster entry %s from the node: %w", safe(r.SessionID), err)
+		bw := bufio.NewWriter(&line)
+		if err := r.writeJSON(bw); err != nil {
+			return nil, fmt.Errorf("cli: roster row %s from the node: %w", safe(r.SessionId), err)
 		}
-		seen[r.SessionID] = true
-		if prev, ok := f.last[r.SessionID]; ok && bytes.Equal(prev, line.Bytes()) {
+		bw.Flush()
+		seen[r.SessionId] = true
+		if prev, ok := f.last[r.SessionId]; ok && bytes.Equal(prev, line.Bytes()) {
 			continue
 		}
-		f.last[r.SessionID] = line.Bytes()
+		f.last[r.SessionId] = line.Bytes()
 		out = append(out, line.Bytes())
 	}
 	var gone []string
@@ -147,7 +143,7 @@ func (f *changeFeed) changes(rows []*rosterRow) ([][]byte, error) {
 // watchJSON polls the roster every interval and writes the changed
 // sessions as JSON lines to out, until ctx ends. A failed read is said
 // once on errOut (until reads work again) and retried.
-func watchJSON(ctx context.Context, out, errOut io.Writer, fetch rosterFetch, every, silence time.Duration) error {
+func watchJSON(ctx context.Context, out, errOut io.Writer, fetch rosterFetch, every, silence time.Duration, filter listFilter) error {
 	var feed changeFeed
 	lastErr := ""
 	timer := time.NewTimer(0)
@@ -158,7 +154,7 @@ func watchJSON(ctx context.Context, out, errOut io.Writer, fetch rosterFetch, ev
 			return nil
 		case <-timer.C:
 		}
-		lines, err := pollChanges(ctx, fetch, &feed, silence)
+		lines, err := pollChanges(ctx, fetch, &feed, silence, filter)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -179,18 +175,18 @@ func watchJSON(ctx context.Context, out, errOut io.Writer, fetch rosterFetch, ev
 
 // pollChanges reads the roster once and returns the lines for what
 // changed.
-func pollChanges(ctx context.Context, fetch rosterFetch, feed *changeFeed, silence time.Duration) ([][]byte, error) {
+func pollChanges(ctx context.Context, fetch rosterFetch, feed *changeFeed, silence time.Duration, filter listFilter) ([][]byte, error) {
 	cctx, cancel := context.WithTimeout(ctx, watchCallTimeout)
 	defer cancel()
 	entries, _, err := fetch(cctx)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := decodeRoster(entries, false, time.Now(), silence)
+	rows, err := decodeRoster(entries, time.Now(), silence)
 	if err != nil {
 		return nil, err
 	}
-	return feed.changes(rows)
+	return feed.changes(filter.apply(rows))
 }
 
 // writeLines writes lines in one write, each ended by a newline.
@@ -212,7 +208,7 @@ func writeLines(w io.Writer, lines [][]byte) error {
 // snapshotMsg is one roster read.
 type snapshotMsg struct {
 	rows []*rosterRow
-	info node.ReadInfo
+	info *api.ReadInfo
 	at   time.Time
 	err  error
 }
@@ -228,9 +224,10 @@ type watchModel struct {
 	silence time.Duration
 	colour  bool
 	now     func() time.Time
+	filter  listFilter
 
 	rows   []*rosterRow
-	info   node.ReadInfo
+	info   *api.ReadInfo
 	at     time.Time // of the last good read
 	err    error     // of the last read, if it failed
 	loaded bool
@@ -255,8 +252,8 @@ func (m watchModel) read() tea.Msg {
 	if err != nil {
 		return snapshotMsg{at: now, err: err}
 	}
-	rows, err := decodeRoster(entries, true, now, m.silence)
-	return snapshotMsg{rows: rows, info: info, at: now, err: err}
+	rows, err := decodeRoster(entries, now, m.silence)
+	return snapshotMsg{rows: m.filter.apply(rows), info: info, at: now, err: err}
 }
 
 // Update takes reads, window sizes and keys.
@@ -367,8 +364,8 @@ func (m watchModel) View() string {
 	if m.err != nil {
 		foot = append(foot, m.style(watchWarn, "cannot read the roster: "+text.Clip(safe(m.err.Error()), max(20, width-40))+"; retrying"))
 	}
-	if m.info.Stale {
-		foot = append(foot, m.style(watchWarn, "stale read: no word from a leader for "+safe(orDash(m.info.LastContact))))
+	if m.info.GetStale() {
+		foot = append(foot, m.style(watchWarn, "stale read: no word from a leader for "+safe(orDash(m.info.GetLastContact()))))
 	}
 	foot = append(foot, m.style(watchDim, "q quits"))
 	b.WriteString(strings.Join(foot, " · "))

@@ -12,7 +12,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
 )
 
 // watchEntries is a roster of one session in each urgency class, given
@@ -38,7 +38,7 @@ func testModel(t *testing.T, entries [][]byte) watchModel {
 	m.now = func() time.Time { return now }
 	next, _ := m.Update(tea.WindowSizeMsg{Width: 120, Height: 40})
 	m = next.(watchModel)
-	rows, err := decodeRoster(entries, true, now, defaultSilenceAfter)
+	rows, err := decodeJSONRoster(entries, true, now, defaultSilenceAfter)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestWatchViewShowsRowsInUrgencyOrder(t *testing.T) {
 	m := testModel(t, watchEntries())
 	view := m.View()
 	var list bytes.Buffer
-	if err := renderRoster(&list, roster(t, true, watchEntries()...), now, false); err != nil {
+	if err := renderRoster(&list, roster(t, true, watchEntries()...), now, false, tableWidth); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range strings.Split(strings.TrimRight(list.String(), "\n"), "\n") {
@@ -112,12 +112,12 @@ func TestWatchQuitsOnQ(t *testing.T) {
 // roster, which comes back as the next snapshot.
 func TestWatchPollReadsTheNodeAgain(t *testing.T) {
 	calls := 0
-	fetch := func(ctx context.Context) ([][]byte, node.ReadInfo, error) {
+	fetch := func(ctx context.Context) ([]*api.SessionRow, *api.ReadInfo, error) {
 		calls++
 		if _, ok := ctx.Deadline(); !ok {
 			t.Error("a read without a deadline")
 		}
-		return watchEntries()[:1], node.ReadInfo{Stale: true, LastContact: "9s"}, nil
+		return jsonRows(t, watchEntries()[:1]), &api.ReadInfo{Stale: true, LastContact: "9s"}, nil
 	}
 	m := newWatchModel(context.Background(), fetch, time.Second, defaultSilenceAfter, false)
 	m.now = func() time.Time { return now }
@@ -252,19 +252,21 @@ func (s *syncBuffer) String() string {
 func TestWatchJSONRetriesAFailedRead(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
-	fetch := func(ctx context.Context) ([][]byte, node.ReadInfo, error) {
+	fetch := func(ctx context.Context) ([]*api.SessionRow, *api.ReadInfo, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
 		if calls <= 3 {
-			return nil, node.ReadInfo{}, errors.New("no harn node answers")
+			return nil, nil, errors.New("no harn node answers")
 		}
-		return watchEntries()[:2], node.ReadInfo{}, nil
+		return jsonRows(t, watchEntries()[:2]), nil, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- watchJSON(ctx, &out, &errOut, fetch, minWatchInterval, defaultSilenceAfter) }()
+	go func() {
+		done <- watchJSON(ctx, &out, &errOut, fetch, minWatchInterval, defaultSilenceAfter, listFilter{})
+	}()
 	deadline := time.Now().Add(10 * time.Second)
 	for strings.Count(out.String(), "\n") < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)

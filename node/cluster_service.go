@@ -74,8 +74,7 @@ func (s *clusterService) Session(ctx context.Context, req *api.SessionRequest) (
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, _ := json.Marshal(st)
-	return &api.SessionResponse{SessionJson: b, Live: !st.Ended}, nil
+	return &api.SessionResponse{Session: api.RowOf(&st), Live: !st.Ended}, nil
 }
 
 func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
@@ -87,8 +86,7 @@ func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionReque
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, _ := json.Marshal(st)
-	out := &api.TraceResponse{SessionJson: b}
+	out := &api.TraceResponse{Session: api.RowOf(&st)}
 	for i := range evs {
 		out.Events = append(out.Events, EventToAPI(&evs[i]))
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
@@ -97,8 +98,8 @@ func (f *rawForger) sendAll(t *testing.T, frame []byte, to ...*Node) {
 // real node says.
 func forgedEntry(t *testing.T, id string) []byte {
 	t.Helper()
-	b, err := gossip.EncodeDelta(gossip.Entry{SessionID: id, Task: "forged: rm -rf /important", Activity: "working",
-		TaskState: "active", Hash: "forged"})
+	b, err := gossip.EncodeDelta(gossip.Entry{SessionRow: &api.SessionRow{SessionId: id, Task: "forged: rm -rf /important", Activity: "working",
+		TaskState: "active"}, Hash: "forged"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +151,7 @@ func TestForgedPresenceFromAGossipKeyHolderIsNotApplied(t *testing.T) {
 	const forged = uint64(1) << 62
 	foreign := foreignCert(t, "tw1", trust.RoleNode, time.Now(), time.Hour)
 	rogue := newGossipSigner(trust.NewHolder(&foreign, nil), trust.NewRevocationList(), n0.cfg.Clock)
-	blob, _ := json.Marshal(gossip.Blob{Node: "tw1", At: forged, Entries: []gossip.Entry{{SessionID: sid, Task: "forged"}},
+	blob, _ := json.Marshal(gossip.Blob{Node: "tw1", At: forged, Entries: []gossip.Entry{{SessionRow: &api.SessionRow{SessionId: sid, Task: "forged"}}},
 		Versions: []uint64{forged}})
 	state, err := mesh.EncodeStateFrame("tw1", blob, rogue.Credentials(), rogue.Sign)
 	if err != nil {

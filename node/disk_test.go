@@ -111,8 +111,8 @@ func TestFullDiskRefusesWritesAndKeepsServingReads(t *testing.T) {
 	}
 	for range 3 {
 		res, err := cl.List(ctx, &api.ListRequest{})
-		if err != nil || len(res.SessionsJson) != 1 {
-			t.Fatalf("agents list while writes are refused: %v (%d rows)", err, len(res.GetSessionsJson()))
+		if err != nil || len(res.Rows) != 1 {
+			t.Fatalf("agents list while writes are refused: %v (%d rows)", err, len(res.GetRows()))
 		}
 	}
 	if st, err := n.Resolve("s"); err != nil || st.Activity != presence.ActivityNeedsInput {

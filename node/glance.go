@@ -45,6 +45,5 @@ func (n *Node) glance(rows []RosterEntry, now time.Time) {
 		rows[i].State = states[i]
 		// It shows needs_input now: not silent.
 		rows[i].State.SilentSince = presence.SilentSince(&rows[i].State, now, n.cfg.SilenceAfter)
-		rows[i].raw = nil
 	}
 }

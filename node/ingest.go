@@ -178,7 +178,6 @@ func (n *Node) apply(stored []presence.Event) {
 	var publish []published
 	for _, s := range keys {
 		ent := n.sessions[s]
-		ent.view = nil
 		ent.hash = presence.PresenceHash(&ent.state)
 		// The gossip publisher decides whether a delta is due: by the
 		// hash, and by the evidence time and seen name it leaves out.

@@ -56,10 +56,6 @@ type ProcChecker interface {
 type entry struct {
 	state presence.State
 	hash  string
-	// view caches the session's roster JSON; apply clears it.
-	view []byte
-	// viewSilent is the silent_since that view was encoded with.
-	viewSilent time.Time
 }
 
 // Node is the daemon. Build it with New, start it with Open, stop it with

@@ -332,7 +332,7 @@ func pickWaited(entries []RosterEntry, id string, want alerts.WaitFor) (RosterEn
 		if want.Holds(st) {
 			e := entries[i]
 			if e.State.Activity != st.Activity {
-				e.State, e.raw = *st, nil
+				e.State = *st
 			}
 			return e, true, nil
 		}

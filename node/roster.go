@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -10,18 +9,14 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
 
 // RosterEntry is one session as a reader anywhere sees it: its state, and
-// whether its owning node can be reached now.
+// whether its owning node can be reached now. Row is its one form for
+// readers (api.SessionRow).
 type RosterEntry struct {
-	// raw is the entry's JSON when already encoded (this node's sessions
-	// keep theirs between changes).
-	raw []byte
-
 	State presence.State
 	// Reachable is false when the owning node is dead or has left.
 	Reachable bool
@@ -31,43 +26,37 @@ type RosterEntry struct {
 	// session), gossip (live presence of a reachable node) or registry.
 	Source string
 	// HarnTask is the session's harn task, if it has one.
-	HarnTask *gossip.HarnTask
+	HarnTask *api.HarnTask
+	// Project, when set, is the project the owner worked out (a gossiped
+	// row's, whose cwd may not have travelled); else the state's.
+	Project string
 }
 
-// rosterJSON is a roster entry's JSON: the state's stable fields and the
-// roster's, in one plain struct (one encoding pass, no nested marshaler).
-type rosterJSON struct {
-	presence.StateJSON
-	Reachable        bool             `json:"reachable"`
-	UnreachableSince string           `json:"unreachable_since,omitempty"`
-	Source           string           `json:"source"`
-	HarnTask         *gossip.HarnTask `json:"harn_task,omitempty"`
-}
-
-// JSON is the entry's JSON form as a plain struct. The reducer's
-// bookkeeping (open turn, pending prompts, last event cursor) stays in the
-// heartbeat and out of readers' views.
-func (r RosterEntry) JSON() any {
-	sj := r.State.JSON()
-	sj.OpenTurn, sj.TaskStateDeclared, sj.PendingRequests, sj.LastTS, sj.LastID = false, false, nil, "", ""
-	return rosterJSON{StateJSON: sj, Reachable: r.Reachable,
-		UnreachableSince: presence.FormatTime(r.UnreachableSince), Source: r.Source, HarnTask: r.HarnTask}
-}
-
-// MarshalJSON writes the state's stable JSON with the roster fields added.
-func (r RosterEntry) MarshalJSON() ([]byte, error) { return r.Encode() }
-
-// Encode returns the entry's JSON, from the cache when it has one.
-func (r RosterEntry) Encode() ([]byte, error) {
-	if r.raw != nil {
-		return r.raw, nil
+// Row is the entry's roster row: the one function from a roster entry to
+// what every reader sees.
+func (r *RosterEntry) Row() *api.SessionRow {
+	row := api.RowOf(&r.State)
+	if r.Project != "" {
+		row.Project = r.Project
 	}
-	return json.Marshal(r.JSON())
+	row.Reachable, row.UnreachableSinceUnixNano, row.Source = r.Reachable, api.UnixNano(r.UnreachableSince), r.Source
+	row.HarnTask = r.HarnTask
+	return row
+}
+
+// Encode is the entry's row as JSON (api.MarshalRowJSON).
+func (r *RosterEntry) Encode() ([]byte, error) { return api.MarshalRowJSON(r.Row()) }
+
+// entryOfRow is a roster entry of a row read elsewhere (the owner's, the
+// gossiped one): the inverse of Row.
+func entryOfRow(row *api.SessionRow) RosterEntry {
+	return RosterEntry{State: row.State(), Reachable: row.GetReachable(),
+		UnreachableSince: api.TimeOf(row.GetUnreachableSinceUnixNano()), Source: row.GetSource(),
+		HarnTask: row.GetHarnTask(), Project: row.GetProject()}
 }
 
 // localEntries are this node's sessions as roster entries, each with its
-// silent_since as of now and its cached JSON (encoded again when a change
-// cleared it or its silence changed).
+// silent_since as of now.
 func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -78,16 +67,7 @@ func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 		}
 		re := RosterEntry{State: e.state, Reachable: true, Source: "local"}
 		re.State.SilentSince = presence.SilentSince(&e.state, now, n.cfg.SilenceAfter)
-		if e.view == nil || !e.viewSilent.Equal(re.State.SilentSince) {
-			e.view = nil
-			if b, err := json.Marshal(re.JSON()); err == nil {
-				e.view, e.viewSilent = b, re.State.SilentSince
-			}
-		}
-		re.raw = e.view
-		if re.HarnTask = n.harnTask(e.state.SessionID); re.HarnTask != nil {
-			re.raw = nil
-		}
+		re.HarnTask = n.harnTask(e.state.SessionID)
 		out = append(out, re)
 	}
 	return out
@@ -95,12 +75,18 @@ func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 
 // ReadInfo says how a roster read was made and how stale it may be.
 type ReadInfo struct {
-	Consistent   bool   `json:"consistent"`
-	Stale        bool   `json:"stale"`
-	LeaderID     string `json:"leader,omitempty"`
-	LastContact  string `json:"last_contact,omitempty"`
-	AppliedIndex uint64 `json:"applied_index,omitempty"`
-	Mesh         bool   `json:"mesh"`
+	Consistent   bool
+	Stale        bool
+	LeaderID     string
+	LastContact  string
+	AppliedIndex uint64
+	Mesh         bool
+}
+
+// API is the read info as the list reply carries it.
+func (i ReadInfo) API() *api.ReadInfo {
+	return &api.ReadInfo{Consistent: i.Consistent, Stale: i.Stale, Leader: i.LeaderID,
+		LastContact: i.LastContact, AppliedIndex: i.AppliedIndex, Mesh: i.Mesh}
 }
 
 // recordState turns a registry record into a session state.
@@ -201,6 +187,7 @@ func (n *Node) roster(ctx context.Context, all, consistent, ordered bool) ([]Ros
 	now := n.cfg.Clock.Now()
 	if consistent {
 		out := n.registryRoster(recs, members, all)
+		n.decorateRecords(out)
 		n.glance(out, now)
 		return out, info, nil
 	}
@@ -218,7 +205,7 @@ func (n *Node) roster(ctx context.Context, all, consistent, ordered bool) ([]Ros
 					byID[recs[i].SessionID] = &recs[i]
 				}
 			}
-			if seen[ne.Entry.SessionID] || ne.Node == n.cfg.Name {
+			if seen[ne.Entry.GetSessionId()] || ne.Node == n.cfg.Name {
 				continue
 			}
 			m, known := members[ne.Node]
@@ -234,7 +221,8 @@ func (n *Node) roster(ctx context.Context, all, consistent, ordered bool) ([]Ros
 			if st.Ended && !all {
 				continue
 			}
-			out = append(out, RosterEntry{State: st, Reachable: true, Source: "gossip", HarnTask: ne.Entry.HarnTask})
+			out = append(out, RosterEntry{State: st, Reachable: true, Source: "gossip",
+				HarnTask: ne.Entry.GetHarnTask(), Project: ne.Entry.GetProject()})
 		}
 	}
 	for i := range recs {
@@ -303,6 +291,33 @@ func (n *Node) registryRoster(recs []raftstore.Record, members map[string]mesh.M
 	return out
 }
 
+// decorateRecords adds to registry entries what the registry does not
+// hold and every other view shows: the project (and branch) and the harn
+// task, from this node's own sessions and from what their owners gossip.
+// They decorate the row; the registry's fields stay as the leader read
+// them.
+func (n *Node) decorateRecords(out []RosterEntry) {
+	for i := range out {
+		e := &out[i]
+		id := e.State.SessionID
+		if e.State.Node == n.cfg.Name {
+			n.mu.Lock()
+			if ent := n.sessions[id]; ent != nil {
+				e.State.Repo, e.State.Branch, e.State.Cwd = ent.state.Repo, ent.state.Branch, ent.state.Cwd
+			}
+			n.mu.Unlock()
+			e.HarnTask = n.harnTask(id)
+			continue
+		}
+		if n.remote == nil {
+			continue
+		}
+		if ge, ok := n.remote.Get(e.State.Node, id); ok {
+			e.State.Repo, e.State.Branch, e.Project, e.HarnTask = ge.GetRepo(), ge.GetBranch(), ge.GetProject(), ge.GetHarnTask()
+		}
+	}
+}
+
 // readResult is a session read anywhere (readAnywhere).
 type readResult struct {
 	entry RosterEntry
@@ -364,8 +379,7 @@ func (n *Node) ReadSession(ctx context.Context, handle string) (RosterEntry, str
 			if err != nil {
 				return presence.State{}, err
 			}
-			var st presence.State
-			return st, json.Unmarshal(res.SessionJson, &st)
+			return res.GetSession().State(), nil
 		})
 	if err != nil {
 		return r.entry, "", err
@@ -391,12 +405,8 @@ func (n *Node) ReadTrace(ctx context.Context, handle string) (RosterEntry, []*ap
 			if err := checkPeerList("the owner of session "+id, "events", len(res.Events)); err != nil {
 				return presence.State{}, err
 			}
-			var st presence.State
-			if err := json.Unmarshal(res.SessionJson, &st); err != nil {
-				return st, err
-			}
 			evs = res.Events
-			return st, nil
+			return res.GetSession().State(), nil
 		})
 	if err != nil {
 		return RosterEntry{}, nil, "", err

@@ -158,22 +158,14 @@ func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.Lis
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	out := &api.ListResponse{Node: s.n.cfg.Name}
-	out.ReadJson, _ = json.Marshal(info)
+	out := &api.ListResponse{Node: s.n.cfg.Name, Read: info.API()}
 	if req.JsonArray {
-		out.RosterJson, err = s.n.rosterJSON(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
-		if err != nil {
-			return nil, statusErr(err)
-		}
+		out.Rows = s.n.rosterRows(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
 		return out, nil
 	}
-	out.SessionsJson = make([][]byte, 0, len(entries))
+	out.Rows = make([]*api.SessionRow, len(entries))
 	for i := range entries {
-		b, err := entries[i].Encode()
-		if err != nil {
-			return nil, statusErr(err)
-		}
-		out.SessionsJson = append(out.SessionsJson, b)
+		out.Rows[i] = entries[i].Row()
 	}
 	return out, nil
 }
@@ -182,11 +174,8 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, err := json.Marshal(RosterEntry{State: st, Reachable: true, Source: "local"})
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.SessionResponse{SessionJson: b, Live: !st.Ended}, nil
+	e := RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: s.n.harnTask(st.SessionID)}
+	return &api.SessionResponse{Session: e.Row(), Live: !st.Ended}, nil
 }
 
 func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
@@ -194,11 +183,7 @@ func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.S
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.SessionResponse{SessionJson: b, Live: !e.State.Ended, Note: note}, nil
+	return &api.SessionResponse{Session: e.Row(), Live: !e.State.Ended, Note: note}, nil
 }
 
 func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
@@ -206,8 +191,7 @@ func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	b, _ := json.Marshal(e)
-	return &api.TraceResponse{SessionJson: b, Events: evs, Note: note}, nil
+	return &api.TraceResponse{Session: e.Row(), Events: evs, Note: note}, nil
 }
 
 func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api.SessionResponse, error) {

@@ -85,7 +85,7 @@ func (n *Node) observeTasks(evs []presence.Event) {
 }
 
 // harnTask is the roster's view of a session's harn task, nil without one.
-func (n *Node) harnTask(session string) *gossip.HarnTask {
+func (n *Node) harnTask(session string) *api.HarnTask {
 	if n.tasks == nil {
 		return nil
 	}
@@ -93,20 +93,19 @@ func (n *Node) harnTask(session string) *gossip.HarnTask {
 	if !ok {
 		return nil
 	}
-	t := gossip.HarnTask{ID: b.ID, State: b.State, Status: b.Status, Text: b.Text, QueueDepth: b.QueueDepth,
-		PendingCalls: b.PendingCalls}.Bounded()
-	return &t
+	return gossip.BoundedTask(&api.HarnTask{Id: b.ID, State: b.State, Status: b.Status, Text: b.Text,
+		QueueDepth: int32(min(b.QueueDepth, 1<<30)), PendingCalls: b.PendingCalls})
 }
 
 // decorateEntry adds the harn task to a gossiped entry.
 func (n *Node) decorateEntry(e *gossip.Entry) {
-	if t := n.harnTask(e.SessionID); t != nil {
+	if t := n.harnTask(e.GetSessionId()); t != nil {
 		e.HarnTask = t
 		e.Hash = gossip.WithTask(e.Hash, t)
 	}
 }
 
-// taskChanged clears a session's cached roster view and gossips its entry
+// taskChanged gossips a session's entry
 // again: a task's state changed without a presence event.
 func (n *Node) taskChanged(session string) {
 	n.mu.Lock()
@@ -114,7 +113,6 @@ func (n *Node) taskChanged(session string) {
 	var st presence.State
 	var hash string
 	if ent != nil {
-		ent.view = nil
 		st, hash = ent.state, ent.hash
 	}
 	n.mu.Unlock()

@@ -23,7 +23,7 @@ func TestShowOfARemoteSessionIncludesItsHarnTask(t *testing.T) {
 	waitFor(t, clusterWait, "node B shows the harn task of A's session", func() bool {
 		e, note, err := b.ReadSession(context.Background(), res.Session)
 		got = e
-		return err == nil && note == "" && e.Source == "owner" && e.HarnTask != nil && e.HarnTask.ID == res.Task.ID &&
+		return err == nil && note == "" && e.Source == "owner" && e.HarnTask != nil && e.HarnTask.Id == res.Task.ID &&
 			e.HarnTask.State == "terminal" && e.HarnTask.Status == "succeeded"
 	})
 	if got.HarnTask.Text != "hello there" {

@@ -86,31 +86,7 @@ func notFound(err error) error {
 
 // rowOf is a roster entry as the board shows it (the roster already
 // applied the node's silence rule, as `harn agents list` shows it).
-func rowOf(e *RosterEntry, now time.Time) board.Row {
-	st := &e.State
-	r := board.Row{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID, Name: st.Name, Agent: st.Agent,
-		Node: st.Node, Task: st.Task, Cwd: st.Cwd, Project: st.Project(), Branch: st.Branch,
-		Activity: string(st.Activity), ActivityUpdatedAt: st.ActivityUpdatedAt, ActivitySource: st.ActivitySource,
-		TaskState: string(st.TaskState), TaskStateUpdatedAt: st.TaskStateUpdatedAt,
-		BlockerReason: st.BlockerReason, LifecycleReason: st.LifecycleReason,
-		LastEvidenceAt: st.LastEvidenceAt, LastEventAt: st.LastEventAt, StartedAt: st.StartedAt,
-		SilentSince: st.SilentSince, // the roster applied the node's --silence-after
-		WaitingOn:   st.WaitingOn, WaitingChild: st.WaitingChild,
-		Reachable: e.Reachable, UnreachableSince: e.UnreachableSince, Source: e.Source,
-		Claims: st.Claims, SuggestedSessionName: st.SuggestedSessionName, SessionName: st.Name,
-		Ended: st.Ended, EndedAt: st.EndedAt, EndReason: st.EndReason, Events: st.Events}
-	if t := e.HarnTask; t != nil {
-		r.HarnTask = &board.HarnTask{ID: t.ID, State: t.State, Status: t.Status, Text: t.Text,
-			PendingCalls: append([]string(nil), t.PendingCalls...)}
-		if r.Task == "" {
-			r.Task = t.Text
-		}
-		for _, c := range t.PendingCalls {
-			r.PendingRequests = append(r.PendingRequests, board.Request{ID: c, Kind: "confirmation", TaskID: t.ID})
-		}
-	}
-	return r
-}
+func rowOf(e *RosterEntry, _ time.Time) board.Row { return board.RowOf(e.Row()) }
 
 // pendingTTL is how long a peer's list of open permission requests is
 // reused by board reads.

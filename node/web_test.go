@@ -1,7 +1,6 @@
 package node
 
 import (
-	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -19,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/tasks"
@@ -388,7 +388,7 @@ func TestRowOfHarnTaskGetsTaskButtonsAndConfirmations(t *testing.T) {
 	st := presence.NewState("s")
 	st.Events = 1
 	e := RosterEntry{State: st, Reachable: true, Source: "local",
-		HarnTask: &gossip.HarnTask{ID: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
+		HarnTask: &api.HarnTask{Id: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
 	r := rowOf(&e, t0)
 	if !r.HasTask() || r.Task != "fix it" {
 		t.Fatalf("row %+v", r)
@@ -428,7 +428,7 @@ func TestGossipNotifierFiresOnlyWhenAPeerEntryChanged(t *testing.T) {
 	st := presence.NewState("peer-s1")
 	st.Events = 1
 	e := gossip.EntryOf(&st, presence.PresenceHash(&st))
-	b, err := json.Marshal(e)
+	b, err := gossip.EncodeDelta(e)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -214,6 +215,26 @@ func TestStatusAndShowConsistent(t *testing.T) {
 		if show.SessionID != sid {
 			t.Errorf("show --consistent by name %q gave %s", show.Name, show.SessionID)
 		}
+	}
+	// --consistent keeps the project, as list and show do without it; the
+	// filters apply the same to the table and --json.
+	project := filepath.Base(cwd)
+	var cons map[string]any
+	mustJSON(t, e.ok("agents", "show", sid, "--consistent", "--json"), &cons)
+	if cons["project"] != project {
+		t.Errorf("show --consistent lost the project: %v", cons["project"])
+	}
+	if out := e.ok("agents", "list", "--consistent"); !strings.Contains(out, project) {
+		t.Errorf("list --consistent lost the project:\n%s", out)
+	}
+	var rows []map[string]any
+	mustJSON(t, e.ok("agents", "list", "--json", "--project", project, "--activity", "idle,working,unknown,needs_input"), &rows)
+	if len(rows) != 1 || rows[0]["session_id"] != sid {
+		t.Errorf("list --project %s --json: %v", project, rows)
+	}
+	mustJSON(t, e.ok("agents", "list", "--json", "--node", "no-such-node"), &rows)
+	if out := e.ok("agents", "list", "--node", "no-such-node"); len(rows) != 0 || strings.Contains(out, sid[:6]) {
+		t.Errorf("list --node no-such-node: %v\n%s", rows, out)
 	}
 	if r := e.harn("", "agents", "status", "no-such-session", "--consistent"); r.code != 3 {
 		t.Errorf("unknown session: %v", r)

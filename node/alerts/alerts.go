@@ -19,6 +19,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/notify"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -278,9 +279,12 @@ func remoteView(rm *Remote) notify.Session {
 	return v
 }
 
+// sessionView is a state as the engine sees it, through its roster row;
+// reachability and silence are the caller's.
 func sessionView(st *presence.State) notify.Session {
-	return notify.Session{ID: st.SessionID, Name: st.Name, Agent: st.Agent, Node: st.Node, Task: st.Task,
-		Activity: st.Activity, TaskState: st.TaskState, BlockerReason: st.BlockerReason, WaitingOn: st.WaitingOn}
+	v := notify.SessionOf(api.RowOf(st))
+	v.Reachable, v.SilentSince = false, time.Time{}
+	return v
 }
 
 // Sync makes the engine's webhooks those of the registry, when they

@@ -413,10 +413,10 @@ type ListRequest struct {
 	All   bool                   `protobuf:"varint,1,opt,name=all,proto3" json:"all,omitempty"`
 	// consistent reads the registry through the leader.
 	Consistent bool `protobuf:"varint,2,opt,name=consistent,proto3" json:"consistent,omitempty"`
-	// json_array asks for the roster as `harn agents list --json` prints it,
-	// in roster_json instead of sessions_json: one JSON array, most urgent
-	// first, with the silence rule applied also with silence_after_ms (the
-	// reader's threshold; <= 0 adds none to the node's own).
+	// json_array asks for the rows in the order `harn agents list --json`
+	// prints them: most urgent first, with the silence rule applied also
+	// with silence_after_ms (the reader's threshold; <= 0 adds none to the
+	// node's own).
 	JsonArray      bool  `protobuf:"varint,3,opt,name=json_array,json=jsonArray,proto3" json:"json_array,omitempty"`
 	SilenceAfterMs int64 `protobuf:"varint,4,opt,name=silence_after_ms,json=silenceAfterMs,proto3" json:"silence_after_ms,omitempty"`
 	unknownFields  protoimpl.UnknownFields
@@ -481,16 +481,14 @@ func (x *ListRequest) GetSilenceAfterMs() int64 {
 	return 0
 }
 
-// Session views carry the presence.State JSON document, so that a CLI's
-// --json output is exactly the node's view.
+// ListResponse is the roster: one SessionRow per session. With json_array
+// they come most urgent first, with the reader's silence rule applied.
 type ListResponse struct {
-	state        protoimpl.MessageState `protogen:"open.v1"`
-	SessionsJson [][]byte               `protobuf:"bytes,1,rep,name=sessions_json,json=sessionsJson,proto3" json:"sessions_json,omitempty"`
-	Node         string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
-	// read_json says how the registry part was read and how stale it may be.
-	ReadJson []byte `protobuf:"bytes,3,opt,name=read_json,json=readJson,proto3" json:"read_json,omitempty"`
-	// roster_json answers json_array.
-	RosterJson    []byte `protobuf:"bytes,4,opt,name=roster_json,json=rosterJson,proto3" json:"roster_json,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Node  string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Rows  []*SessionRow          `protobuf:"bytes,5,rep,name=rows,proto3" json:"rows,omitempty"`
+	// read says how the registry part was read and how stale it may be.
+	Read          *ReadInfo `protobuf:"bytes,6,opt,name=read,proto3" json:"read,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -525,13 +523,6 @@ func (*ListResponse) Descriptor() ([]byte, []int) {
 	return file_harn_proto_rawDescGZIP(), []int{6}
 }
 
-func (x *ListResponse) GetSessionsJson() [][]byte {
-	if x != nil {
-		return x.SessionsJson
-	}
-	return nil
-}
-
 func (x *ListResponse) GetNode() string {
 	if x != nil {
 		return x.Node
@@ -539,16 +530,16 @@ func (x *ListResponse) GetNode() string {
 	return ""
 }
 
-func (x *ListResponse) GetReadJson() []byte {
+func (x *ListResponse) GetRows() []*SessionRow {
 	if x != nil {
-		return x.ReadJson
+		return x.Rows
 	}
 	return nil
 }
 
-func (x *ListResponse) GetRosterJson() []byte {
+func (x *ListResponse) GetRead() *ReadInfo {
 	if x != nil {
-		return x.RosterJson
+		return x.Read
 	}
 	return nil
 }
@@ -607,9 +598,9 @@ func (x *SessionRequest) GetConsistent() bool {
 }
 
 type SessionResponse struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	SessionJson []byte                 `protobuf:"bytes,1,opt,name=session_json,json=sessionJson,proto3" json:"session_json,omitempty"`
-	Live        bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session *SessionRow            `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
+	Live    bool                   `protobuf:"varint,2,opt,name=live,proto3" json:"live,omitempty"`
 	// note says when the live detail is unavailable (an unreachable owner)
 	// and the registry's record is shown instead.
 	Note          string `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
@@ -647,9 +638,9 @@ func (*SessionResponse) Descriptor() ([]byte, []int) {
 	return file_harn_proto_rawDescGZIP(), []int{8}
 }
 
-func (x *SessionResponse) GetSessionJson() []byte {
+func (x *SessionResponse) GetSession() *SessionRow {
 	if x != nil {
-		return x.SessionJson
+		return x.Session
 	}
 	return nil
 }
@@ -670,7 +661,7 @@ func (x *SessionResponse) GetNote() string {
 
 type TraceResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
-	SessionJson   []byte                 `protobuf:"bytes,1,opt,name=session_json,json=sessionJson,proto3" json:"session_json,omitempty"`
+	Session       *SessionRow            `protobuf:"bytes,4,opt,name=session,proto3" json:"session,omitempty"`
 	Events        []*Event               `protobuf:"bytes,2,rep,name=events,proto3" json:"events,omitempty"`
 	Note          string                 `protobuf:"bytes,3,opt,name=note,proto3" json:"note,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -707,9 +698,9 @@ func (*TraceResponse) Descriptor() ([]byte, []int) {
 	return file_harn_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *TraceResponse) GetSessionJson() []byte {
+func (x *TraceResponse) GetSession() *SessionRow {
 	if x != nil {
-		return x.SessionJson
+		return x.Session
 	}
 	return nil
 }
@@ -5737,6 +5728,594 @@ func (x *DoctorRaft) GetVoter() bool {
 	return false
 }
 
+// SessionRow is one roster row: a session as every reader sees it (the
+// CLI's table, --json and show, the board, notifications and the gossiped
+// entry). It is the one form of a row between processes; node/api/row.go
+// converts a presence.State to it and back, and writes its JSON. Times are
+// Unix nanoseconds, 0 for unset. To add a field: add it here, to
+// presence.State's conversion in row.go, and to the views' table in
+// row_test.go (docs/design.md, "Add a roster field").
+type SessionRow struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	SessionId       string                 `protobuf:"bytes,1,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
+	ParentSessionId string                 `protobuf:"bytes,2,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
+	Agent           string                 `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	Node            string                 `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	Name            string                 `protobuf:"bytes,5,opt,name=name,proto3" json:"name,omitempty"`
+	// session_name is the name as the agent shows it (presence.SessionName).
+	SessionName                string   `protobuf:"bytes,6,opt,name=session_name,json=sessionName,proto3" json:"session_name,omitempty"`
+	Activity                   string   `protobuf:"bytes,7,opt,name=activity,proto3" json:"activity,omitempty"`
+	ActivityUpdatedAtUnixNano  int64    `protobuf:"varint,8,opt,name=activity_updated_at_unix_nano,json=activityUpdatedAtUnixNano,proto3" json:"activity_updated_at_unix_nano,omitempty"`
+	ActivitySource             string   `protobuf:"bytes,9,opt,name=activity_source,json=activitySource,proto3" json:"activity_source,omitempty"`
+	LastEvidenceAtUnixNano     int64    `protobuf:"varint,10,opt,name=last_evidence_at_unix_nano,json=lastEvidenceAtUnixNano,proto3" json:"last_evidence_at_unix_nano,omitempty"`
+	WaitingOn                  string   `protobuf:"bytes,11,opt,name=waiting_on,json=waitingOn,proto3" json:"waiting_on,omitempty"`
+	WaitingChild               string   `protobuf:"bytes,12,opt,name=waiting_child,json=waitingChild,proto3" json:"waiting_child,omitempty"`
+	SilentSinceUnixNano        int64    `protobuf:"varint,13,opt,name=silent_since_unix_nano,json=silentSinceUnixNano,proto3" json:"silent_since_unix_nano,omitempty"`
+	TaskState                  string   `protobuf:"bytes,14,opt,name=task_state,json=taskState,proto3" json:"task_state,omitempty"`
+	TaskStateUpdatedAtUnixNano int64    `protobuf:"varint,15,opt,name=task_state_updated_at_unix_nano,json=taskStateUpdatedAtUnixNano,proto3" json:"task_state_updated_at_unix_nano,omitempty"`
+	BlockerReason              string   `protobuf:"bytes,16,opt,name=blocker_reason,json=blockerReason,proto3" json:"blocker_reason,omitempty"`
+	LifecycleReason            string   `protobuf:"bytes,17,opt,name=lifecycle_reason,json=lifecycleReason,proto3" json:"lifecycle_reason,omitempty"`
+	Task                       string   `protobuf:"bytes,18,opt,name=task,proto3" json:"task,omitempty"`
+	Claims                     []string `protobuf:"bytes,19,rep,name=claims,proto3" json:"claims,omitempty"`
+	PendingClaims              []string `protobuf:"bytes,20,rep,name=pending_claims,json=pendingClaims,proto3" json:"pending_claims,omitempty"`
+	SuggestedSessionName       string   `protobuf:"bytes,21,opt,name=suggested_session_name,json=suggestedSessionName,proto3" json:"suggested_session_name,omitempty"`
+	SessionNameSeenFor         string   `protobuf:"bytes,22,opt,name=session_name_seen_for,json=sessionNameSeenFor,proto3" json:"session_name_seen_for,omitempty"`
+	StartedAtUnixNano          int64    `protobuf:"varint,23,opt,name=started_at_unix_nano,json=startedAtUnixNano,proto3" json:"started_at_unix_nano,omitempty"`
+	LastEventAtUnixNano        int64    `protobuf:"varint,24,opt,name=last_event_at_unix_nano,json=lastEventAtUnixNano,proto3" json:"last_event_at_unix_nano,omitempty"`
+	Ended                      bool     `protobuf:"varint,25,opt,name=ended,proto3" json:"ended,omitempty"`
+	EndedAtUnixNano            int64    `protobuf:"varint,26,opt,name=ended_at_unix_nano,json=endedAtUnixNano,proto3" json:"ended_at_unix_nano,omitempty"`
+	EndReason                  string   `protobuf:"bytes,27,opt,name=end_reason,json=endReason,proto3" json:"end_reason,omitempty"`
+	AgentPid                   int64    `protobuf:"varint,28,opt,name=agent_pid,json=agentPid,proto3" json:"agent_pid,omitempty"`
+	AgentPidStart              uint64   `protobuf:"varint,29,opt,name=agent_pid_start,json=agentPidStart,proto3" json:"agent_pid_start,omitempty"`
+	Cwd                        string   `protobuf:"bytes,30,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	// project is what a roster shows: the repository's name, or the cwd's
+	// last element (presence.State.Project), set where the state is.
+	Project string `protobuf:"bytes,31,opt,name=project,proto3" json:"project,omitempty"`
+	Repo    string `protobuf:"bytes,32,opt,name=repo,proto3" json:"repo,omitempty"`
+	Branch  string `protobuf:"bytes,33,opt,name=branch,proto3" json:"branch,omitempty"`
+	Events  int64  `protobuf:"varint,34,opt,name=events,proto3" json:"events,omitempty"`
+	// claim_count is how many claims the session holds when claims was
+	// trimmed (a gossiped row); 0 otherwise.
+	ClaimCount int32 `protobuf:"varint,35,opt,name=claim_count,json=claimCount,proto3" json:"claim_count,omitempty"`
+	// The roster's own: whether the owning node can be reached, since when
+	// not, where the row came from (local, gossip, owner or registry) and
+	// the session's harn task.
+	Reachable                bool      `protobuf:"varint,40,opt,name=reachable,proto3" json:"reachable,omitempty"`
+	UnreachableSinceUnixNano int64     `protobuf:"varint,41,opt,name=unreachable_since_unix_nano,json=unreachableSinceUnixNano,proto3" json:"unreachable_since_unix_nano,omitempty"`
+	Source                   string    `protobuf:"bytes,42,opt,name=source,proto3" json:"source,omitempty"`
+	HarnTask                 *HarnTask `protobuf:"bytes,43,opt,name=harn_task,json=harnTask,proto3" json:"harn_task,omitempty"`
+	unknownFields            protoimpl.UnknownFields
+	sizeCache                protoimpl.SizeCache
+}
+
+func (x *SessionRow) Reset() {
+	*x = SessionRow{}
+	mi := &file_harn_proto_msgTypes[78]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionRow) ProtoMessage() {}
+
+func (x *SessionRow) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[78]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionRow.ProtoReflect.Descriptor instead.
+func (*SessionRow) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{78}
+}
+
+func (x *SessionRow) GetSessionId() string {
+	if x != nil {
+		return x.SessionId
+	}
+	return ""
+}
+
+func (x *SessionRow) GetParentSessionId() string {
+	if x != nil {
+		return x.ParentSessionId
+	}
+	return ""
+}
+
+func (x *SessionRow) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *SessionRow) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SessionRow) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SessionRow) GetSessionName() string {
+	if x != nil {
+		return x.SessionName
+	}
+	return ""
+}
+
+func (x *SessionRow) GetActivity() string {
+	if x != nil {
+		return x.Activity
+	}
+	return ""
+}
+
+func (x *SessionRow) GetActivityUpdatedAtUnixNano() int64 {
+	if x != nil {
+		return x.ActivityUpdatedAtUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetActivitySource() string {
+	if x != nil {
+		return x.ActivitySource
+	}
+	return ""
+}
+
+func (x *SessionRow) GetLastEvidenceAtUnixNano() int64 {
+	if x != nil {
+		return x.LastEvidenceAtUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetWaitingOn() string {
+	if x != nil {
+		return x.WaitingOn
+	}
+	return ""
+}
+
+func (x *SessionRow) GetWaitingChild() string {
+	if x != nil {
+		return x.WaitingChild
+	}
+	return ""
+}
+
+func (x *SessionRow) GetSilentSinceUnixNano() int64 {
+	if x != nil {
+		return x.SilentSinceUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetTaskState() string {
+	if x != nil {
+		return x.TaskState
+	}
+	return ""
+}
+
+func (x *SessionRow) GetTaskStateUpdatedAtUnixNano() int64 {
+	if x != nil {
+		return x.TaskStateUpdatedAtUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetBlockerReason() string {
+	if x != nil {
+		return x.BlockerReason
+	}
+	return ""
+}
+
+func (x *SessionRow) GetLifecycleReason() string {
+	if x != nil {
+		return x.LifecycleReason
+	}
+	return ""
+}
+
+func (x *SessionRow) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *SessionRow) GetClaims() []string {
+	if x != nil {
+		return x.Claims
+	}
+	return nil
+}
+
+func (x *SessionRow) GetPendingClaims() []string {
+	if x != nil {
+		return x.PendingClaims
+	}
+	return nil
+}
+
+func (x *SessionRow) GetSuggestedSessionName() string {
+	if x != nil {
+		return x.SuggestedSessionName
+	}
+	return ""
+}
+
+func (x *SessionRow) GetSessionNameSeenFor() string {
+	if x != nil {
+		return x.SessionNameSeenFor
+	}
+	return ""
+}
+
+func (x *SessionRow) GetStartedAtUnixNano() int64 {
+	if x != nil {
+		return x.StartedAtUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetLastEventAtUnixNano() int64 {
+	if x != nil {
+		return x.LastEventAtUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetEnded() bool {
+	if x != nil {
+		return x.Ended
+	}
+	return false
+}
+
+func (x *SessionRow) GetEndedAtUnixNano() int64 {
+	if x != nil {
+		return x.EndedAtUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetEndReason() string {
+	if x != nil {
+		return x.EndReason
+	}
+	return ""
+}
+
+func (x *SessionRow) GetAgentPid() int64 {
+	if x != nil {
+		return x.AgentPid
+	}
+	return 0
+}
+
+func (x *SessionRow) GetAgentPidStart() uint64 {
+	if x != nil {
+		return x.AgentPidStart
+	}
+	return 0
+}
+
+func (x *SessionRow) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *SessionRow) GetProject() string {
+	if x != nil {
+		return x.Project
+	}
+	return ""
+}
+
+func (x *SessionRow) GetRepo() string {
+	if x != nil {
+		return x.Repo
+	}
+	return ""
+}
+
+func (x *SessionRow) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *SessionRow) GetEvents() int64 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
+func (x *SessionRow) GetClaimCount() int32 {
+	if x != nil {
+		return x.ClaimCount
+	}
+	return 0
+}
+
+func (x *SessionRow) GetReachable() bool {
+	if x != nil {
+		return x.Reachable
+	}
+	return false
+}
+
+func (x *SessionRow) GetUnreachableSinceUnixNano() int64 {
+	if x != nil {
+		return x.UnreachableSinceUnixNano
+	}
+	return 0
+}
+
+func (x *SessionRow) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *SessionRow) GetHarnTask() *HarnTask {
+	if x != nil {
+		return x.HarnTask
+	}
+	return nil
+}
+
+// HarnTask is the compact view of a session's harn task that travels with
+// its row (`harn_task` in the JSON), bounded to fit one gossip frame.
+type HarnTask struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	State         string                 `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	Status        string                 `protobuf:"bytes,3,opt,name=status,proto3" json:"status,omitempty"`
+	Text          string                 `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
+	QueueDepth    int32                  `protobuf:"varint,5,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`
+	PendingCalls  []string               `protobuf:"bytes,6,rep,name=pending_calls,json=pendingCalls,proto3" json:"pending_calls,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HarnTask) Reset() {
+	*x = HarnTask{}
+	mi := &file_harn_proto_msgTypes[79]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HarnTask) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HarnTask) ProtoMessage() {}
+
+func (x *HarnTask) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[79]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HarnTask.ProtoReflect.Descriptor instead.
+func (*HarnTask) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{79}
+}
+
+func (x *HarnTask) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *HarnTask) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *HarnTask) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *HarnTask) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *HarnTask) GetQueueDepth() int32 {
+	if x != nil {
+		return x.QueueDepth
+	}
+	return 0
+}
+
+func (x *HarnTask) GetPendingCalls() []string {
+	if x != nil {
+		return x.PendingCalls
+	}
+	return nil
+}
+
+// ReadInfo says how a roster read was made and how stale it may be.
+type ReadInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Consistent    bool                   `protobuf:"varint,1,opt,name=consistent,proto3" json:"consistent,omitempty"`
+	Stale         bool                   `protobuf:"varint,2,opt,name=stale,proto3" json:"stale,omitempty"`
+	Leader        string                 `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	LastContact   string                 `protobuf:"bytes,4,opt,name=last_contact,json=lastContact,proto3" json:"last_contact,omitempty"`
+	AppliedIndex  uint64                 `protobuf:"varint,5,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Mesh          bool                   `protobuf:"varint,6,opt,name=mesh,proto3" json:"mesh,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReadInfo) Reset() {
+	*x = ReadInfo{}
+	mi := &file_harn_proto_msgTypes[80]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReadInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReadInfo) ProtoMessage() {}
+
+func (x *ReadInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[80]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReadInfo.ProtoReflect.Descriptor instead.
+func (*ReadInfo) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{80}
+}
+
+func (x *ReadInfo) GetConsistent() bool {
+	if x != nil {
+		return x.Consistent
+	}
+	return false
+}
+
+func (x *ReadInfo) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *ReadInfo) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *ReadInfo) GetLastContact() string {
+	if x != nil {
+		return x.LastContact
+	}
+	return ""
+}
+
+func (x *ReadInfo) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *ReadInfo) GetMesh() bool {
+	if x != nil {
+		return x.Mesh
+	}
+	return false
+}
+
+// GossipEntry is what a node gossips about one of its sessions: its row,
+// trimmed to fit one frame (node/gossip), and its presence hash.
+type GossipEntry struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Row           *SessionRow            `protobuf:"bytes,1,opt,name=row,proto3" json:"row,omitempty"`
+	Hash          string                 `protobuf:"bytes,2,opt,name=hash,proto3" json:"hash,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GossipEntry) Reset() {
+	*x = GossipEntry{}
+	mi := &file_harn_proto_msgTypes[81]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GossipEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GossipEntry) ProtoMessage() {}
+
+func (x *GossipEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[81]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GossipEntry.ProtoReflect.Descriptor instead.
+func (*GossipEntry) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{81}
+}
+
+func (x *GossipEntry) GetRow() *SessionRow {
+	if x != nil {
+		return x.Row
+	}
+	return nil
+}
+
+func (x *GossipEntry) GetHash() string {
+	if x != nil {
+		return x.Hash
+	}
+	return ""
+}
+
 var File_harn_proto protoreflect.FileDescriptor
 
 const file_harn_proto_rawDesc = "" +
@@ -5788,26 +6367,24 @@ const file_harn_proto_rawDesc = "" +
 	"consistent\x12\x1d\n" +
 	"\n" +
 	"json_array\x18\x03 \x01(\bR\tjsonArray\x12(\n" +
-	"\x10silence_after_ms\x18\x04 \x01(\x03R\x0esilenceAfterMs\"\x85\x01\n" +
-	"\fListResponse\x12#\n" +
-	"\rsessions_json\x18\x01 \x03(\fR\fsessionsJson\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1b\n" +
-	"\tread_json\x18\x03 \x01(\fR\breadJson\x12\x1f\n" +
-	"\vroster_json\x18\x04 \x01(\fR\n" +
-	"rosterJson\"@\n" +
+	"\x10silence_after_ms\x18\x04 \x01(\x03R\x0esilenceAfterMs\"\xab\x01\n" +
+	"\fListResponse\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12'\n" +
+	"\x04rows\x18\x05 \x03(\v2\x13.harn.v1.SessionRowR\x04rows\x12%\n" +
+	"\x04read\x18\x06 \x01(\v2\x11.harn.v1.ReadInfoR\x04readJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04J\x04\b\x04\x10\x05R\rsessions_jsonR\tread_jsonR\vroster_json\"@\n" +
 	"\x0eSessionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1e\n" +
 	"\n" +
 	"consistent\x18\x02 \x01(\bR\n" +
-	"consistent\"\\\n" +
-	"\x0fSessionResponse\x12!\n" +
-	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12\x12\n" +
+	"consistent\"|\n" +
+	"\x0fSessionResponse\x12-\n" +
+	"\asession\x18\x04 \x01(\v2\x13.harn.v1.SessionRowR\asession\x12\x12\n" +
 	"\x04live\x18\x02 \x01(\bR\x04live\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\"n\n" +
-	"\rTraceResponse\x12!\n" +
-	"\fsession_json\x18\x01 \x01(\fR\vsessionJson\x12&\n" +
+	"\x04note\x18\x03 \x01(\tR\x04noteJ\x04\b\x01\x10\x02R\fsession_json\"\x8e\x01\n" +
+	"\rTraceResponse\x12-\n" +
+	"\asession\x18\x04 \x01(\v2\x13.harn.v1.SessionRowR\asession\x12&\n" +
 	"\x06events\x18\x02 \x03(\v2\x0e.harn.v1.EventR\x06events\x12\x12\n" +
-	"\x04note\x18\x03 \x01(\tR\x04note\":\n" +
+	"\x04note\x18\x03 \x01(\tR\x04noteJ\x04\b\x01\x10\x02R\fsession_json\":\n" +
 	"\rWhoamiRequest\x12)\n" +
 	"\bancestry\x18\x01 \x03(\v2\r.harn.v1.ProcR\bancestry\".\n" +
 	"\x04Proc\x12\x10\n" +
@@ -6224,7 +6801,74 @@ const file_harn_proto_rawDesc = "" +
 	"\x06quorum\x18\x05 \x01(\bR\x06quorum\x12\x1f\n" +
 	"\vstale_peers\x18\x06 \x03(\tR\n" +
 	"stalePeers\x12\x14\n" +
-	"\x05voter\x18\a \x01(\bR\x05voter2\x98\f\n" +
+	"\x05voter\x18\a \x01(\bR\x05voter\"\xaa\v\n" +
+	"\n" +
+	"SessionRow\x12\x1d\n" +
+	"\n" +
+	"session_id\x18\x01 \x01(\tR\tsessionId\x12*\n" +
+	"\x11parent_session_id\x18\x02 \x01(\tR\x0fparentSessionId\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\x12\x12\n" +
+	"\x04name\x18\x05 \x01(\tR\x04name\x12!\n" +
+	"\fsession_name\x18\x06 \x01(\tR\vsessionName\x12\x1a\n" +
+	"\bactivity\x18\a \x01(\tR\bactivity\x12@\n" +
+	"\x1dactivity_updated_at_unix_nano\x18\b \x01(\x03R\x19activityUpdatedAtUnixNano\x12'\n" +
+	"\x0factivity_source\x18\t \x01(\tR\x0eactivitySource\x12:\n" +
+	"\x1alast_evidence_at_unix_nano\x18\n" +
+	" \x01(\x03R\x16lastEvidenceAtUnixNano\x12\x1d\n" +
+	"\n" +
+	"waiting_on\x18\v \x01(\tR\twaitingOn\x12#\n" +
+	"\rwaiting_child\x18\f \x01(\tR\fwaitingChild\x123\n" +
+	"\x16silent_since_unix_nano\x18\r \x01(\x03R\x13silentSinceUnixNano\x12\x1d\n" +
+	"\n" +
+	"task_state\x18\x0e \x01(\tR\ttaskState\x12C\n" +
+	"\x1ftask_state_updated_at_unix_nano\x18\x0f \x01(\x03R\x1ataskStateUpdatedAtUnixNano\x12%\n" +
+	"\x0eblocker_reason\x18\x10 \x01(\tR\rblockerReason\x12)\n" +
+	"\x10lifecycle_reason\x18\x11 \x01(\tR\x0flifecycleReason\x12\x12\n" +
+	"\x04task\x18\x12 \x01(\tR\x04task\x12\x16\n" +
+	"\x06claims\x18\x13 \x03(\tR\x06claims\x12%\n" +
+	"\x0epending_claims\x18\x14 \x03(\tR\rpendingClaims\x124\n" +
+	"\x16suggested_session_name\x18\x15 \x01(\tR\x14suggestedSessionName\x121\n" +
+	"\x15session_name_seen_for\x18\x16 \x01(\tR\x12sessionNameSeenFor\x12/\n" +
+	"\x14started_at_unix_nano\x18\x17 \x01(\x03R\x11startedAtUnixNano\x124\n" +
+	"\x17last_event_at_unix_nano\x18\x18 \x01(\x03R\x13lastEventAtUnixNano\x12\x14\n" +
+	"\x05ended\x18\x19 \x01(\bR\x05ended\x12+\n" +
+	"\x12ended_at_unix_nano\x18\x1a \x01(\x03R\x0fendedAtUnixNano\x12\x1d\n" +
+	"\n" +
+	"end_reason\x18\x1b \x01(\tR\tendReason\x12\x1b\n" +
+	"\tagent_pid\x18\x1c \x01(\x03R\bagentPid\x12&\n" +
+	"\x0fagent_pid_start\x18\x1d \x01(\x04R\ragentPidStart\x12\x10\n" +
+	"\x03cwd\x18\x1e \x01(\tR\x03cwd\x12\x18\n" +
+	"\aproject\x18\x1f \x01(\tR\aproject\x12\x12\n" +
+	"\x04repo\x18  \x01(\tR\x04repo\x12\x16\n" +
+	"\x06branch\x18! \x01(\tR\x06branch\x12\x16\n" +
+	"\x06events\x18\" \x01(\x03R\x06events\x12\x1f\n" +
+	"\vclaim_count\x18# \x01(\x05R\n" +
+	"claimCount\x12\x1c\n" +
+	"\treachable\x18( \x01(\bR\treachable\x12=\n" +
+	"\x1bunreachable_since_unix_nano\x18) \x01(\x03R\x18unreachableSinceUnixNano\x12\x16\n" +
+	"\x06source\x18* \x01(\tR\x06source\x12.\n" +
+	"\tharn_task\x18+ \x01(\v2\x11.harn.v1.HarnTaskR\bharnTask\"\xa2\x01\n" +
+	"\bHarnTask\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
+	"\x06status\x18\x03 \x01(\tR\x06status\x12\x12\n" +
+	"\x04text\x18\x04 \x01(\tR\x04text\x12\x1f\n" +
+	"\vqueue_depth\x18\x05 \x01(\x05R\n" +
+	"queueDepth\x12#\n" +
+	"\rpending_calls\x18\x06 \x03(\tR\fpendingCalls\"\xb4\x01\n" +
+	"\bReadInfo\x12\x1e\n" +
+	"\n" +
+	"consistent\x18\x01 \x01(\bR\n" +
+	"consistent\x12\x14\n" +
+	"\x05stale\x18\x02 \x01(\bR\x05stale\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\x12!\n" +
+	"\flast_contact\x18\x04 \x01(\tR\vlastContact\x12#\n" +
+	"\rapplied_index\x18\x05 \x01(\x04R\fappliedIndex\x12\x12\n" +
+	"\x04mesh\x18\x06 \x01(\bR\x04mesh\"H\n" +
+	"\vGossipEntry\x12%\n" +
+	"\x03row\x18\x01 \x01(\v2\x13.harn.v1.SessionRowR\x03row\x12\x12\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash2\x98\f\n" +
 	"\x05Local\x129\n" +
 	"\x06Doctor\x12\x16.harn.v1.DoctorRequest\x1a\x17.harn.v1.DoctorResponse\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
@@ -6265,7 +6909,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -6345,112 +6989,122 @@ var file_harn_proto_goTypes = []any{
 	(*DoctorResponse)(nil),       // 75: harn.v1.DoctorResponse
 	(*DoctorTLS)(nil),            // 76: harn.v1.DoctorTLS
 	(*DoctorRaft)(nil),           // 77: harn.v1.DoctorRaft
+	(*SessionRow)(nil),           // 78: harn.v1.SessionRow
+	(*HarnTask)(nil),             // 79: harn.v1.HarnTask
+	(*ReadInfo)(nil),             // 80: harn.v1.ReadInfo
+	(*GossipEntry)(nil),          // 81: harn.v1.GossipEntry
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
 	49, // 1: harn.v1.AppendRequest.decide:type_name -> harn.v1.DecideQuery
 	51, // 2: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
-	0,  // 3: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
-	11, // 4: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
-	19, // 5: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
-	24, // 6: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
-	26, // 7: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
-	27, // 8: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
-	33, // 9: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
-	35, // 10: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
-	34, // 11: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
-	36, // 12: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
-	37, // 13: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
-	38, // 14: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
-	41, // 15: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
-	46, // 16: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
-	47, // 17: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
-	34, // 18: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
-	39, // 19: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
-	40, // 20: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
-	47, // 21: harn.v1.Limit.at:type_name -> harn.v1.Time
-	42, // 22: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
-	43, // 23: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
-	44, // 24: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
-	45, // 25: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
-	36, // 26: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
-	36, // 27: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
-	36, // 28: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
-	49, // 29: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
-	50, // 30: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
-	58, // 31: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
-	58, // 32: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
-	47, // 33: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
-	59, // 34: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
-	47, // 35: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
-	62, // 36: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
-	63, // 37: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
-	50, // 38: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
-	68, // 39: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
-	69, // 40: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
-	70, // 41: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
-	47, // 42: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
-	76, // 43: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
-	77, // 44: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
-	19, // 45: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
-	47, // 46: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
-	74, // 47: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
-	1,  // 48: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	3,  // 49: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	5,  // 50: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	7,  // 51: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	7,  // 52: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	10, // 53: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	12, // 54: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	14, // 55: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	15, // 56: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	17, // 57: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	20, // 58: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	22, // 59: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	22, // 60: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	22, // 61: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	29, // 62: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	31, // 63: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	48, // 64: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	52, // 65: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	54, // 66: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	56, // 67: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	60, // 68: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	64, // 69: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	66, // 70: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	71, // 71: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	72, // 72: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	75, // 73: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
-	2,  // 74: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 75: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 76: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 77: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 78: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 79: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 80: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 81: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 82: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 83: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	21, // 84: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	23, // 85: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	25, // 86: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	28, // 87: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	30, // 88: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	32, // 89: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	51, // 90: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	53, // 91: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	55, // 92: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	57, // 93: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	61, // 94: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	65, // 95: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	67, // 96: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	32, // 97: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	73, // 98: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	73, // [73:99] is the sub-list for method output_type
-	47, // [47:73] is the sub-list for method input_type
-	47, // [47:47] is the sub-list for extension type_name
-	47, // [47:47] is the sub-list for extension extendee
-	0,  // [0:47] is the sub-list for field type_name
+	78, // 3: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
+	80, // 4: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
+	78, // 5: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
+	78, // 6: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
+	0,  // 7: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
+	11, // 8: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
+	19, // 9: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
+	24, // 10: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
+	26, // 11: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
+	27, // 12: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
+	33, // 13: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
+	35, // 14: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
+	34, // 15: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
+	36, // 16: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
+	37, // 17: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
+	38, // 18: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
+	41, // 19: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
+	46, // 20: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
+	47, // 21: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
+	34, // 22: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
+	39, // 23: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
+	40, // 24: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
+	47, // 25: harn.v1.Limit.at:type_name -> harn.v1.Time
+	42, // 26: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
+	43, // 27: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
+	44, // 28: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
+	45, // 29: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
+	36, // 30: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
+	36, // 31: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
+	36, // 32: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
+	49, // 33: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
+	50, // 34: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
+	58, // 35: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
+	58, // 36: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
+	47, // 37: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
+	59, // 38: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
+	47, // 39: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
+	62, // 40: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
+	63, // 41: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
+	50, // 42: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
+	68, // 43: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
+	69, // 44: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
+	70, // 45: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
+	47, // 46: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
+	76, // 47: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
+	77, // 48: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
+	19, // 49: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
+	47, // 50: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
+	79, // 51: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
+	78, // 52: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
+	74, // 53: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
+	1,  // 54: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
+	3,  // 55: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
+	5,  // 56: harn.v1.Local.List:input_type -> harn.v1.ListRequest
+	7,  // 57: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
+	7,  // 58: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
+	10, // 59: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
+	12, // 60: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
+	14, // 61: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
+	15, // 62: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
+	17, // 63: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
+	20, // 64: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
+	22, // 65: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	22, // 66: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	22, // 67: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	29, // 68: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	31, // 69: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	48, // 70: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	52, // 71: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	54, // 72: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	56, // 73: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	60, // 74: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	64, // 75: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	66, // 76: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	71, // 77: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
+	72, // 78: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	75, // 79: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
+	2,  // 80: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 81: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 82: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 83: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 84: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 85: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 86: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 87: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 88: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 89: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	21, // 90: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	23, // 91: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	25, // 92: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	28, // 93: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	30, // 94: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	32, // 95: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	51, // 96: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	53, // 97: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	55, // 98: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	57, // 99: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	61, // 100: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	65, // 101: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	67, // 102: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	32, // 103: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	73, // 104: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	79, // [79:105] is the sub-list for method output_type
+	53, // [53:79] is the sub-list for method input_type
+	53, // [53:53] is the sub-list for extension type_name
+	53, // [53:53] is the sub-list for extension extendee
+	0,  // [0:53] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -6464,7 +7118,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   78,
+			NumMessages:   82,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

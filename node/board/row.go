@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -49,8 +50,11 @@ type Row struct {
 	Source string
 
 	Claims               []string
+	PendingClaims        []string
 	SuggestedSessionName string
 	SessionName          string
+	SessionNameSeenFor   string
+	AgentPID             int
 
 	Ended     bool
 	EndedAt   time.Time
@@ -63,6 +67,37 @@ type Row struct {
 	// HarnTask is the session's harn task, when it has one; it gets Steer,
 	// Follow-up and Cancel buttons.
 	HarnTask *HarnTask
+}
+
+// RowOf is a roster row as the board shows it: the one function from the
+// row (api.SessionRow) to the board's view. A harn task's text stands in
+// for a missing task, and its pending calls become confirmation requests.
+func RowOf(s *api.SessionRow) Row {
+	t := api.TimeOf
+	r := Row{SessionID: s.GetSessionId(), ParentSessionID: s.GetParentSessionId(), Name: s.GetName(),
+		Agent: s.GetAgent(), Node: s.GetNode(), Task: s.GetTask(), Cwd: s.GetCwd(), Project: s.ProjectName(),
+		Branch: s.GetBranch(), Activity: s.GetActivity(), ActivityUpdatedAt: t(s.GetActivityUpdatedAtUnixNano()),
+		ActivitySource: s.GetActivitySource(), TaskState: s.GetTaskState(),
+		TaskStateUpdatedAt: t(s.GetTaskStateUpdatedAtUnixNano()), BlockerReason: s.GetBlockerReason(),
+		LifecycleReason: s.GetLifecycleReason(), LastEvidenceAt: t(s.GetLastEvidenceAtUnixNano()),
+		LastEventAt: t(s.GetLastEventAtUnixNano()), StartedAt: t(s.GetStartedAtUnixNano()),
+		SilentSince: t(s.GetSilentSinceUnixNano()), WaitingOn: s.GetWaitingOn(), WaitingChild: s.GetWaitingChild(),
+		Reachable: s.GetReachable(), UnreachableSince: t(s.GetUnreachableSinceUnixNano()), Source: s.GetSource(),
+		Claims: s.GetClaims(), PendingClaims: s.GetPendingClaims(), SuggestedSessionName: s.GetSuggestedSessionName(),
+		SessionName: s.GetSessionName(), SessionNameSeenFor: s.GetSessionNameSeenFor(), Ended: s.GetEnded(),
+		EndedAt: t(s.GetEndedAtUnixNano()), EndReason: s.GetEndReason(), Events: int(s.GetEvents()),
+		AgentPID: int(s.GetAgentPid())}
+	if ht := s.GetHarnTask(); ht != nil {
+		r.HarnTask = &HarnTask{ID: ht.Id, State: ht.State, Status: ht.Status, Text: ht.Text,
+			PendingCalls: append([]string(nil), ht.PendingCalls...)}
+		if r.Task == "" {
+			r.Task = ht.Text
+		}
+		for _, c := range ht.PendingCalls {
+			r.PendingRequests = append(r.PendingRequests, Request{ID: c, Kind: "confirmation", TaskID: ht.Id})
+		}
+	}
+	return r
 }
 
 // Request is one open permission request or task confirmation.
@@ -348,7 +383,8 @@ func clean(r Row) Row {
 		&r.SessionName, &r.EndReason} {
 		*p = c(*p)
 	}
-	r.Claims = cleanList(r.Claims)
+	r.SessionNameSeenFor = c(r.SessionNameSeenFor)
+	r.Claims, r.PendingClaims = cleanList(r.Claims), cleanList(r.PendingClaims)
 	if r.PendingRequests != nil {
 		rs := make([]Request, len(r.PendingRequests))
 		for i, q := range r.PendingRequests {

@@ -4,131 +4,176 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
 )
 
-// Entry is what a node gossips about one of its sessions: small and
-// bounded, so that one delta fits a UDP packet.
+// Entry is what a node gossips about one of its sessions: its roster row
+// (api.SessionRow, the one form of a row), bounded so that one delta fits a
+// UDP packet, and its presence hash. On the wire it is an api.GossipEntry.
 type Entry struct {
-	SessionID       string    `json:"id"`
-	ParentSessionID string    `json:"parent,omitempty"`
-	Name            string    `json:"name,omitempty"`
-	Agent           string    `json:"agent,omitempty"`
-	Task            string    `json:"task,omitempty"`
-	Activity        string    `json:"activity"`
-	ActivityAt      time.Time `json:"activity_at,omitzero"`
-	ActivitySource  string    `json:"activity_source,omitempty"`
-	TaskState       string    `json:"task_state"`
-	TaskStateAt     time.Time `json:"task_state_at,omitzero"`
-	BlockerReason   string    `json:"blocker,omitempty"`
-	Claims          []string  `json:"claims,omitempty"`
-	ClaimCount      int       `json:"claims_n,omitempty"`
-	Ended           bool      `json:"ended,omitempty"`
-	EndReason       string    `json:"end_reason,omitempty"`
-	StartedAt       time.Time `json:"started_at,omitzero"`
-	LastEventAt     time.Time `json:"last_event_at,omitzero"`
-	Hash            string    `json:"hash"`
-	HarnTask        *HarnTask `json:"harn_task,omitempty"`
-	// WaitingOn is what a needs_input session waits on; EvidenceAt its
-	// latest evidence of acting (refreshed at most every EvidenceRefresh
-	// while nothing else changes); Repo and Branch where it runs; NameSeen
-	// the suggested name the agent was last seen showing.
-	WaitingOn  string    `json:"waiting_on,omitempty"`
-	EvidenceAt time.Time `json:"evidence_at,omitzero"`
-	Repo       string    `json:"repo,omitempty"`
-	Branch     string    `json:"branch,omitempty"`
-	NameSeen   string    `json:"name_seen,omitempty"`
+	*api.SessionRow
+	Hash string
 }
 
 // maxDeltaBytes bounds an encoded entry: a frame keeps room for the
 // signature and for the origin and key (64 bytes).
 const maxDeltaBytes = mesh.MaxFrameSize - mesh.MaxSignatureSize - 64
 
-// Bounds of a gossiped entry.
+// Bounds of a gossiped row.
 const (
 	taskChars   = 160
 	reasonChars = presence.MaxHashedReason
 	maxClaims   = 6
 	// waitChars bounds WaitingOn (presence.MaxWaitingOnChars), whereChars
-	// Repo and Branch, seenChars NameSeen.
+	// Repo, Branch and Project, seenChars the names, cwdChars the cwd.
 	waitChars  = presence.MaxWaitingOnChars
 	whereChars = 80
 	seenChars  = 160
+	cwdChars   = 160
 )
 
 // EntryOf is the gossiped entry of a session state whose presence hash is
-// hash.
+// hash: its row, bounded. What a reader works out itself (silence, the
+// child a parent shows) is not sent.
 func EntryOf(s *presence.State, hash string) Entry {
-	e := Entry{SessionID: s.SessionID, ParentSessionID: s.ParentSessionID, Name: s.Name,
-		Agent: s.Agent, Task: text.Clip(s.Task, taskChars), Activity: string(s.Activity),
-		ActivityAt: s.ActivityUpdatedAt, ActivitySource: s.ActivitySource, TaskState: string(s.TaskState),
-		TaskStateAt: s.TaskStateUpdatedAt, BlockerReason: text.Clip(s.BlockerReason, reasonChars),
-		ClaimCount: len(s.Claims), Ended: s.Ended, EndReason: s.EndReason, StartedAt: s.StartedAt,
-		LastEventAt: s.LastEventAt, Hash: hash,
-		WaitingOn: text.Clip(s.WaitingOn, waitChars), EvidenceAt: s.LastEvidenceAt,
-		Repo: text.Clip(s.Repo, whereChars), Branch: text.Clip(s.Branch, whereChars),
-		NameSeen: text.Clip(s.SessionNameSeenFor, seenChars)}
-	if len(s.Claims) > 0 {
-		n := min(len(s.Claims), maxClaims)
-		e.Claims = append([]string(nil), s.Claims[:n]...)
+	r := api.RowOf(s)
+	r.Task = text.Clip(r.Task, taskChars)
+	r.BlockerReason = text.Clip(r.BlockerReason, reasonChars)
+	r.LifecycleReason = text.Clip(r.LifecycleReason, reasonChars)
+	r.WaitingOn = text.Clip(r.WaitingOn, waitChars)
+	r.Repo, r.Branch, r.Project = text.Clip(r.Repo, whereChars), text.Clip(r.Branch, whereChars), text.Clip(r.Project, whereChars)
+	r.SessionNameSeenFor = text.Clip(r.SessionNameSeenFor, seenChars)
+	r.SuggestedSessionName = text.Clip(r.SuggestedSessionName, seenChars)
+	r.SessionName = text.Clip(r.SessionName, seenChars)
+	r.Cwd = text.Clip(r.Cwd, cwdChars)
+	r.SilentSinceUnixNano, r.WaitingChild = 0, ""
+	r.ClaimCount = int32(len(s.Claims))
+	if len(s.Claims) > maxClaims {
+		r.Claims = s.Claims[:maxClaims]
 	}
-	return e
+	if len(r.Claims) > 0 {
+		r.Claims = append([]string(nil), r.Claims...)
+	}
+	if len(r.PendingClaims) > maxClaims {
+		r.PendingClaims = r.PendingClaims[:maxClaims]
+	}
+	if len(r.PendingClaims) > 0 {
+		r.PendingClaims = append([]string(nil), r.PendingClaims...)
+	}
+	return Entry{SessionRow: r, Hash: hash}
 }
 
-// EncodeDelta encodes an entry to fit one gossip frame, dropping detail
-// (claims, then the length of the texts, then the least needed fields)
-// until it does.
+// trimStep is one step of TrimOrder.
+type trimStep struct {
+	// What the step gives up, for people.
+	What string
+	Do   func(r *api.SessionRow)
+}
+
+// TrimOrder is the one order in which a gossiped row gives up detail when
+// its delta is over a frame: EncodeDelta applies the steps one after the
+// other, each on top of the ones before, until the delta fits. What a
+// reader needs least goes first; the ids, the two axes and their times
+// are never given up.
+var TrimOrder = []trimStep{
+	{"pending claims and the agent's process", func(r *api.SessionRow) {
+		r.PendingClaims, r.AgentPid, r.AgentPidStart = nil, 0, 0
+	}},
+	{"claims (their count stays)", func(r *api.SessionRow) { r.Claims = nil }},
+	{"the cwd and the names the agent showed", func(r *api.SessionRow) {
+		r.Cwd, r.SessionNameSeenFor, r.SuggestedSessionName, r.SessionName = "", "", "", ""
+	}},
+	{"texts to 40 runes", func(r *api.SessionRow) {
+		r.Task, r.BlockerReason = text.Clip(r.Task, 40), text.Clip(r.BlockerReason, 40)
+		r.LifecycleReason, r.WaitingOn = text.Clip(r.LifecycleReason, 40), text.Clip(r.WaitingOn, 40)
+	}},
+	{"sources and end reason; where to 24 runes", func(r *api.SessionRow) {
+		r.ActivitySource, r.EndReason = "", ""
+		r.Repo, r.Branch, r.Project = text.Clip(r.Repo, 24), text.Clip(r.Branch, 24), text.Clip(r.Project, 24)
+	}},
+	{"the texts; the harn task's text and calls", func(r *api.SessionRow) {
+		r.Task, r.BlockerReason, r.LifecycleReason, r.Name = "", "", "", text.Clip(r.Name, 20)
+		if t := r.HarnTask; t != nil {
+			r.HarnTask = &api.HarnTask{Id: t.Id, State: t.State, Status: t.Status, QueueDepth: t.QueueDepth}
+		}
+		r.WaitingOn, r.Repo, r.Branch, r.Project = text.Clip(r.WaitingOn, 12), "", "", ""
+	}},
+	{"the parent link, the agent's full type and the axis times", func(r *api.SessionRow) {
+		r.ParentSessionId, r.Agent = "", text.Clip(r.Agent, 24)
+		r.ActivityUpdatedAtUnixNano, r.TaskStateUpdatedAtUnixNano = 0, 0
+	}},
+}
+
+func (e Entry) wire() *api.GossipEntry { return &api.GossipEntry{Row: e.SessionRow, Hash: e.Hash} }
+
+// EncodeDelta encodes an entry to fit one gossip frame, giving up detail
+// in TrimOrder until it does. e is not changed.
 func EncodeDelta(e Entry) ([]byte, error) {
-	for step := 0; ; step++ {
-		b, err := json.Marshal(e)
+	if e.SessionRow == nil {
+		e.SessionRow = &api.SessionRow{}
+	}
+	b, err := proto.Marshal(e.wire())
+	if err != nil || len(b) <= maxDeltaBytes {
+		return b, err
+	}
+	r := proto.Clone(e.SessionRow).(*api.SessionRow)
+	for _, step := range TrimOrder {
+		step.Do(r)
+		b, err = proto.Marshal(&api.GossipEntry{Row: r, Hash: e.Hash})
 		if err != nil || len(b) <= maxDeltaBytes {
 			return b, err
 		}
-		switch step {
-		case 0:
-			e.Claims = nil
-		case 1:
-			e.Task = text.Clip(e.Task, 40)
-			e.BlockerReason = text.Clip(e.BlockerReason, 40)
-			e.WaitingOn = text.Clip(e.WaitingOn, 40)
-			e.NameSeen = ""
-		case 2:
-			e.ActivitySource, e.EndReason = "", ""
-			e.Repo, e.Branch = text.Clip(e.Repo, 24), text.Clip(e.Branch, 24)
-		default:
-			e.Task, e.BlockerReason, e.Name = "", "", text.Clip(e.Name, 20)
-			if e.HarnTask != nil {
-				ht := *e.HarnTask
-				ht.Text, ht.PendingCalls = "", nil
-				e.HarnTask = &ht
-			}
-			e.WaitingOn, e.Repo, e.Branch = text.Clip(e.WaitingOn, 12), "", ""
-			b, err := json.Marshal(e)
-			if err != nil || len(b) <= maxDeltaBytes {
-				return b, err
-			}
-			// Ids and agent type at their longest: the parent link and
-			// the agent's full type go last.
-			e.ParentSessionID, e.Agent, e.ActivityAt, e.TaskStateAt = "", text.Clip(e.Agent, 24), time.Time{}, time.Time{}
-			return json.Marshal(e)
-		}
 	}
+	return b, nil
 }
 
-// State turns a gossiped entry of node's into a session state for readers.
+// DecodeDelta reads an entry EncodeDelta wrote.
+func DecodeDelta(b []byte) (Entry, error) {
+	var w api.GossipEntry
+	if err := proto.Unmarshal(b, &w); err != nil {
+		return Entry{}, fmt.Errorf("gossip: entry: %w", err)
+	}
+	if w.Row == nil {
+		w.Row = &api.SessionRow{}
+	}
+	return Entry{SessionRow: w.Row, Hash: w.Hash}, nil
+}
+
+// MarshalJSON writes the entry in a blob: its delta encoding.
+func (e Entry) MarshalJSON() ([]byte, error) {
+	b, err := EncodeDelta(e)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(b)
+}
+
+// UnmarshalJSON reads an entry of a blob.
+func (e *Entry) UnmarshalJSON(b []byte) error {
+	var raw []byte
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return fmt.Errorf("gossip: entry: %w", err)
+	}
+	d, err := DecodeDelta(raw)
+	if err != nil {
+		return err
+	}
+	*e = d
+	return nil
+}
+
+// State turns a gossiped entry of node's into a session state for readers:
+// the node is the sender's, whatever the row says.
 func (e *Entry) State(node string) presence.State {
-	s := presence.State{SessionID: e.SessionID, ParentSessionID: e.ParentSessionID, Agent: e.Agent,
-		Node: node, Name: e.Name, Activity: presence.Activity(e.Activity), ActivityUpdatedAt: e.ActivityAt,
-		ActivitySource: e.ActivitySource, TaskState: presence.TaskState(e.TaskState),
-		TaskStateUpdatedAt: e.TaskStateAt, BlockerReason: e.BlockerReason, Task: e.Task,
-		Claims: e.Claims, StartedAt: e.StartedAt, LastEventAt: e.LastEventAt, Ended: e.Ended,
-		EndReason: e.EndReason, WaitingOn: e.WaitingOn, LastEvidenceAt: e.EvidenceAt, Repo: e.Repo,
-		Branch: e.Branch, SessionNameSeenFor: e.NameSeen}
-	if s.BlockerReason != "" {
+	s := e.SessionRow.State()
+	s.Node = node
+	if s.BlockerReason != "" && s.LifecycleReason == "" {
 		s.LifecycleReason = s.BlockerReason
 	}
 	return s

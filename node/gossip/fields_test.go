@@ -59,10 +59,14 @@ func TestEncodeDeltaWithGlanceFieldsFitsOneFrame(t *testing.T) {
 	u := presence.State{SessionID: "s", WaitingOn: "Bash: git", Repo: "shop", Branch: "main",
 		SessionNameSeenFor: "Agent Flint - fix rounding", LastEvidenceAt: time.Now()}
 	b, _ = EncodeDelta(EntryOf(&u, "h"))
-	for _, want := range []string{"Bash: git", "shop", "main", "Agent Flint - fix rounding", "evidence_at"} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("delta %s lacks %q", b, want)
-		}
+	e, err := DecodeDelta(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.State("n")
+	if got.WaitingOn != "Bash: git" || got.Repo != "shop" || got.Branch != "main" ||
+		got.SessionNameSeenFor != "Agent Flint - fix rounding" || got.LastEvidenceAt.IsZero() {
+		t.Errorf("delta lost a glance field: %+v", got)
 	}
 }
 
@@ -91,5 +95,42 @@ func TestPublisherRefreshesEvidenceWithoutHashChange(t *testing.T) {
 	p.Publish(&s, "h")
 	if len(out.keys) != 3 {
 		t.Fatalf("seen name: %d deltas, want 3", len(out.keys))
+	}
+}
+
+// TestGossipTrimsInTrimOrder: a row over one frame gives up detail in
+// TrimOrder's order, only as far as it must: pending claims alone too
+// large go first and the rest stays; the ids and both axes always stay.
+func TestGossipTrimsInTrimOrder(t *testing.T) {
+	long := strings.Repeat("p", 150)
+	s := presence.State{SessionID: "s-trim", Activity: presence.ActivityNeedsInput, TaskState: presence.TaskBlocked,
+		Task: "fix the rounding", Cwd: "/src/shop", Claims: []string{"a.go"}, AgentPID: 77,
+		PendingClaims: []string{long, long, long, long, long, long}, ActivityUpdatedAt: time.Unix(1000, 0)}
+	b, err := EncodeDelta(EntryOf(&s, "h"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b) > maxDeltaBytes {
+		t.Fatalf("delta %d bytes, over %d", len(b), maxDeltaBytes)
+	}
+	e, err := DecodeDelta(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.State("n")
+	if len(got.PendingClaims) != 0 || got.AgentPID != 0 {
+		t.Errorf("the first step was not applied: %+v", got)
+	}
+	if got.Task != s.Task || got.Cwd != s.Cwd || len(got.Claims) != 1 {
+		t.Errorf("a later step was applied though the first was enough: %+v", got)
+	}
+	if got.SessionID != "s-trim" || got.Activity != s.Activity || got.TaskState != s.TaskState {
+		t.Errorf("ids or axes lost: %+v", got)
+	}
+	// The order is declared once and each step says what it gives up.
+	for i, st := range TrimOrder {
+		if st.What == "" || st.Do == nil {
+			t.Errorf("step %d is not declared", i)
+		}
 	}
 }

@@ -11,17 +11,20 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
+
+func ent(id string) Entry { return Entry{SessionRow: &api.SessionRow{SessionId: id}} }
 
 func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 // FuzzGossipHandler: deltas and blobs come from other machines; decoding
 // them never panics and never lets a peer write another node's entries.
 func FuzzGossipHandler(f *testing.F) {
-	e := Entry{SessionID: "s1", Activity: "working", TaskState: "active", Hash: "h"}
-	d, _ := json.Marshal(e)
+	e := Entry{SessionRow: &api.SessionRow{SessionId: "s1", Activity: "working", TaskState: "active"}, Hash: "h"}
+	d, _ := EncodeDelta(e)
 	b, _ := json.Marshal(Blob{Node: "peer", At: 9, Entries: []Entry{e}, Versions: []uint64{3}})
 	f.Add(d, b, "s1", uint64(1))
 	f.Add([]byte("{"), []byte(`{"entries":[{}],"versions":[]}`), "", uint64(0))
@@ -40,10 +43,10 @@ func FuzzGossipHandler(f *testing.F) {
 
 func TestNewerVersionWins(t *testing.T) {
 	tab := NewTable()
-	if !tab.Apply("a", 2, Entry{SessionID: "s", Task: "new"}) {
+	if !tab.Apply("a", 2, Entry{SessionRow: &api.SessionRow{SessionId: "s", Task: "new"}}) {
 		t.Fatal("first apply refused")
 	}
-	if tab.Apply("a", 1, Entry{SessionID: "s", Task: "old"}) {
+	if tab.Apply("a", 1, Entry{SessionRow: &api.SessionRow{SessionId: "s", Task: "old"}}) {
 		t.Fatal("an older version replaced a newer one")
 	}
 	if e, _ := tab.Get("a", "s"); e.Task != "new" {
@@ -53,9 +56,9 @@ func TestNewerVersionWins(t *testing.T) {
 
 func TestMergeDropsEntriesTheBlobNoLongerLists(t *testing.T) {
 	tab := NewTable()
-	tab.Apply("a", 5, Entry{SessionID: "gone"})
-	tab.Apply("a", 50, Entry{SessionID: "newer-than-blob"})
-	tab.Merge(Blob{Node: "a", At: 10, Entries: []Entry{{SessionID: "kept"}}, Versions: []uint64{7}})
+	tab.Apply("a", 5, ent("gone"))
+	tab.Apply("a", 50, ent("newer-than-blob"))
+	tab.Merge(Blob{Node: "a", At: 10, Entries: []Entry{ent("kept")}, Versions: []uint64{7}})
 	if _, ok := tab.Get("a", "gone"); ok {
 		t.Fatal("an entry older than the blob that it no longer lists stayed")
 	}
@@ -73,9 +76,9 @@ func TestMergeDropsEntriesTheBlobNoLongerLists(t *testing.T) {
 
 func TestDigestIgnoresOrderAndEndedSessions(t *testing.T) {
 	tab := NewTable()
-	tab.Apply("a", 1, Entry{SessionID: "x", Hash: "1"})
-	tab.Apply("a", 1, Entry{SessionID: "y", Hash: "2"})
-	tab.Apply("a", 1, Entry{SessionID: "z", Hash: "3", Ended: true})
+	tab.Apply("a", 1, Entry{SessionRow: &api.SessionRow{SessionId: "x"}, Hash: "1"})
+	tab.Apply("a", 1, Entry{SessionRow: &api.SessionRow{SessionId: "y"}, Hash: "2"})
+	tab.Apply("a", 1, Entry{SessionRow: &api.SessionRow{SessionId: "z", Ended: true}, Hash: "3"})
 	want := Digest([][2]string{{"y", "2"}, {"x", "1"}})
 	if got := tab.Digest("a"); got != want {
 		t.Fatalf("digest %s, want %s", got, want)
@@ -93,8 +96,8 @@ func TestEncodeDeltaFitsOneFrame(t *testing.T) {
 	if len(b) > maxDeltaBytes {
 		t.Fatalf("delta is %d bytes", len(b))
 	}
-	var e Entry
-	if err := json.Unmarshal(b, &e); err != nil || e.SessionID != "s" {
+	e, err := DecodeDelta(b)
+	if err != nil || e.SessionId != "s" {
 		t.Fatalf("decoded %+v %v", e, err)
 	}
 }
@@ -130,7 +133,7 @@ func TestPublisherSendsOneDeltaPerHashWithRisingVersions(t *testing.T) {
 	if v, ok := p.SentVersion("s"); !ok || v != out.vers[1] {
 		t.Fatalf("sent version %d %v", v, ok)
 	}
-	b := p.Blob("me", []Entry{{SessionID: "s"}, {SessionID: "never-sent"}})
+	b := p.Blob("me", []Entry{ent("s"), ent("never-sent")})
 	if b.Versions[0] != out.vers[1] || b.Versions[1] != b.At {
 		t.Fatalf("blob versions %v at %d", b.Versions, b.At)
 	}
@@ -142,7 +145,7 @@ func TestBlobOverTheEntryBoundIsRefused(t *testing.T) {
 	mk := func(n int) []byte {
 		b := Blob{Node: "peer", At: 1}
 		for i := 0; i < n; i++ {
-			b.Entries = append(b.Entries, Entry{SessionID: "s" + strconv.Itoa(i)})
+			b.Entries = append(b.Entries, ent("s"+strconv.Itoa(i)))
 			b.Versions = append(b.Versions, 1)
 		}
 		out, _ := json.Marshal(b)

@@ -68,8 +68,8 @@ func (h *Handler) ApplyDelta(from, key string, version uint64, delta []byte) {
 		}
 		return
 	}
-	var e Entry
-	if err := json.Unmarshal(delta, &e); err != nil || e.SessionID != key {
+	e, err := DecodeDelta(delta)
+	if err != nil || e.GetSessionId() != key {
 		h.Log.Warn("presence delta from peer", "from", from, "key", key, "err", err)
 		return
 	}

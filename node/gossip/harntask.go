@@ -5,20 +5,9 @@ import (
 	"encoding/hex"
 	"strconv"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
 )
-
-// HarnTask is the compact view of a session's harn task that travels with
-// its entry (`harn_task` in the roster): small and bounded, so that an
-// entry with it still fits one gossip frame.
-type HarnTask struct {
-	ID           string   `json:"id"`
-	State        string   `json:"state"`
-	Status       string   `json:"status,omitempty"`
-	Text         string   `json:"text,omitempty"`
-	QueueDepth   int      `json:"queue_depth"`
-	PendingCalls []string `json:"pending_calls,omitempty"`
-}
 
 // Bounds of a gossiped task view.
 const (
@@ -27,34 +16,32 @@ const (
 	harnTaskID    = 64
 )
 
-// Bounded returns t clipped to the gossip bounds.
-func (t HarnTask) Bounded() HarnTask {
-	t.ID = text.Clip(t.ID, harnTaskID)
-	t.State, t.Status = text.Clip(t.State, 16), text.Clip(t.Status, 16)
-	t.Text = text.Clip(t.Text, harnTaskText)
-	if len(t.PendingCalls) > harnTaskCalls {
-		t.PendingCalls = t.PendingCalls[:harnTaskCalls]
+// BoundedTask returns t clipped to the gossip bounds (nil for nil).
+func BoundedTask(t *api.HarnTask) *api.HarnTask {
+	if t == nil {
+		return nil
 	}
-	calls := make([]string, len(t.PendingCalls))
-	for i, c := range t.PendingCalls {
-		calls[i] = text.Clip(c, harnTaskID)
+	out := &api.HarnTask{Id: text.Clip(t.Id, harnTaskID), State: text.Clip(t.State, 16),
+		Status: text.Clip(t.Status, 16), Text: text.Clip(t.Text, harnTaskText), QueueDepth: t.QueueDepth}
+	calls := t.PendingCalls
+	if len(calls) > harnTaskCalls {
+		calls = calls[:harnTaskCalls]
 	}
-	if len(calls) == 0 {
-		calls = nil
+	for _, c := range calls {
+		out.PendingCalls = append(out.PendingCalls, text.Clip(c, harnTaskID))
 	}
-	t.PendingCalls = calls
-	return t
+	return out
 }
 
 // WithTask returns hash combined with the task view's, so that a change
 // of the task alone is a change of the gossiped entry (its delta is sent
 // and the digest tells a peer that missed it).
-func WithTask(hash string, t *HarnTask) string {
+func WithTask(hash string, t *api.HarnTask) string {
 	if t == nil {
 		return hash
 	}
 	h := sha256.New()
-	for _, s := range []string{t.ID, t.State, t.Status, strconv.Itoa(t.QueueDepth), strconv.Itoa(len(t.PendingCalls))} {
+	for _, s := range []string{t.Id, t.State, t.Status, strconv.Itoa(int(t.QueueDepth)), strconv.Itoa(len(t.PendingCalls))} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}

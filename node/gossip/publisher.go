@@ -109,7 +109,7 @@ func (p *Publisher) Blob(node string, live []Entry) Blob {
 	b := Blob{Node: node, At: p.NextVersion(), Entries: live}
 	p.sentMu.Lock()
 	for _, e := range b.Entries {
-		v, ok := p.sentVer[e.SessionID]
+		v, ok := p.sentVer[e.GetSessionId()]
 		if !ok {
 			v = b.At
 		}

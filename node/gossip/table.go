@@ -38,10 +38,10 @@ func (t *Table) Apply(node string, version uint64, e Entry) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	m := t.nodeLocked(node)
-	if cur, ok := m[e.SessionID]; ok && cur.version >= version {
+	if cur, ok := m[e.GetSessionId()]; ok && cur.version >= version {
 		return false
 	}
-	m[e.SessionID] = remoteEntry{version: version, entry: e}
+	m[e.GetSessionId()] = remoteEntry{version: version, entry: e}
 	return true
 }
 
@@ -57,11 +57,11 @@ func (t *Table) Merge(b Blob) {
 		if i < len(b.Versions) {
 			v = b.Versions[i]
 		}
-		listed[e.SessionID] = true
-		if cur, ok := m[e.SessionID]; ok && cur.version >= v {
+		listed[e.GetSessionId()] = true
+		if cur, ok := m[e.GetSessionId()]; ok && cur.version >= v {
 			continue
 		}
-		m[e.SessionID] = remoteEntry{version: v, entry: e}
+		m[e.GetSessionId()] = remoteEntry{version: v, entry: e}
 	}
 	for id, cur := range m {
 		if !listed[id] && cur.version < b.At {
@@ -120,7 +120,7 @@ func (t *Table) All() []NodeEntry {
 			out = append(out, NodeEntry{Node: node, Entry: e.entry})
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Entry.SessionID < out[j].Entry.SessionID })
+	sort.Slice(out, func(i, j int) bool { return out[i].Entry.GetSessionId() < out[j].Entry.GetSessionId() })
 	return out
 }
 
@@ -136,7 +136,7 @@ func (t *Table) Digest(node string) string {
 	t.mu.Lock()
 	pairs := make([][2]string, 0, len(t.nodes[node]))
 	for id, e := range t.nodes[node] {
-		if !e.entry.Ended {
+		if !e.entry.GetEnded() {
 			pairs = append(pairs, [2]string{id, e.entry.Hash})
 		}
 	}

@@ -3,6 +3,7 @@ package notify
 import (
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -49,6 +50,15 @@ type Session struct {
 	// SilentSince is set while the session shows no evidence for longer
 	// than the roster's silence threshold.
 	SilentSince time.Time
+}
+
+// SessionOf is a roster row as the engine sees it: the one function from
+// the row (api.SessionRow) to the engine's view.
+func SessionOf(r *api.SessionRow) Session {
+	return Session{ID: r.GetSessionId(), Name: r.GetName(), Agent: r.GetAgent(), Node: r.GetNode(),
+		Task: r.GetTask(), Activity: presence.Activity(r.GetActivity()), TaskState: presence.TaskState(r.GetTaskState()),
+		BlockerReason: r.GetBlockerReason(), WaitingOn: r.GetWaitingOn(), Reachable: r.GetReachable(),
+		UnreachableSince: api.TimeOf(r.GetUnreachableSinceUnixNano()), SilentSince: api.TimeOf(r.GetSilentSinceUnixNano())}
 }
 
 // Transition is one state that began to hold for one session.
