@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"sync"
@@ -55,7 +56,9 @@ func (w *capWriter) String() string {
 // runShell runs sh -c COMMAND in dir, in its own process group. On the
 // end of ctx or the timeout the group gets SIGINT, then SIGKILL after the
 // grace period; when the shell exits, what it left running in its group is
-// killed too. stdout and stderr are merged and bounded.
+// killed too. stdout and stderr are merged and bounded. The grace timer is
+// on the box's clock; the final drain of the output pipe is bounded by the
+// same length in real time.
 func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage) (string, error) {
 	var a shellArgs
 	if err := decodeArgs(raw, &a); err != nil {
@@ -74,27 +77,52 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("%w: working directory %q is not a folder", ErrConfig, dir)
 	}
-	out := &capWriter{n: b.maxOut}
-	cmd := exec.Command("/bin/sh", "-c", a.Command)
-	cmd.Dir = dir
-	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.WaitDelay = b.shellGrace // a grandchild holding the pipes does not stall the call
-	if err := cmd.Start(); err != nil {
+	out := &capWriter{n: max(b.maxOut-128, 0)} // room for the note
+	pr, pw, err := os.Pipe()
+	if err != nil {
 		return "", fmt.Errorf("shell: %w", err)
 	}
+	cmd := exec.Command("/bin/sh", "-c", a.Command)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = pw, pw // a file: Wait returns when the shell exits, not when the pipe drains
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	_ = pw.Close()
+	if err != nil {
+		_ = pr.Close()
+		return "", fmt.Errorf("shell: %w", err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, pr)
+	}()
 	pgid := cmd.Process.Pid
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
+	// drain ends the call: what is left in the group is killed, and the
+	// output is read until the pipe closes (bounded, in case a process
+	// left the group holding it).
+	drain := func() string {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		t := time.NewTimer(b.shellGrace)
+		defer t.Stop()
+		select {
+		case <-copied:
+		case <-t.C:
+			_ = pr.Close()
+			<-copied
+		}
+		_ = pr.Close()
+		return out.String()
+	}
 
 	tm := b.clock.NewTimer(timeout)
 	defer tm.Stop()
 	var why error
 	select {
 	case err := <-done:
-		_ = syscall.Kill(-pgid, syscall.SIGKILL) // what it left in its group
-		return exitText(out.String(), err), nil
+		return exitText(drain(), err), nil
 	case <-ctx.Done():
 		why = ctx.Err()
 	case <-tm.C():
@@ -109,8 +137,7 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
 	}
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	return out.String(), why
+	return drain(), why
 }
 
 func exitText(out string, err error) string {
