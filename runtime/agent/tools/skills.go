@@ -88,6 +88,9 @@ func UserSkillsDir() string {
 // keeps its first (so the project's shadows the user's). A folder that does
 // not exist is skipped; a bad SKILL.md is logged and skipped.
 func LoadSkills(dirs []string, log *slog.Logger) []Skill {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	seen := map[string]bool{}
 	var out []Skill
 	for _, d := range dirs {
