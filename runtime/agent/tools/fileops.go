@@ -253,6 +253,11 @@ func (b *Toolbox) runGrep(dir string, raw json.RawMessage) (string, error) {
 	if a.Pattern == "" || len(a.Pattern) > 4096 {
 		return "", fmt.Errorf("%w: grep needs a pattern of 1 to 4096 bytes", ErrBadArgs)
 	}
+	if a.Glob != "" {
+		if err := checkGlob(a.Glob); err != nil {
+			return "", err
+		}
+	}
 	expr := a.Pattern
 	if a.IgnoreCase {
 		expr = "(?i)" + expr
@@ -325,8 +330,8 @@ func (b *Toolbox) runGlob(dir string, raw json.RawMessage) (string, error) {
 	if a.Pattern == "" || len(a.Pattern) > 4096 {
 		return "", fmt.Errorf("%w: glob needs a pattern of 1 to 4096 bytes", ErrBadArgs)
 	}
-	if _, err := path.Match(strings.ReplaceAll(a.Pattern, "**", "*"), ""); err != nil {
-		return "", fmt.Errorf("%w: pattern: %v", ErrBadArgs, err)
+	if err := checkGlob(a.Pattern); err != nil {
+		return "", err
 	}
 	p, err := localPath(dir, a.Path)
 	if err != nil {
@@ -366,6 +371,18 @@ func (b *Toolbox) runGlob(dir string, raw json.RawMessage) (string, error) {
 		s += fmt.Sprintf("[first %d files shown]\n", maxGlobResults)
 	}
 	return s, nil
+}
+
+// checkGlob refuses a malformed glob, and one with so many ** that
+// matching it could take long.
+func checkGlob(p string) error {
+	if _, err := path.Match(strings.ReplaceAll(p, "**", "*"), ""); err != nil {
+		return fmt.Errorf("%w: glob %q: %v", ErrBadArgs, p, err)
+	}
+	if strings.Count(p, "**") > 4 {
+		return fmt.Errorf("%w: glob %q has more than four **", ErrBadArgs, p)
+	}
+	return nil
 }
 
 // matchGlob matches a slash path against a pattern where ** crosses

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -196,5 +197,70 @@ func TestLoadMCPFile(t *testing.T) {
 	}
 	if _, err := ParseMCPFlag("noequals"); !errors.Is(err, ErrConfig) {
 		t.Fatal(err)
+	}
+}
+
+func TestToolsLoadAnswersNeedMarginAndCeilingWhenItDoesNotFit(t *testing.T) {
+	// Find the sizes with a first box, then size the budget so the core
+	// tools fit and the server's echo does not.
+	f := newFixture(t, fixOpts{cfg: Config{MCP: []MCPServer{testServerFlag(t, "t")}}})
+	core, echo := 0, 0
+	for _, c := range f.box.Capabilities() {
+		if c.Core {
+			core += c.Tokens
+		}
+		if c.Name == "mcp__t__echo" {
+			echo = c.Tokens
+		}
+	}
+	// ceiling = 80 % of usable, margin = 5 % of the ceiling: room = 76 %.
+	usable := (core + echo/2) * 100 / 76
+	f.start(fixOpts{budget: runtime.Budget{UsableInput: usable}})
+	res, err := f.call(ToolLoad, map[string]any{"name": "mcp__t__echo"})
+	if !errors.Is(err, runtime.ErrNotAdmitted) || !res.IsError {
+		t.Fatalf("%v %q", err, res.Content)
+	}
+	for _, k := range []string{`"need":` + strconv.Itoa(echo), `"margin":`, `"ceiling":` + strconv.Itoa(usable*80/100), `"admitted":false`} {
+		if !strings.Contains(res.Content, k) {
+			t.Fatalf("%s missing in %s", k, res.Content)
+		}
+	}
+	if _, ok := f.spec("mcp__t__echo"); ok {
+		t.Fatal("a tool that was not admitted is in the specs")
+	}
+}
+
+func TestConcurrentCallsAndSpecsWhileTheListChanges(t *testing.T) {
+	f := newFixture(t, fixOpts{cfg: Config{MCP: []MCPServer{testServerFlag(t, "t")}}})
+	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__echo"})
+	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__bump"})
+	before := f.box.Generation()
+	spec, _ := f.spec("mcp__t__echo")
+	errs := make(chan error, 8)
+	for i := 0; i < 4; i++ {
+		go func() {
+			var err error
+			for j := 0; j < 10 && err == nil; j++ {
+				_ = f.box.Specs("", f.task)
+				_ = f.box.Instructions("", f.task)
+				_, err = f.box.Run(context.Background(), Call{Name: "mcp__t__echo", Args: []byte(`{"text":"x"}`), Task: f.task, Dir: f.dir})
+				if errors.Is(err, ErrContractChanged) || errors.Is(err, ErrServer) {
+					// The bump landed first: refused by the box once it
+					// re-listed, by the server (times is now required) before.
+					err = nil
+				}
+			}
+			errs <- err
+		}()
+	}
+	f.mustCall("mcp__t__bump", map[string]any{})
+	for i := 0; i < 4; i++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitGeneration(t, f.box, before)
+	if now, _ := f.spec("mcp__t__echo"); now.Hash == spec.Hash {
+		t.Fatal("hash did not move")
 	}
 }

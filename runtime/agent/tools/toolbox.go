@@ -185,6 +185,14 @@ func (b *Toolbox) Open(ctx context.Context) error {
 	}
 	rctx, cancel := context.WithCancel(context.Background())
 	b.mu.Lock()
+	if b.closed { // Close ran while the servers started: they are ours to stop
+		b.mu.Unlock()
+		cancel()
+		for _, c := range conns {
+			c.close()
+		}
+		return ErrClosed
+	}
 	for _, s := range skills {
 		b.skills[s.Name] = s
 	}
