@@ -228,6 +228,10 @@ func TestToolsLoadAnswersNeedMarginAndCeilingWhenItDoesNotFit(t *testing.T) {
 	if _, ok := f.spec("mcp__t__echo"); ok {
 		t.Fatal("a tool that was not admitted is in the specs")
 	}
+	// Nothing loaded was evicted to make room.
+	if cv, _ := f.rt.Context(f.task); len(cv.Loaded) != 11 {
+		t.Fatal(cv.Loaded)
+	}
 }
 
 func TestConcurrentCallsAndSpecsWhileTheListChanges(t *testing.T) {
@@ -262,5 +266,31 @@ func TestConcurrentCallsAndSpecsWhileTheListChanges(t *testing.T) {
 	waitGeneration(t, f.box, before)
 	if now, _ := f.spec("mcp__t__echo"); now.Hash == spec.Hash {
 		t.Fatal("hash did not move")
+	}
+}
+
+func TestCoreWorkspaceToolsAreLoadedWhenTheTaskStarts(t *testing.T) {
+	f := newFixture(t, fixOpts{})
+	cv, err := f.rt.Context(f.task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(cv.Loaded, ",") != "capabilities_inspect,capabilities_list,capabilities_search,edit,glob,grep,read,shell,skills_activate,tools_load,write" {
+		t.Fatal(cv.Loaded)
+	}
+	writeFileT(t, f.dir+"/a.txt", "x\n")
+	f.mustCall(ToolRead, map[string]any{"path": "a.txt"}) // no tools_load needed
+}
+
+func TestLoadedToolSchemasAreTaskScoped(t *testing.T) {
+	f := newFixture(t, fixOpts{cfg: Config{MCP: []MCPServer{testServerFlag(t, "t")}}})
+	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__echo"})
+	first := f.task
+	f.start(fixOpts{})
+	if _, ok := f.spec("mcp__t__echo"); ok {
+		t.Fatal("a tool loaded by another task is in this task's specs")
+	}
+	if got := names(f.box.Specs("", first)); !strings.HasSuffix(got, ",mcp__t__echo") {
+		t.Fatal(got)
 	}
 }

@@ -92,7 +92,7 @@ func specsOf(bs []builtin) []Spec {
 	return out
 }
 
-// capabilityOf is a built-in tool as a runtime catalog entry: core, so
+// capability is a built-in tool as a runtime catalog entry: core, so
 // loaded when the task starts.
 func (b builtin) capability() runtime.Capability {
 	return runtime.Capability{Name: b.spec.Name, Kind: runtime.KindTool, Description: b.spec.Description,
