@@ -294,3 +294,21 @@ func TestLoadedToolSchemasAreTaskScoped(t *testing.T) {
 		t.Fatal(got)
 	}
 }
+
+func TestMCPCallIsBoundedInTimeAndCancellable(t *testing.T) {
+	f := newFixture(t, fixOpts{cfg: Config{MCP: []MCPServer{testServerFlag(t, "t")}, MCPTimeout: 300 * time.Millisecond}})
+	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__slow"})
+	if res, err := f.call("mcp__t__slow", map[string]any{}); !errors.Is(err, ErrTimeout) || !res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.box.Run(ctx, Call{Name: "mcp__t__slow", Args: []byte(`{}`), Task: f.task, Dir: f.dir})
+		done <- err
+	}()
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatal(err)
+	}
+}
