@@ -58,8 +58,9 @@ type mcpConn struct {
 	tools map[string]*mcpTool // by published name
 	dirty bool
 
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the stdio process has been waited for
+	cmd      *exec.Cmd
+	done     chan struct{} // closed when the stdio process has been waited for
+	stopOnce sync.Once
 }
 
 var unsafeName = regexp.MustCompile(`[^A-Za-z0-9_-]`)
@@ -141,6 +142,10 @@ func (c *mcpConn) stopProcess() {
 	if c.cmd == nil {
 		return
 	}
+	c.stopOnce.Do(c.stop)
+}
+
+func (c *mcpConn) stop() {
 	pg := -c.cmd.Process.Pid
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		select {

@@ -127,6 +127,13 @@ func TestDisabledProviderOverridesEverySnapshot(t *testing.T) {
 	f.mustCall(ToolGlob, map[string]any{"pattern": "*"}) // core goes on
 	f.rt.SetProviderEnabled("mcp:t", true)
 	f.mustCall("mcp__t__echo", map[string]any{"text": "a"})
+	// "mcp", the provider of external agents' MCP tools, stops every server.
+	f.rt.SetProviderEnabled("mcp", false)
+	if _, err := f.call("mcp__t__echo", map[string]any{"text": "a"}); !errors.Is(err, runtime.ErrProviderDisabled) {
+		t.Fatalf("mcp disabled: %v", err)
+	}
+	f.rt.SetProviderEnabled("mcp", true)
+	f.mustCall("mcp__t__echo", map[string]any{"text": "a"})
 }
 
 func TestCloseWaitsForTheStdioServer(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -469,6 +470,11 @@ func (b *Toolbox) runMCP(ctx context.Context, c Call) (Result, error) {
 			return fail(fmt.Errorf("%w: %s; call tools_load first", ErrNotLoaded, c.Name), b.maxOut)
 		}
 		return fail(fmt.Errorf("%w: %s", ErrUnknownTool, c.Name), b.maxOut)
+	}
+	if slices.Contains(b.rt.Overrides().Disabled, "mcp") {
+		// The provider of external agents' MCP tools: switching it off
+		// stops harn's MCP servers too, not only each mcp:NAME.
+		return fail(fmt.Errorf("%w: provider \"mcp\" is disabled, and with it every MCP server", runtime.ErrProviderDisabled), b.maxOut)
 	}
 	conn, t, ok := b.mcpTool(c.Name)
 	if !ok {
