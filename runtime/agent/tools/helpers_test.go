@@ -26,6 +26,7 @@ type fixOpts struct {
 	grants []runtime.Grant
 	budget runtime.Budget
 	prompt string
+	files  bool // read the user's and the project's mcp.json
 }
 
 func newFixture(t *testing.T, o fixOpts) *fixture {
@@ -43,7 +44,7 @@ func newFixture(t *testing.T, o fixOpts) *fixture {
 	if cfg.SkillDirs == nil {
 		cfg.SkillDirs = []string{filepath.Join(cfg.Project, ".harn", "skills")}
 	}
-	cfg.NoMCPFiles = true
+	cfg.NoMCPFiles = !o.files
 	b, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)

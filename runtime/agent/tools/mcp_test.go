@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -317,5 +318,23 @@ func TestMCPCallIsBoundedInTimeAndCancellable(t *testing.T) {
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatal(err)
+	}
+}
+
+func TestProjectAndUserMCPFilesConfigureServers(t *testing.T) {
+	user, project := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", user)
+	bin, _ := json.Marshal(os.Args[0])
+	srv := `{"command":` + string(bin) + `,"args":["-test.run=^$"],"env":{"HARN_TOOLS_TEST_MCP":"1"}}`
+	writeFileT(t, ProjectMCPFile(project), `{"mcpServers":{"proj":`+srv+`}}`)
+	writeFileT(t, UserMCPFile(), `{"mcpServers":{"mine":`+srv+`}}`)
+	f := newFixture(t, fixOpts{cfg: Config{Project: project}, files: true})
+	out := f.mustCall(ToolSearch, map[string]any{"query": "echo"})
+	if !strings.Contains(out, "mcp__proj__echo") || !strings.Contains(out, "mcp__mine__echo") {
+		t.Fatal(out)
+	}
+	f.mustCall(ToolLoad, map[string]any{"name": "mcp__proj__echo"})
+	if out := f.mustCall("mcp__proj__echo", map[string]any{"text": "p"}); out != "echo: p\n" {
+		t.Fatalf("%q", out)
 	}
 }
