@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/harn-dev/harn/util/text"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -253,7 +254,7 @@ func (c *mcpConn) toolOf(rt *mcp.Tool) (*mcpTool, error) {
 	if err != nil {
 		return nil, fmt.Errorf("input schema: %v", err)
 	}
-	desc := rt.Description
+	desc := text.Sanitize(rt.Description) // it reaches the model, and discovery output may reach a terminal
 	if len(desc) > mcpMaxDescription {
 		desc = bound(desc, mcpMaxDescription)
 	}

@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/harn-dev/harn/util/text"
 )
 
 // Skill bounds.
@@ -39,8 +41,8 @@ func ParseSkill(data []byte, dir string) (Skill, error) {
 		return Skill{}, fmt.Errorf("%w: SKILL.md in %s is over %d bytes", ErrConfig, dir, maxSkillBytes)
 	}
 	s := Skill{Dir: dir, Hash: Hash(data)}
-	text := strings.ReplaceAll(string(data), "\r\n", "\n")
-	if rest, ok := strings.CutPrefix(text, "---\n"); ok {
+	src := strings.ReplaceAll(string(data), "\r\n", "\n")
+	if rest, ok := strings.CutPrefix(src, "---\n"); ok {
 		fm, body, found := strings.Cut(rest, "\n---")
 		if !found {
 			return Skill{}, fmt.Errorf("%w: SKILL.md in %s opens a front matter that never closes (---)", ErrConfig, dir)
@@ -56,13 +58,13 @@ func ParseSkill(data []byte, dir string) (Skill, error) {
 			case "name":
 				s.Name = v
 			case "description":
-				s.Description = v
+				s.Description = text.Sanitize(v) // a cloned project's file; discovery output may reach a terminal
 			}
 		}
 		_, body, _ = strings.Cut(body, "\n") // the rest of the closing --- line
-		text = body
+		src = body
 	}
-	s.Body = strings.TrimSpace(text)
+	s.Body = strings.TrimSpace(src)
 	if s.Name == "" {
 		s.Name = filepath.Base(dir)
 	}
