@@ -39,13 +39,20 @@ type Result struct {
 	IsError bool   // the call failed; Content says why
 }
 
-// Box is the seam between the loop and the tools of one node.
+// Box is the seam between the loop and the tools of one node. Toolbox
+// implements it; DESIGN.md describes the flow.
 type Box interface {
 	// Specs are the tools a model request of this task carries now, in a
-	// stable order: core, discovery, then what tools_load admitted.
+	// stable order: core, discovery, then what tools_load admitted (an MCP
+	// server's tools are absent until then). Hash is the contract as the
+	// tool's provider has it now: the loop states it to runtime.Begin,
+	// which refuses a call whose contract changed since the task started.
 	Specs(session, task string) []Spec
 	// Run runs one call. ctx ends when the call is cancelled (abort,
 	// harn task cancel); Run must return within the loop's grace period.
+	// The Result is always set; the error is non-nil exactly when
+	// Result.IsError is, and wraps what went wrong (ctx's error when the
+	// call was cancelled).
 	Run(ctx context.Context, c Call) (Result, error)
 	// Prompt handles a user prompt's /name skill activations for the task
 	// and returns status lines to show (activated, skipped as too big).
@@ -53,6 +60,9 @@ type Box interface {
 	// Instructions are the texts of the task's active skills, for the
 	// working set of the next model request.
 	Instructions(session, task string) []string
-	// EndStep ends step-scoped state (skills the model activated).
+	// EndStep ends step-scoped state (skills the model activated): a
+	// skill activated during a step is in the next request's
+	// Instructions and leaves at the end of that step. It calls the
+	// runtime's EndStep itself; a loop that also does must do so first.
 	EndStep(session, task string)
 }

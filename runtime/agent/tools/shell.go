@@ -1,0 +1,152 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Shell bounds.
+const (
+	DefaultShellTimeout = 2 * time.Minute
+	MaxShellTimeout     = 10 * time.Minute
+	DefaultShellGrace   = 2 * time.Second
+)
+
+type shellArgs struct {
+	Command   string `json:"command"`
+	TimeoutMS int64  `json:"timeout_ms"`
+}
+
+// capWriter keeps the first n bytes written and counts the rest.
+type capWriter struct {
+	mu    sync.Mutex
+	buf   []byte
+	n     int
+	total int64
+}
+
+func (w *capWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.total += int64(len(p))
+	if room := w.n - len(w.buf); room > 0 {
+		w.buf = append(w.buf, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+func (w *capWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s := string(w.buf)
+	if w.total > int64(len(w.buf)) {
+		s += fmt.Sprintf("\n[output cut: %d of %d bytes shown]", len(w.buf), w.total)
+	}
+	return s
+}
+
+// runShell runs sh -c COMMAND in dir, in its own process group. On the
+// end of ctx or the timeout the group gets SIGINT, then SIGKILL after the
+// grace period; when the shell exits, what it left running in its group is
+// killed too. stdout and stderr are merged and bounded. The grace timer is
+// on the box's clock; the final drain of the output pipe is bounded by the
+// same length in real time.
+func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage) (string, error) {
+	var a shellArgs
+	if err := decodeArgs(raw, &a); err != nil {
+		return "", err
+	}
+	if a.Command == "" || len(a.Command) > 64<<10 {
+		return "", fmt.Errorf("%w: shell needs a command of 1 to 65536 bytes", ErrBadArgs)
+	}
+	if a.TimeoutMS < 0 {
+		return "", fmt.Errorf("%w: timeout_ms must be positive", ErrBadArgs)
+	}
+	timeout := b.shellTimeout
+	if a.TimeoutMS > 0 {
+		timeout = min(time.Duration(a.TimeoutMS)*time.Millisecond, MaxShellTimeout)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%w: working directory %q is not a folder", ErrConfig, dir)
+	}
+	out := &capWriter{n: max(b.maxOut-128, 0)} // room for the note
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("shell: %w", err)
+	}
+	cmd := exec.Command("/bin/sh", "-c", a.Command)
+	cmd.Dir = dir
+	cmd.Stdout, cmd.Stderr = pw, pw // a file: Wait returns when the shell exits, not when the pipe drains
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	err = cmd.Start()
+	_ = pw.Close()
+	if err != nil {
+		_ = pr.Close()
+		return "", fmt.Errorf("shell: %w", err)
+	}
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		_, _ = io.Copy(out, pr)
+	}()
+	pgid := cmd.Process.Pid
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	// drain ends the call: what is left in the group is killed, and the
+	// output is read until the pipe closes (bounded, in case a process
+	// left the group holding it).
+	drain := func() string {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		t := time.NewTimer(b.shellGrace)
+		defer t.Stop()
+		select {
+		case <-copied:
+		case <-t.C:
+			_ = pr.Close()
+			<-copied
+		}
+		_ = pr.Close()
+		return out.String()
+	}
+
+	tm := b.clock.NewTimer(timeout)
+	defer tm.Stop()
+	var why error
+	select {
+	case err := <-done:
+		return exitText(drain(), err), nil
+	case <-ctx.Done():
+		why = ctx.Err()
+	case <-tm.C():
+		why = fmt.Errorf("%w after %s", ErrTimeout, timeout)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGINT)
+	grace := b.clock.NewTimer(b.shellGrace)
+	defer grace.Stop()
+	select {
+	case <-done:
+	case <-grace.C():
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+	}
+	return drain(), why
+}
+
+func exitText(out string, err error) string {
+	if err == nil {
+		return out
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out + fmt.Sprintf("\n[exit status %d]", ee.ExitCode())
+	}
+	return out + "\n[" + err.Error() + "]"
+}
