@@ -258,6 +258,7 @@ type task struct {
 	by              string // who submitted it
 	cancelBy        string // who cancelled it
 	cancelReason    string
+	cancelStatus    Status // cancelled or superseded, once cancelled
 	queued          bool // it waited behind another task: it is a successor
 	state           State
 	status          Status
