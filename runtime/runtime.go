@@ -259,7 +259,7 @@ type task struct {
 	cancelBy        string // who cancelled it
 	cancelReason    string
 	cancelStatus    Status // cancelled or superseded, once cancelled
-	queued          bool // it waited behind another task: it is a successor
+	queued          bool   // it waited behind another task: it is a successor
 	state           State
 	status          Status
 	submitted       int // absolute conversation index before its own text
