@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -20,14 +22,24 @@ func (n *Node) openClaims() error {
 		return fmt.Errorf("%w: --claims: %w", ErrConfig, err)
 	}
 	cfg := claims.Config{Mode: mode, Node: n.cfg.Name, Describe: claimDescriber{n}, Now: n.cfg.Clock.Now,
-		Clock: n.cfg.Clock, Rows: claimRows{n}}
+		Clock: n.cfg.Clock, Rows: claimRows{n}, Journal: n.ledger,
+		OnJournalError: func(err error) {
+			n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: "claims",
+				Error: "claims: a pending claim's record in the ledger was not written (" + err.Error() + "); it is retried until the node stops, not after a restart"})
+		}}
 	if n.cl != nil {
 		cfg.Table, cfg.Writer = n.cl.store, claimWriter{n.cl}
 	} else {
 		l := claims.NewLocal()
 		cfg.Table, cfg.Writer = l, l
 	}
-	n.claims.Store(claims.New(cfg))
+	d := claims.New(cfg)
+	if k, err := d.Restore(); err != nil {
+		n.log.Warn("claims: the pending claims were not rebuilt", "err", err)
+	} else if k > 0 {
+		n.log.Info("claims: pending claims rebuilt from the ledger; retrying", "claims", k)
+	}
+	n.claims.Store(d)
 	return nil
 }
 
@@ -104,7 +116,7 @@ func (d claimDescriber) Describe(session, node string) claims.Holder {
 
 // decideClaims answers the claim part of a Decide query; ok is false when
 // there is nothing to decide.
-func (n *Node) decideClaims(ctx context.Context, cr []claims.Request) (*api.DecideResponse, bool) {
+func (n *Node) decideClaims(ctx context.Context, cr []claims.Request, call claims.CallRef) (*api.DecideResponse, bool) {
 	d := n.claims.Load()
 	if d == nil || len(cr) == 0 {
 		return nil, false
@@ -114,6 +126,7 @@ func (n *Node) decideClaims(ctx context.Context, cr []claims.Request) (*api.Deci
 		if i == 8 {
 			break // a write touches a few repositories at most
 		}
+		r.Call = call
 		v := d.Decide(ctx, r)
 		if v.Diagnostic != "" {
 			n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: "claims", Error: v.Diagnostic})
@@ -121,6 +134,10 @@ func (n *Node) decideClaims(ctx context.Context, cr []claims.Request) (*api.Deci
 		switch v.Decision {
 		case claims.DecideDeny:
 			d.Refused(r)
+			// What the call took in the repositories before this one.
+			if err := d.ReleaseTaken(ctx, r.Session, call); err != nil {
+				n.log.Warn("claims: a refused write's other claims were not released", "session", r.Session, "err", err)
+			}
 			return &api.DecideResponse{Decision: v.Decision, Reason: v.Reason}, true
 		case claims.DecideWarn:
 			if warn == nil {
@@ -146,15 +163,58 @@ func (n *Node) claimsRefused(cr []claims.Request) {
 	}
 }
 
-// releaseDeniedClaims releases what the session's latest write claimed:
-// the operator denied that write, so its PostToolUse never comes.
-func (n *Node) releaseDeniedClaims(ctx context.Context, session string) {
+// callRef names a hook query's tool call for the claims room.
+func callRef(q tasks.Query) claims.CallRef {
+	return claims.CallRef{ID: q.Call, Tool: q.Tool, Digest: claims.CallDigest(q.Tool, q.Input)}
+}
+
+// approvalCallRef names the call of an approval request: its request key
+// is "call:<tool_use_id>" when the agent named the call.
+func approvalCallRef(req *api.ApprovalRequest) claims.CallRef {
+	id, _ := strings.CutPrefix(req.RequestKey, "call:")
+	if id == req.RequestKey {
+		id = ""
+	}
+	return claims.CallRef{ID: id, Tool: req.Tool, Digest: claims.CallDigest(req.Tool, req.Input)}
+}
+
+// releaseDeniedClaims releases what the session's call took: the
+// operator denied that write, so its PostToolUse never comes.
+func (n *Node) releaseDeniedClaims(ctx context.Context, session string, call claims.CallRef) {
 	d := n.claims.Load()
 	if d == nil || session == "" {
 		return
 	}
-	if err := d.ReleaseTaken(ctx, session); err != nil {
+	if err := d.ReleaseTaken(ctx, session, call); err != nil {
 		n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: "claims",
 			Error: "claims: the claim of a denied write was not released: " + err.Error() + "; run `harn agents release-claim --session " + session + " --all`"})
+	}
+}
+
+// reportsCallEnds: the agents whose hooks name every call by its id
+// before and after it runs (PreToolUse and PostToolUse's tool_use_id), so
+// that a call with no end by its turn's end is known not to have run.
+var reportsCallEnds = map[string]bool{"claude-code": true}
+
+// observeClaimCalls tells the claims room of the turn and session ends
+// among stored events: a write call announced in a turn that ended
+// without the call's end did not run (it was denied in the agent's own
+// prompt), and releases what it took.
+func (n *Node) observeClaimCalls(ctx context.Context, evs []presence.Event) {
+	d := n.claims.Load()
+	if d == nil {
+		return
+	}
+	for i := range evs {
+		e := &evs[i]
+		switch e.Type {
+		case presence.TypeTurnStop, presence.TypeUserPromptSubmit:
+			if err := d.TurnEnded(ctx, e.SessionID, e.TS, reportsCallEnds[e.Agent]); err != nil {
+				n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: "claims",
+					Error: "claims: the claim of a write that did not run was not released: " + err.Error() + "; run `harn agents release-claim --session " + e.SessionID + "`"})
+			}
+		case presence.TypeSessionEnd:
+			d.SessionEnded(e.SessionID)
+		}
 	}
 }

@@ -55,6 +55,7 @@ func (n *Node) IngestContext(ctx context.Context, evs []presence.Event) (res led
 	n.apply(res.Stored)
 	n.observeTasks(res.Stored)
 	fsp.End()
+	n.observeClaimCalls(ctx, res.Stored)
 
 	n.noteClamped(clamped, res.Stored)
 	n.observeNames(res.Stored)

@@ -323,12 +323,20 @@ func (s *localService) Decide(ctx context.Context, req *api.DecideRequest) (*api
 // cr are the claims the hook sent beside q.
 func (n *Node) decide(ctx context.Context, q tasks.Query, cr []claims.Request) *api.DecideResponse {
 	q.Wait = min(max(q.Wait, 0), maxDecideWait)
-	if d := n.claims.Load(); d != nil && q.Phase == tasks.PhasePre {
-		d.BeginCall(q.Session)
+	call := callRef(q)
+	if d := n.claims.Load(); d != nil {
+		switch q.Phase {
+		case tasks.PhasePre:
+			d.BeginCall(q.Session, call)
+		case tasks.PhasePost:
+			if err := d.CallEnded(ctx, q.Session, call, q.Failed); err != nil {
+				n.log.Warn("claims: a failed write's claim was not released", "session", q.Session, "err", err)
+			}
+		}
 	}
 	v := n.tasks.Decide(ctx, q)
 	if v.Decision == tasks.DecideAllow || v.Decision == tasks.DecideNone {
-		if r, ok := n.decideClaims(ctx, cr); ok {
+		if r, ok := n.decideClaims(ctx, cr, call); ok {
 			return r
 		}
 	} else if v.Decision == tasks.DecideDeny {
@@ -362,7 +370,7 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 	if ans.Allow {
 		d = "allow"
 	} else {
-		s.n.releaseDeniedClaims(ctx, r.Session)
+		s.n.releaseDeniedClaims(ctx, r.Session, approvalCallRef(req))
 	}
 	return &api.ApprovalResponse{Decision: d, Reason: ans.Reason, Request: r.ID, By: ans.By}, nil
 }

@@ -349,7 +349,10 @@ func (rt *Runtime) advance(s *session) {
 // and for a successor its handoff.
 func (rt *Runtime) startLocked(s *session, t *task, pred *task) {
 	s.head = t
-	s.refusing = nil // a new task governs the session's calls
+	if r := s.refusing; r != nil { // a new task governs the session's calls
+		rt.recLog(r, Record{Kind: RecLift, Reason: "task " + t.id + " started"})
+		s.refusing = nil
+	}
 	g := rt.global.Load()
 	t.snap = g.catalogs[s.cfg.Catalog]
 	if t.snap == nil {

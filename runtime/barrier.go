@@ -13,7 +13,7 @@ import (
 func (rt *Runtime) cancelLocked(t *task, status Status, by, reason string) {
 	rt.recLog(t, Record{Kind: RecCancel, Status: string(status), By: by, Reason: reason})
 	t.state, t.status = StateCancelling, status
-	t.cancelBy, t.cancelReason = by, reason
+	t.cancelBy, t.cancelReason, t.cancelStatus = by, reason, status
 	t.s.refusing = t
 	rt.recLog(t, Record{Kind: RecState, State: StateCancelling, Status: string(status)})
 	rt.abortCalls(t)

@@ -80,7 +80,13 @@ func TestBarrierWaitsForEachCallToFinishAcknowledgeOrReachOutcomeUnknown(t *test
 			f.wantState(t, a, StateTerminal, StatusSuperseded)
 			f.wantState(t, b.ID, StateRunning, "")
 			recs, _ := f.led.Records(a)
-			last := recs[len(recs)-2] // the call's end, then the terminal state
+			// The call's end, then the terminal state (then the lift of
+			// its refusal, when b starts).
+			i := slices.IndexFunc(recs, func(r Record) bool { return r.Kind == RecState && r.State == StateTerminal })
+			if i < 1 {
+				t.Fatalf("no terminal state after a record: %+v", recs)
+			}
+			last := recs[i-1]
 			want := map[string]Outcome{"finish": OutcomeFailed, "acknowledge": OutcomeAborted, "unknown": OutcomeUnknown}[how]
 			if last.Kind != RecEnd || last.Call != c2.ID || last.Status != string(want) {
 				t.Fatalf("last call record %+v, want %s", last, want)

@@ -10,7 +10,9 @@ import "fmt"
 // session remembers the task that was cancelled (or superseded) while it
 // ran, and every further call of the session is refused, naming that task
 // and who cancelled it, until a new task starts in the session or the
-// agent's turn ends (EndTurn). Without this, the agent's next call after the
+// agent's turn ends (EndTurn). The cancel and its lift are in the task's
+// ledger (RecCancel, RecLift), so a restart of the node rebuilds the
+// refusal (Restored.Cancel) until one of them comes. Without this, the agent's next call after the
 // barrier would find no task at all, and the hook would give no opinion: a
 // cancelled task's agent would run on unrestricted.
 
@@ -45,7 +47,11 @@ func (e *CancelledError) Unwrap() error {
 }
 
 func (t *task) cancelledError() *CancelledError {
-	return &CancelledError{Task: t.id, Status: t.status, By: t.cancelBy, Reason: t.cancelReason,
+	st := t.cancelStatus
+	if st == "" {
+		st = t.status
+	}
+	return &CancelledError{Task: t.id, Status: st, By: t.cancelBy, Reason: t.cancelReason,
 		Ended: t.state == StateTerminal}
 }
 
@@ -88,10 +94,12 @@ func (rt *Runtime) EndTurn(sessionID string) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	lifted := s.refusing != nil
-	s.refusing = nil
-	if lifted {
-		s.signal()
+	t := s.refusing
+	if t == nil {
+		return false
 	}
-	return lifted
+	rt.recLog(t, Record{Kind: RecLift, Reason: "turn ended"}) // a restart must not bring it back
+	s.refusing = nil
+	s.signal()
+	return true
 }

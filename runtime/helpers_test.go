@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"errors"
+	"github.com/harn-dev/harn/util/clock"
 	"time"
 )
 
@@ -31,7 +32,7 @@ var testBudget = Budget{UsableInput: 10000, Base: 1000}
 
 type fixture struct {
 	rt  *Runtime
-	clk *FakeClock
+	clk *clock.Fake
 	led *MemLedger
 	gen uint64
 }

@@ -34,6 +34,9 @@ const (
 	RecReduce  RecordKind = "grant.reduce" // the ceiling shrank (Capability, Level)
 	RecCancel  RecordKind = "task.cancel"  // cancellation was requested (Status: cancelled or superseded)
 	RecAck     RecordKind = "task.ack"     // an operator acknowledged unknown outcomes
+	// RecLift: a cancelled task's refusal of its session's calls lifted
+	// (the agent's turn ended, or a new task started; Reason says which).
+	RecLift RecordKind = "task.lift"
 
 	RecRevoke      RecordKind = "capability.revoke"  // a global revocation (Capability: the pattern)
 	RecRestore     RecordKind = "capability.restore" // a global revocation lifted
@@ -42,7 +45,7 @@ const (
 )
 
 var recordKinds = map[RecordKind]bool{RecSubmit: true, RecState: true, RecBegin: true, RecRefused: true, RecEnd: true,
-	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true,
+	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true, RecLift: true,
 	RecRevoke: true, RecRestore: true, RecProviderOff: true, RecProviderOn: true}
 
 // Record is one append-only ledger entry. Input and Output carry keyed

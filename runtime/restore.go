@@ -22,6 +22,17 @@ type Restored struct {
 	Predecessor     string
 	Seq             uint64         // its last ledger sequence number
 	Holds           []RestoredHold // mutating calls of unknown outcome not yet acknowledged
+	// Cancel, when set, is the cancellation of the task while it ran
+	// whose refusal of the session's further calls had not lifted when the
+	// node stopped (no RecLift after its RecCancel): the restored task
+	// refuses them again, as CancelledRefusal says.
+	Cancel *RestoredCancel
+}
+
+// RestoredCancel is a cancellation as the task's ledger recorded it.
+type RestoredCancel struct {
+	Status     Status // cancelled or superseded
+	By, Reason string
 }
 
 // RestoredHold is a mutating call that ended outcome_unknown and that no
@@ -57,6 +68,12 @@ func (rt *Runtime) Restore(r Restored, cfg SessionConfig) error {
 		interrupted: r.Interrupted, stopped: true, calls: map[string]*call{}}
 	rt.tasks[r.ID] = t
 	rt.mu.Unlock()
+	if c := r.Cancel; c != nil {
+		t.cancelStatus, t.cancelBy, t.cancelReason = c.Status, c.By, c.Reason
+		if s.refusing == nil || !t.created.Before(s.refusing.created) {
+			s.refusing = t
+		}
+	}
 	for _, h := range r.Holds {
 		s.holds = append(s.holds, hold{task: r.ID, call: h.Call, capability: h.Capability})
 	}

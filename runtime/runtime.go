@@ -3,6 +3,7 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"github.com/harn-dev/harn/util/clock"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -65,7 +66,7 @@ const (
 
 // Config builds a Runtime.
 type Config struct {
-	Clock          Clock         // default RealClock
+	Clock          clock.Clock   // default clock.Real
 	Ledger         Ledger        // required
 	Key            []byte        // required: the evidence digest key (node.key)
 	Grace          time.Duration // the barrier's grace period; default 10 s
@@ -86,7 +87,7 @@ type SessionConfig struct {
 // Runtime hosts the task runtimes of many sessions. It is safe for
 // concurrent use. Lock order: a session's lock, then the task index lock.
 type Runtime struct {
-	clock     Clock
+	clock     clock.Clock
 	ledger    Ledger
 	dig       *Digester
 	grace     time.Duration
@@ -113,7 +114,7 @@ func New(cfg Config) (*Runtime, error) {
 		return nil, err
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = 10 * time.Second
@@ -258,7 +259,8 @@ type task struct {
 	by              string // who submitted it
 	cancelBy        string // who cancelled it
 	cancelReason    string
-	queued          bool // it waited behind another task: it is a successor
+	cancelStatus    Status // cancelled or superseded, once cancelled
+	queued          bool   // it waited behind another task: it is a successor
 	state           State
 	status          Status
 	submitted       int // absolute conversation index before its own text
@@ -290,7 +292,7 @@ type task struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	notify   chan struct{}
-	timer    Timer
+	timer    clock.Timer
 }
 
 // OpenSession opens a session's task runtime.

@@ -191,6 +191,9 @@ func runHelper() int {
 	if os.Getenv(helperEnv) == helperOtherUser {
 		return runOtherUserHelper()
 	}
+	if os.Getenv(helperEnv) == helperAgentRuns {
+		return runAgentHelper()
+	}
 	if os.Getenv(helperEnv) != helperHookParent {
 		fmt.Fprintln(os.Stderr, "e2e helper: unknown mode", os.Getenv(helperEnv))
 		return 2

@@ -83,3 +83,53 @@ func TestCancelledTaskDeniesTheClaudeSessionsNextCallsAndSaysItCannotInterrupt(t
 		t.Fatalf("after the second cancellation: %q %q, want a deny naming %s", d, reason, second.Task.ID)
 	}
 }
+
+// TestACancelsRefusalSurvivesANodeRestart: a Claude Code session's harn
+// task is cancelled while the agent's turn goes on; the node is killed
+// (kill -9) and started again. The agent's next PreToolUse is still
+// denied, naming the task, who cancelled it and why; its Stop then lifts
+// the refusal, and that lift survives a second restart too.
+func TestACancelsRefusalSurvivesANodeRestart(t *testing.T) {
+	e := newEnv(t)
+	environ := append(append([]string(nil), e.base...), "HARN_TASK_GRACE=1s")
+	args := []string{"node", "--data-dir", e.dataDir, "--socket", e.socket}
+	n := e.spawn(environ, args...)
+	e.waitReady(n)
+	sid := "cc-cancel-restart"
+	e.hook("claude-code", `{"session_id":"`+sid+`","hook_event_name":"SessionStart","source":"startup","cwd":"`+e.root+`"}`)
+	e.hook("claude-code", `{"session_id":"`+sid+`","hook_event_name":"UserPromptSubmit","prompt":"write x","cwd":"`+e.root+`"}`)
+	task := e.task("start", "--session", sid, "--profile", "full", "write x")
+	e.ok("task", "cancel", task.Task.ID, "--reason", "wrong repo")
+	e.waitTask(task.Task.ID, "cancelled")
+	if d, _ := permission(t, e.hook("claude-code", preToolUse(sid, e.root, "toolu_r0")).stdout); d != "deny" {
+		t.Fatalf("before the restart the call got %q, want deny", d)
+	}
+
+	e.kill9(n)
+	n = e.spawn(environ, args...)
+	e.waitReady(n)
+	d, reason := permission(t, e.hook("claude-code", preToolUse(sid, e.root, "toolu_r1")).stdout)
+	if d != "deny" {
+		t.Fatalf("after a kill -9 and restart the cancelled task's agent got %q (%q), want deny", d, reason)
+	}
+	for _, want := range []string{task.Task.ID, "cancelled by ", "wrong repo"} {
+		if !strings.Contains(reason, want) {
+			t.Fatalf("the denial after the restart %q does not name %q", reason, want)
+		}
+	}
+
+	// The turn ends: the refusal lifts, and stays lifted across a restart.
+	e.hook("claude-code", `{"session_id":"`+sid+`","hook_event_name":"Stop","stop_hook_active":false,"last_assistant_message":"stopped"}`)
+	k := 0
+	eventually(t, stateTimeout, "no opinion after the turn ended", func() (bool, string) {
+		k++
+		d, reason := permission(t, e.hook("claude-code", preToolUse(sid, e.root, fmt.Sprintf("toolu_s%d", k))).stdout)
+		return d == "", d + " " + reason
+	})
+	e.kill9(n)
+	n = e.spawn(environ, args...)
+	e.waitReady(n)
+	if d, reason := permission(t, e.hook("claude-code", preToolUse(sid, e.root, "toolu_t1")).stdout); d != "" {
+		t.Fatalf("a lifted refusal came back after a restart: %q %q", d, reason)
+	}
+}

@@ -67,6 +67,10 @@ type Request struct {
 	// Abs are the hook's absolute paths, one per path (as the session's
 	// row lists them); the row is told of each one's fate.
 	Abs []string `json:"abs,omitempty"`
+	// Call is the tool call the write belongs to (set by the node from
+	// the hook's query): a denial or a failure of that call releases
+	// what it took.
+	Call CallRef `json:"-"`
 }
 
 // Verdict answers a Request. Diagnostic, when set, is for the node's
@@ -127,6 +131,10 @@ type Config struct {
 	// Rows, when set, is told when a claim is pending, lands or is
 	// dropped.
 	Rows Rows
+	// Journal, when set, keeps the pending claims across a restart
+	// (Restore rebuilds them); OnJournalError hears of a failed write.
+	Journal        Journal
+	OnJournalError func(error)
 }
 
 // Decider answers write requests. It is safe for concurrent use.
@@ -135,9 +143,13 @@ type Decider struct {
 
 	mu      sync.Mutex
 	pending []pendingClaim
-	// taken: the claims each session's latest write took (recorded or
-	// pending), released when that write is denied after all.
-	taken map[string][]pendingClaim
+	nextID  uint64 // the last pending claim's id
+	// taken: each session's write calls in flight and what they took
+	// (recorded or pending), released when the call is denied after all
+	// (calls.go).
+	taken map[string][]*takenCall
+	// reportsEnds: the sessions seen to report a call's end by its id.
+	reportsEnds map[string]bool
 
 	kick      chan struct{}
 	stop      chan struct{}
@@ -160,7 +172,7 @@ func New(cfg Config) *Decider {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	return &Decider{cfg: cfg, taken: map[string][]pendingClaim{},
+	return &Decider{cfg: cfg, taken: map[string][]*takenCall{}, reportsEnds: map[string]bool{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
@@ -191,12 +203,18 @@ func (d *Decider) Decide(ctx context.Context, r Request) Verdict {
 		cancel()
 		if err != nil {
 			d.addPending(r, need)
-			d.noteTaken(r, need)
+			if r.Phase != PhasePost {
+				d.noteTaken(r, need)
+			}
 			return Verdict{Decision: DecideAllow, Diagnostic: fmt.Sprintf("claims: the claim on %s was not recorded yet (%s); the write was allowed, the claim shows pending and is retried until it lands or the session ends",
 				text.Clip(strings.Join(need, ", "), 200), text.OneLine(err.Error()))}
 		}
-		d.noteTaken(r, need)
+		if r.Phase != PhasePost { // after the write there is no denial to come
+			d.noteTaken(r, need)
+		}
 		held, _ = d.scan(r) // a race lost in the log shows here
+	} else if len(held) == 0 && r.Phase != PhasePost {
+		d.noteTaken(r, nil) // held already: it takes nothing, but it writes them
 	}
 	if len(held) == 0 {
 		return Verdict{Decision: DecideAllow}

@@ -25,6 +25,7 @@ type Rows interface {
 
 // pendingClaim is a claim the registry did not record yet.
 type pendingClaim struct {
+	id            uint64 // its journal key
 	session, repo string
 	paths         []string
 	abs           map[string]string // path -> the hook's absolute path
@@ -52,15 +53,22 @@ func pick(abs map[string]string, paths []string) []string {
 
 // addPending queues a claim for the retry and tells the row.
 func (d *Decider) addPending(r Request, need []string) {
-	pc := pendingClaim{session: r.Session, repo: r.Repo, paths: need, abs: absOf(r)}
 	d.mu.Lock()
+	d.nextID++
+	pc := pendingClaim{id: d.nextID, session: r.Session, repo: r.Repo, paths: need, abs: absOf(r)}
 	d.pending = append(d.pending, pc)
 	d.mu.Unlock()
+	d.persist(pc) // before the row says pending: a restart keeps retrying it
 	if d.cfg.Rows != nil {
 		if a := pick(pc.abs, need); len(a) > 0 {
 			d.cfg.Rows.ClaimPending(r.Session, a)
 		}
 	}
+	d.kickRetry()
+}
+
+// kickRetry starts the retry (once) and wakes it.
+func (d *Decider) kickRetry() {
 	d.startOnce.Do(func() { go d.retryLoop() })
 	select {
 	case d.kick <- struct{}{}:
@@ -168,13 +176,15 @@ func (d *Decider) retryOnce() bool {
 	for _, pc := range d.pending {
 		done := false
 		for i, t := range todo {
-			if settled[i] && t.session == pc.session && t.repo == pc.repo && slices.Equal(t.paths, pc.paths) {
+			if settled[i] && t.id == pc.id && slices.Equal(t.paths, pc.paths) {
 				done = true
 				break
 			}
 		}
 		if !done {
 			keep = append(keep, pc)
+		} else {
+			d.unpersist(pc.id)
 		}
 	}
 	d.pending = keep
@@ -204,8 +214,13 @@ func (d *Decider) dropPending(session, repo string, paths []string) []string {
 			rest = append(rest, p)
 		}
 		if len(rest) > 0 {
-			pc.paths = rest
+			if len(rest) < len(pc.paths) {
+				pc.paths = rest
+				d.persist(pc)
+			}
 			keep = append(keep, pc)
+		} else {
+			d.unpersist(pc.id)
 		}
 	}
 	d.pending = keep
@@ -218,44 +233,6 @@ func (d *Decider) Close() {
 	d.closeOnce.Do(func() { close(d.stop) })
 	d.startOnce.Do(func() { close(d.done) }) // never started
 	<-d.done
-}
-
-// noteTaken remembers what r's write took for its session.
-func (d *Decider) noteTaken(r Request, need []string) {
-	d.mu.Lock()
-	d.taken[r.Session] = append(d.taken[r.Session], pendingClaim{session: r.Session, repo: r.Repo, paths: need, abs: absOf(r)})
-	d.mu.Unlock()
-}
-
-// BeginCall forgets what the session's previous write took: a new call's
-// decision starts.
-func (d *Decider) BeginCall(session string) {
-	d.mu.Lock()
-	delete(d.taken, session)
-	d.mu.Unlock()
-}
-
-// ReleaseTaken releases the claims the session's latest write took (its
-// write was denied after they were taken: the operator said no), recorded
-// or pending, and tells the row.
-func (d *Decider) ReleaseTaken(ctx context.Context, session string) error {
-	d.mu.Lock()
-	taken := d.taken[session]
-	delete(d.taken, session)
-	d.mu.Unlock()
-	var first error
-	for _, t := range taken {
-		abs := d.dropPending(session, t.repo, t.paths)
-		if err := d.Release(ctx, session, t.repo, false, t.paths...); err != nil && first == nil {
-			first = err
-		}
-		abs = append(abs, pick(t.abs, t.paths)...)
-		if d.cfg.Rows != nil && len(abs) > 0 {
-			slices.Sort(abs)
-			d.cfg.Rows.ClaimDropped(session, slices.Compact(abs))
-		}
-	}
-	return first
 }
 
 // Refused tells the row that r's write was denied before its claim was

@@ -174,11 +174,11 @@ func TestAPendingClaimEndsWithItsSession(t *testing.T) {
 
 func TestADeniedWriteReleasesTheClaimItTook(t *testing.T) {
 	d, ft, _, rows := newRetryDecider(t)
-	d.BeginCall("a")
+	d.BeginCall("a", CallRef{})
 	if v := d.Decide(context.Background(), req("a")); v.Decision != DecideAllow {
 		t.Fatalf("%+v", v)
 	}
-	if err := d.ReleaseTaken(context.Background(), "a"); err != nil {
+	if err := d.ReleaseTaken(context.Background(), "a", CallRef{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := ft.ClaimOf("R", "pkg/x.go"); ok {
@@ -194,11 +194,11 @@ func TestADeniedWriteReleasesTheClaimItTook(t *testing.T) {
 
 func TestADeniedWriteKeepsClaimsTakenBefore(t *testing.T) {
 	d, ft, _, _ := newRetryDecider(t)
-	d.BeginCall("a")
+	d.BeginCall("a", CallRef{})
 	d.Decide(context.Background(), req("a"))
-	d.BeginCall("a") // the next call writes the same file: it takes nothing new
+	d.BeginCall("a", CallRef{}) // the next call writes the same file: it takes nothing new
 	d.Decide(context.Background(), req("a"))
-	if err := d.ReleaseTaken(context.Background(), "a"); err != nil {
+	if err := d.ReleaseTaken(context.Background(), "a", CallRef{}); err != nil {
 		t.Fatal(err)
 	}
 	if c, ok := ft.ClaimOf("R", "pkg/x.go"); !ok || c.SessionID != "a" {

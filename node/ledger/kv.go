@@ -60,6 +60,28 @@ func (l *Ledger) putKV(space string, key, val []byte, opt *pebble.WriteOptions) 
 	return nil
 }
 
+// DeleteKVSync removes key from the named keyspace, with an fsync of the
+// WAL before it returns (a record that is gone must stay gone across a
+// kill -9, or a rebuild would bring it back). Removing a missing key is
+// not an error.
+func (l *Ledger) DeleteKVSync(space string, key []byte) error {
+	p, err := kvPrefix(space)
+	if err != nil {
+		return err
+	}
+	db, err := l.beginWrite()
+	if err != nil {
+		return err
+	}
+	err = guarded(func() error { return db.Delete(append(p, key...), pebble.Sync) })
+	l.endWrite()
+	if err != nil {
+		l.markUnwritable(err)
+		return fmt.Errorf("ledger: delete: %w", err)
+	}
+	return nil
+}
+
 // ScanKV calls fn with each key (without the keyspace's prefix) and value
 // of the named keyspace that starts with prefix, in key order. The slices
 // are valid only during the call.

@@ -120,7 +120,7 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = exec.DefaultGrace
 	}
-	rt, err := runtime.New(runtime.Config{Clock: rtClock{cfg.Clock}, Ledger: NewLedger(cfg.KV), Key: cfg.Key,
+	rt, err := runtime.New(runtime.Config{Clock: cfg.Clock, Ledger: NewLedger(cfg.KV), Key: cfg.Key,
 		Grace: cfg.Grace, Logger: cfg.Logger})
 	if err != nil {
 		return nil, err
@@ -149,14 +149,6 @@ func (h *Host) Approvals() *Approvals { return h.approvals }
 func (h *Host) Close() {
 	h.cancel()
 	h.wg.Wait()
-}
-
-// rtClock adapts util/clock to runtime.Clock.
-type rtClock struct{ c clock.Clock }
-
-func (r rtClock) Now() time.Time { return r.c.Now() }
-func (r rtClock) AfterFunc(d time.Duration, f func()) runtime.Timer {
-	return r.c.AfterFunc(d, f)
 }
 
 // OpenExec opens a new runtime session whose tasks run argv (an `--exec`
@@ -212,7 +204,7 @@ func (h *Host) openArgv(argv []string, workdir string) (string, error) {
 	hs := &hosted{id: id, agent: drv.Name}
 	ex, err := exec.New(exec.Config{Runtime: h.rt, Session: id, Driver: drv, Dir: workdir,
 		Env: h.cfg.Env, Grace: h.cfg.Grace,
-		Clock: rtClock{h.cfg.Clock}, Logger: h.log.With("session", id),
+		Clock: h.cfg.Clock, Logger: h.log.With("session", id),
 		OnStart:     func(s exec.Started) { h.taskStarted(id, s.Task) },
 		OnFirstByte: h.cfg.OnFirstByte,
 		OnOutput:    func(m exec.Message) { h.output(id, m.Task, m.Text) },

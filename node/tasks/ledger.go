@@ -30,8 +30,8 @@ func mustSync(r runtime.Record) bool {
 	switch r.Kind {
 	case runtime.RecEnd:
 		return r.Status == string(runtime.OutcomeUnknown) && !r.ReadOnly
-	case runtime.RecAck:
-		return true
+	case runtime.RecAck, runtime.RecCancel, runtime.RecLift:
+		return true // a cancel's refusal, and its end, must outlive a kill -9
 	case runtime.RecState:
 		return r.State == runtime.StateTerminal
 	}

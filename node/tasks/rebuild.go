@@ -114,6 +114,7 @@ type Rebuilt struct {
 	Tasks       int // ended tasks restored for views
 	Interrupted int // of those, tasks the restart cut short
 	Holds       int // unknown-outcome holds restored
+	Refusing    int // external sessions whose cancelled task refuses their calls again
 }
 
 // Rebuild restores the node's task records from the runtime ledger: every
@@ -122,7 +123,9 @@ type Rebuilt struct {
 // with its text and output so far from ViewSpace, so that `harn task show`
 // answers for it. A task whose run the restart cut short (its last state
 // is terminal with reason node_restart, as Recover leaves it, or is not
-// terminal at all) is interrupted. Holds refuse the mutations of the
+// terminal at all) is interrupted. A task cancelled while it ran whose
+// refusal had not lifted (no task.lift) refuses its live external
+// session's calls again, and the session is attached. Holds refuse the mutations of the
 // session's next tasks until `harn task ack`. live is the node's live
 // sessions: an external agent's session keeps its agent's catalog. Call it
 // once, at start, after Recover and before anything is served.
@@ -169,6 +172,16 @@ func (h *Host) Rebuild(live []presence.State) (Rebuilt, error) {
 			h.outN[r.ID] = len(msgs)
 		}
 		h.mu.Unlock()
+		if st, ok := cwd[r.Session]; ok && r.Cancel != nil && st.Agent != Agent && !st.Ended && h.cfg.Sessions != nil {
+			// An external agent's session whose task was cancelled while it
+			// ran, its turn not over: the host answers its hooks again, so
+			// that the rebuilt refusal refuses its next call.
+			if _, err := h.attach(r.Session); err != nil {
+				errs = append(errs, fmt.Errorf("tasks: reattach %s for %s's cancellation: %w", r.Session, r.ID, err))
+			} else {
+				out.Refusing++
+			}
+		}
 		out.Tasks++
 		out.Holds += len(r.Holds)
 		if r.Interrupted != "" {
@@ -226,6 +239,10 @@ func RebuildRecords(kv KV, warn func(msg string, args ...any)) ([]runtime.Restor
 			}
 		case runtime.RecAck:
 			r.Holds = nil
+		case runtime.RecCancel:
+			r.Cancel = &runtime.RestoredCancel{Status: runtime.Status(rec.Status), By: rec.By, Reason: rec.Reason}
+		case runtime.RecLift:
+			r.Cancel = nil
 		}
 		return nil
 	})

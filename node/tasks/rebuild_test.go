@@ -258,9 +258,13 @@ func TestPropertyRecordsRebuiltAfterARestartEqualTheRecordsBeforeIt(t *testing.T
 			before[id] = v
 		}
 		acks := map[string][]string{}
+		refusing := map[string]string{} // session -> the cancelled task refusing its calls
 		for _, s := range sessions {
 			sv, _ := rt.Session(s)
 			acks[s] = sv.AwaitingAck
+			if ct, err := rt.CancelledRefusal(s, "Write"); err != nil {
+				refusing[s] = ct
+			}
 		}
 
 		live := []presence.State{{SessionID: "s1", Agent: "claude-code", Node: "n1", Events: 1},
@@ -288,6 +292,13 @@ func TestPropertyRecordsRebuiltAfterARestartEqualTheRecordsBeforeIt(t *testing.T
 			sv, _ := h2.Runtime().Session(s)
 			if !slices.Equal(slices.Sorted(slices.Values(sv.AwaitingAck)), slices.Sorted(slices.Values(acks[s]))) {
 				rt0.Fatalf("session %s awaits ack of %v after the restart, %v before", s, sv.AwaitingAck, acks[s])
+			}
+			ct, err := h2.Runtime().CancelledRefusal(s, "Write")
+			if err == nil {
+				ct = ""
+			}
+			if ct != refusing[s] {
+				rt0.Fatalf("session %s: a cancellation refuses its calls as task %q after the restart, %q before", s, ct, refusing[s])
 			}
 		}
 	})

@@ -172,7 +172,7 @@ func TestCancelSendsSIGINTAndAgentThatHonoursItEndsCancelled(t *testing.T) {
 	if v := f.task(id); v.State != runtime.StateTerminal || v.Status != runtime.StatusCancelled {
 		t.Fatalf("task %s/%s, want terminal/cancelled", v.State, v.Status)
 	}
-	if n := f.clk.Pending(); n != 0 {
+	if n := f.clk.Waiters(); n != 0 {
 		t.Fatalf("%d grace timers still armed", n)
 	}
 	f.groupGone(f.startsSeen()[0].PID)
@@ -200,7 +200,7 @@ func TestCancelOfAgentIgnoringSIGINTKillsItAfterGrace(t *testing.T) {
 	if v := f.task(id); v.State != runtime.StateCancelling {
 		t.Fatalf("task %s before grace, want cancelling", v.State)
 	}
-	f.waitFor("both grace timers", func() bool { return f.clk.Pending() == 2 })
+	f.waitFor("both grace timers", func() bool { return f.clk.Waiters() == 2 })
 	f.clk.Advance(testGrace)
 	r := f.end()
 	if r.Status != runtime.StatusCancelled || !r.Interrupted || !r.Killed || r.Signal != "killed" {
@@ -232,7 +232,7 @@ func TestSupersedeStartsReplacementOnlyAfterOldProcessIsGone(t *testing.T) {
 	if n := len(f.startsSeen()); n != 1 {
 		t.Fatalf("%d processes started before the old one was gone", n)
 	}
-	f.waitFor("both grace timers", func() bool { return f.clk.Pending() == 2 })
+	f.waitFor("both grace timers", func() bool { return f.clk.Waiters() == 2 })
 	f.clk.Advance(testGrace)
 	if r := f.end(); r.Task != old || !r.Killed {
 		t.Fatalf("old %+v", r)
@@ -262,7 +262,7 @@ func TestHungMutatingCallEndsUnknownAndNextMutationWaitsForAck(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.waitFor("SIGINT to be ignored", func() bool { return f.marked("sigint-ignored") })
-	f.waitFor("both grace timers", func() bool { return f.clk.Pending() == 2 })
+	f.waitFor("both grace timers", func() bool { return f.clk.Waiters() == 2 })
 	f.clk.Advance(testGrace)
 	if r := f.end(); !r.Killed || r.Status != runtime.StatusCancelled {
 		t.Fatalf("first task %+v", r)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/harn-dev/harn/util/clock"
 	"log/slog"
 	"os"
 	"sync"
@@ -39,7 +40,7 @@ type Config struct {
 	Dir     string           // the agent's working directory; default the node's
 	Env     []string         // extra KEY=VALUE entries on top of the node's environment
 	Grace   time.Duration    // SIGINT → SIGKILL; default DefaultGrace (keep it equal to the runtime's)
-	Clock   runtime.Clock    // runs the grace timer; default runtime.RealClock
+	Clock   clock.Clock      // runs the grace timer; default clock.Real
 	Logger  *slog.Logger
 
 	// Observers, called on the executor's goroutine; they must not block.
@@ -121,7 +122,7 @@ type TaskResult struct {
 type Executor struct {
 	cfg   Config
 	rt    *runtime.Runtime
-	clock runtime.Clock
+	clock clock.Clock
 	log   *slog.Logger
 
 	mu  sync.Mutex
@@ -151,7 +152,7 @@ func New(cfg Config) (*Executor, error) {
 		cfg.Grace = DefaultGrace
 	}
 	if cfg.Clock == nil {
-		cfg.Clock = runtime.RealClock{}
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

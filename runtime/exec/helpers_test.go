@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/harn-dev/harn/util/clock"
 	"io"
 	"log/slog"
 	"net"
@@ -85,7 +86,7 @@ func buildFakeAgent(t *testing.T) {
 type fixture struct {
 	t     *testing.T
 	rt    *runtime.Runtime
-	clk   *runtime.FakeClock // nil with a real clock
+	clk   *clock.Fake // nil with a real clock
 	led   *runtime.MemLedger
 	dir   string // the session's working directory
 	marks string // the fake agent's marker files
@@ -125,12 +126,12 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 		o(&cfg)
 	}
 	f := &fixture{t: t, led: runtime.NewMemLedger(), dir: t.TempDir(), marks: t.TempDir(), ends: make(chan harnexec.TaskResult, 16)}
-	var clock runtime.Clock = runtime.RealClock{}
+	var clk clock.Clock = clock.Real{}
 	if !cfg.realClock {
 		f.clk = runtime.NewFakeClock()
-		clock = f.clk
+		clk = f.clk
 	}
-	rt, err := runtime.New(runtime.Config{Clock: clock, Ledger: f.led, Key: []byte("test-node-key"), Grace: testGrace, DefaultProfile: "full"})
+	rt, err := runtime.New(runtime.Config{Clock: clk, Ledger: f.led, Key: []byte("test-node-key"), Grace: testGrace, DefaultProfile: "full"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 	}
 	ex, err := harnexec.New(harnexec.Config{
 		Runtime: rt, Session: testSession, Driver: cfg.driver, Dir: f.dir, Env: env,
-		Grace: testGrace, Clock: clock, Logger: slog.New(slog.DiscardHandler),
+		Grace: testGrace, Clock: clk, Logger: slog.New(slog.DiscardHandler),
 		OnStart: func(s harnexec.Started) {
 			f.mu.Lock()
 			f.starts = append(f.starts, s)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/harn-dev/harn/util/clock"
 	"io"
 	"os"
 	"strings"
@@ -124,7 +125,7 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 
 	var (
 		killCh    = make(chan struct{}, 1)
-		killTimer runtime.Timer
+		killTimer clock.Timer
 		stopCh    = run.Context().Done()
 		ctxCh     = ctx.Done()
 		notify    = run.Notify()

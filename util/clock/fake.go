@@ -16,6 +16,7 @@ type Fake struct {
 	seq     uint64
 	waiters map[*fakeWaiter]struct{}
 	armed   chan struct{} // closed and replaced whenever a waiter is armed
+	inline  bool          // AfterFunc callbacks run on the advancing goroutine
 }
 
 // fakeWaiter is one armed timer, ticker or AfterFunc.
@@ -31,6 +32,16 @@ type fakeWaiter struct {
 // NewFake returns a fake clock set to t.
 func NewFake(t time.Time) *Fake {
 	return &Fake{now: t, waiters: map[*fakeWaiter]struct{}{}, armed: make(chan struct{})}
+}
+
+// NewInlineFake is NewFake whose AfterFunc callbacks run on the goroutine
+// that calls Advance (or Set), one after the other, so that a test sees
+// their effects when Advance returns. A callback must not wait for
+// another goroutine that advances the same clock.
+func NewInlineFake(t time.Time) *Fake {
+	f := NewFake(t)
+	f.inline = true
+	return f
 }
 
 // Now returns the fake time.
@@ -72,9 +83,11 @@ func (f *Fake) Set(t time.Time) {
 		} else {
 			delete(f.waiters, w)
 		}
-		ch, fn := w.ch, w.fn
+		ch, fn, inline := w.ch, w.fn, f.inline
 		f.mu.Unlock()
-		if fn != nil {
+		if fn != nil && inline {
+			fn()
+		} else if fn != nil {
 			go fn()
 		} else {
 			select {
@@ -181,11 +194,13 @@ func (f *Fake) NewTimer(d time.Duration) Timer {
 	return (*fakeTimer)(w)
 }
 
-// AfterFunc calls fn in its own goroutine once the fake time passes d.
+// AfterFunc calls fn in its own goroutine once the fake time passes d
+// (an inline fake: during the Advance that passes it, even for d <= 0, so
+// that fn never runs under a lock its caller holds).
 func (f *Fake) AfterFunc(d time.Duration, fn func()) Timer {
 	w := &fakeWaiter{f: f, fn: fn}
 	f.arm(w, d)
-	if d <= 0 {
+	if d <= 0 && !f.inline {
 		f.Set(f.Now())
 	}
 	return (*fakeTimer)(w)
