@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"os"
 	"slices"
 	"strconv"
@@ -30,7 +31,7 @@ func addListFilterFlags(c *cobra.Command) {
 	c.Flags().StringSlice("node", nil, "only sessions on this node (repeat or comma-separate for any of several)")
 	c.Flags().StringSlice("activity", nil, "only sessions with this activity: "+strings.Join(activityWords, ", "))
 	c.Flags().StringSlice("project", nil, "only sessions of this project (the PROJECT column, with or without @branch)")
-	c.Flags().StringSlice("agent", nil, "only sessions of this agent type (claude-code, codex, ...)")
+	c.Flags().StringSlice("agent", nil, "only sessions of this agent type: "+strings.Join(all.Names(), ", "))
 	c.Flags().Bool("wide", false, "do not cut the table to the terminal's width")
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -191,11 +192,6 @@ func (n *Node) releaseDeniedClaims(ctx context.Context, session string, call cla
 	}
 }
 
-// reportsCallEnds: the agents whose hooks name every call by its id
-// before and after it runs (PreToolUse and PostToolUse's tool_use_id), so
-// that a call with no end by its turn's end is known not to have run.
-var reportsCallEnds = map[string]bool{"claude-code": true}
-
 // observeClaimCalls tells the claims room of the turn and session ends
 // among stored events: a write call announced in a turn that ended
 // without the call's end did not run (it was denied in the agent's own
@@ -209,7 +205,7 @@ func (n *Node) observeClaimCalls(ctx context.Context, evs []presence.Event) {
 		e := &evs[i]
 		switch e.Type {
 		case presence.TypeTurnStop, presence.TypeUserPromptSubmit:
-			if err := d.TurnEnded(ctx, e.SessionID, e.TS, reportsCallEnds[e.Agent]); err != nil {
+			if err := d.TurnEnded(ctx, e.SessionID, e.TS, all.ReportsCallEnds(e.Agent)); err != nil {
 				n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: "claims",
 					Error: "claims: the claim of a write that did not run was not released: " + err.Error() + "; run `harn agents release-claim --session " + e.SessionID + "`"})
 			}

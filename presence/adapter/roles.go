@@ -192,6 +192,14 @@ func ClaimedWrites(evs []presence.Event) Writes {
 
 // HookTruster is implemented by an adapter whose agent runs an installed
 // hook only once the user has trusted it (`harn doctor` checks).
+// CallEnder is an optional role: the agent names every tool call by its id
+// before and after it runs (Claude Code's PreToolUse and PostToolUse
+// carry tool_use_id), so a call announced in a turn that ended without
+// its end is known not to have run (denied in the agent's own prompt).
+type CallEnder interface {
+	ReportsCallEnds() bool
+}
+
 type HookTruster interface {
 	// TrustFile is the file where the agent records that trust, given
 	// the home folder and the environment.

@@ -106,3 +106,14 @@ func ExecExamples() []string {
 	}
 	return out
 }
+
+// ReportsCallEnds reports whether the agent named name names each tool
+// call's end (adapter.CallEnder).
+func ReportsCallEnds(name string) bool {
+	a, ok := Lookup(name)
+	if !ok {
+		return false
+	}
+	c, ok := a.(adapter.CallEnder)
+	return ok && c.ReportsCallEnds()
+}

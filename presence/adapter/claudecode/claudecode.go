@@ -70,6 +70,10 @@ func (claudeCode) SessionEnv() []string { return []string{"CLAUDE_SESSION_ID"} }
 // (adapter.Driven).
 func (claudeCode) Drivers() []string { return []string{"claude"} }
 
+// ReportsCallEnds: every PreToolUse and PostToolUse carries tool_use_id
+// (adapter.CallEnder).
+func (claudeCode) ReportsCallEnds() bool { return true }
+
 // ExecExample: adapter.Driven.
 func (claudeCode) ExecExample() string { return "claude -p" }
 
