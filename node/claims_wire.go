@@ -23,7 +23,7 @@ func (n *Node) openClaims() error {
 	cfg := claims.Config{Mode: mode, Node: n.cfg.Name, Describe: claimDescriber{n}, Now: n.cfg.Clock.Now,
 		Clock: n.cfg.Clock, Rows: claimRows{n}}
 	if n.cl != nil {
-		cfg.Table, cfg.Writer = n.cl.store, claimWriter{n.cl}
+		cfg.Table, cfg.Writer = n.cl.claimsTable(), claimWriter{n.cl}
 	} else {
 		l := claims.NewLocal()
 		cfg.Table, cfg.Writer = l, l
@@ -89,7 +89,7 @@ func (d claimDescriber) Describe(session, node string) claims.Holder {
 	}
 	h := claims.Holder{Node: node}
 	if n.cl != nil {
-		if rec, ok := n.cl.store.Get(session); ok {
+		if rec, ok := n.cl.record(session); ok {
 			h.Name, h.Agent, h.Task, h.Ended = rec.Name, rec.Agent, rec.Task, rec.Ended
 			if rec.Node != "" {
 				h.Node = rec.Node

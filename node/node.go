@@ -41,25 +41,15 @@ import (
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tracing"
-	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
 
 // ProcChecker tells whether an agent process still exists.
 type ProcChecker interface {
 	Alive(pid int, start uint64) bool
-}
-
-// entry is one session's live state.
-type entry struct {
-	state presence.State
-	hash  string
-	// view caches the session's roster JSON; apply clears it.
-	view []byte
-	// viewSilent is the silent_since that view was encoded with.
-	viewSilent time.Time
 }
 
 // Node is the daemon. Build it with New, start it with Open, stop it with
@@ -69,16 +59,13 @@ type Node struct {
 	log   *slog.Logger
 	procs ProcChecker
 	git   GitChecker
-	shown TranscriptReader
 
 	ledger *ledger.Ledger
 	lock   *os.File
 	key    []byte
 
-	mu        sync.Mutex
-	sessions  map[string]*entry
-	liveNames map[string]string // name -> session, live sessions only
-	mutLocks  sessionLocks      // serializes operator mutations, per session
+	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
+	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
 	tasks  *tasks.Host   // the task runtimes (node/tasks)
 	alerts *alerts.Room  // notifications (node/alerts; notifywire.go)
@@ -119,8 +106,8 @@ func New(cfg Config) (*Node, error) {
 		git = realGit{cfg: gitcheck.DefaultConfig()}
 	}
 	n := &Node{
-		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git, shown: remint.New(remint.DefaultConfig()),
-		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
+		remote:  gossip.NewTable(),
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
@@ -176,9 +163,14 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := n.rebuild(); err != nil {
+	n.sess = sessions.New(sessions.Config{Node: n.cfg.Name, Ledger: n.ledger, Clock: n.cfg.Clock,
+		Logger: n.log, Tracer: n.tracer})
+	n.seen = n.newWatcher()
+	n.subscribe()
+	if err := n.sess.Rebuild(); err != nil {
 		return err
 	}
+	n.seen.Start()
 	n.proj.OnWrite(n.changes.Notify)
 	n.proj.Reset(n.liveSnapshot())
 	n.openAlerts()
@@ -195,7 +187,7 @@ func (n *Node) open(ctx context.Context) error {
 			c.close() // what it opened, even when n.cl is not set yet
 			return err
 		}
-		n.cl.pub.SetDecorate(n.decorateEntry)
+		n.cl.decorate(n.decorateEntry)
 	}
 	// Tighten again what Pebble and raft created under a loose umask.
 	if err := privateDataDir(n.cfg.DataDir); err != nil {
@@ -210,7 +202,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.serve()
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop, func() { n.alerts.Run(n.stop) })
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
-		"sessions", len(n.sessions))
+		"sessions", n.sess.Len())
 	return nil
 }
 
@@ -287,6 +279,9 @@ func (n *Node) Close() error {
 		if n.tasks != nil {
 			n.tasks.Close()
 		}
+		if n.seen != nil {
+			n.seen.Close() // its reads record into the ledger
+		}
 		if n.cl != nil {
 			n.cl.close()
 		}
@@ -317,20 +312,6 @@ func (n *Node) Ledger() *ledger.Ledger { return n.ledger }
 
 // Name is the node's name.
 func (n *Node) Name() string { return n.cfg.Name }
-
-// rebuild folds every session in the ledger into its live state.
-func (n *Node) rebuild() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ledger.ForEachSession(func(id string, evs []presence.Event) error {
-		st := presence.Fold(evs)
-		n.sessions[id] = &entry{state: st, hash: presence.PresenceHash(&st)}
-		if !st.Ended && st.Name != "" {
-			n.liveNames[st.Name] = id
-		}
-		return nil
-	})
-}
 
 // LoadOrCreateKey reads the node key used for keyed digests, creating it
 // (32 random bytes, mode 0600) when absent. Hooks and the node share it.

@@ -11,6 +11,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -69,27 +70,22 @@ func (r RosterEntry) Encode() ([]byte, error) {
 // silent_since as of now and its cached JSON (encoded again when a change
 // cleared it or its silence changed).
 func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make([]RosterEntry, 0, len(n.sessions))
-	for _, e := range n.sessions {
-		if e.state.Events == 0 || (!all && e.state.Ended) {
-			continue
-		}
-		re := RosterEntry{State: e.state, Reachable: true, Source: "local"}
-		re.State.SilentSince = presence.SilentSince(&e.state, now, n.cfg.SilenceAfter)
-		if e.view == nil || !e.viewSilent.Equal(re.State.SilentSince) {
-			e.view = nil
+	out := make([]RosterEntry, 0, n.sess.Len())
+	n.sess.Views(all, func(st *presence.State, v *sessions.View) {
+		re := RosterEntry{State: *st, Reachable: true, Source: "local"}
+		re.State.SilentSince = presence.SilentSince(st, now, n.cfg.SilenceAfter)
+		if v.Bytes == nil || !v.Key.Equal(re.State.SilentSince) {
+			*v = sessions.View{}
 			if b, err := json.Marshal(re.JSON()); err == nil {
-				e.view, e.viewSilent = b, re.State.SilentSince
+				*v = sessions.View{Bytes: b, Key: re.State.SilentSince}
 			}
 		}
-		re.raw = e.view
-		if re.HarnTask = n.harnTask(e.state.SessionID); re.HarnTask != nil {
+		re.raw = v.Bytes
+		if re.HarnTask = n.harnTask(st.SessionID); re.HarnTask != nil {
 			re.raw = nil
 		}
 		out = append(out, re)
-	}
+	})
 	return out
 }
 
@@ -127,7 +123,7 @@ func (n *Node) reachability() map[string]mesh.Member {
 	if n.cl == nil {
 		return out
 	}
-	for _, m := range n.cl.mesh.Members() {
+	for _, m := range n.cl.members() {
 		out[m.Name] = m
 	}
 	return out
@@ -144,20 +140,20 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	if n.cl == nil {
 		return nil, info, nil
 	}
-	st := n.cl.store.Staleness()
+	st := n.cl.staleness()
 	info.LeaderID, info.AppliedIndex, info.Stale = st.LeaderID, st.AppliedIndex, st.Stale
 	if st.LastContact >= 0 {
 		info.LastContact = st.LastContact.Round(time.Millisecond).String()
 	}
 	if !consistent {
-		return n.cl.store.Records(), info, nil // the roster sorts them
+		return n.cl.records(), info, nil // the roster sorts them
 	}
-	if n.cl.store.IsLeader() {
-		if err := n.cl.store.VerifyRead(ctx); err != nil {
+	if n.cl.leading() {
+		if err := n.cl.verifyRead(ctx); err != nil {
 			return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
 		}
 		info.Stale = false
-		return n.cl.store.List(), info, nil
+		return n.cl.sortedRecords(), info, nil
 	}
 	if st.LeaderID == "" {
 		return nil, info, ErrNoLeader

@@ -109,17 +109,9 @@ func (n *Node) decorateEntry(e *gossip.Entry) {
 // taskChanged clears a session's cached roster view and gossips its entry
 // again: a task's state changed without a presence event.
 func (n *Node) taskChanged(session string) {
-	n.mu.Lock()
-	ent := n.sessions[session]
-	var st presence.State
-	var hash string
-	if ent != nil {
-		ent.view = nil
-		st, hash = ent.state, ent.hash
-	}
-	n.mu.Unlock()
-	if ent != nil && n.cl != nil && !st.Ended && st.Events > 0 {
-		n.cl.pub.Publish(&st, hash)
+	st, hash, ok := n.sess.Invalidate(session)
+	if ok && n.cl != nil && !st.Ended {
+		n.cl.republish(&st, hash)
 	}
 }
 
