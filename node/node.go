@@ -1,17 +1,18 @@
-// Package node is the harn daemon and the composition root of its rooms.
-// It composes the session model (presence) with its durable record (the
-// Pebble ledger, node/ledger), keeps every session's live state with the
-// same reducer that replay uses, drains the hooks' spool (node/spool), ends
-// sessions whose agent process is gone, and serves the local gRPC API on a
-// unix socket.
+// Package node is the harn daemon's composition root: it only wires. Open
+// opens its rooms in order and Close closes them; it holds the service
+// adapters (the local gRPC on the unix socket, the cluster gRPC) that turn
+// requests into calls on the rooms.
 //
-// With the mesh on, its cluster part joins the gossip mesh (mesh) and the
-// Raft registry (raftstore), serves the cluster gRPC service to other
-// nodes, and wires the rooms that do the work: presence gossip
-// (node/gossip), the registry writer (node/registry), the leader-forwarding
-// path (node/forward) and the heartbeat files (node/heartbeat). The node
-// owns every room's lifetime: Open builds them, Close stops them. See
-// DESIGN.md.
+// The rooms: node/sessions is the local half (this node's sessions, their
+// naming, ingest and resolution), which tells its subscribers (the
+// heartbeat files, the cluster's publish, the task host, the alerts, the
+// transcript watcher, the metrics) after each write; node/ledger the
+// durable record; node/tasks the task runtimes; the cluster part
+// (cluster*.go) joins the gossip mesh (mesh) and the Raft registry
+// (raftstore) and builds presence gossip (node/gossip), the registry
+// writer (node/registry), the leader-forwarding path (node/forward) on
+// them; the node reaches the cluster only through its methods. See
+// DESIGN.md in this folder, and docs/design.md, "The house".
 package node
 
 import (
