@@ -59,7 +59,7 @@ func (n *Node) subscribe() {
 	})
 	n.sess.Subscribe(func(b sessions.Batch) {
 		if n.tasks != nil {
-			n.tasks.Observe(b.Stored)
+			n.tasks.Observe(b.Stored) // an external agent's turn ending ends its harn task
 		}
 	})
 	n.sess.Subscribe(func(b sessions.Batch) { n.noteClamped(b.Clamped, b.Stored) })

@@ -76,14 +76,6 @@ func (n *Node) Tasks() *tasks.Host { return n.tasks }
 
 func (n *Node) tasksHost() *tasks.Host { return n.tasks }
 
-// observeTasks lets the task host see stored events (an external agent's
-// turn ending ends its harn task).
-func (n *Node) observeTasks(evs []presence.Event) {
-	if n.tasks != nil {
-		n.tasks.Observe(evs)
-	}
-}
-
 // harnTask is the roster's view of a session's harn task, nil without one.
 func (n *Node) harnTask(session string) *gossip.HarnTask {
 	if n.tasks == nil {
