@@ -120,9 +120,6 @@ type published struct {
 	changed bool
 }
 
-// liveSnapshot copies the states of live sessions.
-func (n *Node) liveSnapshot() []presence.State { return n.sess.Live() }
-
 // Sessions copies the states of all sessions (all) or the live ones,
 // sorted by start time then id.
 func (n *Node) Sessions(all bool) []presence.State { return n.sess.Sessions(all) }

@@ -66,7 +66,7 @@ func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskSt
 // LifecycleFrom is Lifecycle asked by caller: the caller rules
 // (checkCaller) apply before the target's own.
 func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
-	st, unlock, err := n.lockSession(session)
+	st, unlock, err := n.sess.Lock(session)
 	if err != nil {
 		return LifecycleResult{}, err
 	}
@@ -164,7 +164,7 @@ func (n *Node) SetTask(session, task string) (presence.State, string, error) {
 	if c := utf8.RuneCountInString(task); c > presence.MaxTaskChars {
 		return presence.State{}, "", fmt.Errorf("%w: task is %d characters; at most %d", ErrBadRequest, c, presence.MaxTaskChars)
 	}
-	st, unlock, err := n.lockSession(session)
+	st, unlock, err := n.sess.Lock(session)
 	if err != nil {
 		return st, "", err
 	}
@@ -225,7 +225,7 @@ type Proc struct {
 // just announced), and on a tie the subagent. So a subagent resolves to
 // itself, never to its parent, and its operator declarations are refused.
 func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
-	live := n.liveSnapshot()
+	live := n.sess.Live()
 	for _, p := range ancestry {
 		var best *presence.State
 		for i := range live {

@@ -173,7 +173,7 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.seen.Start()
 	n.proj.OnWrite(n.changes.Notify)
-	n.proj.Reset(n.liveSnapshot())
+	n.proj.Reset(n.sess.Live())
 	n.openAlerts()
 	n.drainSpool()
 	if err := n.openTasks(); err != nil {

@@ -1,9 +1,6 @@
 package node
 
-import (
-	"github.com/harn-dev/harn/node/sessions"
-	"github.com/harn-dev/harn/presence"
-)
+import "github.com/harn-dev/harn/node/sessions"
 
 // candidate is a session a handle may name.
 type candidate struct {
@@ -19,10 +16,4 @@ func pickHandle(handle string, cands []candidate) (string, error) {
 		cs[i] = sessions.Candidate{ID: c.id, Name: c.name, Ended: c.ended}
 	}
 	return sessions.PickHandle(handle, cs)
-}
-
-// lockSession resolves handle, takes its session's mutation lock and
-// returns the session's state as it is under the lock.
-func (n *Node) lockSession(handle string) (presence.State, func(), error) {
-	return n.sess.Lock(handle)
 }

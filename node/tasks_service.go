@@ -51,7 +51,7 @@ func (n *Node) openTasks() error {
 	n.tasks = h
 	n.wireApprovals()
 	// Runtime sessions are memory-only: end those the previous run left.
-	live := n.liveSnapshot()
+	live := n.sess.Live()
 	if _, err := h.Recover(live); err != nil {
 		n.log.Warn("closing the previous run's runtime sessions", "err", err)
 	}
