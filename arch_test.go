@@ -14,8 +14,8 @@ import (
 const module = "github.com/harn-dev/harn/"
 
 // allowed says, for each top-level folder, which of the module's folders
-// and which outside modules its non-test code may import (DESIGN.md, "The
-// house"). The standard library is always allowed. Arrows point down the
+// and which outside modules its non-test code may import (docs/design.md,
+// "The house"). The standard library is always allowed. Arrows point down the
 // table, never up.
 var allowed = map[string]struct {
 	inner []string
@@ -53,7 +53,7 @@ func TestImportDirection(t *testing.T) {
 		}
 		rule, ok := allowed[ruleKey(filepath.ToSlash(filepath.Dir(path)))]
 		if !ok {
-			t.Errorf("%s: top-level folder %q is not in DESIGN.md's table", path, top)
+			t.Errorf("%s: top-level folder %q is not in docs/design.md's table", path, top)
 			return nil
 		}
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
@@ -63,7 +63,7 @@ func TestImportDirection(t *testing.T) {
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
 			if !importOK(p, rule.inner, rule.outer) {
-				t.Errorf("%s imports %s, against the direction in DESIGN.md", path, p)
+				t.Errorf("%s imports %s, against the direction in docs/design.md", path, p)
 			}
 		}
 		return nil
@@ -140,6 +140,49 @@ func TestNodeRoomsDoNotImportNode(t *testing.T) {
 		for _, imp := range f.Imports {
 			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"node" {
 				t.Errorf("%s imports %s: a room must not import the composition root", path, p)
+			}
+		}
+	}
+}
+
+// sessionsMayImport are the only packages of the module node/sessions may
+// import: the core emits what changed and features subscribe, so it
+// imports neither the node root nor any feature room.
+var sessionsMayImport = []string{"presence", "util", "node/ledger", "node/clockguard"}
+
+// TestSessionsImportNoFeature: node/sessions, the local half, imports no
+// room above it (tasks, alerts, gossip, heartbeat, remint, ...) and not
+// the node root.
+func TestSessionsImportNoFeature(t *testing.T) {
+	files, err := filepath.Glob("node/sessions/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("no node/sessions")
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(p, module)
+			if !ok {
+				continue
+			}
+			allowed := false
+			for _, a := range sessionsMayImport {
+				if rest == a || strings.HasPrefix(rest, a+"/") {
+					allowed = true
+				}
+			}
+			if !allowed {
+				t.Errorf("%s imports %s: the sessions room notifies subscribers and calls into none", path, p)
 			}
 		}
 	}

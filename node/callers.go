@@ -55,7 +55,7 @@ func (n *Node) checkCaller(c Caller, target presence.State) error {
 			return &RefusedError{Check: "top_level_only", Err: ErrHarnRun}
 		}
 	}
-	live := n.liveSnapshot()
+	live := n.sess.Live()
 	for _, p := range anc {
 		var hosted []string
 		own := false

@@ -29,7 +29,7 @@ func (n *Node) openClaims() error {
 				Error: "claims: a pending claim's record in the ledger was not written (" + err.Error() + "); it is retried until the node stops, not after a restart"})
 		}}
 	if n.cl != nil {
-		cfg.Table, cfg.Writer = n.cl.store, claimWriter{n.cl}
+		cfg.Table, cfg.Writer = n.cl.claimsTable(), claimWriter{n.cl}
 	} else {
 		l := claims.NewLocal()
 		cfg.Table, cfg.Writer = l, l
@@ -101,7 +101,7 @@ func (d claimDescriber) Describe(session, node string) claims.Holder {
 	}
 	h := claims.Holder{Node: node}
 	if n.cl != nil {
-		if rec, ok := n.cl.store.Get(session); ok {
+		if rec, ok := n.cl.record(session); ok {
 			h.Name, h.Agent, h.Task, h.Ended = rec.Name, rec.Agent, rec.Task, rec.Ended
 			if rec.Node != "" {
 				h.Node = rec.Node

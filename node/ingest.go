@@ -2,207 +2,122 @@ package node
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"sort"
+	"sync"
 
-	"github.com/harn-dev/harn/node/clockguard"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/remint"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
-	"github.com/harn-dev/harn/util/ids"
 )
 
-// Ingest errors.
+// Ingest errors (the sessions room's).
 var (
-	ErrUnknownSession = errors.New("node: unknown session")
-	ErrAmbiguous      = errors.New("node: session handle is ambiguous")
+	ErrUnknownSession = sessions.ErrUnknownSession
+	ErrAmbiguous      = sessions.ErrAmbiguous
+)
+
+// Span names of ingest (see node/tracing and node/sessions).
+const (
+	spanIngest = sessions.SpanIngest
+	spanAppend = sessions.SpanAppend
+	spanFold   = sessions.SpanFold
 )
 
 // Ingest validates evs, gives new sessions a name, stores the events
-// durably (idempotent by id) and folds them into the live states. It
-// returns after the events are in a synced WAL.
+// durably (idempotent by id) and folds them into the live states
+// (node/sessions). It returns after the events are in a synced WAL.
 func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
-	return n.IngestContext(context.Background(), evs)
+	return n.sess.Ingest(context.Background(), evs)
 }
 
-// IngestContext is Ingest traced under ctx's span (otel.go).
-func (n *Node) IngestContext(ctx context.Context, evs []presence.Event) (res ledger.AppendResult, err error) {
-	ctx, sp := n.startIngestSpan(ctx, evs)
-	defer func() { endSpan(sp, err) }()
-	now := n.cfg.Clock.Now()
-	for i := range evs {
-		e := &evs[i]
-		if e.ID == "" {
-			e.ID = ids.New(now)
-		}
-		e.Node = n.cfg.Name
-		e.Seq = 0
-		if err := e.Validate(); err != nil {
-			return ledger.AppendResult{}, fmt.Errorf("event %d: %w", i, err)
-		}
-	}
-	clamped := clockguard.Guard(evs, now) // untrusted time: see node/clockguard
-	named := n.nameNewSessions(evs)
-	_, asp := n.tracer.Start(ctx, spanAppend)
-	res, err = n.ledger.Append(evs)
-	endSpan(asp, err)
-	if err != nil {
-		n.unname(named)
-		return res, err
-	}
-	_, fsp := n.tracer.Start(ctx, spanFold)
-	n.apply(res.Stored)
-	n.observeTasks(res.Stored)
-	fsp.End()
-	n.observeClaimCalls(ctx, res.Stored)
-
-	n.noteClamped(clamped, res.Stored)
-	n.observeNames(res.Stored)
-	for i := range res.Stored {
-		n.metrics.Ingested(res.Stored[i].Agent, res.Stored[i].Type)
-	}
-	n.metrics.ObserveIngest(n.cfg.Clock.Now().Sub(now))
-	return res, nil
+// IngestContext is Ingest traced under ctx's span.
+func (n *Node) IngestContext(ctx context.Context, evs []presence.Event) (ledger.AppendResult, error) {
+	return n.sess.Ingest(ctx, evs)
 }
 
-// nameNewSessions stamps a session_name on the first event of each session
-// the node has not seen, unique among live sessions.
-func (n *Node) nameNewSessions(evs []presence.Event) []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var named []string
-	var taken map[string]bool // the live names, copied once per call
-	for i := range evs {
-		e := &evs[i]
-		if ent, ok := n.sessions[e.SessionID]; ok && ent.state.Name != "" {
-			continue
+// subscribe wires the sessions room's subscribers, in the order each
+// write is told to them: the heartbeat files, the cluster (registry writer
+// and gossip), the alerts, the task host, the clock guard's diagnostics,
+// the transcript watcher, the metrics. Each one checks at each write
+// whether its room is open yet.
+func (n *Node) subscribe() {
+	hb := &heartbeatSub{proj: n.proj, last: map[string]uint64{}}
+	n.sess.Subscribe(hb.changed)
+	n.sess.Subscribe(func(b sessions.Batch) {
+		if n.cl != nil {
+			for _, c := range b.Changed {
+				n.cl.publish(published{state: c.State, hash: c.Hash, changed: true})
+			}
 		}
-		if contains(named, e.SessionID) {
-			continue
+	})
+	n.sess.Subscribe(func(b sessions.Batch) {
+		if len(b.Stored) > 0 && n.alerts != nil {
+			n.alerts.Changed()
 		}
-		if taken == nil {
-			taken = n.takenLocked()
+	})
+	n.sess.Subscribe(func(b sessions.Batch) {
+		if n.tasks != nil {
+			n.tasks.Observe(b.Stored) // an external agent's turn ending ends its harn task
 		}
-		name := pickName(e.SessionID, taken)
-		taken[name] = true
-		e.SetAttr(presence.AttrSessionName, name)
-		ent := n.sessions[e.SessionID]
-		if ent == nil {
-			ent = &entry{state: presence.NewState(e.SessionID)}
-			ent.state.Events = 0
-			n.sessions[e.SessionID] = ent
+	})
+	n.sess.Subscribe(func(b sessions.Batch) {
+		// A write announced in a turn that ended without its end did not
+		// run: the claims room releases what it took.
+		if len(b.Stored) > 0 {
+			n.observeClaimCalls(context.Background(), b.Stored)
 		}
-		ent.state.Name = name
-		n.liveNames[name] = e.SessionID
-		named = append(named, e.SessionID)
-	}
-	return named
+	})
+	n.sess.Subscribe(func(b sessions.Batch) { n.noteClamped(b.Clamped, b.Stored) })
+	n.sess.Subscribe(func(b sessions.Batch) { n.seen.Observe(b.Stored) })
+	n.sess.Subscribe(func(b sessions.Batch) {
+		for i := range b.Stored {
+			n.metrics.Ingested(b.Stored[i].Agent, b.Stored[i].Type)
+		}
+		n.metrics.ObserveIngest(n.cfg.Clock.Now().Sub(b.Start))
+	})
 }
 
-func (n *Node) takenLocked() map[string]bool {
-	t := make(map[string]bool, len(n.liveNames))
-	for k := range n.liveNames {
-		t[k] = true
-	}
-	return t
+// heartbeatSub marks changed sessions for the heartbeat files, the newest
+// state of each last: two writes of one session that race may reach it in
+// either order.
+type heartbeatSub struct {
+	proj *heartbeat.Projector
+	mu   sync.Mutex
+	last map[string]uint64 // session -> Gen marked last
 }
 
-// unname undoes the names given to sessions whose first events were not
-// stored.
-func (n *Node) unname(sessions []string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, s := range sessions {
-		ent := n.sessions[s]
-		if ent == nil || ent.state.Events > 0 {
-			continue
-		}
-		delete(n.liveNames, ent.state.Name)
-		delete(n.sessions, s)
-	}
-}
-
-func contains(ss []string, s string) bool {
-	for _, x := range ss {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// apply folds stored events into the live states. An event that sorts
-// before the session's last folded event makes the node fold that session
-// again from the ledger, so that an older event arriving later never rolls
-// the state backward.
-func (n *Node) apply(stored []presence.Event) {
-	if len(stored) == 0 {
+func (h *heartbeatSub) changed(b sessions.Batch) {
+	if len(b.Changed) == 0 {
 		return
 	}
-	n.mu.Lock()
-	changed := map[string]bool{}
-	for i := range stored {
-		e := &stored[i]
-		ent := n.sessions[e.SessionID]
-		if ent == nil {
-			ent = &entry{state: presence.NewState(e.SessionID)}
-			n.sessions[e.SessionID] = ent
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range b.Changed {
+		if c.Gen <= h.last[c.State.SessionID] {
+			continue
 		}
-		if ent.state.Events == 0 {
-			// A placeholder made by naming: fold from scratch.
-			name := ent.state.Name
-			ent.state = presence.NewState(e.SessionID)
-			if presence.InOrder(&ent.state, e) {
-				ent.state = presence.Step(ent.state, e)
-			}
-			if ent.state.Name == "" {
-				ent.state.Name = name
-			}
-		} else if presence.InOrder(&ent.state, e) {
-			ent.state = presence.Step(ent.state, e)
-		} else {
-			evs, err := n.ledger.Session(e.SessionID)
-			if err != nil {
-				n.log.Error("refold session", "session", e.SessionID, "err", err)
-				continue
-			}
-			ent.state = presence.Fold(evs)
-		}
-		changed[e.SessionID] = true
+		h.last[c.State.SessionID] = c.Gen
+		h.proj.Mark(c.State)
 	}
-	keys := make([]string, 0, len(changed))
-	for k := range changed {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var publish []published
-	for _, s := range keys {
-		ent := n.sessions[s]
-		ent.hash = presence.PresenceHash(&ent.state)
-		// The gossip publisher decides whether a delta is due: by the
-		// hash, and by the evidence time and seen name it leaves out.
-		publish = append(publish, published{state: ent.state, hash: ent.hash, changed: true})
-		if ent.state.Ended {
-			if n.liveNames[ent.state.Name] == s {
-				delete(n.liveNames, ent.state.Name)
-			}
-		} else if ent.state.Name != "" {
-			if _, taken := n.liveNames[ent.state.Name]; !taken {
-				n.liveNames[ent.state.Name] = s
-			}
-		}
-		if n.proj != nil {
-			n.proj.Mark(ent.state)
-		}
-	}
-	n.mu.Unlock()
-	if n.cl != nil {
-		for _, p := range publish {
-			n.cl.publish(p)
-		}
-	}
-	n.alerts.Changed()
+}
+
+// newWatcher builds the transcript watcher (node/remint) on the sessions
+// room: it records session_name.seen off the hook's path.
+func (n *Node) newWatcher() *remint.Watcher {
+	return remint.NewWatcher(remint.WatcherConfig{Reader: remint.New(remint.DefaultConfig()),
+		State:  n.sess.State,
+		Record: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
+		Now:    n.cfg.Clock.Now, Logger: n.log})
+}
+
+// PendingName is session's re-minted name when the agent has not shown it
+// and has not been asked for it yet (sessions.Store.PendingName), after
+// the transcripts its events named are read.
+func (n *Node) PendingName(session string) string {
+	n.seen.Settle(session)
+	return n.sess.PendingName(session)
 }
 
 // published is a session state change to tell the mesh about.
@@ -212,79 +127,33 @@ type published struct {
 	changed bool
 }
 
-// liveSnapshot copies the states of live sessions.
-func (n *Node) liveSnapshot() []presence.State {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make([]presence.State, 0, len(n.sessions))
-	for _, e := range n.sessions {
-		if e.state.Events > 0 && !e.state.Ended {
-			out = append(out, e.state)
-		}
-	}
-	return out
-}
-
 // Sessions copies the states of all sessions (all) or the live ones,
 // sorted by start time then id.
-func (n *Node) Sessions(all bool) []presence.State {
-	n.mu.Lock()
-	states := make([]presence.State, 0, len(n.sessions))
-	for _, e := range n.sessions {
-		if e.state.Events == 0 || (!all && e.state.Ended) {
-			continue
-		}
-		states = append(states, e.state)
-	}
-	n.mu.Unlock()
-	// Sort by index: a State is large, and moving it costs more than
-	// comparing it (the alerts room reads every session each second).
-	idx := make([]int32, len(states))
-	for i := range idx {
-		idx[i] = int32(i)
-	}
-	sort.Slice(idx, func(i, j int) bool {
-		a, b := &states[idx[i]], &states[idx[j]]
-		if !a.StartedAt.Equal(b.StartedAt) {
-			return a.StartedAt.Before(b.StartedAt)
-		}
-		return a.SessionID < b.SessionID
-	})
-	out := make([]presence.State, len(states))
-	for i, k := range idx {
-		out[i] = states[k]
-	}
-	return out
-}
+func (n *Node) Sessions(all bool) []presence.State { return n.sess.Sessions(all) }
 
 // Resolve finds one of this node's sessions by its id, a unique prefix of
 // its id, or its name (with or without "Agent ", any case).
-func (n *Node) Resolve(handle string) (presence.State, error) { return n.resolveLocal(handle) }
+func (n *Node) Resolve(handle string) (presence.State, error) { return n.sess.Resolve(handle) }
+
+// resolveLocal finds one of this node's sessions by handle.
+func (n *Node) resolveLocal(handle string) (presence.State, error) { return n.sess.Resolve(handle) }
 
 // liveEntries are the gossiped entries of this node's live sessions.
 func (n *Node) liveEntries() []gossip.Entry {
-	n.mu.Lock()
-	defer n.mu.Unlock()
 	var out []gossip.Entry
-	for _, e := range n.sessions {
-		if e.state.Events > 0 && !e.state.Ended {
-			ge := gossip.EntryOf(&e.state, e.hash)
-			n.decorateEntry(&ge)
-			out = append(out, ge)
-		}
-	}
+	n.sess.EachLive(func(st *presence.State, hash string) {
+		ge := gossip.EntryOf(st, hash)
+		n.decorateEntry(&ge)
+		out = append(out, ge)
+	})
 	return out
 }
 
 // localDigest is the presence digest of this node's live sessions.
 func (n *Node) localDigest() string {
-	n.mu.Lock()
-	pairs := make([][2]string, 0, len(n.sessions))
-	for id, e := range n.sessions {
-		if e.state.Events > 0 && !e.state.Ended {
-			pairs = append(pairs, [2]string{id, gossip.WithTask(e.hash, n.harnTask(id))})
-		}
-	}
-	n.mu.Unlock()
+	var pairs [][2]string
+	n.sess.EachLive(func(st *presence.State, hash string) {
+		pairs = append(pairs, [2]string{st.SessionID, gossip.WithTask(hash, n.harnTask(st.SessionID))})
+	})
 	return gossip.Digest(pairs)
 }

@@ -26,7 +26,7 @@ func (n *Node) Members() ([]MemberView, error) {
 		return nil, ErrNoMesh
 	}
 	var out []MemberView
-	for _, m := range n.cl.mesh.Members() {
+	for _, m := range n.cl.members() {
 		v := MemberView{Name: m.Name, Addr: m.Address(), Status: string(m.Status), Role: string(m.Meta.Role),
 			RPC: m.Meta.RPCAddr, Raft: m.Meta.RaftAddr}
 		if !m.Since.IsZero() {
@@ -54,7 +54,7 @@ func (n *Node) RaftStats() (RaftView, error) {
 	if n.cl == nil {
 		return RaftView{}, ErrNoMesh
 	}
-	st := n.cl.store.Stats()
+	st := n.cl.raftStats()
 	v := RaftView{Leader: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, Applied: st.AppliedIndex,
 		State: st.State, Servers: st.Servers, Stale: st.Read.Stale}
 	if st.Read.LastContact >= 0 {
@@ -83,12 +83,10 @@ func (n *Node) LeaveWithin(budget time.Duration) error {
 	}
 	// Tell the leader's reconciler first, so that it does not add this
 	// node back between its removal and its leave.
-	meta := n.cl.meta
-	meta.Role = roleLeaving
-	if err := n.cl.mesh.SetMeta(meta, left(2*time.Second)); err != nil {
+	if err := n.cl.announceLeaving(left(2 * time.Second)); err != nil {
 		n.log.Warn("leave: could not announce leaving", "err", err)
 	}
-	if servers, err := n.cl.store.Servers(); err == nil && len(servers) > 1 {
+	if servers, err := n.cl.raftServers(); err == nil && len(servers) > 1 {
 		for _, s := range servers {
 			if s.ID != n.cfg.Name {
 				continue
@@ -101,7 +99,7 @@ func (n *Node) LeaveWithin(budget time.Duration) error {
 			}
 		}
 	}
-	err := n.cl.mesh.Leave(max(left(5*time.Second), 100*time.Millisecond))
+	err := n.cl.leaveMesh(max(left(5*time.Second), 100*time.Millisecond))
 	if errors.Is(err, mesh.ErrShutdown) {
 		return nil
 	}

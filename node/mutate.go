@@ -66,7 +66,7 @@ func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskSt
 // LifecycleFrom is Lifecycle asked by caller: the caller rules
 // (checkCaller) apply before the target's own.
 func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
-	st, unlock, err := n.lockSession(session)
+	st, unlock, err := n.sess.Lock(session)
 	if err != nil {
 		return LifecycleResult{}, err
 	}
@@ -109,7 +109,7 @@ func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string,
 		Type: presence.TypeTaskState, TS: n.cfg.Clock.Now(), Agent: st.Agent, Attrs: decl.Attrs}
 	if n.cl != nil {
 		// This declaration writes the registry itself, below.
-		defer n.cl.writer.Hold(st.SessionID)()
+		defer n.cl.holdRecord(st.SessionID)()
 	}
 	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
 		return LifecycleResult{}, err
@@ -122,7 +122,7 @@ func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string,
 	if n.cl != nil {
 		// The acknowledgement means the change survives this node's loss.
 		sctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.RegistrySyncTimeout)
-		if err := n.cl.writer.Sync(sctx, st); errors.Is(err, raftstore.ErrSessionTaken) || errors.Is(err, raftstore.ErrSessionQuota) {
+		if err := n.cl.syncRecord(sctx, st); errors.Is(err, raftstore.ErrSessionTaken) || errors.Is(err, raftstore.ErrSessionQuota) {
 			res.Note = "recorded in this node's ledger; the mesh's registry refuses this session (" + text.OneLine(err.Error()) + ")"
 		} else if err != nil {
 			res.Note = "recorded in this node's ledger; the registry write is pending (" + text.OneLine(err.Error()) + ")"
@@ -164,7 +164,7 @@ func (n *Node) SetTask(session, task string) (presence.State, string, error) {
 	if c := utf8.RuneCountInString(task); c > presence.MaxTaskChars {
 		return presence.State{}, "", fmt.Errorf("%w: task is %d characters; at most %d", ErrBadRequest, c, presence.MaxTaskChars)
 	}
-	st, unlock, err := n.lockSession(session)
+	st, unlock, err := n.sess.Lock(session)
 	if err != nil {
 		return st, "", err
 	}
@@ -225,7 +225,7 @@ type Proc struct {
 // just announced), and on a tie the subagent. So a subagent resolves to
 // itself, never to its parent, and its operator declarations are refused.
 func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
-	live := n.liveSnapshot()
+	live := n.sess.Live()
 	for _, p := range ancestry {
 		var best *presence.State
 		for i := range live {

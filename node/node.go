@@ -1,17 +1,18 @@
-// Package node is the harn daemon and the composition root of its rooms.
-// It composes the session model (presence) with its durable record (the
-// Pebble ledger, node/ledger), keeps every session's live state with the
-// same reducer that replay uses, drains the hooks' spool (node/spool), ends
-// sessions whose agent process is gone, and serves the local gRPC API on a
-// unix socket.
+// Package node is the harn daemon's composition root: it only wires. Open
+// opens its rooms in order and Close closes them; it holds the service
+// adapters (the local gRPC on the unix socket, the cluster gRPC) that turn
+// requests into calls on the rooms.
 //
-// With the mesh on, its cluster part joins the gossip mesh (mesh) and the
-// Raft registry (raftstore), serves the cluster gRPC service to other
-// nodes, and wires the rooms that do the work: presence gossip
-// (node/gossip), the registry writer (node/registry), the leader-forwarding
-// path (node/forward) and the heartbeat files (node/heartbeat). The node
-// owns every room's lifetime: Open builds them, Close stops them. See
-// DESIGN.md.
+// The rooms: node/sessions is the local half (this node's sessions, their
+// naming, ingest and resolution), which tells its subscribers (the
+// heartbeat files, the cluster's publish, the task host, the alerts, the
+// transcript watcher, the metrics) after each write; node/ledger the
+// durable record; node/tasks the task runtimes; the cluster part
+// (cluster*.go) joins the gossip mesh (mesh) and the Raft registry
+// (raftstore) and builds presence gossip (node/gossip), the registry
+// writer (node/registry), the leader-forwarding path (node/forward) on
+// them; the node reaches the cluster only through its methods. See
+// DESIGN.md in this folder, and docs/design.md, "The house".
 package node
 
 import (
@@ -41,21 +42,15 @@ import (
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tracing"
-	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
 
 // ProcChecker tells whether an agent process still exists.
 type ProcChecker interface {
 	Alive(pid int, start uint64) bool
-}
-
-// entry is one session's live state.
-type entry struct {
-	state presence.State
-	hash  string
 }
 
 // Node is the daemon. Build it with New, start it with Open, stop it with
@@ -65,16 +60,13 @@ type Node struct {
 	log   *slog.Logger
 	procs ProcChecker
 	git   GitChecker
-	shown TranscriptReader
 
 	ledger *ledger.Ledger
 	lock   *os.File
 	key    []byte
 
-	mu        sync.Mutex
-	sessions  map[string]*entry
-	liveNames map[string]string // name -> session, live sessions only
-	mutLocks  sessionLocks      // serializes operator mutations, per session
+	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
+	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
 	tasks  *tasks.Host   // the task runtimes (node/tasks)
 	alerts *alerts.Room  // notifications (node/alerts; notifywire.go)
@@ -115,8 +107,8 @@ func New(cfg Config) (*Node, error) {
 		git = realGit{cfg: gitcheck.DefaultConfig()}
 	}
 	n := &Node{
-		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git, shown: remint.New(remint.DefaultConfig()),
-		sessions: map[string]*entry{}, liveNames: map[string]string{}, remote: gossip.NewTable(),
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
+		remote:  gossip.NewTable(),
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
@@ -172,11 +164,16 @@ func (n *Node) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := n.rebuild(); err != nil {
+	n.sess = sessions.New(sessions.Config{Node: n.cfg.Name, Ledger: n.ledger, Clock: n.cfg.Clock,
+		Logger: n.log, Tracer: n.tracer})
+	n.seen = n.newWatcher()
+	n.subscribe()
+	if err := n.sess.Rebuild(); err != nil {
 		return err
 	}
+	n.seen.Start()
 	n.proj.OnWrite(n.changes.Notify)
-	n.proj.Reset(n.liveSnapshot())
+	n.proj.Reset(n.sess.Live())
 	n.openAlerts()
 	n.drainSpool()
 	if err := n.openTasks(); err != nil {
@@ -191,7 +188,7 @@ func (n *Node) open(ctx context.Context) error {
 			c.close() // what it opened, even when n.cl is not set yet
 			return err
 		}
-		n.cl.pub.SetDecorate(n.decorateEntry)
+		n.cl.decorate(n.decorateEntry)
 	}
 	// Tighten again what Pebble and raft created under a loose umask.
 	if err := privateDataDir(n.cfg.DataDir); err != nil {
@@ -206,7 +203,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.serve()
 	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop, func() { n.alerts.Run(n.stop) })
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
-		"sessions", len(n.sessions))
+		"sessions", n.sess.Len())
 	return nil
 }
 
@@ -283,6 +280,9 @@ func (n *Node) Close() error {
 		if n.tasks != nil {
 			n.tasks.Close()
 		}
+		if n.seen != nil {
+			n.seen.Close() // its reads record into the ledger
+		}
 		if n.cl != nil {
 			n.cl.close()
 		}
@@ -313,20 +313,6 @@ func (n *Node) Ledger() *ledger.Ledger { return n.ledger }
 
 // Name is the node's name.
 func (n *Node) Name() string { return n.cfg.Name }
-
-// rebuild folds every session in the ledger into its live state.
-func (n *Node) rebuild() error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.ledger.ForEachSession(func(id string, evs []presence.Event) error {
-		st := presence.Fold(evs)
-		n.sessions[id] = &entry{state: st, hash: presence.PresenceHash(&st)}
-		if !st.Ended && st.Name != "" {
-			n.liveNames[st.Name] = id
-		}
-		return nil
-	})
-}
 
 // LoadOrCreateKey reads the node key used for keyed digests, creating it
 // (32 random bytes, mode 0600) when absent. Hooks and the node share it.

@@ -87,21 +87,20 @@ func (s alertsSessions) Own() []presence.State { return s.n.Sessions(false) }
 // and holds no webhooks.
 type alertsMesh struct{ n *Node }
 
-func (m alertsMesh) Leading() bool { return m.n.cl != nil && m.n.cl.store.IsLeader() }
+func (m alertsMesh) Leading() bool { return m.n.cl != nil && m.n.cl.leading() }
 
 func (m alertsMesh) Leader() string {
 	if m.n.cl == nil {
 		return ""
 	}
-	id, _ := m.n.cl.store.Leader()
-	return id
+	return m.n.cl.leaderID()
 }
 
 func (m alertsMesh) Webhooks() ([]raftstore.NotifyHook, uint64) {
 	if m.n.cl == nil {
 		return nil, 0
 	}
-	return m.n.cl.store.NotifyHooks()
+	return m.n.cl.notifyHooks()
 }
 
 // Unreachable lists the live sessions of the nodes the mesh knows and
@@ -122,7 +121,7 @@ func (m alertsMesh) Unreachable() []alerts.Remote {
 		return nil
 	}
 	var out []alerts.Remote
-	for _, rec := range m.n.cl.store.List() {
+	for _, rec := range m.n.cl.sortedRecords() {
 		if rec.Ended || rec.Node == "" || rec.Node == m.n.cfg.Name {
 			continue
 		}
@@ -166,7 +165,7 @@ func (n *Node) meshHooks() ([]notify.Webhook, error) {
 	if n.cl == nil {
 		return nil, ErrNoMesh
 	}
-	raw, _ := n.cl.store.NotifyHooks()
+	raw, _ := n.cl.notifyHooks()
 	hooks, err := alerts.DecodeHooks(raw)
 	if err != nil {
 		n.log.Warn("notify: unusable webhooks in the registry", "err", err)
@@ -263,7 +262,7 @@ func (n *Node) notifyWrite(ctx context.Context, cmd raftstore.Command) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
-	if err := n.cl.store.WaitForApplied(ctx, idx); err != nil {
+	if err := n.cl.waitApplied(ctx, idx); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
 	n.alerts.Sync()

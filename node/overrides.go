@@ -111,7 +111,7 @@ func (s *localService) Override(ctx context.Context, req *api.OverrideRequest) (
 		if err != nil {
 			return nil, status.Error(codes.Unavailable, fmt.Sprintf("%s %s: the mesh registry did not take the switch (%v); retry when it has a leader", req.Kind, req.Name, err))
 		}
-		if err := n.cl.store.WaitForApplied(ctx, idx); err != nil {
+		if err := n.cl.waitApplied(ctx, idx); err != nil {
 			return nil, status.Error(codes.Unavailable, fmt.Sprintf("%s %s: written, but not yet applied here: %v", req.Kind, req.Name, err))
 		}
 		n.cl.syncOverrides()

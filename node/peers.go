@@ -25,6 +25,7 @@ import (
 // time passing is not a change.
 func (n *Node) peerContext(session string) string {
 	now := n.cfg.Clock.Now()
+	n.seen.Settle(session) // the transcripts its events named, read
 	self, _ := n.resolveLocal(session)
 	var remind string
 	if self.NamePending() {

@@ -44,7 +44,7 @@ func (n *Node) Reap() int {
 	alive := map[proc]bool{}
 	var ends []presence.Event
 	now := n.cfg.Clock.Now()
-	for _, s := range n.liveSnapshot() {
+	for _, s := range n.sess.Live() {
 		if s.AgentPID <= 0 {
 			continue
 		}

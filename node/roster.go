@@ -9,6 +9,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -58,18 +59,13 @@ func entryOfRow(row *api.SessionRow) RosterEntry {
 // localEntries are this node's sessions as roster entries, each with its
 // silent_since as of now.
 func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	out := make([]RosterEntry, 0, len(n.sessions))
-	for _, e := range n.sessions {
-		if e.state.Events == 0 || (!all && e.state.Ended) {
-			continue
-		}
-		re := RosterEntry{State: e.state, Reachable: true, Source: "local"}
-		re.State.SilentSince = presence.SilentSince(&e.state, now, n.cfg.SilenceAfter)
-		re.HarnTask = n.harnTask(e.state.SessionID)
+	out := make([]RosterEntry, 0, n.sess.Len())
+	n.sess.Views(all, func(st *presence.State, _ *sessions.View) {
+		re := RosterEntry{State: *st, Reachable: true, Source: "local"}
+		re.State.SilentSince = presence.SilentSince(st, now, n.cfg.SilenceAfter)
+		re.HarnTask = n.harnTask(st.SessionID)
 		out = append(out, re)
-	}
+	})
 	return out
 }
 
@@ -113,7 +109,7 @@ func (n *Node) reachability() map[string]mesh.Member {
 	if n.cl == nil {
 		return out
 	}
-	for _, m := range n.cl.mesh.Members() {
+	for _, m := range n.cl.members() {
 		out[m.Name] = m
 	}
 	return out
@@ -130,20 +126,20 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	if n.cl == nil {
 		return nil, info, nil
 	}
-	st := n.cl.store.Staleness()
+	st := n.cl.staleness()
 	info.LeaderID, info.AppliedIndex, info.Stale = st.LeaderID, st.AppliedIndex, st.Stale
 	if st.LastContact >= 0 {
 		info.LastContact = st.LastContact.Round(time.Millisecond).String()
 	}
 	if !consistent {
-		return n.cl.store.Records(), info, nil // the roster sorts them
+		return n.cl.records(), info, nil // the roster sorts them
 	}
-	if n.cl.store.IsLeader() {
-		if err := n.cl.store.VerifyRead(ctx); err != nil {
+	if n.cl.leading() {
+		if err := n.cl.verifyRead(ctx); err != nil {
 			return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
 		}
 		info.Stale = false
-		return n.cl.store.List(), info, nil
+		return n.cl.sortedRecords(), info, nil
 	}
 	if st.LeaderID == "" {
 		return nil, info, ErrNoLeader
@@ -301,11 +297,9 @@ func (n *Node) decorateRecords(out []RosterEntry) {
 		e := &out[i]
 		id := e.State.SessionID
 		if e.State.Node == n.cfg.Name {
-			n.mu.Lock()
-			if ent := n.sessions[id]; ent != nil {
-				e.State.Repo, e.State.Branch, e.State.Cwd = ent.state.Repo, ent.state.Branch, ent.state.Cwd
+			if st, ok := n.sess.State(id); ok {
+				e.State.Repo, e.State.Branch, e.State.Cwd = st.Repo, st.Branch, st.Cwd
 			}
-			n.mu.Unlock()
 			e.HarnTask = n.harnTask(id)
 			continue
 		}

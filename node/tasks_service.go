@@ -51,7 +51,7 @@ func (n *Node) openTasks() error {
 	n.tasks = h
 	n.wireApprovals()
 	// Runtime sessions are memory-only: end those the previous run left.
-	live := n.liveSnapshot()
+	live := n.sess.Live()
 	if _, err := h.Recover(live); err != nil {
 		n.log.Warn("closing the previous run's runtime sessions", "err", err)
 	}
@@ -75,14 +75,6 @@ func (f sessionsFunc) Resolve(h string) (presence.State, error) { return f(h) }
 func (n *Node) Tasks() *tasks.Host { return n.tasks }
 
 func (n *Node) tasksHost() *tasks.Host { return n.tasks }
-
-// observeTasks lets the task host see stored events (an external agent's
-// turn ending ends its harn task).
-func (n *Node) observeTasks(evs []presence.Event) {
-	if n.tasks != nil {
-		n.tasks.Observe(evs)
-	}
-}
 
 // harnTask is the roster's view of a session's harn task, nil without one.
 func (n *Node) harnTask(session string) *api.HarnTask {
@@ -108,16 +100,9 @@ func (n *Node) decorateEntry(e *gossip.Entry) {
 // taskChanged gossips a session's entry
 // again: a task's state changed without a presence event.
 func (n *Node) taskChanged(session string) {
-	n.mu.Lock()
-	ent := n.sessions[session]
-	var st presence.State
-	var hash string
-	if ent != nil {
-		st, hash = ent.state, ent.hash
-	}
-	n.mu.Unlock()
-	if ent != nil && n.cl != nil && !st.Ended && st.Events > 0 {
-		n.cl.pub.Publish(&st, hash)
+	st, hash, ok := n.sess.Invalidate(session)
+	if ok && n.cl != nil && !st.Ended {
+		n.cl.republish(&st, hash)
 	}
 }
 

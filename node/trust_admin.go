@@ -95,10 +95,14 @@ type adminArgs struct {
 
 // meshAdmin runs one operator operation.
 func (n *Node) meshAdmin(ctx context.Context, op string, args adminArgs) (any, error) {
-	c := n.cl
-	if c == nil {
+	if n.cl == nil {
 		return nil, ErrNoMesh
 	}
+	return n.cl.admin(ctx, op, args)
+}
+
+// admin runs one operator operation on the mesh (Node.MeshAdmin).
+func (c *cluster) admin(ctx context.Context, op string, args adminArgs) (any, error) {
 	switch op {
 	case AdminKeyringList:
 		return c.keyringView(), nil
@@ -310,7 +314,7 @@ func (n *Node) RemoteControl() trust.RemoteControl {
 // no caller has an identity, so every policy refuses.
 func (n *Node) AuthorizeRemoteControl(ctx context.Context) (trust.Identity, error) {
 	rc := n.RemoteControl()
-	if n.cl == nil || n.cl.trust == nil {
+	if n.cl == nil || !n.cl.hasTrust() {
 		err := &trust.RefusalError{Err: trust.ErrRemoteControl, Detail: "this mesh has no CA, so callers cannot be told apart; policy is " + rc.String()}
 		n.log.Warn("trust: remote control refused", "caller", "anonymous", "err", err)
 		return trust.Identity{}, err

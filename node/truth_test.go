@@ -197,6 +197,7 @@ func TestTranscriptShowingNameEndsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustIngest(t, n, at(n, "s", "2", presence.TypeUserPromptSubmit, map[string]any{presence.AttrTranscriptPath: tr}))
+	n.seen.Settle("s") // the watcher reads off the ingest's path
 	if st, _ := n.Resolve("s"); !st.NamePending() {
 		t.Fatal("the reminder in a user message counted as shown")
 	}
@@ -208,6 +209,7 @@ func TestTranscriptShowingNameEndsPending(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustIngest(t, n, at(n, "s", "3", presence.TypeTurnStop, map[string]any{presence.AttrTranscriptPath: tr}))
+	n.seen.Settle("s")
 	st, _ := n.Resolve("s")
 	if st.NamePending() || st.SessionNameSeenFor != name {
 		t.Fatalf("still pending after the assistant showed it: seen %q", st.SessionNameSeenFor)

@@ -199,10 +199,9 @@ func (n *Node) closeWeb() {
 func (n *Node) watchRegistry() {
 	ctx, cancel := stopContext(context.Background(), n.stop)
 	defer cancel()
-	store := n.cl.store
 	for ctx.Err() == nil {
-		idx := store.Staleness().AppliedIndex
-		if err := store.WaitForApplied(ctx, idx+1); err != nil {
+		idx := n.cl.staleness().AppliedIndex
+		if err := n.cl.waitApplied(ctx, idx+1); err != nil {
 			if ctx.Err() != nil {
 				return
 			}

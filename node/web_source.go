@@ -269,13 +269,9 @@ func (m metricsSource) SpoolDepth() int {
 func (m metricsSource) Sessions() []metrics.SessionCount {
 	type key struct{ a, l string }
 	counts := map[key]int{}
-	m.n.mu.Lock()
-	for _, e := range m.n.sessions {
-		if e.state.Events > 0 && !e.state.Ended {
-			counts[key{string(e.state.Activity), string(e.state.TaskState)}]++
-		}
-	}
-	m.n.mu.Unlock()
+	m.n.sess.EachLive(func(st *presence.State, _ string) {
+		counts[key{string(st.Activity), string(st.TaskState)}]++
+	})
 	out := make([]metrics.SessionCount, 0, len(counts))
 	for k, c := range counts {
 		out = append(out, metrics.SessionCount{Activity: k.a, Lifecycle: k.l, N: c})
@@ -289,10 +285,10 @@ func (m metricsSource) Mesh() (metrics.Mesh, bool) {
 		return metrics.Mesh{}, false
 	}
 	out := metrics.Mesh{Members: map[string]int{}}
-	for _, mb := range c.mesh.Members() {
+	for _, mb := range c.members() {
 		out.Members[string(mb.Status)]++
 	}
-	st := c.store.Stats()
+	st := c.raftStats()
 	out.RaftState, out.Term, out.CommitIndex, out.AppliedIndex = st.State, st.Term, st.CommitIndex, st.AppliedIndex
 	out.LastContact = st.Read.LastContact
 	return out, true

@@ -11,7 +11,8 @@ import (
 	"unicode/utf8"
 )
 
-// Canonical event types. See DESIGN.md, "Canonical events".
+// Canonical event types. See docs/design.md, "Canonical events and the
+// reducer".
 const (
 	TypeSessionStart     = "session.start"
 	TypeSubagentStart    = "subagent.start"

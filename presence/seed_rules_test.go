@@ -1,6 +1,6 @@
 package presence
 
-// One test per rule of the session-state seed (seeds/004) and of DESIGN.md's
+// One test per rule of the session-state seed (seeds/004) and of docs/design.md's
 // "Canonical events", named after the rule.
 
 import (

@@ -21,7 +21,7 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Event is the canonical event (see DESIGN.md). attrs_json is the JSON object
+// Event is the canonical event (see docs/design.md). attrs_json is the JSON object
 // of bounded attributes.
 type Event struct {
 	state           protoimpl.MessageState `protogen:"open.v1"`

@@ -1,8 +1,11 @@
-package node
+package sessions
 
 import (
+	"errors"
 	"fmt"
 	"hash/fnv"
+
+	"github.com/harn-dev/harn/node/ledger"
 )
 
 // names are the short memorable session names ("Agent Sable").
@@ -42,4 +45,34 @@ func pickName(session string, taken map[string]bool) string {
 		}
 	}
 	return session
+}
+
+// nameAskedKey is the ledger meta key that remembers, per session, the
+// re-minted name its agent was last asked (at a stop) to show.
+func nameAskedKey(session string) string { return "name-asked/" + session }
+
+// PendingName is session's re-minted name when the agent has not shown it
+// and has not been asked for it yet; asking marks it asked (durably, in
+// the ledger's meta, so that a restart does not ask again). "" otherwise:
+// an agent is asked once per re-mint.
+func (s *Store) PendingName(session string) string {
+	st, ok := s.State(session)
+	if !ok || !st.NamePending() {
+		return ""
+	}
+	key := nameAskedKey(session)
+	prev, err := s.cfg.Ledger.GetMeta(key)
+	if err != nil {
+		s.log.Warn("pending name", "session", session, "err", err)
+		return ""
+	}
+	if string(prev) == st.SuggestedSessionName {
+		return ""
+	}
+	if err := s.cfg.Ledger.PutMeta(key, []byte(st.SuggestedSessionName)); err != nil && !errors.Is(err, ledger.ErrUnwritable) {
+		// Not remembered: asking again at the next stop is better than
+		// looping, and stop_hook_active prevents a loop anyway.
+		s.log.Warn("pending name", "session", session, "err", err)
+	}
+	return st.SuggestedSessionName
 }
