@@ -24,7 +24,7 @@ run: build
 	./$(BIN) node
 
 proto:
-	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative harn.proto cluster.proto
+	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative values.proto harn.proto cluster.proto
 
 fuzz:
 	./scripts/fuzz-all.sh 20s

@@ -1202,7 +1202,7 @@ var File_cluster_proto protoreflect.FileDescriptor
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\rcluster.proto\x12\aharn.v1\x1a\n" +
-	"harn.proto\"\x11\n" +
+	"harn.proto\x1a\fvalues.proto\"\x11\n" +
 	"\x0fPresenceRequest\"&\n" +
 	"\x10PresenceResponse\x12\x12\n" +
 	"\x04blob\x18\x01 \x01(\fR\x04blob\"4\n" +
@@ -1433,6 +1433,7 @@ func file_cluster_proto_init() {
 		return
 	}
 	file_harn_proto_init()
+	file_values_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -2010,1274 +2010,6 @@ func (x *TaskResponse) GetResult() *TaskResult {
 	return nil
 }
 
-// TaskAction is one task runtime action (harn task ...). op names it
-// (start, steer, follow-up, supersede, show, cancel, replace, confirm,
-// deny, grants, digest, resume, ack, reduce, ...); each op reads the
-// fields it needs.
-type TaskAction struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Op    string                 `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
-	// session is a session id, prefix or name (the ops that target a
-	// session); task names the task (the others).
-	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
-	Task    string `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
-	Text    string `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
-	// command (start): a new runtime session running this command;
-	// launcher (start): one running this node's launcher.
-	Command  string `protobuf:"bytes,5,opt,name=command,proto3" json:"command,omitempty"`
-	Launcher string `protobuf:"bytes,6,opt,name=launcher,proto3" json:"launcher,omitempty"`
-	Workdir  string `protobuf:"bytes,7,opt,name=workdir,proto3" json:"workdir,omitempty"`
-	// grants, when grants_set, replace the default profile (an empty list
-	// grants nothing).
-	Grants          []*Grant `protobuf:"bytes,8,rep,name=grants,proto3" json:"grants,omitempty"`
-	GrantsSet       bool     `protobuf:"varint,15,opt,name=grants_set,json=grantsSet,proto3" json:"grants_set,omitempty"`
-	RequiresSuccess bool     `protobuf:"varint,9,opt,name=requires_success,json=requiresSuccess,proto3" json:"requires_success,omitempty"`
-	Call            string   `protobuf:"bytes,10,opt,name=call,proto3" json:"call,omitempty"`
-	Reason          string   `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
-	By              string   `protobuf:"bytes,12,opt,name=by,proto3" json:"by,omitempty"`
-	// capability and level (reduce).
-	Capability    string `protobuf:"bytes,13,opt,name=capability,proto3" json:"capability,omitempty"`
-	Level         string `protobuf:"bytes,14,opt,name=level,proto3" json:"level,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TaskAction) Reset() {
-	*x = TaskAction{}
-	mi := &file_harn_proto_msgTypes[33]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskAction) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskAction) ProtoMessage() {}
-
-func (x *TaskAction) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[33]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskAction.ProtoReflect.Descriptor instead.
-func (*TaskAction) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{33}
-}
-
-func (x *TaskAction) GetOp() string {
-	if x != nil {
-		return x.Op
-	}
-	return ""
-}
-
-func (x *TaskAction) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *TaskAction) GetTask() string {
-	if x != nil {
-		return x.Task
-	}
-	return ""
-}
-
-func (x *TaskAction) GetText() string {
-	if x != nil {
-		return x.Text
-	}
-	return ""
-}
-
-func (x *TaskAction) GetCommand() string {
-	if x != nil {
-		return x.Command
-	}
-	return ""
-}
-
-func (x *TaskAction) GetLauncher() string {
-	if x != nil {
-		return x.Launcher
-	}
-	return ""
-}
-
-func (x *TaskAction) GetWorkdir() string {
-	if x != nil {
-		return x.Workdir
-	}
-	return ""
-}
-
-func (x *TaskAction) GetGrants() []*Grant {
-	if x != nil {
-		return x.Grants
-	}
-	return nil
-}
-
-func (x *TaskAction) GetGrantsSet() bool {
-	if x != nil {
-		return x.GrantsSet
-	}
-	return false
-}
-
-func (x *TaskAction) GetRequiresSuccess() bool {
-	if x != nil {
-		return x.RequiresSuccess
-	}
-	return false
-}
-
-func (x *TaskAction) GetCall() string {
-	if x != nil {
-		return x.Call
-	}
-	return ""
-}
-
-func (x *TaskAction) GetReason() string {
-	if x != nil {
-		return x.Reason
-	}
-	return ""
-}
-
-func (x *TaskAction) GetBy() string {
-	if x != nil {
-		return x.By
-	}
-	return ""
-}
-
-func (x *TaskAction) GetCapability() string {
-	if x != nil {
-		return x.Capability
-	}
-	return ""
-}
-
-func (x *TaskAction) GetLevel() string {
-	if x != nil {
-		return x.Level
-	}
-	return ""
-}
-
-// Grant gives a capability (a name or a pattern) up to a level: none,
-// discover, inspect, load (activate for a skill) or execute.
-type Grant struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Level         string                 `protobuf:"bytes,1,opt,name=level,proto3" json:"level,omitempty"`
-	Capability    string                 `protobuf:"bytes,2,opt,name=capability,proto3" json:"capability,omitempty"`
-	Match         string                 `protobuf:"bytes,3,opt,name=match,proto3" json:"match,omitempty"`
-	Confirm       bool                   `protobuf:"varint,4,opt,name=confirm,proto3" json:"confirm,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Grant) Reset() {
-	*x = Grant{}
-	mi := &file_harn_proto_msgTypes[34]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Grant) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Grant) ProtoMessage() {}
-
-func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[34]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Grant.ProtoReflect.Descriptor instead.
-func (*Grant) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{34}
-}
-
-func (x *Grant) GetLevel() string {
-	if x != nil {
-		return x.Level
-	}
-	return ""
-}
-
-func (x *Grant) GetCapability() string {
-	if x != nil {
-		return x.Capability
-	}
-	return ""
-}
-
-func (x *Grant) GetMatch() string {
-	if x != nil {
-		return x.Match
-	}
-	return ""
-}
-
-func (x *Grant) GetConfirm() bool {
-	if x != nil {
-		return x.Confirm
-	}
-	return false
-}
-
-// TaskResult is what a task action returns; each op fills what it shows.
-type TaskResult struct {
-	state       protoimpl.MessageState `protogen:"open.v1"`
-	Node        string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
-	Session     string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
-	Task        *TaskView              `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
-	Text        string                 `protobuf:"bytes,4,opt,name=text,proto3" json:"text,omitempty"`
-	Output      []string               `protobuf:"bytes,5,rep,name=output,proto3" json:"output,omitempty"`
-	Steer       *SteerResult           `protobuf:"bytes,6,opt,name=steer,proto3" json:"steer,omitempty"`
-	Grants      *GrantsView            `protobuf:"bytes,7,opt,name=grants,proto3" json:"grants,omitempty"`
-	Digest      *Handoff               `protobuf:"bytes,8,opt,name=digest,proto3" json:"digest,omitempty"`
-	SessionView *SessionView           `protobuf:"bytes,9,opt,name=session_view,json=sessionView,proto3" json:"session_view,omitempty"`
-	Message     string                 `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
-	// interrupt (cancel, supersede of a running task): "sent: ..." when
-	// harn started the agent's process, "not possible: ..." otherwise.
-	Interrupt     string `protobuf:"bytes,11,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TaskResult) Reset() {
-	*x = TaskResult{}
-	mi := &file_harn_proto_msgTypes[35]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskResult) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskResult) ProtoMessage() {}
-
-func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[35]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
-func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{35}
-}
-
-func (x *TaskResult) GetNode() string {
-	if x != nil {
-		return x.Node
-	}
-	return ""
-}
-
-func (x *TaskResult) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *TaskResult) GetTask() *TaskView {
-	if x != nil {
-		return x.Task
-	}
-	return nil
-}
-
-func (x *TaskResult) GetText() string {
-	if x != nil {
-		return x.Text
-	}
-	return ""
-}
-
-func (x *TaskResult) GetOutput() []string {
-	if x != nil {
-		return x.Output
-	}
-	return nil
-}
-
-func (x *TaskResult) GetSteer() *SteerResult {
-	if x != nil {
-		return x.Steer
-	}
-	return nil
-}
-
-func (x *TaskResult) GetGrants() *GrantsView {
-	if x != nil {
-		return x.Grants
-	}
-	return nil
-}
-
-func (x *TaskResult) GetDigest() *Handoff {
-	if x != nil {
-		return x.Digest
-	}
-	return nil
-}
-
-func (x *TaskResult) GetSessionView() *SessionView {
-	if x != nil {
-		return x.SessionView
-	}
-	return nil
-}
-
-func (x *TaskResult) GetMessage() string {
-	if x != nil {
-		return x.Message
-	}
-	return ""
-}
-
-func (x *TaskResult) GetInterrupt() string {
-	if x != nil {
-		return x.Interrupt
-	}
-	return ""
-}
-
-type TaskView struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Session    string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
-	Action     string                 `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
-	State      string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
-	Status     string                 `protobuf:"bytes,5,opt,name=status,proto3" json:"status,omitempty"`
-	QueueDepth int32                  `protobuf:"varint,6,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`
-	// position is the 1-based place in the queue (0: not queued).
-	Position        int32    `protobuf:"varint,7,opt,name=position,proto3" json:"position,omitempty"`
-	RequiresSuccess bool     `protobuf:"varint,8,opt,name=requires_success,json=requiresSuccess,proto3" json:"requires_success,omitempty"`
-	Predecessor     string   `protobuf:"bytes,9,opt,name=predecessor,proto3" json:"predecessor,omitempty"`
-	PendingCalls    []string `protobuf:"bytes,10,rep,name=pending_calls,json=pendingCalls,proto3" json:"pending_calls,omitempty"`
-	CreatedAt       *Time    `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
-	By              string   `protobuf:"bytes,12,opt,name=by,proto3" json:"by,omitempty"`
-	// reason (an interrupted task): why it ended without an outcome.
-	Reason        string `protobuf:"bytes,13,opt,name=reason,proto3" json:"reason,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TaskView) Reset() {
-	*x = TaskView{}
-	mi := &file_harn_proto_msgTypes[36]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskView) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskView) ProtoMessage() {}
-
-func (x *TaskView) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[36]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskView.ProtoReflect.Descriptor instead.
-func (*TaskView) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{36}
-}
-
-func (x *TaskView) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *TaskView) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *TaskView) GetAction() string {
-	if x != nil {
-		return x.Action
-	}
-	return ""
-}
-
-func (x *TaskView) GetState() string {
-	if x != nil {
-		return x.State
-	}
-	return ""
-}
-
-func (x *TaskView) GetStatus() string {
-	if x != nil {
-		return x.Status
-	}
-	return ""
-}
-
-func (x *TaskView) GetQueueDepth() int32 {
-	if x != nil {
-		return x.QueueDepth
-	}
-	return 0
-}
-
-func (x *TaskView) GetPosition() int32 {
-	if x != nil {
-		return x.Position
-	}
-	return 0
-}
-
-func (x *TaskView) GetRequiresSuccess() bool {
-	if x != nil {
-		return x.RequiresSuccess
-	}
-	return false
-}
-
-func (x *TaskView) GetPredecessor() string {
-	if x != nil {
-		return x.Predecessor
-	}
-	return ""
-}
-
-func (x *TaskView) GetPendingCalls() []string {
-	if x != nil {
-		return x.PendingCalls
-	}
-	return nil
-}
-
-func (x *TaskView) GetCreatedAt() *Time {
-	if x != nil {
-		return x.CreatedAt
-	}
-	return nil
-}
-
-func (x *TaskView) GetBy() string {
-	if x != nil {
-		return x.By
-	}
-	return ""
-}
-
-func (x *TaskView) GetReason() string {
-	if x != nil {
-		return x.Reason
-	}
-	return ""
-}
-
-type SteerResult struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Mode          string                 `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
-	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
-	Steered       string                 `protobuf:"bytes,3,opt,name=steered,proto3" json:"steered,omitempty"`
-	Message       string                 `protobuf:"bytes,4,opt,name=message,proto3" json:"message,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SteerResult) Reset() {
-	*x = SteerResult{}
-	mi := &file_harn_proto_msgTypes[37]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SteerResult) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SteerResult) ProtoMessage() {}
-
-func (x *SteerResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[37]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SteerResult.ProtoReflect.Descriptor instead.
-func (*SteerResult) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{37}
-}
-
-func (x *SteerResult) GetMode() string {
-	if x != nil {
-		return x.Mode
-	}
-	return ""
-}
-
-func (x *SteerResult) GetTask() string {
-	if x != nil {
-		return x.Task
-	}
-	return ""
-}
-
-func (x *SteerResult) GetSteered() string {
-	if x != nil {
-		return x.Steered
-	}
-	return ""
-}
-
-func (x *SteerResult) GetMessage() string {
-	if x != nil {
-		return x.Message
-	}
-	return ""
-}
-
-type GrantsView struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Task          string                 `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
-	Generation    uint64                 `protobuf:"varint,2,opt,name=generation,proto3" json:"generation,omitempty"`
-	Grants        []*Grant               `protobuf:"bytes,3,rep,name=grants,proto3" json:"grants,omitempty"`
-	Limits        []*Limit               `protobuf:"bytes,4,rep,name=limits,proto3" json:"limits,omitempty"`
-	Ceiling       []*Held                `protobuf:"bytes,5,rep,name=ceiling,proto3" json:"ceiling,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *GrantsView) Reset() {
-	*x = GrantsView{}
-	mi := &file_harn_proto_msgTypes[38]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *GrantsView) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*GrantsView) ProtoMessage() {}
-
-func (x *GrantsView) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[38]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use GrantsView.ProtoReflect.Descriptor instead.
-func (*GrantsView) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{38}
-}
-
-func (x *GrantsView) GetTask() string {
-	if x != nil {
-		return x.Task
-	}
-	return ""
-}
-
-func (x *GrantsView) GetGeneration() uint64 {
-	if x != nil {
-		return x.Generation
-	}
-	return 0
-}
-
-func (x *GrantsView) GetGrants() []*Grant {
-	if x != nil {
-		return x.Grants
-	}
-	return nil
-}
-
-func (x *GrantsView) GetLimits() []*Limit {
-	if x != nil {
-		return x.Limits
-	}
-	return nil
-}
-
-func (x *GrantsView) GetCeiling() []*Held {
-	if x != nil {
-		return x.Ceiling
-	}
-	return nil
-}
-
-type Limit struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Capability    string                 `protobuf:"bytes,1,opt,name=capability,proto3" json:"capability,omitempty"`
-	Level         string                 `protobuf:"bytes,2,opt,name=level,proto3" json:"level,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	At            *Time                  `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Limit) Reset() {
-	*x = Limit{}
-	mi := &file_harn_proto_msgTypes[39]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Limit) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Limit) ProtoMessage() {}
-
-func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[39]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Limit.ProtoReflect.Descriptor instead.
-func (*Limit) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{39}
-}
-
-func (x *Limit) GetCapability() string {
-	if x != nil {
-		return x.Capability
-	}
-	return ""
-}
-
-func (x *Limit) GetLevel() string {
-	if x != nil {
-		return x.Level
-	}
-	return ""
-}
-
-func (x *Limit) GetReason() string {
-	if x != nil {
-		return x.Reason
-	}
-	return ""
-}
-
-func (x *Limit) GetAt() *Time {
-	if x != nil {
-		return x.At
-	}
-	return nil
-}
-
-type Held struct {
-	state      protoimpl.MessageState `protogen:"open.v1"`
-	Capability string                 `protobuf:"bytes,1,opt,name=capability,proto3" json:"capability,omitempty"`
-	// kind is tool or skill.
-	Kind          string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
-	Level         string `protobuf:"bytes,3,opt,name=level,proto3" json:"level,omitempty"`
-	Confirm       bool   `protobuf:"varint,4,opt,name=confirm,proto3" json:"confirm,omitempty"`
-	Loaded        bool   `protobuf:"varint,5,opt,name=loaded,proto3" json:"loaded,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Held) Reset() {
-	*x = Held{}
-	mi := &file_harn_proto_msgTypes[40]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Held) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Held) ProtoMessage() {}
-
-func (x *Held) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[40]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Held.ProtoReflect.Descriptor instead.
-func (*Held) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{40}
-}
-
-func (x *Held) GetCapability() string {
-	if x != nil {
-		return x.Capability
-	}
-	return ""
-}
-
-func (x *Held) GetKind() string {
-	if x != nil {
-		return x.Kind
-	}
-	return ""
-}
-
-func (x *Held) GetLevel() string {
-	if x != nil {
-		return x.Level
-	}
-	return ""
-}
-
-func (x *Held) GetConfirm() bool {
-	if x != nil {
-		return x.Confirm
-	}
-	return false
-}
-
-func (x *Held) GetLoaded() bool {
-	if x != nil {
-		return x.Loaded
-	}
-	return false
-}
-
-type Handoff struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Conversation     []*HandoffMessage      `protobuf:"bytes,1,rep,name=conversation,proto3" json:"conversation,omitempty"`
-	PredecessorFinal string                 `protobuf:"bytes,2,opt,name=predecessor_final,json=predecessorFinal,proto3" json:"predecessor_final,omitempty"`
-	Digest           *HandoffDigest         `protobuf:"bytes,3,opt,name=digest,proto3" json:"digest,omitempty"`
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
-}
-
-func (x *Handoff) Reset() {
-	*x = Handoff{}
-	mi := &file_harn_proto_msgTypes[41]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Handoff) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Handoff) ProtoMessage() {}
-
-func (x *Handoff) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[41]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
-func (*Handoff) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{41}
-}
-
-func (x *Handoff) GetConversation() []*HandoffMessage {
-	if x != nil {
-		return x.Conversation
-	}
-	return nil
-}
-
-func (x *Handoff) GetPredecessorFinal() string {
-	if x != nil {
-		return x.PredecessorFinal
-	}
-	return ""
-}
-
-func (x *Handoff) GetDigest() *HandoffDigest {
-	if x != nil {
-		return x.Digest
-	}
-	return nil
-}
-
-type HandoffMessage struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Role          string                 `protobuf:"bytes,1,opt,name=role,proto3" json:"role,omitempty"`
-	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
-	Text          string                 `protobuf:"bytes,3,opt,name=text,proto3" json:"text,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *HandoffMessage) Reset() {
-	*x = HandoffMessage{}
-	mi := &file_harn_proto_msgTypes[42]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *HandoffMessage) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*HandoffMessage) ProtoMessage() {}
-
-func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[42]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use HandoffMessage.ProtoReflect.Descriptor instead.
-func (*HandoffMessage) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{42}
-}
-
-func (x *HandoffMessage) GetRole() string {
-	if x != nil {
-		return x.Role
-	}
-	return ""
-}
-
-func (x *HandoffMessage) GetTask() string {
-	if x != nil {
-		return x.Task
-	}
-	return ""
-}
-
-func (x *HandoffMessage) GetText() string {
-	if x != nil {
-		return x.Text
-	}
-	return ""
-}
-
-type HandoffDigest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Predecessor   string                 `protobuf:"bytes,1,opt,name=predecessor,proto3" json:"predecessor,omitempty"`
-	Status        string                 `protobuf:"bytes,2,opt,name=status,proto3" json:"status,omitempty"`
-	Calls         *CallCounts            `protobuf:"bytes,3,opt,name=calls,proto3" json:"calls,omitempty"`
-	Capabilities  []*CapabilityCalls     `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *HandoffDigest) Reset() {
-	*x = HandoffDigest{}
-	mi := &file_harn_proto_msgTypes[43]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *HandoffDigest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*HandoffDigest) ProtoMessage() {}
-
-func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[43]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use HandoffDigest.ProtoReflect.Descriptor instead.
-func (*HandoffDigest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{43}
-}
-
-func (x *HandoffDigest) GetPredecessor() string {
-	if x != nil {
-		return x.Predecessor
-	}
-	return ""
-}
-
-func (x *HandoffDigest) GetStatus() string {
-	if x != nil {
-		return x.Status
-	}
-	return ""
-}
-
-func (x *HandoffDigest) GetCalls() *CallCounts {
-	if x != nil {
-		return x.Calls
-	}
-	return nil
-}
-
-func (x *HandoffDigest) GetCapabilities() []*CapabilityCalls {
-	if x != nil {
-		return x.Capabilities
-	}
-	return nil
-}
-
-type CallCounts struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Started        int32                  `protobuf:"varint,1,opt,name=started,proto3" json:"started,omitempty"`
-	Succeeded      int32                  `protobuf:"varint,2,opt,name=succeeded,proto3" json:"succeeded,omitempty"`
-	Failed         int32                  `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
-	Aborted        int32                  `protobuf:"varint,4,opt,name=aborted,proto3" json:"aborted,omitempty"`
-	OutcomeUnknown int32                  `protobuf:"varint,5,opt,name=outcome_unknown,json=outcomeUnknown,proto3" json:"outcome_unknown,omitempty"`
-	Refused        int32                  `protobuf:"varint,6,opt,name=refused,proto3" json:"refused,omitempty"`
-	Denied         int32                  `protobuf:"varint,7,opt,name=denied,proto3" json:"denied,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
-}
-
-func (x *CallCounts) Reset() {
-	*x = CallCounts{}
-	mi := &file_harn_proto_msgTypes[44]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CallCounts) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CallCounts) ProtoMessage() {}
-
-func (x *CallCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[44]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CallCounts.ProtoReflect.Descriptor instead.
-func (*CallCounts) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{44}
-}
-
-func (x *CallCounts) GetStarted() int32 {
-	if x != nil {
-		return x.Started
-	}
-	return 0
-}
-
-func (x *CallCounts) GetSucceeded() int32 {
-	if x != nil {
-		return x.Succeeded
-	}
-	return 0
-}
-
-func (x *CallCounts) GetFailed() int32 {
-	if x != nil {
-		return x.Failed
-	}
-	return 0
-}
-
-func (x *CallCounts) GetAborted() int32 {
-	if x != nil {
-		return x.Aborted
-	}
-	return 0
-}
-
-func (x *CallCounts) GetOutcomeUnknown() int32 {
-	if x != nil {
-		return x.OutcomeUnknown
-	}
-	return 0
-}
-
-func (x *CallCounts) GetRefused() int32 {
-	if x != nil {
-		return x.Refused
-	}
-	return 0
-}
-
-func (x *CallCounts) GetDenied() int32 {
-	if x != nil {
-		return x.Denied
-	}
-	return 0
-}
-
-type CapabilityCalls struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Calls         int32                  `protobuf:"varint,2,opt,name=calls,proto3" json:"calls,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *CapabilityCalls) Reset() {
-	*x = CapabilityCalls{}
-	mi := &file_harn_proto_msgTypes[45]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *CapabilityCalls) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*CapabilityCalls) ProtoMessage() {}
-
-func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[45]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use CapabilityCalls.ProtoReflect.Descriptor instead.
-func (*CapabilityCalls) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{45}
-}
-
-func (x *CapabilityCalls) GetName() string {
-	if x != nil {
-		return x.Name
-	}
-	return ""
-}
-
-func (x *CapabilityCalls) GetCalls() int32 {
-	if x != nil {
-		return x.Calls
-	}
-	return 0
-}
-
-type SessionView struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	// task is the running (cancelling, quiescing or blocked) one; last the
-	// one that ended last.
-	Task          *TaskView   `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
-	Queue         []*TaskView `protobuf:"bytes,3,rep,name=queue,proto3" json:"queue,omitempty"`
-	QueueDepth    int32       `protobuf:"varint,4,opt,name=queue_depth,json=queueDepth,proto3" json:"queue_depth,omitempty"`
-	Last          *TaskView   `protobuf:"bytes,5,opt,name=last,proto3" json:"last,omitempty"`
-	AwaitingAck   []string    `protobuf:"bytes,6,rep,name=awaiting_ack,json=awaitingAck,proto3" json:"awaiting_ack,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *SessionView) Reset() {
-	*x = SessionView{}
-	mi := &file_harn_proto_msgTypes[46]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *SessionView) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*SessionView) ProtoMessage() {}
-
-func (x *SessionView) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[46]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use SessionView.ProtoReflect.Descriptor instead.
-func (*SessionView) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{46}
-}
-
-func (x *SessionView) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *SessionView) GetTask() *TaskView {
-	if x != nil {
-		return x.Task
-	}
-	return nil
-}
-
-func (x *SessionView) GetQueue() []*TaskView {
-	if x != nil {
-		return x.Queue
-	}
-	return nil
-}
-
-func (x *SessionView) GetQueueDepth() int32 {
-	if x != nil {
-		return x.QueueDepth
-	}
-	return 0
-}
-
-func (x *SessionView) GetLast() *TaskView {
-	if x != nil {
-		return x.Last
-	}
-	return nil
-}
-
-func (x *SessionView) GetAwaitingAck() []string {
-	if x != nil {
-		return x.AwaitingAck
-	}
-	return nil
-}
-
-// Time is an instant with the UTC offset it was read in (so that a view
-// prints it as the node did); unset means no time.
-type Time struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	UnixNano int64                  `protobuf:"varint,1,opt,name=unix_nano,json=unixNano,proto3" json:"unix_nano,omitempty"`
-	// offset_seconds is east of UTC.
-	OffsetSeconds int32 `protobuf:"varint,2,opt,name=offset_seconds,json=offsetSeconds,proto3" json:"offset_seconds,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Time) Reset() {
-	*x = Time{}
-	mi := &file_harn_proto_msgTypes[47]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Time) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Time) ProtoMessage() {}
-
-func (x *Time) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[47]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Time.ProtoReflect.Descriptor instead.
-func (*Time) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{47}
-}
-
-func (x *Time) GetUnixNano() int64 {
-	if x != nil {
-		return x.UnixNano
-	}
-	return 0
-}
-
-func (x *Time) GetOffsetSeconds() int32 {
-	if x != nil {
-		return x.OffsetSeconds
-	}
-	return 0
-}
-
 type DecideRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Query         *DecideQuery           `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
@@ -3287,7 +2019,7 @@ type DecideRequest struct {
 
 func (x *DecideRequest) Reset() {
 	*x = DecideRequest{}
-	mi := &file_harn_proto_msgTypes[48]
+	mi := &file_harn_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3299,7 +2031,7 @@ func (x *DecideRequest) String() string {
 func (*DecideRequest) ProtoMessage() {}
 
 func (x *DecideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[48]
+	mi := &file_harn_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3312,208 +2044,12 @@ func (x *DecideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideRequest.ProtoReflect.Descriptor instead.
 func (*DecideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{48}
+	return file_harn_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *DecideRequest) GetQuery() *DecideQuery {
 	if x != nil {
 		return x.Query
-	}
-	return nil
-}
-
-// DecideQuery is a hook's question about one tool call.
-type DecideQuery struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// phase is pre (before the call) or post (after it).
-	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
-	// session is the agent's session id; task is HARN_TASK from the agent's
-	// environment, when set.
-	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
-	Task    string `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
-	Tool    string `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
-	// input is the raw tool_input JSON: matched, digested, never stored.
-	Input []byte `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
-	// call is the agent's call id; failed (post): the call failed.
-	Call   string `protobuf:"bytes,6,opt,name=call,proto3" json:"call,omitempty"`
-	Failed bool   `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
-	// wait_ms bounds how long a call that needs a confirmation waits for
-	// `harn task confirm`.
-	WaitMs int64 `protobuf:"varint,8,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
-	// claims are the paths the call writes, by repository.
-	Claims        []*PathClaim `protobuf:"bytes,9,rep,name=claims,proto3" json:"claims,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DecideQuery) Reset() {
-	*x = DecideQuery{}
-	mi := &file_harn_proto_msgTypes[49]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DecideQuery) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DecideQuery) ProtoMessage() {}
-
-func (x *DecideQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[49]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DecideQuery.ProtoReflect.Descriptor instead.
-func (*DecideQuery) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{49}
-}
-
-func (x *DecideQuery) GetPhase() string {
-	if x != nil {
-		return x.Phase
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetTask() string {
-	if x != nil {
-		return x.Task
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetTool() string {
-	if x != nil {
-		return x.Tool
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetInput() []byte {
-	if x != nil {
-		return x.Input
-	}
-	return nil
-}
-
-func (x *DecideQuery) GetCall() string {
-	if x != nil {
-		return x.Call
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetFailed() bool {
-	if x != nil {
-		return x.Failed
-	}
-	return false
-}
-
-func (x *DecideQuery) GetWaitMs() int64 {
-	if x != nil {
-		return x.WaitMs
-	}
-	return 0
-}
-
-func (x *DecideQuery) GetClaims() []*PathClaim {
-	if x != nil {
-		return x.Claims
-	}
-	return nil
-}
-
-// PathClaim names paths of one repository a session claims (or
-// releases, or checks).
-type PathClaim struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	Repo    string                 `protobuf:"bytes,2,opt,name=repo,proto3" json:"repo,omitempty"`
-	Paths   []string               `protobuf:"bytes,3,rep,name=paths,proto3" json:"paths,omitempty"`
-	Phase   string                 `protobuf:"bytes,4,opt,name=phase,proto3" json:"phase,omitempty"`
-	// abs are the hook's absolute paths, one per path.
-	Abs           []string `protobuf:"bytes,5,rep,name=abs,proto3" json:"abs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PathClaim) Reset() {
-	*x = PathClaim{}
-	mi := &file_harn_proto_msgTypes[50]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PathClaim) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PathClaim) ProtoMessage() {}
-
-func (x *PathClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[50]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PathClaim.ProtoReflect.Descriptor instead.
-func (*PathClaim) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{50}
-}
-
-func (x *PathClaim) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *PathClaim) GetRepo() string {
-	if x != nil {
-		return x.Repo
-	}
-	return ""
-}
-
-func (x *PathClaim) GetPaths() []string {
-	if x != nil {
-		return x.Paths
-	}
-	return nil
-}
-
-func (x *PathClaim) GetPhase() string {
-	if x != nil {
-		return x.Phase
-	}
-	return ""
-}
-
-func (x *PathClaim) GetAbs() []string {
-	if x != nil {
-		return x.Abs
 	}
 	return nil
 }
@@ -3530,7 +2066,7 @@ type DecideResponse struct {
 
 func (x *DecideResponse) Reset() {
 	*x = DecideResponse{}
-	mi := &file_harn_proto_msgTypes[51]
+	mi := &file_harn_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3542,7 +2078,7 @@ func (x *DecideResponse) String() string {
 func (*DecideResponse) ProtoMessage() {}
 
 func (x *DecideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[51]
+	mi := &file_harn_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3555,7 +2091,7 @@ func (x *DecideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideResponse.ProtoReflect.Descriptor instead.
 func (*DecideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{51}
+	return file_harn_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *DecideResponse) GetDecision() string {
@@ -3604,7 +2140,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_harn_proto_msgTypes[52]
+	mi := &file_harn_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3616,7 +2152,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[52]
+	mi := &file_harn_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3629,7 +2165,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{52}
+	return file_harn_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *ApprovalRequest) GetSession() string {
@@ -3694,7 +2230,7 @@ type ApprovalResponse struct {
 
 func (x *ApprovalResponse) Reset() {
 	*x = ApprovalResponse{}
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3706,7 +2242,7 @@ func (x *ApprovalResponse) String() string {
 func (*ApprovalResponse) ProtoMessage() {}
 
 func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3719,7 +2255,7 @@ func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{53}
+	return file_harn_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *ApprovalResponse) GetDecision() string {
@@ -3760,7 +2296,7 @@ type PendingRequest struct {
 
 func (x *PendingRequest) Reset() {
 	*x = PendingRequest{}
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3772,7 +2308,7 @@ func (x *PendingRequest) String() string {
 func (*PendingRequest) ProtoMessage() {}
 
 func (x *PendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3785,7 +2321,7 @@ func (x *PendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingRequest.ProtoReflect.Descriptor instead.
 func (*PendingRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{54}
+	return file_harn_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *PendingRequest) GetLocalOnly() bool {
@@ -3806,7 +2342,7 @@ type PendingResponse struct {
 
 func (x *PendingResponse) Reset() {
 	*x = PendingResponse{}
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3818,7 +2354,7 @@ func (x *PendingResponse) String() string {
 func (*PendingResponse) ProtoMessage() {}
 
 func (x *PendingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3831,7 +2367,7 @@ func (x *PendingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingResponse.ProtoReflect.Descriptor instead.
 func (*PendingResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{55}
+	return file_harn_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *PendingResponse) GetRequests() []*PermissionRequest {
@@ -3862,7 +2398,7 @@ type AnswerRequest struct {
 
 func (x *AnswerRequest) Reset() {
 	*x = AnswerRequest{}
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3874,7 +2410,7 @@ func (x *AnswerRequest) String() string {
 func (*AnswerRequest) ProtoMessage() {}
 
 func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3887,7 +2423,7 @@ func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{56}
+	return file_harn_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *AnswerRequest) GetRequest() string {
@@ -3934,7 +2470,7 @@ type AnswerResponse struct {
 
 func (x *AnswerResponse) Reset() {
 	*x = AnswerResponse{}
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3946,7 +2482,7 @@ func (x *AnswerResponse) String() string {
 func (*AnswerResponse) ProtoMessage() {}
 
 func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3959,190 +2495,12 @@ func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerResponse.ProtoReflect.Descriptor instead.
 func (*AnswerResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{57}
+	return file_harn_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *AnswerResponse) GetRequest() *PermissionRequest {
 	if x != nil {
 		return x.Request
-	}
-	return nil
-}
-
-// PermissionRequest is an agent's open (or answered) permission request.
-type PermissionRequest struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Session string                 `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
-	Node    string                 `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
-	Agent   string                 `protobuf:"bytes,4,opt,name=agent,proto3" json:"agent,omitempty"`
-	Tool    string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
-	Summary string                 `protobuf:"bytes,6,opt,name=summary,proto3" json:"summary,omitempty"`
-	Opened  *Time                  `protobuf:"bytes,7,opt,name=opened,proto3" json:"opened,omitempty"`
-	Answer  *PermissionAnswer      `protobuf:"bytes,8,opt,name=answer,proto3" json:"answer,omitempty"`
-	// parent is the session's parent (a subagent's request).
-	Parent        string `protobuf:"bytes,9,opt,name=parent,proto3" json:"parent,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PermissionRequest) Reset() {
-	*x = PermissionRequest{}
-	mi := &file_harn_proto_msgTypes[58]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PermissionRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PermissionRequest) ProtoMessage() {}
-
-func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[58]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
-func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{58}
-}
-
-func (x *PermissionRequest) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *PermissionRequest) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *PermissionRequest) GetNode() string {
-	if x != nil {
-		return x.Node
-	}
-	return ""
-}
-
-func (x *PermissionRequest) GetAgent() string {
-	if x != nil {
-		return x.Agent
-	}
-	return ""
-}
-
-func (x *PermissionRequest) GetTool() string {
-	if x != nil {
-		return x.Tool
-	}
-	return ""
-}
-
-func (x *PermissionRequest) GetSummary() string {
-	if x != nil {
-		return x.Summary
-	}
-	return ""
-}
-
-func (x *PermissionRequest) GetOpened() *Time {
-	if x != nil {
-		return x.Opened
-	}
-	return nil
-}
-
-func (x *PermissionRequest) GetAnswer() *PermissionAnswer {
-	if x != nil {
-		return x.Answer
-	}
-	return nil
-}
-
-func (x *PermissionRequest) GetParent() string {
-	if x != nil {
-		return x.Parent
-	}
-	return ""
-}
-
-type PermissionAnswer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Allow         bool                   `protobuf:"varint,1,opt,name=allow,proto3" json:"allow,omitempty"`
-	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
-	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
-	At            *Time                  `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PermissionAnswer) Reset() {
-	*x = PermissionAnswer{}
-	mi := &file_harn_proto_msgTypes[59]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PermissionAnswer) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PermissionAnswer) ProtoMessage() {}
-
-func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[59]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
-func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{59}
-}
-
-func (x *PermissionAnswer) GetAllow() bool {
-	if x != nil {
-		return x.Allow
-	}
-	return false
-}
-
-func (x *PermissionAnswer) GetBy() string {
-	if x != nil {
-		return x.By
-	}
-	return ""
-}
-
-func (x *PermissionAnswer) GetReason() string {
-	if x != nil {
-		return x.Reason
-	}
-	return ""
-}
-
-func (x *PermissionAnswer) GetAt() *Time {
-	if x != nil {
-		return x.At
 	}
 	return nil
 }
@@ -4163,7 +2521,7 @@ type NotifyRequest struct {
 
 func (x *NotifyRequest) Reset() {
 	*x = NotifyRequest{}
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4175,7 +2533,7 @@ func (x *NotifyRequest) String() string {
 func (*NotifyRequest) ProtoMessage() {}
 
 func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4188,7 +2546,7 @@ func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
 func (*NotifyRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{60}
+	return file_harn_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *NotifyRequest) GetOp() string {
@@ -4245,7 +2603,7 @@ type NotifyResponse struct {
 
 func (x *NotifyResponse) Reset() {
 	*x = NotifyResponse{}
-	mi := &file_harn_proto_msgTypes[61]
+	mi := &file_harn_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4257,7 +2615,7 @@ func (x *NotifyResponse) String() string {
 func (*NotifyResponse) ProtoMessage() {}
 
 func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[61]
+	mi := &file_harn_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4270,7 +2628,7 @@ func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyResponse.ProtoReflect.Descriptor instead.
 func (*NotifyResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{61}
+	return file_harn_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *NotifyResponse) GetWebhooks() []*Webhook {
@@ -4329,7 +2687,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_harn_proto_msgTypes[62]
+	mi := &file_harn_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4341,7 +2699,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[62]
+	mi := &file_harn_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4354,7 +2712,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{62}
+	return file_harn_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *Webhook) GetId() string {
@@ -4446,7 +2804,7 @@ type Desktop struct {
 
 func (x *Desktop) Reset() {
 	*x = Desktop{}
-	mi := &file_harn_proto_msgTypes[63]
+	mi := &file_harn_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4458,7 +2816,7 @@ func (x *Desktop) String() string {
 func (*Desktop) ProtoMessage() {}
 
 func (x *Desktop) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[63]
+	mi := &file_harn_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4471,7 +2829,7 @@ func (x *Desktop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Desktop.ProtoReflect.Descriptor instead.
 func (*Desktop) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{63}
+	return file_harn_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Desktop) GetEnabled() bool {
@@ -4517,7 +2875,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_harn_proto_msgTypes[64]
+	mi := &file_harn_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4529,7 +2887,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[64]
+	mi := &file_harn_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4542,7 +2900,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{64}
+	return file_harn_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *WaitRequest) GetId() string {
@@ -4584,7 +2942,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_harn_proto_msgTypes[65]
+	mi := &file_harn_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4596,7 +2954,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[65]
+	mi := &file_harn_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4609,7 +2967,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{65}
+	return file_harn_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *WaitResponse) GetSessionJson() []byte {
@@ -4649,7 +3007,7 @@ type CoordRequest struct {
 
 func (x *CoordRequest) Reset() {
 	*x = CoordRequest{}
-	mi := &file_harn_proto_msgTypes[66]
+	mi := &file_harn_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4661,7 +3019,7 @@ func (x *CoordRequest) String() string {
 func (*CoordRequest) ProtoMessage() {}
 
 func (x *CoordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[66]
+	mi := &file_harn_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4674,7 +3032,7 @@ func (x *CoordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordRequest.ProtoReflect.Descriptor instead.
 func (*CoordRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{66}
+	return file_harn_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CoordRequest) GetOp() string {
@@ -4737,7 +3095,7 @@ type CoordResponse struct {
 
 func (x *CoordResponse) Reset() {
 	*x = CoordResponse{}
-	mi := &file_harn_proto_msgTypes[67]
+	mi := &file_harn_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4749,7 +3107,7 @@ func (x *CoordResponse) String() string {
 func (*CoordResponse) ProtoMessage() {}
 
 func (x *CoordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[67]
+	mi := &file_harn_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4762,7 +3120,7 @@ func (x *CoordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordResponse.ProtoReflect.Descriptor instead.
 func (*CoordResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{67}
+	return file_harn_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CoordResponse) GetNode() string {
@@ -4805,7 +3163,7 @@ type CoordResult struct {
 
 func (x *CoordResult) Reset() {
 	*x = CoordResult{}
-	mi := &file_harn_proto_msgTypes[68]
+	mi := &file_harn_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4817,7 +3175,7 @@ func (x *CoordResult) String() string {
 func (*CoordResult) ProtoMessage() {}
 
 func (x *CoordResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[68]
+	mi := &file_harn_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4830,7 +3188,7 @@ func (x *CoordResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordResult.ProtoReflect.Descriptor instead.
 func (*CoordResult) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{68}
+	return file_harn_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CoordResult) GetSession() string {
@@ -4919,7 +3277,7 @@ type RegistryClaim struct {
 
 func (x *RegistryClaim) Reset() {
 	*x = RegistryClaim{}
-	mi := &file_harn_proto_msgTypes[69]
+	mi := &file_harn_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4931,7 +3289,7 @@ func (x *RegistryClaim) String() string {
 func (*RegistryClaim) ProtoMessage() {}
 
 func (x *RegistryClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[69]
+	mi := &file_harn_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4944,7 +3302,7 @@ func (x *RegistryClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryClaim.ProtoReflect.Descriptor instead.
 func (*RegistryClaim) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{69}
+	return file_harn_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *RegistryClaim) GetRepo() string {
@@ -5005,7 +3363,7 @@ type ClaimHolder struct {
 
 func (x *ClaimHolder) Reset() {
 	*x = ClaimHolder{}
-	mi := &file_harn_proto_msgTypes[70]
+	mi := &file_harn_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5017,7 +3375,7 @@ func (x *ClaimHolder) String() string {
 func (*ClaimHolder) ProtoMessage() {}
 
 func (x *ClaimHolder) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[70]
+	mi := &file_harn_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5030,7 +3388,7 @@ func (x *ClaimHolder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimHolder.ProtoReflect.Descriptor instead.
 func (*ClaimHolder) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{70}
+	return file_harn_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ClaimHolder) GetPath() string {
@@ -5098,7 +3456,7 @@ type ReduceRequest struct {
 
 func (x *ReduceRequest) Reset() {
 	*x = ReduceRequest{}
-	mi := &file_harn_proto_msgTypes[71]
+	mi := &file_harn_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5110,7 +3468,7 @@ func (x *ReduceRequest) String() string {
 func (*ReduceRequest) ProtoMessage() {}
 
 func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[71]
+	mi := &file_harn_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5123,7 +3481,7 @@ func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRequest.ProtoReflect.Descriptor instead.
 func (*ReduceRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{71}
+	return file_harn_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *ReduceRequest) GetTask() string {
@@ -5176,7 +3534,7 @@ type OverrideRequest struct {
 
 func (x *OverrideRequest) Reset() {
 	*x = OverrideRequest{}
-	mi := &file_harn_proto_msgTypes[72]
+	mi := &file_harn_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5188,7 +3546,7 @@ func (x *OverrideRequest) String() string {
 func (*OverrideRequest) ProtoMessage() {}
 
 func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[72]
+	mi := &file_harn_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5201,7 +3559,7 @@ func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideRequest.ProtoReflect.Descriptor instead.
 func (*OverrideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{72}
+	return file_harn_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *OverrideRequest) GetKind() string {
@@ -5255,7 +3613,7 @@ type OverrideResponse struct {
 
 func (x *OverrideResponse) Reset() {
 	*x = OverrideResponse{}
-	mi := &file_harn_proto_msgTypes[73]
+	mi := &file_harn_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5267,7 +3625,7 @@ func (x *OverrideResponse) String() string {
 func (*OverrideResponse) ProtoMessage() {}
 
 func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[73]
+	mi := &file_harn_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5280,7 +3638,7 @@ func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideResponse.ProtoReflect.Descriptor instead.
 func (*OverrideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{73}
+	return file_harn_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *OverrideResponse) GetKind() string {
@@ -5354,7 +3712,7 @@ type DoctorRequest struct {
 
 func (x *DoctorRequest) Reset() {
 	*x = DoctorRequest{}
-	mi := &file_harn_proto_msgTypes[74]
+	mi := &file_harn_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5366,7 +3724,7 @@ func (x *DoctorRequest) String() string {
 func (*DoctorRequest) ProtoMessage() {}
 
 func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[74]
+	mi := &file_harn_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5379,7 +3737,7 @@ func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRequest.ProtoReflect.Descriptor instead.
 func (*DoctorRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{74}
+	return file_harn_proto_rawDescGZIP(), []int{55}
 }
 
 type DoctorResponse struct {
@@ -5410,7 +3768,7 @@ type DoctorResponse struct {
 
 func (x *DoctorResponse) Reset() {
 	*x = DoctorResponse{}
-	mi := &file_harn_proto_msgTypes[75]
+	mi := &file_harn_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5422,7 +3780,7 @@ func (x *DoctorResponse) String() string {
 func (*DoctorResponse) ProtoMessage() {}
 
 func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[75]
+	mi := &file_harn_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5435,7 +3793,7 @@ func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorResponse.ProtoReflect.Descriptor instead.
 func (*DoctorResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{75}
+	return file_harn_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DoctorResponse) GetNode() string {
@@ -5568,7 +3926,7 @@ type DoctorTLS struct {
 
 func (x *DoctorTLS) Reset() {
 	*x = DoctorTLS{}
-	mi := &file_harn_proto_msgTypes[76]
+	mi := &file_harn_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5580,7 +3938,7 @@ func (x *DoctorTLS) String() string {
 func (*DoctorTLS) ProtoMessage() {}
 
 func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[76]
+	mi := &file_harn_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5593,7 +3951,7 @@ func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorTLS.ProtoReflect.Descriptor instead.
 func (*DoctorTLS) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{76}
+	return file_harn_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *DoctorTLS) GetMode() string {
@@ -5651,7 +4009,7 @@ type DoctorRaft struct {
 
 func (x *DoctorRaft) Reset() {
 	*x = DoctorRaft{}
-	mi := &file_harn_proto_msgTypes[77]
+	mi := &file_harn_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5663,7 +4021,7 @@ func (x *DoctorRaft) String() string {
 func (*DoctorRaft) ProtoMessage() {}
 
 func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[77]
+	mi := &file_harn_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5676,7 +4034,7 @@ func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRaft.ProtoReflect.Descriptor instead.
 func (*DoctorRaft) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{77}
+	return file_harn_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *DoctorRaft) GetLeader() string {
@@ -5790,7 +4148,7 @@ type SessionRow struct {
 
 func (x *SessionRow) Reset() {
 	*x = SessionRow{}
-	mi := &file_harn_proto_msgTypes[78]
+	mi := &file_harn_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5802,7 +4160,7 @@ func (x *SessionRow) String() string {
 func (*SessionRow) ProtoMessage() {}
 
 func (x *SessionRow) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[78]
+	mi := &file_harn_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5815,7 +4173,7 @@ func (x *SessionRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRow.ProtoReflect.Descriptor instead.
 func (*SessionRow) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{78}
+	return file_harn_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *SessionRow) GetSessionId() string {
@@ -6107,7 +4465,7 @@ type HarnTask struct {
 
 func (x *HarnTask) Reset() {
 	*x = HarnTask{}
-	mi := &file_harn_proto_msgTypes[79]
+	mi := &file_harn_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6119,7 +4477,7 @@ func (x *HarnTask) String() string {
 func (*HarnTask) ProtoMessage() {}
 
 func (x *HarnTask) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[79]
+	mi := &file_harn_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6132,7 +4490,7 @@ func (x *HarnTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarnTask.ProtoReflect.Descriptor instead.
 func (*HarnTask) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{79}
+	return file_harn_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *HarnTask) GetId() string {
@@ -6192,7 +4550,7 @@ type ReadInfo struct {
 
 func (x *ReadInfo) Reset() {
 	*x = ReadInfo{}
-	mi := &file_harn_proto_msgTypes[80]
+	mi := &file_harn_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6204,7 +4562,7 @@ func (x *ReadInfo) String() string {
 func (*ReadInfo) ProtoMessage() {}
 
 func (x *ReadInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[80]
+	mi := &file_harn_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6217,7 +4575,7 @@ func (x *ReadInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadInfo.ProtoReflect.Descriptor instead.
 func (*ReadInfo) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{80}
+	return file_harn_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *ReadInfo) GetConsistent() bool {
@@ -6274,7 +4632,7 @@ type GossipEntry struct {
 
 func (x *GossipEntry) Reset() {
 	*x = GossipEntry{}
-	mi := &file_harn_proto_msgTypes[81]
+	mi := &file_harn_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6286,7 +4644,7 @@ func (x *GossipEntry) String() string {
 func (*GossipEntry) ProtoMessage() {}
 
 func (x *GossipEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[81]
+	mi := &file_harn_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6299,7 +4657,7 @@ func (x *GossipEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipEntry.ProtoReflect.Descriptor instead.
 func (*GossipEntry) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{81}
+	return file_harn_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *GossipEntry) GetRow() *SessionRow {
@@ -6321,7 +4679,7 @@ var File_harn_proto protoreflect.FileDescriptor
 const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"harn.proto\x12\aharn.v1\"\x8a\x02\n" +
+	"harn.proto\x12\aharn.v1\x1a\fvalues.proto\"\x8a\x02\n" +
 	"\x05Event\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
 	"\n" +
@@ -6471,150 +4829,10 @@ const file_harn_proto_rawDesc = "" +
 	"\x06action\x18\x03 \x01(\v2\x13.harn.v1.TaskActionR\x06actionJ\x04\b\x01\x10\x02R\vaction_json\"b\n" +
 	"\fTaskResponse\x12\x12\n" +
 	"\x04node\x18\x02 \x01(\tR\x04node\x12+\n" +
-	"\x06result\x18\x03 \x01(\v2\x13.harn.v1.TaskResultR\x06resultJ\x04\b\x01\x10\x02R\vresult_json\"\x92\x03\n" +
-	"\n" +
-	"TaskAction\x12\x0e\n" +
-	"\x02op\x18\x01 \x01(\tR\x02op\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
-	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04text\x18\x04 \x01(\tR\x04text\x12\x18\n" +
-	"\acommand\x18\x05 \x01(\tR\acommand\x12\x1a\n" +
-	"\blauncher\x18\x06 \x01(\tR\blauncher\x12\x18\n" +
-	"\aworkdir\x18\a \x01(\tR\aworkdir\x12&\n" +
-	"\x06grants\x18\b \x03(\v2\x0e.harn.v1.GrantR\x06grants\x12\x1d\n" +
-	"\n" +
-	"grants_set\x18\x0f \x01(\bR\tgrantsSet\x12)\n" +
-	"\x10requires_success\x18\t \x01(\bR\x0frequiresSuccess\x12\x12\n" +
-	"\x04call\x18\n" +
-	" \x01(\tR\x04call\x12\x16\n" +
-	"\x06reason\x18\v \x01(\tR\x06reason\x12\x0e\n" +
-	"\x02by\x18\f \x01(\tR\x02by\x12\x1e\n" +
-	"\n" +
-	"capability\x18\r \x01(\tR\n" +
-	"capability\x12\x14\n" +
-	"\x05level\x18\x0e \x01(\tR\x05level\"m\n" +
-	"\x05Grant\x12\x14\n" +
-	"\x05level\x18\x01 \x01(\tR\x05level\x12\x1e\n" +
-	"\n" +
-	"capability\x18\x02 \x01(\tR\n" +
-	"capability\x12\x14\n" +
-	"\x05match\x18\x03 \x01(\tR\x05match\x12\x18\n" +
-	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\x81\x03\n" +
-	"\n" +
-	"TaskResult\x12\x12\n" +
-	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\x12%\n" +
-	"\x04task\x18\x03 \x01(\v2\x11.harn.v1.TaskViewR\x04task\x12\x12\n" +
-	"\x04text\x18\x04 \x01(\tR\x04text\x12\x16\n" +
-	"\x06output\x18\x05 \x03(\tR\x06output\x12*\n" +
-	"\x05steer\x18\x06 \x01(\v2\x14.harn.v1.SteerResultR\x05steer\x12+\n" +
-	"\x06grants\x18\a \x01(\v2\x13.harn.v1.GrantsViewR\x06grants\x12(\n" +
-	"\x06digest\x18\b \x01(\v2\x10.harn.v1.HandoffR\x06digest\x127\n" +
-	"\fsession_view\x18\t \x01(\v2\x14.harn.v1.SessionViewR\vsessionView\x12\x18\n" +
-	"\amessage\x18\n" +
-	" \x01(\tR\amessage\x12\x1c\n" +
-	"\tinterrupt\x18\v \x01(\tR\tinterrupt\"\xff\x02\n" +
-	"\bTaskView\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\x12\x16\n" +
-	"\x06action\x18\x03 \x01(\tR\x06action\x12\x14\n" +
-	"\x05state\x18\x04 \x01(\tR\x05state\x12\x16\n" +
-	"\x06status\x18\x05 \x01(\tR\x06status\x12\x1f\n" +
-	"\vqueue_depth\x18\x06 \x01(\x05R\n" +
-	"queueDepth\x12\x1a\n" +
-	"\bposition\x18\a \x01(\x05R\bposition\x12)\n" +
-	"\x10requires_success\x18\b \x01(\bR\x0frequiresSuccess\x12 \n" +
-	"\vpredecessor\x18\t \x01(\tR\vpredecessor\x12#\n" +
-	"\rpending_calls\x18\n" +
-	" \x03(\tR\fpendingCalls\x12,\n" +
-	"\n" +
-	"created_at\x18\v \x01(\v2\r.harn.v1.TimeR\tcreatedAt\x12\x0e\n" +
-	"\x02by\x18\f \x01(\tR\x02by\x12\x16\n" +
-	"\x06reason\x18\r \x01(\tR\x06reason\"i\n" +
-	"\vSteerResult\x12\x12\n" +
-	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x12\n" +
-	"\x04task\x18\x02 \x01(\tR\x04task\x12\x18\n" +
-	"\asteered\x18\x03 \x01(\tR\asteered\x12\x18\n" +
-	"\amessage\x18\x04 \x01(\tR\amessage\"\xb9\x01\n" +
-	"\n" +
-	"GrantsView\x12\x12\n" +
-	"\x04task\x18\x01 \x01(\tR\x04task\x12\x1e\n" +
-	"\n" +
-	"generation\x18\x02 \x01(\x04R\n" +
-	"generation\x12&\n" +
-	"\x06grants\x18\x03 \x03(\v2\x0e.harn.v1.GrantR\x06grants\x12&\n" +
-	"\x06limits\x18\x04 \x03(\v2\x0e.harn.v1.LimitR\x06limits\x12'\n" +
-	"\aceiling\x18\x05 \x03(\v2\r.harn.v1.HeldR\aceiling\"t\n" +
-	"\x05Limit\x12\x1e\n" +
-	"\n" +
-	"capability\x18\x01 \x01(\tR\n" +
-	"capability\x12\x14\n" +
-	"\x05level\x18\x02 \x01(\tR\x05level\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
-	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02at\"\x82\x01\n" +
-	"\x04Held\x12\x1e\n" +
-	"\n" +
-	"capability\x18\x01 \x01(\tR\n" +
-	"capability\x12\x12\n" +
-	"\x04kind\x18\x02 \x01(\tR\x04kind\x12\x14\n" +
-	"\x05level\x18\x03 \x01(\tR\x05level\x12\x18\n" +
-	"\aconfirm\x18\x04 \x01(\bR\aconfirm\x12\x16\n" +
-	"\x06loaded\x18\x05 \x01(\bR\x06loaded\"\xa3\x01\n" +
-	"\aHandoff\x12;\n" +
-	"\fconversation\x18\x01 \x03(\v2\x17.harn.v1.HandoffMessageR\fconversation\x12+\n" +
-	"\x11predecessor_final\x18\x02 \x01(\tR\x10predecessorFinal\x12.\n" +
-	"\x06digest\x18\x03 \x01(\v2\x16.harn.v1.HandoffDigestR\x06digest\"L\n" +
-	"\x0eHandoffMessage\x12\x12\n" +
-	"\x04role\x18\x01 \x01(\tR\x04role\x12\x12\n" +
-	"\x04task\x18\x02 \x01(\tR\x04task\x12\x12\n" +
-	"\x04text\x18\x03 \x01(\tR\x04text\"\xb2\x01\n" +
-	"\rHandoffDigest\x12 \n" +
-	"\vpredecessor\x18\x01 \x01(\tR\vpredecessor\x12\x16\n" +
-	"\x06status\x18\x02 \x01(\tR\x06status\x12)\n" +
-	"\x05calls\x18\x03 \x01(\v2\x13.harn.v1.CallCountsR\x05calls\x12<\n" +
-	"\fcapabilities\x18\x04 \x03(\v2\x18.harn.v1.CapabilityCallsR\fcapabilities\"\xd1\x01\n" +
-	"\n" +
-	"CallCounts\x12\x18\n" +
-	"\astarted\x18\x01 \x01(\x05R\astarted\x12\x1c\n" +
-	"\tsucceeded\x18\x02 \x01(\x05R\tsucceeded\x12\x16\n" +
-	"\x06failed\x18\x03 \x01(\x05R\x06failed\x12\x18\n" +
-	"\aaborted\x18\x04 \x01(\x05R\aaborted\x12'\n" +
-	"\x0foutcome_unknown\x18\x05 \x01(\x05R\x0eoutcomeUnknown\x12\x18\n" +
-	"\arefused\x18\x06 \x01(\x05R\arefused\x12\x16\n" +
-	"\x06denied\x18\a \x01(\x05R\x06denied\";\n" +
-	"\x0fCapabilityCalls\x12\x12\n" +
-	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
-	"\x05calls\x18\x02 \x01(\x05R\x05calls\"\xe2\x01\n" +
-	"\vSessionView\x12\x18\n" +
-	"\asession\x18\x01 \x01(\tR\asession\x12%\n" +
-	"\x04task\x18\x02 \x01(\v2\x11.harn.v1.TaskViewR\x04task\x12'\n" +
-	"\x05queue\x18\x03 \x03(\v2\x11.harn.v1.TaskViewR\x05queue\x12\x1f\n" +
-	"\vqueue_depth\x18\x04 \x01(\x05R\n" +
-	"queueDepth\x12%\n" +
-	"\x04last\x18\x05 \x01(\v2\x11.harn.v1.TaskViewR\x04last\x12!\n" +
-	"\fawaiting_ack\x18\x06 \x03(\tR\vawaitingAck\"J\n" +
-	"\x04Time\x12\x1b\n" +
-	"\tunix_nano\x18\x01 \x01(\x03R\bunixNano\x12%\n" +
-	"\x0eoffset_seconds\x18\x02 \x01(\x05R\roffsetSeconds\"M\n" +
+	"\x06result\x18\x03 \x01(\v2\x13.harn.v1.TaskResultR\x06resultJ\x04\b\x01\x10\x02R\vresult_json\"M\n" +
 	"\rDecideRequest\x12*\n" +
 	"\x05query\x18\x02 \x01(\v2\x14.harn.v1.DecideQueryR\x05queryJ\x04\b\x01\x10\x02R\n" +
-	"query_json\"\xec\x01\n" +
-	"\vDecideQuery\x12\x14\n" +
-	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
-	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04tool\x18\x04 \x01(\tR\x04tool\x12\x14\n" +
-	"\x05input\x18\x05 \x01(\fR\x05input\x12\x12\n" +
-	"\x04call\x18\x06 \x01(\tR\x04call\x12\x16\n" +
-	"\x06failed\x18\a \x01(\bR\x06failed\x12\x17\n" +
-	"\await_ms\x18\b \x01(\x03R\x06waitMs\x12*\n" +
-	"\x06claims\x18\t \x03(\v2\x12.harn.v1.PathClaimR\x06claims\"w\n" +
-	"\tPathClaim\x12\x18\n" +
-	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
-	"\x04repo\x18\x02 \x01(\tR\x04repo\x12\x14\n" +
-	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x14\n" +
-	"\x05phase\x18\x04 \x01(\tR\x05phase\x12\x10\n" +
-	"\x03abs\x18\x05 \x03(\tR\x03abs\"l\n" +
+	"query_json\"l\n" +
 	"\x0eDecideResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
@@ -6648,22 +4866,7 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"local_only\x18\x05 \x01(\bR\tlocalOnly\"Z\n" +
 	"\x0eAnswerResponse\x124\n" +
-	"\arequest\x18\x02 \x01(\v2\x1a.harn.v1.PermissionRequestR\arequestJ\x04\b\x01\x10\x02R\frequest_json\"\x87\x02\n" +
-	"\x11PermissionRequest\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
-	"\x04node\x18\x03 \x01(\tR\x04node\x12\x14\n" +
-	"\x05agent\x18\x04 \x01(\tR\x05agent\x12\x12\n" +
-	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x18\n" +
-	"\asummary\x18\x06 \x01(\tR\asummary\x12%\n" +
-	"\x06opened\x18\a \x01(\v2\r.harn.v1.TimeR\x06opened\x121\n" +
-	"\x06answer\x18\b \x01(\v2\x19.harn.v1.PermissionAnswerR\x06answer\x12\x16\n" +
-	"\x06parent\x18\t \x01(\tR\x06parent\"o\n" +
-	"\x10PermissionAnswer\x12\x14\n" +
-	"\x05allow\x18\x01 \x01(\bR\x05allow\x12\x0e\n" +
-	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
-	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02at\"i\n" +
+	"\arequest\x18\x02 \x01(\v2\x1a.harn.v1.PermissionRequestR\arequestJ\x04\b\x01\x10\x02R\frequest_json\"i\n" +
 	"\rNotifyRequest\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x0e\n" +
@@ -6909,7 +5112,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 82)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -6944,167 +5147,132 @@ var file_harn_proto_goTypes = []any{
 	(*RemoveServerResponse)(nil), // 30: harn.v1.RemoveServerResponse
 	(*TaskRequest)(nil),          // 31: harn.v1.TaskRequest
 	(*TaskResponse)(nil),         // 32: harn.v1.TaskResponse
-	(*TaskAction)(nil),           // 33: harn.v1.TaskAction
-	(*Grant)(nil),                // 34: harn.v1.Grant
-	(*TaskResult)(nil),           // 35: harn.v1.TaskResult
-	(*TaskView)(nil),             // 36: harn.v1.TaskView
-	(*SteerResult)(nil),          // 37: harn.v1.SteerResult
-	(*GrantsView)(nil),           // 38: harn.v1.GrantsView
-	(*Limit)(nil),                // 39: harn.v1.Limit
-	(*Held)(nil),                 // 40: harn.v1.Held
-	(*Handoff)(nil),              // 41: harn.v1.Handoff
-	(*HandoffMessage)(nil),       // 42: harn.v1.HandoffMessage
-	(*HandoffDigest)(nil),        // 43: harn.v1.HandoffDigest
-	(*CallCounts)(nil),           // 44: harn.v1.CallCounts
-	(*CapabilityCalls)(nil),      // 45: harn.v1.CapabilityCalls
-	(*SessionView)(nil),          // 46: harn.v1.SessionView
-	(*Time)(nil),                 // 47: harn.v1.Time
-	(*DecideRequest)(nil),        // 48: harn.v1.DecideRequest
-	(*DecideQuery)(nil),          // 49: harn.v1.DecideQuery
-	(*PathClaim)(nil),            // 50: harn.v1.PathClaim
-	(*DecideResponse)(nil),       // 51: harn.v1.DecideResponse
-	(*ApprovalRequest)(nil),      // 52: harn.v1.ApprovalRequest
-	(*ApprovalResponse)(nil),     // 53: harn.v1.ApprovalResponse
-	(*PendingRequest)(nil),       // 54: harn.v1.PendingRequest
-	(*PendingResponse)(nil),      // 55: harn.v1.PendingResponse
-	(*AnswerRequest)(nil),        // 56: harn.v1.AnswerRequest
-	(*AnswerResponse)(nil),       // 57: harn.v1.AnswerResponse
-	(*PermissionRequest)(nil),    // 58: harn.v1.PermissionRequest
-	(*PermissionAnswer)(nil),     // 59: harn.v1.PermissionAnswer
-	(*NotifyRequest)(nil),        // 60: harn.v1.NotifyRequest
-	(*NotifyResponse)(nil),       // 61: harn.v1.NotifyResponse
-	(*Webhook)(nil),              // 62: harn.v1.Webhook
-	(*Desktop)(nil),              // 63: harn.v1.Desktop
-	(*WaitRequest)(nil),          // 64: harn.v1.WaitRequest
-	(*WaitResponse)(nil),         // 65: harn.v1.WaitResponse
-	(*CoordRequest)(nil),         // 66: harn.v1.CoordRequest
-	(*CoordResponse)(nil),        // 67: harn.v1.CoordResponse
-	(*CoordResult)(nil),          // 68: harn.v1.CoordResult
-	(*RegistryClaim)(nil),        // 69: harn.v1.RegistryClaim
-	(*ClaimHolder)(nil),          // 70: harn.v1.ClaimHolder
-	(*ReduceRequest)(nil),        // 71: harn.v1.ReduceRequest
-	(*OverrideRequest)(nil),      // 72: harn.v1.OverrideRequest
-	(*OverrideResponse)(nil),     // 73: harn.v1.OverrideResponse
-	(*DoctorRequest)(nil),        // 74: harn.v1.DoctorRequest
-	(*DoctorResponse)(nil),       // 75: harn.v1.DoctorResponse
-	(*DoctorTLS)(nil),            // 76: harn.v1.DoctorTLS
-	(*DoctorRaft)(nil),           // 77: harn.v1.DoctorRaft
-	(*SessionRow)(nil),           // 78: harn.v1.SessionRow
-	(*HarnTask)(nil),             // 79: harn.v1.HarnTask
-	(*ReadInfo)(nil),             // 80: harn.v1.ReadInfo
-	(*GossipEntry)(nil),          // 81: harn.v1.GossipEntry
+	(*DecideRequest)(nil),        // 33: harn.v1.DecideRequest
+	(*DecideResponse)(nil),       // 34: harn.v1.DecideResponse
+	(*ApprovalRequest)(nil),      // 35: harn.v1.ApprovalRequest
+	(*ApprovalResponse)(nil),     // 36: harn.v1.ApprovalResponse
+	(*PendingRequest)(nil),       // 37: harn.v1.PendingRequest
+	(*PendingResponse)(nil),      // 38: harn.v1.PendingResponse
+	(*AnswerRequest)(nil),        // 39: harn.v1.AnswerRequest
+	(*AnswerResponse)(nil),       // 40: harn.v1.AnswerResponse
+	(*NotifyRequest)(nil),        // 41: harn.v1.NotifyRequest
+	(*NotifyResponse)(nil),       // 42: harn.v1.NotifyResponse
+	(*Webhook)(nil),              // 43: harn.v1.Webhook
+	(*Desktop)(nil),              // 44: harn.v1.Desktop
+	(*WaitRequest)(nil),          // 45: harn.v1.WaitRequest
+	(*WaitResponse)(nil),         // 46: harn.v1.WaitResponse
+	(*CoordRequest)(nil),         // 47: harn.v1.CoordRequest
+	(*CoordResponse)(nil),        // 48: harn.v1.CoordResponse
+	(*CoordResult)(nil),          // 49: harn.v1.CoordResult
+	(*RegistryClaim)(nil),        // 50: harn.v1.RegistryClaim
+	(*ClaimHolder)(nil),          // 51: harn.v1.ClaimHolder
+	(*ReduceRequest)(nil),        // 52: harn.v1.ReduceRequest
+	(*OverrideRequest)(nil),      // 53: harn.v1.OverrideRequest
+	(*OverrideResponse)(nil),     // 54: harn.v1.OverrideResponse
+	(*DoctorRequest)(nil),        // 55: harn.v1.DoctorRequest
+	(*DoctorResponse)(nil),       // 56: harn.v1.DoctorResponse
+	(*DoctorTLS)(nil),            // 57: harn.v1.DoctorTLS
+	(*DoctorRaft)(nil),           // 58: harn.v1.DoctorRaft
+	(*SessionRow)(nil),           // 59: harn.v1.SessionRow
+	(*HarnTask)(nil),             // 60: harn.v1.HarnTask
+	(*ReadInfo)(nil),             // 61: harn.v1.ReadInfo
+	(*GossipEntry)(nil),          // 62: harn.v1.GossipEntry
+	(*DecideQuery)(nil),          // 63: harn.v1.DecideQuery
+	(*TaskAction)(nil),           // 64: harn.v1.TaskAction
+	(*TaskResult)(nil),           // 65: harn.v1.TaskResult
+	(*PermissionRequest)(nil),    // 66: harn.v1.PermissionRequest
+	(*PathClaim)(nil),            // 67: harn.v1.PathClaim
+	(*Time)(nil),                 // 68: harn.v1.Time
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
-	49, // 1: harn.v1.AppendRequest.decide:type_name -> harn.v1.DecideQuery
-	51, // 2: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
-	78, // 3: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
-	80, // 4: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
-	78, // 5: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
-	78, // 6: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
+	63, // 1: harn.v1.AppendRequest.decide:type_name -> harn.v1.DecideQuery
+	34, // 2: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
+	59, // 3: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
+	61, // 4: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
+	59, // 5: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
+	59, // 6: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
 	0,  // 7: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
 	11, // 8: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
 	19, // 9: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
 	24, // 10: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
 	26, // 11: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
 	27, // 12: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
-	33, // 13: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
-	35, // 14: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
-	34, // 15: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
-	36, // 16: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
-	37, // 17: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
-	38, // 18: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
-	41, // 19: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
-	46, // 20: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
-	47, // 21: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
-	34, // 22: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
-	39, // 23: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
-	40, // 24: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
-	47, // 25: harn.v1.Limit.at:type_name -> harn.v1.Time
-	42, // 26: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
-	43, // 27: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
-	44, // 28: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
-	45, // 29: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
-	36, // 30: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
-	36, // 31: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
-	36, // 32: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
-	49, // 33: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
-	50, // 34: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
-	58, // 35: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
-	58, // 36: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
-	47, // 37: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
-	59, // 38: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
-	47, // 39: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
-	62, // 40: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
-	63, // 41: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
-	50, // 42: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
-	68, // 43: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
-	69, // 44: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
-	70, // 45: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
-	47, // 46: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
-	76, // 47: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
-	77, // 48: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
-	19, // 49: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
-	47, // 50: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
-	79, // 51: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
-	78, // 52: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
-	74, // 53: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
-	1,  // 54: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	3,  // 55: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	5,  // 56: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	7,  // 57: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	7,  // 58: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	10, // 59: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	12, // 60: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	14, // 61: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	15, // 62: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	17, // 63: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	20, // 64: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	22, // 65: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	22, // 66: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	22, // 67: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	29, // 68: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	31, // 69: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	48, // 70: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	52, // 71: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	54, // 72: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	56, // 73: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	60, // 74: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	64, // 75: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	66, // 76: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	71, // 77: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	72, // 78: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	75, // 79: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
-	2,  // 80: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 81: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 82: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 83: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 84: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 85: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 86: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 87: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 88: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 89: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	21, // 90: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	23, // 91: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	25, // 92: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	28, // 93: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	30, // 94: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	32, // 95: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	51, // 96: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	53, // 97: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	55, // 98: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	57, // 99: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	61, // 100: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	65, // 101: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	67, // 102: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	32, // 103: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	73, // 104: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	79, // [79:105] is the sub-list for method output_type
-	53, // [53:79] is the sub-list for method input_type
-	53, // [53:53] is the sub-list for extension type_name
-	53, // [53:53] is the sub-list for extension extendee
-	0,  // [0:53] is the sub-list for field type_name
+	64, // 13: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
+	65, // 14: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
+	63, // 15: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
+	66, // 16: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
+	66, // 17: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
+	43, // 18: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
+	44, // 19: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
+	67, // 20: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
+	49, // 21: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
+	50, // 22: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
+	51, // 23: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
+	68, // 24: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
+	57, // 25: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
+	58, // 26: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
+	19, // 27: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
+	68, // 28: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
+	60, // 29: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
+	59, // 30: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
+	55, // 31: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
+	1,  // 32: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
+	3,  // 33: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
+	5,  // 34: harn.v1.Local.List:input_type -> harn.v1.ListRequest
+	7,  // 35: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
+	7,  // 36: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
+	10, // 37: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
+	12, // 38: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
+	14, // 39: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
+	15, // 40: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
+	17, // 41: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
+	20, // 42: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
+	22, // 43: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	22, // 44: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	22, // 45: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	29, // 46: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	31, // 47: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	33, // 48: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	35, // 49: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	37, // 50: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	39, // 51: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	41, // 52: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	45, // 53: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	47, // 54: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	52, // 55: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
+	53, // 56: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	56, // 57: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
+	2,  // 58: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 59: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 60: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 61: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 62: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 63: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 64: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 65: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 66: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 67: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	21, // 68: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	23, // 69: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	25, // 70: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	28, // 71: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	30, // 72: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	32, // 73: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	34, // 74: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	36, // 75: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	38, // 76: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	40, // 77: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	42, // 78: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	46, // 79: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	48, // 80: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	32, // 81: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	54, // 82: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	57, // [57:83] is the sub-list for method output_type
+	31, // [31:57] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -7112,13 +5280,14 @@ func file_harn_proto_init() {
 	if File_harn_proto != nil {
 		return
 	}
+	file_values_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   82,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
