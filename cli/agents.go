@@ -16,13 +16,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/procinfo"
 )
-
-func init() { commandSet = append(commandSet, newAgentsCmd) }
 
 func newAgentsCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -163,7 +161,7 @@ func newListCmd() *cobra.Command {
 				if err != nil {
 					return rpcErr(err, p)
 				}
-				var info node.ReadInfo
+				var info wire.ReadInfo
 				_ = json.Unmarshal(res.ReadJson, &info)
 				if info.Stale {
 					fmt.Fprintf(c.ErrOrStderr(), "harn: stale read: this node's registry replica last heard from a leader %s ago (leader %q); pass --consistent to read through the leader\n",
@@ -442,7 +440,7 @@ func newTraceCmd() *cobra.Command {
 				noteLine(c, res.Note)
 				evs := make([]presence.Event, 0, len(res.Events))
 				for _, e := range res.Events {
-					ev, err := node.EventFromAPI(e)
+					ev, err := wire.EventFromAPI(e)
 					if err != nil {
 						return err
 					}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/layout"
 )
 
 // harnBin returns $HARN_BIN, or builds the binary into a temp dir of b;
@@ -183,7 +184,7 @@ func BenchmarkHook(b *testing.B) {
 	if want := 1 + 10 + b.N*hookRuns; st.Events != want {
 		b.Errorf("session has %d events, want %d: some hooks did not reach the node", st.Events, want)
 	}
-	if ents, _ := os.ReadDir(node.SpoolDir(dir)); len(ents) > 0 {
+	if ents, _ := os.ReadDir(layout.SpoolDir(dir)); len(ents) > 0 {
 		b.Errorf("%d hook records were spooled: the node did not answer in time", len(ents))
 	}
 	slices.Sort(hook)
@@ -258,7 +259,7 @@ func settle(b *testing.B, dir string, sessions int) {
 	b.Helper()
 	prev := -1
 	for i := 0; i < 600; i++ {
-		ents, _ := os.ReadDir(node.ActiveDir(dir))
+		ents, _ := os.ReadDir(layout.ActiveDir(dir))
 		n, tmp := 0, 0
 		for _, e := range ents {
 			switch {

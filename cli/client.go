@@ -13,14 +13,13 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -48,14 +47,14 @@ func placeOf(c *cobra.Command) place {
 // the command's --socket.
 func placeAt(c *cobra.Command, dd string) place {
 	if dd == "" {
-		dd = node.DefaultDataDir()
+		dd = layout.DefaultDataDir()
 	}
 	if abs, err := filepath.Abs(dd); err == nil {
 		dd = abs
 	}
 	sock, _ := c.Flags().GetString("socket")
 	if sock == "" {
-		sock = node.DefaultSocket(dd)
+		sock = layout.DefaultSocket(dd)
 	}
 	return place{DataDir: dd, Socket: sock}
 }
@@ -74,7 +73,7 @@ type client struct {
 // runs as another user before sending anything: another local user who
 // made the socket path first must not receive hook events.
 func dial(p place) (*client, error) {
-	if err := node.CheckSocket(p.Socket); err != nil {
+	if err := layout.CheckSocket(p.Socket); err != nil {
 		return nil, withCode(ExitPermission, err)
 	}
 	conn, err := grpc.NewClient("unix://"+p.Socket,
@@ -93,15 +92,15 @@ func dial(p place) (*client, error) {
 // dialSocket connects to the socket after checking its owner, and checks
 // the peer's user before returning the connection.
 func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
-	if err := node.CheckSocket(sock); err != nil {
+	if err := layout.CheckSocket(sock); err != nil {
 		return nil, err
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return nil, node.DialPermission(sock, err)
+		return nil, layout.DialPermission(sock, err)
 	}
-	if err := node.CheckPeer(sock, c); err != nil {
+	if err := layout.CheckPeer(sock, c); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -119,7 +118,7 @@ func probeSocket(sock string) (dead bool, err error) {
 	defer cancel()
 	conn, err := dialSocket(ctx, sock)
 	if err != nil {
-		if errors.Is(err, node.ErrSocketPermission) {
+		if errors.Is(err, layout.ErrSocketPermission) {
 			return false, withCode(ExitPermission, err)
 		}
 		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT), nil
@@ -204,10 +203,10 @@ func rpcErr(err error, p place) error {
 	}
 	msg := text.OneLine(st.Message()) // it may quote agent or peer text
 	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonLedgerUnwritable {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == api.ReasonLedgerUnwritable {
 			return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
 		}
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == node.ReasonWriteRefused {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == api.ReasonWriteRefused {
 			return withCode(ExitTrust, errors.New(msg))
 		}
 	}
@@ -234,7 +233,3 @@ func rpcErr(err error, p place) error {
 	}
 	return withCode(ExitError, errors.New(msg))
 }
-
-// setPrivateUmask makes every file the process creates private to its
-// user (`harn node`: Pebble's and raft's files).
-func setPrivateUmask() { unix.Umask(0o077) }

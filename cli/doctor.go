@@ -16,13 +16,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/install"
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func init() { commandSet = append(commandSet, newDoctorCmd) }
 
 // Check outcomes.
 const (
@@ -40,10 +38,10 @@ type check struct {
 }
 
 type doctorReport struct {
-	Checks      []check             `json:"checks"`
-	Findings    int                 `json:"findings"`
-	Diagnostics []ledger.Diagnostic `json:"diagnostics"`
-	diagErr     error               // the node did not list its diagnostics
+	Checks      []check           `json:"checks"`
+	Findings    int               `json:"findings"`
+	Diagnostics []wire.Diagnostic `json:"diagnostics"`
+	diagErr     error             // the node did not list its diagnostics
 }
 
 // doctorEnv is what the checks read, gathered once so that tests can
@@ -139,7 +137,7 @@ func doctorEnvOf(c *cobra.Command) (doctorEnv, error) {
 		{"rpc", "rpc-port", 0, false}, {"http", "http-port", 0, false}} {
 		ps.port, _ = f.GetInt(ps.flag)
 		if hp, err := f.GetString(ps.flag); err == nil { // --http-port is host:port
-			_, ps.port, _ = node.ParseHTTPAddr(hp)
+			_, ps.port, _ = layout.ParseHTTPAddr(hp)
 		}
 		e.ports = append(e.ports, ps)
 	}
@@ -191,7 +189,7 @@ func doctor(ctx context.Context, e doctorEnv) doctorReport {
 		}
 	}
 	if rep.Diagnostics == nil {
-		rep.Diagnostics = []ledger.Diagnostic{}
+		rep.Diagnostics = []wire.Diagnostic{}
 	}
 	return rep
 }
@@ -334,16 +332,16 @@ func checkNode(ctx context.Context, e doctorEnv) (check, *api.StatusResponse, *c
 	return check{"node", checkOK, fmt.Sprintf("%s (pid %d, %s) answers on %s", st.Node, st.Pid, st.Version, e.p.Socket), ""}, st, cl
 }
 
-func nodeDiagnostics(ctx context.Context, cl *client) ([]ledger.Diagnostic, error) {
+func nodeDiagnostics(ctx context.Context, cl *client) ([]wire.Diagnostic, error) {
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	res, err := cl.api.Errors(cctx, &api.ErrorsRequest{Limit: 20})
 	if err != nil {
 		return nil, err
 	}
-	ds := make([]ledger.Diagnostic, 0, len(res.DiagnosticsJson))
+	ds := make([]wire.Diagnostic, 0, len(res.DiagnosticsJson))
 	for _, b := range res.DiagnosticsJson {
-		var d ledger.Diagnostic
+		var d wire.Diagnostic
 		if err := json.Unmarshal(b, &d); err != nil {
 			return ds, err
 		}
@@ -354,7 +352,7 @@ func nodeDiagnostics(ctx context.Context, cl *client) ([]ledger.Diagnostic, erro
 
 // checkDiagnostics makes the hook diagnostics of the last diagWindow one
 // finding; older ones are history.
-func checkDiagnostics(now time.Time, ds []ledger.Diagnostic, err error) check {
+func checkDiagnostics(now time.Time, ds []wire.Diagnostic, err error) check {
 	if err != nil {
 		return check{"hook diagnostics", checkFinding, "the node did not list them: " + err.Error(), "run `harn node errors`"}
 	}
@@ -446,7 +444,7 @@ func checkGossipKey(e doctorEnv) []check {
 	case key == "":
 		return append(out, check{"gossip key", checkOK, "none (a lone node gossips with no one)", ""})
 	}
-	if _, err := node.DecodeGossipKey(key); err != nil {
+	if _, err := layout.DecodeGossipKey(key); err != nil {
 		return append(out, check{"gossip key", checkFinding, fmt.Sprintf("%s: %v", src, err), "make one with `harn keygen`"})
 	}
 	return append(out, check{"gossip key", checkOK, "a 32-byte base64 key (" + src + ")", ""})

@@ -12,7 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
@@ -55,7 +55,7 @@ type callPlan struct {
 	ok      bool // the payload decoded
 	ask     bool // there is a question for the node
 	q       tasks.Query
-	cr      []claims.Request
+	cr      []claimwire.Request
 	body    []byte // q with the claims beside it, as the node reads it
 	// request is the payload's interaction.input_requested, if any: a
 	// remote answer is recorded on its session, resolving its key.
@@ -74,7 +74,7 @@ func requestEvent(evs []presence.Event) *presence.Event {
 
 // planCall reads the decision path's question out of in (the hook
 // payload); cr are the claims the call would take.
-func (h *hookRun) planCall(in []byte, cr []claims.Request) callPlan {
+func (h *hookRun) planCall(in []byte, cr []claimwire.Request) callPlan {
 	var pl callPlan
 	if len(in) == 0 || json.Unmarshal(in, &pl.p) != nil {
 		return pl
@@ -117,7 +117,7 @@ func (h *hookRun) planCall(in []byte, cr []claims.Request) callPlan {
 	// The claims ride beside the task runtime's fields (node/claims_wire.go).
 	pl.body, _ = json.Marshal(struct {
 		tasks.Query
-		Claims []claims.Request `json:"claims,omitempty"`
+		Claims []claimwire.Request `json:"claims,omitempty"`
 	}{pl.q, cr})
 	return pl
 }
@@ -146,7 +146,7 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 		if ok && v.Decision == tasks.DecideAllow && v.Reason != "" {
 			return allowOutput(h.agent, pl.p.Event, v.Reason) // confirmed by an operator
 		}
-		if ok && v.Decision == claims.DecideWarn {
+		if ok && v.Decision == claimwire.DecideWarn {
 			return warnOutput(h.agent, v.Reason)
 		}
 	}
@@ -213,7 +213,7 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first tasks.Verdic
 	}
 	body, err := json.Marshal(struct {
 		tasks.Query
-		Claims []claims.Request `json:"claims,omitempty"`
+		Claims []claimwire.Request `json:"claims,omitempty"`
 	}{q, pl.cr})
 	if err != nil {
 		return deny(err.Error())

@@ -6,10 +6,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api/wire"
 )
-
-func init() { commandSet = append(commandSet, newKeyringCmd) }
 
 func newKeyringCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -24,8 +22,8 @@ func newKeyringCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				var v node.KeyringView
-				if err := adminCall(ctx, cl, p, node.AdminKeyringList, nil, &v); err != nil {
+				var v wire.KeyringView
+				if err := adminCall(ctx, cl, p, wire.AdminKeyringList, nil, &v); err != nil {
 					return err
 				}
 				if asJSON(c) {
@@ -50,8 +48,8 @@ func newKeyringCmd() *cobra.Command {
 			Args:  exactArgs(1, "a base64 32-byte key (harn keygen)"),
 			RunE: func(c *cobra.Command, args []string) error {
 				return withNode(c, func(ctx context.Context, cl *client, p place) error {
-					var v node.KeyringView
-					if err := adminCall(ctx, cl, p, node.AdminKeyringOp, node.KeyringChange{Op: op.name, Key: args[0]}, &v); err != nil {
+					var v wire.KeyringView
+					if err := adminCall(ctx, cl, p, wire.AdminKeyringOp, wire.KeyringChange{Op: op.name, Key: args[0]}, &v); err != nil {
 						return err
 					}
 					if asJSON(c) {
@@ -68,7 +66,7 @@ func newKeyringCmd() *cobra.Command {
 	return c
 }
 
-func printKeyring(c *cobra.Command, v node.KeyringView) {
+func printKeyring(c *cobra.Command, v wire.KeyringView) {
 	w := c.OutOrStdout()
 	for _, k := range v.Keys {
 		mark := " "

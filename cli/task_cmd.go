@@ -18,8 +18,6 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-func init() { commandSet = append(commandSet, newTaskCmd) }
-
 // ErrBadGrants means --profile or --grants could not be read.
 var ErrBadGrants = errors.New("bad grants")
 

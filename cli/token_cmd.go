@@ -8,12 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/trust"
-	"github.com/harn-dev/harn/util/clock"
 )
-
-func init() { commandSet = append(commandSet, newTokenCmd) }
 
 func newTokenCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -33,15 +30,19 @@ func newTokenCmd() *cobra.Command {
 			}
 			p := placeOf(c)
 			if socketDead(p.Socket) {
-				t, err := node.CreatePendingToken(p.DataDir, a, clock.Real{})
+				d := daemonOf(c)
+				if d == nil || d.CreatePendingToken == nil {
+					return execDaemon(c) // offline, the trust store is harnd's
+				}
+				t, err := d.CreatePendingToken(p.DataDir, a)
 				if err != nil {
 					return withCode(ExitTrust, err)
 				}
 				return printToken(c, t)
 			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				var t node.TokenCreated
-				if err := adminCall(ctx, cl, p, node.AdminTokenCreate, a, &t); err != nil {
+				var t wire.TokenCreated
+				if err := adminCall(ctx, cl, p, wire.AdminTokenCreate, a, &t); err != nil {
 					return err
 				}
 				return printToken(c, t)
@@ -56,7 +57,7 @@ func newTokenCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				var recs []trust.TokenRecord
-				if err := adminCall(ctx, cl, p, node.AdminTokenList, nil, &recs); err != nil {
+				if err := adminCall(ctx, cl, p, wire.AdminTokenList, nil, &recs); err != nil {
 					return err
 				}
 				if asJSON(c) {
@@ -78,7 +79,7 @@ func newTokenCmd() *cobra.Command {
 		Args:  exactArgs(1, "the token id (harn token list)"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				if err := adminCall(ctx, cl, p, node.AdminTokenRevoke, args[0], nil); err != nil {
+				if err := adminCall(ctx, cl, p, wire.AdminTokenRevoke, args[0], nil); err != nil {
 					return err
 				}
 				fmt.Fprintf(c.OutOrStdout(), "revoked token %s\n", args[0])

@@ -19,10 +19,11 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
+	"github.com/mattn/go-isatty"
 )
 
 // `harn agents list --watch`: the roster kept on screen. On a terminal it
@@ -51,7 +52,7 @@ func watching(c *cobra.Command) bool {
 }
 
 // rosterFetch reads the roster entries from the node.
-type rosterFetch func(ctx context.Context) ([][]byte, node.ReadInfo, error)
+type rosterFetch func(ctx context.Context) ([][]byte, wire.ReadInfo, error)
 
 // runWatch runs `agents list --watch` until q, ctrl-c, SIGINT or SIGTERM.
 func runWatch(c *cobra.Command, all, consistent bool) error {
@@ -67,12 +68,12 @@ func runWatch(c *cobra.Command, all, consistent bool) error {
 		return err
 	}
 	defer cl.Close()
-	fetch := func(ctx context.Context) ([][]byte, node.ReadInfo, error) {
+	fetch := func(ctx context.Context) ([][]byte, wire.ReadInfo, error) {
 		res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent})
 		if err != nil {
-			return nil, node.ReadInfo{}, rpcErr(err, p)
+			return nil, wire.ReadInfo{}, rpcErr(err, p)
 		}
-		var info node.ReadInfo
+		var info wire.ReadInfo
 		_ = json.Unmarshal(res.ReadJson, &info)
 		return res.SessionsJson, info, nil
 	}
@@ -212,7 +213,7 @@ func writeLines(w io.Writer, lines [][]byte) error {
 // snapshotMsg is one roster read.
 type snapshotMsg struct {
 	rows []*rosterRow
-	info node.ReadInfo
+	info wire.ReadInfo
 	at   time.Time
 	err  error
 }
@@ -230,7 +231,7 @@ type watchModel struct {
 	now     func() time.Time
 
 	rows   []*rosterRow
-	info   node.ReadInfo
+	info   wire.ReadInfo
 	at     time.Time // of the last good read
 	err    error     // of the last read, if it failed
 	loaded bool
@@ -381,4 +382,10 @@ func (m watchModel) style(st lipgloss.Style, s string) string {
 		return s
 	}
 	return st.Render(s)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }

@@ -12,7 +12,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
-	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api/wire"
 )
 
 // watchEntries is a roster of one session in each urgency class, given
@@ -112,12 +112,12 @@ func TestWatchQuitsOnQ(t *testing.T) {
 // roster, which comes back as the next snapshot.
 func TestWatchPollReadsTheNodeAgain(t *testing.T) {
 	calls := 0
-	fetch := func(ctx context.Context) ([][]byte, node.ReadInfo, error) {
+	fetch := func(ctx context.Context) ([][]byte, wire.ReadInfo, error) {
 		calls++
 		if _, ok := ctx.Deadline(); !ok {
 			t.Error("a read without a deadline")
 		}
-		return watchEntries()[:1], node.ReadInfo{Stale: true, LastContact: "9s"}, nil
+		return watchEntries()[:1], wire.ReadInfo{Stale: true, LastContact: "9s"}, nil
 	}
 	m := newWatchModel(context.Background(), fetch, time.Second, defaultSilenceAfter, false)
 	m.now = func() time.Time { return now }
@@ -252,14 +252,14 @@ func (s *syncBuffer) String() string {
 func TestWatchJSONRetriesAFailedRead(t *testing.T) {
 	var mu sync.Mutex
 	calls := 0
-	fetch := func(ctx context.Context) ([][]byte, node.ReadInfo, error) {
+	fetch := func(ctx context.Context) ([][]byte, wire.ReadInfo, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		calls++
 		if calls <= 3 {
-			return nil, node.ReadInfo{}, errors.New("no harn node answers")
+			return nil, wire.ReadInfo{}, errors.New("no harn node answers")
 		}
-		return watchEntries()[:2], node.ReadInfo{}, nil
+		return watchEntries()[:2], wire.ReadInfo{}, nil
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var out, errOut syncBuffer

@@ -10,6 +10,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -93,15 +94,8 @@ func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 	return out
 }
 
-// ReadInfo says how a roster read was made and how stale it may be.
-type ReadInfo struct {
-	Consistent   bool   `json:"consistent"`
-	Stale        bool   `json:"stale"`
-	LeaderID     string `json:"leader,omitempty"`
-	LastContact  string `json:"last_contact,omitempty"`
-	AppliedIndex uint64 `json:"applied_index,omitempty"`
-	Mesh         bool   `json:"mesh"`
-}
+// ReadInfo is wire.ReadInfo.
+type ReadInfo = wire.ReadInfo
 
 // recordState turns a registry record into a session state.
 func recordState(r *raftstore.Record) presence.State {
