@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -147,22 +145,20 @@ func coord(ctx context.Context, cl *client, p place, op string, b wire.CoordBody
 	return res, nil
 }
 
-// coordErr maps a Coord status: a refused remote end exits 16, an
+// coordErr maps a Coord answer: a refused remote end exits 16, an
 // unreachable owner 5 with the node's words.
 func coordErr(err error, p place) error {
-	st, ok := status.FromError(err)
-	if ok {
-		msg := errors.New(text.OneLine(st.Message()))
-		switch st.Code() {
-		case codes.PermissionDenied:
-			if isWriteRefused(st) {
-				return rpcErr(err, p) // the registry's write authority: exit 12
-			}
+	err = api.Error(err)
+	var se *api.StatusError
+	if errors.As(err, &se) {
+		msg := errors.New(text.OneLine(se.Message()))
+		switch {
+		case errors.Is(err, api.ErrWriteRefused):
+			return rpcErr(err, p) // the registry's write authority: exit 12
+		case errors.Is(err, api.ErrPermission):
 			return withCode(ExitRemoteRefused, msg)
-		case codes.Unavailable, codes.DeadlineExceeded:
-			if strings.HasPrefix(st.Message(), "coord:") {
-				return withCode(ExitUnavailable, msg)
-			}
+		case errors.Is(err, api.ErrOwnerUnreachable):
+			return withCode(ExitUnavailable, msg)
 		}
 	}
 	return rpcErr(err, p)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"net"
 	"os"
 	"os/exec"
@@ -14,9 +13,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/layout"
@@ -62,10 +58,12 @@ func placeAt(c *cobra.Command, dd string) place {
 // maxReply bounds one reply from the node (a whole roster).
 const maxReply = 512 << 20
 
-// client is a connection to the local node.
+// client is a connection to the local node: the typed api.Client, whose
+// errors match the api.Err... sentinels.
 type client struct {
+	*api.Client
 	conn *grpc.ClientConn
-	api  api.LocalClient
+	api  *api.Client
 }
 
 // dial connects to the node on p.Socket. It refuses a socket that is not
@@ -76,17 +74,14 @@ func dial(p place) (*client, error) {
 	if err := layout.CheckSocket(p.Socket); err != nil {
 		return nil, withCode(ExitPermission, err)
 	}
-	conn, err := grpc.NewClient("unix://"+p.Socket,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		// A roster of many thousands of sessions is one large reply.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return dialSocket(ctx, p.Socket)
-		}))
+	// A roster of many thousands of sessions is one large reply.
+	c, err := api.Dial(p.Socket, maxReply, func(ctx context.Context, _ string) (net.Conn, error) {
+		return dialSocket(ctx, p.Socket)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &client{conn: conn, api: api.NewLocalClient(conn)}, nil
+	return &client{Client: c, conn: c.Conn(), api: c}, nil
 }
 
 // dialSocket connects to the socket after checking its owner, and checks
@@ -107,7 +102,7 @@ func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
 	return c, nil
 }
 
-func (c *client) Close() { c.conn.Close() }
+func (c *client) Close() { c.Client.Close() }
 
 // probeSocket tells how the socket is: dead (absent, or a stale file
 // nothing listens on), answering, or a permission problem (err, with
@@ -135,11 +130,12 @@ func socketDead(sock string) bool {
 	return dead
 }
 
-// startNode starts `harn node` in the background, detached, logging to
-// <data-dir>/node.log. A node already holding the data dir makes the new
-// one exit at once, so racing starters are harmless.
+// startNode starts the node (`harnd node`, harnd found beside harn or on
+// PATH) in the background, detached, logging to <data-dir>/node.log. A node
+// already holding the data dir makes the new one exit at once, so racing
+// starters are harmless.
 func startNode(p place) error {
-	exe, err := os.Executable()
+	exe, err := findDaemon()
 	if err != nil {
 		return err
 	}
@@ -192,38 +188,36 @@ func connect(ctx context.Context, p place, wait time.Duration) (*client, error) 
 	return dial(p)
 }
 
-// rpcErr maps a node's gRPC status to an error with the right exit code.
+// rpcErr maps a node's answer (an api.StatusError) to an error with the
+// right exit code, by its sentinel.
 func rpcErr(err error, p place) error {
 	if err == nil {
 		return nil
 	}
-	st, ok := status.FromError(err)
-	if !ok {
+	err = api.Error(err)
+	var se *api.StatusError
+	if !errors.As(err, &se) {
 		return withCode(ExitError, err)
 	}
-	msg := text.OneLine(st.Message()) // it may quote agent or peer text
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == api.ReasonLedgerUnwritable {
-			return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
-		}
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Reason == api.ReasonWriteRefused {
-			return withCode(ExitTrust, errors.New(msg))
-		}
-	}
-	switch st.Code() {
-	case codes.NotFound:
+	msg := text.OneLine(se.Message()) // it may quote agent or peer text
+	switch {
+	case errors.Is(err, api.ErrLedgerUnwritable):
+		return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
+	case errors.Is(err, api.ErrWriteRefused):
+		return withCode(ExitTrust, errors.New(msg))
+	case errors.Is(err, api.ErrNotFound):
 		return withCode(ExitNotFound, errors.New(msg))
-	case codes.InvalidArgument:
+	case errors.Is(err, api.ErrInvalid):
 		return withCode(ExitUsage, errors.New(msg))
-	case codes.FailedPrecondition:
+	case errors.Is(err, api.ErrRefused):
 		return withCode(ExitRefused, errors.New(msg))
-	case codes.Aborted:
+	case errors.Is(err, api.ErrAmbiguous):
 		return withCode(ExitAmbiguous, errors.New(msg))
-	case codes.ResourceExhausted:
+	case errors.Is(err, api.ErrNoLeader):
 		return withCode(ExitNoLeader, errors.New(msg))
-	case codes.Unimplemented:
+	case errors.Is(err, api.ErrUnimplemented):
 		return withCode(ExitUsage, errors.New(msg))
-	case codes.Unavailable, codes.DeadlineExceeded:
+	case errors.Is(err, api.ErrUnavailable):
 		// A socket that refuses this user is a permission problem, not
 		// a missing node.
 		if _, perr := probeSocket(p.Socket); perr != nil {

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -30,10 +28,11 @@ func adminCall(ctx context.Context, cl *client, p place, op string, args, out an
 	if err != nil {
 		return err
 	}
-	res, err := api.NewMeshAdminClient(cl.conn).Admin(ctx, &api.AdminRequest{Op: op, ArgsJson: b})
+	res, err := cl.Admin.Admin(ctx, &api.AdminRequest{Op: op, ArgsJson: b})
 	if err != nil {
-		if st, ok := status.FromError(err); ok && st.Code() == codes.PermissionDenied {
-			return withCode(ExitTrust, errors.New(text.OneLine(st.Message())))
+		var se *api.StatusError
+		if errors.As(api.Error(err), &se) && errors.Is(se, api.ErrPermission) {
+			return withCode(ExitTrust, errors.New(text.OneLine(se.Message())))
 		}
 		return rpcErr(err, p)
 	}

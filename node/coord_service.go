@@ -188,7 +188,7 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	}
 	cl, cerr := n.cl.clusterClientOf(rec.Node)
 	if cerr != nil {
-		return nil, status.Error(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %v", rec.SessionID, rec.Node, cerr))
+		return nil, api.WithReason(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %v", rec.SessionID, rec.Node, cerr), api.ReasonOwnerUnreachable)
 	}
 	bound := coordRouteTimeout
 	if op == CoordPing {
@@ -202,7 +202,7 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	out, err := cl.Coord(rctx, &api.CoordRequest{Op: op, BodyJson: body, Node: rec.Node})
 	if err != nil {
 		if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
-			return nil, status.Error(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %s", rec.SessionID, rec.Node, st.Message()))
+			return nil, api.WithReason(codes.Unavailable, fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %s", rec.SessionID, rec.Node, st.Message()), api.ReasonOwnerUnreachable)
 		}
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -21,7 +22,7 @@ import (
 
 // ReasonWriteRefused is the ErrorInfo reason of a registry write the
 // leader's write authority refused (the caller's node may not make it).
-const ReasonWriteRefused = "REGISTRY_WRITE_REFUSED"
+const ReasonWriteRefused = api.ReasonWriteRefused
 
 // writeRefusedStatus is the local API's status for a write refused by mesh
 // trust: PermissionDenied with ReasonWriteRefused, so that a client tells

@@ -76,10 +76,10 @@ func statusErr(err error) error {
 // Reasons in the errdetails.ErrorInfo that some refusals carry.
 const (
 	// ErrorDomain is the ErrorInfo domain of the node's reasons.
-	ErrorDomain = "harn.dev"
+	ErrorDomain = api.ErrorDomain
 	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
 	// disk, or a data dir it cannot write); reads still work.
-	ReasonLedgerUnwritable = "LEDGER_UNWRITABLE"
+	ReasonLedgerUnwritable = api.ReasonLedgerUnwritable
 )
 
 // EventFromAPI is wire.EventFromAPI.
