@@ -2,12 +2,21 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -s -w -X github.com/harn-dev/harn/cli.version=$(VERSION) -X github.com/harn-dev/harn/cli.commit=$(COMMIT)
-BIN       ?= bin/harn
+BINDIR    ?= bin
+BIN       ?= $(BINDIR)/harn
+PREFIX    ?= $(HOME)/.local
 
-.PHONY: build test bench lint run proto fuzz clean docker
+.PHONY: build install test bench lint run proto fuzz clean docker
 
+# build: the client (bin/harn) and the daemon (bin/harnd), side by side:
+# `harn node` runs the harnd beside it.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn ./cmd/harnd
+
+# install: harn and harnd into $(PREFIX)/bin (default ~/.local/bin).
+install: build
+	install -d $(PREFIX)/bin
+	install -m 0755 $(BINDIR)/harn $(BINDIR)/harnd $(PREFIX)/bin/
 
 test:
 	$(GO) test -race -timeout 15m ./...
@@ -29,10 +38,10 @@ proto:
 fuzz:
 	./scripts/fuzz-all.sh 20s
 
-# docker: the static binary into deploy/ and the FROM scratch image harn:dev.
+# docker: the static binaries into deploy/ and the FROM scratch image harn:dev.
 docker:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o deploy/harn .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn ./cmd/harnd
 	docker build -t harn:dev deploy
 
 clean:
-	rm -rf bin deploy/harn
+	rm -rf $(BINDIR) deploy/harn deploy/harnd

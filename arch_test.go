@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -31,7 +32,10 @@ var allowed = map[string]struct {
 	"raftstore":           {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "github.com/hashicorp/go-hclog", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
 	"node":                {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
 	"cli":                 {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
-	"deploy":              {},
+	// cmd/harn (the client) and cmd/harnd (the daemon): the mains.
+	// TestClientLinksNoDaemon keeps the daemon out of harn.
+	"cmd":    {inner: []string{"cli", "node", "util"}, outer: []string{"*"}},
+	"deploy": {},
 	// internal/testsupport: shared test helpers, imported by _test.go files only.
 	"internal": {inner: []string{"internal"}, outer: []string{"github.com/anishathalye/porcupine"}},
 }
@@ -49,7 +53,7 @@ func TestImportDirection(t *testing.T) {
 		}
 		top := strings.SplitN(filepath.ToSlash(path), "/", 2)[0]
 		if !strings.Contains(filepath.ToSlash(path), "/") {
-			return nil // main.go: calls cli only
+			return nil // arch_test.go
 		}
 		rule, ok := allowed[ruleKey(filepath.ToSlash(filepath.Dir(path)))]
 		if !ok {
@@ -243,5 +247,73 @@ func TestTestsupportOnlyInTests(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// daemonPackages are the module's packages that link the node's stores
+// (Pebble, raft, memberlist, OTel's SDK, Prometheus): harnd's, never harn's.
+var daemonPackages = []string{"node", "node/ledger", "node/tracing", "node/metrics", "node/claims",
+	"node/registry", "node/alerts", "node/gossip", "mesh", "raftstore"}
+
+// daemonModules are the outside modules harn must not link.
+var daemonModules = []string{"github.com/cockroachdb/pebble", "github.com/hashicorp/raft",
+	"github.com/hashicorp/memberlist", "go.opentelemetry.io/otel/sdk", "github.com/prometheus/client_golang"}
+
+// TestClientLinksNoDaemon: cli imports none of the daemon's packages (the
+// command that runs the node lives in cmd/harnd, the only importer of node
+// among the commands), cmd/harn imports cli alone, and the packages harn
+// links name none of the daemon's modules.
+func TestClientLinksNoDaemon(t *testing.T) {
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && (strings.HasPrefix(d.Name(), ".") || d.Name() == "testdata") && path != "." {
+			return filepath.SkipDir
+		}
+		slash := filepath.ToSlash(path)
+		client := strings.HasPrefix(slash, "cli/") || strings.HasPrefix(slash, "cmd/harn/")
+		if d.IsDir() || !client || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			return nil
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			return err
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			for _, dp := range daemonPackages {
+				if p == module+dp {
+					t.Errorf("%s imports %s, which only harnd links (cmd/harnd)", path, p)
+				}
+			}
+			if strings.HasPrefix(slash, "cmd/harn/") && strings.HasPrefix(p, module) && p != module+"cli" {
+				t.Errorf("%s imports %s; harn's main calls cli only", path, p)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to list harn's dependencies")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "./cmd/harn").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/harn: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, m := range daemonModules {
+			if dep == m || strings.HasPrefix(dep, m+"/") {
+				t.Errorf("harn links %s (a module of the daemon)", dep)
+			}
+		}
+		for _, dp := range daemonPackages {
+			if dep == module+dp {
+				t.Errorf("harn links %s, which only harnd links", dep)
+			}
+		}
 	}
 }

@@ -14,14 +14,12 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/procinfo"
 )
-
-func init() { commandSet = append(commandSet, newAgentsCmd) }
 
 func newAgentsCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -426,7 +424,7 @@ func newTraceCmd() *cobra.Command {
 				noteLine(c, res.Note)
 				evs := make([]presence.Event, 0, len(res.Events))
 				for _, e := range res.Events {
-					ev, err := node.EventFromAPI(e)
+					ev, err := wire.EventFromAPI(e)
 					if err != nil {
 						return err
 					}

@@ -23,9 +23,11 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/layout"
 )
 
-// harnBin returns $HARN_BIN, or builds the binary into a temp dir of b;
+// harnBin returns $HARN_BIN (harnd beside it), or builds both binaries
+// into a temp dir of b;
 // it skips b when neither works.
 func harnBin(b *testing.B) string {
 	b.Helper()
@@ -35,8 +37,10 @@ func harnBin(b *testing.B) string {
 		}
 		return p
 	}
-	p := filepath.Join(b.TempDir(), "harn")
-	out, err := exec.Command("go", "build", "-o", p, "github.com/harn-dev/harn").CombinedOutput()
+	dir := b.TempDir()
+	p := filepath.Join(dir, "harn")
+	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
+		"github.com/harn-dev/harn/cmd/harn", "github.com/harn-dev/harn/cmd/harnd").CombinedOutput()
 	if err != nil {
 		b.Skipf("skipping: cannot build harn (set HARN_BIN or fix the build): %v\n%s", err, out)
 	}
@@ -136,14 +140,38 @@ func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond)
 // hookRuns is how many hook and version processes one iteration runs.
 const hookRuns = 500
 
+// helloBin builds a hello-world Go program into a temp dir of b: the floor
+// a Go process's start costs on this machine, built in the same run.
+func helloBin(b *testing.B) string {
+	b.Helper()
+	dir := b.TempDir()
+	src := "package main\n\nimport \"os\"\n\nfunc main() { os.Stdout.WriteString(\"hello\\n\") }\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module hello\n\ngo 1.21\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	p := filepath.Join(dir, "hello")
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", p, ".")
+	cmd.Dir, cmd.Env = dir, append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		b.Skipf("skipping: cannot build hello world: %v\n%s", err, out)
+	}
+	return p
+}
+
 // BenchmarkHook runs `harn hook claude-code` with a PreToolUse payload on
 // stdin against a running node (in this process, on the daemon's
-// defaults), 500 times, interleaved with 500 runs of `harn version`; it
-// reports p50 and p99 of each and the ratios hook/version. One iteration
-// is the whole sample (b.N is 1 unless -benchtime asks for more).
+// defaults), 500 times, interleaved with 500 runs of `harn version` and 500
+// of a hello-world Go binary built in the same run; it reports p50 and p99
+// of each and the ratios hook/version and hook/hello (the goal: a p50
+// ratio hook/hello of at most 2). One iteration is the whole sample (b.N
+// is 1 unless -benchtime asks for more).
 func BenchmarkHook(b *testing.B) {
 	dir := shortDir(b)
 	r := newRunner(b, dir)
+	hr := &runner{bin: helloBin(b), env: r.env}
 	n := benchNode(b, dir)
 	defer n.Close()
 	const sid = "8a1f0c2e-5b7d-4e21-9c3a-0d6e2f4b1a77"
@@ -156,8 +184,9 @@ func BenchmarkHook(b *testing.B) {
 	for i := 0; i < 10; i++ { // warm the page cache and the node
 		r.run(b, payload, true, "hook", "claude-code")
 		r.run(b, nil, false, "version")
+		hr.run(b, nil, false)
 	}
-	var hook, version []time.Duration
+	var hook, version, hello []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j := 0; j < hookRuns; j++ {
@@ -172,6 +201,8 @@ func BenchmarkHook(b *testing.B) {
 				d, _ = r.run(b, payload, true, "hook", "claude-code")
 				hook = append(hook, d)
 			}
+			d, _ := hr.run(b, nil, false)
+			hello = append(hello, d)
 		}
 	}
 	b.StopTimer()
@@ -183,12 +214,15 @@ func BenchmarkHook(b *testing.B) {
 	if want := 1 + 10 + b.N*hookRuns; st.Events != want {
 		b.Errorf("session has %d events, want %d: some hooks did not reach the node", st.Events, want)
 	}
-	if ents, _ := os.ReadDir(node.SpoolDir(dir)); len(ents) > 0 {
+	if ents, _ := os.ReadDir(layout.SpoolDir(dir)); len(ents) > 0 {
 		b.Errorf("%d hook records were spooled: the node did not answer in time", len(ents))
 	}
 	slices.Sort(hook)
 	slices.Sort(version)
+	slices.Sort(hello)
 	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(pct(hello, 50)), "hello-p50-ms")
+	b.ReportMetric(float64(pct(hook, 50))/float64(pct(hello, 50)), "p50-hook/hello")
 	b.ReportMetric(ms(pct(hook, 50)), "hook-p50-ms")
 	b.ReportMetric(ms(pct(hook, 99)), "hook-p99-ms")
 	b.ReportMetric(ms(pct(version, 50)), "version-p50-ms")
@@ -258,7 +292,7 @@ func settle(b *testing.B, dir string, sessions int) {
 	b.Helper()
 	prev := -1
 	for i := 0; i < 600; i++ {
-		ents, _ := os.ReadDir(node.ActiveDir(dir))
+		ents, _ := os.ReadDir(layout.ActiveDir(dir))
 		n, tmp := 0, 0
 		for _, e := range ents {
 			switch {

@@ -12,9 +12,9 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -39,7 +39,7 @@ func newReleaseClaimCmd() *cobra.Command {
 			if all == (len(args) > 0) {
 				return usageErr(errors.New("release-claim: name the PATHs to release, or give --all"))
 			}
-			var reqs []claims.Request
+			var reqs []claimwire.Request
 			if !all {
 				var err error
 				if reqs, err = claimRequestsOf(args); err != nil {
@@ -51,7 +51,7 @@ func newReleaseClaimCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				res, err := coord(ctx, cl, p, node.CoordRelease, node.CoordBody{Session: id, All: all, Claims: reqs})
+				res, err := coord(ctx, cl, p, wire.CoordRelease, wire.CoordBody{Session: id, All: all, Claims: reqs})
 				if err != nil {
 					return err
 				}
@@ -69,7 +69,7 @@ func newReleaseClaimCmd() *cobra.Command {
 	return c
 }
 
-func printReleased(w io.Writer, res node.CoordResult) {
+func printReleased(w io.Writer, res wire.CoordResult) {
 	if len(res.Claims) == 0 {
 		fmt.Fprintf(w, "no claim of %s was released (it held none of those)\n", text.Sanitize(res.Session))
 		return
@@ -82,8 +82,8 @@ func printReleased(w io.Writer, res node.CoordResult) {
 
 // claimRequestsOf turns paths (relative to the working directory) into
 // claim requests by repository.
-func claimRequestsOf(paths []string) ([]claims.Request, error) {
-	var out []claims.Request
+func claimRequestsOf(paths []string) ([]claimwire.Request, error) {
+	var out []claimwire.Request
 	byRepo := map[string]int{}
 	for _, p := range paths {
 		abs, err := filepath.Abs(p)
@@ -98,18 +98,18 @@ func claimRequestsOf(paths []string) ([]claims.Request, error) {
 		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 			return nil, fmt.Errorf("release-claim: %s: %w; name a file inside it", p, ErrNotInRepo)
 		}
-		repo := claims.RepoIdentity(info.Origin, info.Top)
+		repo := claimwire.RepoIdentity(info.Origin, info.Top)
 		i, ok := byRepo[repo]
 		if !ok {
 			i = len(out)
 			byRepo[repo] = i
-			out = append(out, claims.Request{Repo: repo})
+			out = append(out, claimwire.Request{Repo: repo})
 		}
 		out[i].Paths = append(out[i].Paths, filepath.ToSlash(rel))
 	}
 	for i := range out {
-		if len(out[i].Paths) > claims.MaxPaths {
-			return nil, fmt.Errorf("release-claim: at most %d paths of one repository at a time", claims.MaxPaths)
+		if len(out[i].Paths) > claimwire.MaxPaths {
+			return nil, fmt.Errorf("release-claim: at most %d paths of one repository at a time", claimwire.MaxPaths)
 		}
 	}
 	return out, nil
@@ -129,24 +129,24 @@ func coordSession(ctx context.Context, c *cobra.Command, cl *client, p place) (s
 }
 
 // coord runs one coordination action on the local node.
-func coord(ctx context.Context, cl *client, p place, op string, b node.CoordBody) (node.CoordResult, error) {
-	out, err := cl.api.Coord(ctx, node.CoordRequestOf(op, b))
+func coord(ctx context.Context, cl *client, p place, op string, b wire.CoordBody) (wire.CoordResult, error) {
+	out, err := cl.api.Coord(ctx, wire.CoordRequestOf(op, b))
 	if err != nil {
-		return node.CoordResult{}, coordErr(err, p)
+		return wire.CoordResult{}, coordErr(err, p)
 	}
-	return node.CoordResultFromAPI(out.Result), nil
+	return wire.CoordResultFromAPI(out.Result), nil
 }
 
-// coordErr maps a Coord status: a refused remote end exits 16, an
+// coordErr maps a Coord answer: a refused remote end exits 16, an
 // unreachable owner 5 with the node's words.
 func coordErr(err error, p place) error {
 	var se *api.StatusError
 	if errors.As(api.Err(err), &se) {
-		msg := errors.New(text.OneLine(se.Message))
+		msg := errors.New(text.OneLine(se.Message()))
 		switch {
 		case errors.Is(se, api.ErrWriteRefused):
 			return rpcErr(err, p) // the registry's write authority: exit 12
-		case se.Code == codes.PermissionDenied:
+		case se.Code() == codes.PermissionDenied:
 			return withCode(ExitRemoteRefused, msg)
 		case errors.Is(se, api.ErrOwnerUnreachable):
 			return withCode(ExitUnavailable, msg)
@@ -167,7 +167,7 @@ func newEndCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				res, err := coord(ctx, cl, p, node.CoordEnd, node.CoordBody{Session: id, Reason: reason})
+				res, err := coord(ctx, cl, p, wire.CoordEnd, wire.CoordBody{Session: id, Reason: reason})
 				if err != nil {
 					return err
 				}
@@ -179,7 +179,7 @@ func newEndCmd() *cobra.Command {
 					return nil
 				}
 				if reason == "" {
-					reason = node.ReasonOperator
+					reason = wire.ReasonOperator
 				}
 				fmt.Fprintf(c.OutOrStdout(), "ended %s on node %s (reason %s)\n", text.Sanitize(res.Session), text.Sanitize(res.Node), text.OneLine(reason))
 				return nil
@@ -210,7 +210,7 @@ a second.`,
 			defer cl.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), pingBudget)
 			defer cancel()
-			res, err := coord(ctx, cl, p, node.CoordPing, node.CoordBody{Session: args[0]})
+			res, err := coord(ctx, cl, p, wire.CoordPing, wire.CoordBody{Session: args[0]})
 			if err != nil {
 				if ctx.Err() != nil {
 					return withCode(ExitUnavailable, fmt.Errorf("ping: the owner of %s did not answer within %s", text.OneLine(args[0]), pingBudget))

@@ -4,7 +4,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -16,7 +16,7 @@ import (
 // names), each made relative to its repository's top level. Paths outside
 // any repository are not claimed. The lookup reads files only
 // (gitinfo.go): no git process runs.
-func claimRequests(agent string, in []byte, evs []presence.Event) []claims.Request {
+func claimRequests(agent string, in []byte, evs []presence.Event) []claimwire.Request {
 	ad, _ := all.Lookup(agent)
 	planner, ok := ad.(adapter.Planner)
 	if !ok {
@@ -27,11 +27,11 @@ func claimRequests(agent string, in []byte, evs []presence.Event) []claims.Reque
 	if session == "" || len(paths) == 0 {
 		return nil
 	}
-	phase := claims.PhasePre
+	phase := claimwire.PhasePre
 	if w.After {
-		phase = claims.PhasePost
+		phase = claimwire.PhasePost
 	}
-	var out []claims.Request
+	var out []claimwire.Request
 	byRepo := map[string]int{}
 	dirs := map[string]*gitInfo{}
 	for _, abs := range paths {
@@ -53,12 +53,12 @@ func claimRequests(agent string, in []byte, evs []presence.Event) []claims.Reque
 		if err != nil || rel == "." || strings.HasPrefix(rel, "..") {
 			continue
 		}
-		repo := claims.RepoIdentity(info.Origin, info.Top)
+		repo := claimwire.RepoIdentity(info.Origin, info.Top)
 		i, ok := byRepo[repo]
 		if !ok {
 			i = len(out)
 			byRepo[repo] = i
-			out = append(out, claims.Request{Session: session, Repo: repo, Phase: phase})
+			out = append(out, claimwire.Request{Session: session, Repo: repo, Phase: phase})
 		}
 		out[i].Paths = append(out[i].Paths, filepath.ToSlash(rel))
 		out[i].Abs = append(out[i].Abs, abs)

@@ -22,8 +22,6 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-func init() { commandSet = append(commandSet, newClaudeDesktopCmd) }
-
 func newClaudeDesktopCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "claude-desktop",

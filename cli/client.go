@@ -13,14 +13,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -48,14 +44,14 @@ func placeOf(c *cobra.Command) place {
 // the command's --socket.
 func placeAt(c *cobra.Command, dd string) place {
 	if dd == "" {
-		dd = node.DefaultDataDir()
+		dd = layout.DefaultDataDir()
 	}
 	if abs, err := filepath.Abs(dd); err == nil {
 		dd = abs
 	}
 	sock, _ := c.Flags().GetString("socket")
 	if sock == "" {
-		sock = node.DefaultSocket(dd)
+		sock = layout.DefaultSocket(dd)
 	}
 	return place{DataDir: dd, Socket: sock}
 }
@@ -63,10 +59,12 @@ func placeAt(c *cobra.Command, dd string) place {
 // maxReply bounds one reply from the node (a whole roster).
 const maxReply = 512 << 20
 
-// client is a connection to the local node.
+// client is a connection to the local node: the typed api.Client, whose
+// errors match the api.Err... sentinels.
 type client struct {
+	*api.Client
 	conn *grpc.ClientConn
-	api  api.LocalClient
+	api  *api.Client
 }
 
 // dial connects to the node on p.Socket. It refuses a socket that is not
@@ -74,41 +72,38 @@ type client struct {
 // runs as another user before sending anything: another local user who
 // made the socket path first must not receive hook events.
 func dial(p place) (*client, error) {
-	if err := node.CheckSocket(p.Socket); err != nil {
+	if err := layout.CheckSocket(p.Socket); err != nil {
 		return nil, withCode(ExitPermission, err)
 	}
-	conn, err := grpc.NewClient("unix://"+p.Socket,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		// A roster of many thousands of sessions is one large reply.
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxReply)),
-		grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
-			return dialSocket(ctx, p.Socket)
-		}))
+	// A roster of many thousands of sessions is one large reply.
+	c, err := api.Dial(p.Socket, maxReply, func(ctx context.Context, _ string) (net.Conn, error) {
+		return dialSocket(ctx, p.Socket)
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &client{conn: conn, api: api.NewLocalClient(conn)}, nil
+	return &client{Client: c, conn: c.Conn(), api: c}, nil
 }
 
 // dialSocket connects to the socket after checking its owner, and checks
 // the peer's user before returning the connection.
 func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
-	if err := node.CheckSocket(sock); err != nil {
+	if err := layout.CheckSocket(sock); err != nil {
 		return nil, err
 	}
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return nil, node.DialPermission(sock, err)
+		return nil, layout.DialPermission(sock, err)
 	}
-	if err := node.CheckPeer(sock, c); err != nil {
+	if err := layout.CheckPeer(sock, c); err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *client) Close() { c.conn.Close() }
+func (c *client) Close() { c.Client.Close() }
 
 // probeSocket tells how the socket is: dead (absent, or a stale file
 // nothing listens on), answering, or a permission problem (err, with
@@ -119,7 +114,7 @@ func probeSocket(sock string) (dead bool, err error) {
 	defer cancel()
 	conn, err := dialSocket(ctx, sock)
 	if err != nil {
-		if errors.Is(err, node.ErrSocketPermission) {
+		if errors.Is(err, layout.ErrSocketPermission) {
 			return false, withCode(ExitPermission, err)
 		}
 		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT), nil
@@ -136,11 +131,12 @@ func socketDead(sock string) bool {
 	return dead
 }
 
-// startNode starts `harn node` in the background, detached, logging to
-// <data-dir>/node.log. A node already holding the data dir makes the new
-// one exit at once, so racing starters are harmless.
+// startNode starts the node (`harnd node`, harnd found beside harn or on
+// PATH) in the background, detached, logging to <data-dir>/node.log. A node
+// already holding the data dir makes the new one exit at once, so racing
+// starters are harmless.
 func startNode(p place) error {
-	exe, err := os.Executable()
+	exe, err := findDaemon()
 	if err != nil {
 		return err
 	}
@@ -186,10 +182,10 @@ func noNode(p place) error {
 // with --data-dir and --socket when they are not the defaults.
 func startHint(p place) string {
 	args := []string{"harn", "node"}
-	if def, err := filepath.Abs(node.DefaultDataDir()); err != nil || def != p.DataDir {
+	if def, err := filepath.Abs(layout.DefaultDataDir()); err != nil || def != p.DataDir {
 		args = append(args, "--data-dir", shellQuote(p.DataDir))
 	}
-	if p.Socket != node.DefaultSocket(p.DataDir) {
+	if p.Socket != layout.DefaultSocket(p.DataDir) {
 		args = append(args, "--socket", shellQuote(p.Socket))
 	}
 	return strings.Join(args, " ")
@@ -206,36 +202,36 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// rpcErr maps a node's gRPC status to an error with the right exit code.
+// rpcErr maps a node's answer (an api.StatusError) to an error with the
+// right exit code, by its sentinel.
 func rpcErr(err error, p place) error {
 	if err == nil {
 		return nil
 	}
-	st, ok := status.FromError(err)
-	if !ok {
+	err = api.Error(err)
+	var se *api.StatusError
+	if !errors.As(err, &se) {
 		return withCode(ExitError, err)
 	}
-	msg := text.OneLine(st.Message()) // it may quote agent or peer text
-	switch ae := api.Err(err); {
-	case errors.Is(ae, api.ErrLedgerUnwritable):
+	msg := text.OneLine(se.Message()) // it may quote agent or peer text
+	switch {
+	case errors.Is(err, api.ErrLedgerUnwritable):
 		return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
-	case errors.Is(ae, api.ErrWriteRefused):
+	case errors.Is(err, api.ErrWriteRefused):
 		return withCode(ExitTrust, errors.New(msg))
-	}
-	switch st.Code() {
-	case codes.NotFound:
+	case errors.Is(err, api.ErrNotFound):
 		return withCode(ExitNotFound, errors.New(msg))
-	case codes.InvalidArgument:
+	case errors.Is(err, api.ErrInvalid):
 		return withCode(ExitUsage, errors.New(msg))
-	case codes.FailedPrecondition:
+	case errors.Is(err, api.ErrRefused):
 		return withCode(ExitRefused, errors.New(msg))
-	case codes.Aborted:
+	case errors.Is(err, api.ErrAmbiguous):
 		return withCode(ExitAmbiguous, errors.New(msg))
-	case codes.ResourceExhausted:
+	case errors.Is(err, api.ErrNoLeader):
 		return withCode(ExitNoLeader, errors.New(msg))
-	case codes.Unimplemented:
+	case errors.Is(err, api.ErrUnimplemented):
 		return withCode(ExitUsage, errors.New(msg))
-	case codes.Unavailable, codes.DeadlineExceeded:
+	case errors.Is(err, api.ErrUnavailable):
 		// A socket that refuses this user is a permission problem, not
 		// a missing node.
 		if _, perr := probeSocket(p.Socket); perr != nil {
@@ -245,7 +241,3 @@ func rpcErr(err error, p place) error {
 	}
 	return withCode(ExitError, errors.New(msg))
 }
-
-// setPrivateUmask makes every file the process creates private to its
-// user (`harn node`: Pebble's and raft's files).
-func setPrivateUmask() { unix.Umask(0o077) }

@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/text"
@@ -231,27 +230,6 @@ var ErrSecretFile = errors.New("cli: bad secret file")
 // addSecretFileFlags adds the flags that read secrets from files.
 func addSecretFileFlags(c *cobra.Command) {
 	c.Flags().String("gossip-key-file", "", "file holding the gossip key (mode 0600; keeps the key out of ps)")
-}
-
-// gossipKeyFromFile reads --gossip-key-file into cc.
-func gossipKeyFromFile(c *cobra.Command, cc *node.ClusterConfig) error {
-	path, _ := c.Flags().GetString("gossip-key-file")
-	if path == "" {
-		return nil
-	}
-	if k, _ := c.Flags().GetString("gossip-key"); k != "" {
-		return usageErr(errors.New("--gossip-key and --gossip-key-file are both set; keep one (the file keeps the key out of ps)"))
-	}
-	s, err := readSecretFile(path)
-	if err != nil {
-		return err
-	}
-	key, err := node.DecodeGossipKey(s)
-	if err != nil {
-		return usageErr(fmt.Errorf("--gossip-key-file %s: %v; make one with `harn keygen`", text.OneLine(path), err))
-	}
-	cc.GossipKey = key
-	return nil
 }
 
 // parseConfig reads a config file's flag values (parseConfigFile without

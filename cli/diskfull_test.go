@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/api"
 )
 
 // A ledger that refuses writes reaches the user as its own exit code, not
@@ -16,7 +16,7 @@ import (
 func TestRefusedWriteIsDiskFullNotNoLeader(t *testing.T) {
 	for _, c := range []codes.Code{codes.ResourceExhausted, codes.Unavailable} {
 		st, err := status.New(c, "ledger: disk full since 10:02:03").
-			WithDetails(&errdetails.ErrorInfo{Reason: node.ReasonLedgerUnwritable, Domain: node.ErrorDomain})
+			WithDetails(&errdetails.ErrorInfo{Reason: api.ReasonLedgerUnwritable, Domain: api.ErrorDomain})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -15,13 +15,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/install"
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func init() { commandSet = append(commandSet, newDoctorCmd) }
 
 // Check outcomes.
 const (
@@ -39,9 +37,9 @@ type check struct {
 }
 
 type doctorReport struct {
-	Checks      []check             `json:"checks"`
-	Findings    int                 `json:"findings"`
-	Diagnostics []ledger.Diagnostic `json:"diagnostics"`
+	Checks      []check           `json:"checks"`
+	Findings    int               `json:"findings"`
+	Diagnostics []wire.Diagnostic `json:"diagnostics"`
 	// Node is the running node's own account of its setup.
 	Node    *nodeReport `json:"node,omitempty"`
 	diagErr error       // the node did not list its diagnostics
@@ -142,7 +140,7 @@ func doctorEnvOf(c *cobra.Command) (doctorEnv, error) {
 		{"rpc", "rpc-port", 0, false}, {"http", "http-port", 0, false}} {
 		ps.port, _ = f.GetInt(ps.flag)
 		if hp, err := f.GetString(ps.flag); err == nil { // --http-port is host:port
-			_, ps.port, _ = node.ParseHTTPAddr(hp)
+			_, ps.port, _ = layout.ParseHTTPAddr(hp)
 		}
 		e.ports = append(e.ports, ps)
 	}
@@ -205,7 +203,7 @@ func doctor(ctx context.Context, e doctorEnv) doctorReport {
 		}
 	}
 	if rep.Diagnostics == nil {
-		rep.Diagnostics = []ledger.Diagnostic{}
+		rep.Diagnostics = []wire.Diagnostic{}
 	}
 	return rep
 }
@@ -348,23 +346,23 @@ func checkNode(ctx context.Context, e doctorEnv) (check, *api.StatusResponse, *c
 	return check{"node", checkOK, fmt.Sprintf("%s (pid %d, %s) answers on %s", st.Node, st.Pid, st.Version, e.p.Socket), ""}, st, cl
 }
 
-func nodeDiagnostics(ctx context.Context, cl *client) ([]ledger.Diagnostic, error) {
+func nodeDiagnostics(ctx context.Context, cl *client) ([]wire.Diagnostic, error) {
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	res, err := cl.api.Errors(cctx, &api.ErrorsRequest{Limit: 20})
 	if err != nil {
 		return nil, err
 	}
-	ds := make([]ledger.Diagnostic, 0, len(res.Diagnostics))
+	ds := make([]wire.Diagnostic, 0, len(res.Diagnostics))
 	for _, d := range res.Diagnostics {
-		ds = append(ds, node.DiagnosticFromAPI(d))
+		ds = append(ds, wire.DiagnosticFromAPI(d))
 	}
 	return ds, nil
 }
 
 // checkDiagnostics makes the hook diagnostics of the last diagWindow one
 // finding; older ones are history.
-func checkDiagnostics(now time.Time, ds []ledger.Diagnostic, err error) check {
+func checkDiagnostics(now time.Time, ds []wire.Diagnostic, err error) check {
 	if err != nil {
 		return check{"hook diagnostics", checkFinding, "the node did not list them: " + err.Error(), "run `harn node errors`"}
 	}
@@ -473,7 +471,7 @@ func checkGossipKey(e doctorEnv) []check {
 	case key == "":
 		return append(out, check{"gossip key", checkOK, "none (a lone node gossips with no one)", ""})
 	}
-	if _, err := node.DecodeGossipKey(key); err != nil {
+	if _, err := layout.DecodeGossipKey(key); err != nil {
 		return append(out, check{"gossip key", checkFinding, fmt.Sprintf("%s: %v", src, err), "make one with `harn keygen`"})
 	}
 	return append(out, check{"gossip key", checkOK, "a 32-byte base64 key (" + src + ")", ""})

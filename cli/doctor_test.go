@@ -12,7 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence/adapter/codex"
 )
 
@@ -255,12 +255,12 @@ func TestDoctorPortInUse(t *testing.T) {
 // are one finding; older ones are history.
 func TestDoctorRecentDiagnosticsAreAFinding(t *testing.T) {
 	now := time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
-	recent := ledger.Diagnostic{Seq: 2, TS: now.Add(-10 * time.Minute).Format(time.RFC3339Nano), Source: "hook frob", Error: "unknown agent \"frob\""}
-	old := ledger.Diagnostic{Seq: 1, TS: now.Add(-2 * time.Hour).Format(time.RFC3339Nano), Source: "hook codex", Error: "payload is empty"}
-	if c := checkDiagnostics(now, []ledger.Diagnostic{recent, old}, nil); c.Status != checkFinding || !strings.Contains(c.Detail, "1 in the last hour") || !strings.Contains(c.Fix, "harn node errors") {
+	recent := wire.Diagnostic{Seq: 2, TS: now.Add(-10 * time.Minute).Format(time.RFC3339Nano), Source: "hook frob", Error: "unknown agent \"frob\""}
+	old := wire.Diagnostic{Seq: 1, TS: now.Add(-2 * time.Hour).Format(time.RFC3339Nano), Source: "hook codex", Error: "payload is empty"}
+	if c := checkDiagnostics(now, []wire.Diagnostic{recent, old}, nil); c.Status != checkFinding || !strings.Contains(c.Detail, "1 in the last hour") || !strings.Contains(c.Fix, "harn node errors") {
 		t.Errorf("recent: %+v", c)
 	}
-	if c := checkDiagnostics(now, []ledger.Diagnostic{old}, nil); c.Status != checkOK {
+	if c := checkDiagnostics(now, []wire.Diagnostic{old}, nil); c.Status != checkOK {
 		t.Errorf("old: %+v", c)
 	}
 }

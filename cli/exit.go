@@ -79,3 +79,7 @@ const ExitPermission = 13
 
 // ExitWaitTimeout: `harn agents wait` gave up after --timeout.
 const ExitWaitTimeout = 14
+
+// ExitNoDaemon: a command that runs harnd (`harn node`, `harn mesh init`)
+// found it neither beside harn nor on PATH.
+const ExitNoDaemon = 18

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/install"
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/util/procinfo"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -96,7 +96,7 @@ func gitRepo(ctx context.Context) (string, error) {
 			info.Origin = strings.TrimSpace(string(o))
 		}
 	}
-	return claims.RepoIdentity(info.Origin, info.Top), nil
+	return claimwire.RepoIdentity(info.Origin, info.Top), nil
 }
 
 func splitZ(b []byte) []string {
@@ -163,20 +163,20 @@ func gitPreCommit(ctx context.Context, c *cobra.Command) error {
 	}
 	defer cl.Close()
 	session := committingSession(ctx, cl)
-	var reqs []claims.Request
+	var reqs []claimwire.Request
 	for len(paths) > 0 {
-		n := min(len(paths), claims.MaxPaths)
-		reqs = append(reqs, claims.Request{Repo: repo, Paths: paths[:n]})
+		n := min(len(paths), claimwire.MaxPaths)
+		reqs = append(reqs, claimwire.Request{Repo: repo, Paths: paths[:n]})
 		paths = paths[n:]
 	}
-	res, err := coord(ctx, cl, p, node.CoordCheck, node.CoordBody{Session: session, Claims: reqs})
+	res, err := coord(ctx, cl, p, wire.CoordCheck, wire.CoordBody{Session: session, Claims: reqs})
 	if err != nil {
 		return err
 	}
 	if len(res.Holders) == 0 {
 		return nil
 	}
-	warn := res.Mode == string(claims.ModeWarn)
+	warn := res.Mode == string(claimwire.ModeWarn)
 	printHolders(c.ErrOrStderr(), res.Holders, warn)
 	if warn {
 		return nil
@@ -184,7 +184,7 @@ func gitPreCommit(ctx context.Context, c *cobra.Command) error {
 	return errCommitRefused
 }
 
-func printHolders(w io.Writer, hs []claims.Holder, warn bool) {
+func printHolders(w io.Writer, hs []claimwire.Holder, warn bool) {
 	if warn {
 		fmt.Fprintln(w, "harn (warning): this commit holds files other sessions claim:")
 	} else {
@@ -232,7 +232,7 @@ func gitPrune(ctx context.Context, c *cobra.Command) error {
 	if err != nil {
 		return err
 	}
-	res, err := coord(ctx, cl, p, node.CoordClaims, node.CoordBody{Session: session})
+	res, err := coord(ctx, cl, p, wire.CoordClaims, wire.CoordBody{Session: session})
 	if err != nil {
 		return err
 	}
@@ -264,9 +264,9 @@ func gitPrune(ctx context.Context, c *cobra.Command) error {
 		}
 	}
 	for len(clean) > 0 {
-		n := min(len(clean), claims.MaxPaths)
-		if _, err := coord(ctx, cl, p, node.CoordRelease, node.CoordBody{Session: session,
-			Claims: []claims.Request{{Repo: repo, Paths: clean[:n]}}}); err != nil {
+		n := min(len(clean), claimwire.MaxPaths)
+		if _, err := coord(ctx, cl, p, wire.CoordRelease, wire.CoordBody{Session: session,
+			Claims: []claimwire.Request{{Repo: repo, Paths: clean[:n]}}}); err != nil {
 			return err
 		}
 		clean = clean[n:]

@@ -19,8 +19,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/spool"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
@@ -29,8 +30,6 @@ import (
 	"github.com/harn-dev/harn/util/procinfo"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func init() { commandSet = append(commandSet, newHookCmd) }
 
 func newHookCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -97,7 +96,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	if timeout <= 0 {
 		h.timeout = 1500 * time.Millisecond
 	}
-	if errors.Is(dialErr, node.ErrSocketPermission) {
+	if errors.Is(dialErr, layout.ErrSocketPermission) {
 		// Someone else's socket: the events go to the spool, never to it.
 		h.diagnose(text.FirstLine(dialErr.Error())+"; the events were spooled", nil)
 	}
@@ -122,7 +121,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	if len(args) == 1 {
 		in = readPayload(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
 	}
-	key, err := node.LoadOrCreateKey(p.DataDir)
+	key, err := layout.LoadOrCreateKey(p.DataDir)
 	if err != nil {
 		key = nil
 	}
@@ -239,7 +238,7 @@ func asksName(ad adapter.Adapter, res adapter.Result) bool {
 func (h *hookRun) send(res adapter.Result, wantName bool, decide *api.DecideQuery) (adapter.Reply, *api.DecideResponse) {
 	req := &api.AppendRequest{Decide: decide}
 	for i := range res.Events {
-		req.Events = append(req.Events, node.EventToAPI(&res.Events[i]))
+		req.Events = append(req.Events, wire.EventToAPI(&res.Events[i]))
 	}
 	if res.WantsContext {
 		req.ContextFor = res.SessionID
@@ -266,7 +265,7 @@ func (h *hookRun) send(res adapter.Result, wantName bool, decide *api.DecideQuer
 }
 
 func (h *hookRun) spool(rec spool.Record, name string) {
-	if _, err := spool.Write(node.SpoolDir(h.p.DataDir), h.now, name, rec); err != nil {
+	if _, err := spool.Write(layout.SpoolDir(h.p.DataDir), h.now, name, rec); err != nil {
 		h.lost(rec, err)
 		return
 	}

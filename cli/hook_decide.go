@@ -12,7 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
@@ -47,7 +47,7 @@ type callPlan struct {
 	ok      bool // the payload decoded
 	ask     bool // there is a question for the node
 	q       tasks.Query
-	cr      []claims.Request
+	cr      []claimwire.Request
 	body    *api.DecideQuery // q with the claims beside it
 	// request is the payload's interaction.input_requested, if any: a
 	// remote answer is recorded on its session, resolving its key.
@@ -67,7 +67,7 @@ func requestEvent(evs []presence.Event) *presence.Event {
 // planCall reads the decision path's question out of in (the hook
 // payload), as the agent's adapter plans it; cr are the claims the call
 // would take.
-func (h *hookRun) planCall(in []byte, cr []claims.Request) callPlan {
+func (h *hookRun) planCall(in []byte, cr []claimwire.Request) callPlan {
 	var pl callPlan
 	ad, _ := all.Lookup(h.agent)
 	planner, ok := ad.(adapter.Planner)
@@ -125,7 +125,7 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 				return ans.Deny(pl.call, v.Reason)
 			case v.Decision == tasks.DecideAllow && v.Reason != "":
 				return ans.Allow(pl.call, v.Reason) // confirmed by an operator
-			case v.Decision == claims.DecideWarn:
+			case v.Decision == claimwire.DecideWarn:
 				return ans.Warn(pl.call, v.Reason)
 			}
 		}
@@ -146,9 +146,9 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 
 // decideQuery is the question of a tool call's hook: the task runtime's
 // query, its claims beside it.
-func decideQuery(q tasks.Query, cr []claims.Request) *api.DecideQuery {
+func decideQuery(q tasks.Query, cr []claimwire.Request) *api.DecideQuery {
 	out := tasks.QueryToAPI(q)
-	out.Claims = claims.ToAPI(cr)
+	out.Claims = claimwire.ToAPI(cr)
 	return out
 }
 

@@ -3,14 +3,12 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/harn-dev/harn/node/api/wire"
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 )
-
-func init() { commandSet = append(commandSet, newKeyringCmd) }
 
 func newKeyringCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -29,7 +27,7 @@ func newKeyringCmd() *cobra.Command {
 				if err != nil {
 					return adminErr(err, p)
 				}
-				v := node.KeyringFromAPI(res)
+				v := wire.KeyringFromAPI(res)
 				if asJSON(c) {
 					return writeJSON(c, v)
 				}
@@ -56,7 +54,7 @@ func newKeyringCmd() *cobra.Command {
 					if err != nil {
 						return adminErr(err, p)
 					}
-					v := node.KeyringFromAPI(res)
+					v := wire.KeyringFromAPI(res)
 					if asJSON(c) {
 						return writeJSON(c, v)
 					}
@@ -71,7 +69,7 @@ func newKeyringCmd() *cobra.Command {
 	return c
 }
 
-func printKeyring(c *cobra.Command, v node.KeyringView) {
+func printKeyring(c *cobra.Command, v wire.KeyringView) {
 	w := c.OutOrStdout()
 	for _, k := range v.Keys {
 		mark := " "

@@ -17,10 +17,6 @@ import (
 // (harn task reduce), and the mesh-wide switches (harn capability
 // revoke|restore, harn provider disable|enable).
 
-func init() {
-	commandSet = append(commandSet, newCapabilityCmd, newProviderCmd)
-}
-
 // newTaskReduceCmd is `harn task reduce TASK CAPABILITY LEVEL`.
 func newTaskReduceCmd() *cobra.Command {
 	c := &cobra.Command{

@@ -7,21 +7,20 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func init() { commandSet = append(commandSet, newMeshCmd, newKeygenCmd) }
 
 func addMeshFlags(c *cobra.Command) {
 	f := c.Flags()
 	addRegistryAuthFlags(f)
 	f.String("bind", "", "address the gossip, raft and rpc listeners bind (default 127.0.0.1 alone, 0.0.0.0 in a mesh)")
 	f.String("advertise", "", "address other nodes use to reach this one (default: the bind address, or the first private address)")
-	f.Int("gossip-port", node.DefaultGossipPort, "gossip (memberlist) port, UDP and TCP; 0 picks a free one")
-	f.Int("raft-port", node.DefaultRaftPort, "registry (raft) port; 0 picks a free one")
-	f.Int("rpc-port", node.DefaultRPCPort, "cluster gRPC port; 0 picks a free one")
+	f.Int("gossip-port", layout.DefaultGossipPort, "gossip (memberlist) port, UDP and TCP; 0 picks a free one")
+	f.Int("raft-port", layout.DefaultRaftPort, "registry (raft) port; 0 picks a free one")
+	f.Int("rpc-port", layout.DefaultRPCPort, "cluster gRPC port; 0 picks a free one")
 	f.String("http-port", "127.0.0.1:7713", "web board and /metrics, always behind a token (harn web open): a port (on 127.0.0.1) or host:port; 0 serves none")
 	f.StringSlice("join", nil, "gossip address of a node to join, host:port (repeatable)")
 	f.Bool("server", false, "be a registry voter (build boxes); others are non-voting replicas")
@@ -36,58 +35,7 @@ func addMeshFlags(c *cobra.Command) {
 	f.Bool("insecure-mesh", false, "run raft and the cluster gRPC in plaintext, on loopback too (trusted networks only; default: mutual TLS, with a CA made at the first start)")
 	f.String("remote-control", "off", "who on other nodes may start, steer, cancel, approve or confirm this node's agents: off, or NODE,... and servers (callers holding a server-role certificate)")
 	f.String("remote-exec", "none", "the launchers (--launcher) that callers --remote-control allows may start here: none, or NAME,...")
-	f.Int("max-peer-reply-mib", node.DefaultMaxPeerReply>>20, "largest message, in MiB, taken from a peer on the cluster gRPC (a reply to this node's call, or a request to its rpc port); larger ones are refused")
-}
-
-// meshConfig reads the mesh flags into cc.
-func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
-	f := c.Flags()
-	if err := registryAuthConfig(f, cc); err != nil {
-		return err
-	}
-	noMesh, _ := f.GetBool("no-mesh")
-	cc.Enabled = !noMesh
-	cc.Bind, _ = f.GetString("bind")
-	cc.Advertise, _ = f.GetString("advertise")
-	cc.GossipPort, _ = f.GetInt("gossip-port")
-	cc.RaftPort, _ = f.GetInt("raft-port")
-	cc.RPCPort, _ = f.GetInt("rpc-port")
-	hp, _ := f.GetString("http-port")
-	_, port, err := node.ParseHTTPAddr(hp)
-	if err != nil {
-		return usageErr(err)
-	}
-	cc.HTTPPort = port
-	cc.Join, _ = f.GetStringSlice("join")
-	cc.Server, _ = f.GetBool("server")
-	cc.BootstrapExpect, _ = f.GetInt("bootstrap-expect")
-	mp, _ := f.GetString("mesh-profile")
-	rp, _ := f.GetString("raft-profile")
-	cc.MeshProfile, cc.RaftProfile = node.MeshProfile(mp), node.RaftProfile(rp)
-	if k, _ := f.GetString("gossip-key"); k != "" {
-		key, err := node.DecodeGossipKey(k)
-		if err != nil {
-			return usageErr(fmt.Errorf("--gossip-key: %v", err))
-		}
-		cc.GossipKey = key
-	}
-	tok, err := readJoinToken(c)
-	if err != nil {
-		return err
-	}
-	cc.JoinToken = tok
-	cc.JoinRPC, _ = f.GetStringSlice("join-rpc")
-	cc.InsecureMesh, _ = f.GetBool("insecure-mesh")
-	cc.RemoteControl, _ = f.GetString("remote-control")
-	mib, _ := f.GetInt("max-peer-reply-mib")
-	if mib < 1 || mib > 1024 {
-		return usageErr(fmt.Errorf("--max-peer-reply-mib %d: use 1 to 1024", mib))
-	}
-	cc.MaxPeerReply = mib << 20
-	if err := cc.Validate(); err != nil {
-		return usageErr(err)
-	}
-	return nil
+	f.Int("max-peer-reply-mib", layout.DefaultMaxPeerReply>>20, "largest message, in MiB, taken from a peer on the cluster gRPC (a reply to this node's call, or a request to its rpc port); larger ones are refused")
 }
 
 func newKeygenCmd() *cobra.Command {
@@ -96,7 +44,7 @@ func newKeygenCmd() *cobra.Command {
 		Short: "print a fresh gossip key (base64, 32 bytes) for --gossip-key",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			k, err := node.GenerateGossipKey()
+			k, err := layout.GenerateGossipKey()
 			if err != nil {
 				return err
 			}
@@ -123,9 +71,9 @@ func newMeshCmd() *cobra.Command {
 				if err != nil {
 					return rpcErr(err, p)
 				}
-				ms := make([]node.MemberView, 0, len(res.Members))
+				ms := make([]wire.MemberView, 0, len(res.Members))
 				for _, m := range res.Members {
-					ms = append(ms, node.MemberFromAPI(m))
+					ms = append(ms, wire.MemberFromAPI(m))
 				}
 				if asJSON(c) {
 					return writeJSON(c, ms)
@@ -150,7 +98,7 @@ func newMeshCmd() *cobra.Command {
 				if err != nil {
 					return rpcErr(err, p)
 				}
-				v := node.RaftFromAPI(res.Stats)
+				v := wire.RaftFromAPI(res.Stats)
 				if asJSON(c) {
 					return writeJSON(c, v)
 				}
@@ -187,10 +135,10 @@ func newMeshCmd() *cobra.Command {
 		Args:  exactArgs(1, "the node name to remove"),
 		RunE: func(c *cobra.Command, args []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				var rv node.Revoked
+				var rv wire.Revoked
 				res, err := cl.admin().RevokeNode(ctx, &api.RevokeNodeRequest{Node: args[0]})
 				if err = adminErr(err, p); err == nil {
-					rv = node.RevokedFromAPI(res)
+					rv = wire.RevokedFromAPI(res)
 				}
 				if err != nil && ExitCode(err) != ExitTrust {
 					return err

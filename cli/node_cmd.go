@@ -2,27 +2,17 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mattn/go-isatty"
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/claims"
-	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func init() { commandSet = append(commandSet, newNodeCmd) }
 
 func newNodeCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -35,8 +25,8 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("config", "", "config file (JSON object or key = value lines; keys are flag names)")
 	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
 	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
-	c.Flags().Duration("silence-after", node.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
-	c.Flags().Int("peer-context-bytes", node.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
+	c.Flags().Duration("silence-after", layout.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
+	c.Flags().Int("peer-context-bytes", layout.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
 	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
 	c.Flags().String("otlp-endpoint", "", "send OpenTelemetry traces of ingest and gRPC calls to this OTLP gRPC collector (host:port, or an http:// or https:// URL; default: off)")
 	addMeshFlags(c)
@@ -48,154 +38,13 @@ func newNodeCmd() *cobra.Command {
 	return c
 }
 
+// runNode runs the node: in harnd, here; in harn, by running harnd with
+// the same command line.
 func runNode(c *cobra.Command, _ []string) error {
-	p := placeOf(c)
-	cfg := node.DefaultConfig()
-	cfg.DataDir, cfg.Socket, cfg.Version = p.DataDir, p.Socket, version
-	if name, _ := c.Flags().GetString("name"); name != "" {
-		cfg.Name = name
+	if d := daemonOf(c); d != nil && d.RunNode != nil {
+		return d.RunNode(c)
 	}
-	cfg.ReapInterval, _ = c.Flags().GetDuration("reap-interval")
-	cfg.SilenceAfter, _ = c.Flags().GetDuration("silence-after")
-	cfg.PeerContextBytes, _ = c.Flags().GetInt("peer-context-bytes")
-	cfg.Claims, _ = c.Flags().GetString("claims")
-	if _, err := claims.ParseMode(cfg.Claims); err != nil {
-		return usageErr(err)
-	}
-	if err := meshConfig(c, &cfg.Cluster); err != nil {
-		return err
-	}
-	if err := gossipKeyFromFile(c, &cfg.Cluster); err != nil {
-		return err
-	}
-	// Everything the node writes (Pebble's WAL and tables, raft's logs)
-	// is private, whatever the umask it was started with.
-	setPrivateUmask()
-	if err := notifyConfig(c, cfg.Cluster.Server, &cfg.Notify); err != nil {
-		return err
-	}
-	lvl, _ := c.Flags().GetString("log-level")
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(lvl)); err != nil {
-		return usageErr(fmt.Errorf("--log-level %q: use debug, info, warn or error", lvl))
-	}
-	hp, _ := c.Flags().GetString("http-port")
-	cfg.HTTPAddr, _, _ = node.ParseHTTPAddr(hp) // checked by meshConfig
-	if err := webConfig(c, &cfg); err != nil {
-		return err
-	}
-	cfg.Logger = nodeLogger(c.ErrOrStderr(), level)
-	if err := launcherConfig(c, &cfg); err != nil {
-		return err
-	}
-	stopTracing, err := openTracing(c, &cfg) // tracing.go
-	if err != nil {
-		return err
-	}
-	defer stopTracing()
-	n, err := node.New(cfg)
-	if err != nil {
-		return usageErr(err)
-	}
-	// Catch the signals before Open: the socket answers while Open still
-	// joins the mesh, and a stop in that window must still be graceful.
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	opened := make(chan error, 1)
-	octx, cancelOpen := context.WithCancel(context.Background())
-	defer cancelOpen()
-	go func() { opened <- n.OpenContext(octx) }()
-	select {
-	case err := <-opened:
-		if err != nil {
-			return openErr(err)
-		}
-	case s := <-sig:
-		// Stopped while starting (a wedged ledger open, joining, no leader
-		// yet): end the open, then stop whatever it built.
-		cfg.Logger.Info("stopping while starting", "signal", s.String())
-		cancelOpen()
-		return stopWithin(stopBound, func() error {
-			if err := <-opened; err != nil {
-				return nil // Open closed what it opened
-			}
-			return n.Close()
-		})
-	}
-	s := <-sig
-	cfg.Logger.Info("stopping", "signal", s.String())
-	return stopWithin(stopBound, func() error {
-		if !cfg.Cluster.Voter() {
-			// A client node leaves, so that the others see "left" rather
-			// than "suspect" then "dead".
-			if err := n.LeaveWithin(leaveBound); err != nil {
-				cfg.Logger.Warn("leave", "err", err)
-			}
-		}
-		return n.Close()
-	})
-}
-
-// nodeLogger is the node's logger: text for people on a terminal, JSON
-// (one object a line, for log collectors) otherwise.
-func nodeLogger(w io.Writer, level slog.Level) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: level}
-	if isTerminal(w) {
-		return slog.New(slog.NewTextHandler(w, opts))
-	}
-	return slog.New(slog.NewJSONHandler(w, opts))
-}
-
-// isTerminal reports whether w is a terminal.
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
-	return ok && isatty.IsTerminal(f.Fd())
-}
-
-// stopBound bounds the stop after a signal; leaveBound the graceful leave
-// within it.
-const (
-	stopBound  = 4500 * time.Millisecond
-	leaveBound = 2 * time.Second
-)
-
-// errStopTimeout: the node did not stop within stopBound after a signal.
-var errStopTimeout = errors.New("cli: the node did not stop in time after the signal; exiting anyway")
-
-// stopWithin runs stop, and gives up waiting for it after d: the process
-// exits either way.
-func stopWithin(d time.Duration, stop func() error) error {
-	done := make(chan error, 1)
-	go func() { done <- stop() }()
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case err := <-done:
-		return err
-	case <-t.C:
-		return errStopTimeout
-	}
-}
-
-// openErr maps a failed start to its exit code, named in the message.
-func openErr(err error) error {
-	var le *node.ListenError
-	switch {
-	case errors.As(err, &le):
-		return withCode(ExitPortInUse, fmt.Errorf("%w (exit %d)", err, ExitPortInUse))
-	case errors.Is(err, node.ErrLocked):
-		return withCode(ExitConflict, err)
-	case errors.Is(err, node.ErrDataDirUnsafe):
-		return withCode(ExitPermission, err)
-	case errors.Is(err, node.ErrTrust):
-		return withCode(ExitTrust, err)
-	case errors.Is(err, node.ErrTokenFile):
-		return withCode(ExitPermission, err)
-	case errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig):
-		return usageErr(err)
-	}
-	return err
+	return execDaemon(c)
 }
 
 func newNodeErrorsCmd() *cobra.Command {
@@ -218,9 +67,9 @@ func newNodeErrorsCmd() *cobra.Command {
 			if err != nil {
 				return rpcErr(err, p)
 			}
-			ds := make([]ledger.Diagnostic, 0, len(res.Diagnostics))
+			ds := make([]wire.Diagnostic, 0, len(res.Diagnostics))
 			for _, d := range res.Diagnostics {
-				ds = append(ds, node.DiagnosticFromAPI(d))
+				ds = append(ds, wire.DiagnosticFromAPI(d))
 			}
 			if asJSON(c) {
 				return writeJSON(c, ds)

@@ -8,12 +8,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func init() { commandSet = append(commandSet, newNotifyCmd) }
 
 func newNotifyCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -90,8 +88,8 @@ type notifyListJSON struct {
 	Node     string             `json:"node"`
 	ID       string             `json:"id,omitempty"`
 	Changed  bool               `json:"changed,omitempty"`
-	Webhooks []node.WebhookView `json:"webhooks"`
-	Desktop  node.DesktopView   `json:"desktop"`
+	Webhooks []wire.WebhookView `json:"webhooks"`
+	Desktop  wire.DesktopView   `json:"desktop"`
 }
 
 // notifyCall makes one Notify call and prints its answer: done's line
@@ -102,14 +100,14 @@ func notifyCall(c *cobra.Command, req *api.NotifyRequest, done func(*api.NotifyR
 		if err != nil {
 			return rpcErr(err, p)
 		}
-		out := notifyListJSON{Node: res.Node, Webhooks: []node.WebhookView{}}
+		out := notifyListJSON{Node: res.Node, Webhooks: []wire.WebhookView{}}
 		if done != nil {
 			out.ID, out.Changed = res.Id, res.Changed
 		}
 		for _, w := range res.Webhooks {
-			out.Webhooks = append(out.Webhooks, node.WebhookFromAPI(w))
+			out.Webhooks = append(out.Webhooks, wire.WebhookFromAPI(w))
 		}
-		out.Desktop = node.DesktopFromAPI(res.Desktop)
+		out.Desktop = wire.DesktopFromAPI(res.Desktop)
 		if asJSON(c) {
 			return writeJSON(c, out)
 		}
@@ -155,21 +153,4 @@ func renderNotifyList(c *cobra.Command, out notifyListJSON) error {
 func addNotifyFlags(c *cobra.Command) {
 	c.Flags().String("desktop-notify", "auto", "desktop notification when a session of this node needs input: on, off, or auto (on unless --server)")
 	c.Flags().Bool("allow-private", false, "let webhooks reach loopback, link-local, private (RFC 1918, ULA, CGNAT), unspecified and multicast addresses")
-}
-
-// notifyConfig reads the notification flags of `harn node` into nc.
-func notifyConfig(c *cobra.Command, server bool, nc *node.NotifyConfig) error {
-	nc.AllowPrivate, _ = c.Flags().GetBool("allow-private")
-	v, _ := c.Flags().GetString("desktop-notify")
-	switch strings.ToLower(strings.TrimSpace(v)) {
-	case "auto", "":
-		nc.Desktop = !server
-	case "on", "true", "yes", "1":
-		nc.Desktop = true
-	case "off", "false", "no", "0":
-		nc.Desktop = false
-	default:
-		return usageErr(fmt.Errorf("--desktop-notify %q: use on, off or auto", v))
-	}
-	return nil
 }

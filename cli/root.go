@@ -61,6 +61,11 @@ func Commit() string { return commit }
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return run(context.Background(), args, stdin, stdout, stderr)
+}
+
+// run is Main in ctx (which holds harnd's Daemon, in harnd).
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var root *cobra.Command
 	if len(args) > 0 && soleRoots[args[0]] != nil {
 		root = buildRoot(stdin, stdout, stderr, soleRoots[args[0]])
@@ -68,7 +73,7 @@ func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		root = newRoot(stdin, stdout, stderr)
 	}
 	root.SetArgs(args)
-	cmd, err := root.ExecuteContextC(withRawArgs(context.Background(), args))
+	cmd, err := root.ExecuteContextC(withRawArgs(ctx, args))
 	if err == nil {
 		return ExitOK
 	}
@@ -123,7 +128,7 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 		root.AddCommand(only())
 	} else {
 		root.AddCommand(newVersionCmd())
-		for _, add := range commandSet {
+		for _, add := range commandSet() {
 			root.AddCommand(add())
 		}
 		// cobra adds help and completion when it runs; add them now so
@@ -237,9 +242,16 @@ func rawArgs(ctx context.Context) []string {
 	return a
 }
 
-// commandSet holds the constructors of the top-level commands other than
-// version; each file registers its own in init.
-var commandSet []func() *cobra.Command
+// commandSet is the constructors of the top-level commands other than
+// version, wired here (no init registration), in the order the files
+// held them.
+func commandSet() []func() *cobra.Command {
+	return []func() *cobra.Command{
+		newAgentsCmd, newClaudeDesktopCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
+		newNotifyCmd, newTaskCmd, newTokenCmd, newWebCmd,
+	}
+}
 
 func newVersionCmd() *cobra.Command {
 	c := &cobra.Command{

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/trust"
 )
 
@@ -41,7 +41,7 @@ func runMain(t *testing.T, args ...string) (int, string) {
 // one, or one with no secret in it, is read.
 func TestConfigWithSecretReadableByOthersRefused(t *testing.T) {
 	dir := t.TempDir()
-	key, _ := node.GenerateGossipKey()
+	key, _ := layout.GenerateGossipKey()
 	for _, tc := range []struct {
 		name    string
 		content string
@@ -116,33 +116,3 @@ func TestReadSecretFileRefusesOpenModes(t *testing.T) {
 
 // TestGossipKeyFileReadsKey: --gossip-key-file reads the key from a
 // private file; an open file exits 13 before any node starts; the flag
-// and --gossip-key together are a usage error.
-func TestGossipKeyFileReadsKey(t *testing.T) {
-	dir := t.TempDir()
-	key, _ := node.GenerateGossipKey()
-	want, _ := node.DecodeGossipKey(key)
-	kf := filepath.Join(dir, "gossip.key")
-	writeMode(t, kf, key+"\n", 0o600)
-	c := &cobra.Command{Use: "node"}
-	addMeshFlags(c)
-	addSecretFileFlags(c)
-	c.Flags().Set("gossip-key-file", kf)
-	var cc node.ClusterConfig
-	if err := gossipKeyFromFile(c, &cc); err != nil || !bytes.Equal(cc.GossipKey, want) {
-		t.Fatalf("key from file: %x, %v", cc.GossipKey, err)
-	}
-	c.Flags().Set("gossip-key", key)
-	if err := gossipKeyFromFile(c, &cc); ExitCode(err) != ExitUsage {
-		t.Fatalf("both flags: %v; want a usage error", err)
-	}
-
-	os.Chmod(kf, 0o644)
-	data := filepath.Join(dir, "data")
-	code, stderr := runMain(t, "node", "--no-mesh", "--data-dir", data, "--socket", filepath.Join(dir, "s"), "--gossip-key-file", kf)
-	if code != ExitPermission || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "chmod 600") {
-		t.Fatalf("open key file: exit %d, stderr %q; want exit %d and one line", code, stderr, ExitPermission)
-	}
-	if _, err := os.Stat(filepath.Join(data, "ledger")); !errors.Is(err, os.ErrNotExist) {
-		t.Fatal("the node opened its ledger with a refused key file")
-	}
-}

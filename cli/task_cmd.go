@@ -9,15 +9,11 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func init() { commandSet = append(commandSet, newTaskCmd) }
 
 // ErrBadGrants means --profile or --grants could not be read.
 var ErrBadGrants = errors.New("bad grants")
@@ -222,13 +218,14 @@ func runTask(c *cobra.Command, a tasks.Action) error {
 // taskErr maps a task action's status to its exit code: a runtime rule's
 // refusal is ExitTaskRefused, remote control refused ExitRemoteRefused.
 func taskErr(err error, p place) error {
-	st, ok := status.FromError(err)
-	if ok {
-		switch st.Code() {
-		case codes.FailedPrecondition:
-			return withCode(ExitTaskRefused, errors.New(text.OneLine(st.Message())))
-		case codes.PermissionDenied:
-			return withCode(ExitRemoteRefused, errors.New(text.OneLine(st.Message())))
+	err = api.Error(err)
+	var se *api.StatusError
+	if errors.As(err, &se) {
+		switch {
+		case errors.Is(err, api.ErrRefused):
+			return withCode(ExitTaskRefused, errors.New(text.OneLine(se.Message())))
+		case errors.Is(err, api.ErrPermission):
+			return withCode(ExitRemoteRefused, errors.New(text.OneLine(se.Message())))
 		}
 	}
 	return rpcErr(err, p)

@@ -3,17 +3,14 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/harn-dev/harn/node/api/wire"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/util/clock"
 )
-
-func init() { commandSet = append(commandSet, newTokenCmd) }
 
 func newTokenCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -33,7 +30,11 @@ func newTokenCmd() *cobra.Command {
 			}
 			p := placeOf(c)
 			if socketDead(p.Socket) {
-				t, err := node.CreatePendingToken(p.DataDir, a, clock.Real{})
+				d := daemonOf(c)
+				if d == nil || d.CreatePendingToken == nil {
+					return execDaemon(c) // offline, the trust store is harnd's
+				}
+				t, err := d.CreatePendingToken(p.DataDir, a)
 				if err != nil {
 					return withCode(ExitTrust, err)
 				}
@@ -44,7 +45,7 @@ func newTokenCmd() *cobra.Command {
 				if err != nil {
 					return adminErr(err, p)
 				}
-				return printToken(c, node.TokenCreatedFromAPI(res))
+				return printToken(c, wire.TokenCreatedFromAPI(res))
 			})
 		},
 	}
@@ -59,7 +60,7 @@ func newTokenCmd() *cobra.Command {
 				if err != nil {
 					return adminErr(err, p)
 				}
-				recs := node.TokenRecordsFromAPI(res.Tokens)
+				recs := wire.TokenRecordsFromAPI(res.Tokens)
 				if asJSON(c) {
 					return writeJSON(c, recs)
 				}

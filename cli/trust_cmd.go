@@ -4,18 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/trust"
-	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -45,8 +45,8 @@ func addTokenFlags(c *cobra.Command) {
 	addJSONFlag(c)
 }
 
-func tokenArgs(c *cobra.Command) (node.TokenCreateArgs, error) {
-	var a node.TokenCreateArgs
+func tokenArgs(c *cobra.Command) (wire.TokenCreateArgs, error) {
+	var a wire.TokenCreateArgs
 	a.Server, _ = c.Flags().GetBool("server")
 	a.TTL, _ = c.Flags().GetDuration("ttl")
 	a.Uses, _ = c.Flags().GetInt("uses")
@@ -56,7 +56,7 @@ func tokenArgs(c *cobra.Command) (node.TokenCreateArgs, error) {
 	return a, nil
 }
 
-func printToken(c *cobra.Command, t node.TokenCreated) error {
+func printToken(c *cobra.Command, t wire.TokenCreated) error {
 	if asJSON(c) {
 		return writeJSON(c, map[string]any{"join_token": t.Token, "id": t.ID, "role": t.Role, "expires": t.Expires})
 	}
@@ -70,7 +70,7 @@ func printToken(c *cobra.Command, t node.TokenCreated) error {
 	if t.Role == string(trust.RoleServer) {
 		server = " --server"
 	}
-	fmt.Fprintf(c.ErrOrStderr(), "on the other node: harn node%s --join <this-host>:%d --join-token <token>\n", server, node.DefaultGossipPort)
+	fmt.Fprintf(c.ErrOrStderr(), "on the other node: harn node%s --join <this-host>:%d --join-token <token>\n", server, layout.DefaultGossipPort)
 	return nil
 }
 
@@ -80,19 +80,20 @@ func newMeshInitCmd() *cobra.Command {
 		Short: "on the first server, before its node starts: make the mesh CA, the gossip key and a join token",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			d := daemonOf(c)
+			if d == nil || d.InitMesh == nil {
+				return execDaemon(c) // the trust store is harnd's
+			}
 			p := placeOf(c)
 			name, _ := c.Flags().GetString("name")
-			if name == "" {
-				name = node.DefaultConfig().Name
-			}
 			a, err := tokenArgs(c)
 			if err != nil {
 				return err
 			}
-			res, err := node.InitMesh(p.DataDir, name, a, clock.Real{})
+			res, err := d.InitMesh(p.DataDir, name, a)
 			if err != nil {
-				if errors.Is(err, node.ErrConfig) {
-					return usageErr(err)
+				if ExitCode(err) == ExitUsage {
+					return err
 				}
 				return withCode(ExitTrust, err)
 			}
@@ -101,7 +102,7 @@ func newMeshInitCmd() *cobra.Command {
 				if !res.Created {
 					what = "kept the mesh CA"
 				}
-				fmt.Fprintf(c.ErrOrStderr(), "%s %s in %s; start this server with `harn node --server`\n", what, res.Fingerprint, node.TrustDir(p.DataDir))
+				fmt.Fprintf(c.ErrOrStderr(), "%s %s in %s; start this server with `harn node --server`\n", what, res.Fingerprint, layout.TrustDir(p.DataDir))
 			}
 			return printToken(c, res.Token)
 		},
@@ -144,9 +145,9 @@ func newMeshCACmd() *cobra.Command {
 		Short: "make a new mesh CA on the servers; with --finish, stop trusting the previous one",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			op := node.AdminCARotate
+			op := wire.AdminCARotate
 			if f, _ := c.Flags().GetBool("finish"); f {
-				op = node.AdminCAFinish
+				op = wire.AdminCAFinish
 			}
 			return caCall(c, op)
 		},
@@ -157,7 +158,7 @@ func newMeshCACmd() *cobra.Command {
 		Use:   "status",
 		Short: "show the trusted CAs and whether this node's certificate is from the current one",
 		Args:  noArgs,
-		RunE:  func(c *cobra.Command, _ []string) error { return caCall(c, node.AdminCAStatus) },
+		RunE:  func(c *cobra.Command, _ []string) error { return caCall(c, wire.AdminCAStatus) },
 	}
 	addJSONFlag(status)
 	c.AddCommand(rotate, status)
@@ -168,16 +169,16 @@ func caCall(c *cobra.Command, op string) error {
 	return withNode(c, func(ctx context.Context, cl *client, p place) error {
 		call := cl.admin().CAStatus
 		switch op {
-		case node.AdminCARotate:
+		case wire.AdminCARotate:
 			call = cl.admin().CARotate
-		case node.AdminCAFinish:
+		case wire.AdminCAFinish:
 			call = cl.admin().CAFinish
 		}
 		res, err := call(ctx, &api.AdminEmpty{})
 		if err != nil {
 			return adminErr(err, p)
 		}
-		st := node.CAStatusFromAPI(res)
+		st := wire.CAStatusFromAPI(res)
 		if asJSON(c) {
 			return writeJSON(c, st)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
+	"github.com/mattn/go-isatty"
 )
 
 // `harn agents list --watch`: the roster kept on screen. On a terminal it
@@ -378,4 +379,10 @@ func (m watchModel) style(st lipgloss.Style, s string) string {
 		return s
 	}
 	return st.Render(s)
+}
+
+// isTerminal reports whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
 }

@@ -14,11 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/privfile"
 )
-
-func init() { commandSet = append(commandSet, newWebCmd) }
 
 // ErrNoBoard means the running node serves no board.
 var ErrNoBoard = errors.New("cli: the node serves no web board")
@@ -64,7 +62,7 @@ func boardURL(p place) (string, error) {
 	if dead {
 		return "", noNode(p)
 	}
-	b, err := os.ReadFile(node.WebURLPath(p.DataDir))
+	b, err := os.ReadFile(layout.WebURLPath(p.DataDir))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return "", withCode(ExitUnavailable, fmt.Errorf("%w (it runs with --http-port 0); restart it with --http-port 127.0.0.1:7713", ErrNoBoard))

@@ -1,12 +1,8 @@
 package cli
 
 import (
-	"errors"
-	"time"
-
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/board"
 )
 
@@ -23,49 +19,4 @@ func addWebFlags(c *cobra.Command) {
 	f.Duration("http-idle-timeout", d.IdleTimeout, "close a board connection idle this long between requests")
 	f.Int("http-max-streams", d.MaxStreams, "most live event streams the board holds; one more gets 429")
 	f.Int("http-max-client-streams", d.MaxClientStreams, "most live event streams of one client address; one more gets 429")
-}
-
-// webConfig reads the web flags into cfg: the board's token (the file
-// first, then --http-token; both is a usage error) and the limits.
-func webConfig(c *cobra.Command, cfg *node.Config) error {
-	f := c.Flags()
-	cfg.HTTPToken, _ = f.GetString("http-token")
-	if path, _ := f.GetString("http-token-file"); path != "" {
-		if cfg.HTTPToken != "" {
-			return usageErr(errors.New("--http-token and --http-token-file are both set; keep the file (the flag shows in ps)"))
-		}
-		tok, err := readSecretFile(path)
-		if err != nil {
-			return err
-		}
-		cfg.HTTPToken = tok
-	}
-	if path, _ := f.GetString("metrics-token-file"); path != "" {
-		tok, err := readSecretFile(path)
-		if err != nil {
-			return err
-		}
-		cfg.Web.MetricsToken = tok
-	}
-	l := &cfg.Web.Limits
-	for _, d := range []struct {
-		flag string
-		v    *time.Duration
-	}{{"http-read-timeout", &l.ReadTimeout}, {"http-write-timeout", &l.WriteTimeout}, {"http-idle-timeout", &l.IdleTimeout}} {
-		*d.v, _ = f.GetDuration(d.flag)
-		if *d.v <= 0 {
-			return usageErr(errors.New("--" + d.flag + " must be a positive duration, e.g. 30s"))
-		}
-	}
-	l.ReadHeaderTimeout = min(board.DefaultLimits.ReadHeaderTimeout, l.ReadTimeout)
-	for _, n := range []struct {
-		flag string
-		v    *int
-	}{{"http-max-streams", &l.MaxStreams}, {"http-max-client-streams", &l.MaxClientStreams}} {
-		*n.v, _ = f.GetInt(n.flag)
-		if *n.v <= 0 {
-			return usageErr(errors.New("--" + n.flag + " must be at least 1"))
-		}
-	}
-	return nil
 }

@@ -7,16 +7,17 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
 
 // Default cluster ports.
 const (
-	DefaultGossipPort = 7710
-	DefaultRaftPort   = 7711
-	DefaultRPCPort    = 7712
-	DefaultHTTPPort   = 7713
+	DefaultGossipPort = layout.DefaultGossipPort
+	DefaultRaftPort   = layout.DefaultRaftPort
+	DefaultRPCPort    = layout.DefaultRPCPort
+	DefaultHTTPPort   = layout.DefaultHTTPPort
 )
 
 // MeshProfile names the gossip timers (mesh.ProfileLAN or mesh.ProfileLocal).
@@ -131,7 +132,7 @@ type ClusterConfig struct {
 }
 
 // DefaultMaxPeerReply is the default MaxPeerReply: 16 MiB.
-const DefaultMaxPeerReply = 16 << 20
+const DefaultMaxPeerReply = layout.DefaultMaxPeerReply
 
 // MaxPeerListItems bounds the entries of a list in a peer's reply (records,
 // events, pending requests): within MaxPeerReply, a list of empty entries

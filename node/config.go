@@ -1,8 +1,6 @@
 package node
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harn-dev/harn/node/heartbeat"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/runtime/exec"
@@ -119,51 +118,12 @@ func DefaultConfig() Config {
 
 // Defaults of the roster's silence and of the peer context's cap.
 const (
-	DefaultSilenceAfter     = 5 * time.Minute
-	DefaultPeerContextBytes = 4 << 10
+	DefaultSilenceAfter     = layout.DefaultSilenceAfter
+	DefaultPeerContextBytes = layout.DefaultPeerContextBytes
 	// minPeerContextBytes leaves room for a header, one row and the
 	// "and N more" line.
 	minPeerContextBytes = 512
 )
-
-// DefaultDataDir is $XDG_STATE_HOME/harn, or ~/.local/state/harn.
-func DefaultDataDir() string {
-	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
-		return filepath.Join(d, "harn")
-	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return filepath.Join(h, ".local", "state", "harn")
-	}
-	return filepath.Join(os.TempDir(), fmt.Sprintf("harn-%d", os.Getuid()))
-}
-
-// maxSocketPath keeps a socket path within the kernel's sun_path limit.
-const maxSocketPath = 100
-
-// DefaultSocket is the socket for a data dir: in $XDG_RUNTIME_DIR when set
-// (named by a hash of the data dir, so that several nodes never share one),
-// else harn.sock inside the data dir; a path too long for a unix socket
-// moves to the temp dir, inside this user's private directory there
-// (PrivateSocketDir, mode 0700), never loose in the shared temp dir.
-func DefaultSocket(dataDir string) string {
-	abs, err := filepath.Abs(dataDir)
-	if err != nil {
-		abs = dataDir
-	}
-	sum := sha256.Sum256([]byte(abs))
-	tag := hex.EncodeToString(sum[:4])
-	if rd := os.Getenv("XDG_RUNTIME_DIR"); rd != "" {
-		p := filepath.Join(rd, "harn-"+tag+".sock")
-		if len(p) <= maxSocketPath {
-			return p
-		}
-	}
-	p := filepath.Join(abs, "harn.sock")
-	if len(p) <= maxSocketPath {
-		return p
-	}
-	return filepath.Join(PrivateSocketDir(), tag+".sock")
-}
 
 // Errors of configuration and startup.
 var (
@@ -196,15 +156,6 @@ func (c Config) Validate() error {
 
 // Paths inside the data dir.
 func (c Config) ledgerDir() string { return filepath.Join(c.DataDir, "ledger") }
-
-// SpoolDir is where hooks spool events while the node is down.
-func SpoolDir(dataDir string) string { return filepath.Join(dataDir, "spool") }
-
-// ActiveDir holds the heartbeat projections of live sessions.
-func ActiveDir(dataDir string) string { return filepath.Join(dataDir, "active") }
-
-// KeyPath is the node key used for keyed digests.
-func KeyPath(dataDir string) string { return filepath.Join(dataDir, "node.key") }
 
 func (c Config) lockPath() string { return filepath.Join(c.DataDir, "node.lock") }
 

@@ -11,24 +11,22 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
-	"github.com/harn-dev/harn/raftstore"
 )
 
-// Coordination actions (the Coord RPC's op).
+// Coordination actions (the Coord RPC's op), in wire.
 const (
-	CoordRelease = "release" // drop a session's claims (named paths, or all)
-	CoordClaims  = "claims"  // list a session's claims
-	CoordCheck   = "check"   // which of these paths other live sessions hold
-	CoordEnd     = "end"     // end a session with session.end, on its node
-	CoordPing    = "ping"    // is the session's agent process alive, asked of its node
+	CoordRelease = wire.CoordRelease
+	CoordClaims  = wire.CoordClaims
+	CoordCheck   = wire.CoordCheck
+	CoordEnd     = wire.CoordEnd
+	CoordPing    = wire.CoordPing
 )
 
-// ReasonOperator is the session.end reason of `harn agents end` without
-// --reason.
-const ReasonOperator = "operator"
+// ReasonOperator is wire.ReasonOperator.
+const ReasonOperator = wire.ReasonOperator
 
 // Bounds of the coordination paths.
 const (
@@ -40,41 +38,11 @@ const (
 	maxReasonLen = 200
 )
 
-// CoordBody is the body of every coordination action; each op reads its
-// fields.
-type CoordBody struct {
-	// Session is an id, unique prefix or name.
-	Session string `json:"session"`
-	// Claims names what to release or check, by repository.
-	Claims []claims.Request `json:"claims,omitempty"`
-	// All (release) drops every claim of the session.
-	All bool `json:"all,omitempty"`
-	// Reason (end) is session.end's reason ("" = operator).
-	Reason string `json:"reason,omitempty"`
-	// By (end) names who asked, for the node's log.
-	By string `json:"by,omitempty"`
-}
-
-// CoordResult answers a coordination action.
-type CoordResult struct {
-	Session string `json:"session"`
-	Node    string `json:"node,omitempty"`
-	// Claims: the session's claims (claims), or those released (release).
-	Claims []raftstore.Claim `json:"claims,omitempty"`
-	// Holders: the conflicting claims (check); Mode is the node's claims
-	// mode.
-	Holders []claims.Holder `json:"holders,omitempty"`
-	Mode    string          `json:"mode,omitempty"`
-	// Ended (end): the session is ended; Already: it was before.
-	Ended   bool `json:"ended,omitempty"`
-	Already bool `json:"already,omitempty"`
-	// Alive (ping): the agent process exists; PID is it (0: not known).
-	Alive bool `json:"alive,omitempty"`
-	PID   int  `json:"pid,omitempty"`
-	// Hosted (ping): a runtime session of the node itself (agent harn);
-	// PID is then the node's.
-	Hosted bool `json:"hosted,omitempty"`
-}
+// The Coord RPC's body and result, in wire.
+type (
+	CoordBody   = wire.CoordBody
+	CoordResult = wire.CoordResult
+)
 
 // ErrNoClaims: the node keeps no claims (claims are off).
 var ErrNoClaims = errors.New("node: claims are off on this node")

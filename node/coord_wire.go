@@ -2,16 +2,14 @@ package node
 
 import (
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/claims"
 )
 
 // The coordination values on the wire (node/api): one function each way.
 
-// CoordRequestOf is the Coord call of op with body b.
-func CoordRequestOf(op string, b CoordBody) *api.CoordRequest {
-	return &api.CoordRequest{Op: op, Session: b.Session, Claims: claims.ToAPI(b.Claims), All: b.All,
-		Reason: b.Reason, By: b.By}
-}
+// CoordRequestOf is wire.CoordRequestOf.
+func CoordRequestOf(op string, b CoordBody) *api.CoordRequest { return wire.CoordRequestOf(op, b) }
 
 // coordBodyOf reads a Coord call's body.
 func coordBodyOf(req *api.CoordRequest) CoordBody {
@@ -26,9 +24,5 @@ func CoordResultToAPI(r CoordResult) *api.CoordResult {
 		Alive: r.Alive, Pid: int32(r.PID), Hosted: r.Hosted}
 }
 
-// CoordResultFromAPI reads a coordination result from the wire.
-func CoordResultFromAPI(r *api.CoordResult) CoordResult {
-	return CoordResult{Session: r.GetSession(), Node: r.GetNode(), Claims: claims.RegistryClaimsFromAPI(r.GetClaims()),
-		Holders: claims.HoldersFromAPI(r.GetHolders()), Mode: r.GetMode(), Ended: r.GetEnded(),
-		Already: r.GetAlready(), Alive: r.GetAlive(), PID: int(r.GetPid()), Hosted: r.GetHosted()}
-}
+// CoordResultFromAPI is wire.CoordResultFromAPI.
+func CoordResultFromAPI(r *api.CoordResult) CoordResult { return wire.CoordResultFromAPI(r) }

@@ -6,19 +6,11 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
-	"github.com/harn-dev/harn/raftstore"
+	"github.com/harn-dev/harn/node/api/wire"
 )
 
-// MemberView is one mesh member as `harn mesh members` shows it.
-type MemberView struct {
-	Name   string `json:"name"`
-	Addr   string `json:"addr"`
-	Status string `json:"status"`
-	Role   string `json:"role"`
-	Since  string `json:"since,omitempty"`
-	RPC    string `json:"rpc_addr,omitempty"`
-	Raft   string `json:"raft_addr,omitempty"`
-}
+// MemberView is wire.MemberView.
+type MemberView = wire.MemberView
 
 // Members lists the mesh's members, dead and departed ones included.
 func (n *Node) Members() ([]MemberView, error) {
@@ -37,17 +29,8 @@ func (n *Node) Members() ([]MemberView, error) {
 	return out, nil
 }
 
-// RaftView is the registry's Raft state as `harn mesh raft` shows it.
-type RaftView struct {
-	Leader      string             `json:"leader"`
-	Term        uint64             `json:"term"`
-	CommitIndex uint64             `json:"commit_index"`
-	Applied     uint64             `json:"applied_index"`
-	State       string             `json:"state"`
-	Servers     []raftstore.Server `json:"servers"`
-	Stale       bool               `json:"stale"`
-	LastContact string             `json:"last_contact,omitempty"`
-}
+// RaftView is wire.RaftView.
+type RaftView = wire.RaftView
 
 // RaftStats reports the registry's Raft state as this node sees it.
 func (n *Node) RaftStats() (RaftView, error) {

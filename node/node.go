@@ -17,7 +17,6 @@ package node
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -314,36 +313,6 @@ func (n *Node) Ledger() *ledger.Ledger { return n.ledger }
 // Name is the node's name.
 func (n *Node) Name() string { return n.cfg.Name }
 
-// LoadOrCreateKey reads the node key used for keyed digests, creating it
-// (32 random bytes, mode 0600) when absent. Hooks and the node share it.
-func LoadOrCreateKey(dataDir string) ([]byte, error) {
-	p := KeyPath(dataDir)
-	if b, err := os.ReadFile(p); err == nil && len(b) >= 32 {
-		return b[:32], nil
-	}
-	if err := os.MkdirAll(dataDir, 0o700); err != nil {
-		return nil, fmt.Errorf("node key: %w", err)
-	}
-	key := make([]byte, 32)
-	if _, err := rand.Read(key); err != nil {
-		return nil, fmt.Errorf("node key: %w", err)
-	}
-	tmp := fmt.Sprintf("%s.tmp-%d", p, os.Getpid())
-	if err := os.WriteFile(tmp, key, 0o600); err != nil {
-		return nil, fmt.Errorf("node key: %w", err)
-	}
-	// Link fails if another process made the key first; then use theirs.
-	if err := os.Link(tmp, p); err != nil {
-		os.Remove(tmp)
-		b, rerr := os.ReadFile(p)
-		if rerr != nil || len(b) < 32 {
-			return nil, fmt.Errorf("node key: %w", err)
-		}
-		return b[:32], nil
-	}
-	os.Remove(tmp)
-	return key, nil
-}
 
 // stopContext returns a context that ends when stop closes (or cancel is
 // called). Its watcher goroutine ends with it.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/notify"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -132,30 +133,11 @@ func (m alertsMesh) Unreachable() []alerts.Remote {
 	return out
 }
 
-// WebhookView is one webhook as `harn notify list` shows it: the mesh's
-// configuration (its URL redacted to scheme and host) and this node's
-// delivery counts.
-type WebhookView struct {
-	ID          string   `json:"id"`
-	URL         string   `json:"url"`
-	Format      string   `json:"format"`
-	On          []string `json:"on"`
-	Queued      int      `json:"queued"`
-	Sent        uint64   `json:"sent"`
-	Failed      uint64   `json:"failed"`
-	Dropped     uint64   `json:"dropped"`
-	Retries     uint64   `json:"retries"`
-	LastError   string   `json:"last_error,omitempty"`
-	LastErrorAt string   `json:"last_error_at,omitempty"`
-}
-
-// DesktopView is this node's desktop notifier and its counts.
-type DesktopView struct {
-	Enabled bool   `json:"enabled"`
-	Shown   uint64 `json:"shown"`
-	Failed  uint64 `json:"failed"`
-	Dropped uint64 `json:"dropped"`
-}
+// The notify list's rows, in wire.
+type (
+	WebhookView = wire.WebhookView
+	DesktopView = wire.DesktopView
+)
 
 // meshHooks reads the mesh's webhooks from the local replica.
 func (n *Node) meshHooks() ([]notify.Webhook, error) {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
 )
@@ -77,36 +78,11 @@ const (
 	ReasonLedgerUnwritable = api.ReasonLedgerUnwritable
 )
 
-// EventFromAPI converts a wire event.
-func EventFromAPI(e *api.Event) (presence.Event, error) {
-	ev := presence.Event{ID: e.Id, SessionID: e.SessionId, ParentSessionID: e.ParentSessionId,
-		Type: e.Type, Agent: e.Agent, Node: e.Node, Seq: e.Seq}
-	// 0 is the Unix epoch, a valid time, when the sender says it set it.
-	if e.TsUnixNano != 0 || e.TsSet {
-		ev.TS = time.Unix(0, e.TsUnixNano).UTC()
-	}
-	if len(e.AttrsJson) > 0 {
-		var attrs map[string]any
-		if err := json.Unmarshal(e.AttrsJson, &attrs); err != nil {
-			return ev, &presence.FieldError{Field: "attrs", Msg: "is not a JSON object"}
-		}
-		ev.Attrs = presence.NormalizeAttrs(attrs)
-	}
-	return ev, nil
-}
+// EventFromAPI is wire.EventFromAPI.
+func EventFromAPI(e *api.Event) (presence.Event, error) { return wire.EventFromAPI(e) }
 
-// EventToAPI converts an event for the wire.
-func EventToAPI(e *presence.Event) *api.Event {
-	out := &api.Event{Id: e.ID, SessionId: e.SessionID, ParentSessionId: e.ParentSessionID,
-		Type: e.Type, Agent: e.Agent, Node: e.Node, Seq: e.Seq}
-	if !e.TS.IsZero() {
-		out.TsUnixNano, out.TsSet = e.TS.UnixNano(), true
-	}
-	if len(e.Attrs) > 0 {
-		out.AttrsJson, _ = json.Marshal(e.Attrs)
-	}
-	return out
-}
+// EventToAPI is wire.EventToAPI.
+func EventToAPI(e *presence.Event) *api.Event { return wire.EventToAPI(e) }
 
 func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
 	evs := make([]presence.Event, 0, len(req.Events))

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -17,52 +17,24 @@ import (
 // (MeshAdmin): join tokens, the gossip keyring, revocation of a removed
 // node's certificates.
 
-// Admin operations (AdminRequest.op).
+// Admin operations and their bodies, in wire.
 const (
-	AdminTokenCreate = "token.create"
-	AdminTokenList   = "token.list"
-	AdminTokenRevoke = "token.revoke"
-	AdminKeyringList = "keyring.list"
-	AdminKeyringOp   = "keyring.change"
-	AdminRevokeNode  = "node.revoke"
+	AdminTokenCreate = wire.AdminTokenCreate
+	AdminTokenList   = wire.AdminTokenList
+	AdminTokenRevoke = wire.AdminTokenRevoke
+	AdminKeyringList = wire.AdminKeyringList
+	AdminKeyringOp   = wire.AdminKeyringOp
+	AdminRevokeNode  = wire.AdminRevokeNode
 )
 
-// TokenCreateArgs are `harn token create`'s options.
-type TokenCreateArgs struct {
-	Server bool          `json:"server"`
-	TTL    time.Duration `json:"ttl"`
-	Uses   int           `json:"uses"`
-}
-
-// TokenCreated is a new token.
-type TokenCreated struct {
-	Token   string    `json:"join_token"`
-	ID      string    `json:"id"`
-	Role    string    `json:"role"`
-	Expires time.Time `json:"expires"`
-	Uses    int       `json:"uses,omitempty"`
-}
-
-// KeyringChange is `harn keyring install|use|remove KEY`.
-type KeyringChange struct {
-	Op  string `json:"op"` // install, use, remove
-	Key string `json:"key"`
-}
-
-// KeyringView is `harn keyring list`: the registry's keyring and the keys
-// this node's gossip holds now (base64).
-type KeyringView struct {
-	Primary     string   `json:"primary"`
-	Keys        []string `json:"keys"`
-	NodePrimary string   `json:"node_primary"`
-	NodeKeys    []string `json:"node_keys"`
-}
-
-// Revoked is what `harn mesh remove` revoked.
-type Revoked struct {
-	Node    string   `json:"node"`
-	Serials []string `json:"serials"`
-}
+// The MeshAdmin bodies, in wire.
+type (
+	TokenCreateArgs = wire.TokenCreateArgs
+	TokenCreated    = wire.TokenCreated
+	KeyringChange   = wire.KeyringChange
+	KeyringView     = wire.KeyringView
+	Revoked         = wire.Revoked
+)
 
 // ErrNoTrust: the operation needs a mesh with a CA.
 var ErrNoTrust = errors.New("node: this node runs with --insecure-mesh and has no CA; restart it without --insecure-mesh (it makes one), or run `harn mesh init` on a fresh data dir")

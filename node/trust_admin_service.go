@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/harn-dev/harn/node/api/wire"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -125,10 +126,8 @@ func TokenCreatedToAPI(t TokenCreated) *api.TokenCreated {
 	return &api.TokenCreated{JoinToken: t.Token, Id: t.ID, Role: t.Role, Expires: api.NewTime(t.Expires), Uses: int32(t.Uses)}
 }
 
-// TokenCreatedFromAPI reads a new token from the wire.
-func TokenCreatedFromAPI(t *api.TokenCreated) TokenCreated {
-	return TokenCreated{Token: t.GetJoinToken(), ID: t.GetId(), Role: t.GetRole(), Expires: t.GetExpires().AsTime(), Uses: int(t.GetUses())}
-}
+// TokenCreatedFromAPI is wire.TokenCreatedFromAPI.
+func TokenCreatedFromAPI(t *api.TokenCreated) TokenCreated { return wire.TokenCreatedFromAPI(t) }
 
 // TokenRecordsToAPI are the registry's token records on the wire.
 func TokenRecordsToAPI(recs []trust.TokenRecord) []*api.TokenRecord {
@@ -140,14 +139,9 @@ func TokenRecordsToAPI(recs []trust.TokenRecord) []*api.TokenRecord {
 	return out
 }
 
-// TokenRecordsFromAPI reads token records from the wire.
+// TokenRecordsFromAPI is wire.TokenRecordsFromAPI.
 func TokenRecordsFromAPI(recs []*api.TokenRecord) []trust.TokenRecord {
-	var out []trust.TokenRecord
-	for _, r := range recs {
-		out = append(out, trust.TokenRecord{ID: r.GetId(), SecretHash: r.GetSecretSha256(), Role: trust.Role(r.GetRole()),
-			Created: r.GetCreated().AsTime(), Expires: r.GetExpires().AsTime(), Uses: int(r.GetUses()), Used: int(r.GetUsed())})
-	}
-	return out
+	return wire.TokenRecordsFromAPI(recs)
 }
 
 // KeyringToAPI is the keyring's view on the wire.
@@ -155,20 +149,14 @@ func KeyringToAPI(v KeyringView) *api.KeyringView {
 	return &api.KeyringView{Primary: v.Primary, Keys: v.Keys, NodePrimary: v.NodePrimary, NodeKeys: v.NodeKeys}
 }
 
-// KeyringFromAPI reads the keyring's view from the wire.
-func KeyringFromAPI(v *api.KeyringView) KeyringView {
-	return KeyringView{Primary: v.GetPrimary(), Keys: v.GetKeys(), NodePrimary: v.GetNodePrimary(), NodeKeys: v.GetNodeKeys()}
-}
+// KeyringFromAPI is wire.KeyringFromAPI.
+func KeyringFromAPI(v *api.KeyringView) KeyringView { return wire.KeyringFromAPI(v) }
 
 // RevokedToAPI is what a node's revocation revoked, on the wire.
 func RevokedToAPI(v Revoked) *api.Revoked { return &api.Revoked{Node: v.Node, Serials: v.Serials} }
 
-// RevokedFromAPI reads what a node's revocation revoked.
-func RevokedFromAPI(v *api.Revoked) Revoked {
-	return Revoked{Node: v.GetNode(), Serials: v.GetSerials()}
-}
+// RevokedFromAPI is wire.RevokedFromAPI.
+func RevokedFromAPI(v *api.Revoked) Revoked { return wire.RevokedFromAPI(v) }
 
-// CAStatusFromAPI reads the CA's state from the wire.
-func CAStatusFromAPI(v *api.CAStatusResponse) CAStatus {
-	return CAStatus{Roots: v.GetRoots(), Rotating: v.GetRotating(), OnCurrent: v.GetOnCurrent(), Members: v.GetMembersOnCurrent()}
-}
+// CAStatusFromAPI is wire.CAStatusFromAPI.
+func CAStatusFromAPI(v *api.CAStatusResponse) CAStatus { return wire.CAStatusFromAPI(v) }

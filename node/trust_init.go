@@ -5,17 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/clock"
 )
 
-// MeshInit is what `harn mesh init` did.
-type MeshInit struct {
-	// Created says whether a new CA was made (false: the data dir had one).
-	Created     bool   `json:"created"`
-	Fingerprint string `json:"ca_fingerprint"`
-	Token       TokenCreated
-}
+// MeshInit is wire.MeshInit.
+type MeshInit = wire.MeshInit
 
 // InitMesh prepares the first server of a mesh, before its node starts:
 // the CA, the gossip keyring and this server's certificate in the data

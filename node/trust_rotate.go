@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -22,25 +23,15 @@ import (
 // CA's private key: every node replicates the registry, but only servers,
 // which hold the previous CA key, can open it.
 
-// Admin operations of a CA rotation.
+// Admin operations of a CA rotation, in wire.
 const (
-	AdminCARotate = "ca.rotate"
-	AdminCAFinish = "ca.finish"
-	AdminCAStatus = "ca.status"
+	AdminCARotate = wire.AdminCARotate
+	AdminCAFinish = wire.AdminCAFinish
+	AdminCAStatus = wire.AdminCAStatus
 )
 
-// CAStatus is `harn mesh ca status`.
-type CAStatus struct {
-	// Roots are the trusted CAs' fingerprints, current first.
-	Roots []string `json:"roots"`
-	// Rotating: two CAs are trusted.
-	Rotating bool `json:"rotating"`
-	// OnCurrent: this node's certificate is from the current CA.
-	OnCurrent bool `json:"on_current"`
-	// Members lists, per recorded certificate that is still valid, the
-	// node it names (nodes still on the old CA renew within a minute).
-	Members map[string]bool `json:"members_on_current,omitempty"`
-}
+// CAStatus is wire.CAStatus.
+type CAStatus = wire.CAStatus
 
 // sealedCA is the new CA for the other servers.
 type sealedCA struct {

@@ -44,9 +44,6 @@ const (
 	kvCA            = "trust/ca"
 )
 
-// TrustDir is the node's trust directory inside its data dir.
-func TrustDir(dataDir string) string { return filepath.Join(dataDir, "tls") }
-
 // keyringFile holds the gossip keyring in the trust directory.
 const keyringFile = "keyring.json"
 

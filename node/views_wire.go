@@ -2,6 +2,7 @@ package node
 
 import (
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -41,11 +42,8 @@ func DiagnosticToAPI(d ledger.Diagnostic) *api.Diagnostic {
 		InputBytes: int32(d.InputBytes), InputDigest: d.InputDigest}
 }
 
-// DiagnosticFromAPI reads a diagnostic from the wire.
-func DiagnosticFromAPI(d *api.Diagnostic) ledger.Diagnostic {
-	return ledger.Diagnostic{Seq: d.GetSeq(), TS: d.GetTs(), Source: d.GetSource(), Error: d.GetError(),
-		InputBytes: int(d.GetInputBytes()), InputDigest: d.GetInputDigest()}
-}
+// DiagnosticFromAPI is wire.DiagnosticFromAPI.
+func DiagnosticFromAPI(d *api.Diagnostic) ledger.Diagnostic { return wire.DiagnosticFromAPI(d) }
 
 // MemberToAPI is a member on the wire.
 func MemberToAPI(m MemberView) *api.Member {
@@ -53,11 +51,8 @@ func MemberToAPI(m MemberView) *api.Member {
 		RpcAddr: m.RPC, RaftAddr: m.Raft}
 }
 
-// MemberFromAPI reads a member from the wire.
-func MemberFromAPI(m *api.Member) MemberView {
-	return MemberView{Name: m.GetName(), Addr: m.GetAddr(), Status: m.GetStatus(), Role: m.GetRole(),
-		Since: m.GetSince(), RPC: m.GetRpcAddr(), Raft: m.GetRaftAddr()}
-}
+// MemberFromAPI is wire.MemberFromAPI.
+func MemberFromAPI(m *api.Member) MemberView { return wire.MemberFromAPI(m) }
 
 // RaftToAPI is the raft state on the wire.
 func RaftToAPI(v RaftView) *api.RaftStats {
@@ -69,15 +64,8 @@ func RaftToAPI(v RaftView) *api.RaftStats {
 	return out
 }
 
-// RaftFromAPI reads the raft state from the wire.
-func RaftFromAPI(v *api.RaftStats) RaftView {
-	out := RaftView{Leader: v.GetLeader(), Term: v.GetTerm(), CommitIndex: v.GetCommitIndex(),
-		Applied: v.GetAppliedIndex(), State: v.GetState(), Stale: v.GetStale(), LastContact: v.GetLastContact()}
-	for _, s := range v.GetServers() {
-		out.Servers = append(out.Servers, raftstore.Server{ID: s.GetId(), Addr: s.GetAddr(), Voter: s.GetVoter()})
-	}
-	return out
-}
+// RaftFromAPI is wire.RaftFromAPI.
+func RaftFromAPI(v *api.RaftStats) RaftView { return wire.RaftFromAPI(v) }
 
 // WebhookToAPI is a webhook's view on the wire.
 func WebhookToAPI(w *WebhookView) *api.Webhook {
@@ -85,23 +73,13 @@ func WebhookToAPI(w *WebhookView) *api.Webhook {
 		Failed: w.Failed, Dropped: w.Dropped, Retries: w.Retries, LastError: w.LastError, LastErrorAt: w.LastErrorAt}
 }
 
-// WebhookFromAPI reads a webhook's view from the wire.
-func WebhookFromAPI(w *api.Webhook) WebhookView {
-	on := w.GetOn()
-	if on == nil {
-		on = []string{}
-	}
-	return WebhookView{ID: w.GetId(), URL: w.GetUrl(), Format: w.GetFormat(), On: on, Queued: int(w.GetQueued()),
-		Sent: w.GetSent(), Failed: w.GetFailed(), Dropped: w.GetDropped(), Retries: w.GetRetries(),
-		LastError: w.GetLastError(), LastErrorAt: w.GetLastErrorAt()}
-}
+// WebhookFromAPI is wire.WebhookFromAPI.
+func WebhookFromAPI(w *api.Webhook) WebhookView { return wire.WebhookFromAPI(w) }
 
 // DesktopToAPI is the desktop notifier's view on the wire.
 func DesktopToAPI(d DesktopView) *api.Desktop {
 	return &api.Desktop{Enabled: d.Enabled, Shown: d.Shown, Failed: d.Failed, Dropped: d.Dropped}
 }
 
-// DesktopFromAPI reads the desktop notifier's view from the wire.
-func DesktopFromAPI(d *api.Desktop) DesktopView {
-	return DesktopView{Enabled: d.GetEnabled(), Shown: d.GetShown(), Failed: d.GetFailed(), Dropped: d.GetDropped()}
-}
+// DesktopFromAPI is wire.DesktopFromAPI.
+func DesktopFromAPI(d *api.Desktop) DesktopView { return wire.DesktopFromAPI(d) }

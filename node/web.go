@@ -6,16 +6,14 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/privfile"
 )
 
@@ -29,50 +27,11 @@ import (
 // Errors of the web part.
 var (
 	// ErrHTTPAddr: --http-port is neither a port nor host:port.
-	ErrHTTPAddr = errors.New("node: bad --http-port; give a port (7713, on 127.0.0.1), host:port (0.0.0.0:7713), or 0 for no board")
+	ErrHTTPAddr = layout.ErrHTTPAddr
 	// ErrTokenFile: the board's token file is not private or cannot be
 	// read.
 	ErrTokenFile = errors.New("node: the board's token file is unsafe or unreadable")
 )
-
-// ParseHTTPAddr reads the --http-port value: a port alone binds
-// 127.0.0.1, host:port binds host (a port of 0 there picks a free one),
-// and "", "0" or "off" serve no board (addr ""). port is the port given.
-func ParseHTTPAddr(s string) (addr string, port int, err error) {
-	s = strings.TrimSpace(s)
-	switch s {
-	case "", "0", "off":
-		return "", 0, nil
-	}
-	host, ps := "127.0.0.1", s
-	if strings.Contains(s, ":") {
-		h, p, err := net.SplitHostPort(s)
-		if err != nil {
-			return "", 0, fmt.Errorf("%w: %q", ErrHTTPAddr, s)
-		}
-		host, ps = h, p
-	}
-	port, err = strconv.Atoi(ps)
-	if err != nil || port < 0 || port > 65535 || (port == 0 && !strings.Contains(s, ":")) {
-		return "", 0, fmt.Errorf("%w: %q", ErrHTTPAddr, s)
-	}
-	return net.JoinHostPort(host, strconv.Itoa(port)), port, nil
-}
-
-// Files of the web part in the data dir.
-const (
-	webTokenFile = "http.token"
-	webURLFile   = "web.url"
-)
-
-// WebURLPath is the file in which a running node keeps its board's URL
-// (with the token, mode 0600, in the 0700 data dir); `harn web url` prints
-// it.
-func WebURLPath(dataDir string) string { return filepath.Join(dataDir, webURLFile) }
-
-// WebTokenPath is the board's generated token (mode 0600), made at the
-// first start without --http-token(-file) and kept across restarts.
-func WebTokenPath(dataDir string) string { return filepath.Join(dataDir, webTokenFile) }
 
 // MinWebToken is the shortest token the board accepts: a local user may
 // guess at loopback speed.

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"cmp"
 	"fmt"
+	"github.com/harn-dev/harn/raftstore/raftwire"
 	"maps"
 	"slices"
 	"strings"
@@ -97,16 +98,8 @@ func (c Command) validateClaim() error {
 	return nil
 }
 
-// Claim is one held write claim.
-type Claim struct {
-	Repo      string    `json:"repo"`
-	Path      string    `json:"path"`
-	SessionID string    `json:"session_id"`
-	Node      string    `json:"node,omitempty"`
-	TS        time.Time `json:"ts,omitzero"`
-	// Index is the log entry that gave the claim.
-	Index uint64 `json:"index"`
-}
+// Claim is one held write claim (raftwire.Claim).
+type Claim = raftwire.Claim
 
 type claimKey struct{ repo, path string }
 

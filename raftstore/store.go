@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-dev/harn/raftstore/raftwire"
 	"github.com/hashicorp/raft"
 )
 
@@ -33,11 +34,7 @@ const (
 )
 
 // Server is one member of the raft configuration.
-type Server struct {
-	ID    string `json:"id"`
-	Addr  string `json:"addr"`
-	Voter bool   `json:"voter"`
-}
+type Server = raftwire.Server
 
 // ReadInfo says how fresh this store's local reads are.
 type ReadInfo struct {

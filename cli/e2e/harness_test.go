@@ -64,7 +64,9 @@ func runTests(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, goTool, "build", "-o", harnBin, "github.com/harn-dev/harn")
+	// Both binaries, side by side: harn finds harnd beside itself.
+	cmd := exec.CommandContext(ctx, goTool, "build", "-o", dir+string(filepath.Separator),
+		"github.com/harn-dev/harn/cmd/harn", "github.com/harn-dev/harn/cmd/harnd")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: go build:", err)

@@ -445,7 +445,8 @@ func TestAnotherLocalUserCannotReachTheBoard(t *testing.T) {
 	os.Chmod(dir, 0o755)
 	self, _ := os.Executable()
 	harn, helper := filepath.Join(dir, "harn"), filepath.Join(dir, "e2e.test")
-	for src, dst := range map[string]string{harnBin: harn, self: helper} {
+	harnd := filepath.Join(filepath.Dir(harnBin), "harnd")
+	for src, dst := range map[string]string{harnBin: harn, harnd: filepath.Join(dir, "harnd"), self: helper} {
 		if err := copyExecutable(src, dst); err != nil {
 			t.Fatal(err)
 		}

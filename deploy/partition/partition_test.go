@@ -148,7 +148,7 @@ func buildImage(t *testing.T) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(buildDir, "harn"), ".")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", buildDir+string(filepath.Separator), "./cmd/harn", "./cmd/harnd")
 	build.Dir = root
 	// A static binary: no cgo, so no -race either (a GOFLAGS -race would
 	// fail the build).
@@ -160,7 +160,7 @@ func buildImage(t *testing.T) error {
 	}
 	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOFLAGS="+strings.Join(goflags, " "))
 	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("building the static harn binary: %v\n%s", err, out)
+		return fmt.Errorf("building the static harn and harnd binaries: %v\n%s", err, out)
 	}
 	t.Logf("built the static binary in %s", time.Since(start).Round(time.Millisecond))
 	df, err := os.ReadFile(filepath.Join(root, "deploy", "Dockerfile"))

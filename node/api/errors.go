@@ -8,49 +8,133 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// ErrorDomain is the ErrorInfo domain of the node's reasons.
-const ErrorDomain = "harn.dev"
-
-// The ErrorInfo reasons of the refusals a client tells apart. A status
-// that carries one maps to the sentinel beside it (Err).
+// Reasons in the errdetails.ErrorInfo that some refusals carry: a client
+// tells them apart by reason, never by the text.
 const (
-	// ReasonLedgerUnwritable: the node's ledger cannot be written (a full
-	// or failing disk); events are spooled until it can.
+	// ErrorDomain is the ErrorInfo domain of the node's reasons.
+	ErrorDomain = "harn.dev"
+	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
+	// disk, or a data dir it cannot write); reads still work.
 	ReasonLedgerUnwritable = "LEDGER_UNWRITABLE"
-	// ReasonWriteRefused: the registry's write authority refused a write
-	// the caller's certificate may not make.
+	// ReasonWriteRefused: the registry leader's write authority refused
+	// the write (the caller's node may not make it).
 	ReasonWriteRefused = "REGISTRY_WRITE_REFUSED"
-	// ReasonOwnerUnreachable: an action routed to the node that owns the
-	// session did not reach it.
+	// ReasonOwnerUnreachable: a coordination action routed to the node
+	// that owns the session could not reach it.
 	ReasonOwnerUnreachable = "OWNER_UNREACHABLE"
 )
 
-// The client-side sentinels of the reasons.
+// Sentinels of the node's answers, by status code.
 var (
-	ErrLedgerUnwritable = errors.New("node: ledger unwritable")
-	ErrWriteRefused     = errors.New("node: registry write refused")
-	ErrOwnerUnreachable = errors.New("node: the session's node is unreachable")
+	ErrNotFound       = errors.New("api: not found")          // codes.NotFound
+	ErrInvalid        = errors.New("api: invalid argument")   // codes.InvalidArgument
+	ErrRefused        = errors.New("api: refused by a rule")  // codes.FailedPrecondition
+	ErrAmbiguous      = errors.New("api: ambiguous")          // codes.Aborted
+	ErrNoLeader       = errors.New("api: no registry leader") // codes.ResourceExhausted
+	ErrUnimplemented  = errors.New("api: not served here")    // codes.Unimplemented
+	ErrUnavailable    = errors.New("api: unavailable")        // codes.Unavailable, codes.DeadlineExceeded
+	ErrPermission     = errors.New("api: permission denied")  // codes.PermissionDenied
+	ErrInternal       = errors.New("api: failed in the node") // any other code
+	errCanceledByPeer = errors.New("api: canceled")           // codes.Canceled
 )
 
-var reasonErrs = map[string]error{
-	ReasonLedgerUnwritable: ErrLedgerUnwritable,
-	ReasonWriteRefused:     ErrWriteRefused,
-	ReasonOwnerUnreachable: ErrOwnerUnreachable,
-}
+// Sentinels of the node's answers, by ErrorInfo reason.
+var (
+	ErrLedgerUnwritable = errors.New("api: the node's ledger refuses writes")  // ReasonLedgerUnwritable
+	ErrWriteRefused     = errors.New("api: registry write refused")            // ReasonWriteRefused
+	ErrOwnerUnreachable = errors.New("api: the session's node is unreachable") // ReasonOwnerUnreachable
+)
 
-// StatusError is a refusal the node gave: its gRPC code, its ErrorInfo
-// reason ("" when none) and its message. It unwraps to the reason's
-// sentinel, so errors.Is(err, ErrWriteRefused) holds for one.
+// StatusError is a node's gRPC status as an error: errors.Is matches it
+// against the sentinel of its code and the one of its reason. Its text is
+// the status's, and GRPCStatus gives the status back (status.FromError
+// still works).
 type StatusError struct {
-	Code    codes.Code
-	Reason  string
-	Message string
+	st     *status.Status
+	Reason string // the ErrorInfo reason of ErrorDomain, or ""
 }
 
-func (e *StatusError) Error() string { return e.Message }
+// Error is the status's text.
+func (e *StatusError) Error() string { return e.st.Err().Error() }
 
-// Unwrap is the reason's sentinel (nil for no known reason).
-func (e *StatusError) Unwrap() error { return reasonErrs[e.Reason] }
+// GRPCStatus returns the status.
+func (e *StatusError) GRPCStatus() *status.Status { return e.st }
+
+// Code is the status code.
+func (e *StatusError) Code() codes.Code { return e.st.Code() }
+
+// Message is the node's message (it may quote agent or peer text: make it
+// one line before a terminal).
+func (e *StatusError) Message() string { return e.st.Message() }
+
+// Is matches the sentinels of the code and of the reason.
+func (e *StatusError) Is(target error) bool {
+	return target == codeSentinel(e.st.Code()) || (e.Reason != "" && target == reasonSentinel(e.Reason))
+}
+
+func codeSentinel(c codes.Code) error {
+	switch c {
+	case codes.NotFound:
+		return ErrNotFound
+	case codes.InvalidArgument:
+		return ErrInvalid
+	case codes.FailedPrecondition:
+		return ErrRefused
+	case codes.Aborted:
+		return ErrAmbiguous
+	case codes.ResourceExhausted:
+		return ErrNoLeader
+	case codes.Unimplemented:
+		return ErrUnimplemented
+	case codes.Unavailable, codes.DeadlineExceeded:
+		return ErrUnavailable
+	case codes.PermissionDenied:
+		return ErrPermission
+	case codes.Canceled:
+		return errCanceledByPeer
+	}
+	return ErrInternal
+}
+
+func reasonSentinel(r string) error {
+	switch r {
+	case ReasonLedgerUnwritable:
+		return ErrLedgerUnwritable
+	case ReasonWriteRefused:
+		return ErrWriteRefused
+	case ReasonOwnerUnreachable:
+		return ErrOwnerUnreachable
+	}
+	return nil
+}
+
+// Error maps an error from a call to the node to a *StatusError; nil stays
+// nil, and an error that carries no status (a context's end, say) comes
+// back as it is.
+func Error(err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	out := &StatusError{st: st}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
+			out.Reason = info.Reason
+			break
+		}
+	}
+	return out
+}
+
+// Err is Error: the name the node's own callers use.
+func Err(err error) error { return Error(err) }
 
 // Reason is the ErrorInfo reason of the node's domain that err's status
 // carries, "" when none.
@@ -67,23 +151,10 @@ func Reason(err error) string {
 	return ""
 }
 
-// Err maps a gRPC error to a *StatusError (nil stays nil; an error that
-// is no status is returned as it is).
-func Err(err error) error {
-	if err == nil {
-		return nil
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	return &StatusError{Code: st.Code(), Reason: Reason(err), Message: st.Message()}
-}
-
-// WithReason is a status error of code and msg carrying reason as its
-// ErrorInfo (the server side of Err).
-func WithReason(code codes.Code, reason, msg string) error {
-	st := status.New(code, msg)
+// WithReason is a status of code c and message msg that carries reason (of
+// ErrorDomain) in an ErrorInfo.
+func WithReason(c codes.Code, reason, msg string) error {
+	st := status.New(c, msg)
 	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}); err == nil {
 		st = d
 	}

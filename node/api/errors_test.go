@@ -2,57 +2,40 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
 
-// TestErrMapsEachReasonToItsSentinel: a status that carries one of the
-// node's reasons unwraps to its sentinel and keeps its code and message;
-// one without a reason, or of another domain, maps to none.
-func TestErrMapsEachReasonToItsSentinel(t *testing.T) {
-	for reason, want := range reasonErrs {
-		err := Err(WithReason(codes.Unavailable, reason, "coord: the owner is unreachable"))
-		if !errors.Is(err, want) {
-			t.Errorf("%s: %v is not %v", reason, err, want)
-		}
-		var se *StatusError
-		if !errors.As(err, &se) || se.Code != codes.Unavailable || se.Reason != reason || se.Message != "coord: the owner is unreachable" {
-			t.Errorf("%s: %+v", reason, se)
-		}
+// TestErrorMapsCodeAndReasonToSentinels: a node's status matches the
+// sentinel of its code and the one of its ErrorInfo reason, keeps its
+// text, and status.FromError still reads it.
+func TestErrorMapsCodeAndReasonToSentinels(t *testing.T) {
+	err := Error(WithReason(codes.Unavailable, ReasonOwnerUnreachable, "coord: the owner is unreachable"))
+	if !errors.Is(err, ErrUnavailable) || !errors.Is(err, ErrOwnerUnreachable) || errors.Is(err, ErrWriteRefused) {
+		t.Fatalf("%v: sentinels do not match", err)
 	}
-	plain := Err(status.Error(codes.Unavailable, "coord: not a reason"))
-	for _, s := range reasonErrs {
-		if errors.Is(plain, s) {
-			t.Errorf("a status without a reason is %v", s)
-		}
+	if st, ok := status.FromError(err); !ok || st.Message() != "coord: the owner is unreachable" || st.Code() != codes.Unavailable {
+		t.Fatalf("status of %v: %v %v", err, st, ok)
 	}
-	other := status.New(codes.Unavailable, "x")
-	if Reason(other.Err()) != "" || Err(nil) != nil {
-		t.Error("no status, no reason")
+	wrapped := fmt.Errorf("call: %w", Error(status.Error(codes.NotFound, "no such session")))
+	if !errors.Is(wrapped, ErrNotFound) || errors.Is(wrapped, ErrLedgerUnwritable) {
+		t.Fatalf("%v: want ErrNotFound alone", wrapped)
 	}
-	if e := errors.New("not a status"); Err(e) != e {
-		t.Error("an error that is no status changed")
+	if Error(nil) != nil {
+		t.Fatal("nil must stay nil")
 	}
-}
-
-// TestTimeKeepsItsInstantAndOffset: a time crosses the wire with its
-// instant and offset, the zero time as nil.
-func TestTimeKeepsItsInstantAndOffset(t *testing.T) {
-	if NewTime(time.Time{}) != nil || !(*Time)(nil).AsTime().IsZero() {
-		t.Fatal("the zero time is not nil on the wire")
+	plain := errors.New("not a status")
+	if Error(plain) != plain {
+		t.Fatal("an error without a status must come back as it is")
 	}
-	for _, in := range []time.Time{
-		time.Date(2026, 12, 1, 23, 4, 5, 123456789, time.UTC),
-		time.Date(2026, 12, 1, 23, 4, 5, 6, time.FixedZone("X", 5*3600+1800)),
-		time.Date(1969, 7, 20, 20, 17, 0, 0, time.Local),
-		time.Unix(0, 0).UTC(),
-	} {
-		out := NewTime(in).AsTime()
-		if !out.Equal(in) || out.Format(time.RFC3339Nano) != in.Format(time.RFC3339Nano) {
-			t.Errorf("%s came back as %s", in.Format(time.RFC3339Nano), out.Format(time.RFC3339Nano))
+	for c, want := range map[codes.Code]error{codes.InvalidArgument: ErrInvalid, codes.FailedPrecondition: ErrRefused,
+		codes.Aborted: ErrAmbiguous, codes.ResourceExhausted: ErrNoLeader, codes.Unimplemented: ErrUnimplemented,
+		codes.DeadlineExceeded: ErrUnavailable, codes.PermissionDenied: ErrPermission, codes.Internal: ErrInternal} {
+		if err := Error(status.Error(c, "x")); !errors.Is(err, want) {
+			t.Errorf("%v: not %v", c, want)
 		}
 	}
 }

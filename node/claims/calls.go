@@ -7,19 +7,13 @@ import (
 	"encoding/json"
 	"slices"
 	"time"
+
+	"github.com/harn-dev/harn/node/claims/claimwire"
 )
 
 // CallRef names the tool call a write request, a denial or a call's end
-// is about.
-type CallRef struct {
-	// ID is the agent's own id for the call (Claude Code's tool_use_id);
-	// "" when the agent sends none.
-	ID string
-	// Tool and Digest (CallDigest of the tool and its input) match a
-	// call when the event names no ID (a PermissionRequest).
-	Tool   string
-	Digest string
-}
+// is about (claimwire.CallRef).
+type CallRef = claimwire.CallRef
 
 // CallDigest is a digest of a tool call's tool and input, the same for
 // the same input in any key order and spacing.

@@ -3,6 +3,7 @@ package claims
 import (
 	"context"
 
+	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -58,4 +59,14 @@ func (d *Decider) Held(r Request) []Holder {
 func (l *Local) ClaimsOf(session string) []raftstore.Claim { return l.reg.ClaimsOf(session) }
 
 // MaxPaths bounds the paths of one claim, release or check.
-const MaxPaths = raftstore.MaxClaimPaths
+const MaxPaths = claimwire.MaxPaths
+
+// The client bounds its requests with claimwire.MaxPaths: it must be the
+// registry's bound (this fails to compile when the two differ).
+var _ = [1]struct{}{}[claimwire.MaxPaths-raftstore.MaxClaimPaths]
+
+// RepoIdentity is claimwire.RepoIdentity.
+func RepoIdentity(origin, top string) string { return claimwire.RepoIdentity(origin, top) }
+
+// NormalizeURL is claimwire.NormalizeURL.
+func NormalizeURL(u string) string { return claimwire.NormalizeURL(u) }

@@ -21,6 +21,7 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -572,15 +573,8 @@ func (l *Ledger) GetMeta(key string) ([]byte, error) {
 	return out, err
 }
 
-// Diagnostic is a record of bad input the node received.
-type Diagnostic struct {
-	Seq         uint64 `json:"seq"`
-	TS          string `json:"ts"`
-	Source      string `json:"source"`
-	Error       string `json:"error"`
-	InputBytes  int    `json:"input_bytes,omitempty"`
-	InputDigest string `json:"input_digest,omitempty"`
-}
+// Diagnostic is wire.Diagnostic.
+type Diagnostic = wire.Diagnostic
 
 func (l *Ledger) loadDiagSeq() error {
 	return l.iterate([]byte{pfxDiag, 0}, []byte{pfxDiag, 1}, func(it *pebble.Iterator) error {

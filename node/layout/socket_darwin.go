@@ -1,4 +1,4 @@
-package node
+package layout
 
 import (
 	"net"
@@ -6,8 +6,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// peerUID reads the peer's uid with LOCAL_PEERCRED.
-func peerUID(c *net.UnixConn) (int, bool, error) {
+// PeerUID reads the peer's uid with LOCAL_PEERCRED.
+func PeerUID(c *net.UnixConn) (int, bool, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return 0, false, err
@@ -25,8 +25,8 @@ func peerUID(c *net.UnixConn) (int, bool, error) {
 	return int(cred.Uid), true, nil
 }
 
-// peerPID reads the peer's process id with LOCAL_PEERPID (0 when unknown).
-func peerPID(c *net.UnixConn) int {
+// PeerPID reads the peer's process id with LOCAL_PEERPID (0 when unknown).
+func PeerPID(c *net.UnixConn) int {
 	rc, err := c.SyscallConn()
 	if err != nil {
 		return 0

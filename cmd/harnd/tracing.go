@@ -1,14 +1,13 @@
-package cli
+package main
 
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"github.com/spf13/cobra"
-
+	"github.com/harn-dev/harn/cli"
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/tracing"
+	"github.com/spf13/cobra"
+	"time"
 )
 
 // tracingFlushBound bounds the last export of spans when the node stops.
@@ -24,9 +23,9 @@ func openTracing(c *cobra.Command, cfg *node.Config) (func(), error) {
 		return func() {}, nil
 	}
 	if err := tracing.CheckEndpoint(endpoint); err != nil {
-		return nil, usageErr(fmt.Errorf("--otlp-endpoint: %w", err))
+		return nil, cli.UsageErr(fmt.Errorf("--otlp-endpoint: %w", err))
 	}
-	tp, err := tracing.Open(c.Context(), tracing.Config{Endpoint: endpoint, Service: "harn-node", Version: version, Node: cfg.Name})
+	tp, err := tracing.Open(c.Context(), tracing.Config{Endpoint: endpoint, Service: "harn-node", Version: cli.Version(), Node: cfg.Name})
 	if err != nil {
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package claims
+package claimwire
 
 import (
 	"net/url"

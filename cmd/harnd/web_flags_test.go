@@ -1,6 +1,7 @@
-package cli
+package main
 
 import (
+	"github.com/harn-dev/harn/cli"
 	"strings"
 	"testing"
 )
@@ -23,8 +24,8 @@ func TestBadWebFlagsAreUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{"node", "--data-dir", dir + "/data", "--socket", dir + "/s", "--no-mesh"}, c.args...)
 		code, stderr := runMain(t, args...)
-		if code != ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
-			t.Errorf("%v: exit %d, %q; want exit %d, one line naming %s", c.args, code, stderr, ExitUsage, c.want)
+		if code != cli.ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want exit %d, one line naming %s", c.args, code, stderr, cli.ExitUsage, c.want)
 		}
 	}
 }

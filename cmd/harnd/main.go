@@ -1,0 +1,16 @@
+// Command harnd is harn's daemon: the node of this machine (its ledger,
+// the mesh's gossip and registry, the board, tracing and metrics), and the
+// offline operations on its data dir (`mesh init`, `token create` with no
+// node running). `harn node ...` runs it, found beside harn or on PATH; run
+// directly, it takes the same command line: `harnd node [flags]`.
+package main
+
+import (
+	"os"
+
+	"github.com/harn-dev/harn/cli"
+)
+
+func main() {
+	os.Exit(cli.DaemonMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, daemon()))
+}
