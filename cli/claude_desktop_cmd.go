@@ -418,3 +418,7 @@ func writesFailed(failed, total int, what string) error {
 	}
 	return withCode(ExitError, fmt.Errorf("%w: %d of %d %s (listed above); run the command again", ErrDesktopWrites, failed, total, what))
 }
+
+// newDesktopAppCmd is the command of the desktop app's sidebar, as the
+// root wires it.
+func newDesktopAppCmd() *cobra.Command { return newClaudeDesktopCmd() }

@@ -247,7 +247,7 @@ func rawArgs(ctx context.Context) []string {
 // held them.
 func commandSet() []func() *cobra.Command {
 	return []func() *cobra.Command{
-		newAgentsCmd, newClaudeDesktopCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newAgentsCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
 		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
 		newNotifyCmd, newTaskCmd, newTokenCmd, newWebCmd,
 	}
