@@ -196,6 +196,11 @@ var ErrRemoteExec = errors.New("node: remote start refused")
 // that its --remote-exec lists. Other ops pass. Every refusal is logged
 // here, at the target.
 func (c *cluster) authorizeRemoteStart(id trust.Identity, a tasks.Action) error {
+	if a.Op == tasks.OpStart && a.Harn != nil && len(a.Harn.MCP) > 0 {
+		c.log.Warn("remote start refused: harn --mcp commands", "caller", id.String())
+		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--mcp NAME=COMMAND); configure MCP servers on node %s itself",
+			ErrRemoteExec, c.name, c.name)
+	}
 	if a.Op != tasks.OpStart || (a.Command == "" && a.Launcher == "") {
 		return nil
 	}
@@ -238,6 +243,9 @@ func (s *localService) Task(ctx context.Context, req *api.TaskRequest) (*api.Tas
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
 	}
 	a.By = s.n.operatorBy(ctx, a.By)
+	if a.Op == tasks.OpUsage && req.Node == "" {
+		return s.n.usageMesh(ctx, a)
+	}
 	res, err := s.n.routeTask(ctx, req.Node, a)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -304,6 +312,11 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	a.By = operatorPart(a.By)
+	if a.Harn != nil { // a provider key never leaves the node it was given to
+		o := *a.Harn
+		o.Key = ""
+		a.Harn = &o
+	}
 	b, _ := json.Marshal(a)
 	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 	defer cancel()
@@ -455,7 +468,7 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	}
 	// A task this node does not have is not found here, whoever asks, so
 	// that a caller's search goes on to the next node.
-	if !tasks.IsSessionOp(a.Op) {
+	if !tasks.IsSessionOp(a.Op) && a.Op != tasks.OpUsage {
 		if _, ok := h.SessionOfTask(a.Task); !ok {
 			return nil, status.Error(codes.NotFound, fmt.Sprintf("task: no task %q on node %s", a.Task, s.c.name))
 		}
@@ -468,6 +481,11 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 		return nil, taskStatus(err)
 	}
 	a.By = remoteBy(a.By, id)
+	if a.Harn != nil { // the node's own key, never a caller's
+		o := *a.Harn
+		o.Key = ""
+		a.Harn = &o
+	}
 	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
 	res, err := h.Do(a)
@@ -509,4 +527,35 @@ func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*a
 	}
 	b, _ := json.Marshal(r)
 	return &api.AnswerResponse{RequestJson: b}, nil
+}
+
+// usageMesh sums the model-call usage of every reachable node's ledger:
+// the answer is a JSON list of node/tasks Results, one per node.
+func (n *Node) usageMesh(ctx context.Context, a tasks.Action) (*api.TaskResponse, error) {
+	res, err := n.tasks.Do(a)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	all := []tasks.Result{res}
+	if n.cl != nil {
+		for name, m := range n.reachability() {
+			if name == n.cfg.Name || !reachable(m, true) {
+				continue
+			}
+			out, rerr := n.remoteTask(ctx, name, a)
+			if rerr != nil {
+				n.log.Debug("usage: node did not answer", "node", name, "err", rerr)
+				continue
+			}
+			var r tasks.Result
+			if json.Unmarshal(out.ResultJson, &r) == nil {
+				all = append(all, r)
+			}
+		}
+	}
+	b, err := json.Marshal(all)
+	if err != nil {
+		return nil, err
+	}
+	return &api.TaskResponse{ResultJson: b, Node: n.cfg.Name}, nil
 }

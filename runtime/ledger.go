@@ -34,6 +34,7 @@ const (
 	RecReduce  RecordKind = "grant.reduce" // the ceiling shrank (Capability, Level)
 	RecCancel  RecordKind = "task.cancel"  // cancellation was requested (Status: cancelled or superseded)
 	RecAck     RecordKind = "task.ack"     // an operator acknowledged unknown outcomes
+	RecModel   RecordKind = "model.call"   // a model call of harn's agent loop (Capability: the model; Usage)
 
 	RecRevoke      RecordKind = "capability.revoke"  // a global revocation (Capability: the pattern)
 	RecRestore     RecordKind = "capability.restore" // a global revocation lifted
@@ -42,7 +43,7 @@ const (
 )
 
 var recordKinds = map[RecordKind]bool{RecSubmit: true, RecState: true, RecBegin: true, RecRefused: true, RecEnd: true,
-	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true,
+	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true, RecModel: true,
 	RecRevoke: true, RecRestore: true, RecProviderOff: true, RecProviderOn: true}
 
 // Record is one append-only ledger entry. Input and Output carry keyed
@@ -68,6 +69,9 @@ type Record struct {
 	// unknown outcome holds nothing. A call.end without it is taken as
 	// mutating when holds are rebuilt (fail closed).
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Usage (model.call): the tokens of one model call, as estimated
+	// before it and as the provider reported them.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Ledger stores the runtime's records in append order. The node backs it
