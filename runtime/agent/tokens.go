@@ -9,12 +9,38 @@ import (
 var (
 	codecOnce sync.Once
 	codec     tokenizer.Codec
+
+	cacheMu sync.Mutex
+	cache   = map[string]int{} // text -> tokens: a request repeats its prefix and history every step
 )
+
+// maxCached bounds the token cache; over it the cache starts afresh.
+const maxCached = 8192
 
 // Tokens estimates the tokens of s with the o200k vocabulary (embedded,
 // no network); for a model with another vocabulary it is an estimate,
 // reconciled with the usage the provider reports (the ledger keeps both).
 func Tokens(s string) int {
+	if s == "" {
+		return 0
+	}
+	cacheMu.Lock()
+	n, ok := cache[s]
+	cacheMu.Unlock()
+	if ok {
+		return n
+	}
+	n = count(s)
+	cacheMu.Lock()
+	if len(cache) >= maxCached {
+		clear(cache)
+	}
+	cache[s] = n
+	cacheMu.Unlock()
+	return n
+}
+
+func count(s string) int {
 	codecOnce.Do(func() {
 		c, err := tokenizer.Get(tokenizer.O200kBase)
 		if err == nil {
