@@ -77,7 +77,7 @@ func sseCall(id, name, args string) string {
 func askEnv(t *testing.T) *env {
 	t.Helper()
 	e := newEnv(t)
-	n := e.spawn(append(append([]string(nil), e.base...), "HARN_TASK_GRACE=2s"), "node")
+	n := e.spawn(append(append([]string(nil), e.base...), "HARN_TASK_GRACE=2s"), "node", "--data-dir", e.dataDir, "--socket", e.socket)
 	e.waitReady(n)
 	return e
 }
