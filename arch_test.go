@@ -28,10 +28,12 @@ var allowed = map[string]struct {
 	// runtime/agent/tools speaks MCP through the official SDK and checks
 	// MCP tools' arguments against their JSON schemas.
 	"runtime/agent/tools": {inner: []string{"runtime", "presence", "util"}, outer: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"}},
-	"mesh":                {inner: []string{"mesh", "util"}, outer: []string{"github.com/hashicorp/memberlist"}},
-	"raftstore":           {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "github.com/hashicorp/go-hclog", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
-	"node":                {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
-	"cli":                 {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
+	// runtime/agent: harn's own agent loop speaks to model APIs.
+	"runtime/agent": {inner: []string{"runtime", "presence", "util"}, outer: []string{"github.com/openai/openai-go/v3", "github.com/anthropics/anthropic-sdk-go/v2", "github.com/tiktoken-go/tokenizer"}},
+	"mesh":          {inner: []string{"mesh", "util"}, outer: []string{"github.com/hashicorp/memberlist"}},
+	"raftstore":     {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "github.com/hashicorp/go-hclog", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
+	"node":          {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
+	"cli":           {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
 	// cmd/harn (the client) and cmd/harnd (the daemon): the mains.
 	// TestClientLinksNoDaemon keeps the daemon out of harn.
 	"cmd":    {inner: []string{"cli", "node", "util"}, outer: []string{"*"}},

@@ -247,9 +247,9 @@ func rawArgs(ctx context.Context) []string {
 // held them.
 func commandSet() []func() *cobra.Command {
 	return []func() *cobra.Command{
-		newAgentsCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newAgentsCmd, newAskCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
 		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
-		newNotifyCmd, newTaskCmd, newTokenCmd, newWebCmd,
+		newNotifyCmd, newTaskCmd, newTokenCmd, newUsageCmd, newWebCmd,
 	}
 }
 

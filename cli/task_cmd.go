@@ -99,16 +99,26 @@ func newTaskStartCmd() *cobra.Command {
 			a.Launcher, _ = c.Flags().GetString("launcher")
 			a.Session, _ = c.Flags().GetString("session")
 			a.Workdir, _ = c.Flags().GetString("workdir")
+			a.Agent, _ = c.Flags().GetString("agent")
 			given := 0
-			for _, v := range []string{a.Command, a.Launcher, a.Session} {
+			for _, v := range []string{a.Command, a.Launcher, a.Session, a.Agent} {
 				if v != "" {
 					given++
 				}
 			}
 			if given != 1 {
-				return usageErr(errors.New("task start: give --launcher NAME or --exec 'COMMAND' for a new session, or --session ID for an existing one"))
+				return usageErr(errors.New("task start: give --launcher NAME, --exec 'COMMAND' or --agent harn for a new session, or --session ID for an existing one"))
 			}
-			if (a.Command != "" || a.Launcher != "") && a.Workdir == "" {
+			if a.Agent != "" {
+				if a.Agent != tasks.AgentHarn {
+					return usageErr(fmt.Errorf("task start: --agent %q; the only built-in agent is harn", a.Agent))
+				}
+				var err error
+				if a.Harn, err = harnOptions(c); err != nil {
+					return err
+				}
+			}
+			if (a.Command != "" || a.Launcher != "" || a.Agent != "") && a.Workdir == "" {
 				if node, _ := c.Flags().GetString("node"); node == "" {
 					a.Workdir, _ = os.Getwd()
 				}
@@ -125,6 +135,8 @@ func newTaskStartCmd() *cobra.Command {
 	c.Flags().String("launcher", "", "the new session runs the node's launcher NAME (its fixed argv; with --node, one the target lists in --remote-exec)")
 	commandLineOnly(c, "launcher") // task start's --launcher shares its name with the node's definitions
 	c.Flags().String("session", "", "start the task on this existing session (id, prefix or name)")
+	c.Flags().String("agent", "", "the new session runs harn's own agent loop (harn); see harn ask for its flags")
+	addHarnFlags(c)
 	c.Flags().String("workdir", "", "the new session's working directory on its node (default: here, for this node)")
 	addGrantFlags(c)
 	addTaskFlags(c)

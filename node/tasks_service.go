@@ -179,6 +179,11 @@ var ErrRemoteExec = errors.New("node: remote start refused")
 // that its --remote-exec lists. Other ops pass. Every refusal is logged
 // here, at the target.
 func (c *cluster) authorizeRemoteStart(id trust.Identity, a tasks.Action) error {
+	if a.Op == tasks.OpStart && a.Harn != nil && len(a.Harn.MCP) > 0 {
+		c.log.Warn("remote start refused: harn --mcp commands", "caller", id.String())
+		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--mcp NAME=COMMAND); configure MCP servers on node %s itself",
+			ErrRemoteExec, c.name, c.name)
+	}
 	if a.Op != tasks.OpStart || (a.Command == "" && a.Launcher == "") {
 		return nil
 	}
@@ -221,6 +226,9 @@ func (s *localService) Task(ctx context.Context, req *api.TaskRequest) (*api.Tas
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
 	}
 	a.By = s.n.operatorBy(ctx, a.By)
+	if a.Op == tasks.OpUsage && req.Node == "" {
+		return s.n.usageMesh(ctx, a)
+	}
 	res, err := s.n.routeTask(ctx, req.Node, a)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -283,6 +291,11 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
 	a.By = operatorPart(a.By)
+	if a.Harn != nil { // a provider key never leaves the node it was given to
+		o := *a.Harn
+		o.Key = ""
+		a.Harn = &o
+	}
 	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 	defer cancel()
 	res, err := cl.Task(rctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
@@ -434,7 +447,7 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	}
 	// A task this node does not have is not found here, whoever asks, so
 	// that a caller's search goes on to the next node.
-	if !tasks.IsSessionOp(a.Op) {
+	if !tasks.IsSessionOp(a.Op) && a.Op != tasks.OpUsage {
 		if _, ok := h.SessionOfTask(a.Task); !ok {
 			return nil, status.Error(codes.NotFound, fmt.Sprintf("task: no task %q on node %s", a.Task, s.c.name))
 		}
@@ -447,6 +460,11 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 		return nil, taskStatus(err)
 	}
 	a.By = remoteBy(a.By, id)
+	if a.Harn != nil { // the node's own key, never a caller's
+		o := *a.Harn
+		o.Key = ""
+		a.Harn = &o
+	}
 	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
 	res, err := h.Do(a)
@@ -485,4 +503,35 @@ func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*a
 		return nil, taskStatus(err)
 	}
 	return &api.AnswerResponse{Request: tasks.RequestToAPI(r)}, nil
+}
+
+// usageMesh sums the model-call usage of every reachable node's ledger:
+// the answer is a JSON list of node/tasks Results, one per node.
+func (n *Node) usageMesh(ctx context.Context, a tasks.Action) (*api.TaskResponse, error) {
+	res, err := n.tasks.Do(a)
+	if err != nil {
+		return nil, taskStatus(err)
+	}
+	for i := range res.Usage {
+		res.Usage[i].Node = n.cfg.Name
+	}
+	if n.cl != nil {
+		for name, m := range n.reachability() {
+			if name == n.cfg.Name || !reachable(m, true) {
+				continue
+			}
+			out, rerr := n.remoteTask(ctx, name, a)
+			if rerr != nil {
+				n.log.Debug("usage: node did not answer", "node", name, "err", rerr)
+				continue
+			}
+			if r, err := tasks.ResultFromAPI(out.Result); err == nil {
+				for _, u := range r.Usage {
+					u.Node = name
+					res.Usage = append(res.Usage, u)
+				}
+			}
+		}
+	}
+	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: n.cfg.Name}, nil
 }

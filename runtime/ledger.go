@@ -34,6 +34,7 @@ const (
 	RecReduce  RecordKind = "grant.reduce" // the ceiling shrank (Capability, Level)
 	RecCancel  RecordKind = "task.cancel"  // cancellation was requested (Status: cancelled or superseded)
 	RecAck     RecordKind = "task.ack"     // an operator acknowledged unknown outcomes
+	RecModel   RecordKind = "model.call"   // a model call of harn's agent loop (Capability: the model; Usage)
 	// RecLift: a cancelled task's refusal of its session's calls lifted
 	// (the agent's turn ended, or a new task started; Reason says which).
 	RecLift RecordKind = "task.lift"
@@ -45,7 +46,7 @@ const (
 )
 
 var recordKinds = map[RecordKind]bool{RecSubmit: true, RecState: true, RecBegin: true, RecRefused: true, RecEnd: true,
-	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true, RecLift: true,
+	RecConfirm: true, RecDeny: true, RecReduce: true, RecCancel: true, RecAck: true, RecLift: true, RecModel: true,
 	RecRevoke: true, RecRestore: true, RecProviderOff: true, RecProviderOn: true}
 
 // Record is one append-only ledger entry. Input and Output carry keyed
@@ -71,6 +72,9 @@ type Record struct {
 	// unknown outcome holds nothing. A call.end without it is taken as
 	// mutating when holds are rebuilt (fail closed).
 	ReadOnly bool `json:"read_only,omitempty"`
+	// Usage (model.call): the tokens of one model call, as estimated
+	// before it and as the provider reported them.
+	Usage *Usage `json:"usage,omitempty"`
 }
 
 // Ledger stores the runtime's records in append order. The node backs it

@@ -47,8 +47,16 @@ type TaskAction struct {
 	Reason          string   `protobuf:"bytes,11,opt,name=reason,proto3" json:"reason,omitempty"`
 	By              string   `protobuf:"bytes,12,opt,name=by,proto3" json:"by,omitempty"`
 	// capability and level (reduce).
-	Capability    string `protobuf:"bytes,13,opt,name=capability,proto3" json:"capability,omitempty"`
-	Level         string `protobuf:"bytes,14,opt,name=level,proto3" json:"level,omitempty"`
+	Capability string `protobuf:"bytes,13,opt,name=capability,proto3" json:"capability,omitempty"`
+	Level      string `protobuf:"bytes,14,opt,name=level,proto3" json:"level,omitempty"`
+	// agent "harn" (start): a new session running harn's own loop,
+	// configured by harn.
+	Agent string       `protobuf:"bytes,16,opt,name=agent,proto3" json:"agent,omitempty"`
+	Harn  *HarnOptions `protobuf:"bytes,17,opt,name=harn,proto3" json:"harn,omitempty"`
+	// since (events: the first event index; usage: Unix seconds) and
+	// wait_ms (events: how long to wait for one).
+	Since         int64 `protobuf:"varint,18,opt,name=since,proto3" json:"since,omitempty"`
+	WaitMs        int32 `protobuf:"varint,19,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -188,6 +196,474 @@ func (x *TaskAction) GetLevel() string {
 	return ""
 }
 
+func (x *TaskAction) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *TaskAction) GetHarn() *HarnOptions {
+	if x != nil {
+		return x.Harn
+	}
+	return nil
+}
+
+func (x *TaskAction) GetSince() int64 {
+	if x != nil {
+		return x.Since
+	}
+	return 0
+}
+
+func (x *TaskAction) GetWaitMs() int32 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+// HarnOptions configure harn's own loop for a session. key is the
+// provider key, sent only over the local socket: a node never forwards it.
+type HarnOptions struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Provider      string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	ProviderUrl   string                 `protobuf:"bytes,2,opt,name=provider_url,json=providerUrl,proto3" json:"provider_url,omitempty"`
+	Model         string                 `protobuf:"bytes,3,opt,name=model,proto3" json:"model,omitempty"`
+	ContextWindow int32                  `protobuf:"varint,4,opt,name=context_window,json=contextWindow,proto3" json:"context_window,omitempty"`
+	MaxOutput     int32                  `protobuf:"varint,5,opt,name=max_output,json=maxOutput,proto3" json:"max_output,omitempty"`
+	Mcp           []string               `protobuf:"bytes,6,rep,name=mcp,proto3" json:"mcp,omitempty"`
+	Key           string                 `protobuf:"bytes,7,opt,name=key,proto3" json:"key,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HarnOptions) Reset() {
+	*x = HarnOptions{}
+	mi := &file_values_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HarnOptions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HarnOptions) ProtoMessage() {}
+
+func (x *HarnOptions) ProtoReflect() protoreflect.Message {
+	mi := &file_values_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HarnOptions.ProtoReflect.Descriptor instead.
+func (*HarnOptions) Descriptor() ([]byte, []int) {
+	return file_values_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *HarnOptions) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *HarnOptions) GetProviderUrl() string {
+	if x != nil {
+		return x.ProviderUrl
+	}
+	return ""
+}
+
+func (x *HarnOptions) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *HarnOptions) GetContextWindow() int32 {
+	if x != nil {
+		return x.ContextWindow
+	}
+	return 0
+}
+
+func (x *HarnOptions) GetMaxOutput() int32 {
+	if x != nil {
+		return x.MaxOutput
+	}
+	return 0
+}
+
+func (x *HarnOptions) GetMcp() []string {
+	if x != nil {
+		return x.Mcp
+	}
+	return nil
+}
+
+func (x *HarnOptions) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+// AgentEvent is one event of harn's loop (a model step, a tool call, a
+// message); text is the model's, untrusted.
+type AgentEvent struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Step          int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	Call          string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
+	Tool          string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Text          string                 `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	Outcome       string                 `protobuf:"bytes,7,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Status        string                 `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	Usage         *ModelUsage            `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	At            *Time                  `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentEvent) Reset() {
+	*x = AgentEvent{}
+	mi := &file_values_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentEvent) ProtoMessage() {}
+
+func (x *AgentEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_values_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentEvent.ProtoReflect.Descriptor instead.
+func (*AgentEvent) Descriptor() ([]byte, []int) {
+	return file_values_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *AgentEvent) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+func (x *AgentEvent) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetTool() string {
+	if x != nil {
+		return x.Tool
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetUsage() *ModelUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+func (x *AgentEvent) GetAt() *Time {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+// ModelUsage is what one model call used, as the provider reported it,
+// beside harn's own estimate.
+type ModelUsage struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Provider       string                 `protobuf:"bytes,1,opt,name=provider,proto3" json:"provider,omitempty"`
+	Node           string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	Agent          string                 `protobuf:"bytes,3,opt,name=agent,proto3" json:"agent,omitempty"`
+	EstimatedInput int32                  `protobuf:"varint,4,opt,name=estimated_input,json=estimatedInput,proto3" json:"estimated_input,omitempty"`
+	Input          int32                  `protobuf:"varint,5,opt,name=input,proto3" json:"input,omitempty"`
+	Output         int32                  `protobuf:"varint,6,opt,name=output,proto3" json:"output,omitempty"`
+	CacheRead      int32                  `protobuf:"varint,7,opt,name=cache_read,json=cacheRead,proto3" json:"cache_read,omitempty"`
+	CacheWrite     int32                  `protobuf:"varint,8,opt,name=cache_write,json=cacheWrite,proto3" json:"cache_write,omitempty"`
+	Retries        int32                  `protobuf:"varint,9,opt,name=retries,proto3" json:"retries,omitempty"`
+	Error          string                 `protobuf:"bytes,10,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ModelUsage) Reset() {
+	*x = ModelUsage{}
+	mi := &file_values_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelUsage) ProtoMessage() {}
+
+func (x *ModelUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_values_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelUsage.ProtoReflect.Descriptor instead.
+func (*ModelUsage) Descriptor() ([]byte, []int) {
+	return file_values_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *ModelUsage) GetProvider() string {
+	if x != nil {
+		return x.Provider
+	}
+	return ""
+}
+
+func (x *ModelUsage) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *ModelUsage) GetAgent() string {
+	if x != nil {
+		return x.Agent
+	}
+	return ""
+}
+
+func (x *ModelUsage) GetEstimatedInput() int32 {
+	if x != nil {
+		return x.EstimatedInput
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetInput() int32 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetOutput() int32 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetCacheRead() int32 {
+	if x != nil {
+		return x.CacheRead
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetCacheWrite() int32 {
+	if x != nil {
+		return x.CacheWrite
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetRetries() int32 {
+	if x != nil {
+		return x.Retries
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// UsageRow sums the model calls of one key (a session, agent or node) and
+// model.
+type UsageRow struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Key            string                 `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	Model          string                 `protobuf:"bytes,2,opt,name=model,proto3" json:"model,omitempty"`
+	Calls          int32                  `protobuf:"varint,3,opt,name=calls,proto3" json:"calls,omitempty"`
+	EstimatedInput int32                  `protobuf:"varint,4,opt,name=estimated_input,json=estimatedInput,proto3" json:"estimated_input,omitempty"`
+	Input          int32                  `protobuf:"varint,5,opt,name=input,proto3" json:"input,omitempty"`
+	Output         int32                  `protobuf:"varint,6,opt,name=output,proto3" json:"output,omitempty"`
+	CacheRead      int32                  `protobuf:"varint,7,opt,name=cache_read,json=cacheRead,proto3" json:"cache_read,omitempty"`
+	CacheWrite     int32                  `protobuf:"varint,8,opt,name=cache_write,json=cacheWrite,proto3" json:"cache_write,omitempty"`
+	Node           string                 `protobuf:"bytes,9,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UsageRow) Reset() {
+	*x = UsageRow{}
+	mi := &file_values_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UsageRow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UsageRow) ProtoMessage() {}
+
+func (x *UsageRow) ProtoReflect() protoreflect.Message {
+	mi := &file_values_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UsageRow.ProtoReflect.Descriptor instead.
+func (*UsageRow) Descriptor() ([]byte, []int) {
+	return file_values_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *UsageRow) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *UsageRow) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *UsageRow) GetCalls() int32 {
+	if x != nil {
+		return x.Calls
+	}
+	return 0
+}
+
+func (x *UsageRow) GetEstimatedInput() int32 {
+	if x != nil {
+		return x.EstimatedInput
+	}
+	return 0
+}
+
+func (x *UsageRow) GetInput() int32 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *UsageRow) GetOutput() int32 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+func (x *UsageRow) GetCacheRead() int32 {
+	if x != nil {
+		return x.CacheRead
+	}
+	return 0
+}
+
+func (x *UsageRow) GetCacheWrite() int32 {
+	if x != nil {
+		return x.CacheWrite
+	}
+	return 0
+}
+
+func (x *UsageRow) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 // Grant gives a capability (a name or a pattern) up to a level: none,
 // discover, inspect, load (activate for a skill) or execute.
 type Grant struct {
@@ -202,7 +678,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_values_proto_msgTypes[1]
+	mi := &file_values_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -214,7 +690,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[1]
+	mi := &file_values_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -227,7 +703,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{1}
+	return file_values_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Grant) GetLevel() string {
@@ -273,14 +749,18 @@ type TaskResult struct {
 	Message     string                 `protobuf:"bytes,10,opt,name=message,proto3" json:"message,omitempty"`
 	// interrupt (cancel, supersede of a running task): "sent: ..." when
 	// harn started the agent's process, "not possible: ..." otherwise.
-	Interrupt     string `protobuf:"bytes,11,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	Interrupt string `protobuf:"bytes,11,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
+	// events (events): a harn task's loop events; usage (usage): the
+	// model-call tokens of the ledger.
+	Events        []*AgentEvent `protobuf:"bytes,12,rep,name=events,proto3" json:"events,omitempty"`
+	Usage         []*UsageRow   `protobuf:"bytes,13,rep,name=usage,proto3" json:"usage,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_values_proto_msgTypes[2]
+	mi := &file_values_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +772,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[2]
+	mi := &file_values_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +785,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{2}
+	return file_values_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TaskResult) GetNode() string {
@@ -385,6 +865,20 @@ func (x *TaskResult) GetInterrupt() string {
 	return ""
 }
 
+func (x *TaskResult) GetEvents() []*AgentEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *TaskResult) GetUsage() []*UsageRow {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
 type TaskView struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -408,7 +902,7 @@ type TaskView struct {
 
 func (x *TaskView) Reset() {
 	*x = TaskView{}
-	mi := &file_values_proto_msgTypes[3]
+	mi := &file_values_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -420,7 +914,7 @@ func (x *TaskView) String() string {
 func (*TaskView) ProtoMessage() {}
 
 func (x *TaskView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[3]
+	mi := &file_values_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -433,7 +927,7 @@ func (x *TaskView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskView.ProtoReflect.Descriptor instead.
 func (*TaskView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{3}
+	return file_values_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TaskView) GetId() string {
@@ -539,7 +1033,7 @@ type SteerResult struct {
 
 func (x *SteerResult) Reset() {
 	*x = SteerResult{}
-	mi := &file_values_proto_msgTypes[4]
+	mi := &file_values_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -551,7 +1045,7 @@ func (x *SteerResult) String() string {
 func (*SteerResult) ProtoMessage() {}
 
 func (x *SteerResult) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[4]
+	mi := &file_values_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -564,7 +1058,7 @@ func (x *SteerResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerResult.ProtoReflect.Descriptor instead.
 func (*SteerResult) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{4}
+	return file_values_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SteerResult) GetMode() string {
@@ -608,7 +1102,7 @@ type GrantsView struct {
 
 func (x *GrantsView) Reset() {
 	*x = GrantsView{}
-	mi := &file_values_proto_msgTypes[5]
+	mi := &file_values_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +1114,7 @@ func (x *GrantsView) String() string {
 func (*GrantsView) ProtoMessage() {}
 
 func (x *GrantsView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[5]
+	mi := &file_values_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +1127,7 @@ func (x *GrantsView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantsView.ProtoReflect.Descriptor instead.
 func (*GrantsView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{5}
+	return file_values_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *GrantsView) GetTask() string {
@@ -683,7 +1177,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_values_proto_msgTypes[6]
+	mi := &file_values_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -695,7 +1189,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[6]
+	mi := &file_values_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -708,7 +1202,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{6}
+	return file_values_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *Limit) GetCapability() string {
@@ -753,7 +1247,7 @@ type Held struct {
 
 func (x *Held) Reset() {
 	*x = Held{}
-	mi := &file_values_proto_msgTypes[7]
+	mi := &file_values_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -765,7 +1259,7 @@ func (x *Held) String() string {
 func (*Held) ProtoMessage() {}
 
 func (x *Held) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[7]
+	mi := &file_values_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -778,7 +1272,7 @@ func (x *Held) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Held.ProtoReflect.Descriptor instead.
 func (*Held) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{7}
+	return file_values_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Held) GetCapability() string {
@@ -827,7 +1321,7 @@ type Handoff struct {
 
 func (x *Handoff) Reset() {
 	*x = Handoff{}
-	mi := &file_values_proto_msgTypes[8]
+	mi := &file_values_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +1333,7 @@ func (x *Handoff) String() string {
 func (*Handoff) ProtoMessage() {}
 
 func (x *Handoff) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[8]
+	mi := &file_values_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +1346,7 @@ func (x *Handoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
 func (*Handoff) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{8}
+	return file_values_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Handoff) GetConversation() []*HandoffMessage {
@@ -887,7 +1381,7 @@ type HandoffMessage struct {
 
 func (x *HandoffMessage) Reset() {
 	*x = HandoffMessage{}
-	mi := &file_values_proto_msgTypes[9]
+	mi := &file_values_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +1393,7 @@ func (x *HandoffMessage) String() string {
 func (*HandoffMessage) ProtoMessage() {}
 
 func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[9]
+	mi := &file_values_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +1406,7 @@ func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffMessage.ProtoReflect.Descriptor instead.
 func (*HandoffMessage) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{9}
+	return file_values_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HandoffMessage) GetRole() string {
@@ -948,7 +1442,7 @@ type HandoffDigest struct {
 
 func (x *HandoffDigest) Reset() {
 	*x = HandoffDigest{}
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1454,7 @@ func (x *HandoffDigest) String() string {
 func (*HandoffDigest) ProtoMessage() {}
 
 func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1467,7 @@ func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffDigest.ProtoReflect.Descriptor instead.
 func (*HandoffDigest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{10}
+	return file_values_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HandoffDigest) GetPredecessor() string {
@@ -1019,7 +1513,7 @@ type CallCounts struct {
 
 func (x *CallCounts) Reset() {
 	*x = CallCounts{}
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1031,7 +1525,7 @@ func (x *CallCounts) String() string {
 func (*CallCounts) ProtoMessage() {}
 
 func (x *CallCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1044,7 +1538,7 @@ func (x *CallCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallCounts.ProtoReflect.Descriptor instead.
 func (*CallCounts) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{11}
+	return file_values_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CallCounts) GetStarted() int32 {
@@ -1106,7 +1600,7 @@ type CapabilityCalls struct {
 
 func (x *CapabilityCalls) Reset() {
 	*x = CapabilityCalls{}
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1118,7 +1612,7 @@ func (x *CapabilityCalls) String() string {
 func (*CapabilityCalls) ProtoMessage() {}
 
 func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1131,7 +1625,7 @@ func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilityCalls.ProtoReflect.Descriptor instead.
 func (*CapabilityCalls) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{12}
+	return file_values_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CapabilityCalls) GetName() string {
@@ -1164,7 +1658,7 @@ type SessionView struct {
 
 func (x *SessionView) Reset() {
 	*x = SessionView{}
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1176,7 +1670,7 @@ func (x *SessionView) String() string {
 func (*SessionView) ProtoMessage() {}
 
 func (x *SessionView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1189,7 +1683,7 @@ func (x *SessionView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionView.ProtoReflect.Descriptor instead.
 func (*SessionView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{13}
+	return file_values_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SessionView) GetSession() string {
@@ -1247,7 +1741,7 @@ type Time struct {
 
 func (x *Time) Reset() {
 	*x = Time{}
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1259,7 +1753,7 @@ func (x *Time) String() string {
 func (*Time) ProtoMessage() {}
 
 func (x *Time) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1272,7 +1766,7 @@ func (x *Time) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Time.ProtoReflect.Descriptor instead.
 func (*Time) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{14}
+	return file_values_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Time) GetUnixNano() int64 {
@@ -1315,7 +1809,7 @@ type DecideQuery struct {
 
 func (x *DecideQuery) Reset() {
 	*x = DecideQuery{}
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1327,7 +1821,7 @@ func (x *DecideQuery) String() string {
 func (*DecideQuery) ProtoMessage() {}
 
 func (x *DecideQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1340,7 +1834,7 @@ func (x *DecideQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideQuery.ProtoReflect.Descriptor instead.
 func (*DecideQuery) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{15}
+	return file_values_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *DecideQuery) GetPhase() string {
@@ -1422,7 +1916,7 @@ type PathClaim struct {
 
 func (x *PathClaim) Reset() {
 	*x = PathClaim{}
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1434,7 +1928,7 @@ func (x *PathClaim) String() string {
 func (*PathClaim) ProtoMessage() {}
 
 func (x *PathClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1447,7 +1941,7 @@ func (x *PathClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PathClaim.ProtoReflect.Descriptor instead.
 func (*PathClaim) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{16}
+	return file_values_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *PathClaim) GetSession() string {
@@ -1504,7 +1998,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1516,7 +2010,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1529,7 +2023,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{17}
+	return file_values_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PermissionRequest) GetId() string {
@@ -1607,7 +2101,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1619,7 +2113,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1632,7 +2126,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{18}
+	return file_values_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionAnswer) GetAllow() bool {
@@ -1667,7 +2161,7 @@ var File_values_proto protoreflect.FileDescriptor
 
 const file_values_proto_rawDesc = "" +
 	"\n" +
-	"\fvalues.proto\x12\aharn.v1\"\x92\x03\n" +
+	"\fvalues.proto\x12\aharn.v1\"\x81\x04\n" +
 	"\n" +
 	"TaskAction\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x18\n" +
@@ -1688,14 +2182,67 @@ const file_values_proto_rawDesc = "" +
 	"\n" +
 	"capability\x18\r \x01(\tR\n" +
 	"capability\x12\x14\n" +
-	"\x05level\x18\x0e \x01(\tR\x05level\"m\n" +
+	"\x05level\x18\x0e \x01(\tR\x05level\x12\x14\n" +
+	"\x05agent\x18\x10 \x01(\tR\x05agent\x12(\n" +
+	"\x04harn\x18\x11 \x01(\v2\x14.harn.v1.HarnOptionsR\x04harn\x12\x14\n" +
+	"\x05since\x18\x12 \x01(\x03R\x05since\x12\x17\n" +
+	"\await_ms\x18\x13 \x01(\x05R\x06waitMs\"\xcc\x01\n" +
+	"\vHarnOptions\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12!\n" +
+	"\fprovider_url\x18\x02 \x01(\tR\vproviderUrl\x12\x14\n" +
+	"\x05model\x18\x03 \x01(\tR\x05model\x12%\n" +
+	"\x0econtext_window\x18\x04 \x01(\x05R\rcontextWindow\x12\x1d\n" +
+	"\n" +
+	"max_output\x18\x05 \x01(\x05R\tmaxOutput\x12\x10\n" +
+	"\x03mcp\x18\x06 \x03(\tR\x03mcp\x12\x10\n" +
+	"\x03key\x18\a \x01(\tR\x03key\"\x80\x02\n" +
+	"\n" +
+	"AgentEvent\x12\x12\n" +
+	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
+	"\x04task\x18\x02 \x01(\tR\x04task\x12\x12\n" +
+	"\x04step\x18\x03 \x01(\x05R\x04step\x12\x12\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\x12\x12\n" +
+	"\x04tool\x18\x05 \x01(\tR\x04tool\x12\x12\n" +
+	"\x04text\x18\x06 \x01(\tR\x04text\x12\x18\n" +
+	"\aoutcome\x18\a \x01(\tR\aoutcome\x12\x16\n" +
+	"\x06status\x18\b \x01(\tR\x06status\x12)\n" +
+	"\x05usage\x18\t \x01(\v2\x13.harn.v1.ModelUsageR\x05usage\x12\x1d\n" +
+	"\x02at\x18\n" +
+	" \x01(\v2\r.harn.v1.TimeR\x02at\"\x99\x02\n" +
+	"\n" +
+	"ModelUsage\x12\x1a\n" +
+	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
+	"\x05agent\x18\x03 \x01(\tR\x05agent\x12'\n" +
+	"\x0festimated_input\x18\x04 \x01(\x05R\x0eestimatedInput\x12\x14\n" +
+	"\x05input\x18\x05 \x01(\x05R\x05input\x12\x16\n" +
+	"\x06output\x18\x06 \x01(\x05R\x06output\x12\x1d\n" +
+	"\n" +
+	"cache_read\x18\a \x01(\x05R\tcacheRead\x12\x1f\n" +
+	"\vcache_write\x18\b \x01(\x05R\n" +
+	"cacheWrite\x12\x18\n" +
+	"\aretries\x18\t \x01(\x05R\aretries\x12\x14\n" +
+	"\x05error\x18\n" +
+	" \x01(\tR\x05error\"\xf3\x01\n" +
+	"\bUsageRow\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05model\x18\x02 \x01(\tR\x05model\x12\x14\n" +
+	"\x05calls\x18\x03 \x01(\x05R\x05calls\x12'\n" +
+	"\x0festimated_input\x18\x04 \x01(\x05R\x0eestimatedInput\x12\x14\n" +
+	"\x05input\x18\x05 \x01(\x05R\x05input\x12\x16\n" +
+	"\x06output\x18\x06 \x01(\x05R\x06output\x12\x1d\n" +
+	"\n" +
+	"cache_read\x18\a \x01(\x05R\tcacheRead\x12\x1f\n" +
+	"\vcache_write\x18\b \x01(\x05R\n" +
+	"cacheWrite\x12\x12\n" +
+	"\x04node\x18\t \x01(\tR\x04node\"m\n" +
 	"\x05Grant\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x1e\n" +
 	"\n" +
 	"capability\x18\x02 \x01(\tR\n" +
 	"capability\x12\x14\n" +
 	"\x05match\x18\x03 \x01(\tR\x05match\x12\x18\n" +
-	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\x81\x03\n" +
+	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\xd7\x03\n" +
 	"\n" +
 	"TaskResult\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
@@ -1709,7 +2256,9 @@ const file_values_proto_rawDesc = "" +
 	"\fsession_view\x18\t \x01(\v2\x14.harn.v1.SessionViewR\vsessionView\x12\x18\n" +
 	"\amessage\x18\n" +
 	" \x01(\tR\amessage\x12\x1c\n" +
-	"\tinterrupt\x18\v \x01(\tR\tinterrupt\"\xff\x02\n" +
+	"\tinterrupt\x18\v \x01(\tR\tinterrupt\x12+\n" +
+	"\x06events\x18\f \x03(\v2\x13.harn.v1.AgentEventR\x06events\x12'\n" +
+	"\x05usage\x18\r \x03(\v2\x11.harn.v1.UsageRowR\x05usage\"\xff\x02\n" +
 	"\bTaskView\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x16\n" +
@@ -1836,56 +2385,65 @@ func file_values_proto_rawDescGZIP() []byte {
 	return file_values_proto_rawDescData
 }
 
-var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_values_proto_goTypes = []any{
 	(*TaskAction)(nil),        // 0: harn.v1.TaskAction
-	(*Grant)(nil),             // 1: harn.v1.Grant
-	(*TaskResult)(nil),        // 2: harn.v1.TaskResult
-	(*TaskView)(nil),          // 3: harn.v1.TaskView
-	(*SteerResult)(nil),       // 4: harn.v1.SteerResult
-	(*GrantsView)(nil),        // 5: harn.v1.GrantsView
-	(*Limit)(nil),             // 6: harn.v1.Limit
-	(*Held)(nil),              // 7: harn.v1.Held
-	(*Handoff)(nil),           // 8: harn.v1.Handoff
-	(*HandoffMessage)(nil),    // 9: harn.v1.HandoffMessage
-	(*HandoffDigest)(nil),     // 10: harn.v1.HandoffDigest
-	(*CallCounts)(nil),        // 11: harn.v1.CallCounts
-	(*CapabilityCalls)(nil),   // 12: harn.v1.CapabilityCalls
-	(*SessionView)(nil),       // 13: harn.v1.SessionView
-	(*Time)(nil),              // 14: harn.v1.Time
-	(*DecideQuery)(nil),       // 15: harn.v1.DecideQuery
-	(*PathClaim)(nil),         // 16: harn.v1.PathClaim
-	(*PermissionRequest)(nil), // 17: harn.v1.PermissionRequest
-	(*PermissionAnswer)(nil),  // 18: harn.v1.PermissionAnswer
+	(*HarnOptions)(nil),       // 1: harn.v1.HarnOptions
+	(*AgentEvent)(nil),        // 2: harn.v1.AgentEvent
+	(*ModelUsage)(nil),        // 3: harn.v1.ModelUsage
+	(*UsageRow)(nil),          // 4: harn.v1.UsageRow
+	(*Grant)(nil),             // 5: harn.v1.Grant
+	(*TaskResult)(nil),        // 6: harn.v1.TaskResult
+	(*TaskView)(nil),          // 7: harn.v1.TaskView
+	(*SteerResult)(nil),       // 8: harn.v1.SteerResult
+	(*GrantsView)(nil),        // 9: harn.v1.GrantsView
+	(*Limit)(nil),             // 10: harn.v1.Limit
+	(*Held)(nil),              // 11: harn.v1.Held
+	(*Handoff)(nil),           // 12: harn.v1.Handoff
+	(*HandoffMessage)(nil),    // 13: harn.v1.HandoffMessage
+	(*HandoffDigest)(nil),     // 14: harn.v1.HandoffDigest
+	(*CallCounts)(nil),        // 15: harn.v1.CallCounts
+	(*CapabilityCalls)(nil),   // 16: harn.v1.CapabilityCalls
+	(*SessionView)(nil),       // 17: harn.v1.SessionView
+	(*Time)(nil),              // 18: harn.v1.Time
+	(*DecideQuery)(nil),       // 19: harn.v1.DecideQuery
+	(*PathClaim)(nil),         // 20: harn.v1.PathClaim
+	(*PermissionRequest)(nil), // 21: harn.v1.PermissionRequest
+	(*PermissionAnswer)(nil),  // 22: harn.v1.PermissionAnswer
 }
 var file_values_proto_depIdxs = []int32{
-	1,  // 0: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
-	3,  // 1: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
-	4,  // 2: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
-	5,  // 3: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
-	8,  // 4: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
-	13, // 5: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
-	14, // 6: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
-	1,  // 7: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
-	6,  // 8: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
-	7,  // 9: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
-	14, // 10: harn.v1.Limit.at:type_name -> harn.v1.Time
-	9,  // 11: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
-	10, // 12: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
-	11, // 13: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
-	12, // 14: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
-	3,  // 15: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
-	3,  // 16: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
-	3,  // 17: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
-	16, // 18: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
-	14, // 19: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
-	18, // 20: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
-	14, // 21: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
-	22, // [22:22] is the sub-list for method output_type
-	22, // [22:22] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	5,  // 0: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
+	1,  // 1: harn.v1.TaskAction.harn:type_name -> harn.v1.HarnOptions
+	3,  // 2: harn.v1.AgentEvent.usage:type_name -> harn.v1.ModelUsage
+	18, // 3: harn.v1.AgentEvent.at:type_name -> harn.v1.Time
+	7,  // 4: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
+	8,  // 5: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
+	9,  // 6: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
+	12, // 7: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
+	17, // 8: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
+	2,  // 9: harn.v1.TaskResult.events:type_name -> harn.v1.AgentEvent
+	4,  // 10: harn.v1.TaskResult.usage:type_name -> harn.v1.UsageRow
+	18, // 11: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
+	5,  // 12: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
+	10, // 13: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
+	11, // 14: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
+	18, // 15: harn.v1.Limit.at:type_name -> harn.v1.Time
+	13, // 16: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
+	14, // 17: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
+	15, // 18: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
+	16, // 19: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
+	7,  // 20: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
+	7,  // 21: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
+	7,  // 22: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
+	20, // 23: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
+	18, // 24: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
+	22, // 25: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
+	18, // 26: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_values_proto_init() }
@@ -1899,7 +2457,7 @@ func file_values_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_values_proto_rawDesc), len(file_values_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   19,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -3,8 +3,10 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/exec"
 )
 
@@ -24,6 +26,7 @@ const (
 	OpDeny      = "deny"
 	OpShow      = "show"
 	OpReduce    = "reduce" // shrink a task's ceiling: Capability (a name or pattern) to Level
+	OpEvents    = "events" // a harn task's loop events from Since on (waits up to WaitMS for one)
 )
 
 // Action is one operator action on a task runtime, from the local CLI or
@@ -43,6 +46,12 @@ type Action struct {
 	By              string          `json:"by,omitempty"`
 	Capability      string          `json:"capability,omitempty"` // reduce
 	Level           string          `json:"level,omitempty"`      // reduce
+	// Agent "harn" (start): a new runtime session running harn's own
+	// loop, configured by Harn.
+	Agent  string       `json:"agent,omitempty"`
+	Harn   *HarnOptions `json:"harn,omitempty"`
+	Since  int          `json:"since,omitempty"`   // events
+	WaitMS int          `json:"wait_ms,omitempty"` // events
 }
 
 // Result is what an action returns (on the wire: api.TaskResult; its JSON
@@ -62,6 +71,10 @@ type Result struct {
 	// agent is interrupted: "sent: …" when harn started its process,
 	// "not possible: …" for an external agent's session.
 	Interrupt string `json:"interrupt,omitempty"`
+	// Events (events): a harn task's loop events from the asked index on.
+	Events []agent.Event `json:"events,omitempty"`
+	// Usage (usage): the model-call tokens of the node's ledger.
+	Usage []UsageRow `json:"usage,omitempty"`
 }
 
 // IsSessionOp reports whether op names its target by session (else by
@@ -89,6 +102,17 @@ func (h *Host) Do(a Action) (Result, error) {
 		var hs *hosted
 		var err error
 		switch {
+		case a.Op == OpStart && a.Agent == AgentHarn:
+			if a.Session != "" || a.Command != "" || a.Launcher != "" || a.Harn == nil {
+				return res, fmt.Errorf("%w: --agent harn starts a new session: give its model (--model M), not --exec, --launcher or --session", ErrBadAction)
+			}
+			id, oerr := h.OpenHarn(*a.Harn, a.Workdir)
+			if oerr != nil {
+				return res, oerr
+			}
+			hs = h.lookup(id)
+		case a.Op == OpStart && a.Agent != "" && a.Agent != AgentHarn:
+			return res, fmt.Errorf("%w: --agent %q; the node runs harn's own loop (--agent harn) or a command (--exec, --launcher)", ErrBadAction, clip(a.Agent))
 		case a.Op == OpStart && (a.Command != "" || a.Launcher != ""):
 			if a.Session != "" || (a.Command != "" && a.Launcher != "") {
 				return res, fmt.Errorf("%w: give one of --exec, --launcher (a new session) or --session (an existing one)", ErrBadAction)
@@ -122,7 +146,14 @@ func (h *Host) Do(a Action) (Result, error) {
 		case OpSupersede:
 			v, err = h.rt.Supersede(hs.id, req)
 		case OpSteer:
-			if hs.ex != nil {
+			if hs.ag != nil {
+				var sr exec.SteerResult
+				sr, err = harnSteer(hs, a.Task, a.Text)
+				if err == nil {
+					res.Steer, res.Message = &sr, sr.Message
+					v, err = h.rt.Task(sr.Task)
+				}
+			} else if hs.ex != nil {
 				var sr exec.SteerResult
 				sr, err = hs.ex.Steer(a.Text)
 				if err == nil {
@@ -150,6 +181,15 @@ func (h *Host) Do(a Action) (Result, error) {
 		}
 		h.changed(hs.id)
 		return res, nil
+	}
+	if a.Op == OpUsage {
+		since := time.Time{}
+		if a.Since > 0 {
+			since = time.Unix(int64(a.Since), 0)
+		}
+		u, err := h.Usage(a.Text, since)
+		res.Usage = u
+		return res, err
 	}
 	if a.Task == "" {
 		return res, fmt.Errorf("%w: name the task (ID)", ErrBadAction)
@@ -221,6 +261,10 @@ func (h *Host) Do(a Action) (Result, error) {
 				res.Grants = &g
 				v, err = h.rt.Task(a.Task)
 			}
+		}
+	case OpEvents:
+		if res.Events, err = h.Events(h.ctx, a.Task, a.Since, time.Duration(a.WaitMS)*time.Millisecond); err == nil {
+			v, err = h.rt.Task(a.Task)
 		}
 	case OpShow:
 		if v, err = h.rt.Task(a.Task); err == nil {
@@ -309,6 +353,8 @@ func (h *Host) interruptOf(session, task string) string {
 	switch {
 	case hs == nil:
 		return ""
+	case hs.ag != nil:
+		return fmt.Sprintf("sent: harn's own loop stops its model call and tool calls (a tool that does not stop within %s is outcome_unknown)", h.cfg.Grace)
 	case hs.ex != nil:
 		return fmt.Sprintf("sent: harn started this agent's process; its executor sends SIGINT to the process group (SIGKILL after %s)", h.cfg.Grace)
 	default:

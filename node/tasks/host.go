@@ -13,6 +13,7 @@ import (
 
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/ids"
@@ -60,6 +61,11 @@ type Config struct {
 	// Launchers are the node's named agent commands (a start names one
 	// with Action.Launcher).
 	Launchers Launchers
+	// ProviderKeyFile is the node's own model provider key file (0600),
+	// for harn sessions whose caller sends no key; Boxes builds their tool
+	// boxes (nil: the built-in minimal box).
+	ProviderKeyFile string
+	Boxes           BoxFactory
 }
 
 // hosted is one runtime session of this node.
@@ -69,7 +75,9 @@ type hosted struct {
 	agent    string // its agent
 	ex       *exec.Executor
 	cancel   context.CancelFunc
-	run      *runtime.Run // external: the running task's hold
+	run      *runtime.Run    // external: the running task's hold
+	ag       *agent.Executor // harn's own loop
+	harn     *harnState
 }
 
 // Host hosts the node's task runtimes. It is safe for concurrent use.

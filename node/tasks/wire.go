@@ -6,6 +6,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/exec"
 )
 
@@ -17,7 +18,42 @@ func ActionToAPI(a Action) *api.TaskAction {
 	return &api.TaskAction{Op: a.Op, Session: a.Session, Task: a.Task, Text: a.Text, Command: a.Command,
 		Launcher: a.Launcher, Workdir: a.Workdir, Grants: GrantsToAPI(a.Grants), GrantsSet: a.Grants != nil,
 		RequiresSuccess: a.RequiresSuccess, Call: a.Call, Reason: a.Reason, By: a.By,
-		Capability: a.Capability, Level: a.Level}
+		Capability: a.Capability, Level: a.Level, Agent: a.Agent, Harn: harnToAPI(a.Harn),
+		Since: int64(a.Since), WaitMs: int32(a.WaitMS)}
+}
+
+func harnToAPI(o *HarnOptions) *api.HarnOptions {
+	if o == nil {
+		return nil
+	}
+	return &api.HarnOptions{Provider: o.Provider, ProviderUrl: o.URL, Model: o.Model,
+		ContextWindow: int32(o.ContextWindow), MaxOutput: int32(o.MaxOutput), Mcp: o.MCP, Key: o.Key}
+}
+
+func harnFromAPI(o *api.HarnOptions) *HarnOptions {
+	if o == nil {
+		return nil
+	}
+	return &HarnOptions{Provider: o.GetProvider(), URL: o.GetProviderUrl(), Model: o.GetModel(),
+		ContextWindow: int(o.GetContextWindow()), MaxOutput: int(o.GetMaxOutput()), MCP: o.GetMcp(), Key: o.GetKey()}
+}
+
+func usageToAPI(u *runtime.Usage) *api.ModelUsage {
+	if u == nil {
+		return nil
+	}
+	return &api.ModelUsage{Provider: u.Provider, Node: u.Node, Agent: u.Agent, EstimatedInput: int32(u.Estimated),
+		Input: int32(u.Input), Output: int32(u.Output), CacheRead: int32(u.CacheRead), CacheWrite: int32(u.CacheWrite),
+		Retries: int32(u.Retries), Error: u.Error}
+}
+
+func usageFromAPI(u *api.ModelUsage) *runtime.Usage {
+	if u == nil {
+		return nil
+	}
+	return &runtime.Usage{Provider: u.GetProvider(), Node: u.GetNode(), Agent: u.GetAgent(), Estimated: int(u.GetEstimatedInput()),
+		Input: int(u.GetInput()), Output: int(u.GetOutput()), CacheRead: int(u.GetCacheRead()), CacheWrite: int(u.GetCacheWrite()),
+		Retries: int(u.GetRetries()), Error: u.GetError()}
 }
 
 // ActionFromAPI reads an action from the wire; a grant with an unknown
@@ -28,7 +64,8 @@ func ActionFromAPI(a *api.TaskAction) (Action, error) {
 	}
 	out := Action{Op: a.Op, Session: a.Session, Task: a.Task, Text: a.Text, Command: a.Command,
 		Launcher: a.Launcher, Workdir: a.Workdir, RequiresSuccess: a.RequiresSuccess, Call: a.Call,
-		Reason: a.Reason, By: a.By, Capability: a.Capability, Level: a.Level}
+		Reason: a.Reason, By: a.By, Capability: a.Capability, Level: a.Level, Agent: a.Agent,
+		Harn: harnFromAPI(a.Harn), Since: int(a.Since), WaitMS: int(a.WaitMs)}
 	if a.GrantsSet {
 		g, err := GrantsFromAPI(a.Grants)
 		if err != nil {
@@ -81,6 +118,14 @@ func QueryFromAPI(q *api.DecideQuery) Query {
 func ResultToAPI(r Result) *api.TaskResult {
 	out := &api.TaskResult{Node: r.Node, Session: r.Session, Task: taskViewToAPI(r.Task), Text: r.Text,
 		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt}
+	for _, e := range r.Events {
+		out.Events = append(out.Events, &api.AgentEvent{Type: e.Type, Task: e.Task, Step: int32(e.Step), Call: e.Call,
+			Tool: e.Tool, Text: e.Text, Outcome: e.Outcome, Status: e.Status, Usage: usageToAPI(e.Usage), At: api.NewTime(e.At)})
+	}
+	for _, u := range r.Usage {
+		out.Usage = append(out.Usage, &api.UsageRow{Key: u.Key, Model: u.Model, Calls: int32(u.Calls), EstimatedInput: int32(u.Estimated),
+			Input: int32(u.Input), Output: int32(u.Output), CacheRead: int32(u.CacheRead), CacheWrite: int32(u.CacheWrite), Node: u.Node})
+	}
 	if s := r.Steer; s != nil {
 		out.Steer = &api.SteerResult{Mode: string(s.Mode), Task: s.Task, Steered: s.Steered, Message: s.Message}
 	}
@@ -129,6 +174,15 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 	}
 	out := Result{Node: r.Node, Session: r.Session, Task: taskViewFromAPI(r.Task), Text: r.Text,
 		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt}
+	for _, e := range r.Events {
+		out.Events = append(out.Events, agent.Event{Type: e.GetType(), Task: e.GetTask(), Step: int(e.GetStep()), Call: e.GetCall(),
+			Tool: e.GetTool(), Text: e.GetText(), Outcome: e.GetOutcome(), Status: e.GetStatus(), Usage: usageFromAPI(e.GetUsage()),
+			At: e.GetAt().AsTime()})
+	}
+	for _, u := range r.Usage {
+		out.Usage = append(out.Usage, UsageRow{Key: u.GetKey(), Model: u.GetModel(), Calls: int(u.GetCalls()), Estimated: int(u.GetEstimatedInput()),
+			Input: int(u.GetInput()), Output: int(u.GetOutput()), CacheRead: int(u.GetCacheRead()), CacheWrite: int(u.GetCacheWrite()), Node: u.GetNode()})
+	}
 	if s := r.Steer; s != nil {
 		out.Steer = &exec.SteerResult{Mode: exec.SteerMode(s.Mode), Task: s.Task, Steered: s.Steered, Message: s.Message}
 	}

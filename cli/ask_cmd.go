@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/util/text"
+)
+
+
+// Environment of harn ask: the provider key, or a 0600 file holding it.
+const (
+	envProviderKey     = "HARN_PROVIDER_KEY"
+	envProviderKeyFile = "HARN_PROVIDER_KEY_FILE"
+)
+
+// maxPromptBytes bounds a prompt read from stdin.
+const maxPromptBytes = 256 << 10
+
+// ErrBadAsk means harn ask's flags or prompt are wrong.
+var ErrBadAsk = errors.New("ask")
+
+func newAskCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "ask [flags] PROMPT|-",
+		Short: "run one task through harn's own agent loop on a node and print the final answer",
+		Long: `ask runs one task through harn's own agent loop without a TUI, as other agents'
+print modes do: the node runs the loop (model calls, tool calls under the task's
+grants), and ask prints the final answer. - reads the prompt from stdin;
+--json streams the turn's events as JSON lines. The provider key comes from
+HARN_PROVIDER_KEY or the 0600 file HARN_PROVIDER_KEY_FILE names, never a flag;
+it is sent to this node only, never to another (--node uses that node's own).`,
+		Args: cobra.ExactArgs(1),
+		RunE: runAsk,
+	}
+	c.Flags().String("session", "", "continue this harn session (its id): the prompt is its next task")
+	addHarnFlags(c)
+	addGrantFlags(c)
+	addTaskFlags(c)
+	return c
+}
+
+// addHarnFlags are the loop's options (ask, task start --agent harn).
+func addHarnFlags(c *cobra.Command) {
+	c.Flags().String("provider", "", "the model API: openai (chat completions, the default) or anthropic (Messages)")
+	c.Flags().String("provider-url", "", "the API's base URL (llama.cpp, Ollama, vLLM, OpenRouter, OpenAI; default the vendor's)")
+	c.Flags().String("model", "", "the model name")
+	c.Flags().Int("context-window", 0, "the model's context window in tokens (default: known for common models)")
+	c.Flags().Int("max-output", 0, "the model's max output in tokens (default: known for common models)")
+	c.Flags().StringArray("mcp", nil, "a stdio MCP server for this run, NAME=COMMAND (split as a shell splits words, no shell); repeatable")
+}
+
+// harnOptions reads the loop's flags; the key from the environment.
+func harnOptions(c *cobra.Command) (*tasks.HarnOptions, error) {
+	o := &tasks.HarnOptions{}
+	o.Provider, _ = c.Flags().GetString("provider")
+	o.URL, _ = c.Flags().GetString("provider-url")
+	o.Model, _ = c.Flags().GetString("model")
+	o.ContextWindow, _ = c.Flags().GetInt("context-window")
+	o.MaxOutput, _ = c.Flags().GetInt("max-output")
+	o.MCP, _ = c.Flags().GetStringArray("mcp")
+	if o.Provider == "" {
+		o.Provider = "openai"
+	}
+	if o.Provider != "openai" && o.Provider != "anthropic" {
+		return nil, usageErr(fmt.Errorf("%w: --provider %q; use openai or anthropic", ErrBadAsk, o.Provider))
+	}
+	if o.Model == "" {
+		return nil, usageErr(fmt.Errorf("%w: name the model with --model M", ErrBadAsk))
+	}
+	if node, _ := c.Flags().GetString("node"); node == "" {
+		k, err := providerKey()
+		if err != nil {
+			return nil, usageErr(err)
+		}
+		o.Key = k
+	}
+	return o, nil
+}
+
+func providerKey() (string, error) {
+	if k := os.Getenv(envProviderKey); k != "" {
+		return k, nil
+	}
+	f := os.Getenv(envProviderKeyFile)
+	if f == "" {
+		return "", nil
+	}
+	st, err := os.Stat(f)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err)
+	}
+	if st.Mode().Perm()&0o077 != 0 {
+		return "", fmt.Errorf("%w: key file %s is mode %o; make it 0600 (chmod 600 %s)", ErrBadAsk, f, st.Mode().Perm(), f)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err)
+	}
+	return strings.TrimSpace(string(b)), nil
+}
+
+func askPrompt(c *cobra.Command, arg string) (string, error) {
+	if arg != "-" {
+		return arg, nil
+	}
+	b, err := io.ReadAll(io.LimitReader(c.InOrStdin(), maxPromptBytes+1))
+	if err != nil {
+		return "", err
+	}
+	if len(b) > maxPromptBytes {
+		return "", usageErr(fmt.Errorf("%w: the prompt on stdin is over %d bytes", ErrBadAsk, maxPromptBytes))
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", usageErr(fmt.Errorf("%w: the prompt on stdin is empty", ErrBadAsk))
+	}
+	return s, nil
+}
+
+func runAsk(c *cobra.Command, args []string) error {
+	prompt, err := askPrompt(c, args[0])
+	if err != nil {
+		return err
+	}
+	node, _ := c.Flags().GetString("node")
+	session, _ := c.Flags().GetString("session")
+	g, err := grantsOf(c)
+	if err != nil {
+		return err
+	}
+	a := tasks.Action{Op: tasks.OpStart, Text: prompt, Grants: g, Agent: tasks.AgentHarn}
+	if session != "" {
+		a = tasks.Action{Op: tasks.OpFollowUp, Session: session, Text: prompt, Grants: g}
+	} else {
+		if a.Harn, err = harnOptions(c); err != nil {
+			return err
+		}
+		if node == "" {
+			a.Workdir, _ = os.Getwd()
+		}
+	}
+	p := placeOf(c)
+	cl, err := connect(c.Context(), p, 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	call := func(a tasks.Action) (tasks.Result, error) {
+		ctx, cancel := context.WithTimeout(c.Context(), rpcTimeout)
+		defer cancel()
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
+		if err != nil {
+			return tasks.Result{}, taskErr(err, p)
+		}
+		return tasks.ResultFromAPI(res.Result)
+	}
+	r, err := call(a)
+	if err != nil {
+		return err
+	}
+	if r.Task == nil {
+		return fmt.Errorf("%w: the node answered without a task", ErrBadAsk)
+	}
+	task := r.Task.ID
+	if node == "" {
+		node = r.Node
+	}
+	out := c.OutOrStdout()
+	enc := json.NewEncoder(out)
+	since := 0
+	for {
+		r, err := call(tasks.Action{Op: tasks.OpEvents, Task: task, Since: since, WaitMS: 2000})
+		if err != nil {
+			return err
+		}
+		for _, e := range r.Events {
+			since++
+			if asJSON(c) {
+				if e.Type == "turn.start" {
+					e.Text = text.Clip(e.Text, 200)
+				}
+				if err := enc.Encode(e); err != nil {
+					return err
+				}
+			}
+			if e.Type != "turn.end" || e.Task != task {
+				continue
+			}
+			if !asJSON(c) {
+				for _, line := range strings.Split(e.Text, "\n") {
+					fmt.Fprintln(out, text.Sanitize(line))
+				}
+			}
+			if e.Status != "succeeded" {
+				return withCode(ExitError, fmt.Errorf("%w: task %s %s", ErrBadAsk, task, e.Status))
+			}
+			return nil
+		}
+	}
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/util/text"
+)
+
+
+// ErrBadUsage means harn usage's flags are wrong.
+var ErrBadUsage = errors.New("usage")
+
+// price is a model's price in USD per million tokens.
+type price struct {
+	Input  float64 `json:"input"`
+	Output float64 `json:"output"`
+}
+
+// usageRow is one printed row.
+type usageRow struct {
+	tasks.UsageRow
+	Node string   `json:"node"`
+	Cost *float64 `json:"cost_usd,omitempty"`
+}
+
+func newUsageCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "usage",
+		Short: "sum the model-call tokens the task ledgers recorded, mesh-wide",
+		Args:  noArgs,
+		RunE:  runUsage,
+	}
+	c.Flags().String("by", "session", "group by session, agent or node")
+	c.Flags().Duration("since", 0, "only calls of this last duration (e.g. 24h; default all)")
+	c.Flags().String("prices", "", "a JSON `file` of prices per model: {\"MODEL\": {\"input\": USD per Mtok, \"output\": USD per Mtok}}")
+	addJSONFlag(c)
+	return c
+}
+
+func runUsage(c *cobra.Command, _ []string) error {
+	by, _ := c.Flags().GetString("by")
+	if by != "session" && by != "agent" && by != "node" {
+		return usageErr(fmt.Errorf("%w: --by %q; use session, agent or node", ErrBadUsage, by))
+	}
+	since, _ := c.Flags().GetDuration("since")
+	if since < 0 {
+		return usageErr(fmt.Errorf("%w: --since must be a positive duration", ErrBadUsage))
+	}
+	prices := map[string]price{}
+	if f, _ := c.Flags().GetString("prices"); f != "" {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			err = json.Unmarshal(b, &prices)
+		}
+		if err != nil {
+			return usageErr(fmt.Errorf("%w: --prices %s: %w", ErrBadUsage, f, err))
+		}
+	}
+	a := tasks.Action{Op: tasks.OpUsage, Text: by}
+	if since > 0 {
+		a.Since = int(time.Now().Add(-since).Unix())
+	}
+	var rows []usageRow
+	err := withNode(c, func(ctx context.Context, cl *client, p place) error {
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(a)})
+		if err != nil {
+			return taskErr(err, p)
+		}
+		r, err := tasks.ResultFromAPI(res.Result)
+		if err != nil {
+			return err
+		}
+		for _, r := range []tasks.Result{r} {
+			for _, u := range r.Usage {
+				row := usageRow{UsageRow: u, Node: u.Node}
+				if row.Node == "" {
+					row.Node = r.Node
+				}
+				if pr, ok := prices[u.Model]; ok {
+					cost := (float64(u.Input)*pr.Input + float64(u.Output)*pr.Output) / 1e6
+					row.Cost = &cost
+				}
+				rows = append(rows, row)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Input+rows[i].Output > rows[j].Input+rows[j].Output })
+	if asJSON(c) {
+		if rows == nil {
+			rows = []usageRow{}
+		}
+		return writeJSON(c, rows)
+	}
+	w := c.OutOrStdout()
+	fmt.Fprintf(w, "%-28s %-24s %-10s %6s %10s %10s %10s %10s\n", "KEY", "MODEL", "NODE", "CALLS", "EST_IN", "INPUT", "OUTPUT", "COST_USD")
+	for _, r := range rows {
+		cost := "-"
+		if r.Cost != nil {
+			cost = fmt.Sprintf("%.4f", *r.Cost)
+		}
+		fmt.Fprintf(w, "%-28s %-24s %-10s %6d %10d %10d %10d %10s\n", text.Sanitize(text.Clip(r.Key, 28)), text.Sanitize(text.Clip(r.Model, 24)),
+			text.Sanitize(text.Clip(r.Node, 10)), r.Calls, r.Estimated, r.Input, r.Output, cost)
+	}
+	return nil
+}

@@ -1,0 +1,168 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/harn-dev/harn/util/text"
+)
+
+// Anthropic speaks Anthropic's Messages API with streaming and tool use;
+// the stable prefix (system prompt, skills' instructions and the tools) is
+// marked for prompt caching.
+type Anthropic struct {
+	client anthropic.Client
+	retry  Retry
+}
+
+// NewAnthropic builds the Anthropic provider. It does no I/O.
+func NewAnthropic(cfg ProviderConfig) *Anthropic {
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(cfg.Key)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
+	}
+	if cfg.HTTPClient != nil {
+		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
+	}
+	return &Anthropic{client: anthropic.NewClient(opts...), retry: cfg.Retry.norm()}
+}
+
+// Name is "anthropic".
+func (p *Anthropic) Name() string { return "anthropic" }
+
+// Complete runs one streamed Messages call, retrying 429 and 5xx.
+func (p *Anthropic) Complete(ctx context.Context, req Request, onText func(string)) (Response, error) {
+	params := anthropicParams(req)
+	var resp Response
+	retries, err := p.retry.do(ctx, func() error {
+		var err error
+		resp, err = p.stream(ctx, params, onText)
+		return err
+	})
+	resp.Retries = retries
+	return resp, err
+}
+
+func (p *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParams, onText func(string)) (Response, error) {
+	s := p.client.Messages.NewStreaming(ctx, params)
+	defer s.Close()
+	var msg anthropic.Message
+	for s.Next() {
+		ev := s.Current()
+		if err := msg.Accumulate(ev); err != nil {
+			return Response{}, err
+		}
+		if ev.Type == "content_block_delta" && ev.Delta.Type == "text_delta" && onText != nil {
+			onText(ev.Delta.Text)
+		}
+	}
+	if err := s.Err(); err != nil {
+		return Response{}, anthropicError(err)
+	}
+	r := Response{Stop: string(msg.StopReason), Usage: Usage{Input: int(msg.Usage.InputTokens + msg.Usage.CacheReadInputTokens + msg.Usage.CacheCreationInputTokens),
+		Output: int(msg.Usage.OutputTokens), CacheRead: int(msg.Usage.CacheReadInputTokens), CacheWrite: int(msg.Usage.CacheCreationInputTokens)}}
+	var b strings.Builder
+	for _, c := range msg.Content {
+		switch c.Type {
+		case "text":
+			b.WriteString(c.Text)
+		case "tool_use":
+			args := c.Input
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			r.Calls = append(r.Calls, ToolCall{ID: c.ID, Name: c.Name, Args: args})
+		}
+	}
+	r.Text = b.String()
+	return r, nil
+}
+
+func anthropicError(err error) error {
+	var ae *anthropic.Error
+	if !errors.As(err, &ae) {
+		return err
+	}
+	se := &StatusError{Provider: "anthropic", Code: ae.StatusCode, Message: text.Clip(text.OneLine(ae.Error()), 300)}
+	if ae.Response != nil {
+		se.RetryAfter = retryAfter(ae.Response.Header, nowFunc())
+	}
+	if ae.StatusCode == 413 {
+		return errors.Join(ErrContextLength, se)
+	}
+	return se
+}
+
+func anthropicParams(req Request) anthropic.MessageNewParams {
+	maxOut := req.MaxOutput
+	if maxOut <= 0 {
+		maxOut = 4096
+	}
+	p := anthropic.MessageNewParams{Model: req.Model, MaxTokens: int64(maxOut)}
+	for _, s := range req.System {
+		p.System = append(p.System, anthropic.TextBlockParam{Text: s})
+	}
+	for _, t := range req.Tools {
+		m := schemaMap(t)
+		tp := anthropic.ToolParam{Name: t.Name, Description: anthropic.String(t.Description),
+			InputSchema: anthropic.ToolInputSchemaParam{Properties: m["properties"]}}
+		if req, ok := m["required"].([]any); ok {
+			for _, r := range req {
+				if s, ok := r.(string); ok {
+					tp.InputSchema.Required = append(tp.InputSchema.Required, s)
+				}
+			}
+		}
+		p.Tools = append(p.Tools, anthropic.ToolUnionParam{OfTool: &tp})
+	}
+	// The stable prefix is the tools then the system blocks: one cache
+	// breakpoint on the last of them covers both.
+	if n := len(p.System); n > 0 {
+		p.System[n-1].CacheControl = anthropic.NewCacheControlEphemeralParam()
+	} else if n := len(p.Tools); n > 0 {
+		p.Tools[n-1].OfTool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+	}
+	for _, m := range req.Messages {
+		switch m.Role {
+		case RoleUser:
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(m.Text)))
+		case RoleTool:
+			blk := anthropic.NewToolResultBlock(m.CallID, m.Text, m.IsError)
+			if n := len(p.Messages); n > 0 && p.Messages[n-1].OfUser != nil && isToolResults(p.Messages[n-1]) {
+				p.Messages[n-1].OfUser.Content = append(p.Messages[n-1].OfUser.Content, blk)
+				continue
+			}
+			p.Messages = append(p.Messages, anthropic.NewUserMessage(blk))
+		case RoleAssistant:
+			var blocks []anthropic.ContentBlockParamUnion
+			if m.Text != "" {
+				blocks = append(blocks, anthropic.NewTextBlock(m.Text))
+			}
+			for _, c := range m.Calls {
+				var in any = json.RawMessage(c.Args)
+				if !json.Valid(c.Args) {
+					in = map[string]any{}
+				}
+				blocks = append(blocks, anthropic.NewToolUseBlock(c.ID, in, c.Name))
+			}
+			if len(blocks) > 0 {
+				p.Messages = append(p.Messages, anthropic.NewAssistantMessage(blocks...))
+			}
+		}
+	}
+	return p
+}
+
+func isToolResults(m anthropic.MessageParam) bool {
+	for _, b := range m.OfUser.Content {
+		if b.OfToolResult == nil {
+			return false
+		}
+	}
+	return len(m.OfUser.Content) > 0
+}

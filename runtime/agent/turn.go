@@ -1,0 +1,293 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/agent/tools"
+	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// RunTask runs one task taken with Runtime.Next to its end: model calls
+// and tool calls until the model answers without a tool call, the task is
+// cancelled, or ctx ends; then it reports Finish.
+func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
+	res := TaskResult{Task: run.Task}
+	gctx, cancel := context.WithCancel(run.Context())
+	defer cancel()
+	stop := context.AfterFunc(ctx, cancel)
+	defer stop()
+	sess, task := e.cfg.Session, run.Task
+	e.emit(Event{Type: EvTurnStart, Task: task, Text: run.Text})
+	for _, s := range e.cfg.Box.Prompt(sess, task, run.Text) {
+		e.emit(Event{Type: EvStatus, Task: task, Text: s})
+	}
+	prompt := exec.FormatHandoff(run.Handoff, exec.MaxHandoffBytes) + run.Text
+	if err := e.cfg.Context.Append(Message{Role: RoleUser, Text: prompt, Task: task}); err != nil {
+		return e.finish(ctx, run, res, runtime.StatusFailed, "the context refused the prompt: "+err.Error())
+	}
+	var gen uint64
+	if g, err := e.rt.Grants(task); err == nil {
+		gen = g.Generation
+	}
+	for step := 1; ; step++ {
+		e.takeSteers(run, step)
+		res.Steps = step - 1
+		if gctx.Err() != nil {
+			return e.finish(ctx, run, res, runtime.StatusFailed, "")
+		}
+		if step > e.cfg.MaxSteps {
+			res.Err = ErrSteps
+			return e.finish(ctx, run, res, runtime.StatusFailed, fmt.Sprintf("the turn stopped after %d model calls (its step limit)", e.cfg.MaxSteps))
+		}
+		resp, err := e.modelCall(gctx, run, step)
+		e.endStep(run)
+		if err != nil {
+			if gctx.Err() != nil {
+				return e.finish(ctx, run, res, runtime.StatusFailed, "")
+			}
+			res.Err = err
+			return e.finish(ctx, run, res, runtime.StatusFailed, "the model call failed: "+text.Clip(text.OneLine(err.Error()), 512))
+		}
+		for i := range resp.Calls {
+			if resp.Calls[i].ID == "" {
+				resp.Calls[i].ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
+			}
+		}
+		_ = e.cfg.Context.Append(Message{Role: RoleAssistant, Text: resp.Text, Calls: resp.Calls, Task: task})
+		if len(resp.Calls) == 0 {
+			res.Steps = step
+			return e.finish(ctx, run, res, runtime.StatusSucceeded, resp.Text)
+		}
+		if resp.Text != "" {
+			if err := run.Say(clip(resp.Text)); err == nil {
+				e.emit(Event{Type: EvMessage, Task: task, Step: step, Text: resp.Text})
+			}
+		}
+		_ = e.cfg.Context.Append(e.runCalls(gctx, run, step, gen, resp.Calls)...)
+	}
+}
+
+// takeSteers moves the steers sent since the last boundary into the turn.
+func (e *Executor) takeSteers(run *runtime.Run, step int) {
+	steers, err := run.Steers()
+	if err != nil {
+		return
+	}
+	for _, s := range steers {
+		_ = e.cfg.Context.Append(Message{Role: RoleUser, Text: s, Task: run.Task})
+		e.emit(Event{Type: EvSteer, Task: run.Task, Step: step, Text: s, Status: string(SteerQueued)})
+	}
+}
+
+// endStep ends the step's scope: skills the model activated leave.
+func (e *Executor) endStep(run *runtime.Run) {
+	e.cfg.Box.EndStep(e.cfg.Session, run.Task)
+	if _, err := run.EndStep(); err != nil {
+		e.log.Debug("agent: end of step refused", "task", run.Task, "err", err)
+	}
+}
+
+// modelCall builds the request from the context and calls the model; a
+// context-length refusal sets a recovery checkpoint and retries once. The
+// call and its usage go to the ledger.
+func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (Response, error) {
+	sess, task := e.cfg.Session, run.Task
+	req := Request{Model: e.cfg.Model.Name, MaxOutput: e.cfg.Model.MaxOutput, Tools: e.cfg.Box.Specs(sess, task),
+		System: append([]string{e.cfg.System}, e.cfg.Box.Instructions(sess, task)...)}
+	base := Estimate(req)
+	onText := func(s string) { e.emit(Event{Type: EvText, Task: task, Step: step, Text: s}) }
+	var (
+		resp Response
+		err  error
+	)
+	for attempt := 0; attempt < 2; attempt++ {
+		req.Messages, err = e.cfg.Context.WorkingSet(ctx, task, e.cfg.Model.UsableInput()-base)
+		if err != nil {
+			return Response{}, err
+		}
+		est := Estimate(req)
+		resp, err = e.cfg.Provider.Complete(ctx, req, onText)
+		u := runtime.Usage{Provider: e.cfg.Provider.Name(), Node: e.cfg.Node, Agent: "harn", Estimated: est,
+			Input: resp.Usage.Input, Output: resp.Usage.Output, CacheRead: resp.Usage.CacheRead,
+			CacheWrite: resp.Usage.CacheWrite, Retries: resp.Retries}
+		if err != nil {
+			u.Error = errClass(err)
+		}
+		if rerr := run.ModelCall(e.cfg.Model.Name, u); rerr != nil {
+			e.log.Debug("agent: model call not recorded", "task", task, "err", rerr)
+		}
+		e.emit(Event{Type: EvModel, Task: task, Step: step, Usage: &u})
+		if !errors.Is(err, ErrContextLength) || !e.cfg.Context.Recover(task) {
+			break
+		}
+		e.emit(Event{Type: EvStatus, Task: task, Step: step, Text: "the model's context window was exceeded: recovery checkpoint set, retrying once with the current turn"})
+	}
+	return resp, err
+}
+
+func errClass(err error) string {
+	var se *StatusError
+	switch {
+	case errors.Is(err, ErrContextLength):
+		return "context_length"
+	case errors.As(err, &se):
+		return "http_" + strconv.Itoa(se.Code)
+	case errorsIsCancel(err):
+		return "cancelled"
+	}
+	return "error"
+}
+
+// runCalls runs one step's tool calls, at most Parallel at once, and
+// returns their results in the calls' order. On a cancellation it waits
+// for the calls up to the grace period; a call still running then is
+// left to the runtime's barrier (outcome_unknown).
+func (e *Executor) runCalls(ctx context.Context, run *runtime.Run, step int, gen uint64, calls []ToolCall) []Message {
+	specs := e.cfg.Box.Specs(e.cfg.Session, run.Task)
+	var mu sync.Mutex
+	out := make([]Message, len(calls))
+	filled := make([]bool, len(calls))
+	sem := make(chan struct{}, e.cfg.Parallel)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		e.wg.Add(1)
+		go func() {
+			defer e.wg.Done()
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				mu.Lock()
+				out[i], filled[i] = toolMsg(run.Task, c.ID, "not run: the task was cancelled", true), true
+				mu.Unlock()
+				return
+			}
+			m := e.runCall(ctx, run, step, gen, specs, c)
+			<-sem
+			mu.Lock()
+			out[i], filled[i] = m, true
+			mu.Unlock()
+		}()
+	}
+	done := make(chan struct{})
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		t := e.cfg.Clock.NewTimer(e.cfg.Grace)
+		select {
+		case <-done:
+		case <-t.C():
+			e.log.Info("agent: tool calls did not stop within the grace period", "task", run.Task)
+		}
+		t.Stop()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	res := make([]Message, len(calls))
+	for i := range calls {
+		if filled[i] {
+			res[i] = out[i]
+		} else {
+			res[i] = toolMsg(run.Task, calls[i].ID, "outcome unknown: the call did not stop within the grace period", true)
+			e.emit(Event{Type: EvToolPost, Task: run.Task, Step: step, Call: calls[i].ID, Tool: calls[i].Name, Outcome: string(runtime.OutcomeUnknown)})
+		}
+	}
+	return res
+}
+
+func toolMsg(task, id, s string, isErr bool) Message {
+	return Message{Role: RoleTool, CallID: id, Text: s, IsError: isErr, Task: task}
+}
+
+// runCall runs one call through the runtime's pre-call check, its
+// confirmation when the grant asks for one, the tool box, and End.
+func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen uint64, specs []tools.Spec, c ToolCall) Message {
+	task := run.Task
+	var spec tools.Spec
+	for _, s := range specs {
+		if s.Name == c.Name {
+			spec = s
+			break
+		}
+	}
+	cl, err := run.Begin(runtime.CallRequest{ID: c.ID, Capability: c.Name, Input: c.Args, Generation: gen, ContractHash: spec.Hash})
+	if err != nil {
+		e.emit(Event{Type: EvToolRefused, Task: task, Step: step, Call: c.ID, Tool: c.Name, Text: err.Error()})
+		return toolMsg(task, c.ID, "refused by harn: "+err.Error(), true)
+	}
+	if cl.Pending {
+		e.emit(Event{Type: EvInputRequested, Task: task, Step: step, Call: cl.ID, Tool: c.Name,
+			Text: "confirm with `harn task confirm " + task + " " + cl.ID + "`"})
+		if err := cl.Wait(ctx); err != nil {
+			e.emit(Event{Type: EvToolPost, Task: task, Step: step, Call: cl.ID, Tool: c.Name, Outcome: string(runtime.OutcomeDenied)})
+			return toolMsg(task, c.ID, "not run: "+err.Error(), true)
+		}
+	}
+	e.emit(Event{Type: EvToolPre, Task: task, Step: step, Call: cl.ID, Tool: c.Name})
+	r, err := e.cfg.Box.Run(cl.Context(), tools.Call{ID: c.ID, Name: c.Name, Args: c.Args, Session: e.cfg.Session, Task: task, Dir: e.cfg.Dir})
+	o := runtime.OutcomeSucceeded
+	switch {
+	case cl.Context().Err() != nil:
+		o = runtime.OutcomeAborted
+		if r.Content == "" {
+			r.Content = "aborted: the task was cancelled"
+		}
+		r.IsError = true
+	case err != nil:
+		o, r.Content, r.IsError = runtime.OutcomeFailed, err.Error(), true
+	case r.IsError:
+		o = runtime.OutcomeFailed
+	}
+	out := []byte(r.Content)
+	if len(out) > runtime.MaxInputBytes {
+		out = out[:runtime.MaxInputBytes]
+	}
+	if err := cl.End(o, out); errors.Is(err, runtime.ErrCallSettled) {
+		o = runtime.OutcomeUnknown
+	}
+	e.emit(Event{Type: EvToolPost, Task: task, Step: step, Call: cl.ID, Tool: c.Name, Outcome: string(o)})
+	return toolMsg(task, c.ID, r.Content, r.IsError)
+}
+
+// finish reports the end of the task; steers that came after the last
+// step boundary follow the task as follow-ups.
+func (e *Executor) finish(ctx context.Context, run *runtime.Run, res TaskResult, status runtime.Status, final string) TaskResult {
+	cancelled := run.Context().Err() != nil
+	if ctx.Err() != nil && !cancelled && final == "" {
+		final = "the node stopped the turn"
+	}
+	final = clip(final)
+	if err := run.Finish(status, final); err != nil && !errors.Is(err, runtime.ErrTaskTerminal) && !errors.Is(err, runtime.ErrTaskNotRunning) {
+		res.Err = errors.Join(res.Err, err)
+	}
+	if cancelled {
+		status = runtime.StatusCancelled
+	}
+	res.Status, res.Final = status, final
+	if !cancelled {
+		if steers, err := e.rt.TakeSteers(run.Task); err == nil {
+			for _, s := range steers {
+				r, err := e.followUp(run.Task, s, "turn "+run.Task+" had already ended")
+				if err != nil {
+					r = SteerResult{Steered: run.Task, Message: "steer dropped: " + err.Error()}
+				}
+				e.emit(Event{Type: EvSteer, Task: run.Task, Text: r.Message, Status: string(r.Mode)})
+			}
+		}
+	}
+	e.emit(Event{Type: EvTurnEnd, Task: run.Task, Status: string(status), Text: final})
+	return res
+}

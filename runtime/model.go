@@ -1,0 +1,40 @@
+package runtime
+
+import "fmt"
+
+// Usage is what one model call of harn's agent loop cost, in tokens: the
+// loop's own estimate of the input before the call and what the provider
+// reported after it (both are kept, so that the estimate can be judged).
+type Usage struct {
+	Provider   string `json:"provider,omitempty"` // openai or anthropic
+	Node       string `json:"node,omitempty"`
+	Agent      string `json:"agent,omitempty"`
+	Estimated  int    `json:"estimated_input"`
+	Input      int    `json:"input"`
+	Output     int    `json:"output"`
+	CacheRead  int    `json:"cache_read,omitempty"`
+	CacheWrite int    `json:"cache_write,omitempty"`
+	Retries    int    `json:"retries,omitempty"`
+	Error      string `json:"error,omitempty"` // the call failed: its error class
+}
+
+// ModelCall records one model call of a task (model names the model) with
+// its usage. It is refused once the task is terminal.
+func (rt *Runtime) ModelCall(taskID, model string, u Usage) error {
+	if len(model) > maxNameBytes || len(u.Error) > MaxReasonBytes || len(u.Provider) > maxNameBytes ||
+		len(u.Node) > maxNameBytes || len(u.Agent) > maxNameBytes {
+		return fmt.Errorf("%w: model call names over %d bytes", ErrTooLarge, maxNameBytes)
+	}
+	t, err := rt.lock(taskID)
+	if err != nil {
+		return err
+	}
+	defer t.s.mu.Unlock()
+	if t.state == StateTerminal {
+		return fmt.Errorf("%w: %s", ErrTaskTerminal, t.id)
+	}
+	return rt.rec(t, Record{Kind: RecModel, Capability: model, Usage: &u})
+}
+
+// ModelCall records a model call of the task (see Runtime.ModelCall).
+func (r *Run) ModelCall(model string, u Usage) error { return r.rt.ModelCall(r.Task, model, u) }
