@@ -83,6 +83,13 @@ func (a clientActor) task(ctx context.Context, act tasks.Action) (string, error)
 		return "", err
 	}
 	var b bytes.Buffer
+	if act.Op == tasks.OpSteer {
+		b.WriteString("steered " + act.Session)
+		if r.Steer != nil {
+			b.WriteString(": " + string(r.Steer.Mode))
+		}
+		b.WriteString(" · ")
+	}
 	printTaskResult(&b, act.Op, r)
 	return strings.Join(strings.Fields(b.String()), " "), nil
 }
