@@ -83,26 +83,35 @@ func rowLine(s, prefix string) string {
 }
 
 // sel moves the selection onto the row of the session starting with
-// prefix: home, then down, bounded by the rows on screen.
+// prefix: j or k toward it, each step waiting for the repaint, bounded.
 func (w *watchPane) sel(prefix string) {
 	w.t.Helper()
-	w.keys("g")
-	for i := 0; i < 30; i++ {
-		var s string
-		ok := false
-		for j := 0; j < 50; j++ { // let the repaint land
-			s = w.screen()
-			if l := selectedLine(s); l != "" {
-				ok = strings.HasPrefix(strings.TrimPrefix(l, "> "), prefix)
-				break
+	for step := 0; step < 40; step++ {
+		s := w.screen()
+		si, ti := -1, -1
+		for i, l := range strings.Split(s, "\n") {
+			if strings.HasPrefix(l, "> ") {
+				si = i
 			}
-			time.Sleep(20 * time.Millisecond)
+			if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(l, "> ")), prefix) {
+				ti = i
+			}
 		}
-		if ok {
+		switch {
+		case si >= 0 && si == ti:
 			return
+		case si < 0 || ti < 0:
+			time.Sleep(50 * time.Millisecond) // not painted yet
+			continue
+		case ti > si:
+			w.keys("j")
+		default:
+			w.keys("k")
 		}
-		w.keys("j")
-		time.Sleep(50 * time.Millisecond)
+		before := selectedLine(s)
+		for j := 0; j < 40 && selectedLine(w.screen()) == before; j++ { // the repaint
+			time.Sleep(25 * time.Millisecond)
+		}
 	}
 	w.t.Fatalf("cannot select the row of %s:\n%s", prefix, w.screen())
 }
