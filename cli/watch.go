@@ -80,6 +80,7 @@ func runWatch(c *cobra.Command, all, consistent bool, f listFilter) error {
 	}
 	m := newWatchModel(ctx, fetch, every, silenceAfter(c), useColour(out))
 	m.filter = f
+	m.act = clientActor{cl: cl, p: p}
 	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(out))
 	_, err = prog.Run()
 	if errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {
@@ -235,6 +236,17 @@ type watchModel struct {
 	width  int
 	height int
 	top    int // the first row shown (scrolling)
+
+	// The actions on the selected row (watch_acts.go).
+	act       watchActor
+	sel       int    // the selected row
+	selID     string // its session, kept across reads
+	mode      watchMode
+	confirm   watchConfirm
+	input     string // the steer line being typed
+	busy      bool   // an action is under way
+	status    string // the last action's result or refusal
+	statusErr bool
 }
 
 func newWatchModel(ctx context.Context, fetch rosterFetch, every, silence time.Duration, colour bool) watchModel {
@@ -259,13 +271,16 @@ func (m watchModel) read() tea.Msg {
 
 // Update takes reads, window sizes and keys.
 func (m watchModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	if next, cmd, ok := m.updateAct(msg); ok {
+		return next, cmd
+	}
 	switch msg := msg.(type) {
 	case snapshotMsg:
 		m.loaded = true
 		m.err = msg.err
 		if msg.err == nil {
 			m.rows, m.info, m.at = msg.rows, msg.info, msg.at
-			m.top = min(m.top, max(0, len(m.rows)-1))
+			m.reselect()
 		}
 		return m, tea.Tick(m.every, func(time.Time) tea.Msg { return pollMsg{} })
 	case pollMsg:
@@ -277,20 +292,7 @@ func (m watchModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		m.width, m.height = msg.Width, msg.Height
 		return m, nil
 	case tea.KeyMsg:
-		switch msg.String() {
-		case "q", "ctrl+c", "esc":
-			return m, tea.Quit
-		case "down", "j":
-			m.top = min(m.top+1, max(0, len(m.rows)-1))
-		case "up", "k":
-			m.top = max(m.top-1, 0)
-		case "pgdown", " ":
-			m.top = min(m.top+m.page(), max(0, len(m.rows)-1))
-		case "pgup":
-			m.top = max(m.top-m.page(), 0)
-		case "home", "g":
-			m.top = 0
-		}
+		return m.key(msg)
 	}
 	return m, nil
 }
@@ -300,7 +302,7 @@ func (m watchModel) page() int {
 	if m.height <= 0 {
 		return 1 << 30
 	}
-	return max(1, m.height-4) // title, table header, hidden count, footer
+	return max(1, m.height-6) // title, table header, hidden count, footer, status, help
 }
 
 // Styles of the frame around the table.
@@ -337,6 +339,8 @@ func (m watchModel) View() string {
 
 	var lines []string
 	switch {
+	case m.mode == modeDetail:
+		lines = strings.Split(strings.TrimRight(m.detailText(), "\n"), "\n")
 	case !m.loaded:
 		lines = []string{"reading the roster…"}
 	case len(m.rows) == 0 && m.err == nil:
@@ -344,13 +348,19 @@ func (m watchModel) View() string {
 	case len(m.rows) > 0:
 		var tb strings.Builder
 		cells := rosterCells(m.rows, now)
-		_ = writeTable(&tb, rosterColumns[:], cells, fitWidths(rosterColumns[:], cells, width), m.colour)
+		_ = writeTable(&tb, rosterColumns[:], cells, fitWidths(rosterColumns[:], cells, width-2), m.colour)
 		all := strings.Split(strings.TrimRight(tb.String(), "\n"), "\n")
-		lines = append(lines, all[0])
+		lines = append(lines, "  "+all[0])
 		body := all[1:]
 		top := min(m.top, max(0, len(body)-1))
 		end := min(len(body), top+m.page())
-		lines = append(lines, body[top:end]...)
+		for i := top; i < end; i++ {
+			mark := "  "
+			if i == m.sel {
+				mark = "> "
+			}
+			lines = append(lines, mark+body[i])
+		}
 		if hidden := len(body) - (end - top); hidden > 0 {
 			lines = append(lines, m.style(watchDim, fmt.Sprintf("%d more rows (↑/↓ scroll)", hidden)))
 		}
@@ -368,8 +378,16 @@ func (m watchModel) View() string {
 	if m.info.GetStale() {
 		foot = append(foot, m.style(watchWarn, "stale read: no word from a leader for "+safe(orDash(m.info.GetLastContact()))))
 	}
-	foot = append(foot, m.style(watchDim, "q quits"))
-	b.WriteString(strings.Join(foot, " · "))
+	if len(foot) > 0 {
+		b.WriteString(strings.Join(foot, " · "))
+		b.WriteByte('\n')
+	}
+	for i, l := range m.statusLines(width) {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(clip.Render(l))
+	}
 	return b.String()
 }
 

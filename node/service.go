@@ -181,7 +181,7 @@ func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api
 func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
 	res, err := s.n.LifecycleFrom(ctx, Caller{PID: localCallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
 	if err != nil {
-		return nil, statusErr(err)
+		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(res.State)
 	out := &api.LifecycleResponse{SessionJson: b, Recorded: res.Recorded, Note: res.Note}
@@ -194,7 +194,7 @@ func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest)
 func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*api.MutateResponse, error) {
 	st, warn, err := s.n.SetTask(req.SessionId, req.Task)
 	if err != nil {
-		return nil, statusErr(err)
+		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(st)
 	return &api.MutateResponse{SessionJson: b, Warning: warn}, nil
@@ -203,7 +203,7 @@ func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*a
 func (s *localService) Claim(ctx context.Context, req *api.ClaimRequest) (*api.MutateResponse, error) {
 	st, err := s.n.Claim(req.SessionId, req.Paths)
 	if err != nil {
-		return nil, statusErr(err)
+		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(st)
 	return &api.MutateResponse{SessionJson: b}, nil

@@ -163,7 +163,7 @@ func TestWatchInTerminalRepaintsAndQuitsOnQ(t *testing.T) {
 	}
 	rowOf := func(s string) string {
 		for _, l := range strings.Split(s, "\n") {
-			if strings.HasPrefix(strings.TrimSpace(l), sid[:6]) {
+			if strings.HasPrefix(strings.TrimSpace(strings.TrimPrefix(l, "> ")), sid[:6]) {
 				return l
 			}
 		}

@@ -176,11 +176,17 @@ func isHarn(cmd, agent string) bool {
 // hookCommand is the command an agent runs: the binary (quoted when it
 // holds spaces or shell characters), "hook" and the agent name.
 func hookCommand(bin, agent string) string {
+	return shellWord(bin) + " hook " + agent
+}
+
+// shellWord is bin as one shell word: double-quoted when it holds spaces
+// or shell characters.
+func shellWord(bin string) string {
 	if strings.ContainsAny(bin, " \t\"'$`\\|&;<>()*?[]#~!{}") {
 		r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, `$`, `\$`, "`", "\\`")
 		bin = `"` + r.Replace(bin) + `"`
 	}
-	return bin + " hook " + agent
+	return bin
 }
 
 // hooksOf returns the top-level "hooks" object.

@@ -91,9 +91,43 @@ func InstructionsPath(o Options) (string, error) {
 }
 
 // Region returns harn's region for the current version, markers included,
-// with a final newline.
-func Region() string {
-	return regionBeginPrefix + strconv.Itoa(InstructionsVersion) + regionBeginSuffix + "\n" + instructionsText + regionEnd + "\n"
+// with a final newline, for a harn that is `harn` on PATH.
+func Region() string { return RegionFor(BareCommand) }
+
+// RegionFor is harn's region naming bin as the command the agent runs:
+// the same binary as the hooks (Options.Command), "harn" when `harn` on
+// PATH is this binary, else its absolute path (quoted for a shell).
+func RegionFor(bin string) string {
+	return regionBeginPrefix + strconv.Itoa(InstructionsVersion) + regionBeginSuffix + "\n" + instructionsFor(bin) + regionEnd + "\n"
+}
+
+// instructionsFor is instructionsText with its commands run by bin.
+func instructionsFor(bin string) string {
+	if bin == "" || bin == BareCommand {
+		return instructionsText
+	}
+	return instructionsWith(shellWord(bin))
+}
+
+// instructionsWith is instructionsText with "harn" in its commands
+// replaced by word, as written.
+func instructionsWith(word string) string {
+	return strings.ReplaceAll(instructionsText, "`"+BareCommand+" ", "`"+word+" ")
+}
+
+// firstCommand marks the first command of instructionsText, to find the
+// binary a region names.
+const firstCommand = " agents set-task "
+
+// currentBody reports whether body is this version's instructions with
+// any binary in its commands.
+func currentBody(body string) bool {
+	i := strings.Index(body, "`")
+	j := strings.Index(body, firstCommand)
+	if i < 0 || j <= i+1 {
+		return false
+	}
+	return body == instructionsWith(body[i+1:j])
 }
 
 // region is where harn's region sits in a file: [start, end) covers the
@@ -136,11 +170,15 @@ func findRegion(b []byte) (region, bool, error) {
 // withRegion returns b with harn's region in place: replaced where it is,
 // else appended after a blank line.
 func withRegion(b []byte, front string) ([]byte, error) {
+	return withRegionOf(b, front, Region())
+}
+
+// withRegionOf is withRegion with the region reg.
+func withRegionOf(b []byte, front, reg string) ([]byte, error) {
 	r, ok, err := findRegion(b)
 	if err != nil {
 		return nil, err
 	}
-	reg := Region()
 	if ok {
 		out := append([]byte(nil), b[:r.start]...)
 		out = append(out, reg...)
@@ -187,7 +225,8 @@ type InstructionsReport struct {
 // InstallInstructions writes harn's region into the instruction file of
 // o's agent and scope, leaving the rest of the file as it was.
 func InstallInstructions(o Options) (InstructionsReport, error) {
-	return editInstructions(o, func(b []byte, s adapter.InstructionsSpec) ([]byte, error) { return withRegion(b, s.Front) })
+	reg := RegionFor(o.Command)
+	return editInstructions(o, func(b []byte, s adapter.InstructionsSpec) ([]byte, error) { return withRegionOf(b, s.Front, reg) })
 }
 
 // UninstallInstructions removes harn's region; a file left empty (or
@@ -277,8 +316,8 @@ func InspectInstructions(o Options) (InstructionsStatus, error) {
 		return st, nil
 	}
 	st.Present, st.Version = true, r.version
-	st.Current = string(b[r.start:r.end]) == Region() ||
-		(r.version == InstructionsVersion && r.body == instructionsText)
+	st.Current = string(b[r.start:r.end]) == RegionFor(o.Command) ||
+		(r.version == InstructionsVersion && currentBody(r.body))
 	return st, nil
 }
 

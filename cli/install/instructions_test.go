@@ -62,7 +62,7 @@ func TestInstructionsKeepTheUsersText(t *testing.T) {
 			t.Fatalf("%s: install: %+v %v", agent, r, err)
 		}
 		b, _ := os.ReadFile(path)
-		if !bytes.HasPrefix(b, user) || !strings.Contains(string(b), Region()) {
+		if !bytes.HasPrefix(b, user) || !strings.Contains(string(b), RegionFor(o.Command)) {
 			t.Fatalf("%s: file after install:\n%s", agent, b)
 		}
 		if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 {
@@ -123,7 +123,7 @@ func TestInstructionsDriftIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(path)
-	if want := "top\n" + Region() + "bottom\n"; string(b) != want {
+	if want := "top\n" + RegionFor(o.Command) + "bottom\n"; string(b) != want {
 		t.Fatalf("replaced in place: got\n%s\nwant\n%s", b, want)
 	}
 	edited := strings.Replace(string(b), "declare it", "DECLARE IT", 1)
@@ -190,4 +190,40 @@ func FuzzInstructionRegion(f *testing.F) {
 			t.Fatalf("user text changed: %q -> %q", b, out)
 		}
 	})
+}
+
+// TestInstructionsNameTheBinaryTheHooksRun: when `harn` on PATH is not
+// the hooks' binary (Options.Command is an absolute path), every command
+// in the region names that path, quoted for a shell where it needs it;
+// when it is (Command "harn"), the region says a bare `harn`. Both count
+// as current, and the doctor's inspection (which knows no Command) too.
+func TestInstructionsNameTheBinaryTheHooksRun(t *testing.T) {
+	for _, tc := range []struct{ bin, word string }{
+		{"/opt/harn tools/bin/harn", `"/opt/harn tools/bin/harn"`},
+		{"/usr/local/bin/harn", "/usr/local/bin/harn"},
+		{BareCommand, BareCommand},
+	} {
+		o := instrOpts(t, "claude-code", ScopeProject)
+		o.Command = tc.bin
+		if _, err := InstallInstructions(o); err != nil {
+			t.Fatal(err)
+		}
+		path, _ := InstructionsPath(o)
+		b, _ := os.ReadFile(path)
+		got := string(b)
+		for _, cmd := range []string{" agents set-task ", " agents lifecycle blocked ", " agents lifecycle active`", " agents lifecycle done`", " agents release-claim "} {
+			if !strings.Contains(got, "`"+tc.word+cmd) {
+				t.Errorf("%s: the region lacks `%s%s:\n%s", tc.bin, tc.word, cmd, got)
+			}
+		}
+		if tc.bin != BareCommand && strings.Contains(got, "`harn ") {
+			t.Errorf("%s: the region still tells the agent to run a bare harn:\n%s", tc.bin, got)
+		}
+		for _, cmd := range []string{tc.bin, ""} {
+			o.Command = cmd
+			if st, err := InspectInstructions(o); err != nil || !st.Present || !st.Current {
+				t.Errorf("%s: inspect with Command %q: %+v %v", tc.bin, cmd, st, err)
+			}
+		}
+	}
 }

@@ -1,0 +1,410 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// The keys of `agents list --watch` act on the selected row: approve or
+// deny its open permission request, open its detail, steer or cancel its
+// harn task. Each action is the same node RPC as the CLI command
+// (`agents approve|deny`, `task steer|cancel`), so the node applies the
+// same checks (remote-control policy, operator identity, runtime rules);
+// the result or the refusal is one line in the status bar.
+
+// watchActCallTimeout bounds one action's RPC.
+const watchActCallTimeout = 10 * time.Second
+
+// maxSteerInput bounds the steer line typed into the watch.
+const maxSteerInput = 4096
+
+// watchHelp is the key help line of the table.
+const watchHelp = "↑/↓ j/k select · a approve · d deny · enter detail · s steer · c cancel · q quits"
+
+// watchActor runs the watch's actions against the node.
+type watchActor interface {
+	// pending lists the open permission requests.
+	pending(ctx context.Context) ([]*api.PermissionRequest, error)
+	// answer approves or denies a request; it returns the result line.
+	answer(ctx context.Context, request string, allow bool) (string, error)
+	// task runs a task action; it returns the result line.
+	task(ctx context.Context, a tasks.Action) (string, error)
+}
+
+// clientActor is watchActor over the local node's client, with the CLI
+// commands' error mapping.
+type clientActor struct {
+	cl *client
+	p  place
+}
+
+func (a clientActor) pending(ctx context.Context) ([]*api.PermissionRequest, error) {
+	res, err := a.cl.api.Pending(ctx, &api.PendingRequest{})
+	if err != nil {
+		return nil, rpcErr(err, a.p)
+	}
+	return res.GetRequests(), nil
+}
+
+func (a clientActor) answer(ctx context.Context, request string, allow bool) (string, error) {
+	res, err := a.cl.api.Answer(ctx, &api.AnswerRequest{Request: request, Allow: allow})
+	if err != nil {
+		return "", taskErr(err, a.p)
+	}
+	if res.GetRequest() == nil {
+		return "", errors.New("the node's answer names no request")
+	}
+	verb := "denied"
+	if allow {
+		verb = "approved"
+	}
+	r := tasks.RequestFromAPI(res.Request)
+	return fmt.Sprintf("%s %s (%s on %s, session %s)", verb, r.ID, r.Tool, r.Node, r.Session), nil
+}
+
+func (a clientActor) task(ctx context.Context, act tasks.Action) (string, error) {
+	res, err := a.cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(act)})
+	if err != nil {
+		return "", taskErr(err, a.p)
+	}
+	r, err := tasks.ResultFromAPI(res.Result)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	if act.Op == tasks.OpSteer {
+		b.WriteString("steered " + act.Session)
+		if r.Steer != nil {
+			b.WriteString(": " + string(r.Steer.Mode))
+		}
+		b.WriteString(" · ")
+	}
+	printTaskResult(&b, act.Op, r)
+	return strings.Join(strings.Fields(b.String()), " "), nil
+}
+
+// watchMode is what the keys do now.
+type watchMode int
+
+const (
+	modeTable   watchMode = iota // select rows, start actions
+	modeConfirm                  // y/n on m.confirm
+	modeInput                    // typing the steer line
+	modeDetail                   // the selected session's show view
+)
+
+// watchConfirm is an action waiting for y/n.
+type watchConfirm struct {
+	prompt string
+	run    func(ctx context.Context, a watchActor) (string, error)
+}
+
+// Messages of the actions.
+type (
+	// actDoneMsg is an action's result line or refusal.
+	actDoneMsg struct {
+		line string
+		err  error
+	}
+	// requestFoundMsg is the open request of a session, to confirm.
+	requestFoundMsg struct {
+		req   *api.PermissionRequest
+		allow bool
+	}
+)
+
+// selected is the selected row, or nil.
+func (m watchModel) selected() *rosterRow {
+	if m.sel < 0 || m.sel >= len(m.rows) {
+		return nil
+	}
+	return m.rows[m.sel]
+}
+
+// reselect keeps the selection on the same session after a read
+// reorders the rows, and the selected row on screen.
+func (m *watchModel) reselect() {
+	if m.selID != "" {
+		for i, r := range m.rows {
+			if r.SessionId == m.selID {
+				m.sel = i
+				break
+			}
+		}
+	}
+	m.sel = min(max(m.sel, 0), max(0, len(m.rows)-1))
+	if r := m.selected(); r != nil {
+		m.selID = r.SessionId
+	}
+	m.follow()
+}
+
+// follow scrolls so that the selected row is shown.
+func (m *watchModel) follow() {
+	if m.sel < m.top {
+		m.top = m.sel
+	}
+	if p := m.page(); m.sel >= m.top+p {
+		m.top = m.sel - p + 1
+	}
+	m.top = min(max(m.top, 0), max(0, len(m.rows)-1))
+}
+
+// moveSel moves the selection by d rows.
+func (m watchModel) moveSel(d int) watchModel {
+	m.sel = min(max(m.sel+d, 0), max(0, len(m.rows)-1))
+	if r := m.selected(); r != nil {
+		m.selID = r.SessionId
+	}
+	m.follow()
+	return m
+}
+
+// call runs fn against the actor, bounded, as a command.
+func (m watchModel) call(fn func(ctx context.Context, a watchActor) (string, error)) tea.Cmd {
+	ctx, act := m.ctx, m.act
+	return func() tea.Msg {
+		if act == nil {
+			return actDoneMsg{err: errors.New("no node to act on")}
+		}
+		cctx, cancel := context.WithTimeout(ctx, watchActCallTimeout)
+		defer cancel()
+		line, err := fn(cctx, act)
+		return actDoneMsg{line: line, err: err}
+	}
+}
+
+// findRequest looks up the open permission request of a session.
+func (m watchModel) findRequest(session string, allow bool) tea.Cmd {
+	ctx, act := m.ctx, m.act
+	return func() tea.Msg {
+		if act == nil {
+			return actDoneMsg{err: errors.New("no node to act on")}
+		}
+		cctx, cancel := context.WithTimeout(ctx, watchActCallTimeout)
+		defer cancel()
+		reqs, err := act.pending(cctx)
+		if err != nil {
+			return actDoneMsg{err: err}
+		}
+		var found *api.PermissionRequest
+		for _, r := range reqs {
+			if r.GetSession() == session && r.GetAnswer() == nil && (found == nil || tasks.RequestFromAPI(r).Opened.Before(tasks.RequestFromAPI(found).Opened)) {
+				found = r
+			}
+		}
+		if found == nil {
+			return actDoneMsg{err: fmt.Errorf("session %s has no open permission request (its hook answers remotely only when installed with --remote-approve)", session)}
+		}
+		return requestFoundMsg{req: found, allow: allow}
+	}
+}
+
+// requestFacts is the confirmation text of a request: the tool and what
+// it is asked to run or change, in full (sanitized, one line).
+func requestFacts(r *api.PermissionRequest) string {
+	facts := safe(r.GetTool())
+	if s := safe(r.GetSummary()); s != "" {
+		facts += ": " + s
+	}
+	return facts + " · session " + safe(r.GetSession()) + " on " + safe(r.GetNode()) + " · request " + safe(r.GetId())
+}
+
+// updateAct handles the actions' messages; ok is false for other
+// messages.
+func (m watchModel) updateAct(msg tea.Msg) (watchModel, tea.Cmd, bool) {
+	switch msg := msg.(type) {
+	case actDoneMsg:
+		m.busy = false
+		if msg.err != nil {
+			m.status, m.statusErr = "refused: "+safe(msg.err.Error()), true
+		} else {
+			m.status, m.statusErr = safe(msg.line), false
+		}
+		return m, nil, true // the next poll shows the change
+	case requestFoundMsg:
+		m.busy = false
+		verb := "deny"
+		if msg.allow {
+			verb = "approve"
+		}
+		id, allow := msg.req.GetId(), msg.allow
+		m.mode = modeConfirm
+		m.confirm = watchConfirm{
+			prompt: verb + " " + requestFacts(msg.req) + "? y/n",
+			run: func(ctx context.Context, a watchActor) (string, error) {
+				return a.answer(ctx, id, allow)
+			},
+		}
+		return m, nil, true
+	}
+	return m, nil, false
+}
+
+// key handles a key in the current mode.
+func (m watchModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
+	if k.Type == tea.KeyCtrlC {
+		return m, tea.Quit
+	}
+	switch m.mode {
+	case modeConfirm:
+		switch k.String() {
+		case "y", "Y":
+			m.mode, m.busy, m.status, m.statusErr = modeTable, true, "sending…", false
+			return m, m.call(m.confirm.run)
+		case "n", "N", "esc", "q":
+			m.mode, m.status, m.statusErr = modeTable, "not sent", false
+		}
+		return m, nil
+	case modeInput:
+		switch k.Type {
+		case tea.KeyEnter:
+			msg, r := strings.TrimSpace(m.input), m.selected()
+			m.mode, m.input = modeTable, ""
+			if msg == "" || r == nil {
+				m.status, m.statusErr = "nothing sent", false
+				return m, nil
+			}
+			sid := r.SessionId
+			m.busy, m.status, m.statusErr = true, "sending…", false
+			return m, m.call(func(ctx context.Context, a watchActor) (string, error) {
+				return a.task(ctx, tasks.Action{Op: tasks.OpSteer, Session: sid, Text: msg})
+			})
+		case tea.KeyEsc:
+			m.mode, m.input, m.status, m.statusErr = modeTable, "", "nothing sent", false
+		case tea.KeyBackspace:
+			if rs := []rune(m.input); len(rs) > 0 {
+				m.input = string(rs[:len(rs)-1])
+			}
+		case tea.KeySpace:
+			m.input = appendInput(m.input, []rune{' '})
+		case tea.KeyRunes:
+			m.input = appendInput(m.input, k.Runes)
+		}
+		return m, nil
+	case modeDetail:
+		switch k.String() {
+		case "esc", "enter", "backspace":
+			m.mode = modeTable
+		case "q":
+			return m, tea.Quit
+		}
+		return m, nil
+	}
+
+	r := m.selected()
+	switch k.String() {
+	case "q", "esc":
+		return m, tea.Quit
+	case "down", "j":
+		return m.moveSel(1), nil
+	case "up", "k":
+		return m.moveSel(-1), nil
+	case "pgdown", " ":
+		return m.moveSel(m.page()), nil
+	case "pgup":
+		return m.moveSel(-m.page()), nil
+	case "home", "g":
+		return m.moveSel(-len(m.rows)), nil
+	case "end", "G":
+		return m.moveSel(len(m.rows)), nil
+	case "enter":
+		if r != nil {
+			m.mode = modeDetail
+		}
+	case "a", "d":
+		if r == nil || m.busy {
+			return m, nil
+		}
+		m.busy, m.status, m.statusErr = true, "looking up the open request…", false
+		return m, m.findRequest(r.SessionId, k.String() == "a")
+	case "s":
+		if r == nil || m.busy {
+			return m, nil
+		}
+		m.mode, m.input = modeInput, ""
+	case "c":
+		if r == nil || m.busy {
+			return m, nil
+		}
+		if r.HarnTask == nil || r.HarnTask.GetId() == "" {
+			m.status, m.statusErr = "refused: session "+safe(r.SessionId)+" runs no harn task (start one with `harn task start`)", true
+			return m, nil
+		}
+		id := r.HarnTask.GetId()
+		m.mode = modeConfirm
+		m.confirm = watchConfirm{
+			prompt: "cancel task " + safe(id) + " (" + safe(text.Clip(r.HarnTask.GetText(), 60)) + ") of session " + safe(r.SessionId) + "? y/n",
+			run: func(ctx context.Context, a watchActor) (string, error) {
+				return a.task(ctx, tasks.Action{Op: tasks.OpCancel, Task: id})
+			},
+		}
+	}
+	return m, nil
+}
+
+// appendInput adds typed runes to the steer line: printable only,
+// bounded.
+func appendInput(s string, rs []rune) string {
+	for _, r := range rs {
+		if len(s) >= maxSteerInput {
+			break
+		}
+		if unicode.IsPrint(r) {
+			s += string(r)
+		}
+	}
+	return s
+}
+
+// statusLines are the lines under the table: the prompt of the current
+// mode or the last action's status, then the key help.
+func (m watchModel) statusLines(width int) []string {
+	var out []string
+	switch m.mode {
+	case modeConfirm:
+		out = append(out, m.style(watchTitle, m.confirm.prompt))
+	case modeInput:
+		who := ""
+		if r := m.selected(); r != nil {
+			who = safe(r.SessionId)
+		}
+		out = append(out, m.style(watchTitle, "steer "+who+": ")+safe(m.input)+"▏", m.style(watchDim, "enter sends · esc drops"))
+		return out
+	case modeDetail:
+		return []string{m.style(watchDim, "esc back · q quits")}
+	default:
+		if m.status != "" {
+			st := watchDim
+			if m.statusErr {
+				st = watchWarn
+			}
+			out = append(out, m.style(st, text.Clip(m.status, max(20, width))))
+		}
+	}
+	return append(out, m.style(watchDim, watchHelp))
+}
+
+// detailView renders the selected session's show view.
+func (m watchModel) detailText() string {
+	r := m.selected()
+	if r == nil {
+		return "no session selected"
+	}
+	var b strings.Builder
+	if err := (detailView{now: m.now(), loc: time.Local, full: true}).write(&b, r); err != nil {
+		return "cannot show the session: " + safe(err.Error())
+	}
+	return b.String()
+}
