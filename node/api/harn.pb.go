@@ -3598,6 +3598,8 @@ type ApprovalRequest struct {
 	// parent_session the session's parent (a subagent's request).
 	RequestKey    string `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
 	ParentSession string `protobuf:"bytes,7,opt,name=parent_session,json=parentSession,proto3" json:"parent_session,omitempty"`
+	// session_wide: the agent can take "allow for this session".
+	SessionWide   bool `protobuf:"varint,8,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3681,13 +3683,22 @@ func (x *ApprovalRequest) GetParentSession() string {
 	return ""
 }
 
+func (x *ApprovalRequest) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
+}
+
 type ApprovalResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// decision is allow, deny or none (no answer in time).
-	Decision      string `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	Request       string `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
-	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	Decision string `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	Reason   string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Request  string `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
+	By       string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	// session_wide: the operator allowed the tool for the rest of the session.
+	SessionWide   bool `protobuf:"varint,5,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3748,6 +3759,13 @@ func (x *ApprovalResponse) GetBy() string {
 		return x.By
 	}
 	return ""
+}
+
+func (x *ApprovalResponse) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
 }
 
 type PendingRequest struct {
@@ -3855,7 +3873,10 @@ type AnswerRequest struct {
 	Reason  string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	By      string                 `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
 	// local_only answers only here (a peer's routed answer).
-	LocalOnly     bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
+	LocalOnly bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
+	// session_wide allows the tool for the rest of the session (agents that
+	// support it).
+	SessionWide   bool `protobuf:"varint,6,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3925,6 +3946,13 @@ func (x *AnswerRequest) GetLocalOnly() bool {
 	return false
 }
 
+func (x *AnswerRequest) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
+}
+
 type AnswerResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Request       *PermissionRequest     `protobuf:"bytes,2,opt,name=request,proto3" json:"request,omitempty"`
@@ -3981,7 +4009,17 @@ type PermissionRequest struct {
 	Opened  *Time                  `protobuf:"bytes,7,opt,name=opened,proto3" json:"opened,omitempty"`
 	Answer  *PermissionAnswer      `protobuf:"bytes,8,opt,name=answer,proto3" json:"answer,omitempty"`
 	// parent is the session's parent (a subagent's request).
-	Parent        string `protobuf:"bytes,9,opt,name=parent,proto3" json:"parent,omitempty"`
+	Parent string `protobuf:"bytes,9,opt,name=parent,proto3" json:"parent,omitempty"`
+	// detail is the call in full: a shell tool's command, a file tool's
+	// path and diff summary, or another tool's compact input (bounded).
+	Detail string `protobuf:"bytes,10,opt,name=detail,proto3" json:"detail,omitempty"`
+	// name, cwd, project and branch are the session's.
+	Name    string `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
+	Cwd     string `protobuf:"bytes,12,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Project string `protobuf:"bytes,13,opt,name=project,proto3" json:"project,omitempty"`
+	Branch  string `protobuf:"bytes,14,opt,name=branch,proto3" json:"branch,omitempty"`
+	// session_wide says whether the agent can take "allow for this session".
+	SessionWide   bool `protobuf:"varint,15,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4079,12 +4117,55 @@ func (x *PermissionRequest) GetParent() string {
 	return ""
 }
 
+func (x *PermissionRequest) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetProject() string {
+	if x != nil {
+		return x.Project
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
+}
+
 type PermissionAnswer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Allow         bool                   `protobuf:"varint,1,opt,name=allow,proto3" json:"allow,omitempty"`
 	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	At            *Time                  `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	SessionWide   bool                   `protobuf:"varint,5,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4145,6 +4226,13 @@ func (x *PermissionAnswer) GetAt() *Time {
 		return x.At
 	}
 	return nil
+}
+
+func (x *PermissionAnswer) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
 }
 
 type NotifyRequest struct {
@@ -6619,7 +6707,7 @@ const file_harn_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04call\x18\x04 \x01(\tR\x04call\"\xcc\x01\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\"\xef\x01\n" +
 	"\x0fApprovalRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x12\n" +
@@ -6628,27 +6716,30 @@ const file_harn_proto_rawDesc = "" +
 	"\await_ms\x18\x05 \x01(\x03R\x06waitMs\x12\x1f\n" +
 	"\vrequest_key\x18\x06 \x01(\tR\n" +
 	"requestKey\x12%\n" +
-	"\x0eparent_session\x18\a \x01(\tR\rparentSession\"p\n" +
+	"\x0eparent_session\x18\a \x01(\tR\rparentSession\x12!\n" +
+	"\fsession_wide\x18\b \x01(\bR\vsessionWide\"\x93\x01\n" +
 	"\x10ApprovalResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\arequest\x18\x03 \x01(\tR\arequest\x12\x0e\n" +
-	"\x02by\x18\x04 \x01(\tR\x02by\"/\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\x12!\n" +
+	"\fsession_wide\x18\x05 \x01(\bR\vsessionWide\"/\n" +
 	"\x0ePendingRequest\x12\x1d\n" +
 	"\n" +
 	"local_only\x18\x01 \x01(\bR\tlocalOnly\"\x80\x01\n" +
 	"\x0fPendingResponse\x126\n" +
 	"\brequests\x18\x03 \x03(\v2\x1a.harn.v1.PermissionRequestR\brequests\x12 \n" +
-	"\vunreachable\x18\x02 \x03(\tR\vunreachableJ\x04\b\x01\x10\x02R\rrequests_json\"\x86\x01\n" +
+	"\vunreachable\x18\x02 \x03(\tR\vunreachableJ\x04\b\x01\x10\x02R\rrequests_json\"\xa9\x01\n" +
 	"\rAnswerRequest\x12\x18\n" +
 	"\arequest\x18\x01 \x01(\tR\arequest\x12\x14\n" +
 	"\x05allow\x18\x02 \x01(\bR\x05allow\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x0e\n" +
 	"\x02by\x18\x04 \x01(\tR\x02by\x12\x1d\n" +
 	"\n" +
-	"local_only\x18\x05 \x01(\bR\tlocalOnly\"Z\n" +
+	"local_only\x18\x05 \x01(\bR\tlocalOnly\x12!\n" +
+	"\fsession_wide\x18\x06 \x01(\bR\vsessionWide\"Z\n" +
 	"\x0eAnswerResponse\x124\n" +
-	"\arequest\x18\x02 \x01(\v2\x1a.harn.v1.PermissionRequestR\arequestJ\x04\b\x01\x10\x02R\frequest_json\"\x87\x02\n" +
+	"\arequest\x18\x02 \x01(\v2\x1a.harn.v1.PermissionRequestR\arequestJ\x04\b\x01\x10\x02R\frequest_json\"\x9a\x03\n" +
 	"\x11PermissionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -6658,12 +6749,20 @@ const file_harn_proto_rawDesc = "" +
 	"\asummary\x18\x06 \x01(\tR\asummary\x12%\n" +
 	"\x06opened\x18\a \x01(\v2\r.harn.v1.TimeR\x06opened\x121\n" +
 	"\x06answer\x18\b \x01(\v2\x19.harn.v1.PermissionAnswerR\x06answer\x12\x16\n" +
-	"\x06parent\x18\t \x01(\tR\x06parent\"o\n" +
+	"\x06parent\x18\t \x01(\tR\x06parent\x12\x16\n" +
+	"\x06detail\x18\n" +
+	" \x01(\tR\x06detail\x12\x12\n" +
+	"\x04name\x18\v \x01(\tR\x04name\x12\x10\n" +
+	"\x03cwd\x18\f \x01(\tR\x03cwd\x12\x18\n" +
+	"\aproject\x18\r \x01(\tR\aproject\x12\x16\n" +
+	"\x06branch\x18\x0e \x01(\tR\x06branch\x12!\n" +
+	"\fsession_wide\x18\x0f \x01(\bR\vsessionWide\"\x92\x01\n" +
 	"\x10PermissionAnswer\x12\x14\n" +
 	"\x05allow\x18\x01 \x01(\bR\x05allow\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
-	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02at\"i\n" +
+	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02at\x12!\n" +
+	"\fsession_wide\x18\x05 \x01(\bR\vsessionWide\"i\n" +
 	"\rNotifyRequest\x12\x0e\n" +
 	"\x02op\x18\x01 \x01(\tR\x02op\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12\x0e\n" +
