@@ -76,10 +76,13 @@ type Node struct {
 	liveNames map[string]string // name -> session, live sessions only
 	mutLocks  sessionLocks      // serializes operator mutations, per session
 
-	tasks  *tasks.Host   // the task runtimes (node/tasks)
-	alerts *alerts.Room  // notifications (node/alerts; notifywire.go)
-	cl     *cluster      // nil without the mesh
-	remote *gossip.Table // what other nodes gossip
+	tasks  *tasks.Host  // the task runtimes (node/tasks)
+	alerts *alerts.Room // notifications (node/alerts; notifywire.go)
+	// desktopOn: desktop notifications are asked for and a program to show
+	// them exists (notify-send or osascript).
+	desktopOn bool
+	cl        *cluster      // nil without the mesh
+	remote    *gossip.Table // what other nodes gossip
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -61,7 +63,7 @@ var (
 func (n *Node) openAlerts() {
 	nc := n.cfg.Notify
 	ac := alerts.Config{Clock: n.cfg.Clock, Logger: n.log, Engine: nc.Engine, Sender: nc.Sender,
-		SilenceAfter: nc.SilenceAfter}
+		SilenceAfter: nc.SilenceAfter, Link: n.sessionLink, Permission: n.waitingPermission}
 	if ac.Sender == nil {
 		ac.Sender = notify.NewHTTPSender(0, nc.AllowPrivate)
 	}
@@ -74,8 +76,34 @@ func (n *Node) openAlerts() {
 			n.log.Debug("notify: neither notify-send nor osascript exists; no desktop notifications")
 		}
 	}
+	n.desktopOn = ac.Desktop != nil
 	n.alerts = alerts.New(ac, alertsSessions{n}, alertsMesh{n})
 	n.alerts.Baseline(n.Sessions(false))
+}
+
+// sessionLink is a session's page on this node's board, without the
+// token ("" without a board).
+func (n *Node) sessionLink(session string) string {
+	base := n.BoardBaseURL()
+	if base == "" || session == "" {
+		return ""
+	}
+	return strings.TrimSuffix(base, "/") + "/s/" + url.PathEscape(session)
+}
+
+// waitingPermission is the newest open permission request of a session of
+// this node, as a message tells it.
+func (n *Node) waitingPermission(session string) *notify.Permission {
+	if n.tasks == nil {
+		return nil
+	}
+	var out *notify.Permission
+	for _, r := range n.tasks.Approvals().List() {
+		if r.Session == session {
+			out = &notify.Permission{ID: r.ID, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail}
+		}
+	}
+	return out
 }
 
 // alertsSessions is the room's view of the node's own sessions.
@@ -152,7 +180,10 @@ type WebhookView struct {
 
 // DesktopView is this node's desktop notifier and its counts.
 type DesktopView struct {
+	// Enabled: asked for, and notify-send or osascript exists. Asked:
+	// asked for, but neither exists (nothing is shown).
 	Enabled bool   `json:"enabled"`
+	Asked   bool   `json:"asked,omitempty"`
 	Shown   uint64 `json:"shown"`
 	Failed  uint64 `json:"failed"`
 	Dropped uint64 `json:"dropped"`
@@ -198,7 +229,7 @@ func (n *Node) NotifyList() ([]WebhookView, DesktopView, error) {
 		}
 		out = append(out, v)
 	}
-	d := DesktopView{Enabled: n.cfg.Notify.Desktop, Shown: st.Desktop.Shown, Failed: st.Desktop.Failed, Dropped: st.Desktop.Dropped}
+	d := DesktopView{Enabled: n.desktopOn, Asked: n.cfg.Notify.Desktop && !n.desktopOn, Shown: st.Desktop.Shown, Failed: st.Desktop.Failed, Dropped: st.Desktop.Dropped}
 	return out, d, nil
 }
 

@@ -98,10 +98,10 @@ func WebhookFromAPI(w *api.Webhook) WebhookView {
 
 // DesktopToAPI is the desktop notifier's view on the wire.
 func DesktopToAPI(d DesktopView) *api.Desktop {
-	return &api.Desktop{Enabled: d.Enabled, Shown: d.Shown, Failed: d.Failed, Dropped: d.Dropped}
+	return &api.Desktop{Enabled: d.Enabled, Asked: d.Asked, Shown: d.Shown, Failed: d.Failed, Dropped: d.Dropped}
 }
 
 // DesktopFromAPI reads the desktop notifier's view from the wire.
 func DesktopFromAPI(d *api.Desktop) DesktopView {
-	return DesktopView{Enabled: d.GetEnabled(), Shown: d.GetShown(), Failed: d.GetFailed(), Dropped: d.GetDropped()}
+	return DesktopView{Enabled: d.GetEnabled(), Asked: d.GetAsked(), Shown: d.GetShown(), Failed: d.GetFailed(), Dropped: d.GetDropped()}
 }

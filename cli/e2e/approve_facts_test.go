@@ -15,8 +15,8 @@ func claudePermEdit(sid, cwd, path string) string {
 
 type pendingRow struct {
 	ID, Session, Name, Handle, Tool, Detail, Cwd, Project, Place string
-	WaitingMs                                                  int64 `json:"waiting_ms"`
-	SessionWide                                                bool  `json:"session_wide"`
+	WaitingMs                                                    int64 `json:"waiting_ms"`
+	SessionWide                                                  bool  `json:"session_wide"`
 }
 
 // `harn agents pending` shows what is approved in full: the whole command

@@ -52,6 +52,11 @@ type Config struct {
 	SilenceAfter time.Duration
 	// Tick is how often the room looks without a change (0: DefaultTick).
 	Tick time.Duration
+	// Link returns a session's page on the board ("" without a board).
+	Link func(session string) string
+	// Permission returns the permission request a session of this node
+	// waits on (nil when none is open).
+	Permission func(session string) *notify.Permission
 }
 
 // Sessions is what the room reads of the node's own sessions.
@@ -238,7 +243,7 @@ func (r *Room) observe() {
 	if leading {
 		var told []notify.Session
 		for _, rm := range r.mesh.Unreachable() {
-			v := remoteView(&rm)
+			v := r.linked(remoteView(&rm))
 			views = append(views, v)
 			// A node that was unreachable for a whole debounce window
 			// while this node still followed was told about by the
@@ -267,6 +272,17 @@ func (r *Room) ownView(st *presence.State, now time.Time) notify.Session {
 	v.Reachable = true
 	if r.cfg.SilenceAfter > 0 {
 		v.SilentSince = presence.SilentSince(st, now, r.cfg.SilenceAfter)
+	}
+	if r.cfg.Permission != nil && v.Activity == presence.ActivityNeedsInput {
+		v.Permission = r.cfg.Permission(v.ID)
+	}
+	return r.linked(v)
+}
+
+// linked is v with its board link.
+func (r *Room) linked(v notify.Session) notify.Session {
+	if r.cfg.Link != nil {
+		v.Link = r.cfg.Link(v.ID)
 	}
 	return v
 }

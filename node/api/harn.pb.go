@@ -4523,11 +4523,14 @@ func (x *Webhook) GetLastErrorAt() string {
 }
 
 type Desktop struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Enabled       bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	Shown         uint64                 `protobuf:"varint,2,opt,name=shown,proto3" json:"shown,omitempty"`
-	Failed        uint64                 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
-	Dropped       uint64                 `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// enabled: asked for and a program to show them exists; asked: asked
+	// for, but neither notify-send nor osascript exists.
+	Enabled       bool   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	Shown         uint64 `protobuf:"varint,2,opt,name=shown,proto3" json:"shown,omitempty"`
+	Failed        uint64 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Dropped       uint64 `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Asked         bool   `protobuf:"varint,5,opt,name=asked,proto3" json:"asked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -4588,6 +4591,13 @@ func (x *Desktop) GetDropped() uint64 {
 		return x.Dropped
 	}
 	return 0
+}
+
+func (x *Desktop) GetAsked() bool {
+	if x != nil {
+		return x.Asked
+	}
+	return false
 }
 
 type WaitRequest struct {
@@ -6788,12 +6798,13 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\n" +
 	" \x01(\tR\tlastError\x12\"\n" +
-	"\rlast_error_at\x18\v \x01(\tR\vlastErrorAt\"k\n" +
+	"\rlast_error_at\x18\v \x01(\tR\vlastErrorAt\"\x81\x01\n" +
 	"\aDesktop\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05shown\x18\x02 \x01(\x04R\x05shown\x12\x16\n" +
 	"\x06failed\x18\x03 \x01(\x04R\x06failed\x12\x18\n" +
-	"\adropped\x18\x04 \x01(\x04R\adropped\"`\n" +
+	"\adropped\x18\x04 \x01(\x04R\adropped\x12\x14\n" +
+	"\x05asked\x18\x05 \x01(\bR\x05asked\"`\n" +
 	"\vWaitRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03any\x18\x02 \x01(\bR\x03any\x12\x10\n" +
