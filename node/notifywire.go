@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/notify"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -115,7 +116,34 @@ func (s alertsSessions) Own() []presence.State { return s.n.Sessions(false) }
 // and holds no webhooks.
 type alertsMesh struct{ n *Node }
 
-func (m alertsMesh) Leading() bool { return m.n.cl != nil && m.n.cl.store.IsLeader() }
+// Leading reports whether this node announces the unreachable nodes: it
+// leads the registry, or the registry has no leader and this node is the
+// first by name of the servers it can reach. A 2-server mesh with one down
+// has no leader; the other server announces it. All the servers that see
+// the same members pick the same one, so a node is announced at most once.
+func (m alertsMesh) Leading() bool {
+	if m.n.cl == nil {
+		return false
+	}
+	if m.n.cl.store.IsLeader() {
+		return true
+	}
+	if id, _ := m.n.cl.store.Leader(); id != "" {
+		return false
+	}
+	return m.n.cfg.Cluster.Voter() && firstServer(m.n.cfg.Name, m.n.reachability())
+}
+
+// firstServer reports whether self is the first by name of the reachable
+// servers in members (self counts as reachable).
+func firstServer(self string, members map[string]mesh.Member) bool {
+	for name, mb := range members {
+		if name != self && name < self && mb.Meta.Role == mesh.RoleServer && reachable(mb, true) {
+			return false
+		}
+	}
+	return true
+}
 
 func (m alertsMesh) Leader() string {
 	if m.n.cl == nil {

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +129,49 @@ func TestPendingWithoutRemoteApproveNamesTheWaitingSession(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Fatalf("the hint lacks %q: %v", want, r)
 		}
+	}
+}
+
+// A needs_input webhook (json format) carries the session's page on the
+// board, without the token, and the open request: its id, the tool, the
+// safe summary and the command in full.
+func TestNeedsInputWebhookCarriesTheBoardLinkAndTheRequest(t *testing.T) {
+	e := newEnv(t)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))
+	e.startNode("--name", "solo", "--allow-private", "--http-port", addr)
+	e.waitLeader()
+	srv := newHookServer(t, 0)
+	e.addWebhook(srv.URL+"/harn", "--on", "needs_input")
+	sid, cwd := "cc-webhook-facts", e.root
+	e.hook("claude-code", claudeStart(sid, cwd))
+	e.hook("claude-code", claudePrompt(sid, cwd))
+	e.hook("claude-code", claudePreBash(sid, cwd, "n1"))
+	ch := make(chan result, 1)
+	go func() {
+		ch <- run(t, e.hookEnv(), claudePermBash(sid, cwd, "n1"), "hook", "claude-code", "--remote-approve", "--approve-wait", "30s")
+	}()
+	srv.waitKinds(t, sid, "needs_input")
+	var reqs []pendingRow
+	mustJSON(t, e.ok("agents", "pending", "--json"), &reqs)
+	if len(reqs) != 1 {
+		t.Fatalf("pending: %+v", reqs)
+	}
+	var m hookMsg
+	for _, x := range srv.messages() {
+		if x.Session.ID == sid {
+			m = x
+		}
+	}
+	if m.Session.Link != "http://"+addr+"/s/"+sid || strings.Contains(m.Session.Link, "token") {
+		t.Fatalf("the link: %q (board on %s)", m.Session.Link, addr)
+	}
+	if r := m.Session.Request; r == nil || r.ID != reqs[0].ID || r.Tool != "Bash" || r.Detail != "go test ./... # n1" || r.Summary == "" {
+		t.Fatalf("the request: %+v, want %s", m.Session.Request, reqs[0].ID)
+	}
+	e.ok("agents", "deny", reqs[0].ID)
+	select {
+	case <-ch:
+	case <-time.After(cmdTimeout):
+		t.Fatal("the hook did not return after the denial")
 	}
 }
