@@ -12,9 +12,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/notify"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"

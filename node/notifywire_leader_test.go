@@ -10,8 +10,12 @@ import (
 // leader, exactly one of the servers that see the same members announces
 // the unreachable ones: the first by name of those it can reach.
 func TestWithoutALeaderTheFirstReachableServerAnnounces(t *testing.T) {
-	srv := func(st mesh.Status) mesh.Member { return mesh.Member{Status: st, Meta: mesh.NodeMeta{Role: mesh.RoleServer}} }
-	cli := func(st mesh.Status) mesh.Member { return mesh.Member{Status: st, Meta: mesh.NodeMeta{Role: mesh.RoleClient}} }
+	srv := func(st mesh.Status) mesh.Member {
+		return mesh.Member{Status: st, Meta: mesh.NodeMeta{Role: mesh.RoleServer}}
+	}
+	cli := func(st mesh.Status) mesh.Member {
+		return mesh.Member{Status: st, Meta: mesh.NodeMeta{Role: mesh.RoleClient}}
+	}
 	// A 2-server mesh with s0 down: s1 announces.
 	two := map[string]mesh.Member{"s0": srv(mesh.StatusDead), "s1": srv(mesh.StatusAlive)}
 	if !firstServer("s1", two) {
