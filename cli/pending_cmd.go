@@ -13,6 +13,8 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -160,6 +162,19 @@ func waitingHint(ctx context.Context, c *cobra.Command, cl *client) {
 	}
 }
 
+// sessionApprovers lists the agents whose adapter takes "allow for this
+// session" (adapter.SessionApprover).
+func sessionApprovers() string {
+	var out []string
+	for _, n := range approverNames() {
+		ad, _ := all.Lookup(n)
+		if _, ok := ad.(adapter.SessionApprover); ok {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 func plural(n int, one, many string) string {
 	if n == 1 {
 		return one
@@ -243,7 +258,7 @@ func newAnswerCmd(allow bool) *cobra.Command {
 	}
 	c.Flags().String("reason", "", "why (the agent shows it with a denial)")
 	if allow {
-		c.Flags().Bool("session-wide", false, "also allow the tool for the rest of the session (agents that support it, e.g. claude-code)")
+		c.Flags().Bool("session-wide", false, "also allow the tool for the rest of the session (agents that can take it: "+sessionApprovers()+")")
 	}
 	addJSONFlag(c)
 	return c
