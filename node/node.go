@@ -81,8 +81,11 @@ type Node struct {
 	// desktopOn: desktop notifications are asked for and a program to show
 	// them exists (notify-send or osascript).
 	desktopOn bool
-	cl        *cluster      // nil without the mesh
-	remote    *gossip.Table // what other nodes gossip
+	// hooksSaved is the registry index of the webhook set kept in the
+	// ledger (notifywire.go).
+	hooksSaved atomic.Uint64
+	cl         *cluster      // nil without the mesh
+	remote     *gossip.Table // what other nodes gossip
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -153,11 +154,64 @@ func (m alertsMesh) Leader() string {
 	return id
 }
 
+// Webhooks are the registry's webhooks. Until the local replica holds
+// any (right after a restart, while the registry catches up) they are the
+// last set this node applied, kept in its ledger, so that a restarted
+// node tells what happens in its first seconds.
 func (m alertsMesh) Webhooks() ([]raftstore.NotifyHook, uint64) {
 	if m.n.cl == nil {
+		if m.n.cfg.Cluster.Enabled {
+			return m.n.savedWebhooks()
+		}
 		return nil, 0
 	}
-	return m.n.cl.store.NotifyHooks()
+	hooks, at := m.n.cl.store.NotifyHooks()
+	if at == 0 {
+		return m.n.savedWebhooks()
+	}
+	m.n.saveWebhooks(hooks, at)
+	return hooks, at
+}
+
+// metaWebhooks is the ledger's meta key of the last applied webhook set.
+const metaWebhooks = "notify.webhooks"
+
+type savedHooks struct {
+	Index uint64                 `json:"index"`
+	Hooks []raftstore.NotifyHook `json:"hooks"`
+}
+
+// saveWebhooks keeps the set at index in the ledger, once per index.
+func (n *Node) saveWebhooks(hooks []raftstore.NotifyHook, at uint64) {
+	if n.ledger == nil || n.hooksSaved.Load() == at {
+		return
+	}
+	b, err := json.Marshal(savedHooks{Index: at, Hooks: hooks})
+	if err == nil {
+		err = n.ledger.PutMeta(metaWebhooks, b)
+	}
+	if err != nil {
+		n.log.Warn("notify: keeping the webhooks in the ledger", "err", err)
+		return
+	}
+	n.hooksSaved.Store(at)
+}
+
+// savedWebhooks is the last set saveWebhooks kept (none: nil, 0).
+func (n *Node) savedWebhooks() ([]raftstore.NotifyHook, uint64) {
+	if n.ledger == nil {
+		return nil, 0
+	}
+	b, err := n.ledger.GetMeta(metaWebhooks)
+	if err != nil || len(b) == 0 {
+		return nil, 0
+	}
+	var v savedHooks
+	if json.Unmarshal(b, &v) != nil {
+		return nil, 0
+	}
+	n.hooksSaved.Store(v.Index)
+	return v.Hooks, v.Index
 }
 
 // Unreachable lists the live sessions of the nodes the mesh knows and

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/raftstore"
 )
 
 // TestWithoutALeaderTheFirstReachableServerAnnounces: with no registry
@@ -32,5 +33,26 @@ func TestWithoutALeaderTheFirstReachableServerAnnounces(t *testing.T) {
 	}
 	if len(announcers) != 1 || announcers[0] != "s1" {
 		t.Fatalf("announcers %v, want [s1]", announcers)
+	}
+}
+
+// TestARestartedNodeHasItsWebhooksAtOnce: the last webhook set a node
+// applied is kept in its ledger, and a restarted node whose registry
+// replica holds none yet (it is still catching up) has them at once.
+func TestARestartedNodeHasItsWebhooksAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	cfg := testConfig(t, dir)
+	cfg.Notify.Desktop = false
+	n := openNode(t, cfg)
+	hooks := []raftstore.NotifyHook{{ID: "wh-1", Spec: []byte(`{"url":"https://ntfy.example/x","format":"ntfy"}`)}}
+	n.saveWebhooks(hooks, 7)
+	if err := n.Close(); err != nil {
+		t.Fatal(err)
+	}
+	n2 := openNode(t, cfg)
+	n2.cfg.Cluster.Enabled = true // a mesh node whose registry is not open yet
+	got, at := alertsMesh{n2}.Webhooks()
+	if at != 7 || len(got) != 1 || got[0].ID != "wh-1" || string(got[0].Spec) != string(hooks[0].Spec) {
+		t.Fatalf("after the restart: %v at %d, want wh-1 at 7", got, at)
 	}
 }
