@@ -5,7 +5,8 @@
 // (`harn agents wait`) that something changed.
 //
 // Exactly once, by the owner: the room feeds the engine this node's own
-// live sessions, and, only while this node leads the registry, the live
+// live sessions, and, only while this node leads the registry (or, with no
+// leader, is the first reachable server by name: Mesh.Leading), the live
 // sessions of nodes the mesh knows to be unreachable (an unreachable node
 // cannot tell anyone about itself). See DESIGN.md in this folder.
 package alerts
@@ -67,7 +68,9 @@ type Sessions interface {
 
 // Mesh is what the room reads of the mesh; nil for a node without one.
 type Mesh interface {
-	// Leading reports whether this node leads the registry now.
+	// Leading reports whether this node announces unreachable nodes now:
+	// it leads the registry, or there is no leader and it is the first by
+	// name of the servers it can reach.
 	Leading() bool
 	// Leader names the registry's leader this node knows of ("" when
 	// none).
