@@ -223,6 +223,8 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first tasks.Verdic
 // shows its own prompt).
 func (h *hookRun) remoteApprove(agent string, ap adapter.Approver, pl callPlan, wait time.Duration, out []byte) []byte {
 	req := &api.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.call.Tool, Input: pl.call.Input, WaitMs: wait.Milliseconds()}
+	sa, sessionWide := ap.(adapter.SessionApprover)
+	req.SessionWide = sessionWide
 	if e := pl.request; e != nil {
 		req.Session, req.ParentSession = e.SessionID, e.ParentSessionID
 		req.RequestKey = e.AttrString(presence.AttrRequestKey)
@@ -240,6 +242,9 @@ func (h *hookRun) remoteApprove(agent string, ap adapter.Approver, pl callPlan, 
 	}
 	switch r.Decision {
 	case "allow":
+		if r.SessionWide && sessionWide {
+			return sa.PermissionForSession(pl.call.Tool)
+		}
 		return ap.Permission(true, "")
 	case "deny":
 		msg := "denied by " + r.By

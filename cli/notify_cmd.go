@@ -123,6 +123,9 @@ func notifyCall(c *cobra.Command, req *api.NotifyRequest, done func(*api.NotifyR
 func renderNotifyList(c *cobra.Command, out notifyListJSON) error {
 	w := c.OutOrStdout()
 	desk := "off"
+	if out.Desktop.Asked {
+		desk = "off (asked for, but neither notify-send nor osascript is installed on that machine)"
+	}
 	if out.Desktop.Enabled {
 		desk = fmt.Sprintf("on (shown %d, failed %d, dropped %d)", out.Desktop.Shown, out.Desktop.Failed, out.Desktop.Dropped)
 	}

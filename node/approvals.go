@@ -75,3 +75,17 @@ func (n *Node) recordAnswer(r tasks.Request) {
 	}
 	n.alerts.Resolved()
 }
+
+// requestFacts adds the session's facts to a permission request as it
+// opens: its name, cwd, project and branch (what the operator approving
+// it needs to know, on every surface).
+func (n *Node) requestFacts(r *tasks.Request) {
+	if r.Session == "" {
+		return
+	}
+	st, err := n.resolveLocal(r.Session)
+	if err != nil || st.SessionID != r.Session {
+		return
+	}
+	r.Name, r.Cwd, r.Project, r.Branch = st.Name, st.Cwd, st.Project(), st.Branch
+}

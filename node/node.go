@@ -67,10 +67,16 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks  *tasks.Host   // the task runtimes (node/tasks)
-	alerts *alerts.Room  // notifications (node/alerts; notifywire.go)
-	cl     *cluster      // nil without the mesh
-	remote *gossip.Table // what other nodes gossip
+	tasks  *tasks.Host  // the task runtimes (node/tasks)
+	alerts *alerts.Room // notifications (node/alerts; notifywire.go)
+	// desktopOn: desktop notifications are asked for and a program to show
+	// them exists (notify-send or osascript).
+	desktopOn bool
+	// hooksSaved is the registry index of the webhook set kept in the
+	// ledger (notifywire.go).
+	hooksSaved atomic.Uint64
+	cl         *cluster      // nil without the mesh
+	remote     *gossip.Table // what other nodes gossip
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]

@@ -2,14 +2,18 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -62,7 +66,7 @@ var (
 func (n *Node) openAlerts() {
 	nc := n.cfg.Notify
 	ac := alerts.Config{Clock: n.cfg.Clock, Logger: n.log, Engine: nc.Engine, Sender: nc.Sender,
-		SilenceAfter: nc.SilenceAfter}
+		SilenceAfter: nc.SilenceAfter, Link: n.sessionLink, Permission: n.waitingPermission}
 	if ac.Sender == nil {
 		ac.Sender = notify.NewHTTPSender(0, nc.AllowPrivate)
 	}
@@ -75,8 +79,34 @@ func (n *Node) openAlerts() {
 			n.log.Debug("notify: neither notify-send nor osascript exists; no desktop notifications")
 		}
 	}
+	n.desktopOn = ac.Desktop != nil
 	n.alerts = alerts.New(ac, alertsSessions{n}, alertsMesh{n})
 	n.alerts.Baseline(n.Sessions(false))
+}
+
+// sessionLink is a session's page on this node's board, without the
+// token ("" without a board).
+func (n *Node) sessionLink(session string) string {
+	base := n.BoardBaseURL()
+	if base == "" || session == "" {
+		return ""
+	}
+	return strings.TrimSuffix(base, "/") + "/s/" + url.PathEscape(session)
+}
+
+// waitingPermission is the newest open permission request of a session of
+// this node, as a message tells it.
+func (n *Node) waitingPermission(session string) *notify.Permission {
+	if n.tasks == nil {
+		return nil
+	}
+	var out *notify.Permission
+	for _, r := range n.tasks.Approvals().List() {
+		if r.Session == session {
+			out = &notify.Permission{ID: r.ID, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail}
+		}
+	}
+	return out
 }
 
 // alertsSessions is the room's view of the node's own sessions.
@@ -88,7 +118,34 @@ func (s alertsSessions) Own() []presence.State { return s.n.Sessions(false) }
 // and holds no webhooks.
 type alertsMesh struct{ n *Node }
 
-func (m alertsMesh) Leading() bool { return m.n.cl != nil && m.n.cl.leading() }
+// Leading reports whether this node announces the unreachable nodes: it
+// leads the registry, or the registry has no leader and this node is the
+// first by name of the servers it can reach. A 2-server mesh with one down
+// has no leader; the other server announces it. All the servers that see
+// the same members pick the same one, so a node is announced at most once.
+func (m alertsMesh) Leading() bool {
+	if m.n.cl == nil {
+		return false
+	}
+	if m.n.cl.leading() {
+		return true
+	}
+	if m.n.cl.leaderID() != "" {
+		return false
+	}
+	return m.n.cfg.Cluster.Voter() && firstServer(m.n.cfg.Name, m.n.reachability())
+}
+
+// firstServer reports whether self is the first by name of the reachable
+// servers in members (self counts as reachable).
+func firstServer(self string, members map[string]mesh.Member) bool {
+	for name, mb := range members {
+		if name != self && name < self && mb.Meta.Role == mesh.RoleServer && reachable(mb, true) {
+			return false
+		}
+	}
+	return true
+}
 
 func (m alertsMesh) Leader() string {
 	if m.n.cl == nil {
@@ -97,11 +154,64 @@ func (m alertsMesh) Leader() string {
 	return m.n.cl.leaderID()
 }
 
+// Webhooks are the registry's webhooks. Until the local replica holds
+// any (right after a restart, while the registry catches up) they are the
+// last set this node applied, kept in its ledger, so that a restarted
+// node tells what happens in its first seconds.
 func (m alertsMesh) Webhooks() ([]raftstore.NotifyHook, uint64) {
 	if m.n.cl == nil {
+		if m.n.cfg.Cluster.Enabled {
+			return m.n.savedWebhooks()
+		}
 		return nil, 0
 	}
-	return m.n.cl.notifyHooks()
+	hooks, at := m.n.cl.notifyHooks()
+	if at == 0 {
+		return m.n.savedWebhooks()
+	}
+	m.n.saveWebhooks(hooks, at)
+	return hooks, at
+}
+
+// metaWebhooks is the ledger's meta key of the last applied webhook set.
+const metaWebhooks = "notify.webhooks"
+
+type savedHooks struct {
+	Index uint64                 `json:"index"`
+	Hooks []raftstore.NotifyHook `json:"hooks"`
+}
+
+// saveWebhooks keeps the set at index in the ledger, once per index.
+func (n *Node) saveWebhooks(hooks []raftstore.NotifyHook, at uint64) {
+	if n.ledger == nil || n.hooksSaved.Load() == at {
+		return
+	}
+	b, err := json.Marshal(savedHooks{Index: at, Hooks: hooks})
+	if err == nil {
+		err = n.ledger.PutMeta(metaWebhooks, b)
+	}
+	if err != nil {
+		n.log.Warn("notify: keeping the webhooks in the ledger", "err", err)
+		return
+	}
+	n.hooksSaved.Store(at)
+}
+
+// savedWebhooks is the last set saveWebhooks kept (none: nil, 0).
+func (n *Node) savedWebhooks() ([]raftstore.NotifyHook, uint64) {
+	if n.ledger == nil {
+		return nil, 0
+	}
+	b, err := n.ledger.GetMeta(metaWebhooks)
+	if err != nil || len(b) == 0 {
+		return nil, 0
+	}
+	var v savedHooks
+	if json.Unmarshal(b, &v) != nil {
+		return nil, 0
+	}
+	n.hooksSaved.Store(v.Index)
+	return v.Hooks, v.Index
 }
 
 // Unreachable lists the live sessions of the nodes the mesh knows and
@@ -179,7 +289,7 @@ func (n *Node) NotifyList() ([]WebhookView, DesktopView, error) {
 		}
 		out = append(out, v)
 	}
-	d := DesktopView{Enabled: n.cfg.Notify.Desktop, Shown: st.Desktop.Shown, Failed: st.Desktop.Failed, Dropped: st.Desktop.Dropped}
+	d := DesktopView{Enabled: n.desktopOn, Asked: n.cfg.Notify.Desktop && !n.desktopOn, Shown: st.Desktop.Shown, Failed: st.Desktop.Failed, Dropped: st.Desktop.Dropped}
 	return out, d, nil
 }
 

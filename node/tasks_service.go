@@ -125,7 +125,7 @@ func taskStatus(err error) error {
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, tasks.ErrNoRequest):
 		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, tasks.ErrAnswered), errors.Is(err, tasks.ErrExpired):
+	case errors.Is(err, tasks.ErrAnswered), errors.Is(err, tasks.ErrExpired), errors.Is(err, tasks.ErrNotSessionWide):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, tasks.ErrTooMany):
 		return status.Error(codes.ResourceExhausted, err.Error())
@@ -356,7 +356,9 @@ func (n *Node) decideInAppend(ctx context.Context, query *api.DecideQuery) *api.
 func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*api.ApprovalResponse, error) {
 	wait := min(time.Duration(max(req.WaitMs, 0))*time.Millisecond, maxApproveWait)
 	r := tasks.Request{Session: req.Session, Agent: req.Agent, Tool: req.Tool, Summary: tasks.Summarize(req.Tool, req.Input),
+		Detail: tasks.Detail(req.Tool, req.Input), SessionWide: req.SessionWide,
 		Key: text.Clip(req.RequestKey, presence.MaxIDLen+8), Parent: text.Clip(req.ParentSession, presence.MaxIDLen)}
+	s.n.requestFacts(&r)
 	r, ans, ok, err := s.n.tasks.Approvals().Await(ctx, r, wait)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -370,7 +372,7 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 	} else {
 		s.n.releaseDeniedClaims(ctx, r.Session, approvalCallRef(req))
 	}
-	return &api.ApprovalResponse{Decision: d, Reason: ans.Reason, Request: r.ID, By: ans.By}, nil
+	return &api.ApprovalResponse{Decision: d, Reason: ans.Reason, Request: r.ID, By: ans.By, SessionWide: ans.SessionWide}, nil
 }
 
 func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
@@ -407,7 +409,7 @@ func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*a
 
 func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
 	by := s.n.operatorBy(ctx, req.By)
-	r, err := s.n.tasks.Approvals().Answer(req.Request, req.Allow, by, req.Reason)
+	r, err := s.n.tasks.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, by, req.Reason)
 	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.n.cl == nil {
 		if err != nil {
 			return nil, taskStatus(err)
@@ -424,7 +426,8 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 		}
 		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 		res, rerr := cl.Answer(rctx, &api.AnswerRequest{Request: req.Request, Allow: req.Allow, Reason: req.Reason, LocalOnly: true,
-			By: operatorPart(by)})
+			SessionWide: req.SessionWide,
+			By:          operatorPart(by)})
 		cancel()
 		if status.Code(rerr) == codes.NotFound {
 			continue
@@ -498,7 +501,7 @@ func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*a
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	r, err := h.Approvals().Answer(req.Request, req.Allow, remoteBy(req.By, id), req.Reason)
+	r, err := h.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, remoteBy(req.By, id), req.Reason)
 	if err != nil {
 		return nil, taskStatus(err)
 	}

@@ -78,7 +78,7 @@ func WebhookFromAPI(w *api.Webhook) WebhookView { return wire.WebhookFromAPI(w) 
 
 // DesktopToAPI is the desktop notifier's view on the wire.
 func DesktopToAPI(d DesktopView) *api.Desktop {
-	return &api.Desktop{Enabled: d.Enabled, Shown: d.Shown, Failed: d.Failed, Dropped: d.Dropped}
+	return &api.Desktop{Enabled: d.Enabled, Asked: d.Asked, Shown: d.Shown, Failed: d.Failed, Dropped: d.Dropped}
 }
 
 // DesktopFromAPI is wire.DesktopFromAPI.

@@ -130,7 +130,9 @@ func (n *Node) addPending(ctx context.Context, rows []board.Row, asking map[stri
 		if sum == "" {
 			sum = r.Tool
 		}
-		bySession[r.Session] = append(bySession[r.Session], board.Request{ID: r.ID, Kind: "permission", Summary: sum})
+		bySession[r.Session] = append(bySession[r.Session], board.Request{ID: r.ID, Kind: "permission", Summary: sum,
+			Tool: r.Tool, Detail: r.Detail, Cwd: r.Cwd, Handle: r.Handle(), Place: r.Place(), Opened: r.Opened,
+			SessionWide: r.SessionWide})
 	}
 	for i := range rows {
 		if rs := bySession[rows[i].SessionID]; len(rs) > 0 {
@@ -193,7 +195,7 @@ func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow boo
 		return a.task(ctx, tasks.Action{Op: op, Task: r.TaskID, Call: r.RequestID, Reason: r.Text})
 	}
 	res, err := (&localService{n: a.n}).Answer(ctx, &api.AnswerRequest{Request: r.RequestID, Allow: allow,
-		Reason: r.Text, By: a.by()})
+		Reason: r.Text, By: a.by(), SessionWide: allow && r.SessionWide})
 	if err != nil {
 		return "", actionErr(err)
 	}

@@ -35,6 +35,10 @@ type hookMsg struct {
 		Activity  string `json:"activity"`
 		TaskState string `json:"task_state"`
 		Reason    string `json:"reason"`
+		Link      string `json:"link"`
+		Request   *struct {
+			ID, Tool, Summary, Detail string
+		} `json:"request"`
 	} `json:"session"`
 }
 

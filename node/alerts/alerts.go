@@ -5,7 +5,8 @@
 // (`harn agents wait`) that something changed.
 //
 // Exactly once, by the owner: the room feeds the engine this node's own
-// live sessions, and, only while this node leads the registry, the live
+// live sessions, and, only while this node leads the registry (or, with no
+// leader, is the first reachable server by name: Mesh.Leading), the live
 // sessions of nodes the mesh knows to be unreachable (an unreachable node
 // cannot tell anyone about itself). See DESIGN.md in this folder.
 package alerts
@@ -52,6 +53,11 @@ type Config struct {
 	SilenceAfter time.Duration
 	// Tick is how often the room looks without a change (0: DefaultTick).
 	Tick time.Duration
+	// Link returns a session's page on the board ("" without a board).
+	Link func(session string) string
+	// Permission returns the permission request a session of this node
+	// waits on (nil when none is open).
+	Permission func(session string) *notify.Permission
 }
 
 // Sessions is what the room reads of the node's own sessions.
@@ -62,7 +68,9 @@ type Sessions interface {
 
 // Mesh is what the room reads of the mesh; nil for a node without one.
 type Mesh interface {
-	// Leading reports whether this node leads the registry now.
+	// Leading reports whether this node announces unreachable nodes now:
+	// it leads the registry, or there is no leader and it is the first by
+	// name of the servers it can reach.
 	Leading() bool
 	// Leader names the registry's leader this node knows of ("" when
 	// none).
@@ -238,7 +246,7 @@ func (r *Room) observe() {
 	if leading {
 		var told []notify.Session
 		for _, rm := range r.mesh.Unreachable() {
-			v := remoteView(&rm)
+			v := r.linked(remoteView(&rm))
 			views = append(views, v)
 			// A node that was unreachable for a whole debounce window
 			// while this node still followed was told about by the
@@ -267,6 +275,17 @@ func (r *Room) ownView(st *presence.State, now time.Time) notify.Session {
 	v.Reachable = true
 	if r.cfg.SilenceAfter > 0 {
 		v.SilentSince = presence.SilentSince(st, now, r.cfg.SilenceAfter)
+	}
+	if r.cfg.Permission != nil && v.Activity == presence.ActivityNeedsInput {
+		v.Permission = r.cfg.Permission(v.ID)
+	}
+	return r.linked(v)
+}
+
+// linked is v with its board link.
+func (r *Room) linked(v notify.Session) notify.Session {
+	if r.cfg.Link != nil {
+		v.Link = r.cfg.Link(v.ID)
 	}
 	return v
 }

@@ -2134,6 +2134,8 @@ type ApprovalRequest struct {
 	// parent_session the session's parent (a subagent's request).
 	RequestKey    string `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
 	ParentSession string `protobuf:"bytes,7,opt,name=parent_session,json=parentSession,proto3" json:"parent_session,omitempty"`
+	// session_wide: the agent can take "allow for this session".
+	SessionWide   bool `protobuf:"varint,8,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2217,13 +2219,22 @@ func (x *ApprovalRequest) GetParentSession() string {
 	return ""
 }
 
+func (x *ApprovalRequest) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
+}
+
 type ApprovalResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// decision is allow, deny or none (no answer in time).
-	Decision      string `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
-	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	Request       string `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
-	By            string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	Decision string `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
+	Reason   string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	Request  string `protobuf:"bytes,3,opt,name=request,proto3" json:"request,omitempty"`
+	By       string `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
+	// session_wide: the operator allowed the tool for the rest of the session.
+	SessionWide   bool `protobuf:"varint,5,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2284,6 +2295,13 @@ func (x *ApprovalResponse) GetBy() string {
 		return x.By
 	}
 	return ""
+}
+
+func (x *ApprovalResponse) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
 }
 
 type PendingRequest struct {
@@ -2391,7 +2409,10 @@ type AnswerRequest struct {
 	Reason  string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	By      string                 `protobuf:"bytes,4,opt,name=by,proto3" json:"by,omitempty"`
 	// local_only answers only here (a peer's routed answer).
-	LocalOnly     bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
+	LocalOnly bool `protobuf:"varint,5,opt,name=local_only,json=localOnly,proto3" json:"local_only,omitempty"`
+	// session_wide allows the tool for the rest of the session (agents that
+	// support it).
+	SessionWide   bool `protobuf:"varint,6,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2457,6 +2478,13 @@ func (x *AnswerRequest) GetBy() string {
 func (x *AnswerRequest) GetLocalOnly() bool {
 	if x != nil {
 		return x.LocalOnly
+	}
+	return false
+}
+
+func (x *AnswerRequest) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
 	}
 	return false
 }
@@ -2793,11 +2821,14 @@ func (x *Webhook) GetLastErrorAt() string {
 }
 
 type Desktop struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Enabled       bool                   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
-	Shown         uint64                 `protobuf:"varint,2,opt,name=shown,proto3" json:"shown,omitempty"`
-	Failed        uint64                 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
-	Dropped       uint64                 `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// enabled: asked for and a program to show them exists; asked: asked
+	// for, but neither notify-send nor osascript exists.
+	Enabled       bool   `protobuf:"varint,1,opt,name=enabled,proto3" json:"enabled,omitempty"`
+	Shown         uint64 `protobuf:"varint,2,opt,name=shown,proto3" json:"shown,omitempty"`
+	Failed        uint64 `protobuf:"varint,3,opt,name=failed,proto3" json:"failed,omitempty"`
+	Dropped       uint64 `protobuf:"varint,4,opt,name=dropped,proto3" json:"dropped,omitempty"`
+	Asked         bool   `protobuf:"varint,5,opt,name=asked,proto3" json:"asked,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2858,6 +2889,13 @@ func (x *Desktop) GetDropped() uint64 {
 		return x.Dropped
 	}
 	return 0
+}
+
+func (x *Desktop) GetAsked() bool {
+	if x != nil {
+		return x.Asked
+	}
+	return false
 }
 
 type WaitRequest struct {
@@ -4837,7 +4875,7 @@ const file_harn_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04call\x18\x04 \x01(\tR\x04call\"\xcc\x01\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\"\xef\x01\n" +
 	"\x0fApprovalRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x12\n" +
@@ -4846,25 +4884,28 @@ const file_harn_proto_rawDesc = "" +
 	"\await_ms\x18\x05 \x01(\x03R\x06waitMs\x12\x1f\n" +
 	"\vrequest_key\x18\x06 \x01(\tR\n" +
 	"requestKey\x12%\n" +
-	"\x0eparent_session\x18\a \x01(\tR\rparentSession\"p\n" +
+	"\x0eparent_session\x18\a \x01(\tR\rparentSession\x12!\n" +
+	"\fsession_wide\x18\b \x01(\bR\vsessionWide\"\x93\x01\n" +
 	"\x10ApprovalResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
 	"\arequest\x18\x03 \x01(\tR\arequest\x12\x0e\n" +
-	"\x02by\x18\x04 \x01(\tR\x02by\"/\n" +
+	"\x02by\x18\x04 \x01(\tR\x02by\x12!\n" +
+	"\fsession_wide\x18\x05 \x01(\bR\vsessionWide\"/\n" +
 	"\x0ePendingRequest\x12\x1d\n" +
 	"\n" +
 	"local_only\x18\x01 \x01(\bR\tlocalOnly\"\x80\x01\n" +
 	"\x0fPendingResponse\x126\n" +
 	"\brequests\x18\x03 \x03(\v2\x1a.harn.v1.PermissionRequestR\brequests\x12 \n" +
-	"\vunreachable\x18\x02 \x03(\tR\vunreachableJ\x04\b\x01\x10\x02R\rrequests_json\"\x86\x01\n" +
+	"\vunreachable\x18\x02 \x03(\tR\vunreachableJ\x04\b\x01\x10\x02R\rrequests_json\"\xa9\x01\n" +
 	"\rAnswerRequest\x12\x18\n" +
 	"\arequest\x18\x01 \x01(\tR\arequest\x12\x14\n" +
 	"\x05allow\x18\x02 \x01(\bR\x05allow\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x0e\n" +
 	"\x02by\x18\x04 \x01(\tR\x02by\x12\x1d\n" +
 	"\n" +
-	"local_only\x18\x05 \x01(\bR\tlocalOnly\"Z\n" +
+	"local_only\x18\x05 \x01(\bR\tlocalOnly\x12!\n" +
+	"\fsession_wide\x18\x06 \x01(\bR\vsessionWide\"Z\n" +
 	"\x0eAnswerResponse\x124\n" +
 	"\arequest\x18\x02 \x01(\v2\x1a.harn.v1.PermissionRequestR\arequestJ\x04\b\x01\x10\x02R\frequest_json\"i\n" +
 	"\rNotifyRequest\x12\x0e\n" +
@@ -4892,12 +4933,13 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\n" +
 	" \x01(\tR\tlastError\x12\"\n" +
-	"\rlast_error_at\x18\v \x01(\tR\vlastErrorAt\"k\n" +
+	"\rlast_error_at\x18\v \x01(\tR\vlastErrorAt\"\x81\x01\n" +
 	"\aDesktop\x12\x18\n" +
 	"\aenabled\x18\x01 \x01(\bR\aenabled\x12\x14\n" +
 	"\x05shown\x18\x02 \x01(\x04R\x05shown\x12\x16\n" +
 	"\x06failed\x18\x03 \x01(\x04R\x06failed\x12\x18\n" +
-	"\adropped\x18\x04 \x01(\x04R\adropped\"`\n" +
+	"\adropped\x18\x04 \x01(\x04R\adropped\x12\x14\n" +
+	"\x05asked\x18\x05 \x01(\bR\x05asked\"`\n" +
 	"\vWaitRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x10\n" +
 	"\x03any\x18\x02 \x01(\bR\x03any\x12\x10\n" +

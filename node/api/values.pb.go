@@ -1991,7 +1991,17 @@ type PermissionRequest struct {
 	Opened  *Time                  `protobuf:"bytes,7,opt,name=opened,proto3" json:"opened,omitempty"`
 	Answer  *PermissionAnswer      `protobuf:"bytes,8,opt,name=answer,proto3" json:"answer,omitempty"`
 	// parent is the session's parent (a subagent's request).
-	Parent        string `protobuf:"bytes,9,opt,name=parent,proto3" json:"parent,omitempty"`
+	Parent string `protobuf:"bytes,9,opt,name=parent,proto3" json:"parent,omitempty"`
+	// detail is the call in full: a shell tool's command, a file tool's
+	// path and diff summary, or another tool's compact input (bounded).
+	Detail string `protobuf:"bytes,10,opt,name=detail,proto3" json:"detail,omitempty"`
+	// name, cwd, project and branch are the session's.
+	Name    string `protobuf:"bytes,11,opt,name=name,proto3" json:"name,omitempty"`
+	Cwd     string `protobuf:"bytes,12,opt,name=cwd,proto3" json:"cwd,omitempty"`
+	Project string `protobuf:"bytes,13,opt,name=project,proto3" json:"project,omitempty"`
+	Branch  string `protobuf:"bytes,14,opt,name=branch,proto3" json:"branch,omitempty"`
+	// session_wide says whether the agent can take "allow for this session".
+	SessionWide   bool `protobuf:"varint,15,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2089,12 +2099,55 @@ func (x *PermissionRequest) GetParent() string {
 	return ""
 }
 
+func (x *PermissionRequest) GetDetail() string {
+	if x != nil {
+		return x.Detail
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetProject() string {
+	if x != nil {
+		return x.Project
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetBranch() string {
+	if x != nil {
+		return x.Branch
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
+}
+
 type PermissionAnswer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Allow         bool                   `protobuf:"varint,1,opt,name=allow,proto3" json:"allow,omitempty"`
 	By            string                 `protobuf:"bytes,2,opt,name=by,proto3" json:"by,omitempty"`
 	Reason        string                 `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
 	At            *Time                  `protobuf:"bytes,4,opt,name=at,proto3" json:"at,omitempty"`
+	SessionWide   bool                   `protobuf:"varint,5,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2155,6 +2208,13 @@ func (x *PermissionAnswer) GetAt() *Time {
 		return x.At
 	}
 	return nil
+}
+
+func (x *PermissionAnswer) GetSessionWide() bool {
+	if x != nil {
+		return x.SessionWide
+	}
+	return false
 }
 
 var File_values_proto protoreflect.FileDescriptor
@@ -2356,7 +2416,7 @@ const file_values_proto_rawDesc = "" +
 	"\x04repo\x18\x02 \x01(\tR\x04repo\x12\x14\n" +
 	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x14\n" +
 	"\x05phase\x18\x04 \x01(\tR\x05phase\x12\x10\n" +
-	"\x03abs\x18\x05 \x03(\tR\x03abs\"\x87\x02\n" +
+	"\x03abs\x18\x05 \x03(\tR\x03abs\"\x9a\x03\n" +
 	"\x11PermissionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -2366,12 +2426,20 @@ const file_values_proto_rawDesc = "" +
 	"\asummary\x18\x06 \x01(\tR\asummary\x12%\n" +
 	"\x06opened\x18\a \x01(\v2\r.harn.v1.TimeR\x06opened\x121\n" +
 	"\x06answer\x18\b \x01(\v2\x19.harn.v1.PermissionAnswerR\x06answer\x12\x16\n" +
-	"\x06parent\x18\t \x01(\tR\x06parent\"o\n" +
+	"\x06parent\x18\t \x01(\tR\x06parent\x12\x16\n" +
+	"\x06detail\x18\n" +
+	" \x01(\tR\x06detail\x12\x12\n" +
+	"\x04name\x18\v \x01(\tR\x04name\x12\x10\n" +
+	"\x03cwd\x18\f \x01(\tR\x03cwd\x12\x18\n" +
+	"\aproject\x18\r \x01(\tR\aproject\x12\x16\n" +
+	"\x06branch\x18\x0e \x01(\tR\x06branch\x12!\n" +
+	"\fsession_wide\x18\x0f \x01(\bR\vsessionWide\"\x92\x01\n" +
 	"\x10PermissionAnswer\x12\x14\n" +
 	"\x05allow\x18\x01 \x01(\bR\x05allow\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x1d\n" +
-	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02atB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x02at\x18\x04 \x01(\v2\r.harn.v1.TimeR\x02at\x12!\n" +
+	"\fsession_wide\x18\x05 \x01(\bR\vsessionWideB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_values_proto_rawDescOnce sync.Once

@@ -55,6 +55,9 @@ type ActionRequest struct {
 	Kind      string // the request's kind: "permission" or "confirmation"
 	Text      string // steer and follow-up text; deny and cancel reason
 	By        string // who asked: "board"
+	// SessionWide: approve, and allow the tool for the rest of the
+	// session (agents that support it).
+	SessionWide bool
 }
 
 // Actions is what the board does; the node implements it with the same API

@@ -257,10 +257,22 @@ func TestBrowser(t *testing.T) {
 	})
 
 	t.Run("ApproveAsksConfirmationAndShowsTheResult", func(t *testing.T) {
+		// The card shows the command in full, where and how long it has
+		// waited; the dialog names it again before anything is sent.
+		card := eval[string](t, bctx, `document.querySelector('article[data-id="s-need"] form.request').innerText`)
+		for _, want := range []string{"permission: Bash", "rm -rf build && make release VERSION=<1.2>", "nell", "harn@main", "/src/harn", "waiting 2m"} {
+			if !strings.Contains(card, want) {
+				t.Fatalf("the card's request lacks %q: %q", want, card)
+			}
+		}
 		step(t, bctx, 10*time.Second,
 			focusJS(`article[data-id="s-need"] button[value="approve"]`),
 			chromedp.KeyEvent("\r"),
 			chromedp.WaitVisible(`#confirm`))
+		if what := eval[string](t, bctx, `document.getElementById('confirm-what').textContent`); !strings.Contains(what, "Bash rm -rf build && make release VERSION=<1.2>") ||
+			!strings.Contains(what, "cwd /src/harn") || !strings.Contains(what, "session nell · harn@main") {
+			t.Fatalf("the dialog says %q", what)
+		}
 		if n := len(acts.log()); n != 0 {
 			t.Fatalf("approve ran before confirmation: %v", acts.log())
 		}

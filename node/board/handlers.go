@@ -176,8 +176,12 @@ var actionKinds = map[string]struct {
 	needText              bool
 	call                  func(Actions, context.Context, ActionRequest) (string, error)
 }{
-	"approve":   {label: "Approve", needRequest: true, call: Actions.Approve},
-	"deny":      {label: "Deny", needRequest: true, call: Actions.Deny},
+	"approve": {label: "Approve", needRequest: true, call: Actions.Approve},
+	"deny":    {label: "Deny", needRequest: true, call: Actions.Deny},
+	"approve_session": {label: "Approve for this session", needRequest: true, call: func(a Actions, ctx context.Context, r ActionRequest) (string, error) {
+		r.SessionWide = true
+		return a.Approve(ctx, r)
+	}},
 	"steer":     {label: "Steer", needTask: true, needText: true, call: Actions.Steer},
 	"follow_up": {label: "Follow-up", needText: true, call: Actions.FollowUp},
 	"cancel":    {label: "Cancel", needTask: true, call: Actions.Cancel},
@@ -229,7 +233,7 @@ func (s *Server) action(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, r, http.StatusNotImplemented, result{Message: "this board has no actions"}, page{})
 		return
 	case !ok:
-		s.answer(w, r, http.StatusBadRequest, result{Message: "unknown action " + text.Clip(kind, 40) + "; use approve, deny, steer, follow_up or cancel"}, page{})
+		s.answer(w, r, http.StatusBadRequest, result{Message: "unknown action " + text.Clip(kind, 40) + "; use approve, approve_session, deny, steer, follow_up or cancel"}, page{})
 		return
 	case a.SessionID == "":
 		s.answer(w, r, http.StatusBadRequest, result{Message: "no session given"}, page{})

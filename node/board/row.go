@@ -106,6 +106,15 @@ type Request struct {
 	Kind    string // "permission" or "confirmation"
 	TaskID  string // the harn task a confirmation belongs to
 	Summary string // what is asked, for people
+	// A permission request's facts: the tool, the call in full (a
+	// command, or a file and its diff summary), the session's cwd, name
+	// and project@branch, when it opened, and whether the agent takes
+	// "allow for this session".
+	Tool, Detail, Cwd, Handle, Place string
+	Opened                           time.Time
+	SessionWide                      bool
+	// Waited is how long it has waited, as the page shows it.
+	Waited string
 }
 
 // HarnTask is a session's harn task as the task runtime shows it.
@@ -388,7 +397,9 @@ func clean(r Row) Row {
 	if r.PendingRequests != nil {
 		rs := make([]Request, len(r.PendingRequests))
 		for i, q := range r.PendingRequests {
-			rs[i] = Request{ID: c(q.ID), Kind: c(q.Kind), TaskID: c(q.TaskID), Summary: c(q.Summary)}
+			rs[i] = Request{ID: c(q.ID), Kind: c(q.Kind), TaskID: c(q.TaskID), Summary: c(q.Summary), Tool: c(q.Tool),
+				Detail: text.Clip(c(q.Detail), maxDetail), Cwd: c(q.Cwd), Handle: c(q.Handle), Place: c(q.Place),
+				Opened: q.Opened, SessionWide: q.SessionWide}
 		}
 		r.PendingRequests = rs
 	}

@@ -232,7 +232,7 @@ func TestDetailShowsBothAxesWithSources(t *testing.T) {
 	s, _, _ := newTestServer(t, nil)
 	body := get(t, s.Handler(), "/s/s-need").Body.String()
 	for _, want := range []string{"interaction.input_requested", "<h2>Activity</h2>", "<h2>Lifecycle</h2>",
-		`value="approve"`, "Bash: rm -rf build"} {
+		`value="approve"`, "rm -rf build &amp;&amp; make release VERSION=&lt;1.2&gt;", "/src/harn", "harn@main", "waiting 2m"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("detail lacks %q", want)
 		}

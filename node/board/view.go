@@ -122,11 +122,28 @@ type boardView struct {
 
 func short(id string) string { return text.Clip(id, 12) }
 
+// maxDetail bounds a request's detail on a page, in runes.
+const maxDetail = 2048
+
+// waited returns rs with how long each has waited, at now.
+func waited(now time.Time, rs []Request) []Request {
+	if len(rs) == 0 {
+		return rs
+	}
+	out := slices.Clone(rs)
+	for i := range out {
+		if !out[i].Opened.IsZero() {
+			out[i].Waited = text.Age(now, out[i].Opened)
+		}
+	}
+	return out
+}
+
 func cardOf(now time.Time, r Row) card {
 	c := card{ID: r.SessionID, Short: short(r.SessionID), Agent: orDash(r.Agent), Name: r.Name,
 		Task: text.Clip(text.OneLine(r.Task), 240), Activity: activityOf(r), WaitingOn: r.WaitingOn,
 		Project: r.Project, Branch: r.Branch, Unreachable: !r.Reachable, Evidence: stampOf(now, r.Evidence()),
-		Requests: r.PendingRequests}
+		Requests: waited(now, r.PendingRequests)}
 	c.ActivityLabel = strings.ReplaceAll(c.Activity, "_", " ")
 	if c.Activity == "working" && !r.SilentSince.IsZero() {
 		c.Silent = "silent " + text.Age(now, r.SilentSince)
@@ -318,6 +335,7 @@ const maxTrace = 1000
 
 func (s *Server) buildDetail(r Row, evs []presence.Event, traceErr error) detail {
 	now := s.cfg.Now()
+	r.PendingRequests = waited(now, r.PendingRequests)
 	d := detail{Row: r, Activity: activityOf(r), Lifecycle: lifecycleOf(r), Short: short(r.SessionID),
 		ActivityAt: stampOf(now, r.ActivityUpdatedAt), LifecycleAt: stampOf(now, r.TaskStateUpdatedAt),
 		Evidence: stampOf(now, r.Evidence()), Started: stampOf(now, r.StartedAt), Ended: stampOf(now, r.EndedAt),

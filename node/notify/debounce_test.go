@@ -136,13 +136,27 @@ func TestCooldownSuppressesResendAfterBriefAbsence(t *testing.T) {
 	}
 }
 
-func TestCooldownAllowsResendAfterAbsenceLongerThanWindow(t *testing.T) {
-	r := newDebounceRig(t, Config{Debounce: 3 * time.Second, Cooldown: time.Hour}, nil)
+// TestNoRepeatWithinFiveMinutesForTheSameSessionAndKind: README's rule.
+// A session that needs input, is answered, works for 20 s and needs input
+// again 24 s after the first message is not told again; once the 5 min
+// cooldown has passed, a new episode is.
+func TestNoRepeatWithinFiveMinutesForTheSameSessionAndKind(t *testing.T) {
+	r := newDebounceRig(t, Config{}, nil) // the defaults: 3 s debounce, 5 min cooldown
 	r.e.Observe([]Session{needsInput("s1")})
 	r.clk.Advance(3 * time.Second)
 	r.sent(t, 1)
+	r.e.Observe([]Session{view("s1")}) // answered
+	r.clk.Advance(21 * time.Second)    // away far longer than the window
+	r.e.Observe([]Session{needsInput("s1")})
+	r.clk.Advance(3 * time.Second) // 24 s after the first message
+	r.settled(t)
+	r.clk.Advance(time.Minute)
+	r.settled(t)
+	if n := r.snd.count(); n != 1 {
+		t.Fatalf("sent %d, want 1: a needs_input was repeated within 5 min", n)
+	}
 	r.e.Observe([]Session{view("s1")})
-	r.clk.Advance(5 * time.Second) // away longer than the window
+	r.clk.Advance(5 * time.Minute)
 	r.e.Observe([]Session{needsInput("s1")})
 	r.clk.Advance(3 * time.Second)
 	r.sent(t, 2)

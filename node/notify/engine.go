@@ -16,8 +16,8 @@ type Config struct {
 	// Debounce is how long a state must hold before it is told (3 s).
 	Debounce time.Duration
 	// Cooldown is how long after telling a transition the same transition
-	// of the same session is not told again, unless the state was away for
-	// at least Debounce before it came back (5 min).
+	// of the same session is not told again, however long the state was
+	// away in between (5 min).
 	Cooldown time.Duration
 	// QueueSize bounds each webhook's queue of waiting messages (256). When
 	// it is full the oldest waiting message is dropped and counted.
@@ -146,7 +146,6 @@ type tracked struct {
 type hold struct {
 	holding  bool
 	since    time.Time
-	leftAt   time.Time
 	lastSent time.Time
 	episode  uint64
 	timer    Timer
@@ -275,9 +274,10 @@ func (tr *tracked) hold(k Kind) *hold {
 }
 
 // start begins a hold episode and its debounce. The episode may be told
-// when it still holds after the debounce window, and either the cooldown
-// since the last message has passed or the state was away for at least the
-// window before it came back. Callers hold e.mu.
+// when it still holds after the debounce window and the cooldown since the
+// last message of its kind has passed: a session that needs input again
+// 24 s after the last message (the operator answered, the agent asked
+// again) is not told again. Callers hold e.mu.
 func (e *Engine) start(id string, h *hold, k Kind, now time.Time) {
 	if h.holding {
 		return
@@ -285,18 +285,17 @@ func (e *Engine) start(id string, h *hold, k Kind, now time.Time) {
 	h.holding, h.since = true, now
 	h.episode++
 	ep := h.episode
-	cameBack := h.leftAt.IsZero() || now.Sub(h.leftAt) >= e.cfg.Debounce
 	e.wg.Add(1)
 	h.timer = e.clk.AfterFunc(e.cfg.Debounce, func() {
 		defer e.wg.Done()
-		e.fire(id, k, ep, cameBack)
+		e.fire(id, k, ep)
 	})
 }
 
 // stop ends a hold episode and cancels its pending notification. Callers
 // hold e.mu.
 func (e *Engine) stop(h *hold, now time.Time) {
-	h.holding, h.leftAt = false, now
+	h.holding = false
 	if h.timer != nil {
 		if h.timer.Stop() {
 			e.wg.Done()
@@ -306,7 +305,7 @@ func (e *Engine) stop(h *hold, now time.Time) {
 }
 
 // fire runs when a debounce window ends.
-func (e *Engine) fire(id string, k Kind, ep uint64, cameBack bool) {
+func (e *Engine) fire(id string, k Kind, ep uint64) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.closed {
@@ -322,7 +321,7 @@ func (e *Engine) fire(id string, k Kind, ep uint64, cameBack bool) {
 	}
 	h.timer = nil
 	now := e.clk.Now()
-	if !h.lastSent.IsZero() && now.Sub(h.lastSent) < e.cfg.Cooldown && !cameBack {
+	if !h.lastSent.IsZero() && now.Sub(h.lastSent) < e.cfg.Cooldown {
 		e.log.Debug("notify: within cooldown", "session", id, "kind", string(k))
 		return
 	}

@@ -24,6 +24,9 @@ const (
 	maxReason  = 200
 	maxWaiting = 120
 	maxID      = 128
+	maxLink    = 512
+	// maxDetail bounds a request's detail (the full command), in runes.
+	maxDetail = 2048
 	// MaxText bounds a message's text.
 	MaxText = 600
 	// MaxTitle bounds a message's title.
@@ -63,6 +66,20 @@ type PayloadSession struct {
 	Reachable        bool   `json:"reachable"`
 	UnreachableSince string `json:"unreachable_since,omitempty"`
 	SilentSince      string `json:"silent_since,omitempty"`
+	// Link is the session's page on the board (log in with the board's
+	// token); Request the permission request it waits on.
+	Link    string          `json:"link,omitempty"`
+	Request *PayloadRequest `json:"request,omitempty"`
+}
+
+// PayloadRequest is the permission request of a needs_input message: its
+// id, the tool, the safe summary, and the call in full (the command, or a
+// file and its diff summary; only in the json format).
+type PayloadRequest struct {
+	ID      string `json:"id"`
+	Tool    string `json:"tool,omitempty"`
+	Summary string `json:"summary,omitempty"`
+	Detail  string `json:"detail,omitempty"`
 }
 
 // clean returns s with every text field folded to one safe line and
@@ -73,6 +90,12 @@ func clean(s Session) Session {
 	s.Task, s.BlockerReason, s.WaitingOn = c(s.Task, maxTask), c(s.BlockerReason, maxReason), c(s.WaitingOn, maxWaiting)
 	s.Activity = presence.Activity(c(string(s.Activity), 32))
 	s.TaskState = presence.TaskState(c(string(s.TaskState), 32))
+	s.Link = c(s.Link, maxLink)
+	if s.Permission != nil {
+		r := *s.Permission
+		r.ID, r.Tool, r.Summary, r.Detail = c(r.ID, maxID), c(r.Tool, maxAgent), c(r.Summary, maxReason), c(r.Detail, maxDetail)
+		s.Permission = &r
+	}
 	return s
 }
 
@@ -125,7 +148,12 @@ func Text(t Transition) string {
 	switch t.Kind {
 	case KindNeedsInput:
 		b.WriteString(" needs input")
-		if s.WaitingOn != "" {
+		switch {
+		case s.Permission != nil && s.Permission.Summary != "":
+			b.WriteString(": " + s.Permission.Summary + " (request " + s.Permission.ID + ")")
+		case s.Permission != nil:
+			b.WriteString(": request " + s.Permission.ID)
+		case s.WaitingOn != "":
 			b.WriteString(": waiting on " + s.WaitingOn)
 		}
 	case KindBlocked:
@@ -151,13 +179,17 @@ func Text(t Transition) string {
 	if s.Task != "" {
 		b.WriteString(". Task: " + s.Task)
 	}
-	return text.Clip(text.OneLine(b.String()), MaxText)
+	out := text.Clip(text.OneLine(b.String()), MaxText)
+	if s.Link != "" {
+		out = text.Clip(out, MaxText-len([]rune(s.Link))-1) + " " + s.Link
+	}
+	return out
 }
 
 // NewPayload builds the json format's body for t.
 func NewPayload(t Transition) Payload {
 	s := clean(t.Session)
-	return Payload{
+	p := Payload{
 		Schema: SchemaV1, Kind: Kind(text.Clip(text.OneLine(string(t.Kind)), 32)), At: presence.FormatTime(t.At),
 		Title: Title(t), Text: Text(t),
 		Session: PayloadSession{
@@ -166,8 +198,13 @@ func NewPayload(t Transition) Payload {
 			Reason: s.BlockerReason, WaitingOn: s.WaitingOn, Reachable: s.Reachable,
 			UnreachableSince: presence.FormatTime(s.UnreachableSince),
 			SilentSince:      presence.FormatTime(s.SilentSince),
+			Link:             s.Link,
 		},
 	}
+	if r := s.Permission; r != nil && t.Kind == KindNeedsInput {
+		p.Session.Request = &PayloadRequest{ID: r.ID, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail}
+	}
+	return p
 }
 
 // slackEscape escapes the three characters Slack's message formatting

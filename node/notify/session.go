@@ -50,6 +50,19 @@ type Session struct {
 	// SilentSince is set while the session shows no evidence for longer
 	// than the roster's silence threshold.
 	SilentSince time.Time
+	// Link is the session's page on the board (no token in it), when the
+	// node has a board.
+	Link string
+	// Permission is the permission request the session waits on, when one
+	// is open on its node.
+	Permission *Permission
+}
+
+// Permission is an open permission request as a message tells it: its id
+// (for `harn agents approve ID`), the tool, the safe summary (the program
+// or a file's base name) and the call in full (Detail).
+type Permission struct {
+	ID, Tool, Summary, Detail string
 }
 
 // SessionOf is a roster row as the engine sees it: the one function from

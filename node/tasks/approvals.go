@@ -22,19 +22,32 @@ var (
 	ErrExpired   = errors.New("tasks: the permission request is no longer waiting (its hook gave up; the agent showed its own prompt)")
 	ErrAnswered  = errors.New("tasks: the permission request was already answered")
 	ErrTooMany   = errors.New("tasks: too many open permission requests on this node")
+	// ErrNotSessionWide refuses "allow for this session" for an agent
+	// that cannot take it.
+	ErrNotSessionWide = errors.New("this agent cannot take \"allow for this session\"; approve this request alone (without --session-wide)")
 )
 
 // Request is an agent's open permission request that waits for a
 // decision from anywhere in the mesh (`harn agents pending`).
 type Request struct {
-	ID      string    `json:"id"`
-	Session string    `json:"session"`
-	Node    string    `json:"node"`
-	Agent   string    `json:"agent"`
-	Tool    string    `json:"tool"`
-	Summary string    `json:"summary"`
-	Opened  time.Time `json:"opened"`
-	Answer  *Answer   `json:"answer,omitempty"`
+	ID      string `json:"id"`
+	Session string `json:"session"`
+	Node    string `json:"node"`
+	Agent   string `json:"agent"`
+	Tool    string `json:"tool"`
+	Summary string `json:"summary"`
+	// Detail is the call in full (Detail); Name, Cwd, Project and Branch
+	// are the session's, when the request opened.
+	Detail  string `json:"detail,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Project string `json:"project,omitempty"`
+	Branch  string `json:"branch,omitempty"`
+	// SessionWide says whether the agent can take "allow for this
+	// session" (the answer then allows the tool for the rest of it).
+	SessionWide bool      `json:"session_wide,omitempty"`
+	Opened      time.Time `json:"opened"`
+	Answer      *Answer   `json:"answer,omitempty"`
 	// Key is the request_key of the session's interaction.input_requested
 	// (kept on the owner: it is a digest of the call's input) and Parent
 	// the session's parent: where the answer is recorded.
@@ -44,10 +57,12 @@ type Request struct {
 
 // Answer is an operator's decision on a request.
 type Answer struct {
-	Allow  bool      `json:"allow"`
-	By     string    `json:"by"`
-	Reason string    `json:"reason,omitempty"`
-	At     time.Time `json:"at"`
+	Allow bool `json:"allow"`
+	// SessionWide allows the tool for the rest of the session too.
+	SessionWide bool      `json:"session_wide,omitempty"`
+	By          string    `json:"by"`
+	Reason      string    `json:"reason,omitempty"`
+	At          time.Time `json:"at"`
 }
 
 // AnsweredError refuses a second answer and names the first.
@@ -179,10 +194,21 @@ func (a *Approvals) finishLocked(r Request) {
 // *AnsweredError naming the first; a request whose hook gave up is
 // ErrExpired; an unknown one ErrNoRequest.
 func (a *Approvals) Answer(id string, allow bool, by, reason string) (Request, error) {
+	return a.AnswerWith(id, allow, false, by, reason)
+}
+
+// AnswerWith is Answer with "allow for this session" (sessionWide, with
+// allow): refused with ErrNotSessionWide when the request's agent cannot
+// take it.
+func (a *Approvals) AnswerWith(id string, allow, sessionWide bool, by, reason string) (Request, error) {
 	defer a.changed()
 	a.mu.Lock()
 	if o := a.open[id]; o != nil {
-		ans := Answer{Allow: allow, By: text.Clip(by, 200), Reason: text.Clip(reason, 400), At: a.clock.Now()}
+		if sessionWide && allow && !o.req.SessionWide {
+			a.mu.Unlock()
+			return o.req, fmt.Errorf("%w: request %s (%s)", ErrNotSessionWide, id, o.req.Agent)
+		}
+		ans := Answer{Allow: allow, SessionWide: sessionWide && allow, By: text.Clip(by, 200), Reason: text.Clip(reason, 400), At: a.clock.Now()}
 		delete(a.open, id)
 		o.req.Answer = &ans
 		a.finishLocked(o.req)

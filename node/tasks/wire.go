@@ -260,9 +260,10 @@ func taskViewFromAPI(t *api.TaskView) *runtime.TaskView {
 // owner).
 func RequestToAPI(r Request) *api.PermissionRequest {
 	out := &api.PermissionRequest{Id: r.ID, Session: r.Session, Node: r.Node, Agent: r.Agent, Tool: r.Tool,
-		Summary: r.Summary, Opened: api.NewTime(r.Opened), Parent: r.Parent}
+		Summary: r.Summary, Opened: api.NewTime(r.Opened), Parent: r.Parent, Detail: r.Detail, Name: r.Name,
+		Cwd: r.Cwd, Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide}
 	if a := r.Answer; a != nil {
-		out.Answer = &api.PermissionAnswer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: api.NewTime(a.At)}
+		out.Answer = &api.PermissionAnswer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: api.NewTime(a.At), SessionWide: a.SessionWide}
 	}
 	return out
 }
@@ -273,9 +274,10 @@ func RequestFromAPI(r *api.PermissionRequest) Request {
 		return Request{}
 	}
 	out := Request{ID: r.Id, Session: r.Session, Node: r.Node, Agent: r.Agent, Tool: r.Tool,
-		Summary: r.Summary, Opened: r.Opened.AsTime(), Parent: r.Parent}
+		Summary: r.Summary, Opened: r.Opened.AsTime(), Parent: r.Parent, Detail: r.Detail, Name: r.Name,
+		Cwd: r.Cwd, Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide}
 	if a := r.Answer; a != nil {
-		out.Answer = &Answer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: a.At.AsTime()}
+		out.Answer = &Answer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: a.At.AsTime(), SessionWide: a.SessionWide}
 	}
 	return out
 }

@@ -95,6 +95,13 @@ type Approver interface {
 	Permission(allow bool, message string) []byte
 }
 
+// SessionApprover is implemented by an Approver whose agent can take
+// "allow for this session": an allow that also allows the tool for the
+// rest of the session (`harn agents approve --session-wide`).
+type SessionApprover interface {
+	PermissionForSession(tool string) []byte
+}
+
 // Installer is implemented by an adapter that says where its agent keeps
 // its hooks and reads its instructions (`harn hook install`).
 type Installer interface {

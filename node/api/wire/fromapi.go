@@ -56,7 +56,7 @@ func CoordResultFromAPI(r *api.CoordResult) CoordResult {
 
 // DesktopFromAPI reads the desktop notifier's view from the wire.
 func DesktopFromAPI(d *api.Desktop) DesktopView {
-	return DesktopView{Enabled: d.GetEnabled(), Shown: d.GetShown(), Failed: d.GetFailed(), Dropped: d.GetDropped()}
+	return DesktopView{Enabled: d.GetEnabled(), Asked: d.GetAsked(), Shown: d.GetShown(), Failed: d.GetFailed(), Dropped: d.GetDropped()}
 }
 
 // DiagnosticFromAPI reads a diagnostic from the wire.

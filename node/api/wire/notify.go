@@ -19,7 +19,10 @@ type WebhookView struct {
 
 // DesktopView is this node's desktop notifier and its counts.
 type DesktopView struct {
+	// Enabled: asked for, and notify-send or osascript exists. Asked:
+	// asked for, but neither exists (nothing is shown).
 	Enabled bool   `json:"enabled"`
+	Asked   bool   `json:"asked,omitempty"`
 	Shown   uint64 `json:"shown"`
 	Failed  uint64 `json:"failed"`
 	Dropped uint64 `json:"dropped"`

@@ -137,7 +137,7 @@
   // ---- actions: confirm in a dialog, then POST ----------------------
   var dlg = document.getElementById('confirm');
   var pending = null;
-  var labels = { approve: 'Approve', deny: 'Deny', steer: 'Steer', follow_up: 'Follow-up', cancel: 'Cancel task' };
+  var labels = { approve: 'Approve', approve_session: 'Approve for this session', deny: 'Deny', steer: 'Steer', follow_up: 'Follow-up', cancel: 'Cancel task' };
 
   function openDialog(form, btn) {
     var kind = btn.value;

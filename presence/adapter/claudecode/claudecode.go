@@ -52,6 +52,13 @@ func (a claudeCode) Permission(allow bool, message string) []byte {
 	return a.m.Permission(allow, message)
 }
 
+// PermissionForSession allows the request and the tool for the rest of
+// the session (adapter.SessionApprover): Claude Code's PermissionRequest
+// decision carries updatedPermissions.
+func (a claudeCode) PermissionForSession(tool string) []byte {
+	return a.m.PermissionForSession(tool)
+}
+
 // Install is where Claude Code keeps its hooks and instructions
 // (adapter.Installer): ~/.claude/settings.json (or $CLAUDE_CONFIG_DIR), a
 // "*" matcher per event, and CLAUDE.md.

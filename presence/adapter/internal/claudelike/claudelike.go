@@ -265,6 +265,29 @@ func (Mapper) Permission(allow bool, message string) []byte {
 		"decision": decision{Behavior: behavior, Message: message}}})
 }
 
+// PermissionForSession allows a PermissionRequest and adds a rule that
+// allows tool for the rest of the session (the decision's
+// updatedPermissions, what "always allow" at the agent's own prompt does,
+// kept to the session).
+func (Mapper) PermissionForSession(tool string) []byte {
+	type rule struct {
+		ToolName string `json:"toolName"`
+	}
+	type update struct {
+		Type        string `json:"type"`
+		Rules       []rule `json:"rules"`
+		Behavior    string `json:"behavior"`
+		Destination string `json:"destination"`
+	}
+	type decision struct {
+		Behavior           string   `json:"behavior"`
+		UpdatedPermissions []update `json:"updatedPermissions"`
+	}
+	return hookkit.Answer(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": PermissionRequest,
+		"decision": decision{Behavior: "allow", UpdatedPermissions: []update{{Type: "addRules",
+			Rules: []rule{{ToolName: tool}}, Behavior: "allow", Destination: "session"}}}}})
+}
+
 func preToolUse(decision, reason string) []byte {
 	return hookkit.Answer(map[string]any{"hookSpecificOutput": map[string]string{"hookEventName": PreToolUse,
 		"permissionDecision": decision, "permissionDecisionReason": reason}})
