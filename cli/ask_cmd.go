@@ -17,7 +17,6 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-
 // Environment of harn ask: the provider key, or a 0600 file holding it.
 const (
 	envProviderKey     = "HARN_PROVIDER_KEY"

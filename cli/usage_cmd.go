@@ -16,7 +16,6 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-
 // ErrBadUsage means harn usage's flags are wrong.
 var ErrBadUsage = errors.New("usage")
 

@@ -319,7 +319,6 @@ func (n *Node) Ledger() *ledger.Ledger { return n.ledger }
 // Name is the node's name.
 func (n *Node) Name() string { return n.cfg.Name }
 
-
 // stopContext returns a context that ends when stop closes (or cancel is
 // called). Its watcher goroutine ends with it.
 func stopContext(parent context.Context, stop <-chan struct{}) (context.Context, context.CancelFunc) {
