@@ -69,6 +69,12 @@ var examples = withAgents(map[string]string{
 	"harn task deny":      `  harn task deny t-01J9ZK3 toolu_01AbC --reason "not on main"`,
 	"harn task reduce": `  harn task reduce t-01J9ZK3 Bash load --reason "no more shell"
   harn task reduce t-01J9ZK3 'mcp__github__*' inspect --json`,
+	"harn ask": `  HARN_PROVIDER_KEY=sk-... harn ask --provider-url http://127.0.0.1:8080/v1 --model qwen3 "what does main.go do?"
+  echo "summarise the last commit" | harn ask --model gpt-4.1 --provider-url https://api.openai.com/v1 --json -
+  harn ask --model claude-sonnet-4 --provider anthropic --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"`,
+	"harn usage": `  harn usage
+  harn usage --by agent --since 24h --json
+  harn usage --by node --prices prices.json`,
 	"harn capability": `  harn capability revoke WebFetch
   harn capability restore WebFetch`,
 	"harn capability revoke":  `  harn capability revoke 'mcp__github__*' --reason "token leaked" --json`,
