@@ -154,7 +154,7 @@ func TestWatchKeysApproveDenySteerAndCancelTheSelectedRow(t *testing.T) {
 	denied := hookOut(denSID, "rm -rf build")
 	eventually(t, stateTimeout, "both requests are pending", func() (bool, string) {
 		out := e.ok("agents", "pending")
-		return strings.Count(out, "Bash: runs") == 2, out
+		return strings.Count(out, "tool:     Bash") == 2, out
 	})
 	flag := filepath.Join(e.root, "go")
 	task := e.task("start", "--exec", cmd+" --input-format stream-json", "wait-file="+flag)

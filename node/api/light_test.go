@@ -11,10 +11,12 @@ import (
 )
 
 // TestTheContractImportsNothingHeavy: node/api (and its helpers) import
-// the standard library, gRPC and protobuf only, so that a client links the
-// contract without the daemon.
+// the standard library, gRPC, protobuf and presence (the pure reducer the
+// roster row converts from) only, so that a client links the contract
+// without the daemon.
 func TestTheContractImportsNothingHeavy(t *testing.T) {
-	allowed := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto/googleapis/rpc"}
+	allowed := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto/googleapis/rpc",
+		"github.com/harn-dev/harn/presence"}
 	for _, dir := range []string{".", "wiretest"} {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
