@@ -71,7 +71,7 @@ var examples = withAgents(map[string]string{
   harn task reduce t-01J9ZK3 'mcp__github__*' inspect --json`,
 	"harn ask": `  HARN_PROVIDER_KEY=sk-... harn ask --provider-url http://127.0.0.1:8080/v1 --model qwen3 "what does main.go do?"
   echo "summarise the last commit" | harn ask --model gpt-4.1 --provider-url https://api.openai.com/v1 --json -
-  harn ask --model claude-sonnet-4 --provider anthropic --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"`,
+  harn ask --provider anthropic --model sonnet-4.5 --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"`,
 	"harn usage": `  harn usage
   harn usage --by agent --since 24h --json
   harn usage --by node --prices prices.json`,
