@@ -434,15 +434,22 @@ func checkGossipKeyFile(e doctorEnv) []check {
 	if e.keyFile == "" {
 		return nil
 	}
+	out, _ := keyFileMode(e, "gossip key file")
+	return out
+}
+
+// keyFileMode checks that --gossip-key-file exists and is private, under
+// the check name; stop is true when the file cannot be read at all.
+func keyFileMode(e doctorEnv, name string) (out []check, stop bool) {
 	fi, err := os.Stat(e.keyFile)
 	if err != nil {
-		return []check{{"gossip key file", checkFinding, err.Error(), "write one with `harn keygen > " + e.keyFile + "`, then chmod 600 " + e.keyFile}}
+		return []check{{name, checkFinding, err.Error(), "write one with `harn keygen > " + e.keyFile + "`, then chmod 600 " + e.keyFile}}, true
 	}
 	if fi.Mode().Perm()&0o077 != 0 {
-		return []check{{"gossip key file", checkFinding,
-			fmt.Sprintf("%s is readable by group or others (mode %04o)", e.keyFile, fi.Mode().Perm()), "chmod 600 " + e.keyFile}}
+		out = append(out, check{name, checkFinding,
+			fmt.Sprintf("%s is readable by group or others (mode %04o)", e.keyFile, fi.Mode().Perm()), "chmod 600 " + e.keyFile})
 	}
-	return nil
+	return out, false
 }
 
 func checkGossipKey(e doctorEnv) []check {
@@ -450,13 +457,9 @@ func checkGossipKey(e doctorEnv) []check {
 	var out []check
 	if e.keyFile != "" {
 		src = e.keyFile
-		fi, err := os.Stat(e.keyFile)
-		if err != nil {
-			return []check{{"gossip key", checkFinding, err.Error(), "write one with `harn keygen > " + e.keyFile + "`, then chmod 600 " + e.keyFile}}
-		}
-		if fi.Mode().Perm()&0o077 != 0 {
-			out = append(out, check{"gossip key", checkFinding,
-				fmt.Sprintf("%s is readable by group or others (mode %04o)", e.keyFile, fi.Mode().Perm()), "chmod 600 " + e.keyFile})
+		var stop bool
+		if out, stop = keyFileMode(e, "gossip key"); stop {
+			return out
 		}
 		b, err := readSmall(e.keyFile)
 		if err != nil {
