@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -129,6 +131,19 @@ func TestPendingWithoutRemoteApproveNamesTheWaitingSession(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Fatalf("the hint lacks %q: %v", want, r)
 		}
+	}
+	// The hint runs as printed, and installs the hook that asks the mesh.
+	home := filepath.Join(e.root, "home")
+	if err := os.MkdirAll(filepath.Join(home, ".claude"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Fields("harn hook install claude-code --remote-approve")
+	if ri := run(t, append(e.hookEnv(), "HOME="+home), "", words[1:]...); ri.code != 0 {
+		t.Fatalf("the hint as printed: %v", ri)
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".claude", "settings.json"))
+	if err != nil || !strings.Contains(string(b), "--remote-approve") {
+		t.Fatalf("the hint installed no remote-approve hook (%v):\n%s", err, b)
 	}
 }
 
