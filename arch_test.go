@@ -38,7 +38,8 @@ var allowed = map[string]struct {
 	// TestClientLinksNoDaemon keeps the daemon out of harn.
 	"cmd":    {inner: []string{"cli", "node", "util"}, outer: []string{"*"}},
 	"deploy": {},
-	// internal/testsupport: shared test helpers, imported by _test.go files only.
+	// internal/testsupport (and its modeltest, the scripted model server):
+	// shared test helpers, imported by _test.go files only.
 	"internal": {inner: []string{"internal"}, outer: []string{"github.com/anishathalye/porcupine"}},
 }
 
@@ -241,7 +242,7 @@ func TestTestsupportOnlyInTests(t *testing.T) {
 			return err
 		}
 		for _, imp := range f.Imports {
-			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"internal/testsupport" {
+			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"internal/testsupport" || strings.HasPrefix(p, module+"internal/testsupport/") {
 				t.Errorf("%s imports %s, which is for tests only", path, p)
 			}
 		}
