@@ -254,13 +254,18 @@ func TestTestsupportOnlyInTests(t *testing.T) {
 }
 
 // daemonPackages are the module's packages that link the node's stores
-// (Pebble, raft, memberlist, OTel's SDK, Prometheus): harnd's, never harn's.
+// (Pebble, raft, memberlist, OTel's SDK, Prometheus) or harn's agent loop
+// and its provider SDKs: harnd's, never harn's.
 var daemonPackages = []string{"node", "node/ledger", "node/tracing", "node/metrics", "node/claims",
-	"node/registry", "node/alerts", "node/gossip", "mesh", "raftstore"}
+	"node/registry", "node/alerts", "node/gossip", "mesh", "raftstore", "node/tasks", "runtime/agent"}
 
-// daemonModules are the outside modules harn must not link.
+// daemonModules are the outside modules harn must not link: the node's
+// stores and telemetry, and the provider and tool SDKs of harn's agent
+// loop (runtime/agent), which only the node runs.
 var daemonModules = []string{"github.com/cockroachdb/pebble", "github.com/hashicorp/raft",
-	"github.com/hashicorp/memberlist", "go.opentelemetry.io/otel/sdk", "github.com/prometheus/client_golang"}
+	"github.com/hashicorp/memberlist", "go.opentelemetry.io/otel/sdk", "github.com/prometheus/client_golang",
+	"github.com/openai/openai-go", "github.com/anthropics/anthropic-sdk-go", "github.com/tiktoken-go/tokenizer",
+	"github.com/modelcontextprotocol/go-sdk"}
 
 // TestClientLinksNoDaemon: cli imports none of the daemon's packages (the
 // command that runs the node lives in cmd/harnd, the only importer of node

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -60,8 +60,8 @@ func addHarnFlags(c *cobra.Command) {
 }
 
 // harnOptions reads the loop's flags; the key from the environment.
-func harnOptions(c *cobra.Command) (*tasks.HarnOptions, error) {
-	o := &tasks.HarnOptions{}
+func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
+	o := &taskwire.HarnOptions{}
 	o.Provider, _ = c.Flags().GetString("provider")
 	o.URL, _ = c.Flags().GetString("provider-url")
 	o.Model, _ = c.Flags().GetString("model")
@@ -138,9 +138,9 @@ func runAsk(c *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	a := tasks.Action{Op: tasks.OpStart, Text: prompt, Grants: g, Agent: tasks.AgentHarn}
+	a := taskwire.Action{Op: taskwire.OpStart, Text: prompt, Grants: g, Agent: taskwire.AgentHarn}
 	if session != "" {
-		a = tasks.Action{Op: tasks.OpFollowUp, Session: session, Text: prompt, Grants: g}
+		a = taskwire.Action{Op: taskwire.OpFollowUp, Session: session, Text: prompt, Grants: g}
 	} else {
 		if a.Harn, err = harnOptions(c); err != nil {
 			return err
@@ -155,14 +155,14 @@ func runAsk(c *cobra.Command, args []string) error {
 		return err
 	}
 	defer cl.Close()
-	call := func(a tasks.Action) (tasks.Result, error) {
+	call := func(a taskwire.Action) (taskwire.Result, error) {
 		ctx, cancel := context.WithTimeout(c.Context(), rpcTimeout)
 		defer cancel()
-		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a), Node: node})
 		if err != nil {
-			return tasks.Result{}, taskErr(err, p)
+			return taskwire.Result{}, taskErr(err, p)
 		}
-		return tasks.ResultFromAPI(res.Result)
+		return taskwire.ResultFromAPI(res.Result)
 	}
 	r, err := call(a)
 	if err != nil {
@@ -179,7 +179,7 @@ func runAsk(c *cobra.Command, args []string) error {
 	enc := json.NewEncoder(out)
 	since := 0
 	for {
-		r, err := call(tasks.Action{Op: tasks.OpEvents, Task: task, Since: since, WaitMS: 2000})
+		r, err := call(taskwire.Action{Op: taskwire.OpEvents, Task: task, Since: since, WaitMS: 2000})
 		if err != nil {
 			return err
 		}

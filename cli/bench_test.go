@@ -2,8 +2,8 @@ package cli_test
 
 // Benchmarks of real harn processes (make bench), each beside its baseline
 // in the same run: `harn hook claude-code` beside `harn version` (the cost
-// of starting the binary at all), and `harn agents list --json` over
-// 10,000 sessions beside `harn version`. Benchmarks report; they never fail
+// of starting the binary at all) and beside a hello-world Go binary, and
+// `harn agents list --json` over 10,000 sessions beside `harn version`. Benchmarks report; they never fail
 // on speed.
 //
 // The binary is $HARN_BIN (the Makefile sets it) or is built into a temp
@@ -229,6 +229,71 @@ func BenchmarkHook(b *testing.B) {
 	b.ReportMetric(ms(pct(version, 99)), "version-p99-ms")
 	b.ReportMetric(float64(pct(hook, 50))/float64(pct(version, 50)), "p50-hook/version")
 	b.ReportMetric(float64(pct(hook, 99))/float64(pct(version, 99)), "p99-hook/version")
+}
+
+// hookVsHelloRuns is how many hook and hello processes
+// BenchmarkHookVsHello runs per iteration.
+const hookVsHelloRuns = 300
+
+// BenchmarkHookVsHello is the hook's goal on its own: `harn hook
+// claude-code` with a PreToolUse payload against a running node, and a
+// hello-world Go binary built in the same run, interleaved (the order
+// alternates each round), 300 of each; it reports p50 and p99 of each and
+// their ratios. The goal is a p50 ratio hook/hello of at most 2.
+func BenchmarkHookVsHello(b *testing.B) {
+	dir := shortDir(b)
+	r := newRunner(b, dir)
+	hr := &runner{bin: helloBin(b), env: r.env}
+	n := benchNode(b, dir)
+	defer n.Close()
+	const sid = "5c2e8a1f-0b7d-4e21-9c3a-1a77d6e2f4b0"
+	head := `{"session_id":"` + sid + `","transcript_path":"/home/ana/.claude/projects/-home-ana-shop/` + sid +
+		`.jsonl","cwd":"/home/ana/shop","permission_mode":"default",`
+	start := []byte(head + `"hook_event_name":"SessionStart","source":"startup"}`)
+	pre := []byte(head + `"hook_event_name":"PreToolUse","tool_name":"Bash",` +
+		`"tool_input":{"command":"go test ./...","description":"Run the tests"},"tool_use_id":"toolu_01HVHxyz"}`)
+	r.run(b, start, true, "hook", "claude-code")
+	for i := 0; i < 10; i++ { // warm the page cache and the node
+		r.run(b, pre, true, "hook", "claude-code")
+		hr.run(b, nil, false)
+	}
+	var hook, hello []time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < hookVsHelloRuns; j++ {
+			if j%2 == 0 {
+				d, _ := r.run(b, pre, true, "hook", "claude-code")
+				hook = append(hook, d)
+				d, _ = hr.run(b, nil, false)
+				hello = append(hello, d)
+			} else {
+				d, _ := hr.run(b, nil, false)
+				hello = append(hello, d)
+				d, _ = r.run(b, pre, true, "hook", "claude-code")
+				hook = append(hook, d)
+			}
+		}
+	}
+	b.StopTimer()
+	st, err := n.Resolve(sid)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if want := 1 + 10 + b.N*hookVsHelloRuns; st.Events != want {
+		b.Errorf("session has %d events, want %d: some hooks did not reach the node", st.Events, want)
+	}
+	if ents, _ := os.ReadDir(layout.SpoolDir(dir)); len(ents) > 0 {
+		b.Errorf("%d hook records were spooled: the node did not answer in time", len(ents))
+	}
+	slices.Sort(hook)
+	slices.Sort(hello)
+	b.ReportMetric(0, "ns/op")
+	b.ReportMetric(ms(pct(hook, 50)), "hook-p50-ms")
+	b.ReportMetric(ms(pct(hook, 99)), "hook-p99-ms")
+	b.ReportMetric(ms(pct(hello, 50)), "hello-p50-ms")
+	b.ReportMetric(ms(pct(hello, 99)), "hello-p99-ms")
+	b.ReportMetric(float64(pct(hook, 50))/float64(pct(hello, 50)), "p50-hook/hello")
+	b.ReportMetric(float64(pct(hook, 99))/float64(pct(hello, 99)), "p99-hook/hello")
 }
 
 // rosterSessions is the size of the roster benchmarks.

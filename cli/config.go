@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -101,7 +101,7 @@ func setFlag(c *cobra.Command, f *pflag.Flag, v string) error {
 type configFile struct {
 	path      string
 	vals      map[string]string
-	launchers tasks.Launchers
+	launchers taskwire.Launchers
 }
 
 func (f configFile) lookup(flag string) (string, bool) {
@@ -243,7 +243,7 @@ func parseConfig(b []byte) (map[string]string, error) {
 // launchers of its [launchers] section (JSON: its "launchers" object).
 type parsedConfig struct {
 	vals      map[string]string
-	launchers tasks.Launchers
+	launchers taskwire.Launchers
 }
 
 // parseConfigFile reads a config file: a JSON object of flag names (and
@@ -297,7 +297,7 @@ func parseConfigFile(b []byte) (parsedConfig, error) {
 			if out.launchers != nil {
 				return parsedConfig{}, fmt.Errorf("line %d: a second [launchers] section; keep one", i+1)
 			}
-			section, out.launchers = name, tasks.Launchers{}
+			section, out.launchers = name, taskwire.Launchers{}
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
@@ -326,21 +326,21 @@ func parseConfigFile(b []byte) (parsedConfig, error) {
 }
 
 // addLauncher adds one `NAME = ["argv", ...]` line of [launchers] to l.
-func addLauncher(l tasks.Launchers, name, value string) error {
-	if err := tasks.ValidLauncherName(name); err != nil {
+func addLauncher(l taskwire.Launchers, name, value string) error {
+	if err := taskwire.ValidLauncherName(name); err != nil {
 		return err
 	}
 	if _, dup := l[name]; dup {
-		return fmt.Errorf("%w: launcher %s is defined twice; keep one", tasks.ErrBadLauncher, name)
+		return fmt.Errorf("%w: launcher %s is defined twice; keep one", taskwire.ErrBadLauncher, name)
 	}
-	if len(l) >= tasks.MaxLaunchers {
-		return fmt.Errorf("%w: over %d launchers", tasks.ErrBadLauncher, tasks.MaxLaunchers)
+	if len(l) >= taskwire.MaxLaunchers {
+		return fmt.Errorf("%w: over %d launchers", taskwire.ErrBadLauncher, taskwire.MaxLaunchers)
 	}
 	var argv []string
 	if err := json.Unmarshal([]byte(value), &argv); err != nil {
-		return fmt.Errorf("%w: launcher %s: want NAME = [\"argv\", ...] (a JSON array of strings)", tasks.ErrBadLauncher, name)
+		return fmt.Errorf("%w: launcher %s: want NAME = [\"argv\", ...] (a JSON array of strings)", taskwire.ErrBadLauncher, name)
 	}
-	if err := tasks.CheckArgv(name, argv); err != nil {
+	if err := taskwire.CheckArgv(name, argv); err != nil {
 		return err
 	}
 	l[name] = argv
@@ -348,12 +348,12 @@ func addLauncher(l tasks.Launchers, name, value string) error {
 }
 
 // jsonLaunchers reads a JSON config's "launchers": {"NAME": ["argv", ...]}.
-func jsonLaunchers(v any) (tasks.Launchers, error) {
+func jsonLaunchers(v any) (taskwire.Launchers, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("%w: \"launchers\" must be an object of NAME: [\"argv\", ...]", tasks.ErrBadLauncher)
+		return nil, fmt.Errorf("%w: \"launchers\" must be an object of NAME: [\"argv\", ...]", taskwire.ErrBadLauncher)
 	}
-	l := tasks.Launchers{}
+	l := taskwire.Launchers{}
 	for name, a := range m {
 		b, _ := json.Marshal(a)
 		if err := addLauncher(l, name, string(b)); err != nil {

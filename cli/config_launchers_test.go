@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 func TestConfigLaunchersSectionDefinesFixedArgv(t *testing.T) {
@@ -71,13 +71,13 @@ func TestConfigLaunchersRefusesBadDefinitions(t *testing.T) {
 		}
 	}
 	_, err := parseConfigFile([]byte("[launchers]\nclaude = []\n"))
-	if !errors.Is(err, tasks.ErrBadLauncher) {
+	if !errors.Is(err, taskwire.ErrBadLauncher) {
 		t.Fatalf("not ErrBadLauncher: %v", err)
 	}
 }
 
 func TestLauncherFlagSplitsWordsAsAShellWithoutOne(t *testing.T) {
-	name, argv, err := tasks.ParseLauncherFlag(`fake=/bin/agent -p "two words" 'a;b' '$HOME'`)
+	name, argv, err := taskwire.ParseLauncherFlag(`fake=/bin/agent -p "two words" 'a;b' '$HOME'`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,24 +85,24 @@ func TestLauncherFlagSplitsWordsAsAShellWithoutOne(t *testing.T) {
 		t.Fatalf("%s %q", name, argv)
 	}
 	for _, s := range []string{"fake", "=x", "fake=", "fake=a | b", "b@d=x"} {
-		if _, _, err := tasks.ParseLauncherFlag(s); !errors.Is(err, tasks.ErrBadLauncher) {
+		if _, _, err := taskwire.ParseLauncherFlag(s); !errors.Is(err, taskwire.ErrBadLauncher) {
 			t.Errorf("%q: %v", s, err)
 		}
 	}
 }
 
 func TestRemoteExecNamesOnlyDefinedLaunchers(t *testing.T) {
-	l := tasks.Launchers{"claude": {"claude"}, "codex": {"codex"}}
+	l := taskwire.Launchers{"claude": {"claude"}, "codex": {"codex"}}
 	for _, s := range []string{"", "none", " none "} {
-		if got, err := tasks.ParseRemoteExec(s, l); err != nil || got != nil {
+		if got, err := taskwire.ParseRemoteExec(s, l); err != nil || got != nil {
 			t.Fatalf("%q: %v %v (the default is none)", s, got, err)
 		}
 	}
-	got, err := tasks.ParseRemoteExec("codex, claude,codex", l)
+	got, err := taskwire.ParseRemoteExec("codex, claude,codex", l)
 	if err != nil || !slices.Equal(got, []string{"claude", "codex"}) {
 		t.Fatalf("%v %v", got, err)
 	}
-	if _, err := tasks.ParseRemoteExec("claude,gemini", l); !errors.Is(err, tasks.ErrBadLauncher) || !strings.Contains(err.Error(), "gemini") {
+	if _, err := taskwire.ParseRemoteExec("claude,gemini", l); !errors.Is(err, taskwire.ErrBadLauncher) || !strings.Contains(err.Error(), "gemini") {
 		t.Fatalf("an undefined launcher: %v", err)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api/wire"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 // The daemon, harnd, is a binary of its own (as tailscaled is beside
@@ -112,7 +112,7 @@ func ReadSecretFile(path string) (string, error) { return readSecretFile(path) }
 func ReadJoinToken(c *cobra.Command) (string, error) { return readJoinToken(c) }
 
 // ConfigLaunchers are the config file's [launchers].
-func ConfigLaunchers(c *cobra.Command) (tasks.Launchers, error) {
+func ConfigLaunchers(c *cobra.Command) (taskwire.Launchers, error) {
 	file, err := loadConfigFile(c)
 	if err != nil {
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims/claimwire"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -46,7 +46,7 @@ type callPlan struct {
 	session string
 	ok      bool // the payload decoded
 	ask     bool // there is a question for the node
-	q       tasks.Query
+	q       taskwire.Query
 	cr      []claimwire.Request
 	body    *api.DecideQuery // q with the claims beside it
 	// request is the payload's interaction.input_requested, if any: a
@@ -86,15 +86,15 @@ func (h *hookRun) planCall(in []byte, cr []claimwire.Request) callPlan {
 	phase := ""
 	switch c.Phase {
 	case adapter.PhasePre:
-		phase = tasks.PhasePre
+		phase = taskwire.PhasePre
 	case adapter.PhasePost:
-		phase = tasks.PhasePost
+		phase = taskwire.PhasePost
 	}
 	if phase == "" {
 		return pl
 	}
 	pl.ask = true
-	pl.q = tasks.Query{Phase: phase, Session: pl.session, Task: os.Getenv("HARN_TASK"), Tool: c.Tool,
+	pl.q = taskwire.Query{Phase: phase, Session: pl.session, Task: os.Getenv("HARN_TASK"), Tool: c.Tool,
 		Input: c.Input, Call: c.ID, Failed: c.Failed}
 	// The claims ride beside the task runtime's fields (node/claims_wire.go).
 	pl.body = decideQuery(pl.q, cr)
@@ -116,14 +116,14 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 		if !ok {
 			v, ok = h.decide(pl)
 		}
-		if ok && v.Decision == tasks.DecideConfirm {
+		if ok && v.Decision == taskwire.DecideConfirm {
 			v = h.awaitConfirm(c, pl, v)
 		}
 		if ans, ok2 := pl.ad.(adapter.Answerer); ok && ok2 {
 			switch {
-			case v.Decision == tasks.DecideDeny:
+			case v.Decision == taskwire.DecideDeny:
 				return ans.Deny(pl.call, v.Reason)
-			case v.Decision == tasks.DecideAllow && v.Reason != "":
+			case v.Decision == taskwire.DecideAllow && v.Reason != "":
 				return ans.Allow(pl.call, v.Reason) // confirmed by an operator
 			case v.Decision == claimwire.DecideWarn:
 				return ans.Warn(pl.call, v.Reason)
@@ -146,38 +146,38 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 
 // decideQuery is the question of a tool call's hook: the task runtime's
 // query, its claims beside it.
-func decideQuery(q tasks.Query, cr []claimwire.Request) *api.DecideQuery {
-	out := tasks.QueryToAPI(q)
+func decideQuery(q taskwire.Query, cr []claimwire.Request) *api.DecideQuery {
+	out := taskwire.QueryToAPI(q)
 	out.Claims = claimwire.ToAPI(cr)
 	return out
 }
 
-func verdictOf(r *api.DecideResponse) tasks.Verdict {
+func verdictOf(r *api.DecideResponse) taskwire.Verdict {
 	if r == nil {
-		return tasks.Verdict{}
+		return taskwire.Verdict{}
 	}
-	return tasks.Verdict{Decision: r.Decision, Reason: r.Reason, Task: r.Task, Call: r.Call}
+	return taskwire.Verdict{Decision: r.Decision, Reason: r.Reason, Task: r.Task, Call: r.Call}
 }
 
 // decide asks the node on its own (when the events did not carry the
 // question: they were spooled, or the node gave no answer there); ok is
 // false when it did not answer in time (the call is then allowed, and a
 // diagnostic says so).
-func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {
+func (h *hookRun) decide(pl callPlan) (taskwire.Verdict, bool) {
 	q := pl.q
 	cl, err := h.client()
 	if err != nil {
-		return tasks.Verdict{}, false
+		return taskwire.Verdict{}, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), decideWait)
 	defer cancel()
 	r, err := cl.api.Decide(ctx, &api.DecideRequest{Query: pl.body})
 	if err != nil {
-		if q.Phase == tasks.PhasePre && (q.Task != "" || len(pl.cr) > 0 || ctx.Err() != nil) {
+		if q.Phase == taskwire.PhasePre && (q.Task != "" || len(pl.cr) > 0 || ctx.Err() != nil) {
 			h.diagnose(fmt.Sprintf("pre-call check: the node did not answer within %s (%s); the %s call was allowed",
 				decideWait, text.OneLine(err.Error()), text.Clip(q.Tool, 60)), nil)
 		}
-		return tasks.Verdict{}, false
+		return taskwire.Verdict{}, false
 	}
 	return verdictOf(r), true
 }
@@ -186,13 +186,13 @@ func (h *hookRun) decide(pl callPlan) (tasks.Verdict, bool) {
 // a call that needs a confirmation: the node holds the call pending and
 // shows the session as needing input meanwhile. A node that does not
 // answer in time gets the call denied: a confirmation is never skipped.
-func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first tasks.Verdict) tasks.Verdict {
+func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first taskwire.Verdict) taskwire.Verdict {
 	wait, _ := c.Flags().GetDuration("approve-wait")
 	if wait <= 0 || wait > maxApproveWait {
 		wait = defaultApproveWait
 	}
-	deny := func(why string) tasks.Verdict {
-		return tasks.Verdict{Decision: tasks.DecideDeny, Task: first.Task, Call: first.Call,
+	deny := func(why string) taskwire.Verdict {
+		return taskwire.Verdict{Decision: taskwire.DecideDeny, Task: first.Task, Call: first.Call,
 			Reason: text.Clip(fmt.Sprintf("harn task %s: call %s needs a confirmation (`harn task confirm %s %s`): %s", first.Task, first.Call, first.Task, first.Call, why), 400)}
 	}
 	q := pl.q
@@ -212,7 +212,7 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first tasks.Verdic
 		return deny("the node did not answer: " + text.OneLine(err.Error()))
 	}
 	v := verdictOf(r)
-	if v.Decision == tasks.DecideConfirm || v.Decision == tasks.DecideNone {
+	if v.Decision == taskwire.DecideConfirm || v.Decision == taskwire.DecideNone {
 		return deny("no answer within " + wait.String())
 	}
 	return v

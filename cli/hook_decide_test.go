@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 // decideServer is a node's local service for the hook's decision path: its
@@ -33,7 +33,7 @@ func (s *decideServer) Append(_ context.Context, req *api.AppendRequest) (*api.A
 	if req.Decide != nil {
 		s.askedInAppend.Store(true)
 		if s.withDecision {
-			out.Decision = &api.DecideResponse{Decision: tasks.DecideDeny, Reason: "refused in the append"}
+			out.Decision = &api.DecideResponse{Decision: taskwire.DecideDeny, Reason: "refused in the append"}
 		}
 	}
 	return out, nil
@@ -41,7 +41,7 @@ func (s *decideServer) Append(_ context.Context, req *api.AppendRequest) (*api.A
 
 func (s *decideServer) Decide(context.Context, *api.DecideRequest) (*api.DecideResponse, error) {
 	s.decides.Add(1)
-	return &api.DecideResponse{Decision: tasks.DecideDeny, Reason: "refused by Decide"}, nil
+	return &api.DecideResponse{Decision: taskwire.DecideDeny, Reason: "refused by Decide"}, nil
 }
 
 func (s *decideServer) Diagnose(context.Context, *api.DiagnoseRequest) (*api.DiagnoseResponse, error) {

@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -36,14 +36,14 @@ owns the task and is recorded in its ledger.`,
 				if err != nil {
 					return taskErr(err, p)
 				}
-				r, err := tasks.ResultFromAPI(res.Result)
+				r, err := taskwire.ResultFromAPI(res.Result)
 				if err != nil {
 					return err
 				}
 				if asJSON(c) {
 					return writeSortedJSON(c, r)
 				}
-				printTaskResult(c.OutOrStdout(), tasks.OpGrants, r)
+				printTaskResult(c.OutOrStdout(), taskwire.OpGrants, r)
 				return nil
 			})
 		},

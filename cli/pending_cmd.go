@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
@@ -25,14 +25,14 @@ func addPendingCmds(agents *cobra.Command) {
 
 // pendingRequests lists the mesh's open permission requests, oldest
 // first, and says on w which nodes did not answer.
-func pendingRequests(ctx context.Context, cl *client, p place, w io.Writer) ([]tasks.Request, error) {
+func pendingRequests(ctx context.Context, cl *client, p place, w io.Writer) ([]taskwire.Request, error) {
 	res, err := cl.api.Pending(ctx, &api.PendingRequest{})
 	if err != nil {
 		return nil, rpcErr(err, p)
 	}
-	reqs := make([]tasks.Request, 0, len(res.Requests))
+	reqs := make([]taskwire.Request, 0, len(res.Requests))
 	for _, r := range res.Requests {
-		reqs = append(reqs, tasks.RequestFromAPI(r))
+		reqs = append(reqs, taskwire.RequestFromAPI(r))
 	}
 	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Opened.Before(reqs[j].Opened) })
 	if w != nil {
@@ -46,7 +46,7 @@ func pendingRequests(ctx context.Context, cl *client, p place, w io.Writer) ([]t
 // pendingJSON is one request of `harn agents pending --json`: the request
 // and what a person needs to decide it.
 type pendingJSON struct {
-	tasks.Request
+	taskwire.Request
 	Handle    string `json:"handle"`
 	Place     string `json:"place,omitempty"`
 	WaitingMs int64  `json:"waiting_ms"`
@@ -94,7 +94,7 @@ func newPendingCmd() *cobra.Command {
 //	  command:  make test ./...
 //	  cwd:      /home/me/harn
 //	  project:  harn@main
-func writePending(w io.Writer, reqs []tasks.Request, now time.Time) {
+func writePending(w io.Writer, reqs []taskwire.Request, now time.Time) {
 	for i, r := range reqs {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -186,7 +186,7 @@ func plural(n int, one, many string) string {
 // unique prefix of it. An ambiguous prefix is ExitAmbiguous; a prefix no
 // open request has goes to the node as given (it names an answered or
 // expired request, or none: ExitNotFound).
-func resolveRequest(reqs []tasks.Request, id string) (string, error) {
+func resolveRequest(reqs []taskwire.Request, id string) (string, error) {
 	var match []string
 	for _, r := range reqs {
 		if r.ID == id {
@@ -239,7 +239,7 @@ func newAnswerCmd(allow bool) *cobra.Command {
 				if res.Request == nil {
 					return errors.New("the node's answer names no request")
 				}
-				r := tasks.RequestFromAPI(res.Request)
+				r := taskwire.RequestFromAPI(res.Request)
 				if asJSON(c) {
 					return writeJSON(c, r)
 				}

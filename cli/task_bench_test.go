@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 // preCallRuns is how many runs of each kind one iteration takes.
@@ -40,11 +40,11 @@ func BenchmarkHookPreCallCheck(b *testing.B) {
 	for _, sid := range []string{withTask, plain} {
 		r.run(b, claudePayload(sid, "SessionStart", `,"source":"startup"`), true, "hook", "claude-code")
 	}
-	grants, err := tasks.Profile("read-only")
+	grants, err := taskwire.Profile("read-only")
 	if err != nil {
 		b.Fatal(err)
 	}
-	res, err := n.Tasks().Do(tasks.Action{Op: tasks.OpStart, Session: withTask, Text: "read the code", Grants: grants})
+	res, err := n.Tasks().Do(taskwire.Action{Op: taskwire.OpStart, Session: withTask, Text: "read the code", Grants: grants})
 	if err != nil {
 		b.Fatal(err)
 	}

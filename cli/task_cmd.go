@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -30,18 +30,18 @@ the authenticated mesh channel to the node that owns it.`,
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(newTaskStartCmd(),
-		newTaskSessionCmd(tasks.OpSteer, "steer", "add input to the session's running task"),
-		newTaskSessionCmd(tasks.OpFollowUp, "follow-up", "queue a task behind the session's active one"),
-		newTaskSessionCmd(tasks.OpSupersede, "supersede", "cancel the session's task and start this one after its barrier"),
-		newTaskIDCmd(tasks.OpResume, "resume ID", "start a blocked follow-up", 1),
-		newTaskIDCmd(tasks.OpCancel, "cancel ID", "cancel a task (a running one goes through the barrier)", 1),
-		newTaskIDCmd(tasks.OpReplace, "replace ID TEXT", "replace a queued or blocked task with new text", 2),
-		newTaskIDCmd(tasks.OpAck, "ack ID", "acknowledge a task's unknown mutating outcomes, so that mutations may run again", 1),
-		newTaskIDCmd(tasks.OpGrants, "grants ID", "show what a task holds now", 1),
-		newTaskIDCmd(tasks.OpDigest, "digest ID", "show the handoff a task received from its predecessor", 1),
-		newTaskIDCmd(tasks.OpConfirm, "confirm ID CALL", "confirm a call waiting for a confirmation (adds no authority)", 2),
-		newTaskIDCmd(tasks.OpDeny, "deny ID CALL", "deny a call waiting for a confirmation", 2),
-		newTaskIDCmd(tasks.OpShow, "show ID", "show a task: its state, queue, text and recent output", 1),
+		newTaskSessionCmd(taskwire.OpSteer, "steer", "add input to the session's running task"),
+		newTaskSessionCmd(taskwire.OpFollowUp, "follow-up", "queue a task behind the session's active one"),
+		newTaskSessionCmd(taskwire.OpSupersede, "supersede", "cancel the session's task and start this one after its barrier"),
+		newTaskIDCmd(taskwire.OpResume, "resume ID", "start a blocked follow-up", 1),
+		newTaskIDCmd(taskwire.OpCancel, "cancel ID", "cancel a task (a running one goes through the barrier)", 1),
+		newTaskIDCmd(taskwire.OpReplace, "replace ID TEXT", "replace a queued or blocked task with new text", 2),
+		newTaskIDCmd(taskwire.OpAck, "ack ID", "acknowledge a task's unknown mutating outcomes, so that mutations may run again", 1),
+		newTaskIDCmd(taskwire.OpGrants, "grants ID", "show what a task holds now", 1),
+		newTaskIDCmd(taskwire.OpDigest, "digest ID", "show the handoff a task received from its predecessor", 1),
+		newTaskIDCmd(taskwire.OpConfirm, "confirm ID CALL", "confirm a call waiting for a confirmation (adds no authority)", 2),
+		newTaskIDCmd(taskwire.OpDeny, "deny ID CALL", "deny a call waiting for a confirmation", 2),
+		newTaskIDCmd(taskwire.OpShow, "show ID", "show a task: its state, queue, text and recent output", 1),
 		newTaskReduceCmd(),
 	)
 	return c
@@ -58,12 +58,12 @@ func addGrantFlags(c *cobra.Command) {
 }
 
 // grantsOf reads --profile and --grants; nil means the node's default.
-func grantsOf(c *cobra.Command) ([]tasks.Grant, error) {
+func grantsOf(c *cobra.Command) ([]taskwire.Grant, error) {
 	prof, _ := c.Flags().GetString("profile")
 	file, _ := c.Flags().GetString("grants")
-	var out []tasks.Grant
+	var out []taskwire.Grant
 	if prof != "" {
-		g, err := tasks.Profile(prof)
+		g, err := taskwire.Profile(prof)
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("%w: --profile %q: use read-only, edit or full", ErrBadGrants, prof))
 		}
@@ -74,12 +74,12 @@ func grantsOf(c *cobra.Command) ([]tasks.Grant, error) {
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
 		}
-		b, err := io.ReadAll(io.LimitReader(f, tasks.MaxGrantsFileBytes+1))
+		b, err := io.ReadAll(io.LimitReader(f, taskwire.MaxGrantsFileBytes+1))
 		f.Close()
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
 		}
-		g, err := tasks.ParseGrants(b)
+		g, err := taskwire.ParseGrants(b)
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("%w: --grants %s: %w", ErrBadGrants, file, err))
 		}
@@ -94,7 +94,7 @@ func newTaskStartCmd() *cobra.Command {
 		Short: "start a task: in a new session running --launcher NAME or --exec COMMAND, or on an existing session (--session)",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			a := tasks.Action{Op: tasks.OpStart, Text: strings.Join(args, " ")}
+			a := taskwire.Action{Op: taskwire.OpStart, Text: strings.Join(args, " ")}
 			a.Command, _ = c.Flags().GetString("exec")
 			a.Launcher, _ = c.Flags().GetString("launcher")
 			a.Session, _ = c.Flags().GetString("session")
@@ -110,7 +110,7 @@ func newTaskStartCmd() *cobra.Command {
 				return usageErr(errors.New("task start: give --launcher NAME, --exec 'COMMAND' or --agent harn for a new session, or --session ID for an existing one"))
 			}
 			if a.Agent != "" {
-				if a.Agent != tasks.AgentHarn {
+				if a.Agent != taskwire.AgentHarn {
 					return usageErr(fmt.Errorf("task start: --agent %q; the only built-in agent is harn", a.Agent))
 				}
 				var err error
@@ -149,7 +149,7 @@ func newTaskSessionCmd(op, name, short string) *cobra.Command {
 		Short: short,
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			a := tasks.Action{Op: op, Text: strings.Join(args, " ")}
+			a := taskwire.Action{Op: op, Text: strings.Join(args, " ")}
 			a.Session, _ = c.Flags().GetString("session")
 			if a.Session == "" {
 				a.Session = os.Getenv("HARN_SESSION")
@@ -157,24 +157,24 @@ func newTaskSessionCmd(op, name, short string) *cobra.Command {
 			if a.Session == "" {
 				return usageErr(fmt.Errorf("task %s: name the session with --session ID", name))
 			}
-			if op != tasks.OpSteer {
+			if op != taskwire.OpSteer {
 				g, err := grantsOf(c)
 				if err != nil {
 					return err
 				}
 				a.Grants = g
 			}
-			if op == tasks.OpFollowUp {
+			if op == taskwire.OpFollowUp {
 				a.RequiresSuccess, _ = c.Flags().GetBool("requires-success")
 			}
 			return runTask(c, a)
 		},
 	}
 	c.Flags().String("session", "", "the session (id, prefix or name; default HARN_SESSION)")
-	if op != tasks.OpSteer {
+	if op != taskwire.OpSteer {
 		addGrantFlags(c)
 	}
-	if op == tasks.OpFollowUp {
+	if op == taskwire.OpFollowUp {
 		c.Flags().Bool("requires-success", false, "stay blocked after a failed, cancelled or superseded predecessor until resume, cancel or replace")
 	}
 	addTaskFlags(c)
@@ -187,11 +187,11 @@ func newTaskIDCmd(op, use, short string, nargs int) *cobra.Command {
 		Short: short,
 		Args:  cobra.ExactArgs(nargs),
 		RunE: func(c *cobra.Command, args []string) error {
-			a := tasks.Action{Op: op, Task: args[0]}
+			a := taskwire.Action{Op: op, Task: args[0]}
 			switch op {
-			case tasks.OpReplace:
+			case taskwire.OpReplace:
 				a.Text = args[1]
-			case tasks.OpConfirm, tasks.OpDeny:
+			case taskwire.OpConfirm, taskwire.OpDeny:
 				a.Call = args[1]
 			}
 			if f := c.Flags().Lookup("reason"); f != nil {
@@ -200,7 +200,7 @@ func newTaskIDCmd(op, use, short string, nargs int) *cobra.Command {
 			return runTask(c, a)
 		},
 	}
-	if op == tasks.OpDeny || op == tasks.OpCancel {
+	if op == taskwire.OpDeny || op == taskwire.OpCancel {
 		c.Flags().String("reason", "", "why (recorded in the ledger)")
 	}
 	addTaskFlags(c)
@@ -208,14 +208,14 @@ func newTaskIDCmd(op, use, short string, nargs int) *cobra.Command {
 }
 
 // runTask sends an action to the local node, which runs it or routes it.
-func runTask(c *cobra.Command, a tasks.Action) error {
+func runTask(c *cobra.Command, a taskwire.Action) error {
 	node, _ := c.Flags().GetString("node")
 	return withNode(c, func(ctx context.Context, cl *client, p place) error {
-		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a), Node: node})
 		if err != nil {
 			return taskErr(err, p)
 		}
-		r, err := tasks.ResultFromAPI(res.Result)
+		r, err := taskwire.ResultFromAPI(res.Result)
 		if err != nil {
 			return err
 		}
@@ -243,8 +243,8 @@ func taskErr(err error, p place) error {
 	return rpcErr(err, p)
 }
 
-func printTaskResult(w io.Writer, op string, r tasks.Result) {
-	if op == tasks.OpStart && r.Session != "" {
+func printTaskResult(w io.Writer, op string, r taskwire.Result) {
+	if op == taskwire.OpStart && r.Session != "" {
 		fmt.Fprintf(w, "session %s on %s\n", text.Sanitize(r.Session), text.Sanitize(r.Node))
 	}
 	if r.Task != nil {
@@ -272,7 +272,7 @@ func printTaskResult(w io.Writer, op string, r tasks.Result) {
 		fmt.Fprintln(w, "interrupt:", text.OneLine(r.Interrupt))
 	}
 	switch op {
-	case tasks.OpShow:
+	case taskwire.OpShow:
 		if r.Task != nil && r.Task.By != "" {
 			fmt.Fprintln(w, "by:", text.OneLine(r.Task.By))
 		}
@@ -285,16 +285,16 @@ func printTaskResult(w io.Writer, op string, r tasks.Result) {
 		for _, o := range r.Output {
 			fmt.Fprintln(w, "  │ "+text.OneLine(o))
 		}
-	case tasks.OpGrants:
+	case taskwire.OpGrants:
 		if r.Grants != nil {
-			for _, l := range strings.Split(strings.TrimSpace(string(tasks.FormatGrants(r.Grants.Grants))), "\n") {
+			for _, l := range strings.Split(strings.TrimSpace(string(taskwire.FormatGrants(r.Grants.Grants))), "\n") {
 				fmt.Fprintln(w, text.OneLine(l))
 			}
 			for _, l := range r.Grants.Limits {
 				fmt.Fprintf(w, "limit %s %s\n", text.Sanitize(l.Capability), l.Level)
 			}
 		}
-	case tasks.OpDigest:
+	case taskwire.OpDigest:
 		if d := r.Digest; d != nil {
 			fmt.Fprintf(w, "conversation: %d messages\n", len(d.Conversation))
 			if d.PredecessorFinal != "" {

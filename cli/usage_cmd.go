@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -27,7 +27,7 @@ type price struct {
 
 // usageRow is one printed row.
 type usageRow struct {
-	tasks.UsageRow
+	taskwire.UsageRow
 	Node string   `json:"node"`
 	Cost *float64 `json:"cost_usd,omitempty"`
 }
@@ -65,21 +65,21 @@ func runUsage(c *cobra.Command, _ []string) error {
 			return usageErr(fmt.Errorf("%w: --prices %s: %w", ErrBadUsage, f, err))
 		}
 	}
-	a := tasks.Action{Op: tasks.OpUsage, Text: by}
+	a := taskwire.Action{Op: taskwire.OpUsage, Text: by}
 	if since > 0 {
 		a.Since = int(time.Now().Add(-since).Unix())
 	}
 	var rows []usageRow
 	err := withNode(c, func(ctx context.Context, cl *client, p place) error {
-		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(a)})
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a)})
 		if err != nil {
 			return taskErr(err, p)
 		}
-		r, err := tasks.ResultFromAPI(res.Result)
+		r, err := taskwire.ResultFromAPI(res.Result)
 		if err != nil {
 			return err
 		}
-		for _, r := range []tasks.Result{r} {
+		for _, r := range []taskwire.Result{r} {
 			for _, u := range r.Usage {
 				row := usageRow{UsageRow: u, Node: u.Node}
 				if row.Node == "" {

@@ -12,7 +12,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -39,7 +39,7 @@ type watchActor interface {
 	// answer approves or denies a request; it returns the result line.
 	answer(ctx context.Context, request string, allow bool) (string, error)
 	// task runs a task action; it returns the result line.
-	task(ctx context.Context, a tasks.Action) (string, error)
+	task(ctx context.Context, a taskwire.Action) (string, error)
 }
 
 // clientActor is watchActor over the local node's client, with the CLI
@@ -69,21 +69,21 @@ func (a clientActor) answer(ctx context.Context, request string, allow bool) (st
 	if allow {
 		verb = "approved"
 	}
-	r := tasks.RequestFromAPI(res.Request)
+	r := taskwire.RequestFromAPI(res.Request)
 	return fmt.Sprintf("%s %s (%s on %s, session %s)", verb, r.ID, r.Tool, r.Node, r.Session), nil
 }
 
-func (a clientActor) task(ctx context.Context, act tasks.Action) (string, error) {
-	res, err := a.cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(act)})
+func (a clientActor) task(ctx context.Context, act taskwire.Action) (string, error) {
+	res, err := a.cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(act)})
 	if err != nil {
 		return "", taskErr(err, a.p)
 	}
-	r, err := tasks.ResultFromAPI(res.Result)
+	r, err := taskwire.ResultFromAPI(res.Result)
 	if err != nil {
 		return "", err
 	}
 	var b bytes.Buffer
-	if act.Op == tasks.OpSteer {
+	if act.Op == taskwire.OpSteer {
 		b.WriteString("steered " + act.Session)
 		if r.Steer != nil {
 			b.WriteString(": " + string(r.Steer.Mode))
@@ -200,7 +200,7 @@ func (m watchModel) findRequest(session string, allow bool) tea.Cmd {
 		}
 		var found *api.PermissionRequest
 		for _, r := range reqs {
-			if r.GetSession() == session && r.GetAnswer() == nil && (found == nil || tasks.RequestFromAPI(r).Opened.Before(tasks.RequestFromAPI(found).Opened)) {
+			if r.GetSession() == session && r.GetAnswer() == nil && (found == nil || taskwire.RequestFromAPI(r).Opened.Before(taskwire.RequestFromAPI(found).Opened)) {
 				found = r
 			}
 		}
@@ -279,7 +279,7 @@ func (m watchModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 			sid := r.SessionId
 			m.busy, m.status, m.statusErr = true, "sending…", false
 			return m, m.call(func(ctx context.Context, a watchActor) (string, error) {
-				return a.task(ctx, tasks.Action{Op: tasks.OpSteer, Session: sid, Text: msg})
+				return a.task(ctx, taskwire.Action{Op: taskwire.OpSteer, Session: sid, Text: msg})
 			})
 		case tea.KeyEsc:
 			m.mode, m.input, m.status, m.statusErr = modeTable, "", "nothing sent", false
@@ -347,7 +347,7 @@ func (m watchModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 		m.confirm = watchConfirm{
 			prompt: "cancel task " + safe(id) + " (" + safe(text.Clip(r.HarnTask.GetText(), 60)) + ") of session " + safe(r.SessionId) + "? y/n",
 			run: func(ctx context.Context, a watchActor) (string, error) {
-				return a.task(ctx, tasks.Action{Op: tasks.OpCancel, Task: id})
+				return a.task(ctx, taskwire.Action{Op: taskwire.OpCancel, Task: id})
 			},
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	tea "github.com/charmbracelet/bubbletea"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 // fakeActor records the actions of a watch (a unit test of the seam;
@@ -17,7 +17,7 @@ import (
 type fakeActor struct {
 	reqs    []*api.PermissionRequest
 	answers []string
-	actions []tasks.Action
+	actions []taskwire.Action
 	refuse  error
 }
 
@@ -33,7 +33,7 @@ func (f *fakeActor) answer(_ context.Context, id string, allow bool) (string, er
 	}
 	return "answered " + id, nil
 }
-func (f *fakeActor) task(_ context.Context, a tasks.Action) (string, error) {
+func (f *fakeActor) task(_ context.Context, a taskwire.Action) (string, error) {
 	if f.refuse != nil {
 		return "", f.refuse
 	}
@@ -112,7 +112,7 @@ func TestWatchSteerSendsTheTypedLineAndDetailOpensAndCloses(t *testing.T) {
 	f := &fakeActor{}
 	m.act = f
 	m = press(t, m, runes("s"), runes("use"), tea.KeyMsg{Type: tea.KeySpace}, runes("the cache"), tea.KeyMsg{Type: tea.KeyEnter})
-	if len(f.actions) != 1 || f.actions[0].Op != tasks.OpSteer || f.actions[0].Session != "5e55-ask-00004" || f.actions[0].Text != "use the cache" {
+	if len(f.actions) != 1 || f.actions[0].Op != taskwire.OpSteer || f.actions[0].Session != "5e55-ask-00004" || f.actions[0].Text != "use the cache" {
 		t.Fatalf("actions: %+v", f.actions)
 	}
 	m = press(t, m, tea.KeyMsg{Type: tea.KeyEnter})

@@ -84,9 +84,27 @@ func EventFromAPI(e *api.Event) (presence.Event, error) { return wire.EventFromA
 // EventToAPI is wire.EventToAPI.
 func EventToAPI(e *presence.Event) *api.Event { return wire.EventToAPI(e) }
 
+// Append is the hook's RPC. It runs four steps, each with one job: ingest
+// the events, then answer what the hook asked beside them (the peers'
+// context for a session, a session's pending name, the decision on a tool
+// call). A step the request does not ask for leaves its field empty.
 func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
-	evs := make([]presence.Event, 0, len(req.Events))
-	for _, e := range req.Events {
+	out, err := s.appendIngest(ctx, req.Events)
+	if err != nil {
+		return nil, err
+	}
+	out.AdditionalContext = s.appendPeerContext(req.ContextFor)
+	out.PendingName = s.appendPendingName(req.NameFor)
+	out.Decision = s.appendDecide(ctx, req.Decide)
+	return out, nil
+}
+
+// appendIngest decodes the hook's events and ingests them: the reply
+// names their ids and how many were duplicates. A refusal is the RPC's
+// status error.
+func (s *localService) appendIngest(ctx context.Context, in []*api.Event) (*api.AppendResponse, error) {
+	evs := make([]presence.Event, 0, len(in))
+	for _, e := range in {
 		ev, err := EventFromAPI(e)
 		if err != nil {
 			return nil, statusErr(err)
@@ -101,16 +119,34 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 	for i := range evs {
 		out.Ids = append(out.Ids, evs[i].ID)
 	}
-	if req.ContextFor != "" {
-		out.AdditionalContext = s.n.peerContext(req.ContextFor)
-	}
-	if req.NameFor != "" {
-		out.PendingName = s.n.PendingName(req.NameFor)
-	}
-	if req.Decide != nil {
-		out.Decision = s.n.decideInAppend(ctx, req.Decide)
-	}
 	return out, nil
+}
+
+// appendPeerContext is the peers' context for session (its agent's
+// additional context), or "" when the hook asks for none.
+func (s *localService) appendPeerContext(session string) string {
+	if session == "" {
+		return ""
+	}
+	return s.n.peerContext(session)
+}
+
+// appendPendingName is the name waiting for session, or "" when the hook
+// asks for none.
+func (s *localService) appendPendingName(session string) string {
+	if session == "" {
+		return ""
+	}
+	return s.n.PendingName(session)
+}
+
+// appendDecide is the decision on the tool call q, or nil when the hook
+// asks for none.
+func (s *localService) appendDecide(ctx context.Context, q *api.DecideQuery) *api.DecideResponse {
+	if q == nil {
+		return nil
+	}
+	return s.n.decideInAppend(ctx, q)
 }
 
 func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (*api.DiagnoseResponse, error) {

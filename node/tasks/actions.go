@@ -6,86 +6,8 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/runtime"
-	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/exec"
 )
-
-// The operations of an Action.
-const (
-	OpStart     = "start"
-	OpSteer     = "steer"
-	OpFollowUp  = "follow_up"
-	OpSupersede = "supersede"
-	OpResume    = "resume"
-	OpCancel    = "cancel"
-	OpReplace   = "replace"
-	OpAck       = "ack"
-	OpGrants    = "grants"
-	OpDigest    = "digest"
-	OpConfirm   = "confirm"
-	OpDeny      = "deny"
-	OpShow      = "show"
-	OpReduce    = "reduce" // shrink a task's ceiling: Capability (a name or pattern) to Level
-	OpEvents    = "events" // a harn task's loop events from Since on (waits up to WaitMS for one)
-)
-
-// Action is one operator action on a task runtime, from the local CLI or
-// routed from another node.
-type Action struct {
-	Op              string          `json:"op"`
-	Session         string          `json:"session,omitempty"` // a session id, prefix or name
-	Task            string          `json:"task,omitempty"`
-	Text            string          `json:"text,omitempty"`
-	Command         string          `json:"command,omitempty"`  // start: a new runtime session running this command
-	Launcher        string          `json:"launcher,omitempty"` // start: a new runtime session running this node's launcher
-	Workdir         string          `json:"workdir,omitempty"`
-	Grants          []runtime.Grant `json:"grants,omitempty"` // nil: the default profile
-	RequiresSuccess bool            `json:"requires_success,omitempty"`
-	Call            string          `json:"call,omitempty"`
-	Reason          string          `json:"reason,omitempty"`
-	By              string          `json:"by,omitempty"`
-	Capability      string          `json:"capability,omitempty"` // reduce
-	Level           string          `json:"level,omitempty"`      // reduce
-	// Agent "harn" (start): a new runtime session running harn's own
-	// loop, configured by Harn.
-	Agent  string       `json:"agent,omitempty"`
-	Harn   *HarnOptions `json:"harn,omitempty"`
-	Since  int          `json:"since,omitempty"`   // events
-	WaitMS int          `json:"wait_ms,omitempty"` // events
-}
-
-// Result is what an action returns (on the wire: api.TaskResult; its JSON
-// is the CLI's --json view).
-type Result struct {
-	Node    string               `json:"node"`
-	Session string               `json:"session,omitempty"`
-	Task    *runtime.TaskView    `json:"task,omitempty"`
-	Text    string               `json:"text,omitempty"`
-	Output  []string             `json:"output,omitempty"`
-	Steer   *exec.SteerResult    `json:"steer,omitempty"`
-	Grants  *runtime.GrantsView  `json:"grants,omitempty"`
-	Digest  *runtime.Handoff     `json:"digest,omitempty"`
-	View    *runtime.SessionView `json:"session_view,omitempty"`
-	Message string               `json:"message,omitempty"`
-	// Interrupt: cancel and supersede of a running task say whether the
-	// agent is interrupted: "sent: …" when harn started its process,
-	// "not possible: …" for an external agent's session.
-	Interrupt string `json:"interrupt,omitempty"`
-	// Events (events): a harn task's loop events from the asked index on.
-	Events []agent.Event `json:"events,omitempty"`
-	// Usage (usage): the model-call tokens of the node's ledger.
-	Usage []UsageRow `json:"usage,omitempty"`
-}
-
-// IsSessionOp reports whether op names its target by session (else by
-// task).
-func IsSessionOp(op string) bool {
-	switch op {
-	case OpStart, OpSteer, OpFollowUp, OpSupersede:
-		return true
-	}
-	return false
-}
 
 // Do runs an action on this node's runtimes.
 func (h *Host) Do(a Action) (Result, error) {

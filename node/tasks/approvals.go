@@ -27,44 +27,6 @@ var (
 	ErrNotSessionWide = errors.New("this agent cannot take \"allow for this session\"; approve this request alone (without --session-wide)")
 )
 
-// Request is an agent's open permission request that waits for a
-// decision from anywhere in the mesh (`harn agents pending`).
-type Request struct {
-	ID      string `json:"id"`
-	Session string `json:"session"`
-	Node    string `json:"node"`
-	Agent   string `json:"agent"`
-	Tool    string `json:"tool"`
-	Summary string `json:"summary"`
-	// Detail is the call in full (Detail); Name, Cwd, Project and Branch
-	// are the session's, when the request opened.
-	Detail  string `json:"detail,omitempty"`
-	Name    string `json:"name,omitempty"`
-	Cwd     string `json:"cwd,omitempty"`
-	Project string `json:"project,omitempty"`
-	Branch  string `json:"branch,omitempty"`
-	// SessionWide says whether the agent can take "allow for this
-	// session" (the answer then allows the tool for the rest of it).
-	SessionWide bool      `json:"session_wide,omitempty"`
-	Opened      time.Time `json:"opened"`
-	Answer      *Answer   `json:"answer,omitempty"`
-	// Key is the request_key of the session's interaction.input_requested
-	// (kept on the owner: it is a digest of the call's input) and Parent
-	// the session's parent: where the answer is recorded.
-	Key    string `json:"-"`
-	Parent string `json:"parent,omitempty"`
-}
-
-// Answer is an operator's decision on a request.
-type Answer struct {
-	Allow bool `json:"allow"`
-	// SessionWide allows the tool for the rest of the session too.
-	SessionWide bool      `json:"session_wide,omitempty"`
-	By          string    `json:"by"`
-	Reason      string    `json:"reason,omitempty"`
-	At          time.Time `json:"at"`
-}
-
 // AnsweredError refuses a second answer and names the first.
 type AnsweredError struct {
 	Request string

@@ -4,50 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/text"
 )
-
-// The phases of a hook's question.
-const (
-	PhasePre  = "pre"  // before a tool call (PreToolUse): may it run?
-	PhasePost = "post" // after it (PostToolUse): how it ended
-)
-
-// The decisions.
-const (
-	DecideAllow = "allow" // the task's grants allow the call
-	DecideDeny  = "deny"  // refused: Reason says why
-	DecideNone  = "none"  // no harn task governs the session: no opinion
-	// DecideConfirm: the call waits for `harn task confirm` (an answer
-	// given without a wait, in an Append); ask Decide again, with a Wait,
-	// under the same call id.
-	DecideConfirm = "confirm"
-)
-
-// Query is a hook's question about one tool call of an agent.
-type Query struct {
-	Phase   string
-	Session string // the agent's session id (the hook payload's)
-	Task    string // HARN_TASK from the agent's environment, when set
-	Tool    string
-	Input   []byte // the raw tool_input JSON: matched, digested, never stored
-	Call    string // the agent's call id (tool_use_id)
-	Failed  bool   // post: the call failed
-	// Wait bounds how long a call that needs a confirmation waits for
-	// `harn task confirm`; without one in time it is denied.
-	Wait time.Duration
-}
-
-// Verdict answers a Query.
-type Verdict struct {
-	Decision string `json:"decision"`
-	Reason   string `json:"reason,omitempty"`
-	Task     string `json:"task,omitempty"`
-	Call     string `json:"call,omitempty"`
-}
 
 // maxReasonChars bounds a denial's reason as the agent shows it.
 const maxReasonChars = 400

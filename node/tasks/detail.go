@@ -77,21 +77,3 @@ func lines(s string) int {
 	}
 	return strings.Count(strings.TrimSuffix(s, "\n"), "\n") + 1
 }
-
-// Place is a request's where: project@branch, or the project alone.
-func (r Request) Place() string {
-	switch {
-	case r.Project != "" && r.Branch != "":
-		return r.Project + "@" + r.Branch
-	default:
-		return r.Project
-	}
-}
-
-// Handle is how a person names the request's session: its name, or its id.
-func (r Request) Handle() string {
-	if r.Name != "" {
-		return r.Name
-	}
-	return r.Session
-}

@@ -18,10 +18,6 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-// AgentHarn names harn's own agent loop as a task's agent
-// (`harn task start --agent harn`, `harn ask`).
-const AgentHarn = "harn"
-
 // EnvProviderKey holds the model provider's API key; EnvProviderURL the
 // provider URL the node's own key may be sent to.
 const (
@@ -37,24 +33,11 @@ const (
 	maxEventsPoll = 5 * time.Second
 )
 
-// HarnOptions configure the loop of a new harn session. Key is never
-// stored nor forwarded to another node; MCP entries are NAME=COMMAND
-// stdio servers the tool box starts for this session.
-type HarnOptions struct {
-	Provider      string   `json:"provider,omitempty"` // openai (default) or anthropic
-	URL           string   `json:"provider_url,omitempty"`
-	Model         string   `json:"model,omitempty"`
-	ContextWindow int      `json:"context_window,omitempty"`
-	MaxOutput     int      `json:"max_output,omitempty"`
-	MCP           []string `json:"mcp,omitempty"`
-	Key           string   `json:"key,omitempty"`
-}
-
 // BoxFactory builds the tool box of a harn session (the MCP servers of
 // its options included). Nil: the built-in minimal box.
 type BoxFactory func(session, workdir string, mcp []string) (tools.Box, error)
 
-func (o *HarnOptions) validate() error {
+func validateHarn(o HarnOptions) error {
 	switch {
 	case o.Provider != "" && o.Provider != "openai" && o.Provider != "anthropic":
 		return fmt.Errorf("%w: --provider %q; use openai or anthropic", ErrBadAction, clip(o.Provider))
@@ -147,7 +130,7 @@ func (s *harnState) since(ctx context.Context, task string, from int, wait time.
 // OpenHarn opens a new runtime session whose tasks run harn's own loop,
 // announces it as a presence session of agent harn, and starts the loop.
 func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
-	if err := o.validate(); err != nil {
+	if err := validateHarn(o); err != nil {
 		return "", err
 	}
 	if workdir == "" {

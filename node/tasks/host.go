@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/agent"
@@ -22,7 +23,7 @@ import (
 
 // Errors of the room. Runtime refusals keep the runtime's own sentinels.
 var (
-	ErrBadAction  = errors.New("tasks: bad action")
+	ErrBadAction  = taskwire.ErrBadAction
 	ErrNoSession  = errors.New("tasks: no such session on this node")
 	ErrClosed     = errors.New("tasks: the node is stopping")
 	ErrNotRuntime = errors.New("tasks: the session has no task runtime; start one with `harn task start --session ID TEXT` or `--exec`")

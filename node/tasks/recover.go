@@ -9,10 +9,6 @@ import (
 	"github.com/harn-dev/harn/runtime"
 )
 
-// ReasonNodeRestart is the end reason of a runtime session, and of its
-// open task, that the node's previous run left behind.
-const ReasonNodeRestart = "node_restart"
-
 // Recovered is what Recover closed.
 type Recovered struct {
 	Sessions []string // presence sessions ended with reason node_restart

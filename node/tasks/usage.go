@@ -6,22 +6,6 @@ import (
 	"github.com/harn-dev/harn/runtime"
 )
 
-// OpUsage sums the model-call tokens of this node's ledger.
-const OpUsage = "usage"
-
-// UsageRow is the tokens of one group of model calls.
-type UsageRow struct {
-	Key        string `json:"key"` // the session, agent or node
-	Model      string `json:"model"`
-	Calls      int    `json:"calls"`
-	Estimated  int    `json:"estimated_input"`
-	Input      int    `json:"input"`
-	Output     int    `json:"output"`
-	CacheRead  int    `json:"cache_read,omitempty"`
-	CacheWrite int    `json:"cache_write,omitempty"`
-	Node       string `json:"node,omitempty"` // the node whose ledger holds it (a mesh-wide sum)
-}
-
 // Usage sums the model.call records of the node's ledger since since,
 // grouped by "session", "agent" or "node" (and model).
 func (h *Host) Usage(by string, since time.Time) ([]UsageRow, error) {

@@ -60,19 +60,9 @@ const (
 	EvTurnEnd        = "turn.end"        // the task ended (Status, Text: the final answer)
 )
 
-// Event is one thing that happened in a turn.
-type Event struct {
-	Type    string         `json:"type"`
-	Task    string         `json:"task"`
-	Step    int            `json:"step,omitempty"`
-	Call    string         `json:"call,omitempty"`
-	Tool    string         `json:"tool,omitempty"`
-	Text    string         `json:"text,omitempty"` // untrusted model text: sanitize before a terminal
-	Outcome string         `json:"outcome,omitempty"`
-	Status  string         `json:"status,omitempty"`
-	Usage   *runtime.Usage `json:"usage,omitempty"`
-	At      time.Time      `json:"at"`
-}
+// Event is one thing that happened in a turn (its Type is one of the Ev
+// names above).
+type Event = runtime.LoopEvent
 
 // Executor runs a session's tasks with harn's loop, one at a time.
 type Executor struct {

@@ -1,4 +1,4 @@
-package tasks
+package taskwire
 
 import (
 	"errors"
@@ -37,19 +37,21 @@ type Launchers map[string][]string
 // a letter or digit.
 func ValidLauncherName(name string) error {
 	if name == "" || len(name) > MaxLauncherNameLen {
-		return fmt.Errorf("%w: launcher name %q: want 1 to %d characters", ErrBadLauncher, clip(name), MaxLauncherNameLen)
+		return fmt.Errorf("%w: launcher name %q: want 1 to %d characters", ErrBadLauncher, Clip(name), MaxLauncherNameLen)
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
 		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || (i > 0 && (c == '.' || c == '_' || c == '-'))
 		if !ok {
-			return fmt.Errorf("%w: launcher name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", ErrBadLauncher, clip(name))
+			return fmt.Errorf("%w: launcher name %q: use letters, digits, '.', '_' and '-', starting with a letter or digit", ErrBadLauncher, Clip(name))
 		}
 	}
 	return nil
 }
 
-func clip(s string) string {
+// Clip bounds untrusted text quoted in an error: 80 bytes, control
+// characters shown as '?'.
+func Clip(s string) string {
 	if len(s) > 80 {
 		s = s[:80] + "…"
 	}
@@ -89,7 +91,7 @@ func ParseLauncherFlag(s string) (string, []string, error) {
 	name, cmd, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
 	if !ok {
-		return "", nil, fmt.Errorf("%w: --launcher %q: want NAME=ARGV", ErrBadLauncher, clip(s))
+		return "", nil, fmt.Errorf("%w: --launcher %q: want NAME=ARGV", ErrBadLauncher, Clip(s))
 	}
 	if err := ValidLauncherName(name); err != nil {
 		return "", nil, err

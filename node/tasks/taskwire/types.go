@@ -1,0 +1,234 @@
+package taskwire
+
+import (
+	"errors"
+	"time"
+
+	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/exec"
+)
+
+// ErrBadAction is an action that does not parse or cannot be run as given.
+var ErrBadAction = errors.New("tasks: bad action")
+
+// The operations of an Action.
+const (
+	OpStart     = "start"
+	OpSteer     = "steer"
+	OpFollowUp  = "follow_up"
+	OpSupersede = "supersede"
+	OpResume    = "resume"
+	OpCancel    = "cancel"
+	OpReplace   = "replace"
+	OpAck       = "ack"
+	OpGrants    = "grants"
+	OpDigest    = "digest"
+	OpConfirm   = "confirm"
+	OpDeny      = "deny"
+	OpShow      = "show"
+	OpReduce    = "reduce" // shrink a task's ceiling: Capability (a name or pattern) to Level
+	OpEvents    = "events" // a harn task's loop events from Since on (waits up to WaitMS for one)
+	OpUsage     = "usage"  // sums the model-call tokens of this node's ledger
+)
+
+// AgentHarn names harn's own agent loop as a task's agent
+// (`harn task start --agent harn`, `harn ask`).
+const AgentHarn = "harn"
+
+// ReasonNodeRestart is the end reason of a runtime session, and of its
+// open task, that the node's previous run left behind.
+const ReasonNodeRestart = "node_restart"
+
+// Action is one operator action on a task runtime, from the local CLI or
+// routed from another node.
+type Action struct {
+	Op              string          `json:"op"`
+	Session         string          `json:"session,omitempty"` // a session id, prefix or name
+	Task            string          `json:"task,omitempty"`
+	Text            string          `json:"text,omitempty"`
+	Command         string          `json:"command,omitempty"`  // start: a new runtime session running this command
+	Launcher        string          `json:"launcher,omitempty"` // start: a new runtime session running this node's launcher
+	Workdir         string          `json:"workdir,omitempty"`
+	Grants          []runtime.Grant `json:"grants,omitempty"` // nil: the default profile
+	RequiresSuccess bool            `json:"requires_success,omitempty"`
+	Call            string          `json:"call,omitempty"`
+	Reason          string          `json:"reason,omitempty"`
+	By              string          `json:"by,omitempty"`
+	Capability      string          `json:"capability,omitempty"` // reduce
+	Level           string          `json:"level,omitempty"`      // reduce
+	// Agent "harn" (start): a new runtime session running harn's own
+	// loop, configured by Harn.
+	Agent  string       `json:"agent,omitempty"`
+	Harn   *HarnOptions `json:"harn,omitempty"`
+	Since  int          `json:"since,omitempty"`   // events
+	WaitMS int          `json:"wait_ms,omitempty"` // events
+}
+
+// Result is what an action returns (on the wire: api.TaskResult; its JSON
+// is the CLI's --json view).
+type Result struct {
+	Node    string               `json:"node"`
+	Session string               `json:"session,omitempty"`
+	Task    *runtime.TaskView    `json:"task,omitempty"`
+	Text    string               `json:"text,omitempty"`
+	Output  []string             `json:"output,omitempty"`
+	Steer   *exec.SteerResult    `json:"steer,omitempty"`
+	Grants  *runtime.GrantsView  `json:"grants,omitempty"`
+	Digest  *runtime.Handoff     `json:"digest,omitempty"`
+	View    *runtime.SessionView `json:"session_view,omitempty"`
+	Message string               `json:"message,omitempty"`
+	// Interrupt: cancel and supersede of a running task say whether the
+	// agent is interrupted: "sent: …" when harn started its process,
+	// "not possible: …" for an external agent's session.
+	Interrupt string `json:"interrupt,omitempty"`
+	// Events (events): a harn task's loop events from the asked index on.
+	Events []runtime.LoopEvent `json:"events,omitempty"`
+	// Usage (usage): the model-call tokens of the node's ledger.
+	Usage []UsageRow `json:"usage,omitempty"`
+}
+
+// IsSessionOp reports whether op names its target by session (else by
+// task).
+func IsSessionOp(op string) bool {
+	switch op {
+	case OpStart, OpSteer, OpFollowUp, OpSupersede:
+		return true
+	}
+	return false
+}
+
+// UsageRow is the tokens of one group of model calls.
+type UsageRow struct {
+	Key        string `json:"key"` // the session, agent or node
+	Model      string `json:"model"`
+	Calls      int    `json:"calls"`
+	Estimated  int    `json:"estimated_input"`
+	Input      int    `json:"input"`
+	Output     int    `json:"output"`
+	CacheRead  int    `json:"cache_read,omitempty"`
+	CacheWrite int    `json:"cache_write,omitempty"`
+	Node       string `json:"node,omitempty"` // the node whose ledger holds it (a mesh-wide sum)
+}
+
+// HarnOptions configure the loop of a new harn session. Key is never
+// stored nor forwarded to another node; MCP entries are NAME=COMMAND
+// stdio servers the tool box starts for this session.
+type HarnOptions struct {
+	Provider      string   `json:"provider,omitempty"` // openai (default) or anthropic
+	URL           string   `json:"provider_url,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	ContextWindow int      `json:"context_window,omitempty"`
+	MaxOutput     int      `json:"max_output,omitempty"`
+	MCP           []string `json:"mcp,omitempty"`
+	Key           string   `json:"key,omitempty"`
+}
+
+// The phases of a hook's question.
+const (
+	PhasePre  = "pre"  // before a tool call (PreToolUse): may it run?
+	PhasePost = "post" // after it (PostToolUse): how it ended
+)
+
+// The decisions.
+const (
+	DecideAllow = "allow" // the task's grants allow the call
+	DecideDeny  = "deny"  // refused: Reason says why
+	DecideNone  = "none"  // no harn task governs the session: no opinion
+	// DecideConfirm: the call waits for `harn task confirm` (an answer
+	// given without a wait, in an Append); ask Decide again, with a Wait,
+	// under the same call id.
+	DecideConfirm = "confirm"
+)
+
+// Query is a hook's question about one tool call of an agent.
+type Query struct {
+	Phase   string
+	Session string // the agent's session id (the hook payload's)
+	Task    string // HARN_TASK from the agent's environment, when set
+	Tool    string
+	Input   []byte // the raw tool_input JSON: matched, digested, never stored
+	Call    string // the agent's call id (tool_use_id)
+	Failed  bool   // post: the call failed
+	// Wait bounds how long a call that needs a confirmation waits for
+	// `harn task confirm`; without one in time it is denied.
+	Wait time.Duration
+}
+
+// Verdict answers a Query.
+type Verdict struct {
+	Decision string `json:"decision"`
+	Reason   string `json:"reason,omitempty"`
+	Task     string `json:"task,omitempty"`
+	Call     string `json:"call,omitempty"`
+}
+
+// Request is an agent's open permission request that waits for a
+// decision from anywhere in the mesh (`harn agents pending`).
+type Request struct {
+	ID      string `json:"id"`
+	Session string `json:"session"`
+	Node    string `json:"node"`
+	Agent   string `json:"agent"`
+	Tool    string `json:"tool"`
+	Summary string `json:"summary"`
+	// Detail is the call in full (Detail); Name, Cwd, Project and Branch
+	// are the session's, when the request opened.
+	Detail  string `json:"detail,omitempty"`
+	Name    string `json:"name,omitempty"`
+	Cwd     string `json:"cwd,omitempty"`
+	Project string `json:"project,omitempty"`
+	Branch  string `json:"branch,omitempty"`
+	// SessionWide says whether the agent can take "allow for this
+	// session" (the answer then allows the tool for the rest of it).
+	SessionWide bool      `json:"session_wide,omitempty"`
+	Opened      time.Time `json:"opened"`
+	Answer      *Answer   `json:"answer,omitempty"`
+	// Key is the request_key of the session's interaction.input_requested
+	// (kept on the owner: it is a digest of the call's input) and Parent
+	// the session's parent: where the answer is recorded.
+	Key    string `json:"-"`
+	Parent string `json:"parent,omitempty"`
+}
+
+// Answer is an operator's decision on a request.
+type Answer struct {
+	Allow bool `json:"allow"`
+	// SessionWide allows the tool for the rest of the session too.
+	SessionWide bool      `json:"session_wide,omitempty"`
+	By          string    `json:"by"`
+	Reason      string    `json:"reason,omitempty"`
+	At          time.Time `json:"at"`
+}
+
+// Place is a request's where: project@branch, or the project alone.
+func (r Request) Place() string {
+	switch {
+	case r.Project != "" && r.Branch != "":
+		return r.Project + "@" + r.Branch
+	default:
+		return r.Project
+	}
+}
+
+// Handle is how a person names the request's session: its name, or its id.
+func (r Request) Handle() string {
+	if r.Name != "" {
+		return r.Name
+	}
+	return r.Session
+}
+
+// Grant is a task's grant (runtime.Grant), for the command line.
+type Grant = runtime.Grant
+
+// Profile returns a named grant profile: read-only, edit or full.
+func Profile(name string) ([]Grant, error) { return runtime.Profile(name) }
+
+// ParseGrants reads a grants file (`--grants FILE`); see runtime.ParseGrants.
+func ParseGrants(b []byte) ([]Grant, error) { return runtime.ParseGrants(b) }
+
+// FormatGrants writes grants in the grants file's line form.
+func FormatGrants(gs []Grant) []byte { return runtime.FormatGrants(gs) }
+
+// MaxGrantsFileBytes bounds a grants file.
+const MaxGrantsFileBytes = runtime.MaxGrantsFileBytes
