@@ -58,6 +58,9 @@ type Config struct {
 	// Permission returns the permission request a session of this node
 	// waits on (nil when none is open).
 	Permission func(session string) *notify.Permission
+	// Actions makes the Approve and Deny buttons of a needs_input message
+	// for an ntfy webhook (notify.Config.Actions); nil: no buttons.
+	Actions func(t notify.Transition) []notify.Action
 }
 
 // Sessions is what the room reads of the node's own sessions.
@@ -138,6 +141,9 @@ func New(cfg Config, src Sessions, mesh Mesh) *Room {
 	}
 	ec := cfg.Engine
 	ec.Logger = cfg.Logger
+	if cfg.Actions != nil {
+		ec.Actions = cfg.Actions
+	}
 	if len(ec.DesktopOn) == 0 {
 		ec.DesktopOn = []notify.Kind{notify.KindNeedsInput}
 	}
