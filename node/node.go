@@ -30,6 +30,7 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
+	"github.com/harn-dev/harn/node/acttoken"
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
@@ -67,8 +68,9 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks  *tasks.Host  // the task runtimes (node/tasks)
-	alerts *alerts.Room // notifications (node/alerts; notifywire.go)
+	tasks  *tasks.Host     // the task runtimes (node/tasks)
+	acts   *acttoken.Store // notifications' one-decision tokens (actwire.go)
+	alerts *alerts.Room    // notifications (node/alerts; notifywire.go)
 	// desktopOn: desktop notifications are asked for and a program to show
 	// them exists (notify-send or osascript).
 	desktopOn bool
@@ -179,6 +181,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.seen.Start()
 	n.proj.OnWrite(n.changes.Notify)
 	n.proj.Reset(n.sess.Live())
+	n.openActTokens()
 	n.openAlerts()
 	n.drainSpool()
 	if err := n.openTasks(); err != nil {

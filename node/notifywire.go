@@ -66,7 +66,8 @@ var (
 func (n *Node) openAlerts() {
 	nc := n.cfg.Notify
 	ac := alerts.Config{Clock: n.cfg.Clock, Logger: n.log, Engine: nc.Engine, Sender: nc.Sender,
-		SilenceAfter: nc.SilenceAfter, Link: n.sessionLink, Permission: n.waitingPermission}
+		SilenceAfter: nc.SilenceAfter, Link: n.sessionLink, Permission: n.waitingPermission,
+		Actions: n.actionButtons}
 	if ac.Sender == nil {
 		ac.Sender = notify.NewHTTPSender(0, nc.AllowPrivate)
 	}

@@ -89,7 +89,7 @@ func (n *Node) webToken() (string, error) {
 // --http-port.
 func (n *Node) openWeb() error {
 	if n.tasks != nil {
-		n.tasks.Approvals().OnChange(n.changes.Notify)
+		n.tasks.Approvals().OnChange(n.approvalsChanged)
 	}
 	if n.cfg.HTTPAddr == "" {
 		os.Remove(WebURLPath(n.cfg.DataDir)) // a killed node's
@@ -99,7 +99,7 @@ func (n *Node) openWeb() error {
 	if err != nil {
 		return err
 	}
-	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n},
+	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n}, Decider: actDecider{n},
 		Less: urgencyLess, Logger: n.log.With("room", "board"),
 		Metrics: n.metrics.Handler(), MetricsToken: n.cfg.Web.MetricsToken, Limits: n.cfg.Web.Limits})
 	if err != nil {

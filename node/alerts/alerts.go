@@ -58,6 +58,9 @@ type Config struct {
 	// Permission returns the permission request a session of this node
 	// waits on (nil when none is open).
 	Permission func(session string) *notify.Permission
+	// Actions makes the Approve and Deny buttons of a needs_input message
+	// for an ntfy webhook (notify.Config.Actions); nil: no buttons.
+	Actions func(t notify.Transition) []notify.Action
 }
 
 // Sessions is what the room reads of the node's own sessions.
@@ -118,6 +121,10 @@ type Room struct {
 	// the room was built).
 	prevLeader string
 	followerAt time.Time
+	// lessFrom and lessTo bound the last stretch this node saw, while it
+	// followed, with no leader at all: another server announced then
+	// (Mesh.Leading), the dead leader's sessions too.
+	lessFrom, lessTo time.Time
 	badLogged  uint64
 }
 
@@ -138,6 +145,9 @@ func New(cfg Config, src Sessions, mesh Mesh) *Room {
 	}
 	ec := cfg.Engine
 	ec.Logger = cfg.Logger
+	if cfg.Actions != nil {
+		ec.Actions = cfg.Actions
+	}
 	if len(ec.DesktopOn) == 0 {
 		ec.DesktopOn = []notify.Kind{notify.KindNeedsInput}
 	}
@@ -239,9 +249,15 @@ func (r *Room) observe() {
 		r.followerAt = now
 		if l := r.mesh.Leader(); l != "" {
 			r.prevLeader = l
+			r.lessFrom, r.lessTo = time.Time{}, time.Time{}
+		} else {
+			if r.lessFrom.IsZero() {
+				r.lessFrom = now
+			}
+			r.lessTo = now
 		}
 	}
-	prev, followerAt := r.prevLeader, r.followerAt
+	prev, followerAt, lessFrom, lessTo := r.prevLeader, r.followerAt, r.lessFrom, r.lessTo
 	r.mu.Unlock()
 	if leading {
 		var told []notify.Session
@@ -250,8 +266,20 @@ func (r *Room) observe() {
 			views = append(views, v)
 			// A node that was unreachable for a whole debounce window
 			// while this node still followed was told about by the
-			// leader then, unless it was that leader.
-			if became && rm.State.Node != prev && (rm.Since.IsZero() || followerAt.Sub(rm.Since) > r.debounce()) {
+			// leader then, unless it was that leader. The dead leader
+			// was told about too when, after it went, a leaderless
+			// stretch this node followed through lasted a whole window:
+			// the first reachable server announced it then.
+			if !became {
+				continue
+			}
+			byLeader := rm.State.Node != prev && (rm.Since.IsZero() || followerAt.Sub(rm.Since) > r.debounce())
+			from := lessFrom
+			if rm.Since.After(from) {
+				from = rm.Since
+			}
+			leaderless := !lessFrom.IsZero() && lessTo.Sub(from) > r.debounce()
+			if byLeader || leaderless {
 				told = append(told, v)
 			}
 		}

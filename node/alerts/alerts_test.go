@@ -325,3 +325,68 @@ func TestWaitForHolds(t *testing.T) {
 		t.Fatal("Never")
 	}
 }
+
+// TestWithoutALeaderTheAnnouncerTellsAnUnreachableNodeOnce: the server
+// that announces while there is no leader tells a dead node's session
+// once, however long the mesh stays leaderless.
+func TestWithoutALeaderTheAnnouncerTellsAnUnreachableNodeOnce(t *testing.T) {
+	f := newFixture(t)
+	f.mesh.leading = true // no leader; this server is the first reachable one
+	f.mesh.down = []Remote{{State: st("r1", presence.ActivityWorking, presence.TaskActive), Since: t0}}
+	f.room.observe()
+	f.clk.Advance(notify.DefaultDebounce)
+	if p := f.next(t); p.Kind != notify.KindUnreachable || p.Session.ID != "r1" {
+		t.Fatalf("got %+v", p)
+	}
+	for range 40 { // 20 minutes of looks, past the cooldown
+		f.clk.Advance(30 * time.Second)
+		f.room.observe()
+	}
+	if f.pending() != 0 || len(f.rec.got) != 0 {
+		t.Fatalf("told again: %d timers armed, %d more messages", f.pending(), len(f.rec.got))
+	}
+}
+
+// TestNewLeaderDoesNotRetellWhatTheLeaderlessAnnouncerTold: the leader b
+// dies and the mesh stays leaderless for longer than a debounce window
+// (another server announced b then); when this node is elected it does
+// not tell b's sessions again. A leaderless stretch shorter than the
+// window told nobody, and the new leader tells them.
+func TestNewLeaderDoesNotRetellWhatTheLeaderlessAnnouncerTold(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		stretch  time.Duration
+		wantTold bool
+	}{{"long", 30 * time.Second, false}, {"short", time.Second, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFixture(t)
+			f.mesh.leader = "b"
+			f.room.observe() // a follower of b at t0
+			gone := st("r1", presence.ActivityWorking, presence.TaskActive)
+			gone.Node = "b"
+			f.mesh.mu.Lock()
+			f.mesh.leader, f.mesh.down = "", []Remote{{State: gone, Since: t0.Add(time.Second)}}
+			f.mesh.mu.Unlock()
+			f.clk.Advance(time.Second)
+			f.room.observe() // leaderless, another server announces
+			for step := time.Duration(0); step < c.stretch; step += time.Second {
+				f.clk.Advance(time.Second)
+				f.room.observe()
+			}
+			f.mesh.mu.Lock()
+			f.mesh.leading, f.mesh.leader = true, "a"
+			f.mesh.mu.Unlock()
+			f.room.observe()
+			f.clk.Advance(notify.DefaultDebounce)
+			if !c.wantTold {
+				if f.pending() != 0 || len(f.rec.got) != 0 {
+					t.Fatalf("told again: %d timers, %d messages", f.pending(), len(f.rec.got))
+				}
+				return
+			}
+			if p := f.next(t); p.Kind != notify.KindUnreachable || p.Session.ID != "r1" {
+				t.Fatalf("got %+v", p)
+			}
+		})
+	}
+}

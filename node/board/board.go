@@ -86,6 +86,9 @@ type Config struct {
 	Metrics http.Handler
 	Source  Source
 	Actions Actions // nil: no action buttons
+	// Decider takes the action tokens of notifications' buttons at POST
+	// /act (nil: /act answers 404). An action token opens nothing else.
+	Decider Decider
 	// Less orders rows; nil means DefaultLess.
 	Less func(a, b Row) bool
 	// Now is the clock; nil means time.Now.

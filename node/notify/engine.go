@@ -41,6 +41,12 @@ type Config struct {
 	// (16); more are dropped and counted, so the engine never waits.
 	DesktopQueue int
 	Logger       *slog.Logger
+	// Actions makes the buttons of a needs_input message with an open
+	// permission request (Session.Permission set). It is called once per
+	// such message, only when a webhook of the ntfy format is told it,
+	// under the engine's lock: it must not call the engine. Nil: no
+	// buttons.
+	Actions func(t Transition) []Action
 }
 
 // Defaults.
@@ -327,6 +333,9 @@ func (e *Engine) fire(id string, k Kind, ep uint64) {
 	}
 	h.lastSent = now
 	t := Transition{Kind: k, Session: tr.view, At: h.since}
+	if e.cfg.Actions != nil && k == KindNeedsInput && t.Session.Permission != nil && e.ntfyWantsLocked(k) {
+		t.Actions = e.cfg.Actions(t)
+	}
 	for _, w := range e.hooks {
 		w.offer(t, now)
 	}
@@ -337,6 +346,20 @@ func (e *Engine) fire(id string, k Kind, ep uint64) {
 			e.deskSt.Dropped++
 		}
 	}
+}
+
+// ntfyWantsLocked reports whether a webhook of the ntfy format is told
+// transitions of kind k. Callers hold e.mu.
+func (e *Engine) ntfyWantsLocked(k Kind) bool {
+	for _, w := range e.hooks {
+		w.mu.Lock()
+		ok := w.hook.Format == FormatNtfy && w.hook.Wants(k)
+		w.mu.Unlock()
+		if ok {
+			return true
+		}
+	}
+	return false
 }
 
 // SetWebhooks replaces the configured webhooks (as read from the registry).

@@ -249,6 +249,9 @@ func Render(w Webhook, t Transition) (Request, error) {
 		h.Set("Title", headerText(Title(t)))
 		h.Set("Priority", st.prio)
 		h.Set("Tags", st.tags)
+		if acts := ntfyActions(t); acts != "" {
+			h.Set("Actions", acts)
+		}
 		return Request{URL: w.URL, ContentType: "text/plain; charset=utf-8", Header: h, Body: []byte(Text(t))}, nil
 	}
 	return Request{}, &FieldError{Field: "format", Value: string(w.Format), Problem: "is not a format",
@@ -265,4 +268,56 @@ func headerText(s string) string {
 		}
 	}
 	return s
+}
+
+// maxActions is ntfy's limit of buttons on one message.
+const maxActions = 3
+
+// ntfyAction is one of ntfy's "http" actions as its JSON form names the
+// fields (docs.ntfy.sh/publish, "Action buttons"): the app makes the
+// request when the button is pressed, then clears the notification.
+type ntfyAction struct {
+	Action  string            `json:"action"`
+	Label   string            `json:"label"`
+	URL     string            `json:"url"`
+	Method  string            `json:"method,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	Body    string            `json:"body,omitempty"`
+	Clear   bool              `json:"clear"`
+}
+
+// ntfyActions is the Actions header of t: ntfy's JSON array form (the
+// header starts with "["), one line of ASCII. It is empty when t has no
+// buttons, or only ones that cannot go into a header.
+func ntfyActions(t Transition) string {
+	if t.Kind != KindNeedsInput || len(t.Actions) == 0 {
+		return ""
+	}
+	var out []ntfyAction
+	for _, a := range t.Actions {
+		if len(out) == maxActions {
+			break
+		}
+		label := text.Clip(text.OneLine(a.Label), 40)
+		if label == "" || a.URL == "" || len(a.URL) > maxLink {
+			continue
+		}
+		out = append(out, ntfyAction{Action: "http", Label: label, URL: a.URL, Method: a.Method,
+			Headers: a.Headers, Body: a.Body, Clear: true})
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return ""
+	}
+	for _, c := range b {
+		// json.Marshal escapes control characters; anything else that
+		// is not printable ASCII does not go into a header.
+		if c < ' ' || c >= utf8.RuneSelf {
+			return ""
+		}
+	}
+	return string(b)
 }

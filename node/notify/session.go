@@ -81,6 +81,21 @@ type Transition struct {
 	// At is when the state began to hold, as the engine observed it. Diff
 	// leaves it zero.
 	At time.Time
+	// Actions are the buttons of a needs_input message with an open
+	// permission request (Config.Actions made them); only the ntfy format
+	// carries them.
+	Actions []Action
+}
+
+// Action is a button of a message that makes an HTTP request when
+// pressed: ntfy's "http" action. Its headers and body carry a secret
+// (a one-decision token), so it goes only into the ntfy format.
+type Action struct {
+	Label   string
+	URL     string
+	Method  string
+	Headers map[string]string
+	Body    string
 }
 
 // Holds reports whether the state named by k holds in s.
