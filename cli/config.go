@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -119,14 +118,7 @@ func (f configFile) lookup(flag string) (string, bool) {
 // $XDG_CONFIG_HOME/harn/config.json when it exists. The file is a JSON
 // object of flag names, or lines of `key = value` (# starts a comment).
 func loadConfigFile(c *cobra.Command) (configFile, error) {
-	path, explicit := "", false
-	if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
-		path, explicit = f.Value.String(), true
-	} else if v := os.Getenv("HARN_CONFIG"); v != "" {
-		path, explicit = v, true
-	} else if d, err := os.UserConfigDir(); err == nil {
-		path = filepath.Join(d, "harn", "config.json")
-	}
+	path, explicit, _ := configPath(c)
 	if path == "" {
 		return configFile{}, nil
 	}

@@ -108,7 +108,11 @@ func newMeshCmd() *cobra.Command {
 					if s.Voter {
 						role = "voter"
 					}
-					fmt.Fprintf(c.OutOrStdout(), "  %s %s %s\n", text.OneLine(s.ID), text.OneLine(s.Addr), role)
+					stale := ""
+					if s.Stale {
+						stale = fmt.Sprintf("  STALE: advertises %s; peers dial the old address (it moves when the server reaches the leader; see harn doctor)", text.OneLine(s.Advertises))
+					}
+					fmt.Fprintf(c.OutOrStdout(), "  %s %s %s%s\n", text.OneLine(s.ID), text.OneLine(s.Addr), role, stale)
 				}
 				return nil
 			})

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,9 +58,17 @@ func tokenArgs(c *cobra.Command) (wire.TokenCreateArgs, error) {
 	return a, nil
 }
 
-func printToken(c *cobra.Command, t wire.TokenCreated) error {
+// printToken prints a new token (stdout) and, on stderr, what it allows
+// and the exact command that joins another node with it: this node's
+// advertised gossip address (t.JoinAddr, else join), and --server for a
+// server token.
+func printToken(c *cobra.Command, t wire.TokenCreated, join string) error {
+	if t.JoinAddr != "" {
+		join = t.JoinAddr
+	}
 	if asJSON(c) {
-		return writeJSON(c, map[string]any{"join_token": t.Token, "id": t.ID, "role": t.Role, "expires": t.Expires})
+		return writeJSON(c, map[string]any{"join_token": t.Token, "id": t.ID, "role": t.Role, "expires": t.Expires,
+			"join": joinHint(t, join)})
 	}
 	fmt.Fprintln(c.OutOrStdout(), t.Token)
 	uses := "any number of joins"
@@ -66,19 +76,56 @@ func printToken(c *cobra.Command, t wire.TokenCreated) error {
 		uses = fmt.Sprintf("%d join(s)", t.Uses)
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "join token %s for role %s: %s until %s\n", t.ID, t.Role, uses, t.Expires.Format(time.RFC3339))
-	server := ""
-	if t.Role == string(trust.RoleServer) {
-		server = " --server"
+	fmt.Fprintf(c.ErrOrStderr(), "on the other node: %s\n", joinHint(t, join))
+	if h, _, err := net.SplitHostPort(join); err == nil {
+		if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
+			fmt.Fprintf(c.ErrOrStderr(), "(%s reaches this machine only; for other machines start this node with --advertise ADDR or --bind ADDR)\n", h)
+		}
 	}
-	fmt.Fprintf(c.ErrOrStderr(), "on the other node: harn node%s --join <this-host>:%d --join-token <token>\n", server, layout.DefaultGossipPort)
 	return nil
+}
+
+// joinHint is the command that joins a node with t at join.
+func joinHint(t wire.TokenCreated, join string) string {
+	args := []string{"harn", "node"}
+	if t.Role == string(trust.RoleServer) {
+		args = append(args, "--server")
+	}
+	return strings.Join(append(args, "--join", shellQuote(join), "--join-token", shellQuote(t.Token)), " ")
+}
+
+// offlineJoinAddr is the gossip address the node of this data dir will
+// advertise, from the settings `harn node` reads (the environment, then
+// the config file): --advertise or --bind, else this machine's first
+// private address, and --gossip-port. server says whether that node is a
+// server.
+func offlineJoinAddr(c *cobra.Command, server bool) string {
+	bind := setting(c, "bind", "")
+	if bind == "" && !server && strings.TrimSpace(setting(c, "join", "")) == "" {
+		bind = "127.0.0.1" // a lone node (no --join, not a server) binds loopback alone
+	}
+	host, err := layout.AdvertiseHost(setting(c, "advertise", ""), bind)
+	if err != nil {
+		host = "<this-host>"
+	}
+	port := setting(c, "gossip-port", strconv.Itoa(layout.DefaultGossipPort))
+	return net.JoinHostPort(host, port)
+}
+
+func settingTrue(v string) bool {
+	b, err := strconv.ParseBool(strings.TrimSpace(v))
+	return err == nil && b
 }
 
 func newMeshInitCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "init",
 		Short: "on the first server, before its node starts: make the mesh CA, the gossip key and a join token",
-		Args:  noArgs,
+		Long: `mesh init makes the mesh CA, the gossip key and this server's certificate in the
+data dir, and a join token. It records the node name and the server role it used
+in the config file (--config, else HARN_CONFIG, else the default one), so that a
+plain ` + "`harn node`" + ` starts as the server the certificate is for.`,
+		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			d := daemonOf(c)
 			if d == nil || d.InitMesh == nil {
@@ -97,17 +144,30 @@ func newMeshInitCmd() *cobra.Command {
 				}
 				return withCode(ExitTrust, err)
 			}
+			path, _, fromFlag := configPath(c)
+			if path == "" {
+				return withCode(ExitTrust, fmt.Errorf("%w: no config folder (set HOME or XDG_CONFIG_HOME, or pass --config)", ErrConfigWrite))
+			}
+			if err := recordConfig(path, []string{"name", "server"}, map[string]any{"name": res.Name, "server": true}); err != nil {
+				return withCode(ExitPermission, err)
+			}
+			next := startHint(p)
+			if fromFlag {
+				next += " --config " + shellQuote(path)
+			}
 			if !asJSON(c) {
 				what := "made the mesh CA"
 				if !res.Created {
 					what = "kept the mesh CA"
 				}
-				fmt.Fprintf(c.ErrOrStderr(), "%s %s in %s; start this server with `harn node --server`\n", what, res.Fingerprint, layout.TrustDir(p.DataDir))
+				fmt.Fprintf(c.ErrOrStderr(), "%s %s in %s for server %s (recorded in %s); start this server with `%s`\n",
+					what, res.Fingerprint, layout.TrustDir(p.DataDir), text.OneLine(res.Name), path, next)
 			}
-			return printToken(c, res.Token)
+			return printToken(c, res.Token, offlineJoinAddr(c, true))
 		},
 	}
-	c.Flags().String("name", "", "this server's node name (default: the hostname); start the node with the same --name")
+	c.Flags().String("name", "", "this server's node name (default: the hostname); recorded in the config file for `harn node`")
+	c.Flags().String("config", "", "config file to record the name and role in (default: HARN_CONFIG, else the one `harn node` reads)")
 	addTokenFlags(c)
 	return c
 }

@@ -209,7 +209,7 @@ func (n *Node) openCluster() (*cluster, error) {
 			c.log.Warn("join: no seed answered yet; retrying in the background", "join", cc.Join, "err", err)
 		}
 	}
-	c.start(c.digestLoop, c.bootstrapLoop, c.reconcileLoop, func() { c.writer.Run(c.stop) }, c.refreshLoop, c.trustLoop)
+	c.start(c.digestLoop, c.bootstrapLoop, c.reconcileLoop, func() { c.writer.Run(c.stop) }, c.refreshLoop, c.trustLoop, c.moveLoop)
 	if c.trust != nil {
 		c.trust.renewer.Start()
 	}

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -218,37 +217,8 @@ func (c ClusterConfig) bindAddr() string {
 
 // advertiseAddr is the address peers dial.
 func (c ClusterConfig) advertiseAddr() (string, error) {
-	if c.Advertise != "" {
-		return c.Advertise, nil
-	}
-	b := c.bindAddr()
-	if ip := net.ParseIP(b); ip != nil && !ip.IsUnspecified() {
-		return b, nil
-	}
-	addrs, err := net.InterfaceAddrs()
-	if err != nil {
-		return "", err
-	}
-	var fallback string
-	for _, a := range addrs {
-		ipn, ok := a.(*net.IPNet)
-		if !ok || ipn.IP.To4() == nil || ipn.IP.IsLoopback() {
-			continue
-		}
-		if ipn.IP.IsPrivate() {
-			return ipn.IP.String(), nil
-		}
-		if fallback == "" {
-			fallback = ipn.IP.String()
-		}
-	}
-	if fallback != "" {
-		return fallback, nil
-	}
-	return "", errNoAdvertise
+	return layout.AdvertiseHost(c.Advertise, c.bindAddr())
 }
-
-var errNoAdvertise = errors.New("node: no address to advertise; pass --advertise")
 
 // Validate checks the cluster config.
 func (c ClusterConfig) Validate() error {

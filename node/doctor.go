@@ -61,18 +61,14 @@ func (n *Node) doctorRaft() *api.DoctorRaft {
 	}
 	v := &api.DoctorRaft{Leader: st.Leader, State: st.State}
 	alive := map[string]bool{n.cfg.Name: true}
-	advertised := map[string]string{}
 	if ms, err := n.Members(); err == nil {
 		for _, m := range ms {
 			if m.Status == "alive" {
 				alive[m.Name] = true
 			}
-			if m.Raft != "" {
-				advertised[m.Name] = m.Raft
-			}
 		}
 	}
-	for _, sv := range st.Servers {
+	for _, sv := range st.Servers { // RaftStats marked the stale ones
 		if sv.Voter {
 			v.Voters++
 			if alive[sv.ID] {
@@ -82,8 +78,8 @@ func (n *Node) doctorRaft() *api.DoctorRaft {
 				v.Voter = true
 			}
 		}
-		if adv, ok := advertised[sv.ID]; ok && adv != sv.Addr {
-			v.StalePeers = append(v.StalePeers, sv.ID+": "+sv.Addr+" (advertises "+adv+")")
+		if sv.Stale {
+			v.StalePeers = append(v.StalePeers, sv.ID+": "+sv.Addr+" (advertises "+sv.Advertises+")")
 		}
 	}
 	v.Quorum = v.Voters > 0 && v.Alive > v.Voters/2 && st.Leader != ""

@@ -7,6 +7,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/raftstore"
 )
 
 // MemberView is wire.MemberView.
@@ -29,6 +30,29 @@ func (n *Node) Members() ([]MemberView, error) {
 	return out, nil
 }
 
+// markStale is the raft configuration with each server's address checked
+// against the raft address it advertises in the mesh: a server whose
+// entry differs is stale (peers dial it where it no longer listens). A
+// server the mesh does not know (or that advertises no raft address) is
+// not judged.
+func markStale(servers []raftstore.Server, members []MemberView) []wire.RaftServer {
+	advertised := make(map[string]string, len(members))
+	for _, m := range members {
+		if m.Raft != "" {
+			advertised[m.Name] = m.Raft
+		}
+	}
+	out := make([]wire.RaftServer, 0, len(servers))
+	for _, sv := range servers {
+		v := wire.RaftServer{Server: sv}
+		if adv, ok := advertised[sv.ID]; ok && adv != sv.Addr {
+			v.Advertises, v.Stale = adv, true
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
 // RaftView is wire.RaftView.
 type RaftView = wire.RaftView
 
@@ -38,8 +62,9 @@ func (n *Node) RaftStats() (RaftView, error) {
 		return RaftView{}, ErrNoMesh
 	}
 	st := n.cl.raftStats()
+	ms, _ := n.Members()
 	v := RaftView{Leader: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, Applied: st.AppliedIndex,
-		State: st.State, Servers: st.Servers, Stale: st.Read.Stale}
+		State: st.State, Servers: markStale(st.Servers, ms), Stale: st.Read.Stale}
 	if st.Read.LastContact >= 0 {
 		v.LastContact = st.Read.LastContact.Round(time.Millisecond).String()
 	}

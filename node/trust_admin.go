@@ -105,7 +105,8 @@ func (c *cluster) admin(ctx context.Context, op string, args adminArgs) (any, er
 		if err := shareCA(c.trust.dir); err != nil {
 			return nil, err
 		}
-		return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses}, nil
+		return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses,
+			JoinAddr: c.gossipAddr()}, nil
 	case AdminTokenList:
 		return (&registryTokens{c: c}).List()
 	case AdminTokenRevoke:

@@ -42,7 +42,7 @@ func InitMesh(dataDir, name string, opts TokenCreateArgs, clk clock.Clock) (Mesh
 	if err != nil {
 		return MeshInit{}, err
 	}
-	return MeshInit{Created: created, Fingerprint: a.Fingerprint().String(), Token: tok}, nil
+	return MeshInit{Created: created, Fingerprint: a.Fingerprint().String(), Name: name, Token: tok}, nil
 }
 
 // CreatePendingToken makes a join token on a server whose node is not

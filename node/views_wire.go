@@ -59,7 +59,7 @@ func RaftToAPI(v RaftView) *api.RaftStats {
 	out := &api.RaftStats{Leader: v.Leader, Term: v.Term, CommitIndex: v.CommitIndex, AppliedIndex: v.Applied,
 		State: v.State, Stale: v.Stale, LastContact: v.LastContact}
 	for _, s := range v.Servers {
-		out.Servers = append(out.Servers, &api.RaftServer{Id: s.ID, Addr: s.Addr, Voter: s.Voter})
+		out.Servers = append(out.Servers, &api.RaftServer{Id: s.ID, Addr: s.Addr, Voter: s.Voter, Advertises: s.Advertises, Stale: s.Stale})
 	}
 	return out
 }

@@ -29,6 +29,8 @@ var (
 	// committed). It may still be applied; retrying an upsert is safe,
 	// since upserts are idempotent.
 	ErrUnknownOutcome = errors.New("registry write outcome unknown")
+	// ErrUnknownServer: the raft configuration holds no server of that ID.
+	ErrUnknownServer = errors.New("not a server of the raft configuration")
 )
 
 // NotLeaderError is returned by leader-only calls on another store. It

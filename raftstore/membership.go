@@ -196,3 +196,35 @@ func (s *Store) changeMembership(op, id, addr string, change func(*raft.Raft, ra
 	s.log.Info("raft membership changed", slog.String("op", op), slog.String("server_id", id), slog.String(keyAddr, addr))
 	return nil
 }
+
+// MoveServer puts a server of the configuration at a new address, keeping
+// its ID and suffrage (raft's AddVoter or AddNonvoter of a known ID
+// replaces its address). Leader only. A server already at addr is left
+// alone; an ID the configuration does not hold is ErrUnknownServer.
+func (s *Store) MoveServer(id, addr string) error {
+	if addr == "" {
+		return fmt.Errorf("%w: move: address required", ErrConfig)
+	}
+	var unknown bool
+	err := s.changeMembership("move", id, addr, func(r *raft.Raft, conf raft.Configuration) raft.IndexFuture {
+		for _, sv := range conf.Servers {
+			if string(sv.ID) != id {
+				continue
+			}
+			switch {
+			case string(sv.Address) == addr:
+				return nil
+			case sv.Suffrage == raft.Voter:
+				return r.AddVoter(sv.ID, raft.ServerAddress(addr), 0, s.cfg.MembershipTimeout)
+			default:
+				return r.AddNonvoter(sv.ID, raft.ServerAddress(addr), 0, s.cfg.MembershipTimeout)
+			}
+		}
+		unknown = true
+		return nil
+	})
+	if err == nil && unknown {
+		return fmt.Errorf("%w: %s", ErrUnknownServer, id)
+	}
+	return err
+}

@@ -159,6 +159,10 @@ type raftJSON struct {
 		ID    string `json:"id"`
 		Addr  string `json:"addr"`
 		Voter bool   `json:"voter"`
+		// Stale marks a server whose raft address differs from the one
+		// it advertises in the mesh (Advertises).
+		Stale      bool   `json:"stale"`
+		Advertises string `json:"advertises"`
 	} `json:"servers"`
 }
 

@@ -21,6 +21,95 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type MoveServerRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// addr is the server's new raft address (host:port).
+	Addr          string `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveServerRequest) Reset() {
+	*x = MoveServerRequest{}
+	mi := &file_cluster_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveServerRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveServerRequest) ProtoMessage() {}
+
+func (x *MoveServerRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveServerRequest.ProtoReflect.Descriptor instead.
+func (*MoveServerRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *MoveServerRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *MoveServerRequest) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+type MoveServerResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MoveServerResponse) Reset() {
+	*x = MoveServerResponse{}
+	mi := &file_cluster_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MoveServerResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MoveServerResponse) ProtoMessage() {}
+
+func (x *MoveServerResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MoveServerResponse.ProtoReflect.Descriptor instead.
+func (*MoveServerResponse) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{1}
+}
+
 type PresenceRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -29,7 +118,7 @@ type PresenceRequest struct {
 
 func (x *PresenceRequest) Reset() {
 	*x = PresenceRequest{}
-	mi := &file_cluster_proto_msgTypes[0]
+	mi := &file_cluster_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -41,7 +130,7 @@ func (x *PresenceRequest) String() string {
 func (*PresenceRequest) ProtoMessage() {}
 
 func (x *PresenceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[0]
+	mi := &file_cluster_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -54,7 +143,7 @@ func (x *PresenceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceRequest.ProtoReflect.Descriptor instead.
 func (*PresenceRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{0}
+	return file_cluster_proto_rawDescGZIP(), []int{2}
 }
 
 type PresenceResponse struct {
@@ -66,7 +155,7 @@ type PresenceResponse struct {
 
 func (x *PresenceResponse) Reset() {
 	*x = PresenceResponse{}
-	mi := &file_cluster_proto_msgTypes[1]
+	mi := &file_cluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -78,7 +167,7 @@ func (x *PresenceResponse) String() string {
 func (*PresenceResponse) ProtoMessage() {}
 
 func (x *PresenceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[1]
+	mi := &file_cluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -91,7 +180,7 @@ func (x *PresenceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PresenceResponse.ProtoReflect.Descriptor instead.
 func (*PresenceResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{1}
+	return file_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *PresenceResponse) GetBlob() []byte {
@@ -111,7 +200,7 @@ type ApplyRequest struct {
 
 func (x *ApplyRequest) Reset() {
 	*x = ApplyRequest{}
-	mi := &file_cluster_proto_msgTypes[2]
+	mi := &file_cluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -123,7 +212,7 @@ func (x *ApplyRequest) String() string {
 func (*ApplyRequest) ProtoMessage() {}
 
 func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[2]
+	mi := &file_cluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -136,7 +225,7 @@ func (x *ApplyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyRequest.ProtoReflect.Descriptor instead.
 func (*ApplyRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{2}
+	return file_cluster_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ApplyRequest) GetCommand() []byte {
@@ -155,7 +244,7 @@ type ApplyResponse struct {
 
 func (x *ApplyResponse) Reset() {
 	*x = ApplyResponse{}
-	mi := &file_cluster_proto_msgTypes[3]
+	mi := &file_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -167,7 +256,7 @@ func (x *ApplyResponse) String() string {
 func (*ApplyResponse) ProtoMessage() {}
 
 func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[3]
+	mi := &file_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -180,7 +269,7 @@ func (x *ApplyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApplyResponse.ProtoReflect.Descriptor instead.
 func (*ApplyResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{3}
+	return file_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *ApplyResponse) GetIndex() uint64 {
@@ -198,7 +287,7 @@ type ConsistentListRequest struct {
 
 func (x *ConsistentListRequest) Reset() {
 	*x = ConsistentListRequest{}
-	mi := &file_cluster_proto_msgTypes[4]
+	mi := &file_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -210,7 +299,7 @@ func (x *ConsistentListRequest) String() string {
 func (*ConsistentListRequest) ProtoMessage() {}
 
 func (x *ConsistentListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[4]
+	mi := &file_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -223,7 +312,7 @@ func (x *ConsistentListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ConsistentListRequest.ProtoReflect.Descriptor instead.
 func (*ConsistentListRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{4}
+	return file_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 type RegistryResponse struct {
@@ -237,7 +326,7 @@ type RegistryResponse struct {
 
 func (x *RegistryResponse) Reset() {
 	*x = RegistryResponse{}
-	mi := &file_cluster_proto_msgTypes[5]
+	mi := &file_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -249,7 +338,7 @@ func (x *RegistryResponse) String() string {
 func (*RegistryResponse) ProtoMessage() {}
 
 func (x *RegistryResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[5]
+	mi := &file_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -262,7 +351,7 @@ func (x *RegistryResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryResponse.ProtoReflect.Descriptor instead.
 func (*RegistryResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{5}
+	return file_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *RegistryResponse) GetIndex() uint64 {
@@ -316,7 +405,7 @@ type RegistryRecord struct {
 
 func (x *RegistryRecord) Reset() {
 	*x = RegistryRecord{}
-	mi := &file_cluster_proto_msgTypes[6]
+	mi := &file_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -328,7 +417,7 @@ func (x *RegistryRecord) String() string {
 func (*RegistryRecord) ProtoMessage() {}
 
 func (x *RegistryRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[6]
+	mi := &file_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -341,7 +430,7 @@ func (x *RegistryRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryRecord.ProtoReflect.Descriptor instead.
 func (*RegistryRecord) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{6}
+	return file_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *RegistryRecord) GetSessionId() string {
@@ -485,7 +574,7 @@ type RecordClocks struct {
 
 func (x *RecordClocks) Reset() {
 	*x = RecordClocks{}
-	mi := &file_cluster_proto_msgTypes[7]
+	mi := &file_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -497,7 +586,7 @@ func (x *RecordClocks) String() string {
 func (*RecordClocks) ProtoMessage() {}
 
 func (x *RecordClocks) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[7]
+	mi := &file_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -510,7 +599,7 @@ func (x *RecordClocks) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RecordClocks.ProtoReflect.Descriptor instead.
 func (*RecordClocks) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{7}
+	return file_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *RecordClocks) GetIdentity() *Time {
@@ -556,7 +645,7 @@ type AdminEmpty struct {
 
 func (x *AdminEmpty) Reset() {
 	*x = AdminEmpty{}
-	mi := &file_cluster_proto_msgTypes[8]
+	mi := &file_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -568,7 +657,7 @@ func (x *AdminEmpty) String() string {
 func (*AdminEmpty) ProtoMessage() {}
 
 func (x *AdminEmpty) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[8]
+	mi := &file_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -581,7 +670,7 @@ func (x *AdminEmpty) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AdminEmpty.ProtoReflect.Descriptor instead.
 func (*AdminEmpty) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{8}
+	return file_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 type TokenCreateRequest struct {
@@ -598,7 +687,7 @@ type TokenCreateRequest struct {
 
 func (x *TokenCreateRequest) Reset() {
 	*x = TokenCreateRequest{}
-	mi := &file_cluster_proto_msgTypes[9]
+	mi := &file_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +699,7 @@ func (x *TokenCreateRequest) String() string {
 func (*TokenCreateRequest) ProtoMessage() {}
 
 func (x *TokenCreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[9]
+	mi := &file_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -623,7 +712,7 @@ func (x *TokenCreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenCreateRequest.ProtoReflect.Descriptor instead.
 func (*TokenCreateRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{9}
+	return file_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TokenCreateRequest) GetServer() bool {
@@ -648,19 +737,22 @@ func (x *TokenCreateRequest) GetUses() int32 {
 }
 
 type TokenCreated struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	JoinToken     string                 `protobuf:"bytes,1,opt,name=join_token,json=joinToken,proto3" json:"join_token,omitempty"`
-	Id            string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
-	Role          string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
-	Expires       *Time                  `protobuf:"bytes,4,opt,name=expires,proto3" json:"expires,omitempty"`
-	Uses          int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	JoinToken string                 `protobuf:"bytes,1,opt,name=join_token,json=joinToken,proto3" json:"join_token,omitempty"`
+	Id        string                 `protobuf:"bytes,2,opt,name=id,proto3" json:"id,omitempty"`
+	Role      string                 `protobuf:"bytes,3,opt,name=role,proto3" json:"role,omitempty"`
+	Expires   *Time                  `protobuf:"bytes,4,opt,name=expires,proto3" json:"expires,omitempty"`
+	Uses      int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
+	// join_addr is the gossip address the node that made the token
+	// advertises: what a joining node passes to --join.
+	JoinAddr      string `protobuf:"bytes,6,opt,name=join_addr,json=joinAddr,proto3" json:"join_addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *TokenCreated) Reset() {
 	*x = TokenCreated{}
-	mi := &file_cluster_proto_msgTypes[10]
+	mi := &file_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -672,7 +764,7 @@ func (x *TokenCreated) String() string {
 func (*TokenCreated) ProtoMessage() {}
 
 func (x *TokenCreated) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[10]
+	mi := &file_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -685,7 +777,7 @@ func (x *TokenCreated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenCreated.ProtoReflect.Descriptor instead.
 func (*TokenCreated) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{10}
+	return file_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *TokenCreated) GetJoinToken() string {
@@ -723,6 +815,13 @@ func (x *TokenCreated) GetUses() int32 {
 	return 0
 }
 
+func (x *TokenCreated) GetJoinAddr() string {
+	if x != nil {
+		return x.JoinAddr
+	}
+	return ""
+}
+
 type TokenListResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tokens        []*TokenRecord         `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
@@ -732,7 +831,7 @@ type TokenListResponse struct {
 
 func (x *TokenListResponse) Reset() {
 	*x = TokenListResponse{}
-	mi := &file_cluster_proto_msgTypes[11]
+	mi := &file_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -744,7 +843,7 @@ func (x *TokenListResponse) String() string {
 func (*TokenListResponse) ProtoMessage() {}
 
 func (x *TokenListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[11]
+	mi := &file_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -757,7 +856,7 @@ func (x *TokenListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenListResponse.ProtoReflect.Descriptor instead.
 func (*TokenListResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{11}
+	return file_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TokenListResponse) GetTokens() []*TokenRecord {
@@ -784,7 +883,7 @@ type TokenRecord struct {
 
 func (x *TokenRecord) Reset() {
 	*x = TokenRecord{}
-	mi := &file_cluster_proto_msgTypes[12]
+	mi := &file_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +895,7 @@ func (x *TokenRecord) String() string {
 func (*TokenRecord) ProtoMessage() {}
 
 func (x *TokenRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[12]
+	mi := &file_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +908,7 @@ func (x *TokenRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRecord.ProtoReflect.Descriptor instead.
 func (*TokenRecord) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{12}
+	return file_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *TokenRecord) GetId() string {
@@ -870,7 +969,7 @@ type TokenRevokeRequest struct {
 
 func (x *TokenRevokeRequest) Reset() {
 	*x = TokenRevokeRequest{}
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -882,7 +981,7 @@ func (x *TokenRevokeRequest) String() string {
 func (*TokenRevokeRequest) ProtoMessage() {}
 
 func (x *TokenRevokeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[13]
+	mi := &file_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +994,7 @@ func (x *TokenRevokeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TokenRevokeRequest.ProtoReflect.Descriptor instead.
 func (*TokenRevokeRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{13}
+	return file_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *TokenRevokeRequest) GetId() string {
@@ -916,7 +1015,7 @@ type KeyringChangeRequest struct {
 
 func (x *KeyringChangeRequest) Reset() {
 	*x = KeyringChangeRequest{}
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -928,7 +1027,7 @@ func (x *KeyringChangeRequest) String() string {
 func (*KeyringChangeRequest) ProtoMessage() {}
 
 func (x *KeyringChangeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[14]
+	mi := &file_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -941,7 +1040,7 @@ func (x *KeyringChangeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringChangeRequest.ProtoReflect.Descriptor instead.
 func (*KeyringChangeRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{14}
+	return file_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *KeyringChangeRequest) GetOp() string {
@@ -972,7 +1071,7 @@ type KeyringView struct {
 
 func (x *KeyringView) Reset() {
 	*x = KeyringView{}
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -984,7 +1083,7 @@ func (x *KeyringView) String() string {
 func (*KeyringView) ProtoMessage() {}
 
 func (x *KeyringView) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[15]
+	mi := &file_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -997,7 +1096,7 @@ func (x *KeyringView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use KeyringView.ProtoReflect.Descriptor instead.
 func (*KeyringView) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{15}
+	return file_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *KeyringView) GetPrimary() string {
@@ -1037,7 +1136,7 @@ type RevokeNodeRequest struct {
 
 func (x *RevokeNodeRequest) Reset() {
 	*x = RevokeNodeRequest{}
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1049,7 +1148,7 @@ func (x *RevokeNodeRequest) String() string {
 func (*RevokeNodeRequest) ProtoMessage() {}
 
 func (x *RevokeNodeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[16]
+	mi := &file_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1062,7 +1161,7 @@ func (x *RevokeNodeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RevokeNodeRequest.ProtoReflect.Descriptor instead.
 func (*RevokeNodeRequest) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{16}
+	return file_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *RevokeNodeRequest) GetNode() string {
@@ -1082,7 +1181,7 @@ type Revoked struct {
 
 func (x *Revoked) Reset() {
 	*x = Revoked{}
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1094,7 +1193,7 @@ func (x *Revoked) String() string {
 func (*Revoked) ProtoMessage() {}
 
 func (x *Revoked) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[17]
+	mi := &file_cluster_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1107,7 +1206,7 @@ func (x *Revoked) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Revoked.ProtoReflect.Descriptor instead.
 func (*Revoked) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{17}
+	return file_cluster_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Revoked) GetNode() string {
@@ -1141,7 +1240,7 @@ type CAStatusResponse struct {
 
 func (x *CAStatusResponse) Reset() {
 	*x = CAStatusResponse{}
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1153,7 +1252,7 @@ func (x *CAStatusResponse) String() string {
 func (*CAStatusResponse) ProtoMessage() {}
 
 func (x *CAStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cluster_proto_msgTypes[18]
+	mi := &file_cluster_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1166,7 +1265,7 @@ func (x *CAStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CAStatusResponse.ProtoReflect.Descriptor instead.
 func (*CAStatusResponse) Descriptor() ([]byte, []int) {
-	return file_cluster_proto_rawDescGZIP(), []int{18}
+	return file_cluster_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CAStatusResponse) GetRoots() []string {
@@ -1202,7 +1301,11 @@ var File_cluster_proto protoreflect.FileDescriptor
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
 	"\rcluster.proto\x12\aharn.v1\x1a\n" +
-	"harn.proto\x1a\fvalues.proto\"\x11\n" +
+	"harn.proto\x1a\fvalues.proto\"7\n" +
+	"\x11MoveServerRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\"\x14\n" +
+	"\x12MoveServerResponse\"\x11\n" +
 	"\x0fPresenceRequest\"&\n" +
 	"\x10PresenceResponse\x12\x12\n" +
 	"\x04blob\x18\x01 \x01(\fR\x04blob\"4\n" +
@@ -1251,14 +1354,15 @@ const file_cluster_proto_rawDesc = "" +
 	"\x12TokenCreateRequest\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\bR\x06server\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x12\x12\n" +
-	"\x04uses\x18\x03 \x01(\x05R\x04uses\"\x8e\x01\n" +
+	"\x04uses\x18\x03 \x01(\x05R\x04uses\"\xab\x01\n" +
 	"\fTokenCreated\x12\x1d\n" +
 	"\n" +
 	"join_token\x18\x01 \x01(\tR\tjoinToken\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x12\n" +
 	"\x04role\x18\x03 \x01(\tR\x04role\x12'\n" +
 	"\aexpires\x18\x04 \x01(\v2\r.harn.v1.TimeR\aexpires\x12\x12\n" +
-	"\x04uses\x18\x05 \x01(\x05R\x04uses\"A\n" +
+	"\x04uses\x18\x05 \x01(\x05R\x04uses\x12\x1b\n" +
+	"\tjoin_addr\x18\x06 \x01(\tR\bjoinAddr\"A\n" +
 	"\x11TokenListResponse\x12,\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x14.harn.v1.TokenRecordR\x06tokens\"\xd0\x01\n" +
 	"\vTokenRecord\x12\x0e\n" +
@@ -1292,13 +1396,15 @@ const file_cluster_proto_rawDesc = "" +
 	"\x12members_on_current\x18\x04 \x03(\v2/.harn.v1.CAStatusResponse.MembersOnCurrentEntryR\x10membersOnCurrent\x1aC\n" +
 	"\x15MembersOnCurrentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x012\x81\x05\n" +
+	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x012\xc8\x05\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
 	"\aSession\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x12?\n" +
 	"\fSessionTrace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12K\n" +
-	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x12?\n" +
+	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x12E\n" +
+	"\n" +
+	"MoveServer\x12\x1a.harn.v1.MoveServerRequest\x1a\x1b.harn.v1.MoveServerResponse\x12?\n" +
 	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponse\x123\n" +
 	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x12<\n" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
@@ -1328,100 +1434,104 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_cluster_proto_goTypes = []any{
-	(*PresenceRequest)(nil),       // 0: harn.v1.PresenceRequest
-	(*PresenceResponse)(nil),      // 1: harn.v1.PresenceResponse
-	(*ApplyRequest)(nil),          // 2: harn.v1.ApplyRequest
-	(*ApplyResponse)(nil),         // 3: harn.v1.ApplyResponse
-	(*ConsistentListRequest)(nil), // 4: harn.v1.ConsistentListRequest
-	(*RegistryResponse)(nil),      // 5: harn.v1.RegistryResponse
-	(*RegistryRecord)(nil),        // 6: harn.v1.RegistryRecord
-	(*RecordClocks)(nil),          // 7: harn.v1.RecordClocks
-	(*AdminEmpty)(nil),            // 8: harn.v1.AdminEmpty
-	(*TokenCreateRequest)(nil),    // 9: harn.v1.TokenCreateRequest
-	(*TokenCreated)(nil),          // 10: harn.v1.TokenCreated
-	(*TokenListResponse)(nil),     // 11: harn.v1.TokenListResponse
-	(*TokenRecord)(nil),           // 12: harn.v1.TokenRecord
-	(*TokenRevokeRequest)(nil),    // 13: harn.v1.TokenRevokeRequest
-	(*KeyringChangeRequest)(nil),  // 14: harn.v1.KeyringChangeRequest
-	(*KeyringView)(nil),           // 15: harn.v1.KeyringView
-	(*RevokeNodeRequest)(nil),     // 16: harn.v1.RevokeNodeRequest
-	(*Revoked)(nil),               // 17: harn.v1.Revoked
-	(*CAStatusResponse)(nil),      // 18: harn.v1.CAStatusResponse
-	nil,                           // 19: harn.v1.CAStatusResponse.MembersOnCurrentEntry
-	(*Time)(nil),                  // 20: harn.v1.Time
-	(*SessionRequest)(nil),        // 21: harn.v1.SessionRequest
-	(*RemoveServerRequest)(nil),   // 22: harn.v1.RemoveServerRequest
-	(*TaskRequest)(nil),           // 23: harn.v1.TaskRequest
-	(*PendingRequest)(nil),        // 24: harn.v1.PendingRequest
-	(*AnswerRequest)(nil),         // 25: harn.v1.AnswerRequest
-	(*CoordRequest)(nil),          // 26: harn.v1.CoordRequest
-	(*SessionResponse)(nil),       // 27: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 28: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 29: harn.v1.RemoveServerResponse
-	(*TaskResponse)(nil),          // 30: harn.v1.TaskResponse
-	(*PendingResponse)(nil),       // 31: harn.v1.PendingResponse
-	(*AnswerResponse)(nil),        // 32: harn.v1.AnswerResponse
-	(*CoordResponse)(nil),         // 33: harn.v1.CoordResponse
+	(*MoveServerRequest)(nil),     // 0: harn.v1.MoveServerRequest
+	(*MoveServerResponse)(nil),    // 1: harn.v1.MoveServerResponse
+	(*PresenceRequest)(nil),       // 2: harn.v1.PresenceRequest
+	(*PresenceResponse)(nil),      // 3: harn.v1.PresenceResponse
+	(*ApplyRequest)(nil),          // 4: harn.v1.ApplyRequest
+	(*ApplyResponse)(nil),         // 5: harn.v1.ApplyResponse
+	(*ConsistentListRequest)(nil), // 6: harn.v1.ConsistentListRequest
+	(*RegistryResponse)(nil),      // 7: harn.v1.RegistryResponse
+	(*RegistryRecord)(nil),        // 8: harn.v1.RegistryRecord
+	(*RecordClocks)(nil),          // 9: harn.v1.RecordClocks
+	(*AdminEmpty)(nil),            // 10: harn.v1.AdminEmpty
+	(*TokenCreateRequest)(nil),    // 11: harn.v1.TokenCreateRequest
+	(*TokenCreated)(nil),          // 12: harn.v1.TokenCreated
+	(*TokenListResponse)(nil),     // 13: harn.v1.TokenListResponse
+	(*TokenRecord)(nil),           // 14: harn.v1.TokenRecord
+	(*TokenRevokeRequest)(nil),    // 15: harn.v1.TokenRevokeRequest
+	(*KeyringChangeRequest)(nil),  // 16: harn.v1.KeyringChangeRequest
+	(*KeyringView)(nil),           // 17: harn.v1.KeyringView
+	(*RevokeNodeRequest)(nil),     // 18: harn.v1.RevokeNodeRequest
+	(*Revoked)(nil),               // 19: harn.v1.Revoked
+	(*CAStatusResponse)(nil),      // 20: harn.v1.CAStatusResponse
+	nil,                           // 21: harn.v1.CAStatusResponse.MembersOnCurrentEntry
+	(*Time)(nil),                  // 22: harn.v1.Time
+	(*SessionRequest)(nil),        // 23: harn.v1.SessionRequest
+	(*RemoveServerRequest)(nil),   // 24: harn.v1.RemoveServerRequest
+	(*TaskRequest)(nil),           // 25: harn.v1.TaskRequest
+	(*PendingRequest)(nil),        // 26: harn.v1.PendingRequest
+	(*AnswerRequest)(nil),         // 27: harn.v1.AnswerRequest
+	(*CoordRequest)(nil),          // 28: harn.v1.CoordRequest
+	(*SessionResponse)(nil),       // 29: harn.v1.SessionResponse
+	(*TraceResponse)(nil),         // 30: harn.v1.TraceResponse
+	(*RemoveServerResponse)(nil),  // 31: harn.v1.RemoveServerResponse
+	(*TaskResponse)(nil),          // 32: harn.v1.TaskResponse
+	(*PendingResponse)(nil),       // 33: harn.v1.PendingResponse
+	(*AnswerResponse)(nil),        // 34: harn.v1.AnswerResponse
+	(*CoordResponse)(nil),         // 35: harn.v1.CoordResponse
 }
 var file_cluster_proto_depIdxs = []int32{
-	6,  // 0: harn.v1.RegistryResponse.records:type_name -> harn.v1.RegistryRecord
-	20, // 1: harn.v1.RegistryRecord.ended_at:type_name -> harn.v1.Time
-	20, // 2: harn.v1.RegistryRecord.activity_updated_at:type_name -> harn.v1.Time
-	20, // 3: harn.v1.RegistryRecord.started_at:type_name -> harn.v1.Time
-	20, // 4: harn.v1.RegistryRecord.updated_at:type_name -> harn.v1.Time
-	7,  // 5: harn.v1.RegistryRecord.clocks:type_name -> harn.v1.RecordClocks
-	20, // 6: harn.v1.RecordClocks.identity:type_name -> harn.v1.Time
-	20, // 7: harn.v1.RecordClocks.task:type_name -> harn.v1.Time
-	20, // 8: harn.v1.RecordClocks.lifecycle:type_name -> harn.v1.Time
-	20, // 9: harn.v1.RecordClocks.activity:type_name -> harn.v1.Time
-	20, // 10: harn.v1.RecordClocks.end:type_name -> harn.v1.Time
-	20, // 11: harn.v1.TokenCreated.expires:type_name -> harn.v1.Time
-	12, // 12: harn.v1.TokenListResponse.tokens:type_name -> harn.v1.TokenRecord
-	20, // 13: harn.v1.TokenRecord.created:type_name -> harn.v1.Time
-	20, // 14: harn.v1.TokenRecord.expires:type_name -> harn.v1.Time
-	19, // 15: harn.v1.CAStatusResponse.members_on_current:type_name -> harn.v1.CAStatusResponse.MembersOnCurrentEntry
-	2,  // 16: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
-	4,  // 17: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
-	21, // 18: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
-	21, // 19: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
-	22, // 20: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	0,  // 21: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
-	23, // 22: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
-	24, // 23: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
-	25, // 24: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
-	26, // 25: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
-	9,  // 26: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
-	8,  // 27: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
-	13, // 28: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
-	8,  // 29: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
-	14, // 30: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
-	16, // 31: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
-	8,  // 32: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
-	8,  // 33: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
-	8,  // 34: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
-	3,  // 35: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	5,  // 36: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	27, // 37: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	28, // 38: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	29, // 39: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	1,  // 40: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	30, // 41: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
-	31, // 42: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
-	32, // 43: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
-	33, // 44: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
-	10, // 45: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
-	11, // 46: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
-	8,  // 47: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
-	15, // 48: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
-	15, // 49: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
-	17, // 50: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
-	18, // 51: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
-	18, // 52: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
-	18, // 53: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
-	35, // [35:54] is the sub-list for method output_type
-	16, // [16:35] is the sub-list for method input_type
+	8,  // 0: harn.v1.RegistryResponse.records:type_name -> harn.v1.RegistryRecord
+	22, // 1: harn.v1.RegistryRecord.ended_at:type_name -> harn.v1.Time
+	22, // 2: harn.v1.RegistryRecord.activity_updated_at:type_name -> harn.v1.Time
+	22, // 3: harn.v1.RegistryRecord.started_at:type_name -> harn.v1.Time
+	22, // 4: harn.v1.RegistryRecord.updated_at:type_name -> harn.v1.Time
+	9,  // 5: harn.v1.RegistryRecord.clocks:type_name -> harn.v1.RecordClocks
+	22, // 6: harn.v1.RecordClocks.identity:type_name -> harn.v1.Time
+	22, // 7: harn.v1.RecordClocks.task:type_name -> harn.v1.Time
+	22, // 8: harn.v1.RecordClocks.lifecycle:type_name -> harn.v1.Time
+	22, // 9: harn.v1.RecordClocks.activity:type_name -> harn.v1.Time
+	22, // 10: harn.v1.RecordClocks.end:type_name -> harn.v1.Time
+	22, // 11: harn.v1.TokenCreated.expires:type_name -> harn.v1.Time
+	14, // 12: harn.v1.TokenListResponse.tokens:type_name -> harn.v1.TokenRecord
+	22, // 13: harn.v1.TokenRecord.created:type_name -> harn.v1.Time
+	22, // 14: harn.v1.TokenRecord.expires:type_name -> harn.v1.Time
+	21, // 15: harn.v1.CAStatusResponse.members_on_current:type_name -> harn.v1.CAStatusResponse.MembersOnCurrentEntry
+	4,  // 16: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
+	6,  // 17: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
+	23, // 18: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
+	23, // 19: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
+	24, // 20: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	0,  // 21: harn.v1.Cluster.MoveServer:input_type -> harn.v1.MoveServerRequest
+	2,  // 22: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
+	25, // 23: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
+	26, // 24: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
+	27, // 25: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
+	28, // 26: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
+	11, // 27: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
+	10, // 28: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
+	15, // 29: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
+	10, // 30: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
+	16, // 31: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
+	18, // 32: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
+	10, // 33: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
+	10, // 34: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
+	10, // 35: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
+	5,  // 36: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	7,  // 37: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	29, // 38: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	30, // 39: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	31, // 40: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	1,  // 41: harn.v1.Cluster.MoveServer:output_type -> harn.v1.MoveServerResponse
+	3,  // 42: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	32, // 43: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
+	33, // 44: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
+	34, // 45: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
+	35, // 46: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
+	12, // 47: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
+	13, // 48: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
+	10, // 49: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
+	17, // 50: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
+	17, // 51: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
+	19, // 52: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
+	20, // 53: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
+	20, // 54: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
+	20, // 55: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
+	36, // [36:56] is the sub-list for method output_type
+	16, // [16:36] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -1440,7 +1550,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -24,6 +24,7 @@ const (
 	Cluster_Session_FullMethodName        = "/harn.v1.Cluster/Session"
 	Cluster_SessionTrace_FullMethodName   = "/harn.v1.Cluster/SessionTrace"
 	Cluster_RemoveServer_FullMethodName   = "/harn.v1.Cluster/RemoveServer"
+	Cluster_MoveServer_FullMethodName     = "/harn.v1.Cluster/MoveServer"
 	Cluster_Presence_FullMethodName       = "/harn.v1.Cluster/Presence"
 	Cluster_Task_FullMethodName           = "/harn.v1.Cluster/Task"
 	Cluster_Pending_FullMethodName        = "/harn.v1.Cluster/Pending"
@@ -51,6 +52,10 @@ type ClusterClient interface {
 	SessionTrace(ctx context.Context, in *SessionRequest, opts ...grpc.CallOption) (*TraceResponse, error)
 	// RemoveServer removes a server from the Raft configuration, on the leader.
 	RemoveServer(ctx context.Context, in *RemoveServerRequest, opts ...grpc.CallOption) (*RemoveServerResponse, error)
+	// MoveServer puts a voter of the Raft configuration at a new raft
+	// address (it restarted on another raft port), on the leader. A server
+	// may move only itself.
+	MoveServer(ctx context.Context, in *MoveServerRequest, opts ...grpc.CallOption) (*MoveServerResponse, error)
 	// Presence returns the node's full presence blob: the anti-entropy pull a
 	// peer makes when the digest it was gossiped differs from what it holds.
 	Presence(ctx context.Context, in *PresenceRequest, opts ...grpc.CallOption) (*PresenceResponse, error)
@@ -127,6 +132,16 @@ func (c *clusterClient) RemoveServer(ctx context.Context, in *RemoveServerReques
 	return out, nil
 }
 
+func (c *clusterClient) MoveServer(ctx context.Context, in *MoveServerRequest, opts ...grpc.CallOption) (*MoveServerResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MoveServerResponse)
+	err := c.cc.Invoke(ctx, Cluster_MoveServer_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *clusterClient) Presence(ctx context.Context, in *PresenceRequest, opts ...grpc.CallOption) (*PresenceResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PresenceResponse)
@@ -197,6 +212,10 @@ type ClusterServer interface {
 	SessionTrace(context.Context, *SessionRequest) (*TraceResponse, error)
 	// RemoveServer removes a server from the Raft configuration, on the leader.
 	RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error)
+	// MoveServer puts a voter of the Raft configuration at a new raft
+	// address (it restarted on another raft port), on the leader. A server
+	// may move only itself.
+	MoveServer(context.Context, *MoveServerRequest) (*MoveServerResponse, error)
 	// Presence returns the node's full presence blob: the anti-entropy pull a
 	// peer makes when the digest it was gossiped differs from what it holds.
 	Presence(context.Context, *PresenceRequest) (*PresenceResponse, error)
@@ -237,6 +256,9 @@ func (UnimplementedClusterServer) SessionTrace(context.Context, *SessionRequest)
 }
 func (UnimplementedClusterServer) RemoveServer(context.Context, *RemoveServerRequest) (*RemoveServerResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveServer not implemented")
+}
+func (UnimplementedClusterServer) MoveServer(context.Context, *MoveServerRequest) (*MoveServerResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MoveServer not implemented")
 }
 func (UnimplementedClusterServer) Presence(context.Context, *PresenceRequest) (*PresenceResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Presence not implemented")
@@ -364,6 +386,24 @@ func _Cluster_RemoveServer_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_MoveServer_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MoveServerRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).MoveServer(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_MoveServer_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).MoveServer(ctx, req.(*MoveServerRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Cluster_Presence_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PresenceRequest)
 	if err := dec(in); err != nil {
@@ -480,6 +520,10 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveServer",
 			Handler:    _Cluster_RemoveServer_Handler,
+		},
+		{
+			MethodName: "MoveServer",
+			Handler:    _Cluster_MoveServer_Handler,
 		},
 		{
 			MethodName: "Presence",

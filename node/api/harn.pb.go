@@ -1728,10 +1728,15 @@ func (x *RaftStats) GetLastContact() string {
 }
 
 type RaftServer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
-	Voter         bool                   `protobuf:"varint,3,opt,name=voter,proto3" json:"voter,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Addr  string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Voter bool                   `protobuf:"varint,3,opt,name=voter,proto3" json:"voter,omitempty"`
+	// advertises is the raft address the server advertises in the mesh,
+	// set when it differs from addr; stale is then true: peers dial an
+	// address where the server no longer listens.
+	Advertises    string `protobuf:"bytes,4,opt,name=advertises,proto3" json:"advertises,omitempty"`
+	Stale         bool   `protobuf:"varint,5,opt,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1783,6 +1788,20 @@ func (x *RaftServer) GetAddr() string {
 func (x *RaftServer) GetVoter() bool {
 	if x != nil {
 		return x.Voter
+	}
+	return false
+}
+
+func (x *RaftServer) GetAdvertises() string {
+	if x != nil {
+		return x.Advertises
+	}
+	return ""
+}
+
+func (x *RaftServer) GetStale() bool {
+	if x != nil {
+		return x.Stale
 	}
 	return false
 }
@@ -4852,12 +4871,16 @@ const file_harn_proto_rawDesc = "" +
 	"\x05state\x18\x05 \x01(\tR\x05state\x12-\n" +
 	"\aservers\x18\x06 \x03(\v2\x13.harn.v1.RaftServerR\aservers\x12\x14\n" +
 	"\x05stale\x18\a \x01(\bR\x05stale\x12!\n" +
-	"\flast_contact\x18\b \x01(\tR\vlastContact\"F\n" +
+	"\flast_contact\x18\b \x01(\tR\vlastContact\"|\n" +
 	"\n" +
 	"RaftServer\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x14\n" +
-	"\x05voter\x18\x03 \x01(\bR\x05voter\"\x0f\n" +
+	"\x05voter\x18\x03 \x01(\bR\x05voter\x12\x1e\n" +
+	"\n" +
+	"advertises\x18\x04 \x01(\tR\n" +
+	"advertises\x12\x14\n" +
+	"\x05stale\x18\x05 \x01(\bR\x05stale\"\x0f\n" +
 	"\rLeaveResponse\"%\n" +
 	"\x13RemoveServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +

@@ -26,6 +26,9 @@ type TokenCreated struct {
 	Role    string    `json:"role"`
 	Expires time.Time `json:"expires"`
 	Uses    int       `json:"uses,omitempty"`
+	// JoinAddr is the gossip address the node that made the token
+	// advertises, for the joining node's --join ("" when not known).
+	JoinAddr string `json:"join_addr,omitempty"`
 }
 
 // KeyringChange is `harn keyring install|use|remove KEY`.
@@ -74,5 +77,7 @@ type MeshInit struct {
 	// Created says whether a new CA was made (false: the data dir had one).
 	Created     bool   `json:"created"`
 	Fingerprint string `json:"ca_fingerprint"`
-	Token       TokenCreated
+	// Name is the server's node name the certificate was made for.
+	Name  string `json:"name"`
+	Token TokenCreated
 }

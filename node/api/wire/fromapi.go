@@ -28,7 +28,8 @@ func RevokedFromAPI(v *api.Revoked) Revoked {
 
 // TokenCreatedFromAPI reads a new token from the wire.
 func TokenCreatedFromAPI(t *api.TokenCreated) TokenCreated {
-	return TokenCreated{Token: t.GetJoinToken(), ID: t.GetId(), Role: t.GetRole(), Expires: t.GetExpires().AsTime(), Uses: int(t.GetUses())}
+	return TokenCreated{Token: t.GetJoinToken(), ID: t.GetId(), Role: t.GetRole(), Expires: t.GetExpires().AsTime(), Uses: int(t.GetUses()),
+		JoinAddr: t.GetJoinAddr()}
 }
 
 // TokenRecordsFromAPI reads token records from the wire.
@@ -76,7 +77,8 @@ func RaftFromAPI(v *api.RaftStats) RaftView {
 	out := RaftView{Leader: v.GetLeader(), Term: v.GetTerm(), CommitIndex: v.GetCommitIndex(),
 		Applied: v.GetAppliedIndex(), State: v.GetState(), Stale: v.GetStale(), LastContact: v.GetLastContact()}
 	for _, s := range v.GetServers() {
-		out.Servers = append(out.Servers, raftwire.Server{ID: s.GetId(), Addr: s.GetAddr(), Voter: s.GetVoter()})
+		out.Servers = append(out.Servers, RaftServer{Server: raftwire.Server{ID: s.GetId(), Addr: s.GetAddr(), Voter: s.GetVoter()},
+			Advertises: s.GetAdvertises(), Stale: s.GetStale()})
 	}
 	return out
 }
