@@ -18,6 +18,7 @@ import (
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/runtime/agent/tools"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -44,7 +45,13 @@ func (n *Node) openTasks() error {
 		Sink:     sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
 		Sessions: sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
-		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers})
+		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers,
+		// Each harn session gets its own tool box: the core and discovery
+		// tools, the skills of its project and of the user, the servers of
+		// the user's (this node's) and the project's mcp.json, then its
+		// own --mcp servers.
+		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
+			ShellGrace: tasks.ShellGraceFor(grace)})})
 	if err != nil {
 		return err
 	}

@@ -117,12 +117,13 @@ func (rt *Runtime) Discover(taskID string) ([]Entry, error) {
 	return out, nil
 }
 
-// discoverable lists, sorted, the snapshot names the task may discover.
+// discoverable lists, sorted, the snapshot names the task may discover:
+// a revoked capability, or one whose provider is disabled, is not.
 func discoverable(g *global, t *task) []string {
 	var out []string
 	for i := range t.snap.list {
 		c := &t.snap.list[i]
-		if g.isRevoked(c.Name) {
+		if g.isRevoked(c.Name) || g.disabled[c.Provider] {
 			continue
 		}
 		if lvl, _ := ceiling(t.grants, t.limits, c, "", modeNoCall, t.s.cfg.Workdir); lvl >= Discover {

@@ -53,7 +53,9 @@ func (h *Host) Do(a Action) (Result, error) {
 		case a.Session == "":
 			return res, fmt.Errorf("%w: name the session (--session ID)", ErrBadAction)
 		default:
-			hs, err = h.attach(a.Session)
+			if hs, err = h.attach(a.Session); err == nil {
+				err = hs.live(h)
+			}
 		}
 		if err != nil {
 			return res, err

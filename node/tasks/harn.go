@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,9 +34,78 @@ const (
 	maxEventsPoll = 5 * time.Second
 )
 
-// BoxFactory builds the tool box of a harn session (the MCP servers of
-// its options included). Nil: the built-in minimal box.
-type BoxFactory func(session, workdir string, mcp []string) (tools.Box, error)
+// SessionBox is the tool box of one harn session: the loop's Box, the
+// runtime catalog it publishes, the MCP servers Open connected, and its
+// life. The host opens it before the session's first task and closes it
+// (MCP servers stopped and waited for) when the session ends or the node
+// closes.
+type SessionBox interface {
+	tools.Box
+	Catalog() string
+	Servers() []string
+	Open(ctx context.Context) error
+	Close() error
+}
+
+// BoxSpec is what a BoxFactory builds a session's box from.
+type BoxSpec struct {
+	Runtime *runtime.Runtime
+	Session string
+	Catalog string            // the runtime catalog the box publishes into (one per session)
+	Workdir string            // the session's project: .harn/skills, .harn/mcp.json
+	MCP     []tools.MCPServer // the session's own servers (--mcp NAME=COMMAND)
+}
+
+// BoxFactory builds the tool box of a harn session; it does no I/O (the
+// host calls Open). Nil in Config: Toolboxes with the host's clock and
+// logger.
+type BoxFactory func(BoxSpec) (SessionBox, error)
+
+// Toolboxes builds each session's box as a tools.Toolbox from base (its
+// Clock, Logger, bounds and the node's own MCP servers): the spec's
+// runtime, catalog and project, and the node's servers followed by the
+// session's, so that a session's server replaces a node's of its name.
+// The user's and the project's mcp.json are read by Open unless
+// base.NoMCPFiles.
+func Toolboxes(base tools.Config) BoxFactory {
+	return func(s BoxSpec) (SessionBox, error) {
+		c := base
+		c.Runtime, c.Catalog, c.Project = s.Runtime, s.Catalog, s.Workdir
+		c.MCP = append(slices.Clone(base.MCP), s.MCP...)
+		return tools.New(c)
+	}
+}
+
+// ShellGraceFor keeps the shell's SIGINT → SIGKILL under the runtime's
+// barrier grace (exec.DefaultGrace when grace <= 0), so that a cancelled
+// shell's Run returns in time.
+func ShellGraceFor(grace time.Duration) time.Duration {
+	if grace <= 0 {
+		grace = exec.DefaultGrace
+	}
+	return min(tools.DefaultShellGrace, max(grace/2, 10*time.Millisecond))
+}
+
+// boxOpenTimeout bounds a session box's Open: every MCP server's start.
+const boxOpenTimeout = 30 * time.Second
+
+// harnServers parses the options' --mcp entries (validated).
+func harnServers(o HarnOptions) ([]tools.MCPServer, error) {
+	out := make([]tools.MCPServer, 0, len(o.MCP))
+	seen := map[string]bool{}
+	for _, m := range o.MCP {
+		s, err := tools.ParseMCPFlag(m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadAction, err)
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("%w: --mcp %s given twice", ErrBadAction, s.Name)
+		}
+		seen[s.Name] = true
+		out = append(out, s)
+	}
+	return out, nil
+}
 
 func validateHarn(o HarnOptions) error {
 	switch {
@@ -154,16 +224,12 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 	} else {
 		prov = agent.NewOpenAI(pc)
 	}
+	servers, err := harnServers(o)
+	if err != nil {
+		return "", err
+	}
 	now := h.cfg.Clock.Now()
 	id := "h-" + ids.New(now)
-	var box tools.Box
-	if h.cfg.Boxes != nil {
-		if box, err = h.cfg.Boxes(id, workdir, o.MCP); err != nil {
-			return "", fmt.Errorf("%w: %w", ErrBadAction, err)
-		}
-	} else {
-		box = agent.NewMiniBox()
-	}
 	h.mu.Lock()
 	switch {
 	case h.ctx.Err() != nil:
@@ -174,15 +240,62 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
 	}
 	h.mu.Unlock()
+	box, err := h.openBox(BoxSpec{Runtime: h.rt, Session: id, Catalog: agent.Catalog + ":" + id, Workdir: workdir, MCP: servers})
+	if err != nil {
+		return "", err
+	}
+	id, err = h.startHarn(id, box, prov, model, workdir, now)
+	if err != nil {
+		_ = box.Close()
+		return "", err
+	}
+	return id, nil
+}
+
+// openBox builds and opens a session's tool box: its skills, its MCP
+// servers and its first catalog generation. A server of the session's own
+// (--mcp) that does not start fails the open, as harn ask promises; one
+// from the node's or the project's config is a warning.
+func (h *Host) openBox(spec BoxSpec) (SessionBox, error) {
+	f := h.cfg.Boxes
+	if f == nil {
+		f = Toolboxes(tools.Config{Clock: h.cfg.Clock, Logger: h.log.With("room", "tools"), ShellGrace: ShellGraceFor(h.cfg.Grace)})
+	}
+	box, err := f(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadAction, err)
+	}
+	ctx, cancel := context.WithTimeout(h.ctx, boxOpenTimeout)
+	defer cancel()
+	oerr := box.Open(ctx)
+	if oerr == nil {
+		return box, nil
+	}
+	up := box.Servers()
+	for _, s := range spec.MCP {
+		if !slices.Contains(up, s.Name) {
+			_ = box.Close()
+			return nil, fmt.Errorf("%w: --mcp %s did not start: %w", ErrBadAction, s.Name, oerr)
+		}
+	}
+	if h.ctx.Err() != nil {
+		_ = box.Close()
+		return nil, ErrClosed
+	}
+	h.log.Warn("harn session tools: a configured MCP server or file was left out", "session", spec.Session, "err", oerr)
+	return box, nil
+}
+
+// startHarn opens the runtime session on the open box and starts the
+// loop; the loop's goroutine closes the box when the loop stops (the
+// session ended or the node closes).
+func (h *Host) startHarn(id string, box SessionBox, prov agent.Provider, model agent.Model, workdir string, now time.Time) (string, error) {
 	specs := box.Specs(id, "")
-	if _, err := h.rt.SetCatalog(agent.Catalog+":"+id, agent.Capabilities(specs)); err != nil {
-		return "", err
-	}
 	base := agent.Estimate(agent.Request{System: []string{agent.SystemPrompt}, Tools: specs})
-	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: agent.Catalog + ":" + id, Workdir: workdir, Budget: model.Budget(base)}); err != nil {
+	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: box.Catalog(), Workdir: workdir, Budget: model.Budget(base)}); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState()}
+	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(), box: box}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id),
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
@@ -202,6 +315,11 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 	h.wg.Add(1)
 	go func() {
 		defer h.wg.Done()
+		defer func() {
+			if err := box.Close(); err != nil {
+				h.log.Warn("harn session tools did not close", "session", id, "err", err)
+			}
+		}()
 		if err := ag.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			h.log.Warn("harn loop stopped", "session", id, "err", err)
 		}
@@ -240,6 +358,11 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 		h.output(hs.id, e.Task, e.Text)
 		return
 	case agent.EvTurnEnd:
+		if hs.box != nil {
+			if b, ok := hs.box.(interface{ EndTask(string) }); ok {
+				b.EndTask(e.Task)
+			}
+		}
 		if e.Text != "" {
 			h.output(hs.id, e.Task, e.Text)
 		}

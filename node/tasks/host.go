@@ -64,7 +64,7 @@ type Config struct {
 	Launchers Launchers
 	// ProviderKeyFile is the node's own model provider key file (0600),
 	// for harn sessions whose caller sends no key; Boxes builds their tool
-	// boxes (nil: the built-in minimal box).
+	// boxes (nil: Toolboxes with this config's clock, logger and grace).
 	ProviderKeyFile string
 	Boxes           BoxFactory
 }
@@ -79,6 +79,8 @@ type hosted struct {
 	run      *runtime.Run    // external: the running task's hold
 	ag       *agent.Executor // harn's own loop
 	harn     *harnState
+	box      SessionBox // harn's: its tools, closed when the loop stops
+	ended    bool       // the presence session ended: nothing more runs here
 }
 
 // Host hosts the node's task runtimes. It is safe for concurrent use.
@@ -331,7 +333,15 @@ func (h *Host) Observe(evs []presence.Event) {
 		if hs != nil && hs.external {
 			run, hs.run = hs.run, nil
 		}
+		var stop context.CancelFunc
+		if hs != nil && hs.ag != nil && e.Type == presence.TypeSessionEnd && !hs.ended {
+			hs.ended, stop = true, hs.cancel // the loop stops; its goroutine closes the box
+		}
 		h.mu.Unlock()
+		if stop != nil {
+			h.log.Info("harn session ended: its loop and tools stop", "session", e.SessionID)
+			stop()
+		}
 		if hs != nil && hs.external && h.rt.EndTurn(e.SessionID) {
 			h.log.Debug("turn ended: a cancelled task's refusal lifts", "session", e.SessionID)
 		}
@@ -344,6 +354,16 @@ func (h *Host) Observe(evs []presence.Event) {
 			h.changed(e.SessionID)
 		}
 	}
+}
+
+// live refuses an action on a hosted session that has ended.
+func (hs *hosted) live(h *Host) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if hs.ended {
+		return fmt.Errorf("%w: session %s has ended; start a new one", ErrBadAction, hs.id)
+	}
+	return nil
 }
 
 func (h *Host) lookup(id string) *hosted {

@@ -208,6 +208,18 @@ func (b *Toolbox) Open(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// Servers names the MCP servers Open connected, in the order it started
+// them (a server that failed to start is absent).
+func (b *Toolbox) Servers() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]string, 0, len(b.conns))
+	for _, c := range b.conns {
+		out = append(out, c.cfg.Name)
+	}
+	return out
+}
+
 // Close stops the MCP servers and waits for them and for the refresher.
 // It is safe to call twice.
 func (b *Toolbox) Close() error {
