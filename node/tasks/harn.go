@@ -13,6 +13,7 @@ import (
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/agent/tools"
+	rcontext "github.com/harn-dev/harn/runtime/context"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/text"
@@ -48,6 +49,11 @@ type HarnOptions struct {
 	MaxOutput     int      `json:"max_output,omitempty"`
 	MCP           []string `json:"mcp,omitempty"`
 	Key           string   `json:"key,omitempty"`
+	// Fork is a harn session whose context the new one continues, as a
+	// lane of it (nothing copied); NoCompaction turns LLM condensation
+	// off (compaction.enabled = false: the fallback, once over budget).
+	Fork         string `json:"fork,omitempty"`
+	NoCompaction bool   `json:"no_compaction,omitempty"`
 }
 
 // BoxFactory builds the tool box of a harn session (the MCP servers of
@@ -64,7 +70,7 @@ func (o *HarnOptions) validate() error {
 		return fmt.Errorf("%w: over %d --mcp servers", ErrBadAction, maxMCP)
 	case o.ContextWindow < 0 || o.MaxOutput < 0:
 		return fmt.Errorf("%w: --context-window and --max-output are token counts >= 0", ErrBadAction)
-	case len(o.URL) > maxOptionText || len(o.Model) > 256 || len(o.Key) > maxOptionText:
+	case len(o.URL) > maxOptionText || len(o.Model) > 256 || len(o.Key) > maxOptionText || len(o.Fork) > 256:
 		return fmt.Errorf("%w: provider url, model or key too long", ErrBadAction)
 	}
 	for _, m := range o.MCP {
@@ -191,6 +197,11 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
 	}
 	h.mu.Unlock()
+	lane, err := h.openContext(id, workdir, o.Fork, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
+	if err != nil {
+		return "", err
+	}
+	box = rcontext.Box{Box: box, Space: h.contexts}
 	specs := box.Specs(id, "")
 	if _, err := h.rt.SetCatalog(agent.Catalog+":"+id, agent.Capabilities(specs)); err != nil {
 		return "", err
@@ -200,7 +211,7 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 		return "", err
 	}
 	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState()}
-	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Model: model, Dir: workdir,
+	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id),
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
 	if err != nil {
