@@ -300,7 +300,8 @@ func (c *Lane) admit(ctx stdctx.Context, _ string, budget int) {
 }
 
 // fallbackLocked runs the deterministic checkpoint: exchanges, then
-// answers, then (last resort) the rolling summary. A recovery (before
+// answers, then, when that still leaves the set over the budget itself
+// (the last resort), the rolling summary. A recovery (before
 // set) archives the units before the current turn and never rolls the
 // turn's own prompts.
 func (c *Lane) fallbackLocked(budget, target int, note string, before []bool) (Compaction, error, bool) {
@@ -310,7 +311,7 @@ func (c *Lane) fallbackLocked(budget, target int, note string, before []bool) (C
 	}
 	p := c.planLocked(budget, target, false, before)
 	cp := c.checkpoint(p, method, "", note)
-	if after := c.tokensAfter(cp); before == nil && (!p.any() || after > target) {
+	if after := c.tokensAfter(cp); before == nil && (after > budget || (!p.any() && p.before > budget)) {
 		if r := c.planLocked(budget, target, true, before); r.rolling {
 			p = r
 			if method == MethodFallback {
