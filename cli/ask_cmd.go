@@ -43,6 +43,7 @@ it is sent to this node only, never to another (--node uses that node's own).`,
 		RunE: runAsk,
 	}
 	c.Flags().String("session", "", "continue this harn session (its id): the prompt is its next task")
+	c.Flags().String("fork", "", "start a new harn session that continues this session's context as a lane of it (nothing copied)")
 	addHarnFlags(c)
 	addGrantFlags(c)
 	addTaskFlags(c)
@@ -56,6 +57,7 @@ func addHarnFlags(c *cobra.Command) {
 	c.Flags().String("model", "", "the model name")
 	c.Flags().Int("context-window", 0, "the model's context window in tokens (default: known for common models)")
 	c.Flags().Int("max-output", 0, "the model's max output in tokens (default: known for common models)")
+	c.Flags().Bool("compaction", true, "condense completed work with the model at 80% of the budget; false: only the deterministic fallback, once over budget")
 	c.Flags().StringArray("mcp", nil, "a stdio MCP server for this run, NAME=COMMAND (split as a shell splits words, no shell); repeatable")
 }
 
@@ -68,6 +70,12 @@ func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 	o.ContextWindow, _ = c.Flags().GetInt("context-window")
 	o.MaxOutput, _ = c.Flags().GetInt("max-output")
 	o.MCP, _ = c.Flags().GetStringArray("mcp")
+	if on, err := c.Flags().GetBool("compaction"); err == nil {
+		o.NoCompaction = !on
+	}
+	if f := c.Flags().Lookup("fork"); f != nil {
+		o.Fork = f.Value.String()
+	}
 	if o.Provider == "" {
 		o.Provider = "openai"
 	}
@@ -134,6 +142,9 @@ func runAsk(c *cobra.Command, args []string) error {
 	}
 	node, _ := c.Flags().GetString("node")
 	session, _ := c.Flags().GetString("session")
+	if fork, _ := c.Flags().GetString("fork"); fork != "" && session != "" {
+		return usageErr(fmt.Errorf("%w: --fork starts a new session from another's context; --session continues one: give one of them", ErrBadAsk))
+	}
 	g, err := grantsOf(c)
 	if err != nil {
 		return err

@@ -247,7 +247,7 @@ func rawArgs(ctx context.Context) []string {
 // held them.
 func commandSet() []func() *cobra.Command {
 	return []func() *cobra.Command{
-		newAgentsCmd, newAskCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newAgentsCmd, newAskCmd, newContextCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
 		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
 		newNotifyCmd, newTaskCmd, newTokenCmd, newUsageCmd, newWebCmd,
 	}

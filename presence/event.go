@@ -40,6 +40,10 @@ const (
 	// TypeSessionNameSeen records that the agent showed a session name
 	// (attr name): the node observes it in the agent's own text.
 	TypeSessionNameSeen = "session_name.seen"
+	// TypeContextCompacted records a compaction of a harn session's
+	// context (attrs method, before_tokens, after_tokens, note): shown in
+	// the trace, lifecycle-neutral.
+	TypeContextCompacted = "context.compacted"
 )
 
 // KnownTypes lists every canonical type the reducer gives meaning to.

@@ -24,6 +24,9 @@ type modelServer struct {
 	mu   sync.Mutex
 	next []string // each: the SSE body of one answer
 	reqs []string // the raw request bodies
+	// hold, when set, makes a request past the script wait until it is
+	// closed or the caller goes (a loop parked in a model call)
+	hold chan struct{}
 }
 
 func newModelServer(t *testing.T, answers ...string) *modelServer {
@@ -32,6 +35,15 @@ func newModelServer(t *testing.T, answers ...string) *modelServer {
 		b, _ := io.ReadAll(r.Body)
 		m.mu.Lock()
 		m.reqs = append(m.reqs, string(b))
+		if len(m.next) == 0 && m.hold != nil {
+			m.mu.Unlock()
+			select {
+			case <-m.hold:
+			case <-r.Context().Done():
+			}
+			http.Error(w, `{"error":{"message":"script exhausted"}}`, 500)
+			return
+		}
 		if len(m.next) == 0 {
 			m.mu.Unlock()
 			http.Error(w, `{"error":{"message":"script exhausted"}}`, 500)

@@ -3579,6 +3579,114 @@ func (x *ReduceRequest) GetNode() string {
 // OverrideRequest sets (or, with lift, lifts) one mesh-wide switch: kind
 // "capability" revokes a capability name or pattern for every task;
 // kind "provider" disables a provider.
+// ContextRequest names a harn session of this node.
+type ContextRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	ProviderView  bool                   `protobuf:"varint,2,opt,name=provider_view,json=providerView,proto3" json:"provider_view,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextRequest) Reset() {
+	*x = ContextRequest{}
+	mi := &file_harn_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextRequest) ProtoMessage() {}
+
+func (x *ContextRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextRequest.ProtoReflect.Descriptor instead.
+func (*ContextRequest) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ContextRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *ContextRequest) GetProviderView() bool {
+	if x != nil {
+		return x.ProviderView
+	}
+	return false
+}
+
+// ContextResponse carries the context room's report and, when asked, the
+// provider-visible messages, each as the room's JSON (the client prints
+// them as they are, so that two answers compare byte for byte).
+type ContextResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	ReportJson    []byte                 `protobuf:"bytes,1,opt,name=report_json,json=reportJson,proto3" json:"report_json,omitempty"`
+	ProviderJson  []byte                 `protobuf:"bytes,2,opt,name=provider_json,json=providerJson,proto3" json:"provider_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextResponse) Reset() {
+	*x = ContextResponse{}
+	mi := &file_harn_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextResponse) ProtoMessage() {}
+
+func (x *ContextResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_harn_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextResponse.ProtoReflect.Descriptor instead.
+func (*ContextResponse) Descriptor() ([]byte, []int) {
+	return file_harn_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ContextResponse) GetReportJson() []byte {
+	if x != nil {
+		return x.ReportJson
+	}
+	return nil
+}
+
+func (x *ContextResponse) GetProviderJson() []byte {
+	if x != nil {
+		return x.ProviderJson
+	}
+	return nil
+}
+
 type OverrideRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Kind          string                 `protobuf:"bytes,1,opt,name=kind,proto3" json:"kind,omitempty"`
@@ -3591,7 +3699,7 @@ type OverrideRequest struct {
 
 func (x *OverrideRequest) Reset() {
 	*x = OverrideRequest{}
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3603,7 +3711,7 @@ func (x *OverrideRequest) String() string {
 func (*OverrideRequest) ProtoMessage() {}
 
 func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3616,7 +3724,7 @@ func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideRequest.ProtoReflect.Descriptor instead.
 func (*OverrideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{53}
+	return file_harn_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *OverrideRequest) GetKind() string {
@@ -3670,7 +3778,7 @@ type OverrideResponse struct {
 
 func (x *OverrideResponse) Reset() {
 	*x = OverrideResponse{}
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3682,7 +3790,7 @@ func (x *OverrideResponse) String() string {
 func (*OverrideResponse) ProtoMessage() {}
 
 func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3695,7 +3803,7 @@ func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideResponse.ProtoReflect.Descriptor instead.
 func (*OverrideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{54}
+	return file_harn_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *OverrideResponse) GetKind() string {
@@ -3769,7 +3877,7 @@ type DoctorRequest struct {
 
 func (x *DoctorRequest) Reset() {
 	*x = DoctorRequest{}
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3781,7 +3889,7 @@ func (x *DoctorRequest) String() string {
 func (*DoctorRequest) ProtoMessage() {}
 
 func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3794,7 +3902,7 @@ func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRequest.ProtoReflect.Descriptor instead.
 func (*DoctorRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{55}
+	return file_harn_proto_rawDescGZIP(), []int{57}
 }
 
 type DoctorResponse struct {
@@ -3825,7 +3933,7 @@ type DoctorResponse struct {
 
 func (x *DoctorResponse) Reset() {
 	*x = DoctorResponse{}
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3837,7 +3945,7 @@ func (x *DoctorResponse) String() string {
 func (*DoctorResponse) ProtoMessage() {}
 
 func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3850,7 +3958,7 @@ func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorResponse.ProtoReflect.Descriptor instead.
 func (*DoctorResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{56}
+	return file_harn_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *DoctorResponse) GetNode() string {
@@ -3983,7 +4091,7 @@ type DoctorTLS struct {
 
 func (x *DoctorTLS) Reset() {
 	*x = DoctorTLS{}
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3995,7 +4103,7 @@ func (x *DoctorTLS) String() string {
 func (*DoctorTLS) ProtoMessage() {}
 
 func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4008,7 +4116,7 @@ func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorTLS.ProtoReflect.Descriptor instead.
 func (*DoctorTLS) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{57}
+	return file_harn_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *DoctorTLS) GetMode() string {
@@ -4066,7 +4174,7 @@ type DoctorRaft struct {
 
 func (x *DoctorRaft) Reset() {
 	*x = DoctorRaft{}
-	mi := &file_harn_proto_msgTypes[58]
+	mi := &file_harn_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4078,7 +4186,7 @@ func (x *DoctorRaft) String() string {
 func (*DoctorRaft) ProtoMessage() {}
 
 func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[58]
+	mi := &file_harn_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4091,7 +4199,7 @@ func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRaft.ProtoReflect.Descriptor instead.
 func (*DoctorRaft) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{58}
+	return file_harn_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *DoctorRaft) GetLeader() string {
@@ -4205,7 +4313,7 @@ type SessionRow struct {
 
 func (x *SessionRow) Reset() {
 	*x = SessionRow{}
-	mi := &file_harn_proto_msgTypes[59]
+	mi := &file_harn_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4217,7 +4325,7 @@ func (x *SessionRow) String() string {
 func (*SessionRow) ProtoMessage() {}
 
 func (x *SessionRow) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[59]
+	mi := &file_harn_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4230,7 +4338,7 @@ func (x *SessionRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRow.ProtoReflect.Descriptor instead.
 func (*SessionRow) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{59}
+	return file_harn_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *SessionRow) GetSessionId() string {
@@ -4522,7 +4630,7 @@ type HarnTask struct {
 
 func (x *HarnTask) Reset() {
 	*x = HarnTask{}
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4534,7 +4642,7 @@ func (x *HarnTask) String() string {
 func (*HarnTask) ProtoMessage() {}
 
 func (x *HarnTask) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4547,7 +4655,7 @@ func (x *HarnTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarnTask.ProtoReflect.Descriptor instead.
 func (*HarnTask) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{60}
+	return file_harn_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *HarnTask) GetId() string {
@@ -4607,7 +4715,7 @@ type ReadInfo struct {
 
 func (x *ReadInfo) Reset() {
 	*x = ReadInfo{}
-	mi := &file_harn_proto_msgTypes[61]
+	mi := &file_harn_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4619,7 +4727,7 @@ func (x *ReadInfo) String() string {
 func (*ReadInfo) ProtoMessage() {}
 
 func (x *ReadInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[61]
+	mi := &file_harn_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4632,7 +4740,7 @@ func (x *ReadInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadInfo.ProtoReflect.Descriptor instead.
 func (*ReadInfo) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{61}
+	return file_harn_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ReadInfo) GetConsistent() bool {
@@ -4689,7 +4797,7 @@ type GossipEntry struct {
 
 func (x *GossipEntry) Reset() {
 	*x = GossipEntry{}
-	mi := &file_harn_proto_msgTypes[62]
+	mi := &file_harn_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4701,7 +4809,7 @@ func (x *GossipEntry) String() string {
 func (*GossipEntry) ProtoMessage() {}
 
 func (x *GossipEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[62]
+	mi := &file_harn_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4714,7 +4822,7 @@ func (x *GossipEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipEntry.ProtoReflect.Descriptor instead.
 func (*GossipEntry) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{62}
+	return file_harn_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *GossipEntry) GetRow() *SessionRow {
@@ -5018,7 +5126,14 @@ const file_harn_proto_rawDesc = "" +
 	"capability\x12\x14\n" +
 	"\x05level\x18\x03 \x01(\tR\x05level\x12\x16\n" +
 	"\x06reason\x18\x04 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04node\x18\x05 \x01(\tR\x04node\"e\n" +
+	"\x04node\x18\x05 \x01(\tR\x04node\"O\n" +
+	"\x0eContextRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12#\n" +
+	"\rprovider_view\x18\x02 \x01(\bR\fproviderView\"W\n" +
+	"\x0fContextResponse\x12\x1f\n" +
+	"\vreport_json\x18\x01 \x01(\fR\n" +
+	"reportJson\x12#\n" +
+	"\rprovider_json\x18\x02 \x01(\fR\fproviderJson\"e\n" +
 	"\x0fOverrideRequest\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\tR\x04kind\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x12\n" +
@@ -5136,7 +5251,7 @@ const file_harn_proto_rawDesc = "" +
 	"\x04mesh\x18\x06 \x01(\bR\x04mesh\"H\n" +
 	"\vGossipEntry\x12%\n" +
 	"\x03row\x18\x01 \x01(\v2\x13.harn.v1.SessionRowR\x03row\x12\x12\n" +
-	"\x04hash\x18\x02 \x01(\tR\x04hash2\x98\f\n" +
+	"\x04hash\x18\x02 \x01(\tR\x04hash2\xd6\f\n" +
 	"\x05Local\x129\n" +
 	"\x06Doctor\x12\x16.harn.v1.DoctorRequest\x1a\x17.harn.v1.DoctorResponse\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
@@ -5163,7 +5278,8 @@ const file_harn_proto_rawDesc = "" +
 	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponse\x126\n" +
 	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse\x127\n" +
 	"\x06Reduce\x12\x16.harn.v1.ReduceRequest\x1a\x15.harn.v1.TaskResponse\x12?\n" +
-	"\bOverride\x12\x18.harn.v1.OverrideRequest\x1a\x19.harn.v1.OverrideResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\bOverride\x12\x18.harn.v1.OverrideRequest\x1a\x19.harn.v1.OverrideResponse\x12<\n" +
+	"\aContext\x12\x17.harn.v1.ContextRequest\x1a\x18.harn.v1.ContextResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -5177,7 +5293,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
 var file_harn_proto_goTypes = []any{
 	(*Event)(nil),                // 0: harn.v1.Event
 	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
@@ -5232,56 +5348,58 @@ var file_harn_proto_goTypes = []any{
 	(*RegistryClaim)(nil),        // 50: harn.v1.RegistryClaim
 	(*ClaimHolder)(nil),          // 51: harn.v1.ClaimHolder
 	(*ReduceRequest)(nil),        // 52: harn.v1.ReduceRequest
-	(*OverrideRequest)(nil),      // 53: harn.v1.OverrideRequest
-	(*OverrideResponse)(nil),     // 54: harn.v1.OverrideResponse
-	(*DoctorRequest)(nil),        // 55: harn.v1.DoctorRequest
-	(*DoctorResponse)(nil),       // 56: harn.v1.DoctorResponse
-	(*DoctorTLS)(nil),            // 57: harn.v1.DoctorTLS
-	(*DoctorRaft)(nil),           // 58: harn.v1.DoctorRaft
-	(*SessionRow)(nil),           // 59: harn.v1.SessionRow
-	(*HarnTask)(nil),             // 60: harn.v1.HarnTask
-	(*ReadInfo)(nil),             // 61: harn.v1.ReadInfo
-	(*GossipEntry)(nil),          // 62: harn.v1.GossipEntry
-	(*DecideQuery)(nil),          // 63: harn.v1.DecideQuery
-	(*TaskAction)(nil),           // 64: harn.v1.TaskAction
-	(*TaskResult)(nil),           // 65: harn.v1.TaskResult
-	(*PermissionRequest)(nil),    // 66: harn.v1.PermissionRequest
-	(*PathClaim)(nil),            // 67: harn.v1.PathClaim
-	(*Time)(nil),                 // 68: harn.v1.Time
+	(*ContextRequest)(nil),       // 53: harn.v1.ContextRequest
+	(*ContextResponse)(nil),      // 54: harn.v1.ContextResponse
+	(*OverrideRequest)(nil),      // 55: harn.v1.OverrideRequest
+	(*OverrideResponse)(nil),     // 56: harn.v1.OverrideResponse
+	(*DoctorRequest)(nil),        // 57: harn.v1.DoctorRequest
+	(*DoctorResponse)(nil),       // 58: harn.v1.DoctorResponse
+	(*DoctorTLS)(nil),            // 59: harn.v1.DoctorTLS
+	(*DoctorRaft)(nil),           // 60: harn.v1.DoctorRaft
+	(*SessionRow)(nil),           // 61: harn.v1.SessionRow
+	(*HarnTask)(nil),             // 62: harn.v1.HarnTask
+	(*ReadInfo)(nil),             // 63: harn.v1.ReadInfo
+	(*GossipEntry)(nil),          // 64: harn.v1.GossipEntry
+	(*DecideQuery)(nil),          // 65: harn.v1.DecideQuery
+	(*TaskAction)(nil),           // 66: harn.v1.TaskAction
+	(*TaskResult)(nil),           // 67: harn.v1.TaskResult
+	(*PermissionRequest)(nil),    // 68: harn.v1.PermissionRequest
+	(*PathClaim)(nil),            // 69: harn.v1.PathClaim
+	(*Time)(nil),                 // 70: harn.v1.Time
 }
 var file_harn_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
-	63, // 1: harn.v1.AppendRequest.decide:type_name -> harn.v1.DecideQuery
+	65, // 1: harn.v1.AppendRequest.decide:type_name -> harn.v1.DecideQuery
 	34, // 2: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
-	59, // 3: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
-	61, // 4: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
-	59, // 5: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
-	59, // 6: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
+	61, // 3: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
+	63, // 4: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
+	61, // 5: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
+	61, // 6: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
 	0,  // 7: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
 	11, // 8: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
 	19, // 9: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
 	24, // 10: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
 	26, // 11: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
 	27, // 12: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
-	64, // 13: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
-	65, // 14: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
-	63, // 15: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
-	66, // 16: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
-	66, // 17: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
+	66, // 13: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
+	67, // 14: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
+	65, // 15: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
+	68, // 16: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
+	68, // 17: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
 	43, // 18: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
 	44, // 19: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
-	67, // 20: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
+	69, // 20: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
 	49, // 21: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
 	50, // 22: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
 	51, // 23: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
-	68, // 24: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
-	57, // 25: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
-	58, // 26: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
+	70, // 24: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
+	59, // 25: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
+	60, // 26: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
 	19, // 27: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
-	68, // 28: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
-	60, // 29: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
-	59, // 30: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
-	55, // 31: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
+	70, // 28: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
+	62, // 29: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
+	61, // 30: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
+	57, // 31: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
 	1,  // 32: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
 	3,  // 33: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
 	5,  // 34: harn.v1.Local.List:input_type -> harn.v1.ListRequest
@@ -5306,35 +5424,37 @@ var file_harn_proto_depIdxs = []int32{
 	45, // 53: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
 	47, // 54: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
 	52, // 55: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	53, // 56: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	56, // 57: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
-	2,  // 58: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 59: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 60: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 61: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 62: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 63: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 64: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 65: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 66: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 67: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	21, // 68: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	23, // 69: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	25, // 70: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	28, // 71: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	30, // 72: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	32, // 73: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	34, // 74: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	36, // 75: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	38, // 76: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	40, // 77: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	42, // 78: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	46, // 79: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	48, // 80: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	32, // 81: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	54, // 82: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	57, // [57:83] is the sub-list for method output_type
-	31, // [31:57] is the sub-list for method input_type
+	55, // 56: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	53, // 57: harn.v1.Local.Context:input_type -> harn.v1.ContextRequest
+	58, // 58: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
+	2,  // 59: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	4,  // 60: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	6,  // 61: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	8,  // 62: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	9,  // 63: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	8,  // 64: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	13, // 65: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	16, // 66: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	16, // 67: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	18, // 68: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	21, // 69: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	23, // 70: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	25, // 71: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	28, // 72: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	30, // 73: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	32, // 74: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	34, // 75: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	36, // 76: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	38, // 77: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	40, // 78: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	42, // 79: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	46, // 80: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	48, // 81: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	32, // 82: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	56, // 83: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	54, // 84: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
+	58, // [58:85] is the sub-list for method output_type
+	31, // [31:58] is the sub-list for method input_type
 	31, // [31:31] is the sub-list for extension type_name
 	31, // [31:31] is the sub-list for extension extendee
 	0,  // [0:31] is the sub-list for field type_name
@@ -5352,7 +5472,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   63,
+			NumMessages:   65,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

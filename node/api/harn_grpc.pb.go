@@ -45,6 +45,7 @@ const (
 	Local_Coord_FullMethodName         = "/harn.v1.Local/Coord"
 	Local_Reduce_FullMethodName        = "/harn.v1.Local/Reduce"
 	Local_Override_FullMethodName      = "/harn.v1.Local/Override"
+	Local_Context_FullMethodName       = "/harn.v1.Local/Context"
 )
 
 // LocalClient is the client API for Local service.
@@ -99,6 +100,10 @@ type LocalClient interface {
 	// Override sets or lifts a mesh-wide switch: a capability's global
 	// revocation or a provider's disabling (harn capability, harn provider).
 	Override(ctx context.Context, in *OverrideRequest, opts ...grpc.CallOption) (*OverrideResponse, error)
+	// Context describes a harn session's context on this node (harn
+	// context): its items with their states, checkpoints and budget line,
+	// and with provider_view the exact messages of the next model request.
+	Context(ctx context.Context, in *ContextRequest, opts ...grpc.CallOption) (*ContextResponse, error)
 }
 
 type localClient struct {
@@ -369,6 +374,16 @@ func (c *localClient) Override(ctx context.Context, in *OverrideRequest, opts ..
 	return out, nil
 }
 
+func (c *localClient) Context(ctx context.Context, in *ContextRequest, opts ...grpc.CallOption) (*ContextResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ContextResponse)
+	err := c.cc.Invoke(ctx, Local_Context_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LocalServer is the server API for Local service.
 // All implementations must embed UnimplementedLocalServer
 // for forward compatibility.
@@ -421,6 +436,10 @@ type LocalServer interface {
 	// Override sets or lifts a mesh-wide switch: a capability's global
 	// revocation or a provider's disabling (harn capability, harn provider).
 	Override(context.Context, *OverrideRequest) (*OverrideResponse, error)
+	// Context describes a harn session's context on this node (harn
+	// context): its items with their states, checkpoints and budget line,
+	// and with provider_view the exact messages of the next model request.
+	Context(context.Context, *ContextRequest) (*ContextResponse, error)
 	mustEmbedUnimplementedLocalServer()
 }
 
@@ -508,6 +527,9 @@ func (UnimplementedLocalServer) Reduce(context.Context, *ReduceRequest) (*TaskRe
 }
 func (UnimplementedLocalServer) Override(context.Context, *OverrideRequest) (*OverrideResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Override not implemented")
+}
+func (UnimplementedLocalServer) Context(context.Context, *ContextRequest) (*ContextResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Context not implemented")
 }
 func (UnimplementedLocalServer) mustEmbedUnimplementedLocalServer() {}
 func (UnimplementedLocalServer) testEmbeddedByValue()               {}
@@ -998,6 +1020,24 @@ func _Local_Override_Handler(srv interface{}, ctx context.Context, dec func(inte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Local_Context_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ContextRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).Context(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_Context_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).Context(ctx, req.(*ContextRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Local_ServiceDesc is the grpc.ServiceDesc for Local service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1108,6 +1148,10 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Override",
 			Handler:    _Local_Override_Handler,
+		},
+		{
+			MethodName: "Context",
+			Handler:    _Local_Context_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -235,6 +235,10 @@ type HarnOptions struct {
 	MaxOutput     int32                  `protobuf:"varint,5,opt,name=max_output,json=maxOutput,proto3" json:"max_output,omitempty"`
 	Mcp           []string               `protobuf:"bytes,6,rep,name=mcp,proto3" json:"mcp,omitempty"`
 	Key           string                 `protobuf:"bytes,7,opt,name=key,proto3" json:"key,omitempty"`
+	// fork: a harn session whose context the new one continues as a lane;
+	// no_compaction: the deterministic fallback only, once over budget.
+	Fork          string `protobuf:"bytes,8,opt,name=fork,proto3" json:"fork,omitempty"`
+	NoCompaction  bool   `protobuf:"varint,9,opt,name=no_compaction,json=noCompaction,proto3" json:"no_compaction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -316,6 +320,20 @@ func (x *HarnOptions) GetKey() string {
 		return x.Key
 	}
 	return ""
+}
+
+func (x *HarnOptions) GetFork() string {
+	if x != nil {
+		return x.Fork
+	}
+	return ""
+}
+
+func (x *HarnOptions) GetNoCompaction() bool {
+	if x != nil {
+		return x.NoCompaction
+	}
+	return false
 }
 
 // AgentEvent is one event of harn's loop (a model step, a tool call, a
@@ -2246,7 +2264,7 @@ const file_values_proto_rawDesc = "" +
 	"\x05agent\x18\x10 \x01(\tR\x05agent\x12(\n" +
 	"\x04harn\x18\x11 \x01(\v2\x14.harn.v1.HarnOptionsR\x04harn\x12\x14\n" +
 	"\x05since\x18\x12 \x01(\x03R\x05since\x12\x17\n" +
-	"\await_ms\x18\x13 \x01(\x05R\x06waitMs\"\xcc\x01\n" +
+	"\await_ms\x18\x13 \x01(\x05R\x06waitMs\"\x85\x02\n" +
 	"\vHarnOptions\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12!\n" +
 	"\fprovider_url\x18\x02 \x01(\tR\vproviderUrl\x12\x14\n" +
@@ -2255,7 +2273,9 @@ const file_values_proto_rawDesc = "" +
 	"\n" +
 	"max_output\x18\x05 \x01(\x05R\tmaxOutput\x12\x10\n" +
 	"\x03mcp\x18\x06 \x03(\tR\x03mcp\x12\x10\n" +
-	"\x03key\x18\a \x01(\tR\x03key\"\x80\x02\n" +
+	"\x03key\x18\a \x01(\tR\x03key\x12\x12\n" +
+	"\x04fork\x18\b \x01(\tR\x04fork\x12#\n" +
+	"\rno_compaction\x18\t \x01(\bR\fnoCompaction\"\x80\x02\n" +
 	"\n" +
 	"AgentEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +

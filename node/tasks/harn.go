@@ -14,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/agent/tools"
+	rcontext "github.com/harn-dev/harn/runtime/context"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/text"
@@ -54,6 +55,7 @@ type BoxSpec struct {
 	Catalog string            // the runtime catalog the box publishes into (one per session)
 	Workdir string            // the session's project: .harn/skills, .harn/mcp.json
 	MCP     []tools.MCPServer // the session's own servers (--mcp NAME=COMMAND)
+	Extra   []tools.Extra     // other rooms' core tools (the context's recall)
 }
 
 // BoxFactory builds the tool box of a harn session; it does no I/O (the
@@ -72,6 +74,7 @@ func Toolboxes(base tools.Config) BoxFactory {
 		c := base
 		c.Runtime, c.Catalog, c.Project = s.Runtime, s.Catalog, s.Workdir
 		c.MCP = append(slices.Clone(base.MCP), s.MCP...)
+		c.Extra = append(slices.Clone(base.Extra), s.Extra...)
 		return tools.New(c)
 	}
 }
@@ -117,7 +120,7 @@ func validateHarn(o HarnOptions) error {
 		return fmt.Errorf("%w: over %d --mcp servers", ErrBadAction, maxMCP)
 	case o.ContextWindow < 0 || o.MaxOutput < 0:
 		return fmt.Errorf("%w: --context-window and --max-output are token counts >= 0", ErrBadAction)
-	case len(o.URL) > maxOptionText || len(o.Model) > 256 || len(o.Key) > maxOptionText:
+	case len(o.URL) > maxOptionText || len(o.Model) > 256 || len(o.Key) > maxOptionText || len(o.Fork) > 256:
 		return fmt.Errorf("%w: provider url, model or key too long", ErrBadAction)
 	}
 	for _, m := range o.MCP {
@@ -240,11 +243,16 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
 	}
 	h.mu.Unlock()
-	box, err := h.openBox(BoxSpec{Runtime: h.rt, Session: id, Catalog: agent.Catalog + ":" + id, Workdir: workdir, MCP: servers})
+	lane, err := h.openContext(id, workdir, o.Fork, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
 	if err != nil {
 		return "", err
 	}
-	id, err = h.startHarn(id, box, prov, model, workdir, now)
+	box, err := h.openBox(BoxSpec{Runtime: h.rt, Session: id, Catalog: agent.Catalog + ":" + id, Workdir: workdir, MCP: servers,
+		Extra: []tools.Extra{h.contexts.Recall()}})
+	if err != nil {
+		return "", err
+	}
+	id, err = h.startHarn(id, box, lane, prov, model, workdir, now)
 	if err != nil {
 		_ = box.Close()
 		return "", err
@@ -289,14 +297,14 @@ func (h *Host) openBox(spec BoxSpec) (SessionBox, error) {
 // startHarn opens the runtime session on the open box and starts the
 // loop; the loop's goroutine closes the box when the loop stops (the
 // session ended or the node closes).
-func (h *Host) startHarn(id string, box SessionBox, prov agent.Provider, model agent.Model, workdir string, now time.Time) (string, error) {
+func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov agent.Provider, model agent.Model, workdir string, now time.Time) (string, error) {
 	specs := box.Specs(id, "")
 	base := agent.Estimate(agent.Request{System: []string{agent.SystemPrompt}, Tools: specs})
 	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: box.Catalog(), Workdir: workdir, Budget: model.Budget(base)}); err != nil {
 		return "", err
 	}
 	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(), box: box}
-	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Model: model, Dir: workdir,
+	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id),
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/agent"
+	rcontext "github.com/harn-dev/harn/runtime/context"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/ids"
@@ -104,6 +105,7 @@ type Host struct {
 	briefs   map[string]briefHash // session -> last brief told through OnChange
 
 	approvals *Approvals
+	contexts  *rcontext.Space // harn sessions' histories and working sets
 }
 
 // Bounds of what the host keeps per task for views.
@@ -144,6 +146,7 @@ func New(cfg Config) (*Host, error) {
 		sessions: map[string]*hosted{}, texts: map[string]string{}, outputs: map[string][]string{},
 		outN: map[string]int{}, held: map[string]string{}, lastOut: map[string]time.Time{},
 		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
+	h.contexts = h.newContexts()
 	h.wg.Add(1)
 	go h.watch()
 	return h, nil

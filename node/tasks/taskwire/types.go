@@ -121,6 +121,8 @@ type HarnOptions struct {
 	MaxOutput     int      `json:"max_output,omitempty"`
 	MCP           []string `json:"mcp,omitempty"`
 	Key           string   `json:"key,omitempty"`
+	Fork          string   `json:"fork,omitempty"`          // the session whose lane the new one forks (harn ask --fork)
+	NoCompaction  bool     `json:"no_compaction,omitempty"` // compaction.enabled = false: the fallback only when over budget
 }
 
 // The phases of a hook's question.

@@ -26,7 +26,8 @@ func harnToAPI(o *HarnOptions) *api.HarnOptions {
 		return nil
 	}
 	return &api.HarnOptions{Provider: o.Provider, ProviderUrl: o.URL, Model: o.Model,
-		ContextWindow: int32(o.ContextWindow), MaxOutput: int32(o.MaxOutput), Mcp: o.MCP, Key: o.Key}
+		ContextWindow: int32(o.ContextWindow), MaxOutput: int32(o.MaxOutput), Mcp: o.MCP, Key: o.Key,
+		Fork: o.Fork, NoCompaction: o.NoCompaction}
 }
 
 func harnFromAPI(o *api.HarnOptions) *HarnOptions {
@@ -34,7 +35,8 @@ func harnFromAPI(o *api.HarnOptions) *HarnOptions {
 		return nil
 	}
 	return &HarnOptions{Provider: o.GetProvider(), URL: o.GetProviderUrl(), Model: o.GetModel(),
-		ContextWindow: int(o.GetContextWindow()), MaxOutput: int(o.GetMaxOutput()), MCP: o.GetMcp(), Key: o.GetKey()}
+		ContextWindow: int(o.GetContextWindow()), MaxOutput: int(o.GetMaxOutput()), MCP: o.GetMcp(), Key: o.GetKey(),
+		Fork: o.GetFork(), NoCompaction: o.GetNoCompaction()}
 }
 
 func usageToAPI(u *runtime.Usage) *api.ModelUsage {

@@ -40,6 +40,17 @@ type Config struct {
 	ShellTimeout time.Duration // DefaultShellTimeout
 	ShellGrace   time.Duration // SIGINT → SIGKILL (DefaultShellGrace); keep it under the runtime's grace
 	MCPTimeout   time.Duration // one MCP call (DefaultMCPTimeout)
+	// Extra are tools of other rooms (the context's recall, the
+	// subagents' agent and handoff) the box serves as core tools: always
+	// loaded, published with the core, run by their own Run.
+	Extra []Extra
+}
+
+// Extra is a core tool another room provides.
+type Extra struct {
+	Spec    Spec
+	Subject runtime.Subject
+	Run     func(ctx context.Context, c Call) (Result, error)
 }
 
 // Toolbox is the Box of one node for one project: the core and discovery
@@ -59,6 +70,7 @@ type Toolbox struct {
 	shellTimeout time.Duration
 	shellGrace   time.Duration
 	mcpTimeout   time.Duration
+	extra        []Extra
 
 	wake   chan struct{} // a server's tool list changed
 	cancel context.CancelFunc
@@ -97,9 +109,14 @@ func New(cfg Config) (*Toolbox, error) {
 			return nil, err
 		}
 	}
+	for _, x := range cfg.Extra {
+		if x.Run == nil || x.Spec.Name == "" || isBuiltin(x.Spec.Name) {
+			return nil, fmt.Errorf("%w: extra tool %q needs a name of its own and a Run", ErrConfig, x.Spec.Name)
+		}
+	}
 	b := &Toolbox{rt: cfg.Runtime, catalog: cfg.Catalog, project: cfg.Project, skillDirs: cfg.SkillDirs,
 		servers: cfg.MCP, noFiles: cfg.NoMCPFiles, clock: cfg.Clock, log: cfg.Logger, maxOut: cfg.MaxOutput,
-		shellTimeout: cfg.ShellTimeout, shellGrace: cfg.ShellGrace, mcpTimeout: cfg.MCPTimeout,
+		shellTimeout: cfg.ShellTimeout, shellGrace: cfg.ShellGrace, mcpTimeout: cfg.MCPTimeout, extra: append([]Extra(nil), cfg.Extra...),
 		wake: make(chan struct{}, 1), skills: map[string]Skill{}, tasks: map[string]*taskState{}}
 	if b.catalog == "" {
 		b.catalog = DefaultCatalog
@@ -289,6 +306,9 @@ func (b *Toolbox) Capabilities() []runtime.Capability {
 	for _, t := range discoveryTools {
 		caps = append(caps, t.capability())
 	}
+	for _, x := range b.extra {
+		caps = append(caps, builtin{spec: x.Spec, subject: x.Subject}.capability())
+	}
 	b.mu.Lock()
 	names := make([]string, 0, len(b.skills))
 	for n := range b.skills {
@@ -405,6 +425,9 @@ func (b *Toolbox) mcpTool(name string) (*mcpConn, *mcpTool, bool) {
 // tool its server no longer offers is left out.
 func (b *Toolbox) Specs(session, task string) []Spec {
 	out := append(CoreSpecs(), DiscoverySpecs()...)
+	for _, x := range b.extra {
+		out = append(out, x.Spec)
+	}
 	ts := b.state(task)
 	b.mu.Lock()
 	loaded := append([]loadedTool(nil), ts.loaded...)
@@ -452,6 +475,11 @@ func (b *Toolbox) Run(ctx context.Context, c Call) (Result, error) {
 	case ToolList, ToolSearch, ToolInsp, ToolLoad, ToolSkill:
 		out, err = b.runDiscovery(c)
 	default:
+		for _, x := range b.extra {
+			if x.Spec.Name == c.Name {
+				return x.Run(ctx, c)
+			}
+		}
 		return b.runMCP(ctx, c)
 	}
 	if err != nil {

@@ -1,0 +1,213 @@
+package context
+
+import (
+	stdctx "context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/harn-dev/harn/runtime/agent"
+	"github.com/harn-dev/harn/runtime/agent/tools"
+)
+
+// Recall returns the exact bytes of the lane's externalised output ref,
+// from offset, length bytes (length < 0: to its end).
+func (c *Lane) Recall(ref string, offset, length int) ([]byte, int, error) {
+	seq, err := parseRef(ref)
+	if err != nil {
+		return nil, 0, err
+	}
+	c.s.mu.Lock()
+	it := c.l.tree.items[seq]
+	ok := it != nil && it.rec.Msg != nil && it.rec.Msg.Role == agent.RoleTool && c.visibleLocked(it)
+	tid := c.l.tree.id
+	c.s.mu.Unlock()
+	if !ok {
+		return nil, 0, fmt.Errorf("%w: %s", ErrNoRef, ref)
+	}
+	size := it.rec.Size
+	if length < 0 {
+		length = size - offset
+	}
+	if offset < 0 || length < 0 || offset > size || offset+length > size {
+		return nil, size, fmt.Errorf("%w: [%d, %d) of %d bytes", ErrBadRange, offset, offset+length, size)
+	}
+	out := make([]byte, 0, length)
+	err = c.s.st.Scan(blobPrefix(tid, seq), func(k, v []byte) error {
+		n := int(binary.BigEndian.Uint32(k[len(k)-4:]))
+		lo, hi := n*chunkBytes, n*chunkBytes+len(v)
+		if hi <= offset || lo >= offset+length {
+			return nil
+		}
+		out = append(out, v[max(offset-lo, 0):min(offset+length-lo, len(v))]...)
+		return nil
+	})
+	if err != nil {
+		return nil, size, fmt.Errorf("%w: %s: %w", ErrCorrupt, ref, err)
+	}
+	if len(out) != length {
+		return nil, size, fmt.Errorf("%w: %s: %d of %d bytes stored", ErrCorrupt, ref, len(out), length)
+	}
+	return out, size, nil
+}
+
+// visibleLocked: the item is in the lane's history (its own, or the
+// shared prefix it forked).
+func (c *Lane) visibleLocked(it *item) bool {
+	ms := c.l.msgs
+	i := sort.Search(len(ms), func(i int) bool { return ms[i].rec.Seq >= it.rec.Seq })
+	return i < len(ms) && ms[i] == it
+}
+
+// RecallTool is the name of the recall tool.
+const RecallTool = "recall"
+
+var recallSchema = json.RawMessage(`{"type":"object","properties":{` +
+	`"ref":{"type":"string","description":"an output reference such as out-1a"},` +
+	`"offset":{"type":"integer","minimum":0,"description":"first byte, default 0"},` +
+	`"length":{"type":"integer","minimum":1,"description":"bytes to return, default to the end (at most the preview size)"}},` +
+	`"required":["ref"],"additionalProperties":false}`)
+
+// RecallSpec is the recall tool's contract.
+func RecallSpec() tools.Spec {
+	h := sha256.Sum256(recallSchema)
+	return tools.Spec{Name: RecallTool, Provider: "harn", Schema: recallSchema, Hash: hex.EncodeToString(h[:]),
+		Description: "Return the exact bytes of an earlier tool output by its reference (out-…), or a byte range of it. " +
+			"Use it when a preview or a checkpoint left out what you need."}
+}
+
+// Box adds the recall tool to a session's tool box.
+type Box struct {
+	tools.Box
+	Space *Space
+}
+
+var _ tools.Box = Box{}
+
+// Specs are the inner box's and recall.
+func (b Box) Specs(session, task string) []tools.Spec {
+	return append(b.Box.Specs(session, task), RecallSpec())
+}
+
+// Run runs recall, or the inner box's tool.
+func (b Box) Run(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
+	if c.Name != RecallTool {
+		return b.Box.Run(ctx, c)
+	}
+	var a struct {
+		Ref    string `json:"ref"`
+		Offset int    `json:"offset"`
+		Length int    `json:"length"`
+	}
+	fail := func(err error) (tools.Result, error) { return tools.Result{Content: err.Error(), IsError: true}, err }
+	if err := json.Unmarshal(c.Args, &a); err != nil {
+		return fail(fmt.Errorf("recall: arguments: %w", err))
+	}
+	l, err := b.Space.Lookup(c.Session)
+	if err != nil {
+		return fail(err)
+	}
+	limit := b.Space.opts.PreviewBytes
+	if a.Length <= 0 || a.Length > limit {
+		_, size, err := l.Recall(a.Ref, 0, 0)
+		if err != nil {
+			return fail(err)
+		}
+		a.Length = min(size-min(a.Offset, size), limit)
+	}
+	out, size, err := l.Recall(a.Ref, a.Offset, a.Length)
+	if err != nil {
+		return fail(err)
+	}
+	s := string(out)
+	if end := a.Offset + len(out); end < size {
+		s += fmt.Sprintf("\n[recall: bytes %d to %d of %d; ask for offset %d for more]", a.Offset, end, size, end)
+	}
+	return tools.Result{Content: s}, nil
+}
+
+// Instruction files, re-read at the start of each task, and their bounds.
+var InstructionFiles = []string{"AGENTS.md", "CLAUDE.md", ".harn/instructions"}
+
+const (
+	maxInstructionFile  = 32 << 10
+	maxInstructionTotal = 64 << 10
+	maxInstructionDir   = 32
+)
+
+// readInstructions reads dir's protected instructions, bounded, in a
+// fixed order; .harn/instructions may be a file or a folder of files.
+func readInstructions(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	var out []byte
+	add := func(name, path string) {
+		b, err := readBounded(path, maxInstructionFile)
+		if err != nil || len(b) == 0 || len(out) >= maxInstructionTotal {
+			return
+		}
+		out = append(out, "## "+name+"\n\n"...)
+		out = append(out, b[:min(len(b), maxInstructionTotal-len(out))]...)
+		out = append(out, "\n\n"...)
+	}
+	for _, f := range InstructionFiles {
+		p := filepath.Join(dir, f)
+		st, err := os.Stat(p)
+		if err != nil {
+			continue
+		}
+		if !st.IsDir() {
+			add(f, p)
+			continue
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			continue
+		}
+		for i, e := range ents {
+			if i >= maxInstructionDir {
+				break
+			}
+			if e.Type().IsRegular() {
+				add(f+"/"+e.Name(), filepath.Join(p, e.Name()))
+			}
+		}
+	}
+	return string(out)
+}
+
+func readBounded(path string, n int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() {
+		return nil, err
+	}
+	b := make([]byte, n)
+	k, _ := f.Read(b)
+	for k < n {
+		m, err := f.Read(b[k:])
+		k += m
+		if err != nil || m == 0 {
+			break
+		}
+	}
+	return b[:k], nil
+}
+
+// Recall is the recall tool as a core tool of a session's tool box
+// (tools.Config.Extra).
+func (s *Space) Recall() tools.Extra {
+	return tools.Extra{Spec: RecallSpec(), Run: func(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
+		return Box{Space: s}.Run(ctx, c)
+	}}
+}
