@@ -75,13 +75,17 @@ type Result struct {
 	Events []agent.Event `json:"events,omitempty"`
 	// Usage (usage): the model-call tokens of the node's ledger.
 	Usage []UsageRow `json:"usage,omitempty"`
+	// Next (history): the session cursor after Events; Context: the
+	// session's context line.
+	Next    int          `json:"next,omitempty"`
+	Context *ContextInfo `json:"context,omitempty"`
 }
 
 // IsSessionOp reports whether op names its target by session (else by
 // task).
 func IsSessionOp(op string) bool {
 	switch op {
-	case OpStart, OpSteer, OpFollowUp, OpSupersede:
+	case OpStart, OpSteer, OpFollowUp, OpSupersede, OpHistory:
 		return true
 	}
 	return false
@@ -98,6 +102,9 @@ func (h *Host) Do(a Action) (Result, error) {
 		by = "operator@" + h.cfg.Node
 	}
 	req := runtime.Request{Text: a.Text, Grants: a.Grants, RequiresSuccess: a.RequiresSuccess, By: by}
+	if a.Op == OpHistory {
+		return h.history(a)
+	}
 	if IsSessionOp(a.Op) {
 		var hs *hosted
 		var err error

@@ -97,9 +97,10 @@ func (h *Host) providerKey(o *HarnOptions) (string, error) {
 
 // harnState is what the host keeps of a harn session.
 type harnState struct {
-	mu     sync.Mutex
-	events map[string][]agent.Event // task -> its events, bounded
-	wake   chan struct{}
+	mu      sync.Mutex
+	events  map[string][]agent.Event // task -> its events, bounded
+	session sessionLog               // the session's events across tasks (OpHistory)
+	wake    chan struct{}
 }
 
 func newHarnState() *harnState {
@@ -109,6 +110,11 @@ func newHarnState() *harnState {
 func (s *harnState) add(e agent.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.session.add(e)
+	defer func() {
+		close(s.wake)
+		s.wake = make(chan struct{})
+	}()
 	evs := s.events[e.Task]
 	if len(evs) >= keepEvents && e.Type != agent.EvTurnEnd {
 		return // a turn's end is always kept
@@ -117,8 +123,6 @@ func (s *harnState) add(e agent.Event) {
 	if len(s.events) > keepTasks {
 		clear(s.events)
 	}
-	close(s.wake)
-	s.wake = make(chan struct{})
 }
 
 // since returns a task's events from index from on, waiting up to wait
