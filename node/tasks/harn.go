@@ -205,7 +205,7 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 	}
 	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState()}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Model: model, Dir: workdir,
-		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id),
+		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)

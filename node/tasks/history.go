@@ -36,12 +36,6 @@ type ContextInfo struct {
 	CompactedAt time.Time `json:"compacted_at,omitempty"`
 }
 
-// Compactions is what a harn session's context may tell of its last
-// compaction: the method ("" for none yet) and when it ran.
-type Compactions interface {
-	LastCompaction() (method string, at time.Time)
-}
-
 // sessionLog is a harn session's events in order, across tasks.
 type sessionLog struct {
 	base int // the cursor of log[0]
@@ -117,7 +111,7 @@ func (h *Host) history(a Action) (Result, error) {
 	evs, next, used := hs.harn.historySince(h.ctx, max(a.Since, 0), min(max(time.Duration(a.WaitMS)*time.Millisecond, 0), maxEventsPoll))
 	res.Session, res.Events, res.Next = hs.id, evs, next
 	ci := &ContextInfo{Used: used, Budget: hs.ag.Model().UsableInput()}
-	if c, ok := hs.ag.Context().(Compactions); ok {
+	if c, ok := hs.ag.Context().(agent.CompactionReporter); ok {
 		ci.Compaction, ci.CompactedAt = c.LastCompaction()
 	}
 	res.Context = ci

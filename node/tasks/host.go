@@ -66,6 +66,9 @@ type Config struct {
 	// boxes (nil: the built-in minimal box).
 	ProviderKeyFile string
 	Boxes           BoxFactory
+	// Tracer spans each provider request of harn's loop (nil: none; see
+	// GenAITracer).
+	Tracer agent.Tracer
 }
 
 // hosted is one runtime session of this node.
