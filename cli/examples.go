@@ -12,7 +12,8 @@ import (
 // command added to the tree needs its entry here: TestEveryCommandHasExamples
 // walks the tree and fails for any command without one.
 var examples = withAgents(map[string]string{
-	"harn": `  harn hook install {agent}   # wire an agent ({others})
+	"harn": `  harn                            # on a terminal: the TUI of harn's own agent (harn chat)
+  harn hook install {agent}   # wire an agent ({others})
   harn doctor                     # check the setup
   harn agents list                # who is working, who needs you`,
 	"harn version": `  harn version
@@ -72,6 +73,9 @@ var examples = withAgents(map[string]string{
 	"harn ask": `  HARN_PROVIDER_KEY=sk-... harn ask --provider-url http://127.0.0.1:8080/v1 --model qwen3 "what does main.go do?"
   echo "summarise the last commit" | harn ask --model gpt-4.1 --provider-url https://api.openai.com/v1 --json -
   harn ask --provider anthropic --model sonnet-4.5 --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"`,
+	"harn chat": `  HARN_PROVIDER_KEY=sk-... harn chat --provider-url http://127.0.0.1:8080/v1 --model qwen3
+  harn chat --session h-01J   # attach to a session of the local node`,
+	"harn attach": `  harn attach h-01J           # a harn session on another node, through its owner`,
 	"harn usage": `  harn usage
   harn usage --by agent --since 24h --json
   harn usage --by node --prices prices.json`,

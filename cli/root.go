@@ -114,7 +114,14 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 			}
 			return nil
 		},
-		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
+		// On a terminal, harn alone is the TUI of harn's own agent
+		// (harn chat); elsewhere it prints the help.
+		RunE: func(c *cobra.Command, _ []string) error {
+			if only == nil && isTerminal(c.OutOrStdout()) && isTerminalIn(c.InOrStdin()) {
+				return runChat(c, "", false)
+			}
+			return c.Help()
+		},
 	}
 	addPlaceFlags(root)
 	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return applySettings(c) }
@@ -247,7 +254,7 @@ func rawArgs(ctx context.Context) []string {
 // held them.
 func commandSet() []func() *cobra.Command {
 	return []func() *cobra.Command{
-		newAgentsCmd, newAskCmd, newContextCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
 		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
 		newNotifyCmd, newTaskCmd, newTokenCmd, newUsageCmd, newWebCmd,
 	}

@@ -404,3 +404,9 @@ func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
 }
+
+// isTerminalIn reports whether r is a terminal.
+func isTerminalIn(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}

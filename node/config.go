@@ -55,6 +55,10 @@ type Config struct {
 	// TracerProvider traces ingest and the gRPC calls (nil: off; see
 	// node/tracing).
 	TracerProvider trace.TracerProvider
+	// LogPrompts records the prompt text of harn's provider requests in
+	// their GenAI spans (gen_ai.input.messages); off by default, as no
+	// prompt should leave the node unless its operator says so.
+	LogPrompts bool
 
 	// Claims is the write-claim mode: off, warn or enforce ("" is
 	// enforce).

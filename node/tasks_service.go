@@ -19,6 +19,7 @@ import (
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime/agent/tools"
+	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -41,7 +42,11 @@ func (n *Node) openTasks() error {
 	// HARN_TASK_GRACE sets the barrier's grace period (and the time from
 	// SIGINT to SIGKILL); default 10 s.
 	grace, _ := time.ParseDuration(os.Getenv("HARN_TASK_GRACE"))
-	h, err := tasks.New(tasks.Config{Node: n.cfg.Name, KV: n.ledger, Key: n.key, Grace: grace,
+	var tracer agent.Tracer
+	if n.cfg.TracerProvider != nil {
+		tracer = tasks.GenAITracer(n.tracer, n.cfg.LogPrompts)
+	}
+	h, err := tasks.New(tasks.Config{Node: n.cfg.Name, KV: n.ledger, Key: n.key, Grace: grace, Tracer: tracer,
 		Sink:     sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
 		Sessions: sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},

@@ -30,7 +30,8 @@ func openTracing(c *cobra.Command, cfg *node.Config) (func(), error) {
 		return nil, err
 	}
 	cfg.TracerProvider = tp
-	cfg.Logger.Info("tracing on", "otlp_endpoint", endpoint)
+	cfg.LogPrompts, _ = c.Flags().GetBool("otel-log-prompts")
+	cfg.Logger.Info("tracing on", "otlp_endpoint", endpoint, "log_prompts", cfg.LogPrompts)
 	return func() {
 		ctx, cancel := context.WithTimeout(context.Background(), tracingFlushBound)
 		defer cancel()

@@ -770,8 +770,12 @@ type TaskResult struct {
 	Interrupt string `protobuf:"bytes,11,opt,name=interrupt,proto3" json:"interrupt,omitempty"`
 	// events (events): a harn task's loop events; usage (usage): the
 	// model-call tokens of the ledger.
-	Events        []*AgentEvent `protobuf:"bytes,12,rep,name=events,proto3" json:"events,omitempty"`
-	Usage         []*UsageRow   `protobuf:"bytes,13,rep,name=usage,proto3" json:"usage,omitempty"`
+	Events []*AgentEvent `protobuf:"bytes,12,rep,name=events,proto3" json:"events,omitempty"`
+	Usage  []*UsageRow   `protobuf:"bytes,13,rep,name=usage,proto3" json:"usage,omitempty"`
+	// history: the session cursor after events, and the session's context
+	// line.
+	Next          int64        `protobuf:"varint,30,opt,name=next,proto3" json:"next,omitempty"`
+	HarnContext   *HarnContext `protobuf:"bytes,31,opt,name=harn_context,json=harnContext,proto3" json:"harn_context,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -897,6 +901,91 @@ func (x *TaskResult) GetUsage() []*UsageRow {
 	return nil
 }
 
+func (x *TaskResult) GetNext() int64 {
+	if x != nil {
+		return x.Next
+	}
+	return 0
+}
+
+func (x *TaskResult) GetHarnContext() *HarnContext {
+	if x != nil {
+		return x.HarnContext
+	}
+	return nil
+}
+
+// HarnContext is a harn session's context line: the input tokens of its
+// last model call, the usable input budget, and its last compaction
+// (method "" until its context reports one).
+type HarnContext struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Used          int32                  `protobuf:"varint,1,opt,name=used,proto3" json:"used,omitempty"`
+	Budget        int32                  `protobuf:"varint,2,opt,name=budget,proto3" json:"budget,omitempty"`
+	Compaction    string                 `protobuf:"bytes,3,opt,name=compaction,proto3" json:"compaction,omitempty"`
+	CompactedAt   *Time                  `protobuf:"bytes,4,opt,name=compacted_at,json=compactedAt,proto3" json:"compacted_at,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HarnContext) Reset() {
+	*x = HarnContext{}
+	mi := &file_values_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HarnContext) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HarnContext) ProtoMessage() {}
+
+func (x *HarnContext) ProtoReflect() protoreflect.Message {
+	mi := &file_values_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HarnContext.ProtoReflect.Descriptor instead.
+func (*HarnContext) Descriptor() ([]byte, []int) {
+	return file_values_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *HarnContext) GetUsed() int32 {
+	if x != nil {
+		return x.Used
+	}
+	return 0
+}
+
+func (x *HarnContext) GetBudget() int32 {
+	if x != nil {
+		return x.Budget
+	}
+	return 0
+}
+
+func (x *HarnContext) GetCompaction() string {
+	if x != nil {
+		return x.Compaction
+	}
+	return ""
+}
+
+func (x *HarnContext) GetCompactedAt() *Time {
+	if x != nil {
+		return x.CompactedAt
+	}
+	return nil
+}
+
 type TaskView struct {
 	state      protoimpl.MessageState `protogen:"open.v1"`
 	Id         string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -920,7 +1009,7 @@ type TaskView struct {
 
 func (x *TaskView) Reset() {
 	*x = TaskView{}
-	mi := &file_values_proto_msgTypes[7]
+	mi := &file_values_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -932,7 +1021,7 @@ func (x *TaskView) String() string {
 func (*TaskView) ProtoMessage() {}
 
 func (x *TaskView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[7]
+	mi := &file_values_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -945,7 +1034,7 @@ func (x *TaskView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskView.ProtoReflect.Descriptor instead.
 func (*TaskView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{7}
+	return file_values_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TaskView) GetId() string {
@@ -1051,7 +1140,7 @@ type SteerResult struct {
 
 func (x *SteerResult) Reset() {
 	*x = SteerResult{}
-	mi := &file_values_proto_msgTypes[8]
+	mi := &file_values_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1063,7 +1152,7 @@ func (x *SteerResult) String() string {
 func (*SteerResult) ProtoMessage() {}
 
 func (x *SteerResult) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[8]
+	mi := &file_values_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1076,7 +1165,7 @@ func (x *SteerResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerResult.ProtoReflect.Descriptor instead.
 func (*SteerResult) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{8}
+	return file_values_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SteerResult) GetMode() string {
@@ -1120,7 +1209,7 @@ type GrantsView struct {
 
 func (x *GrantsView) Reset() {
 	*x = GrantsView{}
-	mi := &file_values_proto_msgTypes[9]
+	mi := &file_values_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1132,7 +1221,7 @@ func (x *GrantsView) String() string {
 func (*GrantsView) ProtoMessage() {}
 
 func (x *GrantsView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[9]
+	mi := &file_values_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1145,7 +1234,7 @@ func (x *GrantsView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantsView.ProtoReflect.Descriptor instead.
 func (*GrantsView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{9}
+	return file_values_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *GrantsView) GetTask() string {
@@ -1195,7 +1284,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1207,7 +1296,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1220,7 +1309,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{10}
+	return file_values_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Limit) GetCapability() string {
@@ -1265,7 +1354,7 @@ type Held struct {
 
 func (x *Held) Reset() {
 	*x = Held{}
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1277,7 +1366,7 @@ func (x *Held) String() string {
 func (*Held) ProtoMessage() {}
 
 func (x *Held) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1290,7 +1379,7 @@ func (x *Held) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Held.ProtoReflect.Descriptor instead.
 func (*Held) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{11}
+	return file_values_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Held) GetCapability() string {
@@ -1339,7 +1428,7 @@ type Handoff struct {
 
 func (x *Handoff) Reset() {
 	*x = Handoff{}
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1351,7 +1440,7 @@ func (x *Handoff) String() string {
 func (*Handoff) ProtoMessage() {}
 
 func (x *Handoff) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1364,7 +1453,7 @@ func (x *Handoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
 func (*Handoff) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{12}
+	return file_values_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Handoff) GetConversation() []*HandoffMessage {
@@ -1399,7 +1488,7 @@ type HandoffMessage struct {
 
 func (x *HandoffMessage) Reset() {
 	*x = HandoffMessage{}
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1411,7 +1500,7 @@ func (x *HandoffMessage) String() string {
 func (*HandoffMessage) ProtoMessage() {}
 
 func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1424,7 +1513,7 @@ func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffMessage.ProtoReflect.Descriptor instead.
 func (*HandoffMessage) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{13}
+	return file_values_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HandoffMessage) GetRole() string {
@@ -1460,7 +1549,7 @@ type HandoffDigest struct {
 
 func (x *HandoffDigest) Reset() {
 	*x = HandoffDigest{}
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1472,7 +1561,7 @@ func (x *HandoffDigest) String() string {
 func (*HandoffDigest) ProtoMessage() {}
 
 func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1485,7 +1574,7 @@ func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffDigest.ProtoReflect.Descriptor instead.
 func (*HandoffDigest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{14}
+	return file_values_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HandoffDigest) GetPredecessor() string {
@@ -1531,7 +1620,7 @@ type CallCounts struct {
 
 func (x *CallCounts) Reset() {
 	*x = CallCounts{}
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1543,7 +1632,7 @@ func (x *CallCounts) String() string {
 func (*CallCounts) ProtoMessage() {}
 
 func (x *CallCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1556,7 +1645,7 @@ func (x *CallCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallCounts.ProtoReflect.Descriptor instead.
 func (*CallCounts) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{15}
+	return file_values_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *CallCounts) GetStarted() int32 {
@@ -1618,7 +1707,7 @@ type CapabilityCalls struct {
 
 func (x *CapabilityCalls) Reset() {
 	*x = CapabilityCalls{}
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1630,7 +1719,7 @@ func (x *CapabilityCalls) String() string {
 func (*CapabilityCalls) ProtoMessage() {}
 
 func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1643,7 +1732,7 @@ func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilityCalls.ProtoReflect.Descriptor instead.
 func (*CapabilityCalls) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{16}
+	return file_values_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CapabilityCalls) GetName() string {
@@ -1676,7 +1765,7 @@ type SessionView struct {
 
 func (x *SessionView) Reset() {
 	*x = SessionView{}
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1688,7 +1777,7 @@ func (x *SessionView) String() string {
 func (*SessionView) ProtoMessage() {}
 
 func (x *SessionView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1701,7 +1790,7 @@ func (x *SessionView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionView.ProtoReflect.Descriptor instead.
 func (*SessionView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{17}
+	return file_values_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *SessionView) GetSession() string {
@@ -1759,7 +1848,7 @@ type Time struct {
 
 func (x *Time) Reset() {
 	*x = Time{}
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1771,7 +1860,7 @@ func (x *Time) String() string {
 func (*Time) ProtoMessage() {}
 
 func (x *Time) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1784,7 +1873,7 @@ func (x *Time) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Time.ProtoReflect.Descriptor instead.
 func (*Time) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{18}
+	return file_values_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Time) GetUnixNano() int64 {
@@ -1827,7 +1916,7 @@ type DecideQuery struct {
 
 func (x *DecideQuery) Reset() {
 	*x = DecideQuery{}
-	mi := &file_values_proto_msgTypes[19]
+	mi := &file_values_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1839,7 +1928,7 @@ func (x *DecideQuery) String() string {
 func (*DecideQuery) ProtoMessage() {}
 
 func (x *DecideQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[19]
+	mi := &file_values_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1852,7 +1941,7 @@ func (x *DecideQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideQuery.ProtoReflect.Descriptor instead.
 func (*DecideQuery) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{19}
+	return file_values_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *DecideQuery) GetPhase() string {
@@ -1934,7 +2023,7 @@ type PathClaim struct {
 
 func (x *PathClaim) Reset() {
 	*x = PathClaim{}
-	mi := &file_values_proto_msgTypes[20]
+	mi := &file_values_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2035,7 @@ func (x *PathClaim) String() string {
 func (*PathClaim) ProtoMessage() {}
 
 func (x *PathClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[20]
+	mi := &file_values_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2048,7 @@ func (x *PathClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PathClaim.ProtoReflect.Descriptor instead.
 func (*PathClaim) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{20}
+	return file_values_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PathClaim) GetSession() string {
@@ -2026,7 +2115,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_values_proto_msgTypes[21]
+	mi := &file_values_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2038,7 +2127,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[21]
+	mi := &file_values_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2051,7 +2140,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{21}
+	return file_values_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionRequest) GetId() string {
@@ -2172,7 +2261,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_values_proto_msgTypes[22]
+	mi := &file_values_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2184,7 +2273,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[22]
+	mi := &file_values_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2197,7 +2286,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{22}
+	return file_values_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionAnswer) GetAllow() bool {
@@ -2322,7 +2411,7 @@ const file_values_proto_rawDesc = "" +
 	"capability\x18\x02 \x01(\tR\n" +
 	"capability\x12\x14\n" +
 	"\x05match\x18\x03 \x01(\tR\x05match\x12\x18\n" +
-	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\xd7\x03\n" +
+	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\xa4\x04\n" +
 	"\n" +
 	"TaskResult\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
@@ -2338,7 +2427,16 @@ const file_values_proto_rawDesc = "" +
 	" \x01(\tR\amessage\x12\x1c\n" +
 	"\tinterrupt\x18\v \x01(\tR\tinterrupt\x12+\n" +
 	"\x06events\x18\f \x03(\v2\x13.harn.v1.AgentEventR\x06events\x12'\n" +
-	"\x05usage\x18\r \x03(\v2\x11.harn.v1.UsageRowR\x05usage\"\xff\x02\n" +
+	"\x05usage\x18\r \x03(\v2\x11.harn.v1.UsageRowR\x05usage\x12\x12\n" +
+	"\x04next\x18\x1e \x01(\x03R\x04next\x127\n" +
+	"\fharn_context\x18\x1f \x01(\v2\x14.harn.v1.HarnContextR\vharnContext\"\x8b\x01\n" +
+	"\vHarnContext\x12\x12\n" +
+	"\x04used\x18\x01 \x01(\x05R\x04used\x12\x16\n" +
+	"\x06budget\x18\x02 \x01(\x05R\x06budget\x12\x1e\n" +
+	"\n" +
+	"compaction\x18\x03 \x01(\tR\n" +
+	"compaction\x120\n" +
+	"\fcompacted_at\x18\x04 \x01(\v2\r.harn.v1.TimeR\vcompactedAt\"\xff\x02\n" +
 	"\bTaskView\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x16\n" +
@@ -2473,7 +2571,7 @@ func file_values_proto_rawDescGZIP() []byte {
 	return file_values_proto_rawDescData
 }
 
-var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_values_proto_goTypes = []any{
 	(*TaskAction)(nil),        // 0: harn.v1.TaskAction
 	(*HarnOptions)(nil),       // 1: harn.v1.HarnOptions
@@ -2482,56 +2580,59 @@ var file_values_proto_goTypes = []any{
 	(*UsageRow)(nil),          // 4: harn.v1.UsageRow
 	(*Grant)(nil),             // 5: harn.v1.Grant
 	(*TaskResult)(nil),        // 6: harn.v1.TaskResult
-	(*TaskView)(nil),          // 7: harn.v1.TaskView
-	(*SteerResult)(nil),       // 8: harn.v1.SteerResult
-	(*GrantsView)(nil),        // 9: harn.v1.GrantsView
-	(*Limit)(nil),             // 10: harn.v1.Limit
-	(*Held)(nil),              // 11: harn.v1.Held
-	(*Handoff)(nil),           // 12: harn.v1.Handoff
-	(*HandoffMessage)(nil),    // 13: harn.v1.HandoffMessage
-	(*HandoffDigest)(nil),     // 14: harn.v1.HandoffDigest
-	(*CallCounts)(nil),        // 15: harn.v1.CallCounts
-	(*CapabilityCalls)(nil),   // 16: harn.v1.CapabilityCalls
-	(*SessionView)(nil),       // 17: harn.v1.SessionView
-	(*Time)(nil),              // 18: harn.v1.Time
-	(*DecideQuery)(nil),       // 19: harn.v1.DecideQuery
-	(*PathClaim)(nil),         // 20: harn.v1.PathClaim
-	(*PermissionRequest)(nil), // 21: harn.v1.PermissionRequest
-	(*PermissionAnswer)(nil),  // 22: harn.v1.PermissionAnswer
+	(*HarnContext)(nil),       // 7: harn.v1.HarnContext
+	(*TaskView)(nil),          // 8: harn.v1.TaskView
+	(*SteerResult)(nil),       // 9: harn.v1.SteerResult
+	(*GrantsView)(nil),        // 10: harn.v1.GrantsView
+	(*Limit)(nil),             // 11: harn.v1.Limit
+	(*Held)(nil),              // 12: harn.v1.Held
+	(*Handoff)(nil),           // 13: harn.v1.Handoff
+	(*HandoffMessage)(nil),    // 14: harn.v1.HandoffMessage
+	(*HandoffDigest)(nil),     // 15: harn.v1.HandoffDigest
+	(*CallCounts)(nil),        // 16: harn.v1.CallCounts
+	(*CapabilityCalls)(nil),   // 17: harn.v1.CapabilityCalls
+	(*SessionView)(nil),       // 18: harn.v1.SessionView
+	(*Time)(nil),              // 19: harn.v1.Time
+	(*DecideQuery)(nil),       // 20: harn.v1.DecideQuery
+	(*PathClaim)(nil),         // 21: harn.v1.PathClaim
+	(*PermissionRequest)(nil), // 22: harn.v1.PermissionRequest
+	(*PermissionAnswer)(nil),  // 23: harn.v1.PermissionAnswer
 }
 var file_values_proto_depIdxs = []int32{
 	5,  // 0: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
 	1,  // 1: harn.v1.TaskAction.harn:type_name -> harn.v1.HarnOptions
 	3,  // 2: harn.v1.AgentEvent.usage:type_name -> harn.v1.ModelUsage
-	18, // 3: harn.v1.AgentEvent.at:type_name -> harn.v1.Time
-	7,  // 4: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
-	8,  // 5: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
-	9,  // 6: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
-	12, // 7: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
-	17, // 8: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
+	19, // 3: harn.v1.AgentEvent.at:type_name -> harn.v1.Time
+	8,  // 4: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
+	9,  // 5: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
+	10, // 6: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
+	13, // 7: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
+	18, // 8: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
 	2,  // 9: harn.v1.TaskResult.events:type_name -> harn.v1.AgentEvent
 	4,  // 10: harn.v1.TaskResult.usage:type_name -> harn.v1.UsageRow
-	18, // 11: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
-	5,  // 12: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
-	10, // 13: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
-	11, // 14: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
-	18, // 15: harn.v1.Limit.at:type_name -> harn.v1.Time
-	13, // 16: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
-	14, // 17: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
-	15, // 18: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
-	16, // 19: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
-	7,  // 20: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
-	7,  // 21: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
-	7,  // 22: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
-	20, // 23: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
-	18, // 24: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
-	22, // 25: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
-	18, // 26: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
-	27, // [27:27] is the sub-list for method output_type
-	27, // [27:27] is the sub-list for method input_type
-	27, // [27:27] is the sub-list for extension type_name
-	27, // [27:27] is the sub-list for extension extendee
-	0,  // [0:27] is the sub-list for field type_name
+	7,  // 11: harn.v1.TaskResult.harn_context:type_name -> harn.v1.HarnContext
+	19, // 12: harn.v1.HarnContext.compacted_at:type_name -> harn.v1.Time
+	19, // 13: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
+	5,  // 14: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
+	11, // 15: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
+	12, // 16: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
+	19, // 17: harn.v1.Limit.at:type_name -> harn.v1.Time
+	14, // 18: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
+	15, // 19: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
+	16, // 20: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
+	17, // 21: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
+	8,  // 22: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
+	8,  // 23: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
+	8,  // 24: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
+	21, // 25: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
+	19, // 26: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
+	23, // 27: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
+	19, // 28: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
+	29, // [29:29] is the sub-list for method output_type
+	29, // [29:29] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_values_proto_init() }
@@ -2545,7 +2646,7 @@ func file_values_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_values_proto_rawDesc), len(file_values_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

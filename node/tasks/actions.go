@@ -20,6 +20,9 @@ func (h *Host) Do(a Action) (Result, error) {
 		by = "operator@" + h.cfg.Node
 	}
 	req := runtime.Request{Text: a.Text, Grants: a.Grants, RequiresSuccess: a.RequiresSuccess, By: by}
+	if a.Op == OpHistory {
+		return h.history(a)
+	}
 	if IsSessionOp(a.Op) {
 		var hs *hosted
 		var err error

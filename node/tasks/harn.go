@@ -153,9 +153,10 @@ func (h *Host) providerKey(o *HarnOptions) (string, error) {
 
 // harnState is what the host keeps of a harn session.
 type harnState struct {
-	mu     sync.Mutex
-	events map[string][]agent.Event // task -> its events, bounded
-	wake   chan struct{}
+	mu      sync.Mutex
+	events  map[string][]agent.Event // task -> its events, bounded
+	session sessionLog               // the session's events across tasks (OpHistory)
+	wake    chan struct{}
 }
 
 func newHarnState() *harnState {
@@ -165,6 +166,11 @@ func newHarnState() *harnState {
 func (s *harnState) add(e agent.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.session.add(e)
+	defer func() {
+		close(s.wake)
+		s.wake = make(chan struct{})
+	}()
 	evs := s.events[e.Task]
 	if len(evs) >= keepEvents && e.Type != agent.EvTurnEnd {
 		return // a turn's end is always kept
@@ -173,8 +179,6 @@ func (s *harnState) add(e agent.Event) {
 	if len(s.events) > keepTasks {
 		clear(s.events)
 	}
-	close(s.wake)
-	s.wake = make(chan struct{})
 }
 
 // since returns a task's events from index from on, waiting up to wait
@@ -305,7 +309,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 	}
 	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(), box: box}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Context: lane, Model: model, Dir: workdir,
-		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id),
+		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)

@@ -68,6 +68,9 @@ type Config struct {
 	// boxes (nil: Toolboxes with this config's clock, logger and grace).
 	ProviderKeyFile string
 	Boxes           BoxFactory
+	// Tracer spans each provider request of harn's loop (nil: none; see
+	// GenAITracer).
+	Tracer agent.Tracer
 }
 
 // hosted is one runtime session of this node.

@@ -11,6 +11,7 @@ type (
 	Result      = taskwire.Result
 	UsageRow    = taskwire.UsageRow
 	HarnOptions = taskwire.HarnOptions
+	ContextInfo = taskwire.ContextInfo
 	Query       = taskwire.Query
 	Verdict     = taskwire.Verdict
 	Request     = taskwire.Request
@@ -37,6 +38,7 @@ const (
 	OpReduce    = taskwire.OpReduce
 	OpEvents    = taskwire.OpEvents
 	OpUsage     = taskwire.OpUsage
+	OpHistory   = taskwire.OpHistory
 )
 
 // Phases, decisions and names of the wire.

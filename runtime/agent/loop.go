@@ -43,6 +43,8 @@ type Config struct {
 	// OnEvent observes the turn's events, on the loop's goroutines; it
 	// must not block.
 	OnEvent func(Event)
+	// Tracer spans each provider request (nil: none).
+	Tracer Tracer
 }
 
 // Event types.

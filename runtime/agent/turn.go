@@ -112,7 +112,9 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 			return Response{}, err
 		}
 		est := Estimate(req)
-		resp, err = e.cfg.Provider.Complete(ctx, req, onText)
+		cctx, end := e.traceCall(ctx, req, task, step, attempt, est)
+		resp, err = e.cfg.Provider.Complete(cctx, req, onText)
+		end(ModelCallEnd{Input: resp.Usage.Input, Output: resp.Usage.Output, CacheRead: resp.Usage.CacheRead, Err: err, ErrClass: errClassOf(err)})
 		u := runtime.Usage{Provider: e.cfg.Provider.Name(), Node: e.cfg.Node, Agent: "harn", Estimated: est,
 			Input: resp.Usage.Input, Output: resp.Usage.Output, CacheRead: resp.Usage.CacheRead,
 			CacheWrite: resp.Usage.CacheWrite, Retries: resp.Retries}
@@ -129,6 +131,27 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 		e.emit(Event{Type: EvStatus, Task: task, Step: step, Text: "the model's context window was exceeded: recovery checkpoint set, retrying once with the current turn"})
 	}
 	return resp, err
+}
+
+// traceCall opens the request's span when a tracer is set.
+func (e *Executor) traceCall(ctx context.Context, req Request, task string, step, attempt, est int) (context.Context, func(ModelCallEnd)) {
+	if e.cfg.Tracer == nil {
+		return ctx, func(ModelCallEnd) {}
+	}
+	adm := AdmissionAdmitted
+	if est > e.cfg.Model.UsableInput() {
+		adm = AdmissionOverBudget
+	}
+	return e.cfg.Tracer.ModelCall(ctx, ModelCallStart{Provider: e.cfg.Provider.Name(), Model: req.Model, Session: e.cfg.Session,
+		Task: task, Step: step, Attempt: attempt + 1, MaxOutput: req.MaxOutput, Estimated: est, Budget: e.cfg.Model.UsableInput(),
+		Admission: adm, Compaction: compactionOf(e.cfg.Context), Messages: req.Messages})
+}
+
+func errClassOf(err error) string {
+	if err == nil {
+		return ""
+	}
+	return errClass(err)
 }
 
 func errClass(err error) string {

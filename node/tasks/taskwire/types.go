@@ -28,7 +28,12 @@ const (
 	OpShow      = "show"
 	OpReduce    = "reduce" // shrink a task's ceiling: Capability (a name or pattern) to Level
 	OpEvents    = "events" // a harn task's loop events from Since on (waits up to WaitMS for one)
-	OpUsage     = "usage"  // sums the model-call tokens of this node's ledger
+	// OpHistory reads a harn session's loop events in order, across its
+	// tasks, from the session cursor Since on (waiting up to WaitMS for
+	// one), with the session's view and its context line: what a TUI
+	// paints from.
+	OpHistory = "history"
+	OpUsage   = "usage" // sums the model-call tokens of this node's ledger
 )
 
 // AgentHarn names harn's own agent loop as a task's agent
@@ -85,13 +90,29 @@ type Result struct {
 	Events []runtime.LoopEvent `json:"events,omitempty"`
 	// Usage (usage): the model-call tokens of the node's ledger.
 	Usage []UsageRow `json:"usage,omitempty"`
+	// Next (history): the session cursor after Events; Context: the
+	// session's context line.
+	Next    int          `json:"next,omitempty"`
+	Context *ContextInfo `json:"context,omitempty"`
+}
+
+// ContextInfo is a harn session's context line: the input tokens of its
+// last model call (the provider's count, else harn's estimate), the
+// usable input budget, and how its context was last compacted (empty
+// until the session's context reports compactions).
+type ContextInfo struct {
+	Used       int    `json:"used"`
+	Budget     int    `json:"budget"`
+	Compaction string `json:"compaction,omitempty"`
+	// CompactedAt is when that compaction ran (zero: none reported).
+	CompactedAt time.Time `json:"compacted_at,omitempty"`
 }
 
 // IsSessionOp reports whether op names its target by session (else by
 // task).
 func IsSessionOp(op string) bool {
 	switch op {
-	case OpStart, OpSteer, OpFollowUp, OpSupersede:
+	case OpStart, OpSteer, OpFollowUp, OpSupersede, OpHistory:
 		return true
 	}
 	return false

@@ -118,7 +118,13 @@ func QueryFromAPI(q *api.DecideQuery) Query {
 // ResultToAPI is r on the wire.
 func ResultToAPI(r Result) *api.TaskResult {
 	out := &api.TaskResult{Node: r.Node, Session: r.Session, Task: taskViewToAPI(r.Task), Text: r.Text,
-		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt}
+		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int64(r.Next)}
+	if c := r.Context; c != nil {
+		out.HarnContext = &api.HarnContext{Used: int32(min(c.Used, 1<<30)), Budget: int32(min(c.Budget, 1<<30)), Compaction: c.Compaction}
+		if !c.CompactedAt.IsZero() {
+			out.HarnContext.CompactedAt = api.NewTime(c.CompactedAt)
+		}
+	}
 	for _, e := range r.Events {
 		out.Events = append(out.Events, &api.AgentEvent{Type: e.Type, Task: e.Task, Step: int32(e.Step), Call: e.Call,
 			Tool: e.Tool, Text: e.Text, Outcome: e.Outcome, Status: e.Status, Usage: usageToAPI(e.Usage), At: api.NewTime(e.At)})
@@ -174,7 +180,13 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 		return Result{}, nil
 	}
 	out := Result{Node: r.Node, Session: r.Session, Task: taskViewFromAPI(r.Task), Text: r.Text,
-		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt}
+		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int(min(max(r.GetNext(), 0), 1<<40))}
+	if c := r.GetHarnContext(); c != nil {
+		out.Context = &ContextInfo{Used: int(c.GetUsed()), Budget: int(c.GetBudget()), Compaction: c.GetCompaction()}
+		if c.GetCompactedAt() != nil {
+			out.Context.CompactedAt = c.GetCompactedAt().AsTime()
+		}
+	}
 	for _, e := range r.Events {
 		out.Events = append(out.Events, runtime.LoopEvent{Type: e.GetType(), Task: e.GetTask(), Step: int(e.GetStep()), Call: e.GetCall(),
 			Tool: e.GetTool(), Text: e.GetText(), Outcome: e.GetOutcome(), Status: e.GetStatus(), Usage: usageFromAPI(e.GetUsage()),
