@@ -87,3 +87,32 @@ func TestButtonsAnswerTheRequestOnceByTheirUse(t *testing.T) {
 		t.Fatalf("recorded answers by %v", by)
 	}
 }
+
+// With --http-public-url the links and the buttons use it, not the
+// listen address; a URL with a user, a query or another scheme is
+// refused.
+func TestThePublicBoardURLIsWhereLinksAndButtonsPoint(t *testing.T) {
+	for in, want := range map[string]string{"https://harn.example": "https://harn.example/",
+		"https://harn.example/boards/a/": "https://harn.example/boards/a/", "http://10.0.0.5:7713": "http://10.0.0.5:7713/"} {
+		if got, err := ParsePublicURL(in); err != nil || got != want {
+			t.Errorf("%q: %q %v, want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "harn.example", "ftp://harn.example/", "https://u:p@harn.example/", "https://harn.example/?token=x",
+		"https://harn.example/#x", "https:///nohost", "https://harn.example/a b"} {
+		if _, err := ParsePublicURL(bad); !errors.Is(err, ErrPublicURL) {
+			t.Errorf("%q: %v, want ErrPublicURL", bad, err)
+		}
+	}
+	cfg := testConfig(t, t.TempDir())
+	cfg.HTTPAddr, cfg.Web.PublicURL = "127.0.0.1:0", "https://harn.example/b/"
+	n := openNode(t, cfg)
+	mustIngest(t, n, ev("p1", "1", presence.TypeSessionStart, 1, nil))
+	if l := n.sessionLink("p1"); l != "https://harn.example/b/s/p1" {
+		t.Fatalf("the link %q", l)
+	}
+	id, _ := awaitOpen(t, n, tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Key: "k1"})
+	if bs := n.actionButtons(needsInputWith(id)); len(bs) != 2 || bs[0].URL != "https://harn.example/b/act" {
+		t.Fatalf("buttons %+v", bs)
+	}
+}
