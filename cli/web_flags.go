@@ -12,6 +12,7 @@ func addWebFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.String("http-token-file", "", "`file` holding the token the board and /metrics require (mode 0600; keeps it out of ps); default: --http-token, else one generated into <data-dir>/http.token")
 	f.String("http-token", "", "the `token` the board and /metrics require; it shows in ps, so prefer --http-token-file (default: one generated into <data-dir>/http.token)")
+	f.String("http-public-url", "", "the board's `URL` as others reach it (https://harn.example/, behind a proxy): notifications link to it and their Approve and Deny buttons post to it; default: the listen address")
 	f.String("metrics-token-file", "", "`file` holding a scrape-only token (mode 0600): a bearer header with it opens GET /metrics and nothing else")
 	d := board.DefaultLimits
 	f.Duration("http-read-timeout", d.ReadTimeout, "bound on reading one board request, headers and body (a slow body is cut there)")

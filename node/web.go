@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/privfile"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // The web part of the node: the board (node/board) on Config.HTTPAddr,
@@ -48,6 +50,25 @@ type WebConfig struct {
 	// nothing else.
 	MetricsToken string
 	Limits       board.Limits
+	// PublicURL is the board's address as others reach it (a proxy's,
+	// say; ParsePublicURL): notifications link to it and their buttons
+	// post to it. Empty: the listen address (board.BaseURL).
+	PublicURL string
+}
+
+// ErrPublicURL: --http-public-url is not an http(s) URL of a host, with
+// no user, query or fragment.
+var ErrPublicURL = errors.New("node: --http-public-url must be an http:// or https:// URL of a host, with no user, query or fragment, e.g. https://harn.example/")
+
+// ParsePublicURL checks a board's public URL and returns it ending in "/".
+func ParsePublicURL(s string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(s))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.Opaque != "" || strings.ContainsAny(s, " \t\r\n") {
+		return "", fmt.Errorf("%w (got %q)", ErrPublicURL, text.Clip(text.OneLine(s), 80))
+	}
+	u.Path = strings.TrimSuffix(u.Path, "/") + "/"
+	return u.String(), nil
 }
 
 // webToken is the token the board needs, on loopback too: the configured
@@ -130,11 +151,15 @@ func (n *Node) BoardURL() string {
 	return n.board.URL()
 }
 
-// BoardBaseURL is the board's URL without the token, or "" without a
-// board.
+// BoardBaseURL is the board's URL without the token, as others reach it
+// (--http-public-url, else the listen address), or "" without a board.
+// Notifications' links and buttons are built on it.
 func (n *Node) BoardBaseURL() string {
 	if n.board == nil {
 		return ""
+	}
+	if n.cfg.Web.PublicURL != "" {
+		return n.cfg.Web.PublicURL
 	}
 	return n.board.BaseURL()
 }

@@ -290,6 +290,13 @@ func webConfig(c *cobra.Command, cfg *node.Config) error {
 		}
 		cfg.HTTPToken = tok
 	}
+	if u, _ := f.GetString("http-public-url"); u != "" {
+		pu, err := node.ParsePublicURL(u)
+		if err != nil {
+			return cli.UsageErr(err)
+		}
+		cfg.Web.PublicURL = pu
+	}
 	if path, _ := f.GetString("metrics-token-file"); path != "" {
 		tok, err := cli.ReadSecretFile(path)
 		if err != nil {

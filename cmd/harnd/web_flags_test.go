@@ -21,6 +21,9 @@ func TestBadWebFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"--http-idle-timeout", "0s"}, "--http-idle-timeout"},
 		{[]string{"--http-max-streams", "0"}, "--http-max-streams"},
 		{[]string{"--http-max-client-streams", "0"}, "--http-max-client-streams"},
+		{[]string{"--http-public-url", "ftp://board.example/"}, "--http-public-url"},
+		{[]string{"--http-public-url", "https://user:pw@board.example/"}, "--http-public-url"},
+		{[]string{"--http-public-url", "https://board.example/?token=x"}, "--http-public-url"},
 	} {
 		args := append([]string{"node", "--data-dir", dir + "/data", "--socket", dir + "/s", "--no-mesh"}, c.args...)
 		code, stderr := runMain(t, args...)

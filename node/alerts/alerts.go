@@ -125,7 +125,7 @@ type Room struct {
 	// followed, with no leader at all: another server announced then
 	// (Mesh.Leading), the dead leader's sessions too.
 	lessFrom, lessTo time.Time
-	badLogged  uint64
+	badLogged        uint64
 }
 
 // New builds a room and its engine. It starts the engine's workers (a
