@@ -37,8 +37,8 @@ var ErrProfile = errors.New("subagent: profile")
 // tools it may use (at most its parent's), the skills it activates, and
 // optionally its own model.
 type Profile struct {
-	Name        string   `json:"name"`
-	Description string   `json:"description,omitempty"`
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
 	// Tools are the tool names (or name patterns with *) the child may
 	// call; nil means every tool of the parent. The handoff tool is
 	// always the child's; the agent tool never is (children do not fan
