@@ -60,6 +60,11 @@ func (n *Node) openTasks() error {
 	if _, err := h.Rebuild(live); err != nil {
 		n.log.Warn("rebuilding task records from the ledger", "err", err)
 	}
+	// Children are not resumed either: each parent's trace says which
+	// were lost.
+	if lost, err := h.RecoverSubagents(); err != nil || len(lost) > 0 {
+		n.log.Info("subagents lost at the restart", "count", len(lost), "err", err)
+	}
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/agent/tools"
 	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/runtime/subagent"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -146,7 +147,15 @@ func (s *harnState) since(ctx context.Context, task string, from int, wait time.
 
 // OpenHarn opens a new runtime session whose tasks run harn's own loop,
 // announces it as a presence session of agent harn, and starts the loop.
+// Its tool box carries the agent tool: its children run on this node.
 func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
+	return h.openHarn(o, workdir, nil)
+}
+
+// openHarn opens a harn session; kid, when set, makes it a child of
+// another (its id, profile, system prompt and first task come from the
+// subagent manager) and starts the kid's first task before the loop runs.
+func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, error) {
 	if err := o.validate(); err != nil {
 		return "", err
 	}
@@ -173,6 +182,9 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 	}
 	now := h.cfg.Clock.Now()
 	id := "h-" + ids.New(now)
+	if kid != nil {
+		id = kid.spec.Child.ID
+	}
 	var box tools.Box
 	if h.cfg.Boxes != nil {
 		if box, err = h.cfg.Boxes(id, workdir, o.MCP); err != nil {
@@ -180,6 +192,13 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 		}
 	} else {
 		box = agent.NewMiniBox()
+	}
+	system := agent.SystemPrompt
+	if kid != nil {
+		box = &subagent.ChildBox{Box: box, M: h.subs, Profile: kid.spec.Profile}
+		system = subagent.SystemOf(kid.spec.Profile, workdir)
+	} else if h.subs != nil {
+		box = &subagent.ParentBox{Box: box, M: h.subs}
 	}
 	h.mu.Lock()
 	switch {
@@ -195,21 +214,32 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 	if _, err := h.rt.SetCatalog(agent.Catalog+":"+id, agent.Capabilities(specs)); err != nil {
 		return "", err
 	}
-	base := agent.Estimate(agent.Request{System: []string{agent.SystemPrompt}, Tools: specs})
+	base := agent.Estimate(agent.Request{System: []string{system}, Tools: specs})
 	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: agent.Catalog + ":" + id, Workdir: workdir, Budget: model.Budget(base)}); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState()}
+	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(), opts: o, workdir: workdir, child: kid != nil}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Model: model, Dir: workdir,
-		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id),
+		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), System: system,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
 	hs.ag = ag
-	if err := h.emit(presence.Event{SessionID: id, Type: presence.TypeSessionStart, TS: now, Agent: Agent,
-		Attrs: map[string]any{presence.AttrCwd: workdir, presence.AttrSource: "startup"}}); err != nil {
+	start := presence.Event{SessionID: id, Type: presence.TypeSessionStart, TS: now, Agent: Agent,
+		Attrs: map[string]any{presence.AttrCwd: workdir, presence.AttrSource: "startup"}}
+	if kid != nil {
+		start.Type, start.ParentSessionID = presence.TypeSubagentStart, kid.spec.Child.Parent
+		start.Attrs[presence.AttrSource] = "subagent"
+		start.Attrs[attrAgentType] = kid.spec.Profile.Name
+	}
+	if err := h.emit(start); err != nil {
 		return "", err
+	}
+	if kid != nil {
+		if err := kid.first(id, specs); err != nil {
+			return "", err
+		}
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	hs.cancel = cancel
@@ -261,6 +291,9 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 			h.output(hs.id, e.Task, e.Text)
 		}
 		h.taskEnded(hs.id, exec.TaskResult{Task: e.Task, Status: runtime.Status(e.Status)})
+		if hs.child && h.subs != nil {
+			h.subs.Ended(hs.id, runtime.Status(e.Status))
+		}
 		return
 	default:
 		return
