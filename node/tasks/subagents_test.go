@@ -182,3 +182,55 @@ func TestTwentyParallelSubagentsSixteenAtOnce(t *testing.T) {
 		t.Fatalf("%d subagent.start and %d subagent.stop with the parent", starts, stops)
 	}
 }
+
+// TestAChildsApprovalWaitRollsUpToItsParent: a child inherits its
+// parent's confirm condition on read; its call waits for a confirmation
+// (interaction.input_requested on the child's session), and the roster's
+// fold shows the wait on the parent's row, naming the child.
+func TestAChildsApprovalWaitRollsUpToItsParent(t *testing.T) {
+	sink := &eventSink{}
+	h, err := New(Config{Node: "n1", KV: &memKV{}, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	srv := modeltest.New(t)
+	srv.SetFallback(func(map[string]any) modeltest.Reply {
+		return modeltest.Reply{Func: func(req map[string]any) modeltest.Reply {
+			if !isChild(req) {
+				return modeltest.Calls(true, modeltest.Call{ID: "a1", Name: subagent.ToolAgent, Args: `{"profile":"explorer","brief":"read x"}`})
+			}
+			return modeltest.Calls(true, modeltest.Call{ID: "r1", Name: "read", Args: `{"path":"x"}`})
+		}}
+	})
+	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.rt.Start(id, runtime.Request{Text: "ask a child", Grants: []runtime.Grant{
+		{Level: runtime.Execute, Capability: subagent.ToolAgent}, {Level: runtime.Execute, Capability: "read", Confirm: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	deadline := time.Now().Add(60 * time.Second)
+	for child == "" {
+		for _, e := range sink.all() {
+			if e.Type == presence.TypeInputRequested && e.SessionID != id {
+				child = e.SessionID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child's call never asked for a confirmation")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	byID := presence.FoldSessions(sink.all())
+	states := []presence.State{byID[id], byID[child]}
+	if states[1].ParentSessionID != id {
+		t.Fatalf("the child's row has parent %q, want %q", states[1].ParentSessionID, id)
+	}
+	presence.SurfaceChildren(states)
+	if states[0].Activity != presence.ActivityNeedsInput || states[0].WaitingChild != child {
+		t.Fatalf("the parent's row: activity %s, waiting child %q (want %s)", states[0].Activity, states[0].WaitingChild, child)
+	}
+}
