@@ -28,6 +28,8 @@ var allowed = map[string]struct {
 	// runtime/agent/tools speaks MCP through the official SDK and checks
 	// MCP tools' arguments against their JSON schemas.
 	"runtime/agent/tools": {inner: []string{"runtime", "presence", "util"}, outer: []string{"github.com/modelcontextprotocol/go-sdk", "github.com/google/jsonschema-go"}},
+	// runtime/subagent validates children's handoffs against a JSON schema.
+	"runtime/subagent": {inner: []string{"runtime", "presence", "util"}, outer: []string{"github.com/google/jsonschema-go"}},
 	// runtime/agent: harn's own agent loop speaks to model APIs.
 	"runtime/agent": {inner: []string{"runtime", "presence", "util"}, outer: []string{"github.com/openai/openai-go/v3", "github.com/anthropics/anthropic-sdk-go/v2", "github.com/tiktoken-go/tokenizer"}},
 	"mesh":          {inner: []string{"mesh", "util"}, outer: []string{"github.com/hashicorp/memberlist"}},

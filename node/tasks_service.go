@@ -18,8 +18,8 @@ import (
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
-	"github.com/harn-dev/harn/runtime/agent/tools"
 	"github.com/harn-dev/harn/runtime/agent"
+	"github.com/harn-dev/harn/runtime/agent/tools"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -71,6 +71,11 @@ func (n *Node) openTasks() error {
 	// `harn task show` answers for them, and a hold still waits for ack.
 	if _, err := h.Rebuild(live); err != nil {
 		n.log.Warn("rebuilding task records from the ledger", "err", err)
+	}
+	// Children are not resumed either: each parent's trace says which
+	// were lost.
+	if lost, err := h.RecoverSubagents(); err != nil || len(lost) > 0 {
+		n.log.Info("subagents lost at the restart", "count", len(lost), "err", err)
 	}
 	return nil
 }

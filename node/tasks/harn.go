@@ -16,6 +16,7 @@ import (
 	"github.com/harn-dev/harn/runtime/agent/tools"
 	rcontext "github.com/harn-dev/harn/runtime/context"
 	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/runtime/subagent"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -206,7 +207,15 @@ func (s *harnState) since(ctx context.Context, task string, from int, wait time.
 
 // OpenHarn opens a new runtime session whose tasks run harn's own loop,
 // announces it as a presence session of agent harn, and starts the loop.
+// Its tool box carries the agent tool: its children run on this node.
 func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
+	return h.openHarn(o, workdir, nil)
+}
+
+// openHarn opens a harn session; kid, when set, makes it a child of
+// another (its id, profile, system prompt and first task come from the
+// subagent manager) and starts the kid's first task before the loop runs.
+func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, error) {
 	if err := validateHarn(o); err != nil {
 		return "", err
 	}
@@ -237,6 +246,9 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 	}
 	now := h.cfg.Clock.Now()
 	id := "h-" + ids.New(now)
+	if kid != nil {
+		id = kid.spec.Child.ID
+	}
 	h.mu.Lock()
 	switch {
 	case h.ctx.Err() != nil:
@@ -251,12 +263,19 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	extra := []tools.Extra{h.contexts.Recall()}
+	switch {
+	case kid != nil:
+		extra = append(extra, h.subs.HandoffTool(kid.spec.Profile))
+	case h.subs != nil:
+		extra = append(extra, h.subs.AgentTool())
+	}
 	box, err := h.openBox(BoxSpec{Runtime: h.rt, Session: id, Catalog: agent.Catalog + ":" + id, Workdir: workdir, MCP: servers,
-		Extra: []tools.Extra{h.contexts.Recall()}})
+		Extra: extra})
 	if err != nil {
 		return "", err
 	}
-	id, err = h.startHarn(id, box, lane, prov, model, workdir, now)
+	id, err = h.startHarn(id, box, lane, prov, model, o, workdir, now, kid)
 	if err != nil {
 		_ = box.Close()
 		return "", err
@@ -301,23 +320,46 @@ func (h *Host) openBox(spec BoxSpec) (SessionBox, error) {
 // startHarn opens the runtime session on the open box and starts the
 // loop; the loop's goroutine closes the box when the loop stops (the
 // session ended or the node closes).
-func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov agent.Provider, model agent.Model, workdir string, now time.Time) (string, error) {
-	specs := box.Specs(id, "")
-	base := agent.Estimate(agent.Request{System: []string{agent.SystemPrompt}, Tools: specs})
+func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov agent.Provider, model agent.Model,
+	o HarnOptions, workdir string, now time.Time, kid *kidStart) (string, error) {
+	// The loop's box: a child sees only what its profile allows (and
+	// handoff); a parent has the agent tool (both are in the catalog, as
+	// extras of the session box).
+	var loopBox tools.Box = box
+	system := agent.SystemPrompt
+	if kid != nil {
+		loopBox = &subagent.ChildBox{Box: box, M: h.subs, Profile: kid.spec.Profile}
+		system = subagent.SystemOf(kid.spec.Profile, workdir)
+	} else if h.subs != nil {
+		loopBox = &subagent.ParentBox{Box: box, M: h.subs}
+	}
+	specs := loopBox.Specs(id, "")
+	base := agent.Estimate(agent.Request{System: []string{system}, Tools: specs})
 	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: box.Catalog(), Workdir: workdir, Budget: model.Budget(base)}); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(), box: box}
-	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: box, Context: lane, Model: model, Dir: workdir,
-		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer,
+	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(), box: box, opts: o, workdir: workdir, child: kid != nil}
+	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
+		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
 	hs.ag = ag
-	if err := h.emit(presence.Event{SessionID: id, Type: presence.TypeSessionStart, TS: now, Agent: Agent,
-		Attrs: map[string]any{presence.AttrCwd: workdir, presence.AttrSource: "startup"}}); err != nil {
+	start := presence.Event{SessionID: id, Type: presence.TypeSessionStart, TS: now, Agent: Agent,
+		Attrs: map[string]any{presence.AttrCwd: workdir, presence.AttrSource: "startup"}}
+	if kid != nil {
+		start.Type, start.ParentSessionID = presence.TypeSubagentStart, kid.spec.Child.Parent
+		start.Attrs[presence.AttrSource] = "subagent"
+		start.Attrs[attrAgentType] = kid.spec.Profile.Name
+	}
+	if err := h.emit(start); err != nil {
 		return "", err
+	}
+	if kid != nil {
+		if err := kid.first(id, specs); err != nil {
+			return "", err
+		}
 	}
 	ctx, cancel := context.WithCancel(h.ctx)
 	hs.cancel = cancel
@@ -379,6 +421,9 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 			h.output(hs.id, e.Task, e.Text)
 		}
 		h.taskEnded(hs.id, exec.TaskResult{Task: e.Task, Status: runtime.Status(e.Status)})
+		if hs.child && h.subs != nil {
+			h.subs.Ended(hs.id, runtime.Status(e.Status))
+		}
 		return
 	default:
 		return

@@ -8,7 +8,6 @@ import (
 	"github.com/harn-dev/harn/runtime/agent"
 )
 
-
 // Bounds of a session's history.
 const (
 	// keepHistory bounds the events a session's history keeps; past it
@@ -17,7 +16,6 @@ const (
 	// maxHistoryBatch bounds the events of one answer.
 	maxHistoryBatch = 2048
 )
-
 
 // sessionLog is a harn session's events in order, across tasks.
 type sessionLog struct {

@@ -17,6 +17,7 @@ import (
 	"github.com/harn-dev/harn/runtime/agent"
 	rcontext "github.com/harn-dev/harn/runtime/context"
 	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/runtime/subagent"
 	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/text"
@@ -83,8 +84,11 @@ type hosted struct {
 	run      *runtime.Run    // external: the running task's hold
 	ag       *agent.Executor // harn's own loop
 	harn     *harnState
-	box      SessionBox // harn's: its tools, closed when the loop stops
-	ended    bool       // the presence session ended: nothing more runs here
+	box      SessionBox  // harn's: its tools, closed when the loop stops
+	ended    bool        // the presence session ended: nothing more runs here
+	opts     HarnOptions // harn: the options it was opened with (its children's)
+	workdir  string
+	child    bool // harn: a subagent of another session
 }
 
 // Host hosts the node's task runtimes. It is safe for concurrent use.
@@ -108,7 +112,8 @@ type Host struct {
 	briefs   map[string]briefHash // session -> last brief told through OnChange
 
 	approvals *Approvals
-	contexts  *rcontext.Space // harn sessions' histories and working sets
+	contexts  *rcontext.Space   // harn sessions' histories and working sets
+	subs      *subagent.Manager // the children of harn sessions
 }
 
 // Bounds of what the host keeps per task for views.
@@ -150,6 +155,12 @@ func New(cfg Config) (*Host, error) {
 		outN: map[string]int{}, held: map[string]string{}, lastOut: map[string]time.Time{},
 		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
 	h.contexts = h.newContexts()
+	subs, err := subagent.New(subagent.Config{Runner: &childRunner{h: h}, Store: NewSubagentStore(cfg.KV),
+		Clock: cfg.Clock, Logger: cfg.Logger.With("room", "subagent")})
+	if err != nil {
+		return nil, err
+	}
+	h.subs = subs
 	h.wg.Add(1)
 	go h.watch()
 	return h, nil
@@ -164,6 +175,7 @@ func (h *Host) Approvals() *Approvals { return h.approvals }
 // Close stops every executor (their agents are stopped as on a
 // cancellation) and the watcher, and waits for them.
 func (h *Host) Close() {
+	h.subs.Close() // running children stay open in the store: the next start reports them lost
 	h.cancel()
 	h.wg.Wait()
 }

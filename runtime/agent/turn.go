@@ -178,22 +178,30 @@ func (e *Executor) runCalls(ctx context.Context, run *runtime.Run, step int, gen
 	filled := make([]bool, len(calls))
 	sem := make(chan struct{}, e.cfg.Parallel)
 	var wg sync.WaitGroup
+	waits := map[string]bool{}
+	for _, s := range specs {
+		if s.Waits {
+			waits[s.Name] = true
+		}
+	}
 	for i, c := range calls {
 		wg.Add(1)
 		e.wg.Add(1)
 		go func() {
 			defer e.wg.Done()
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				mu.Lock()
-				out[i], filled[i] = toolMsg(run.Task, c.ID, "not run: the task was cancelled", true), true
-				mu.Unlock()
-				return
+			if !waits[c.Name] { // a waiting call (a child's handoff) holds no slot
+				select {
+				case sem <- struct{}{}:
+				case <-ctx.Done():
+					mu.Lock()
+					out[i], filled[i] = toolMsg(run.Task, c.ID, "not run: the task was cancelled", true), true
+					mu.Unlock()
+					return
+				}
+				defer func() { <-sem }()
 			}
 			m := e.runCall(ctx, run, step, gen, specs, c)
-			<-sem
 			mu.Lock()
 			out[i], filled[i] = m, true
 			mu.Unlock()

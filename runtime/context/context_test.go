@@ -103,10 +103,9 @@ func TestRecallTool(t *testing.T) {
 	l, _ := sp.Open("s1", "")
 	out := filler(5000, 1)
 	_ = l.Append(user("t1", "go"), call("t1", "c1", "shell", `{}`), result("t1", "c1", out))
-	b := Box{Box: agent.NewMiniBox(), Space: sp}
-	specs := b.Specs("s1", "t1")
-	if specs[len(specs)-1].Name != RecallTool || specs[len(specs)-1].Hash == "" {
-		t.Fatalf("recall is not in the box: %+v", specs[len(specs)-1])
+	b := sp.Recall()
+	if b.Spec.Name != RecallTool || b.Spec.Hash == "" {
+		t.Fatalf("recall's spec: %+v", b.Spec)
 	}
 	r, err := b.Run(stdctx.Background(), toolsCall("s1", `{"ref":"out-3","offset":100,"length":200}`))
 	if err != nil || r.Content[:200] != out[100:300] {

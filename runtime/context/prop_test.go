@@ -12,6 +12,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/harn-dev/harn/runtime/agent"
+	"github.com/harn-dev/harn/runtime/agent/tools"
 )
 
 // scriptedModel is the property's model: each step it asks for one tool
@@ -50,8 +51,8 @@ func TestPropertyWorkingSetWithinBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	box := Box{Box: agent.NewMiniBox()}
-	base := agent.Estimate(agent.Request{System: []string{agent.SystemPrompt}, Tools: box.Specs("", "")})
+	specs := append(append(tools.CoreSpecs(), tools.DiscoverySpecs()...), RecallSpec())
+	base := agent.Estimate(agent.Request{System: []string{agent.SystemPrompt}, Tools: specs})
 	budget := model.UsableInput() - base
 	rapid.Check(t, func(rt *rapid.T) {
 		mode := rapid.SampledFrom([]string{"off", "llm", "invalid-once", "invalid-twice", "unavailable"}).Draw(rt, "mode")

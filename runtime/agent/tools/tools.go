@@ -20,6 +20,11 @@ type Spec struct {
 	Mutating    bool            // changes the workspace or the world
 	Provider    string          // "core", "harn" (discovery) or "mcp:<server>"
 	Hash        string          // contract hash: hex SHA-256 of Schema
+	// Waits marks a tool whose call waits on work done elsewhere (the
+	// agent tool waits for a child's handoff): the loop runs such calls
+	// outside its Parallel bound, so that one step's children run at
+	// once.
+	Waits bool
 }
 
 // Call is one tool call the model made, after the loop's pre-call check

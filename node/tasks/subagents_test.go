@@ -1,0 +1,236 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/harn-dev/harn/internal/testsupport/modeltest"
+	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/subagent"
+	"github.com/harn-dev/harn/util/clock"
+)
+
+// eventSink keeps what the host ingests.
+type eventSink struct {
+	mu  sync.Mutex
+	evs []presence.Event
+}
+
+func (s *eventSink) Ingest(evs []presence.Event) error {
+	s.mu.Lock()
+	s.evs = append(s.evs, evs...)
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *eventSink) all() []presence.Event {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]presence.Event(nil), s.evs...)
+}
+
+const childMark = "CHILD-TRANSCRIPT-MARK"
+
+// isChild tells a child's request from its parent's: the child's system
+// prompt says it is a subagent.
+func isChild(req map[string]any) bool {
+	b, _ := json.Marshal(req["messages"])
+	return bytes.Contains(b, []byte("You are a subagent"))
+}
+
+func hasToolResult(req map[string]any) bool {
+	for _, m := range modeltest.Messages(req) {
+		if strings.HasPrefix(m, "tool:") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTwentyParallelSubagentsSixteenAtOnce: the parent's model asks for 20
+// subagents in one step; at most 16 children's model calls are in flight
+// at once (the first 16 are held until all 16 are), the other 4 wait and
+// then run, and the parent's next request carries 20 validated handoffs
+// and nothing of the children's transcripts.
+func TestTwentyParallelSubagentsSixteenAtOnce(t *testing.T) {
+	sink := &eventSink{}
+	h, err := New(Config{Node: "n1", KV: &memKV{}, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	var (
+		mu              sync.Mutex
+		inflight, peak  int
+		queuedAtPeak    = -1
+		gate            = make(chan struct{})
+		gateOnce        sync.Once
+		parentID        string
+		parentSawResult bool
+	)
+	srv := modeltest.New(t)
+	srv.SetFallback(func(req map[string]any) modeltest.Reply {
+		return modeltest.Reply{Func: func(req map[string]any) modeltest.Reply {
+			if !isChild(req) {
+				if hasToolResult(req) {
+					mu.Lock()
+					parentSawResult = true
+					mu.Unlock()
+					return modeltest.Text("all twenty handed off")
+				}
+				var calls []modeltest.Call
+				for i := range 20 {
+					calls = append(calls, modeltest.Call{ID: fmt.Sprintf("a%d", i), Name: subagent.ToolAgent,
+						Args: fmt.Sprintf(`{"profile":"explorer","brief":"look at part %d"}`, i)})
+				}
+				return modeltest.Calls(true, calls...)
+			}
+			if hasToolResult(req) {
+				return modeltest.Text(childMark + " finished")
+			}
+			mu.Lock()
+			inflight++
+			peak = max(peak, inflight)
+			if inflight == subagent.MaxRunning {
+				queued := 0
+				for _, c := range h.Subagents().Children(parentID) {
+					if c.State == subagent.StateQueued {
+						queued++
+					}
+				}
+				queuedAtPeak = queued
+				gateOnce.Do(func() { close(gate) })
+			}
+			mu.Unlock()
+			select {
+			case <-gate:
+			case <-time.After(60 * time.Second): // bounded: a failure, not a wait for something to not happen
+			}
+			mu.Lock()
+			inflight--
+			mu.Unlock()
+			return modeltest.Calls(true, modeltest.Call{ID: "h1", Name: subagent.ToolHandoff,
+				Args: `{"status":"done","changes":[],"verification":"read it: fine","unresolved":[]}`})
+		}}
+	})
+	dir := t.TempDir()
+	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	parentID = id
+	mu.Unlock()
+	v, err := h.rt.Start(id, runtime.Request{Text: "fan out", Grants: []runtime.Grant{{Level: runtime.Execute, Capability: "*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		tv, err := h.rt.Task(v.ID)
+		if err == nil && tv.State == runtime.StateTerminal {
+			if tv.Status != runtime.StatusSucceeded {
+				t.Fatalf("parent task %+v", tv)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the parent's task did not end: %+v %v", tv, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if peak != subagent.MaxRunning || queuedAtPeak != 4 || !parentSawResult {
+		t.Fatalf("peak %d in flight (want %d), %d queued at the peak (want 4), parent saw results %v", peak, subagent.MaxRunning, queuedAtPeak, parentSawResult)
+	}
+	var last map[string]any
+	for _, r := range srv.Requests() {
+		if !isChild(r) {
+			last = r
+		}
+	}
+	raw, _ := json.Marshal(last)
+	if n := bytes.Count(raw, []byte(`\"outcome\":\"valid\"`)); n != 20 {
+		t.Fatalf("%d validated handoffs reached the parent, want 20: %s", n, raw)
+	}
+	for _, r := range srv.Requests() {
+		if isChild(r) {
+			continue
+		}
+		b, _ := json.Marshal(r)
+		if bytes.Contains(b, []byte(childMark)) || bytes.Contains(b, []byte("look at part")) && bytes.Contains(b, []byte("You are an explorer")) {
+			t.Fatalf("a child's transcript reached the parent: %s", b)
+		}
+	}
+	starts, stops := 0, 0
+	for _, e := range sink.all() {
+		switch {
+		case e.Type == presence.TypeSubagentStart && e.ParentSessionID == id:
+			starts++
+		case e.Type == presence.TypeSubagentStop && e.ParentSessionID == id && e.AttrString(presence.AttrReason) == "handoff_valid":
+			stops++
+		}
+	}
+	if starts != 20 || stops != 20 {
+		t.Fatalf("%d subagent.start and %d subagent.stop with the parent", starts, stops)
+	}
+}
+
+// TestAChildsApprovalWaitRollsUpToItsParent: a child inherits its
+// parent's confirm condition on read; its call waits for a confirmation
+// (interaction.input_requested on the child's session), and the roster's
+// fold shows the wait on the parent's row, naming the child.
+func TestAChildsApprovalWaitRollsUpToItsParent(t *testing.T) {
+	sink := &eventSink{}
+	h, err := New(Config{Node: "n1", KV: &memKV{}, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	srv := modeltest.New(t)
+	srv.SetFallback(func(map[string]any) modeltest.Reply {
+		return modeltest.Reply{Func: func(req map[string]any) modeltest.Reply {
+			if !isChild(req) {
+				return modeltest.Calls(true, modeltest.Call{ID: "a1", Name: subagent.ToolAgent, Args: `{"profile":"explorer","brief":"read x"}`})
+			}
+			return modeltest.Calls(true, modeltest.Call{ID: "r1", Name: "read", Args: `{"path":"x"}`})
+		}}
+	})
+	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.rt.Start(id, runtime.Request{Text: "ask a child", Grants: []runtime.Grant{
+		{Level: runtime.Execute, Capability: subagent.ToolAgent}, {Level: runtime.Execute, Capability: "read", Confirm: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	deadline := time.Now().Add(60 * time.Second)
+	for child == "" {
+		for _, e := range sink.all() {
+			if e.Type == presence.TypeInputRequested && e.SessionID != id {
+				child = e.SessionID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child's call never asked for a confirmation")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	byID := presence.FoldSessions(sink.all())
+	states := []presence.State{byID[id], byID[child]}
+	if states[1].ParentSessionID != id {
+		t.Fatalf("the child's row has parent %q, want %q", states[1].ParentSessionID, id)
+	}
+	presence.SurfaceChildren(states)
+	if states[0].Activity != presence.ActivityNeedsInput || states[0].WaitingChild != child {
+		t.Fatalf("the parent's row: activity %s, waiting child %q (want %s)", states[0].Activity, states[0].WaitingChild, child)
+	}
+}

@@ -1,0 +1,110 @@
+package subagent
+
+import (
+	"path/filepath"
+	"strings"
+
+	"github.com/harn-dev/harn/runtime"
+)
+
+// ChildGrants are a child's grants: at most its parent's, reduced by its
+// profile. For every capability of the child's catalog (caps) that the
+// profile allows, each parent grant that matches it becomes an exact
+// grant on it (its input pattern and confirmation kept), capped by the
+// parent's reductions (limits); the handoff tool is always executable.
+// The agent tool is never granted: children do not fan out.
+func ChildGrants(parent runtime.GrantsView, caps []string, p Profile) []runtime.Grant {
+	out := []runtime.Grant{{Level: runtime.Execute, Capability: ToolHandoff}}
+	for _, c := range caps {
+		if c == ToolHandoff || !p.Allows(c) {
+			continue
+		}
+		ceiling := runtime.Execute
+		for _, l := range parent.Limits {
+			if nameMatch(l.Capability, c) {
+				ceiling = min(ceiling, l.Level)
+			}
+		}
+		for _, g := range parent.Grants {
+			if !nameMatch(g.Capability, c) {
+				continue
+			}
+			lvl := min(g.Level, ceiling)
+			if lvl == runtime.LevelNone {
+				continue
+			}
+			ng := runtime.Grant{Level: lvl, Capability: c}
+			if lvl == runtime.Execute {
+				ng.Match, ng.Confirm = g.Match, g.Confirm
+			} else if g.Match != "" {
+				continue // a pattern-bound grant capped below execute gives nothing beyond the others
+			}
+			out = append(out, ng)
+		}
+	}
+	return out
+}
+
+// nameMatch is the runtime's capability pattern match: exact, or * for
+// any run of characters and ? for one in a pattern that has a *.
+// A pattern without * is a literal name (as in the runtime).
+func nameMatch(pattern, name string) bool {
+	if !strings.Contains(pattern, "*") {
+		return pattern == name
+	}
+	return globStar(pattern, name)
+}
+
+func globStar(pattern, name string) bool {
+	if pattern == "" {
+		return name == ""
+	}
+	switch pattern[0] {
+	case '*':
+		for i := 0; i <= len(name); i++ {
+			if globStar(pattern[1:], name[i:]) {
+				return true
+			}
+		}
+		return false
+	case '?':
+		return name != "" && globStar(pattern[1:], name[1:])
+	}
+	return name != "" && name[0] == pattern[0] && globStar(pattern[1:], name[1:])
+}
+
+// Repository instruction files a child reads from its working directory,
+// in this order; each at most maxInstructionBytes.
+var instructionFiles = []string{"AGENTS.md", "CLAUDE.md", filepath.Join(".harn", "instructions.md"), filepath.Join(".harn", "instructions")}
+
+const maxInstructionBytes = 32 << 10
+
+// Instructions are the repository's instructions in dir, each headed by
+// its file name. The context room re-reads them for a lane; a child reads
+// them when it starts.
+func Instructions(dir string) []string {
+	var out []string
+	for _, f := range instructionFiles {
+		b, err := readSmall(filepath.Join(dir, f), maxInstructionBytes)
+		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+			continue
+		}
+		out = append(out, "Repository instructions ("+f+"):\n"+strings.TrimSpace(string(b)))
+	}
+	return out
+}
+
+// SystemOf is a child's system prompt: its profile's prompt, the rule of
+// the handoff, and the repository's instructions. The parent's
+// transcript is never part of it.
+func SystemOf(p Profile, dir string) string {
+	var b strings.Builder
+	b.WriteString(p.Prompt)
+	b.WriteString("\n\nYou are a subagent: you see only your brief. When the work is done, or cannot go on, call the handoff tool " +
+		"once with status, changes, verification and unresolved, then end your turn. The parent receives only the handoff.")
+	for _, s := range Instructions(dir) {
+		b.WriteString("\n\n")
+		b.WriteString(s)
+	}
+	return b.String()
+}
