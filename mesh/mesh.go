@@ -354,7 +354,7 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 	list := m.list.Load()
 	// Real time, not cfg.Clock: the bound is on real network sends, and
 	// memberlist's Leave below takes real time too.
-	start := time.Now()
+	start := time.Now() //clock:real the bound is on memberlist's real sends
 
 	// 1. The intent, by gossip and (in small meshes) by direct sends.
 	intent := encodeLeave(leaveIntent{name: m.cfg.Name, instance: m.instance})
@@ -373,7 +373,7 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 	if len(targets) > 0 {
 		var limit <-chan time.Time
 		if timeout > 0 {
-			t := time.NewTimer(timeout / 2)
+			t := time.NewTimer(timeout / 2) //clock:real as start above
 			defer t.Stop()
 			limit = t.C
 		}
@@ -383,10 +383,10 @@ func (m *Mesh) Leave(timeout time.Duration) error {
 	// 2. memberlist's own leave: a dead message about itself from itself.
 	remaining := time.Duration(0)
 	if timeout > 0 {
-		remaining = max(timeout-time.Since(start), time.Millisecond)
+		remaining = max(timeout-time.Since(start), time.Millisecond) //clock:real memberlist's Leave takes real time
 	}
 	err := list.Leave(remaining)
-	m.log.Info("mesh left", "took", time.Since(start).Round(time.Millisecond))
+	m.log.Info("mesh left", "took", time.Since(start).Round(time.Millisecond)) //clock:real as start above
 	if err != nil {
 		return fmt.Errorf("%w: leave not yet gossiped: %w", ErrTimeout, err)
 	}

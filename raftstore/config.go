@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // Config configures a Store. Start from DefaultConfig (or TestConfig) and
@@ -58,6 +60,9 @@ type Config struct {
 	// a crash can lose acknowledged writes).
 	NoSync bool
 
+	// Clock arms the store's own waits (nil: the real clock); raft's
+	// internals keep their own time.
+	Clock clock.Clock
 	// Logger receives the store's and raft's logs (nil: slog.Default()).
 	Logger *slog.Logger
 
@@ -182,6 +187,14 @@ func (c Config) Validate() error {
 }
 
 // staleAfter is StaleAfter or its default.
+// clock is the store's clock: Clock, or the real one.
+func (c Config) clock() clock.Clock {
+	if c.Clock == nil {
+		return clock.Real{}
+	}
+	return c.Clock
+}
+
 func (c Config) staleAfter() time.Duration {
 	if c.StaleAfter > 0 {
 		return c.StaleAfter

@@ -176,9 +176,11 @@ func (s *Store) Close() error {
 	// a future nothing will answer and holds nothing else.
 	waited := make(chan struct{})
 	go func() { s.futures.Wait(); close(waited) }()
+	drain := s.cfg.clock().NewTimer(futureDrain)
+	defer drain.Stop()
 	select {
 	case <-waited:
-	case <-time.After(futureDrain):
+	case <-drain.C():
 		s.log.Warn("raft store closed with future waiters left", "after", futureDrain)
 	}
 	for _, c := range owned {
@@ -234,7 +236,7 @@ func (s *Store) wait(ctx context.Context, f raft.Future) error {
 // reads as no enqueue timeout).
 func timeoutOf(ctx context.Context) time.Duration {
 	if dl, ok := ctx.Deadline(); ok {
-		if d := time.Until(dl); d > 0 {
+		if d := time.Until(dl); d > 0 { //clock:real a context's deadline is wall time
 			return d
 		}
 		return time.Nanosecond
@@ -394,7 +396,7 @@ func (s *Store) Staleness() ReadInfo {
 	_, id := r.LeaderWithID()
 	info.LeaderID = string(id)
 	if lc := r.LastContact(); !lc.IsZero() {
-		info.LastContact = time.Since(lc)
+		info.LastContact = time.Since(lc) //clock:real raft's LastContact is its own wall time
 		info.Stale = info.LeaderID == "" || info.LastContact > s.cfg.staleAfter()
 	}
 	return info
@@ -450,7 +452,7 @@ func (s *Store) IsLeader() bool {
 
 // WaitForLeader waits until this store knows a leader.
 func (s *Store) WaitForLeader(ctx context.Context) error {
-	t := time.NewTicker(5 * time.Millisecond)
+	t := s.cfg.clock().NewTicker(5 * time.Millisecond)
 	defer t.Stop()
 	for {
 		r, err := s.running()
@@ -461,7 +463,7 @@ func (s *Store) WaitForLeader(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case <-t.C:
+		case <-t.C():
 		case <-ctx.Done():
 			return fmt.Errorf("%w: %w", ErrNoLeader, ctx.Err())
 		case <-s.stop:

@@ -91,7 +91,7 @@ func (l *Ledger) markUnwritable(cause error) {
 	if !l.ready.Load() {
 		return // Open is still opening: it reports its own failure
 	}
-	e := classify(cause, time.Now())
+	e := classify(cause, l.cfg.Clock.Now())
 	if !l.state.CompareAndSwap(nil, e) {
 		l.rearm.Store(true)
 		return
@@ -125,14 +125,14 @@ func (l *Ledger) recoverLoop() {
 		l.cfg.Logger.Error("ledger reopen read-only", "err", err)
 	}
 	delay := l.cfg.RetryMin
-	timer := time.NewTimer(delay)
+	timer := l.cfg.Clock.NewTimer(delay)
 	defer timer.Stop()
 	for {
 		select {
 		case <-l.stop:
 			return
 		case <-l.nudge:
-		case <-timer.C:
+		case <-timer.C():
 		}
 		delay = min(delay*2, l.cfg.RetryMax)
 		timer.Reset(delay)
@@ -229,7 +229,7 @@ func (l *Ledger) writePending() error {
 	cause := l.state.Load()
 	if ref.appends > 0 && cause != nil {
 		l.diagSeq++
-		diags = append(diags, Diagnostic{Seq: l.diagSeq, TS: time.Now().UTC().Format(time.RFC3339Nano),
+		diags = append(diags, Diagnostic{Seq: l.diagSeq, TS: l.cfg.Clock.Now().UTC().Format(time.RFC3339Nano),
 			Source: "ledger", Error: fmt.Sprintf("failed or refused %d appends (%d events) from %s to %s, and %d diagnostics, while the disk refused writes: %v",
 				ref.appends, ref.events, ref.first.UTC().Format(time.RFC3339), ref.last.UTC().Format(time.RFC3339),
 				dropped, cause.Cause)})
@@ -274,7 +274,7 @@ type refusals struct {
 }
 
 func (l *Ledger) noteRefused(events int) {
-	now := time.Now()
+	now := l.cfg.Clock.Now()
 	l.mu.Lock()
 	if l.refused.appends == 0 {
 		l.refused.first = now

@@ -23,6 +23,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // Key prefixes. Session ids never contain NUL (presence validation).
@@ -59,6 +60,9 @@ type Config struct {
 	// ledger's recovery goroutine, after the meta values and diagnostics
 	// refused meanwhile are written. It must not block for long.
 	OnRecover func()
+	// Clock reads the time and arms the ledger's timers (default the
+	// real clock).
+	Clock clock.Clock
 }
 
 // DefaultConfig returns a Config for dir.
@@ -80,6 +84,9 @@ func (c Config) Validate() error {
 func (c *Config) setDefaults() {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 	if c.OpenTimeout == 0 {
 		c.OpenTimeout = 10 * time.Second
@@ -169,7 +176,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Ledger, error) {
 		return nil, err
 	}
 	cfg.setDefaults()
-	l := &Ledger{cfg: cfg, fs: cfg.FS, wopt: pebble.Sync, limit: limiter{window: logWindow},
+	l := &Ledger{cfg: cfg, fs: cfg.FS, wopt: pebble.Sync, limit: limiter{window: logWindow, clock: cfg.Clock},
 		nudge: make(chan struct{}, 1), stop: make(chan struct{}),
 		nextSeq: map[string]uint64{}, inflight: map[string]*flight{}, pendingMeta: map[string][]byte{}}
 	l.idle = sync.NewCond(&l.life)
@@ -183,7 +190,7 @@ func OpenContext(ctx context.Context, cfg Config) (*Ledger, error) {
 		l.wopt = pebble.NoSync
 	}
 	if err := probe(l.fs, cfg.Dir, probeBytes, cfg.MinFreeBytes); err != nil {
-		return nil, fmt.Errorf("open ledger %s: %w", cfg.Dir, classify(err, time.Now()))
+		return nil, fmt.Errorf("open ledger %s: %w", cfg.Dir, classify(err, cfg.Clock.Now()))
 	}
 	db, err := l.openDB(ctx, false)
 	if err != nil {
@@ -209,14 +216,21 @@ func (l *Ledger) Close() error {
 	l.closed = true
 	close(l.stop)
 	l.idle.Broadcast()
-	deadline := time.Now().Add(closeWait)
-	for l.writes > 0 && time.Now().Before(deadline) {
-		l.life.Unlock()
-		time.Sleep(10 * time.Millisecond)
+	// Wait on idle (a write's end broadcasts it) until no write is in
+	// progress, or until closeWait has passed (the timer broadcasts too).
+	expired := false
+	timer := l.cfg.Clock.AfterFunc(closeWait, func() {
 		l.life.Lock()
+		expired = true
+		l.idle.Broadcast()
+		l.life.Unlock()
+	})
+	for l.writes > 0 && !expired {
+		l.idle.Wait()
 	}
 	stuck := l.writes
 	l.life.Unlock()
+	timer.Stop()
 	l.wg.Wait()
 	if stuck > 0 {
 		// A write parked inside Pebble (a write stall on a full disk)
@@ -355,7 +369,7 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 			if e := l.state.Load(); e != nil {
 				err = e
 			} else { // recovered already: still this commit failed
-				err = classify(cerr, time.Now())
+				err = classify(cerr, l.cfg.Clock.Now())
 			}
 		}
 	}

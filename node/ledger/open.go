@@ -17,6 +17,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/bloom"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // probeName is the file the writability probe writes and removes in Dir.
@@ -121,13 +123,13 @@ func (l *Ledger) openDB(ctx context.Context, readOnly bool) (*pebble.DB, error) 
 		})
 		done <- r
 	}()
-	timer := time.NewTimer(l.cfg.OpenTimeout)
+	timer := l.cfg.Clock.NewTimer(l.cfg.OpenTimeout)
 	defer timer.Stop()
 	var why error
 	select {
 	case r := <-done:
 		return r.db, r.err
-	case <-timer.C:
+	case <-timer.C():
 		why = fmt.Errorf("%w after %s", ErrOpenTimeout, l.cfg.OpenTimeout)
 	case <-ctx.Done():
 		why = ctx.Err()
@@ -411,6 +413,7 @@ func (p *pebbleLogger) Fatalf(format string, args ...any) {
 // limiter rate-limits log lines by their format: one line per window,
 // then one line saying how many were left out.
 type limiter struct {
+	clock  clock.Clock
 	window time.Duration
 	mu     sync.Mutex
 	seen   map[string]*limitState
@@ -422,7 +425,7 @@ type limitState struct {
 }
 
 func (r *limiter) log(lg *slog.Logger, lvl slog.Level, key, msg string, err error) {
-	now := time.Now()
+	now := r.clock.Now()
 	r.mu.Lock()
 	if r.seen == nil {
 		r.seen = map[string]*limitState{}
