@@ -188,8 +188,8 @@ plain ` + "`harn node`" + ` starts as the server the certificate is for.`,
 			return printToken(c, res.Token, join, rpc)
 		},
 	}
-	c.Flags().String("name", "", "this server's node name (default: the hostname); recorded in the config file for `harn node`")
-	c.Flags().String("config", "", "config file to record the name and role in (default: HARN_CONFIG, else the one `harn node` reads)")
+	c.Flags().String("name", "", "this server's node name (default: the hostname); recorded in the config file for harn node")
+	c.Flags().String("config", "", "config `file` to record the name and role in (default: HARN_CONFIG, else the one harn node reads)")
 	addTokenFlags(c)
 	return c
 }
