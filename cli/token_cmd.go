@@ -38,14 +38,15 @@ func newTokenCmd() *cobra.Command {
 				if err != nil {
 					return withCode(ExitTrust, err)
 				}
-				return printToken(c, t, offlineJoinAddr(c, settingTrue(setting(c, "server", "false"))))
+				join, rpc := offlineJoinAddr(c, settingTrue(setting(c, "server", "false")))
+				return printToken(c, t, join, rpc)
 			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				res, err := cl.admin().TokenCreate(ctx, &api.TokenCreateRequest{Server: a.Server, TtlMs: a.TTL.Milliseconds(), Uses: int32(a.Uses)})
 				if err != nil {
 					return adminErr(err, p)
 				}
-				return printToken(c, wire.TokenCreatedFromAPI(res), "")
+				return printToken(c, wire.TokenCreatedFromAPI(res), "", "")
 			})
 		},
 	}

@@ -62,13 +62,13 @@ func tokenArgs(c *cobra.Command) (wire.TokenCreateArgs, error) {
 // and the exact command that joins another node with it: this node's
 // advertised gossip address (t.JoinAddr, else join), and --server for a
 // server token.
-func printToken(c *cobra.Command, t wire.TokenCreated, join string) error {
+func printToken(c *cobra.Command, t wire.TokenCreated, join, rpc string) error {
 	if t.JoinAddr != "" {
-		join = t.JoinAddr
+		join, rpc = t.JoinAddr, t.JoinRPC
 	}
 	if asJSON(c) {
 		return writeJSON(c, map[string]any{"join_token": t.Token, "id": t.ID, "role": t.Role, "expires": t.Expires,
-			"join": joinHint(t, join)})
+			"join": joinHint(t, join, rpc)})
 	}
 	fmt.Fprintln(c.OutOrStdout(), t.Token)
 	uses := "any number of joins"
@@ -76,7 +76,7 @@ func printToken(c *cobra.Command, t wire.TokenCreated, join string) error {
 		uses = fmt.Sprintf("%d join(s)", t.Uses)
 	}
 	fmt.Fprintf(c.ErrOrStderr(), "join token %s for role %s: %s until %s\n", t.ID, t.Role, uses, t.Expires.Format(time.RFC3339))
-	fmt.Fprintf(c.ErrOrStderr(), "on the other node: %s\n", joinHint(t, join))
+	fmt.Fprintf(c.ErrOrStderr(), "on the other node: %s\n", joinHint(t, join, rpc))
 	if h, _, err := net.SplitHostPort(join); err == nil {
 		if ip := net.ParseIP(h); ip != nil && ip.IsLoopback() {
 			fmt.Fprintf(c.ErrOrStderr(), "(%s reaches this machine only; for other machines start this node with --advertise ADDR or --bind ADDR)\n", h)
@@ -85,21 +85,41 @@ func printToken(c *cobra.Command, t wire.TokenCreated, join string) error {
 	return nil
 }
 
-// joinHint is the command that joins a node with t at join.
-func joinHint(t wire.TokenCreated, join string) string {
+// joinHint is the command that joins a node with t at join, with
+// --join-rpc rpc unless rpc is where the joiner looks by default (the
+// gossip port plus 2, on the same host).
+func joinHint(t wire.TokenCreated, join, rpc string) string {
 	args := []string{"harn", "node"}
 	if t.Role == string(trust.RoleServer) {
 		args = append(args, "--server")
 	}
-	return strings.Join(append(args, "--join", shellQuote(join), "--join-token", shellQuote(t.Token)), " ")
+	args = append(args, "--join", shellQuote(join))
+	if rpc != "" && rpc != defaultJoinRPC(join) {
+		args = append(args, "--join-rpc", shellQuote(rpc))
+	}
+	return strings.Join(append(args, "--join-token", shellQuote(t.Token)), " ")
 }
 
-// offlineJoinAddr is the gossip address the node of this data dir will
-// advertise, from the settings `harn node` reads (the environment, then
-// the config file): --advertise or --bind, else this machine's first
-// private address, and --gossip-port. server says whether that node is a
-// server.
-func offlineJoinAddr(c *cobra.Command, server bool) string {
+// defaultJoinRPC is the cluster gRPC address a joiner derives from a
+// gossip seed: its port plus 2.
+func defaultJoinRPC(join string) string {
+	h, p, err := net.SplitHostPort(join)
+	if err != nil {
+		return ""
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return ""
+	}
+	return net.JoinHostPort(h, strconv.Itoa(n+2))
+}
+
+// offlineJoinAddr is the gossip and cluster gRPC addresses the node of
+// this data dir will advertise, from the settings `harn node` reads (the
+// environment, then the config file): --advertise or --bind, else this
+// machine's first private address, with --gossip-port and --rpc-port.
+// server says whether that node is a server.
+func offlineJoinAddr(c *cobra.Command, server bool) (join, rpc string) {
 	bind := setting(c, "bind", "")
 	if bind == "" && !server && strings.TrimSpace(setting(c, "join", "")) == "" {
 		bind = "127.0.0.1" // a lone node (no --join, not a server) binds loopback alone
@@ -109,7 +129,8 @@ func offlineJoinAddr(c *cobra.Command, server bool) string {
 		host = "<this-host>"
 	}
 	port := setting(c, "gossip-port", strconv.Itoa(layout.DefaultGossipPort))
-	return net.JoinHostPort(host, port)
+	rpcPort := setting(c, "rpc-port", strconv.Itoa(layout.DefaultRPCPort))
+	return net.JoinHostPort(host, port), net.JoinHostPort(host, rpcPort)
 }
 
 func settingTrue(v string) bool {
@@ -163,11 +184,12 @@ plain ` + "`harn node`" + ` starts as the server the certificate is for.`,
 				fmt.Fprintf(c.ErrOrStderr(), "%s %s in %s for server %s (recorded in %s); start this server with `%s`\n",
 					what, res.Fingerprint, layout.TrustDir(p.DataDir), text.OneLine(res.Name), path, next)
 			}
-			return printToken(c, res.Token, offlineJoinAddr(c, true))
+			join, rpc := offlineJoinAddr(c, true)
+			return printToken(c, res.Token, join, rpc)
 		},
 	}
-	c.Flags().String("name", "", "this server's node name (default: the hostname); recorded in the config file for `harn node`")
-	c.Flags().String("config", "", "config file to record the name and role in (default: HARN_CONFIG, else the one `harn node` reads)")
+	c.Flags().String("name", "", "this server's node name (default: the hostname); recorded in the config file for harn node")
+	c.Flags().String("config", "", "config `file` to record the name and role in (default: HARN_CONFIG, else the one harn node reads)")
 	addTokenFlags(c)
 	return c
 }

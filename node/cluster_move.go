@@ -143,13 +143,22 @@ func checkMove(req *api.MoveServerRequest) error {
 	return nil
 }
 
+// authorizeMove lets a node move its own raft configuration entry, and a
+// server any entry (it forwards a restarted peer's move).
+func authorizeMove(caller trust.Identity, id string) error {
+	if caller.Name == id {
+		return nil
+	}
+	return trust.CheckSessionWrite(caller, "", trust.WriteHousekeeping)
+}
+
 func (s *clusterService) MoveServer(ctx context.Context, req *api.MoveServerRequest) (*api.MoveServerResponse, error) {
 	if s.c.trust != nil {
 		// A node may move itself; servers may move anyone (as with
 		// RemoveServer: a server forwards a restarted peer's request).
 		caller, err := trust.PeerFromContext(ctx)
-		if err == nil && caller.Name != req.Id {
-			err = trust.CheckSessionWrite(caller, "", trust.WriteHousekeeping)
+		if err == nil {
+			err = authorizeMove(caller, req.Id)
 		}
 		if err != nil {
 			return nil, s.c.refuse("MoveServer", caller, err)

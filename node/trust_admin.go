@@ -106,7 +106,7 @@ func (c *cluster) admin(ctx context.Context, op string, args adminArgs) (any, er
 			return nil, err
 		}
 		return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses,
-			JoinAddr: c.gossipAddr()}, nil
+			JoinAddr: c.gossipAddr(), JoinRPC: c.meta.RPCAddr}, nil
 	case AdminTokenList:
 		return (&registryTokens{c: c}).List()
 	case AdminTokenRevoke:

@@ -124,7 +124,7 @@ func CAStatusToAPI(v CAStatus) *api.CAStatusResponse {
 // TokenCreatedToAPI is a new token on the wire.
 func TokenCreatedToAPI(t TokenCreated) *api.TokenCreated {
 	return &api.TokenCreated{JoinToken: t.Token, Id: t.ID, Role: t.Role, Expires: api.NewTime(t.Expires), Uses: int32(t.Uses),
-		JoinAddr: t.JoinAddr}
+		JoinAddr: t.JoinAddr, JoinRpc: t.JoinRPC}
 }
 
 // TokenCreatedFromAPI is wire.TokenCreatedFromAPI.

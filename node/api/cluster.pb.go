@@ -745,7 +745,10 @@ type TokenCreated struct {
 	Uses      int32                  `protobuf:"varint,5,opt,name=uses,proto3" json:"uses,omitempty"`
 	// join_addr is the gossip address the node that made the token
 	// advertises: what a joining node passes to --join.
-	JoinAddr      string `protobuf:"bytes,6,opt,name=join_addr,json=joinAddr,proto3" json:"join_addr,omitempty"`
+	JoinAddr string `protobuf:"bytes,6,opt,name=join_addr,json=joinAddr,proto3" json:"join_addr,omitempty"`
+	// join_rpc is its cluster gRPC address (--join-rpc), which a joining
+	// node otherwise takes to be the gossip port plus 2.
+	JoinRpc       string `protobuf:"bytes,7,opt,name=join_rpc,json=joinRpc,proto3" json:"join_rpc,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -818,6 +821,13 @@ func (x *TokenCreated) GetUses() int32 {
 func (x *TokenCreated) GetJoinAddr() string {
 	if x != nil {
 		return x.JoinAddr
+	}
+	return ""
+}
+
+func (x *TokenCreated) GetJoinRpc() string {
+	if x != nil {
+		return x.JoinRpc
 	}
 	return ""
 }
@@ -1354,7 +1364,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\x12TokenCreateRequest\x12\x16\n" +
 	"\x06server\x18\x01 \x01(\bR\x06server\x12\x15\n" +
 	"\x06ttl_ms\x18\x02 \x01(\x03R\x05ttlMs\x12\x12\n" +
-	"\x04uses\x18\x03 \x01(\x05R\x04uses\"\xab\x01\n" +
+	"\x04uses\x18\x03 \x01(\x05R\x04uses\"\xc6\x01\n" +
 	"\fTokenCreated\x12\x1d\n" +
 	"\n" +
 	"join_token\x18\x01 \x01(\tR\tjoinToken\x12\x0e\n" +
@@ -1362,7 +1372,8 @@ const file_cluster_proto_rawDesc = "" +
 	"\x04role\x18\x03 \x01(\tR\x04role\x12'\n" +
 	"\aexpires\x18\x04 \x01(\v2\r.harn.v1.TimeR\aexpires\x12\x12\n" +
 	"\x04uses\x18\x05 \x01(\x05R\x04uses\x12\x1b\n" +
-	"\tjoin_addr\x18\x06 \x01(\tR\bjoinAddr\"A\n" +
+	"\tjoin_addr\x18\x06 \x01(\tR\bjoinAddr\x12\x19\n" +
+	"\bjoin_rpc\x18\a \x01(\tR\ajoinRpc\"A\n" +
 	"\x11TokenListResponse\x12,\n" +
 	"\x06tokens\x18\x01 \x03(\v2\x14.harn.v1.TokenRecordR\x06tokens\"\xd0\x01\n" +
 	"\vTokenRecord\x12\x0e\n" +

@@ -29,6 +29,8 @@ type TokenCreated struct {
 	// JoinAddr is the gossip address the node that made the token
 	// advertises, for the joining node's --join ("" when not known).
 	JoinAddr string `json:"join_addr,omitempty"`
+	// JoinRPC is that node's cluster gRPC address (--join-rpc).
+	JoinRPC string `json:"join_rpc,omitempty"`
 }
 
 // KeyringChange is `harn keyring install|use|remove KEY`.

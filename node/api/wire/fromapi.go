@@ -29,7 +29,7 @@ func RevokedFromAPI(v *api.Revoked) Revoked {
 // TokenCreatedFromAPI reads a new token from the wire.
 func TokenCreatedFromAPI(t *api.TokenCreated) TokenCreated {
 	return TokenCreated{Token: t.GetJoinToken(), ID: t.GetId(), Role: t.GetRole(), Expires: t.GetExpires().AsTime(), Uses: int(t.GetUses()),
-		JoinAddr: t.GetJoinAddr()}
+		JoinAddr: t.GetJoinAddr(), JoinRPC: t.GetJoinRpc()}
 }
 
 // TokenRecordsFromAPI reads token records from the wire.
