@@ -177,7 +177,7 @@ func TestAskMCPToolIsDiscoveredInspectedLoadedAndCalled(t *testing.T) {
 	if ld := toolResults(reqs[4])["t1"]; !strings.Contains(ld, `"admitted":true`) {
 		t.Fatalf("tools_load: %s", ld)
 	}
-	if out := toolResults(reqs[5])["e1"]; out != "echo: pelican" {
+	if out := strings.TrimSpace(toolResults(reqs[5])["e1"]); out != "echo: pelican" {
 		t.Fatalf("the MCP call's result: %q", out)
 	}
 }
@@ -353,7 +353,7 @@ func TestAskMCPConfirmationFlowsThroughTaskConfirm(t *testing.T) {
 		t.Fatalf("end %v", end)
 	}
 	reqs := m.Requests()
-	if got := toolResults(reqs[len(reqs)-1])["e1"]; got != "echo: confirmed" {
+	if got := strings.TrimSpace(toolResults(reqs[len(reqs)-1])["e1"]); got != "echo: confirmed" {
 		t.Fatalf("the confirmed call's result: %q", got)
 	}
 }
@@ -387,7 +387,7 @@ func TestAskProviderDisableOverridesARunningTasksSnapshot(t *testing.T) {
 	if len(reqs) != 4 {
 		t.Fatalf("%d requests", len(reqs))
 	}
-	if got := toolResults(reqs[2])["e1"]; got != "echo: first" {
+	if got := strings.TrimSpace(toolResults(reqs[2])["e1"]); got != "echo: first" {
 		t.Fatalf("the call before the switch: %q", got)
 	}
 	if got := toolResults(reqs[3])["e2"]; !strings.Contains(got, "refused by harn") || !strings.Contains(got, "disabled") {
