@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,25 +69,7 @@ func askIn(t *testing.T, e *env, dir string, m *modeltest.Server, pidFile string
 		cmdline += " --pid " + pidFile
 	}
 	args := append([]string{"ask", "--provider-url", m.URL(), "--model", "test-model", "--mcp", "demo=" + cmdline}, extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, harnBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(e.hookEnv(), "HARN_PROVIDER_KEY=k")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	r := result{args: args, stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ee.Exited():
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("harn ask: %v (stderr: %s)", err, errb.String())
-	}
-	return r
+	return runIn(t, append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), dir, args...)
 }
 
 func call(id, name, args string) modeltest.Call {
