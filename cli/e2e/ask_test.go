@@ -108,10 +108,11 @@ func grantsFile(t *testing.T, lines string) string {
 
 func TestAskReadsAFileThroughTheReadTool(t *testing.T) {
 	e := askEnv(t)
-	f := filepath.Join(t.TempDir(), "hello.txt")
-	os.WriteFile(f, []byte("the secret word is pelican"), 0o600)
-	m := newModelServer(t, sseCall("c1", "read", `{"path":"`+f+`"}`), sseText("it says pelican"))
-	r := run(t, append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), "", e.askArgs(m, "--grants", grantsFile(t, "execute read\n"), "the file?")...)
+	// The read tool is confined to the session's directory: ask runs there.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("the secret word is pelican"), 0o600)
+	m := newModelServer(t, sseCall("c1", "read", `{"path":"hello.txt"}`), sseText("it says pelican"))
+	r := runIn(t, append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), dir, e.askArgs(m, "--grants", grantsFile(t, "execute read\n"), "the file?")...)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "it says pelican" {
 		t.Fatalf("%v", r)
 	}

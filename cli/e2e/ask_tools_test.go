@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -70,25 +69,7 @@ func askIn(t *testing.T, e *env, dir string, m *modeltest.Server, pidFile string
 		cmdline += " --pid " + pidFile
 	}
 	args := append([]string{"ask", "--provider-url", m.URL(), "--model", "test-model", "--mcp", "demo=" + cmdline}, extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, harnBin, args...)
-	cmd.Dir = dir
-	cmd.Env = append(e.hookEnv(), "HARN_PROVIDER_KEY=k")
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	r := result{args: args, stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	switch {
-	case err == nil:
-	case errors.As(err, &ee) && ee.Exited():
-		r.code = ee.ExitCode()
-	default:
-		t.Fatalf("harn ask: %v (stderr: %s)", err, errb.String())
-	}
-	return r
+	return runIn(t, append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), dir, args...)
 }
 
 func call(id, name, args string) modeltest.Call {
@@ -177,7 +158,7 @@ func TestAskMCPToolIsDiscoveredInspectedLoadedAndCalled(t *testing.T) {
 	if ld := toolResults(reqs[4])["t1"]; !strings.Contains(ld, `"admitted":true`) {
 		t.Fatalf("tools_load: %s", ld)
 	}
-	if out := toolResults(reqs[5])["e1"]; out != "echo: pelican" {
+	if out := strings.TrimSpace(toolResults(reqs[5])["e1"]); out != "echo: pelican" {
 		t.Fatalf("the MCP call's result: %q", out)
 	}
 }
@@ -353,7 +334,7 @@ func TestAskMCPConfirmationFlowsThroughTaskConfirm(t *testing.T) {
 		t.Fatalf("end %v", end)
 	}
 	reqs := m.Requests()
-	if got := toolResults(reqs[len(reqs)-1])["e1"]; got != "echo: confirmed" {
+	if got := strings.TrimSpace(toolResults(reqs[len(reqs)-1])["e1"]); got != "echo: confirmed" {
 		t.Fatalf("the confirmed call's result: %q", got)
 	}
 }
@@ -387,7 +368,7 @@ func TestAskProviderDisableOverridesARunningTasksSnapshot(t *testing.T) {
 	if len(reqs) != 4 {
 		t.Fatalf("%d requests", len(reqs))
 	}
-	if got := toolResults(reqs[2])["e1"]; got != "echo: first" {
+	if got := strings.TrimSpace(toolResults(reqs[2])["e1"]); got != "echo: first" {
 		t.Fatalf("the call before the switch: %q", got)
 	}
 	if got := toolResults(reqs[3])["e2"]; !strings.Contains(got, "refused by harn") || !strings.Contains(got, "disabled") {
