@@ -77,6 +77,16 @@ const sess = "s1"
 
 func newFixture(t *testing.T, replies ...reply) *fixture {
 	t.Helper()
+	srv := newScripted(t, replies...)
+	p := agent.NewOpenAI(agent.ProviderConfig{BaseURL: srv.URL(), Key: "k", Retry: agent.Retry{Base: time.Millisecond, Max: 5 * time.Millisecond}})
+	f := newFixtureWith(t, p)
+	f.srv = srv
+	return f
+}
+
+// newFixtureWith runs a session's loop with provider p.
+func newFixtureWith(t *testing.T, p agent.Provider) *fixture {
+	t.Helper()
 	f := &fixture{ledger: runtime.NewMemLedger(), clock: runtime.NewFakeClock(), box: newTestBox(),
 		events: make(chan agent.Event, 1024), done: make(chan struct{})}
 	var err error
@@ -91,8 +101,6 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 	if err := f.rt.OpenSession(sess, runtime.SessionConfig{Catalog: agent.Catalog, Workdir: t.TempDir(), Budget: m.Budget(0)}); err != nil {
 		t.Fatal(err)
 	}
-	f.srv = newScripted(t, replies...)
-	p := agent.NewOpenAI(agent.ProviderConfig{BaseURL: f.srv.URL(), Key: "k", Retry: agent.Retry{Base: time.Millisecond, Max: 5 * time.Millisecond}})
 	f.ex, err = agent.New(agent.Config{Runtime: f.rt, Session: sess, Provider: p, Box: f.box, Model: m,
 		Grace: 10 * time.Second, Clock: f.clock,
 		OnEvent: func(e agent.Event) {
