@@ -3,7 +3,9 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +37,6 @@ func newLoopBench(b *testing.B) *loopBench {
 	box := newTestBox()
 	rt.SetCatalog(agent.Catalog, agent.Capabilities(box.Specs("", "")))
 	m, _ := agent.ModelFor("gpt-4o", 0, 0)
-	rt.OpenSession(sess, runtime.SessionConfig{Catalog: agent.Catalog, Budget: m.Budget(0)})
 	return &loopBench{srv: srv, rt: rt, box: box, m: m,
 		prov: agent.NewOpenAI(agent.ProviderConfig{BaseURL: srv.URL(), Key: "k"})}
 }
@@ -43,7 +44,7 @@ func newLoopBench(b *testing.B) *loopBench {
 // step runs one turn of one model call through ex: task start, the
 // context's working set, the request, the stream, the ledger's record
 // and Finish.
-func (lb *loopBench) step(b *testing.B, ex *agent.Executor) {
+func (lb *loopBench) step(b *testing.B, ex *agent.Executor, sess string) {
 	if _, err := lb.rt.Start(sess, runtime.Request{Text: "hi", Grants: allGrants}); err != nil {
 		b.Fatal(err)
 	}
@@ -56,7 +57,11 @@ func (lb *loopBench) step(b *testing.B, ex *agent.Executor) {
 	}
 }
 
-func (lb *loopBench) executor(b *testing.B) *agent.Executor {
+// executor opens session sess and builds its executor.
+func (lb *loopBench) executor(b *testing.B, sess string) *agent.Executor {
+	if err := lb.rt.OpenSession(sess, runtime.SessionConfig{Catalog: agent.Catalog, Budget: lb.m.Budget(0)}); err != nil {
+		b.Fatal(err)
+	}
 	ex, err := agent.New(agent.Config{Runtime: lb.rt, Session: sess, Box: lb.box, Model: lb.m, Provider: lb.prov})
 	if err != nil {
 		b.Fatal(err)
@@ -98,6 +103,14 @@ func directCall(b *testing.B, cl openai.Client, p openai.ChatCompletionNewParams
 
 func pct(d []time.Duration, p int) time.Duration { return d[(len(d)-1)*p/100] }
 
+func mean(d []time.Duration) time.Duration {
+	var s time.Duration
+	for _, x := range d {
+		s += x
+	}
+	return s / time.Duration(max(len(d), 1))
+}
+
 // BenchmarkLoopOverhead times, interleaved in one run against the same
 // scripted server, one loop step (a fresh turn: the session's context is
 // new each step, so both sides send the same request: the system prompt,
@@ -109,22 +122,29 @@ func BenchmarkLoopOverhead(b *testing.B) {
 	cl := openai.NewClient(option.WithBaseURL(lb.srv.URL()+"/"), option.WithAPIKey("k"), option.WithMaxRetries(0))
 	p := directParams(lb.box.Specs("", ""))
 	// Warm both (connections, the token vocabulary).
-	lb.step(b, lb.executor(b))
+	lb.step(b, lb.executor(b, "warm"), "warm")
 	directCall(b, cl, p)
 	var loop, direct []time.Duration
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		ex := lb.executor(b) // a new context: the same request as the direct call
+		// A new session: its first turn sends the same request as the
+		// direct call.
+		sess := "b" + strconv.Itoa(i)
+		ex := lb.executor(b, sess)
 		t0 := time.Now()
-		lb.step(b, ex)
+		lb.step(b, ex, sess)
 		loop = append(loop, time.Since(t0))
 		t0 = time.Now()
 		directCall(b, cl, p)
 		direct = append(direct, time.Since(t0))
 	}
 	b.StopTimer()
+	b.ReportMetric(float64(mean(loop).Microseconds()), "loop-mean-µs")
+	b.ReportMetric(float64(mean(direct).Microseconds()), "direct-mean-µs")
 	slices.Sort(loop)
 	slices.Sort(direct)
+	b.ReportMetric(float64(pct(loop, 90).Microseconds()), "loop-p90-µs")
+	b.ReportMetric(float64(pct(direct, 90).Microseconds()), "direct-p90-µs")
 	l, d := pct(loop, 50), pct(direct, 50)
 	b.ReportMetric(float64(l.Microseconds()), "loop-p50-µs")
 	b.ReportMetric(float64(d.Microseconds()), "direct-p50-µs")
@@ -133,6 +153,9 @@ func BenchmarkLoopOverhead(b *testing.B) {
 	if raw := lb.srv.Raw(); len(raw) > 2 {
 		// The two sides sent requests of the same size.
 		b.ReportMetric(float64(len(raw[len(raw)-2]))/float64(len(raw[len(raw)-1])), "req-size-ratio")
+		if os.Getenv("DUMP") != "" {
+			b.Logf("loop: %s\ndirect: %s", raw[len(raw)-2], raw[len(raw)-1])
+		}
 	}
 }
 
@@ -140,10 +163,10 @@ func BenchmarkLoopOverhead(b *testing.B) {
 // keeps every turn (the request grows by two messages a step).
 func BenchmarkLoopStepLongSession(b *testing.B) {
 	lb := newLoopBench(b)
-	ex := lb.executor(b)
+	ex := lb.executor(b, sess)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		lb.step(b, ex)
+		lb.step(b, ex, sess)
 	}
 }
 

@@ -382,3 +382,25 @@ func TestProviderErrorIsTyped(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// TestALaterTurnTakesNoHandoff: the context holds the session's
+// conversation, so a second turn's prompt is its text alone, and the
+// first turn is in the request once.
+func TestALaterTurnTakesNoHandoff(t *testing.T) {
+	f := newFixture(t, textReply("first answer"), textReply("second answer"))
+	f.start(t, "one", allGrants)
+	f.waitEvent(t, agent.EvTurnEnd)
+	waitIdle(t, f.rt)
+	f.start(t, "two", allGrants)
+	f.waitEvent(t, agent.EvTurnEnd)
+	ms := messagesOf(f.srv.requests()[1])
+	want := []string{"system:" + agent.SystemPrompt, "user:one", "assistant:first answer", "user:two"}
+	if len(ms) != len(want) {
+		t.Fatalf("messages %q, want %q", ms, want)
+	}
+	for i := range want {
+		if ms[i] != want[i] {
+			t.Fatalf("messages %q, want %q", ms, want)
+		}
+	}
+}
