@@ -167,12 +167,17 @@ func newTaskSessionCmd(op, name, short string) *cobra.Command {
 			if op == taskwire.OpFollowUp {
 				a.RequiresSuccess, _ = c.Flags().GetBool("requires-success")
 			}
+			if op == tasks.OpSteer {
+				a.Task, _ = c.Flags().GetString("task")
+			}
 			return runTask(c, a)
 		},
 	}
 	c.Flags().String("session", "", "the session (id, prefix or name; default HARN_SESSION)")
 	if op != taskwire.OpSteer {
 		addGrantFlags(c)
+	} else {
+		c.Flags().String("task", "", "the turn (task id) this steer is for; when that turn has ended, the steer becomes a follow-up and says so")
 	}
 	if op == taskwire.OpFollowUp {
 		c.Flags().Bool("requires-success", false, "stay blocked after a failed, cancelled or superseded predecessor until resume, cancel or replace")

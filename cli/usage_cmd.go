@@ -20,9 +20,27 @@ import (
 var ErrBadUsage = errors.New("usage")
 
 // price is a model's price in USD per million tokens.
+// CacheRead and CacheWrite, when set, price the input tokens read from
+// and written to the provider's prompt cache (their part of the input);
+// unset, those tokens are priced as input.
 type price struct {
-	Input  float64 `json:"input"`
-	Output float64 `json:"output"`
+	Input      float64  `json:"input"`
+	Output     float64  `json:"output"`
+	CacheRead  *float64 `json:"cache_read,omitempty"`
+	CacheWrite *float64 `json:"cache_write,omitempty"`
+}
+
+// cost is the USD cost of a row's tokens at p. Input counts every input
+// token, the cache's included.
+func (p price) cost(u tasks.UsageRow) float64 {
+	in := float64(u.Input) * p.Input
+	if p.CacheRead != nil {
+		in += float64(u.CacheRead) * (*p.CacheRead - p.Input)
+	}
+	if p.CacheWrite != nil {
+		in += float64(u.CacheWrite) * (*p.CacheWrite - p.Input)
+	}
+	return (in + float64(u.Output)*p.Output) / 1e6
 }
 
 // usageRow is one printed row.
@@ -41,7 +59,7 @@ func newUsageCmd() *cobra.Command {
 	}
 	c.Flags().String("by", "session", "group by session, agent or node")
 	c.Flags().Duration("since", 0, "only calls of this last duration (e.g. 24h; default all)")
-	c.Flags().String("prices", "", "a JSON `file` of prices per model: {\"MODEL\": {\"input\": USD per Mtok, \"output\": USD per Mtok}}")
+	c.Flags().String("prices", "", "a JSON `file` of prices per model, USD per million tokens: {\"MODEL\": {\"input\": N, \"output\": N, \"cache_read\": N, \"cache_write\": N}} (the cache prices are optional)")
 	addJSONFlag(c)
 	return c
 }
@@ -86,10 +104,13 @@ func runUsage(c *cobra.Command, _ []string) error {
 					row.Node = r.Node
 				}
 				if pr, ok := prices[u.Model]; ok {
-					cost := (float64(u.Input)*pr.Input + float64(u.Output)*pr.Output) / 1e6
+					cost := pr.cost(u)
 					row.Cost = &cost
 				}
 				rows = append(rows, row)
+			}
+			if r.Message != "" {
+				fmt.Fprintln(c.ErrOrStderr(), "harn usage: "+text.Sanitize(r.Message))
 			}
 		}
 		return nil

@@ -525,8 +525,11 @@ func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*a
 	return &api.AnswerResponse{Request: tasks.RequestToAPI(r)}, nil
 }
 
-// usageMesh sums the model-call usage of every reachable node's ledger:
-// the answer is a JSON list of node/tasks Results, one per node.
+// usageMesh sums the model-call usage of every node's ledger: this
+// node's and, at once, each member's the mesh knows, each asked within
+// taskRouteTimeout. A member that is down or does not answer in time is
+// named in the answer's message, so that a partial sum says so. Every
+// row carries the node whose ledger holds it.
 func (n *Node) usageMesh(ctx context.Context, a tasks.Action) (*api.TaskResponse, error) {
 	res, err := n.tasks.Do(a)
 	if err != nil {
@@ -535,23 +538,53 @@ func (n *Node) usageMesh(ctx context.Context, a tasks.Action) (*api.TaskResponse
 	for i := range res.Usage {
 		res.Usage[i].Node = n.cfg.Name
 	}
-	if n.cl != nil {
-		for name, m := range n.reachability() {
-			if name == n.cfg.Name || !reachable(m, true) {
-				continue
-			}
-			out, rerr := n.remoteTask(ctx, name, a)
-			if rerr != nil {
-				n.log.Debug("usage: node did not answer", "node", name, "err", rerr)
-				continue
-			}
-			if r, err := tasks.ResultFromAPI(out.Result); err == nil {
-				for _, u := range r.Usage {
-					u.Node = name
-					res.Usage = append(res.Usage, u)
+	type answer struct {
+		node string
+		rows []tasks.UsageRow
+		err  error
+	}
+	var missing []string
+	ch := make(chan answer)
+	asked := 0
+	for name, m := range n.reachability() {
+		if name == n.cfg.Name {
+			continue
+		}
+		if !reachable(m, true) {
+			missing = append(missing, name+" (unreachable)")
+			continue
+		}
+		asked++
+		go func() {
+			out, rerr := n.remoteTask(ctx, name, a) // bounded by taskRouteTimeout
+			var rows []tasks.UsageRow
+			if rerr == nil {
+				var r tasks.Result
+				if r, rerr = tasks.ResultFromAPI(out.Result); rerr == nil {
+					rows = r.Usage
 				}
 			}
+			ch <- answer{node: name, rows: rows, err: rerr}
+		}()
+	}
+	for range asked {
+		an := <-ch
+		if an.err != nil {
+			n.log.Debug("usage: node did not answer", "node", an.node, "err", an.err)
+			missing = append(missing, an.node+" ("+text.Clip(text.OneLine(status.Convert(an.err).Message()), 120)+")")
+			continue
 		}
+		for _, u := range an.rows[:min(len(an.rows), maxUsageRows)] {
+			u.Node = an.node
+			res.Usage = append(res.Usage, u)
+		}
+	}
+	if len(missing) > 0 {
+		slices.Sort(missing)
+		res.Message = "usage is missing the ledgers of " + strings.Join(missing, ", ")
 	}
 	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: n.cfg.Name}, nil
 }
+
+// maxUsageRows bounds the usage rows taken from one peer.
+const maxUsageRows = 4096

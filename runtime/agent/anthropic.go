@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -88,14 +89,27 @@ func anthropicError(err error) error {
 	if !errors.As(err, &ae) {
 		return err
 	}
-	se := &StatusError{Provider: "anthropic", Code: ae.StatusCode, Message: text.Clip(text.OneLine(ae.Error()), 300)}
+	msg := ae.Message
+	if msg == "" {
+		msg = ae.Error()
+	}
+	se := &StatusError{Provider: "anthropic", Code: ae.StatusCode, Message: text.Clip(text.OneLine(msg), 300)}
 	if ae.Response != nil {
 		se.RetryAfter = retryAfter(ae.Response.Header, nowFunc())
 	}
-	if ae.StatusCode == 413 {
+	if ae.StatusCode == http.StatusRequestEntityTooLarge || promptTooLong(ae) {
 		return errors.Join(ErrContextLength, se)
 	}
 	return se
+}
+
+// promptTooLong reports Anthropic's refusal of a prompt over the model's
+// context window. The API gives it no error code of its own: it is a 400
+// invalid_request_error whose message begins "prompt is too long", the
+// one signal Anthropic documents, so that is what is matched.
+func promptTooLong(ae *anthropic.Error) bool {
+	return ae.StatusCode == http.StatusBadRequest && ae.Type() == "invalid_request_error" &&
+		strings.HasPrefix(strings.ToLower(strings.TrimSpace(ae.Message)), "prompt is too long")
 }
 
 func anthropicParams(req Request) anthropic.MessageNewParams {

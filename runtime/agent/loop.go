@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/harn-dev/harn/runtime"
@@ -73,6 +74,9 @@ type Executor struct {
 	log *slog.Logger
 
 	wg sync.WaitGroup // abandoned tool calls still running
+	// remembers: the context holds the session's conversation since this
+	// executor's first task, so later tasks take no handoff.
+	remembers atomic.Bool
 }
 
 // New checks cfg and builds an Executor. It does no I/O.

@@ -77,6 +77,16 @@ const sess = "s1"
 
 func newFixture(t *testing.T, replies ...reply) *fixture {
 	t.Helper()
+	srv := newScripted(t, replies...)
+	p := agent.NewOpenAI(agent.ProviderConfig{BaseURL: srv.URL(), Key: "k", Retry: agent.Retry{Base: time.Millisecond, Max: 5 * time.Millisecond}})
+	f := newFixtureWith(t, p)
+	f.srv = srv
+	return f
+}
+
+// newFixtureWith runs a session's loop with provider p.
+func newFixtureWith(t *testing.T, p agent.Provider) *fixture {
+	t.Helper()
 	f := &fixture{ledger: runtime.NewMemLedger(), clock: runtime.NewFakeClock(), box: newTestBox(),
 		events: make(chan agent.Event, 1024), done: make(chan struct{})}
 	var err error
@@ -91,8 +101,6 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 	if err := f.rt.OpenSession(sess, runtime.SessionConfig{Catalog: agent.Catalog, Workdir: t.TempDir(), Budget: m.Budget(0)}); err != nil {
 		t.Fatal(err)
 	}
-	f.srv = newScripted(t, replies...)
-	p := agent.NewOpenAI(agent.ProviderConfig{BaseURL: f.srv.URL(), Key: "k", Retry: agent.Retry{Base: time.Millisecond, Max: 5 * time.Millisecond}})
 	f.ex, err = agent.New(agent.Config{Runtime: f.rt, Session: sess, Provider: p, Box: f.box, Model: m,
 		Grace: 10 * time.Second, Clock: f.clock,
 		OnEvent: func(e agent.Event) {
@@ -372,5 +380,27 @@ func TestProviderErrorIsTyped(t *testing.T) {
 	var se *agent.StatusError
 	if !errors.As(err, &se) || se.Code != 401 || !errors.Is(err, agent.ErrProvider) {
 		t.Fatalf("err %v", err)
+	}
+}
+
+// TestALaterTurnTakesNoHandoff: the context holds the session's
+// conversation, so a second turn's prompt is its text alone, and the
+// first turn is in the request once.
+func TestALaterTurnTakesNoHandoff(t *testing.T) {
+	f := newFixture(t, textReply("first answer"), textReply("second answer"))
+	f.start(t, "one", allGrants)
+	f.waitEvent(t, agent.EvTurnEnd)
+	waitIdle(t, f.rt)
+	f.start(t, "two", allGrants)
+	f.waitEvent(t, agent.EvTurnEnd)
+	ms := messagesOf(f.srv.requests()[1])
+	want := []string{"system:" + agent.SystemPrompt, "user:one", "assistant:first answer", "user:two"}
+	if len(ms) != len(want) {
+		t.Fatalf("messages %q, want %q", ms, want)
+	}
+	for i := range want {
+		if ms[i] != want[i] {
+			t.Fatalf("messages %q, want %q", ms, want)
+		}
 	}
 }

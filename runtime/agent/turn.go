@@ -27,7 +27,13 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 	for _, s := range e.cfg.Box.Prompt(sess, task, run.Text) {
 		e.emit(Event{Type: EvStatus, Task: task, Text: s})
 	}
-	prompt := exec.FormatHandoff(run.Handoff, exec.MaxHandoffBytes) + run.Text
+	// The runtime's handoff (the session's conversation so far) is for a
+	// driver whose agent remembers nothing; the context already holds
+	// every turn this executor ran, so only its first task takes it.
+	prompt := run.Text
+	if !e.remembers.Swap(true) {
+		prompt = exec.FormatHandoff(run.Handoff, exec.MaxHandoffBytes) + run.Text
+	}
 	if err := e.cfg.Context.Append(Message{Role: RoleUser, Text: prompt, Task: task}); err != nil {
 		return e.finish(ctx, run, res, runtime.StatusFailed, "the context refused the prompt: "+err.Error())
 	}

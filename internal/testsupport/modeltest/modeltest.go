@@ -43,6 +43,9 @@ type Server struct {
 	reqs     []map[string]any
 	raw      []string
 	arrived  chan struct{}
+	// anthropic: the server speaks Anthropic's Messages API
+	// (POST /v1/messages, named SSE events, no [DONE]) instead.
+	anthropic bool
 }
 
 // New starts a server answering replies in order; it closes at cleanup.
@@ -53,8 +56,14 @@ func New(t testing.TB, replies ...Reply) *Server {
 	return s
 }
 
-// URL is the base URL a client takes (with /v1).
-func (s *Server) URL() string { return s.srv.URL + "/v1" }
+// URL is the base URL a client takes: with /v1 for chat completions,
+// the bare origin for Anthropic's Messages API (its SDK adds v1/messages).
+func (s *Server) URL() string {
+	if s.anthropic {
+		return s.srv.URL
+	}
+	return s.srv.URL + "/v1"
+}
 
 // Add appends replies to the script.
 func (s *Server) Add(r ...Reply) {
@@ -88,7 +97,11 @@ func (s *Server) Raw() []string {
 func (s *Server) Arrived() <-chan struct{} { return s.arrived }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Path != "/v1/chat/completions" {
+	path := "/v1/chat/completions"
+	if s.anthropic {
+		path = "/v1/messages"
+	}
+	if r.URL.Path != path {
 		http.NotFound(w, r)
 		return
 	}
@@ -132,6 +145,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
 	for i, c := range rp.Chunks {
+		if s.anthropic {
+			fmt.Fprintf(w, "event: %s\n", eventType(c))
+		}
 		fmt.Fprintf(w, "data: %s\n\n", c)
 		if fl != nil {
 			fl.Flush()
@@ -144,7 +160,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	io.WriteString(w, "data: [DONE]\n\n")
+	if !s.anthropic {
+		io.WriteString(w, "data: [DONE]\n\n")
+	}
 	if fl != nil {
 		fl.Flush()
 	}
