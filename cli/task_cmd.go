@@ -167,7 +167,7 @@ func newTaskSessionCmd(op, name, short string) *cobra.Command {
 			if op == taskwire.OpFollowUp {
 				a.RequiresSuccess, _ = c.Flags().GetBool("requires-success")
 			}
-			if op == tasks.OpSteer {
+			if op == taskwire.OpSteer {
 				a.Task, _ = c.Flags().GetString("task")
 			}
 			return runTask(c, a)

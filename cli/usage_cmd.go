@@ -32,7 +32,7 @@ type price struct {
 
 // cost is the USD cost of a row's tokens at p. Input counts every input
 // token, the cache's included.
-func (p price) cost(u tasks.UsageRow) float64 {
+func (p price) cost(u taskwire.UsageRow) float64 {
 	in := float64(u.Input) * p.Input
 	if p.CacheRead != nil {
 		in += float64(u.CacheRead) * (*p.CacheRead - p.Input)

@@ -178,7 +178,19 @@ func (c *Lane) checkpoint(p plan, method, head, note string) *Checkpoint {
 	// Bound the summary: the oldest reference lines go first, then the
 	// oldest of the rolling summary; the history keeps them all.
 	limit := summaryCap(p.budget)
-	for len(cp.Lines) > 0 && agent.Tokens(renderSummary(0, cp)) > limit {
+	sum := agent.Tokens(renderSummary(0, &Checkpoint{Head: cp.Head, Dropped: cp.Dropped + len(cp.Lines)}))
+	keep := 0
+	for i := len(cp.Lines) - 1; i >= 0; i-- { // the newest lines that fit, counted line by line
+		n := agent.Tokens(cp.Lines[i]) + 1
+		if sum+n > limit {
+			break
+		}
+		sum += n
+		keep++
+	}
+	cp.Dropped += len(cp.Lines) - keep
+	cp.Lines = cp.Lines[len(cp.Lines)-keep:]
+	for len(cp.Lines) > 0 && agent.Tokens(renderSummary(0, cp)) > limit { // the exact count, a few lines at most
 		cp.Lines, cp.Dropped = cp.Lines[1:], cp.Dropped+1
 	}
 	for cp.Head != "" && agent.Tokens(renderSummary(0, cp)) > limit {
