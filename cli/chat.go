@@ -297,7 +297,7 @@ type chatModel struct {
 	start   *tasks.Action // a new session's start, nil: none can be started
 	session string
 	owner   string // the node that owns the session
-	cursor  int
+	since   int
 	polling bool
 
 	tr       *transcript
@@ -337,7 +337,7 @@ func (m *chatModel) poll() tea.Cmd {
 		return nil
 	}
 	m.polling = true
-	session, since, owner := m.session, m.cursor, m.owner
+	session, since, owner := m.session, m.since, m.owner
 	return func() tea.Msg {
 		r, err := m.call(owner, tasks.Action{Op: tasks.OpHistory, Session: session, Since: since, WaitMS: int(chatPollWait / time.Millisecond)})
 		return historyMsg{r: r, err: err}
@@ -361,12 +361,12 @@ func (m *chatModel) childrenCmd(after time.Duration) tea.Cmd {
 func (m *chatModel) absorb(r tasks.Result) {
 	for _, e := range r.Events {
 		m.tr.apply(e)
-		if e.Type == "turn.start" {
+		if e.Type == evTurnStart {
 			delete(m.sent, e.Task)
 		}
 	}
-	if r.Next > m.cursor {
-		m.cursor = r.Next
+	if r.Next > m.since {
+		m.since = r.Next
 	}
 	if r.Context != nil {
 		m.ctxLine = r.Context

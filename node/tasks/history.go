@@ -15,6 +15,10 @@ import (
 // so a TUI killed and run again gets the same screen back.
 const OpHistory = "history"
 
+// Event is one loop event of a harn session, as OpHistory and OpEvents
+// return them (the clients' name for agent.Event).
+type Event = agent.Event
+
 // Bounds of a session's history.
 const (
 	// keepHistory bounds the events a session's history keeps; past it
