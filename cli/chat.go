@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -95,7 +95,7 @@ to the session's owner through the local node, under the owner's
 
 // chatAPI is what the TUI needs of the node: task actions and the roster.
 type chatAPI interface {
-	task(ctx context.Context, node string, a tasks.Action) (tasks.Result, error)
+	task(ctx context.Context, node string, a taskwire.Action) (taskwire.Result, error)
 	children(ctx context.Context, parent string) ([]*api.SessionRow, error)
 }
 
@@ -104,12 +104,12 @@ type nodeChat struct {
 	p  place
 }
 
-func (n nodeChat) task(ctx context.Context, node string, a tasks.Action) (tasks.Result, error) {
-	res, err := n.cl.api.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
+func (n nodeChat) task(ctx context.Context, node string, a taskwire.Action) (taskwire.Result, error) {
+	res, err := n.cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a), Node: node})
 	if err != nil {
-		return tasks.Result{}, taskErr(err, n.p)
+		return taskwire.Result{}, taskErr(err, n.p)
 	}
-	return tasks.ResultFromAPI(res.Result)
+	return taskwire.ResultFromAPI(res.Result)
 }
 
 func (n nodeChat) children(ctx context.Context, parent string) ([]*api.SessionRow, error) {
@@ -185,7 +185,7 @@ func runChat(c *cobra.Command, handle string, attach bool) error {
 		// The first read resolves the session at its owner, and is where
 		// the owner's policy refuses a caller it does not permit.
 		cctx, cancel := context.WithTimeout(ctx, chatCallTimeout)
-		r, err := na.task(cctx, "", tasks.Action{Op: tasks.OpHistory, Session: handle})
+		r, err := na.task(cctx, "", taskwire.Action{Op: taskwire.OpHistory, Session: handle})
 		cancel()
 		if err != nil {
 			return err
@@ -207,8 +207,8 @@ func runChat(c *cobra.Command, handle string, attach bool) error {
 
 // chatStart is the start action of a new session from the flags (chat)
 // or the environment (`harn` alone); nil when no model is named.
-func chatStart(c *cobra.Command, wd string) (*tasks.Action, error) {
-	o := &tasks.HarnOptions{}
+func chatStart(c *cobra.Command, wd string) (*taskwire.Action, error) {
+	o := &taskwire.HarnOptions{}
 	flag := func(name string) string {
 		if f := c.Flags().Lookup(name); f != nil {
 			return f.Value.String()
@@ -241,7 +241,7 @@ func chatStart(c *cobra.Command, wd string) (*tasks.Action, error) {
 		return nil, usageErr(err)
 	}
 	o.Key = k
-	a := &tasks.Action{Op: tasks.OpStart, Agent: tasks.AgentHarn, Harn: o, Workdir: wd}
+	a := &taskwire.Action{Op: taskwire.OpStart, Agent: taskwire.AgentHarn, Harn: o, Workdir: wd}
 	if c.Flags().Lookup("profile") != nil {
 		if a.Grants, err = grantsOf(c); err != nil {
 			return nil, err
@@ -262,7 +262,7 @@ func latestHarnSession(ctx context.Context, cl *client, wd string) string {
 	rows := res.GetRows()
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].GetLastEventAtUnixNano() > rows[j].GetLastEventAtUnixNano() })
 	for _, r := range rows {
-		if r.GetAgent() == tasks.AgentHarn && strings.HasPrefix(r.GetSessionId(), "h-") && !r.GetEnded() && r.GetCwd() == wd {
+		if r.GetAgent() == taskwire.AgentHarn && strings.HasPrefix(r.GetSessionId(), "h-") && !r.GetEnded() && r.GetCwd() == wd {
 			return r.GetSessionId()
 		}
 	}
@@ -272,7 +272,7 @@ func latestHarnSession(ctx context.Context, cl *client, wd string) string {
 // ---- the bubbletea model ----
 
 type historyMsg struct {
-	r   tasks.Result
+	r   taskwire.Result
 	err error
 }
 
@@ -294,15 +294,15 @@ type retryMsg struct{}
 type chatModel struct {
 	ctx     context.Context
 	api     chatAPI
-	start   *tasks.Action // a new session's start, nil: none can be started
+	start   *taskwire.Action // a new session's start, nil: none can be started
 	session string
 	owner   string // the node that owns the session
-	cursor  int
+	since   int
 	polling bool
 
 	tr       *transcript
 	view     *tasksView
-	ctxLine  *tasks.ContextInfo
+	ctxLine  *taskwire.ContextInfo
 	children []*api.SessionRow
 	sent     map[string]string // follow-ups this TUI queued: task -> text
 
@@ -325,7 +325,7 @@ func (m *chatModel) Init() tea.Cmd {
 
 // call runs one task action at the owner; Cmds call it off the
 // Update goroutine, so it takes what it needs as arguments.
-func (m *chatModel) call(owner string, a tasks.Action) (tasks.Result, error) {
+func (m *chatModel) call(owner string, a taskwire.Action) (taskwire.Result, error) {
 	ctx, cancel := context.WithTimeout(m.ctx, chatCallTimeout)
 	defer cancel()
 	return m.api.task(ctx, owner, a)
@@ -337,9 +337,9 @@ func (m *chatModel) poll() tea.Cmd {
 		return nil
 	}
 	m.polling = true
-	session, since, owner := m.session, m.cursor, m.owner
+	session, since, owner := m.session, m.since, m.owner
 	return func() tea.Msg {
-		r, err := m.call(owner, tasks.Action{Op: tasks.OpHistory, Session: session, Since: since, WaitMS: int(chatPollWait / time.Millisecond)})
+		r, err := m.call(owner, taskwire.Action{Op: taskwire.OpHistory, Session: session, Since: since, WaitMS: int(chatPollWait / time.Millisecond)})
 		return historyMsg{r: r, err: err}
 	}
 }
@@ -358,15 +358,15 @@ func (m *chatModel) childrenCmd(after time.Duration) tea.Cmd {
 }
 
 // absorb takes one history answer.
-func (m *chatModel) absorb(r tasks.Result) {
+func (m *chatModel) absorb(r taskwire.Result) {
 	for _, e := range r.Events {
 		m.tr.apply(e)
-		if e.Type == "turn.start" {
+		if e.Type == evTurnStart {
 			delete(m.sent, e.Task)
 		}
 	}
-	if r.Next > m.cursor {
-		m.cursor = r.Next
+	if r.Next > m.since {
+		m.since = r.Next
 	}
 	if r.Context != nil {
 		m.ctxLine = r.Context
@@ -492,7 +492,7 @@ func (m *chatModel) send(followUp bool) tea.Cmd {
 	if followUp || running == "" {
 		m.action = "queueing a follow-up ..."
 		return func() tea.Msg {
-			r, err := m.call(owner, tasks.Action{Op: tasks.OpFollowUp, Session: session, Text: line})
+			r, err := m.call(owner, taskwire.Action{Op: taskwire.OpFollowUp, Session: session, Text: line})
 			if err != nil {
 				return actionMsg{err: err}
 			}
@@ -507,7 +507,7 @@ func (m *chatModel) send(followUp bool) tea.Cmd {
 	}
 	m.action = "steering ..."
 	return func() tea.Msg {
-		r, err := m.call(owner, tasks.Action{Op: tasks.OpSteer, Session: session, Task: running, Text: line})
+		r, err := m.call(owner, taskwire.Action{Op: taskwire.OpSteer, Session: session, Task: running, Text: line})
 		if err != nil {
 			return actionMsg{err: err}
 		}
@@ -528,7 +528,7 @@ func (m *chatModel) abort() tea.Cmd {
 	}
 	m.action = "aborting " + running + " ..."
 	return func() tea.Msg {
-		r, err := m.call(owner, tasks.Action{Op: tasks.OpCancel, Task: running, Reason: "Esc in the TUI"})
+		r, err := m.call(owner, taskwire.Action{Op: taskwire.OpCancel, Task: running, Reason: "Esc in the TUI"})
 		if err != nil {
 			return actionMsg{err: err}
 		}
@@ -541,21 +541,21 @@ func (m *chatModel) abort() tea.Cmd {
 }
 
 func (m *chatModel) answer(p pendingCall, allow bool) tea.Cmd {
-	op, verb := tasks.OpDeny, "denied"
+	op, verb := taskwire.OpDeny, "denied"
 	if allow {
-		op, verb = tasks.OpConfirm, "approved"
+		op, verb = taskwire.OpConfirm, "approved"
 	}
 	m.action = verb + " " + p.call + " ..."
 	owner := m.owner
 	return func() tea.Msg {
-		if _, err := m.call(owner, tasks.Action{Op: op, Task: p.task, Call: p.call, Reason: "answered in the TUI"}); err != nil {
+		if _, err := m.call(owner, taskwire.Action{Op: op, Task: p.task, Call: p.call, Reason: "answered in the TUI"}); err != nil {
 			return actionMsg{err: err}
 		}
 		return actionMsg{say: verb + " " + clean(p.tool) + " (" + clean(p.call) + ")"}
 	}
 }
 
-func taskID(r tasks.Result) string {
+func taskID(r taskwire.Result) string {
 	if r.Task == nil {
 		return "?"
 	}

@@ -4,8 +4,22 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/harn-dev/harn/runtime/agent"
+	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/text"
+)
+
+// The loop's event types (runtime/agent's Ev... names) the screen folds.
+const (
+	evTurnStart      = "turn.start"
+	evStatus         = "status"
+	evText           = "text"
+	evToolPre        = "tool.pre"
+	evToolPost       = "tool.post"
+	evToolRefused    = "tool.refused"
+	evInputRequested = "input.requested"
+	evSteer          = "steer"
+	evTurnEnd        = "turn.end"
+	steerDelivered   = "delivered"
 )
 
 // The transcript of `harn chat`: a harn session's loop events, read from
@@ -142,41 +156,41 @@ func (t *transcript) unpend(call string) {
 }
 
 // apply folds one loop event into the transcript.
-func (t *transcript) apply(e agent.Event) {
-	if e.Type != agent.EvText {
+func (t *transcript) apply(e runtime.LoopEvent) {
+	if e.Type != evText {
 		t.flush()
 	}
 	switch e.Type {
-	case agent.EvTurnStart:
+	case evTurnStart:
 		t.running = e.Task
 		t.add("")
 		t.add("you> " + clean(text.OneLine(e.Text)) + "   [" + clean(e.Task) + "]")
-	case agent.EvText:
+	case evText:
 		t.streamed[e.Task] = true
 		t.stream(e.Text)
-	case agent.EvStatus:
+	case evStatus:
 		t.add("  . " + clean(e.Text))
-	case agent.EvToolPre:
+	case evToolPre:
 		t.names[e.Call] = e.Tool
 		t.unpend(e.Call)
 		t.toolLine(e.Call, e.Tool, "running")
-	case agent.EvToolPost:
+	case evToolPost:
 		t.unpend(e.Call)
 		t.toolLine(e.Call, e.Tool, clean(e.Outcome))
-	case agent.EvToolRefused:
+	case evToolRefused:
 		t.toolLine(e.Call, e.Tool, "refused: "+clean(text.OneLine(e.Text)))
-	case agent.EvInputRequested:
+	case evInputRequested:
 		t.toolLine(e.Call, e.Tool, "waits for approval (y/n)")
 		if len(t.pending) < maxPending {
 			t.pending = append(t.pending, pendingCall{task: e.Task, call: e.Call, tool: e.Tool})
 		}
-	case agent.EvSteer:
-		if e.Status == string(agent.SteerQueued) && e.Step > 0 {
+	case evSteer:
+		if e.Status == steerDelivered && e.Step > 0 {
 			t.add(fmt.Sprintf("you (steer, at step %d)> %s", e.Step, clean(text.OneLine(e.Text))))
 		} else {
 			t.add("  . " + clean(text.OneLine(e.Text)))
 		}
-	case agent.EvTurnEnd:
+	case evTurnEnd:
 		if !t.streamed[e.Task] || e.Status != "succeeded" {
 			for _, l := range strings.Split(e.Text, "\n") {
 				if strings.TrimSpace(l) != "" {
