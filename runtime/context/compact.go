@@ -344,6 +344,9 @@ func (c *Lane) emit(ev Compaction, err error) {
 		c.s.log.Warn("context: checkpoint not stored", "session", c.session, "err", err)
 		return
 	}
+	c.lastMu.Lock()
+	c.lastMethod, c.lastAt = ev.Method, c.s.opts.Clock.Now()
+	c.lastMu.Unlock()
 	c.s.log.Info("context compacted", "session", ev.Session, "method", ev.Method, "before", ev.Before, "after", ev.After, "note", ev.Note)
 	if c.s.opts.OnCompact != nil {
 		c.s.opts.OnCompact(ev)

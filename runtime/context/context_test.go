@@ -368,6 +368,9 @@ func TestStallGoesToTheFallbackAndSaysSo(t *testing.T) {
 	if viewTokens(ms) > 900 {
 		t.Fatalf("after a stall the view is %d tokens", viewTokens(ms))
 	}
+	if m, at := l.LastCompaction(); m != evs[0].Method || at.IsZero() {
+		t.Fatalf("LastCompaction = %q %v, want %q and its time (the TUI's context line)", m, at, evs[0].Method)
+	}
 }
 
 func TestDisabledCompactionWaitsUntilOverBudget(t *testing.T) {

@@ -416,6 +416,21 @@ type Lane struct {
 	// set by SetCompaction; else the Space's options
 	compaction *bool
 	cond       Condenser
+
+	lastMu     sync.Mutex
+	lastMethod string    // the last compaction this process saw (LastCompaction)
+	lastAt     time.Time // when
+}
+
+var _ agent.CompactionReporter = (*Lane)(nil)
+
+// LastCompaction is the method and time of the lane's last compaction
+// this process ran ("" and zero for none yet), for the TUI's context
+// line and the provider request's span.
+func (c *Lane) LastCompaction() (string, time.Time) {
+	c.lastMu.Lock()
+	defer c.lastMu.Unlock()
+	return c.lastMethod, c.lastAt
 }
 
 // SetCompaction sets the lane's LLM compaction (enabled and its condenser)
