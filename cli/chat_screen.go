@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -156,7 +156,7 @@ func (t *transcript) unpend(call string) {
 }
 
 // apply folds one loop event into the transcript.
-func (t *transcript) apply(e runtime.LoopEvent) {
+func (t *transcript) apply(e taskwire.Event) {
 	if e.Type != evText {
 		t.flush()
 	}

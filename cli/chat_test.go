@@ -43,7 +43,7 @@ func typed(m *chatModel, s string, k tea.KeyMsg) tea.Cmd {
 func TestChatKeysSendTheirActionsAndSayWhichHappened(t *testing.T) {
 	f := &fakeChat{}
 	m := &chatModel{ctx: context.Background(), api: f, tr: newTranscript(), session: "h-1", owner: "n1", sent: map[string]string{}, width: 80, height: 24}
-	m.tr.apply(rt.LoopEvent{Type: evTurnStart, Task: "t-1", Text: "go"})
+	m.tr.apply(taskwire.Event{Type: evTurnStart, Task: "t-1", Text: "go"})
 	do := func(cmd tea.Cmd) string {
 		t.Helper()
 		if cmd == nil {
@@ -64,7 +64,7 @@ func TestChatKeysSendTheirActionsAndSayWhichHappened(t *testing.T) {
 	if s := do(typed(m, "", tea.KeyMsg{Type: tea.KeyEscape})); !strings.Contains(s, "aborted t-1") {
 		t.Fatalf("esc: %q", s)
 	}
-	m.tr.apply(rt.LoopEvent{Type: evInputRequested, Task: "t-1", Call: "c9", Tool: "shell"})
+	m.tr.apply(taskwire.Event{Type: evInputRequested, Task: "t-1", Call: "c9", Tool: "shell"})
 	if !strings.Contains(m.View(), "approve shell (c9) of t-1? y/n") {
 		t.Fatalf("no approval line:\n%s", m.View())
 	}
@@ -88,7 +88,7 @@ func TestChatKeysSendTheirActionsAndSayWhichHappened(t *testing.T) {
 // line follows its state.
 func TestTranscriptStripsControlCharacters(t *testing.T) {
 	tr := newTranscript()
-	for _, e := range []rt.LoopEvent{
+	for _, e := range []taskwire.Event{
 		{Type: evTurnStart, Task: "t-1", Text: "hi\x1b[2J"},
 		{Type: evText, Task: "t-1", Text: "one\x1b]0;title\x07 two\nthree\r\u009b31m"},
 		{Type: evToolPre, Task: "t-1", Call: "c\x1b1", Tool: "sh\x07ell"},
@@ -118,11 +118,11 @@ func TestTranscriptStripsControlCharacters(t *testing.T) {
 // BenchmarkChatMemory10kLines: the TUI's heap for a 10,000-line session
 // (what it keeps to paint), and the cost of one repaint.
 func BenchmarkChatMemory10kLines(b *testing.B) {
-	evs := []rt.LoopEvent{{Type: evTurnStart, Task: "t-1", Text: "write a lot"}}
+	evs := []taskwire.Event{{Type: evTurnStart, Task: "t-1", Text: "write a lot"}}
 	for i := 0; i < 10_000; i++ {
-		evs = append(evs, rt.LoopEvent{Type: evText, Task: "t-1", Text: fmt.Sprintf("line %05d of the answer, about sixty characters of model text\n", i)})
+		evs = append(evs, taskwire.Event{Type: evText, Task: "t-1", Text: fmt.Sprintf("line %05d of the answer, about sixty characters of model text\n", i)})
 	}
-	evs = append(evs, rt.LoopEvent{Type: evTurnEnd, Task: "t-1", Status: "succeeded"})
+	evs = append(evs, taskwire.Event{Type: evTurnEnd, Task: "t-1", Status: "succeeded"})
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)

@@ -255,3 +255,7 @@ func FormatGrants(gs []Grant) []byte { return runtime.FormatGrants(gs) }
 
 // MaxGrantsFileBytes bounds a grants file.
 const MaxGrantsFileBytes = runtime.MaxGrantsFileBytes
+
+// Event is one loop event of a harn session, as OpEvents and OpHistory
+// return them (the runtime's LoopEvent, named here for the client).
+type Event = runtime.LoopEvent
