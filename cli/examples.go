@@ -70,6 +70,8 @@ var examples = withAgents(map[string]string{
 	"harn task deny":      `  harn task deny t-01J9ZK3 toolu_01AbC --reason "not on main"`,
 	"harn task reduce": `  harn task reduce t-01J9ZK3 Bash load --reason "no more shell"
   harn task reduce t-01J9ZK3 'mcp__github__*' inspect --json`,
+	"harn context": `  harn context h-01J
+  harn context h-01J --provider-view --json`,
 	"harn ask": `  HARN_PROVIDER_KEY=sk-... harn ask --provider-url http://127.0.0.1:8080/v1 --model qwen3 "what does main.go do?"
   echo "summarise the last commit" | harn ask --model gpt-4.1 --provider-url https://api.openai.com/v1 --json -
   harn ask --provider anthropic --model sonnet-4.5 --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"`,

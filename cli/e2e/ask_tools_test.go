@@ -392,7 +392,7 @@ func waitReaped(t *testing.T, pid int, what string) {
 	}
 }
 
-func readPID(t *testing.T, f string) int {
+func readPIDFile(t *testing.T, f string) int {
 	t.Helper()
 	b, err := os.ReadFile(f)
 	if err != nil {
@@ -413,7 +413,7 @@ func TestAskMCPServerDoesNotOutliveItsSession(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("%v", r)
 	}
-	pid := readPID(t, pidFile)
+	pid := readPIDFile(t, pidFile)
 	if gone(pid) {
 		t.Fatal("the session's MCP server is gone while its session lives")
 	}
@@ -446,7 +446,7 @@ func TestAskMCPServerDoesNotOutliveTheNode(t *testing.T) {
 	if r := askIn(t, e, t.TempDir(), m, pidFile, "hi"); r.code != 0 {
 		t.Fatalf("%v", r)
 	}
-	pid := readPID(t, pidFile)
+	pid := readPIDFile(t, pidFile)
 	e.stopNode(n)
 	waitReaped(t, pid, "the node")
 }

@@ -10,20 +10,6 @@ import (
 	"time"
 )
 
-// harnSession is the id of the only harn session the node lists.
-func harnSession(t *testing.T, e *env) string {
-	t.Helper()
-	var ss []sessionJSON
-	mustJSON(t, e.ok("agents", "list", "--all", "--json"), &ss)
-	for _, s := range ss {
-		if s.Agent == "harn" {
-			return s.SessionID
-		}
-	}
-	t.Fatalf("no harn session in agents list: %+v", ss)
-	return ""
-}
-
 func wordsFile(t *testing.T, dir, name string, n int) string {
 	t.Helper()
 	var b strings.Builder
