@@ -15,13 +15,15 @@ import (
 // reported, cache tokens included.
 func TestAskWithTheAnthropicProvider(t *testing.T) {
 	e := askEnv(t)
-	f := filepath.Join(t.TempDir(), "hello.txt")
-	os.WriteFile(f, []byte("the secret word is heron"), 0o600)
+	// The read tool is confined to the session's directory: ask runs there.
+	dir := t.TempDir()
+	f := "hello.txt"
+	os.WriteFile(filepath.Join(dir, f), []byte("the secret word is heron"), 0o600)
 	m := modeltest.NewAnthropic(t,
 		modeltest.AToolUse("reading", modeltest.AUsage{Input: 30, Output: 9, CacheWrite: 200},
 			modeltest.Call{ID: "toolu_1", Name: "read", Args: `{"path":"` + f + `"}`}),
 		modeltest.AText("it says heron", modeltest.AUsage{Input: 50, Output: 5, CacheRead: 200}))
-	r := run(t, append(e.hookEnv(), "HARN_PROVIDER_KEY=sk-test"), "",
+	r := runIn(t, append(e.hookEnv(), "HARN_PROVIDER_KEY=sk-test"), dir,
 		append(modelArgs(m, "--provider", "anthropic", "--grants", grantsFile(t, "execute read\n")), "the file?")...)
 	if r.code != 0 || strings.TrimSpace(r.stdout) != "it says heron" {
 		t.Fatalf("%v", r)

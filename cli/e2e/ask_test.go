@@ -142,10 +142,16 @@ func TestAskToolOutsideTheGrantsIsRefused(t *testing.T) {
 
 // askJSON starts harn ask --json and returns its events as they come.
 func askJSON(t *testing.T, e *env, args []string) (<-chan map[string]any, *exec.Cmd) {
+	return askJSONIn(t, e, "", args)
+}
+
+// askJSONIn is askJSON run in dir (the session's working directory, to
+// which the file tools are confined); "" is the test's own.
+func askJSONIn(t *testing.T, e *env, dir string, args []string) (<-chan map[string]any, *exec.Cmd) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, harnBin, append(args, "--json")...)
-	cmd.Env = append(e.hookEnv(), "HARN_PROVIDER_KEY=k")
+	cmd.Env, cmd.Dir = append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), dir
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

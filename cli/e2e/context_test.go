@@ -49,14 +49,14 @@ func TestContextProviderViewSurvivesKill9(t *testing.T) {
 	var answers []string
 	for i := 0; i < 4; i++ {
 		f := wordsFile(t, dir, fmt.Sprintf("f%d.txt", i), 5000)
-		answers = append(answers, sseCall(fmt.Sprintf("c%d", i), "read", `{"path":"`+f+`"}`))
+		answers = append(answers, sseCall(fmt.Sprintf("c%d", i), "read", `{"path":"`+filepath.Base(f)+`"}`))
 	}
 	m := newModelServer(t, answers...)
 	m.hold = make(chan struct{})
 	t.Cleanup(func() { close(m.hold) })
 	args := e.askArgs(m, "--grants", grantsFile(t, "execute read\n"), "--context-window", "4096", "--max-output", "512",
 		"--compaction=false", "read the four files")
-	_, _ = askJSON(t, e, args)
+	_, _ = askJSONIn(t, e, dir, args)
 	deadline := time.Now().Add(60 * time.Second)
 	for i := 0; len(m.requests()) < 5; i++ { // the fifth call waits: the loop is parked at a step
 		if time.Now().After(deadline) || i > 6000 {

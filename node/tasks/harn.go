@@ -268,7 +268,9 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 	case kid != nil:
 		extra = append(extra, h.subs.HandoffTool(kid.spec.Profile))
 	case h.subs != nil:
-		extra = append(extra, h.subs.AgentTool())
+		at := h.subs.AgentTool()
+		at.Show = func(_, task string) bool { return h.mayExecute(task, subagent.ToolAgent) }
+		extra = append(extra, at)
 	}
 	box, err := h.openBox(BoxSpec{Runtime: h.rt, Session: id, Catalog: agent.Catalog + ":" + id, Workdir: workdir, MCP: servers,
 		Extra: extra})
@@ -281,6 +283,24 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		return "", err
 	}
 	return id, nil
+}
+
+// mayExecute reports whether a task's ceiling holds capability at
+// execute (no task yet: yes, for the session's budget estimate).
+func (h *Host) mayExecute(task, capability string) bool {
+	if task == "" {
+		return true
+	}
+	v, err := h.rt.Grants(task)
+	if err != nil {
+		return false
+	}
+	for _, c := range v.Ceiling {
+		if c.Capability == capability {
+			return c.Level == runtime.Execute.String()
+		}
+	}
+	return false
 }
 
 // openBox builds and opens a session's tool box: its skills, its MCP

@@ -107,6 +107,11 @@ func TestRecallTool(t *testing.T) {
 	if b.Spec.Name != RecallTool || b.Spec.Hash == "" {
 		t.Fatalf("recall's spec: %+v", b.Spec)
 	}
+	short, _ := sp.Open("s3", "")
+	_ = short.Append(user("t1", "go"), call("t1", "c1", "shell", `{}`), result("t1", "c1", "ok"))
+	if !b.Show("s1", "t1") || b.Show("s3", "t1") || b.Show("nobody", "t1") {
+		t.Fatal("recall is listed only where an output was cut to its preview")
+	}
 	r, err := b.Run(stdctx.Background(), toolsCall("s1", `{"ref":"out-3","offset":100,"length":200}`))
 	if err != nil || r.Content[:200] != out[100:300] {
 		t.Fatalf("recall tool: %v %q", err, r.Content)

@@ -209,5 +209,8 @@ func readBounded(path string, n int) ([]byte, error) {
 func (s *Space) Recall() tools.Extra {
 	return tools.Extra{Spec: RecallSpec(), Run: func(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
 		return Box{Space: s}.Run(ctx, c)
+	}, Show: func(session, _ string) bool {
+		l, err := s.Lookup(session)
+		return err == nil && l.Recallable()
 	}}
 }

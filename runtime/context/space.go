@@ -424,6 +424,23 @@ type Lane struct {
 
 var _ agent.CompactionReporter = (*Lane)(nil)
 
+// Recallable reports whether the lane holds something the recall tool
+// can give back that the model does not see whole: a tool output cut to
+// its preview, or a checkpoint's archive.
+func (c *Lane) Recallable() bool {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.l.ckpt != nil {
+		return true
+	}
+	for _, it := range c.l.msgs {
+		if it.rec.Kind == KindMessage && it.rec.Size > c.s.opts.PreviewBytes {
+			return true
+		}
+	}
+	return false
+}
+
 // LastCompaction is the method and time of the lane's last compaction
 // this process ran ("" and zero for none yet), for the TUI's context
 // line and the provider request's span.

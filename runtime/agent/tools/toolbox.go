@@ -46,11 +46,16 @@ type Config struct {
 	Extra []Extra
 }
 
-// Extra is a core tool another room provides.
+// Extra is a core tool another room provides. It is always in the
+// catalog; Show, when set, says whether a task's requests list it (the
+// agent tool only where the grants allow it, recall only once there is
+// something to recall), so that a model is not shown a tool it cannot
+// use yet.
 type Extra struct {
 	Spec    Spec
 	Subject runtime.Subject
 	Run     func(ctx context.Context, c Call) (Result, error)
+	Show    func(session, task string) bool
 }
 
 // Toolbox is the Box of one node for one project: the core and discovery
@@ -426,7 +431,9 @@ func (b *Toolbox) mcpTool(name string) (*mcpConn, *mcpTool, bool) {
 func (b *Toolbox) Specs(session, task string) []Spec {
 	out := append(CoreSpecs(), DiscoverySpecs()...)
 	for _, x := range b.extra {
-		out = append(out, x.Spec)
+		if x.Show == nil || x.Show(session, task) {
+			out = append(out, x.Spec)
+		}
 	}
 	ts := b.state(task)
 	b.mu.Lock()
