@@ -269,7 +269,7 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		extra = append(extra, h.subs.HandoffTool(kid.spec.Profile))
 	case h.subs != nil:
 		at := h.subs.AgentTool()
-		at.Show = func(_, task string) bool { return h.mayExecute(task, subagent.ToolAgent) }
+		at.Show = func(_, task string) bool { return h.grantNamed(task, subagent.ToolAgent) }
 		extra = append(extra, at)
 	}
 	box, err := h.openBox(BoxSpec{Runtime: h.rt, Session: id, Catalog: agent.Catalog + ":" + id, Workdir: workdir, MCP: servers,
@@ -285,14 +285,25 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 	return id, nil
 }
 
-// mayExecute reports whether a task's ceiling holds capability at
-// execute (no task yet: yes, for the session's budget estimate).
-func (h *Host) mayExecute(task, capability string) bool {
+// grantNamed reports whether a task's grants name capability itself at
+// execute (a wildcard does not offer it: fan-out multiplies a task's cost,
+// so the agent tool is opt-in) and its ceiling still holds it there. No
+// task yet: yes, for the session's budget estimate.
+func (h *Host) grantNamed(task, capability string) bool {
 	if task == "" {
 		return true
 	}
 	v, err := h.rt.Grants(task)
 	if err != nil {
+		return false
+	}
+	named := false
+	for _, g := range v.Grants {
+		if g.Capability == capability && g.Level == runtime.Execute {
+			named = true
+		}
+	}
+	if !named {
 		return false
 	}
 	for _, c := range v.Ceiling {
@@ -343,15 +354,13 @@ func (h *Host) openBox(spec BoxSpec) (SessionBox, error) {
 func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov agent.Provider, model agent.Model,
 	o HarnOptions, workdir string, now time.Time, kid *kidStart) (string, error) {
 	// The loop's box: a child sees only what its profile allows (and
-	// handoff); a parent has the agent tool (both are in the catalog, as
-	// extras of the session box).
+	// handoff); a parent's box serves the agent tool as an extra (listed
+	// where its grants name it). Both are in the session's catalog.
 	var loopBox tools.Box = box
 	system := agent.SystemPrompt
 	if kid != nil {
 		loopBox = &subagent.ChildBox{Box: box, M: h.subs, Profile: kid.spec.Profile}
 		system = subagent.SystemOf(kid.spec.Profile, workdir)
-	} else if h.subs != nil {
-		loopBox = &subagent.ParentBox{Box: box, M: h.subs}
 	}
 	specs := loopBox.Specs(id, "")
 	base := agent.Estimate(agent.Request{System: []string{system}, Tools: specs})

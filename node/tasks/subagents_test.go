@@ -127,7 +127,7 @@ func TestTwentyParallelSubagentsSixteenAtOnce(t *testing.T) {
 	mu.Lock()
 	parentID = id
 	mu.Unlock()
-	v, err := h.rt.Start(id, runtime.Request{Text: "fan out", Grants: []runtime.Grant{{Level: runtime.Execute, Capability: "*"}}})
+	v, err := h.rt.Start(id, runtime.Request{Text: "fan out", Grants: []runtime.Grant{{Level: runtime.Execute, Capability: "*"}, {Level: runtime.Execute, Capability: "agent"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
