@@ -50,7 +50,7 @@ func (s *clusterService) Apply(ctx context.Context, req *api.ApplyRequest) (*api
 		if code, ok := admissionCode(err); ok {
 			// The rest of the command applied; the refused sessions did not.
 			s.c.log.Warn("registry write refused in part", "index", idx, "err", err)
-			return nil, status.Error(code, err.Error())
+			return nil, admissionStatus(code, err)
 		}
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}
@@ -136,11 +136,48 @@ func finalApplyErr(err error) error {
 	case codes.InvalidArgument:
 		return fmt.Errorf("%w: %s", raftstore.ErrInvalidCommand, st.Message())
 	case codes.AlreadyExists:
-		return &leaderRefusal{err: raftstore.ErrSessionTaken, msg: st.Message()}
+		return &leaderRefusal{err: raftstore.ErrSessionTaken, msg: st.Message(), sessions: refusedOf(err)}
 	case codes.ResourceExhausted:
-		return &leaderRefusal{err: raftstore.ErrSessionQuota, msg: st.Message()}
+		return &leaderRefusal{err: raftstore.ErrSessionQuota, msg: st.Message(), sessions: refusedOf(err)}
 	}
 	return nil
+}
+
+// maxRefusedIDs bounds the session ids a leader's refusal names (a
+// command holds at most a batch of them).
+const maxRefusedIDs = 1024
+
+// admissionStatus is the leader's status for a write the registry applied
+// in part: its code, and the refused session ids in the ErrorInfo, so
+// that the writing node tells of those sessions even while its own
+// replica, which decides before a write, lags behind the leader.
+func admissionStatus(code codes.Code, err error) error {
+	refused := raftstore.RefusedSessions(err)
+	ids := make([]string, 0, min(len(refused), maxRefusedIDs))
+	for id := range refused {
+		if len(ids) == maxRefusedIDs {
+			break
+		}
+		ids = append(ids, id)
+	}
+	b, jerr := json.Marshal(ids)
+	if jerr != nil || len(ids) == 0 {
+		return status.Error(code, err.Error())
+	}
+	return api.WithReasonMeta(code, api.ReasonSessionsRefused, err.Error(), map[string]string{api.MetaSessions: string(b)})
+}
+
+// refusedOf reads the refused session ids from a leader's status
+// (bounded; none when the leader names none).
+func refusedOf(err error) []string {
+	if api.Reason(err) != api.ReasonSessionsRefused {
+		return nil
+	}
+	var ids []string
+	if json.Unmarshal([]byte(api.Metadata(err)[api.MetaSessions]), &ids) != nil || len(ids) > maxRefusedIDs {
+		return nil
+	}
+	return ids
 }
 
 // admissionCode is the status of a registry refusal of sessions: taken by
@@ -158,9 +195,15 @@ func admissionCode(err error) (codes.Code, bool) {
 // leaderRefusal is the leader's refusal as a forwarded write sees it: its
 // message, wrapping the sentinel its status code stands for.
 type leaderRefusal struct {
-	err error
-	msg string
+	err      error
+	msg      string
+	sessions []string // the refused sessions the leader named
 }
 
 func (e *leaderRefusal) Error() string { return e.msg }
 func (e *leaderRefusal) Unwrap() error { return e.err }
+
+// RefusedSessions names the sessions the leader left out.
+func (e *leaderRefusal) RefusedSessions() []string { return e.sessions }
+
+var _ raftstore.SessionRefusal = (*leaderRefusal)(nil)

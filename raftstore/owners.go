@@ -50,6 +50,9 @@ func (e *SessionTakenError) Error() string {
 
 func (e *SessionTakenError) Unwrap() error { return ErrSessionTaken }
 
+// RefusedSessions names the refused session.
+func (e *SessionTakenError) RefusedSessions() []string { return []string{e.SessionID} }
+
 // SessionQuotaError refuses new sessions of a node at its quota.
 type SessionQuotaError struct {
 	Node       string
@@ -72,6 +75,44 @@ func (e *SessionQuotaError) Error() string {
 }
 
 func (e *SessionQuotaError) Unwrap() error { return ErrSessionQuota }
+
+// RefusedSessions names the refused sessions.
+func (e *SessionQuotaError) RefusedSessions() []string { return e.SessionIDs }
+
+// SessionRefusal is a registry refusal that names the sessions it left
+// out of a write: *SessionTakenError, *SessionQuotaError, or a forwarded
+// write's copy of the leader's refusal.
+type SessionRefusal interface {
+	error
+	RefusedSessions() []string
+}
+
+// RefusedSessions maps each session that a SessionRefusal in err's tree
+// (errors.Join and %w included) names to that refusal; nil when none.
+func RefusedSessions(err error) map[string]error {
+	var out map[string]error
+	var walk func(error)
+	walk = func(e error) {
+		switch x := e.(type) {
+		case nil:
+		case SessionRefusal:
+			for _, id := range x.RefusedSessions() {
+				if out == nil {
+					out = map[string]error{}
+				}
+				out[id] = x
+			}
+		case interface{ Unwrap() []error }:
+			for _, u := range x.Unwrap() {
+				walk(u)
+			}
+		case interface{ Unwrap() error }:
+			walk(x.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
 
 // clip keeps untrusted text in an error short.
 func clip(s string) string {

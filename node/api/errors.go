@@ -22,6 +22,13 @@ const (
 	// ReasonOwnerUnreachable: a coordination action routed to the node
 	// that owns the session could not reach it.
 	ReasonOwnerUnreachable = "OWNER_UNREACHABLE"
+	// ReasonSessionsRefused: the registry left sessions of the write out
+	// (held by another node, or over the session quota) and applied the
+	// rest; the ErrorInfo's MetaSessions names them.
+	ReasonSessionsRefused = "REGISTRY_SESSIONS_REFUSED"
+	// MetaSessions is the ErrorInfo metadata key of ReasonSessionsRefused:
+	// the refused session ids, as a JSON array of strings.
+	MetaSessions = "sessions"
 )
 
 // Sentinels of the node's answers, by status code.
@@ -149,6 +156,30 @@ func Reason(err error) string {
 		}
 	}
 	return ""
+}
+
+// WithReasonMeta is WithReason with the ErrorInfo's metadata.
+func WithReasonMeta(c codes.Code, reason, msg string, meta map[string]string) error {
+	st := status.New(c, msg)
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: meta}); err == nil {
+		st = d
+	}
+	return st.Err()
+}
+
+// Metadata is the ErrorInfo metadata of the node's domain that err's
+// status carries, nil when none.
+func Metadata(err error) map[string]string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	for _, d := range st.Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
+			return info.Metadata
+		}
+	}
+	return nil
 }
 
 // WithReason is a status of code c and message msg that carries reason (of

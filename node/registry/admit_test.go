@@ -66,3 +66,54 @@ func TestWriterLeavesOutSessionsTheRegistryRefuses(t *testing.T) {
 		t.Fatalf("Sync of a squatted session: %v", err)
 	}
 }
+
+// TestLeadersRefusalIsToldWhenTheReplicaLags: this node's replica admits
+// a session (it has not yet seen the node's other sessions), the leader
+// refuses it over the quota. The writer tells of that session once, keeps
+// it out of later flushes, and writes the node's other sessions.
+func TestLeadersRefusalIsToldWhenTheReplicaLags(t *testing.T) {
+	a := newApplier()
+	a.reg.Apply(1, raftstore.KVCommand(raftstore.KVOp{Key: raftstore.SessionQuotaKey, Value: []byte("2")}))
+	a.reg.Apply(2, raftstore.UpsertCommand(raftstore.Upsert{SessionID: "q1", TS: t0, Identity: &raftstore.IdentityPatch{Node: "n1"}}))
+	a.reg.Apply(3, raftstore.UpsertCommand(raftstore.Upsert{SessionID: "q2", TS: t0, Identity: &raftstore.IdentityPatch{Node: "n1"}}))
+	a.idx = 3
+	lagging := raftstore.NewRegistry() // the replica knows neither the quota nor q1, q2
+	var mu sync.Mutex
+	told := map[string]int{}
+	w := New(Config{ActivityFlush: time.Second, Clock: clock.NewFake(t0), Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Admit: lagging.Admit,
+		OnRefused: func(id string, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !errors.Is(err, raftstore.ErrSessionQuota) {
+				t.Errorf("%s told %v", id, err)
+			}
+			told[id]++
+		}}, a)
+	w.Observe(session("q3"))
+	w.Observe(session("q1"))
+	if err := w.Flush(); !errors.Is(err, raftstore.ErrSessionQuota) {
+		t.Fatalf("flush: %v", err)
+	}
+	if err := w.Flush(); err != nil { // q1 again, q3 left out
+		t.Fatalf("second flush: %v", err)
+	}
+	if rec, ok := a.Get("q1"); !ok || rec.Name != "Flint" {
+		t.Fatalf("q1 not written: %+v", rec)
+	}
+	if _, ok := a.Get("q3"); ok {
+		t.Fatal("q3 over the quota was written")
+	}
+	// A declaration's Sync of another new session: refused by the leader,
+	// told once.
+	if err := w.Sync(context.Background(), session("q4")); !errors.Is(err, raftstore.ErrSessionQuota) {
+		t.Fatalf("Sync over the quota: %v", err)
+	}
+	w.Observe(session("q3"))
+	w.Flush()
+	mu.Lock()
+	defer mu.Unlock()
+	if told["q3"] != 1 || told["q4"] != 1 || len(told) != 2 {
+		t.Fatalf("told %v, want q3 and q4 once each", told)
+	}
+}

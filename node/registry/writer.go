@@ -248,21 +248,33 @@ func (w *Writer) Flush() error {
 
 	err := w.write(ups)
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	defer close(done) // after lastSent or pending is updated, before the unlock
 	w.inflight, w.flushed = nil, nil
 	if err != nil {
+		// Sessions the leader refused are told of and left out, as the
+		// replica's own refusals are; the rest are written again.
+		refused := raftstore.RefusedSessions(err)
+		var told []refusal
 		for id, s := range batch {
+			if e, ok := refused[id]; ok {
+				told = w.refusedLocked(told, id, e)
+				continue
+			}
 			if _, newer := w.pending[id]; !newer {
 				w.pending[id] = s
 			}
 		}
 		w.hurry = true
+		close(done) // after pending is updated, before the unlock
+		w.mu.Unlock()
+		w.tell(told)
 		return err
 	}
 	for id, v := range views {
 		w.lastSent[id] = v
+		delete(w.refused, id)
 	}
+	close(done)
+	w.mu.Unlock()
 	return nil
 }
 
@@ -348,6 +360,15 @@ func (w *Writer) Sync(ctx context.Context, s presence.State) error {
 		return nil
 	}
 	if _, err := w.to.Apply(ctx, raftstore.BatchCommand(ups...)); err != nil {
+		if e, ok := raftstore.RefusedSessions(err)[id]; ok {
+			// The leader refused it (this node's replica lagged): told of
+			// once, and not written again until it changes.
+			w.mu.Lock()
+			tell := w.refusedLocked(nil, id, e)
+			w.mu.Unlock()
+			w.tell(tell)
+			return err
+		}
 		if claimed { // hand it back to the background writer
 			w.mu.Lock()
 			if _, newer := w.pending[id]; !newer {
@@ -364,6 +385,7 @@ func (w *Writer) Sync(ctx context.Context, s presence.State) error {
 	}
 	w.mu.Lock()
 	w.lastSent[id] = v
+	delete(w.refused, id)
 	if p, ok := w.pending[id]; ok && viewOf(&p) == v {
 		delete(w.pending, id)
 	}
@@ -416,8 +438,7 @@ func (w *Writer) admitLocked(batch map[string]presence.State) []refusal {
 		sort.Strings(ids) // the quota admits in a fixed order
 		for id, err := range w.cfg.Admit(node, ids) {
 			if err == nil {
-				delete(w.refused, id)
-				continue
+				continue // told again only after a write of it succeeds
 			}
 			delete(batch, id)
 			out = w.refusedLocked(out, id, err)
@@ -434,7 +455,6 @@ func (w *Writer) admitOneLocked(s presence.State) ([]refusal, error) {
 	}
 	err := w.cfg.Admit(s.Node, []string{s.SessionID})[s.SessionID]
 	if err == nil {
-		delete(w.refused, s.SessionID)
 		return nil, nil
 	}
 	return w.refusedLocked(nil, s.SessionID, err), err
