@@ -16,7 +16,10 @@ import (
 // a session id another node holds, or a session over the mesh's quota, is
 // refused here, at the writing node, before it reaches the leader, with a
 // log line and a diagnostic (`harn node errors`, source "registry") that
-// say why, and the node's other sessions are written as usual.
+// say why, and the node's other sessions are written as usual. When this
+// node's replica lags behind the leader and admits a session the leader
+// then refuses, the leader's status names the refused sessions
+// (api.ReasonSessionsRefused), and they are told of the same way.
 
 // ReasonWriteRefused is the ErrorInfo reason of a registry write the
 // leader's write authority refused (the caller's node may not make it).
