@@ -22,7 +22,7 @@ func (n *Node) openClaims() error {
 	if err != nil {
 		return fmt.Errorf("%w: --claims: %w", ErrConfig, err)
 	}
-	cfg := claims.Config{Mode: mode, Node: n.cfg.Name, Describe: claimDescriber{n}, Now: n.cfg.Clock.Now,
+	cfg := claims.Config{Mode: mode, Node: n.cfg.Name, Describe: claimDescriber{n},
 		Clock: n.cfg.Clock, Rows: claimRows{n}, Journal: n.ledger,
 		OnJournalError: func(err error) {
 			n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(n.cfg.Clock.Now()), Source: "claims",

@@ -109,7 +109,7 @@ func (n *Node) newWatcher() *remint.Watcher {
 	return remint.NewWatcher(remint.WatcherConfig{Reader: remint.New(remint.DefaultConfig()),
 		State:  n.sess.State,
 		Record: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
-		Now:    n.cfg.Clock.Now, Logger: n.log})
+		Clock:  n.cfg.Clock, Logger: n.log})
 }
 
 // PendingName is session's re-minted name when the agent has not shown it

@@ -152,17 +152,8 @@ func New(cfg Config, src Sessions, mesh Mesh) *Room {
 		ec.DesktopOn = []notify.Kind{notify.KindNeedsInput}
 	}
 	return &Room{cfg: cfg, log: cfg.Logger, clk: cfg.Clock, src: src, mesh: mesh,
-		eng:  notify.New(ec, engineClock{cfg.Clock}, cfg.Sender, cfg.Desktop),
+		eng:  notify.New(ec, cfg.Clock, cfg.Sender, cfg.Desktop),
 		kick: make(chan struct{}, 1), changed: make(chan struct{}), followerAt: cfg.Clock.Now()}
-}
-
-// engineClock adapts util/clock to the engine's Clock.
-type engineClock struct{ c clock.Clock }
-
-func (e engineClock) Now() time.Time { return e.c.Now() }
-
-func (e engineClock) AfterFunc(d time.Duration, f func()) notify.Timer {
-	return e.c.AfterFunc(d, f)
 }
 
 // Baseline records the node's sessions at start as already told, so that

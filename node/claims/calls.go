@@ -95,7 +95,7 @@ func (d *Decider) noteTaken(r Request, need []string) {
 		}
 	}
 	if tc == nil {
-		tc = &takenCall{ref: r.Call, at: d.cfg.Now(), owned: map[string][]string{}, touch: map[string][]string{},
+		tc = &takenCall{ref: r.Call, at: d.cfg.Clock.Now(), owned: map[string][]string{}, touch: map[string][]string{},
 			abs: map[string]map[string]string{}}
 		d.taken[r.Session] = append(d.taken[r.Session], tc)
 	}

@@ -157,7 +157,7 @@ func TestAPendingClaimSurvivesARestart(t *testing.T) {
 	j := &memJournal{m: map[string]string{}}
 	ft := &flakyTable{Local: NewLocal()}
 	fc := clock.NewFake(time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC))
-	cfg := Config{Node: "n1", Table: ft, Writer: ft, Describe: fakeDescribe{}, Now: fc.Now, Clock: fc, Journal: j}
+	cfg := Config{Node: "n1", Table: ft, Writer: ft, Describe: fakeDescribe{}, Clock: fc, Journal: j}
 	ft.down.Store(true)
 	first := New(cfg)
 	first.Decide(context.Background(), req("a"))
@@ -211,7 +211,7 @@ func TestPropertyADeniedCallReleasesOnlyWhatNobodyWrote(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		l := NewLocal()
 		fc := clock.NewFake(time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC))
-		d := New(Config{Node: "n1", Table: l, Writer: l, Describe: fakeDescribe{}, Now: fc.Now, Clock: fc})
+		d := New(Config{Node: "n1", Table: l, Writer: l, Describe: fakeDescribe{}, Clock: fc})
 		defer d.Close()
 		ctx := context.Background()
 		paths := []string{"a.go", "b.go", "c.go"}

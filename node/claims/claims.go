@@ -83,9 +83,8 @@ type Config struct {
 	// Budget bounds the claim write (the hook's own bound is shorter
 	// still); 0 means 250 ms.
 	Budget time.Duration
-	Now    func() time.Time
-	// Clock paces the retry of claims that could not be recorded; nil
-	// is the real clock.
+	// Clock tells the claims' times and paces the retry of claims that
+	// could not be recorded; nil is the real clock.
 	Clock clock.Clock
 	// Rows, when set, is told when a claim is pending, lands or is
 	// dropped.
@@ -122,9 +121,6 @@ func New(cfg Config) *Decider {
 	if cfg.Budget <= 0 {
 		cfg.Budget = 250 * time.Millisecond
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
-	}
 	if cfg.Mode == "" {
 		cfg.Mode = ModeEnforce
 	}
@@ -158,7 +154,7 @@ func (d *Decider) Decide(ctx context.Context, r Request) Verdict {
 	}
 	if len(held) == 0 && len(need) > 0 {
 		wctx, cancel := context.WithTimeout(ctx, d.cfg.Budget)
-		err := d.cfg.Writer.Write(wctx, raftstore.ClaimCmd(r.Session, d.cfg.Node, r.Repo, d.cfg.Now(), need...))
+		err := d.cfg.Writer.Write(wctx, raftstore.ClaimCmd(r.Session, d.cfg.Node, r.Repo, d.cfg.Clock.Now(), need...))
 		cancel()
 		if err != nil {
 			d.addPending(r, need)

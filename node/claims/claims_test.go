@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/raftstore"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 func TestNormalizeURL(t *testing.T) {
@@ -64,7 +65,7 @@ func (f writerFunc) Write(ctx context.Context, cmd raftstore.Command) error { re
 
 func newTestDecider(mode Mode, l *Local, d fakeDescribe) *Decider {
 	return New(Config{Mode: mode, Node: "n1", Table: l, Writer: l, Describe: d,
-		Now: func() time.Time { return time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC) }})
+		Clock: clock.NewFake(time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC))})
 }
 
 func TestFreePathIsClaimedForTheWriter(t *testing.T) {

@@ -136,7 +136,7 @@ func (d *Decider) retryOnce() bool {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), d.cfg.Budget)
-		err := d.cfg.Writer.Write(ctx, raftstore.ClaimCmd(pc.session, d.cfg.Node, pc.repo, d.cfg.Now(), pc.paths...))
+		err := d.cfg.Writer.Write(ctx, raftstore.ClaimCmd(pc.session, d.cfg.Node, pc.repo, d.cfg.Clock.Now(), pc.paths...))
 		cancel()
 		if err != nil {
 			continue

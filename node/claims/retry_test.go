@@ -65,7 +65,7 @@ func newRetryDecider(t *testing.T) (*Decider, *flakyTable, *clock.Fake, *rowLog)
 	fc := clock.NewFake(time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC))
 	rows := &rowLog{landed: make(chan struct{}, 1)}
 	d := New(Config{Mode: ModeEnforce, Node: "n1", Table: ft, Writer: ft, Describe: fakeDescribe{},
-		Now: fc.Now, Clock: fc, Rows: rows})
+		Clock: fc, Rows: rows})
 	t.Cleanup(d.Close)
 	return d, ft, fc, rows
 }
@@ -154,7 +154,7 @@ func TestAPendingClaimEndsWithItsSession(t *testing.T) {
 	ft := &flakyTable{Local: NewLocal()}
 	fc := clock.NewFake(time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC))
 	desc := fakeDescribe{}
-	d := New(Config{Node: "n1", Table: ft, Writer: ft, Describe: desc, Now: fc.Now, Clock: fc})
+	d := New(Config{Node: "n1", Table: ft, Writer: ft, Describe: desc, Clock: fc})
 	defer d.Close()
 	ft.down.Store(true)
 	d.Decide(context.Background(), req("a"))

@@ -5,7 +5,7 @@
 // The pipeline is transition → debounce → per-webhook queue → sender (see
 // DESIGN.md in this folder). Diff is a pure function from two views of one
 // session to the transitions worth telling; the Engine debounces them on an
-// injected Clock, renders one message per transition per webhook, and
+// injected util/clock Clock, renders one message per transition per webhook, and
 // delivers each through a bounded queue with retries and backoff.
 //
 // Exactly once by the owner: the engine tells what it is fed and keeps no

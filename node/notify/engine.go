@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // Config tunes the engine. Zero fields take the defaults below.
@@ -121,7 +123,7 @@ func EqualJitter(d time.Duration) time.Duration {
 // use. Create it with New and end it with Close.
 type Engine struct {
 	cfg     Config
-	clk     Clock
+	clk     clock.Clock
 	sender  Sender
 	desktop Desktop
 	log     *slog.Logger
@@ -154,15 +156,15 @@ type hold struct {
 	since    time.Time
 	lastSent time.Time
 	episode  uint64
-	timer    Timer
+	timer    clock.Timer
 }
 
 // New starts an engine. A nil clk is the wall clock, a nil sender the
 // HTTPSender with its default timeout, and a nil desktop shows nothing.
-func New(cfg Config, clk Clock, sender Sender, desktop Desktop) *Engine {
+func New(cfg Config, clk clock.Clock, sender Sender, desktop Desktop) *Engine {
 	cfg = cfg.withDefaults()
 	if clk == nil {
-		clk = RealClock{}
+		clk = clock.Real{}
 	}
 	if sender == nil {
 		sender = NewHTTPSender(0, false)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // fakeClock is a Clock that moves only when told. Advance runs the due
@@ -38,13 +39,33 @@ func (c *fakeClock) Now() time.Time {
 	return c.now
 }
 
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) Timer {
+// NewTicker and NewTimer are not used by the engine (AfterFunc is).
+func (c *fakeClock) NewTicker(time.Duration) clock.Ticker { panic("notify: the engine uses no ticker") }
+func (c *fakeClock) NewTimer(time.Duration) clock.Timer   { panic("notify: the engine uses no timer") }
+
+var _ clock.Clock = (*fakeClock)(nil)
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &fakeTimer{c: c, at: c.now.Add(d), d: d, f: f}
 	c.timers = append(c.timers, t)
 	c.waits = append(c.waits, d)
 	return t
+}
+
+// C is nil: an AfterFunc timer has no channel.
+func (t *fakeTimer) C() <-chan time.Time { return nil }
+
+// Reset sets the timer to run d after now again.
+func (t *fakeTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := !t.done
+	t.c.remove(t)
+	t.at, t.d, t.done = t.c.now.Add(d), d, false
+	t.c.timers = append(t.c.timers, t)
+	return was
 }
 
 func (t *fakeTimer) Stop() bool {

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // Errors. A refused path or a read that did not finish means "not seen".
@@ -42,6 +43,8 @@ type Config struct {
 	// Timeout bounds one read; Parallel the reads running at once.
 	Timeout  time.Duration
 	Parallel int
+	// Clock times the reads' bound; nil is the real clock.
+	Clock clock.Clock
 }
 
 // DefaultConfig reads the last 256 KiB within 250 ms, 4 at once.
@@ -67,6 +70,7 @@ func New(cfg Config) *Reader {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = d.Parallel
 	}
+	cfg.Clock = clock.Or(cfg.Clock)
 	return &Reader{cfg: cfg, sem: make(chan struct{}, cfg.Parallel)}
 }
 
@@ -100,12 +104,12 @@ func (r *Reader) Shows(path, name string) (bool, error) {
 		}
 		done <- result{ok: TextShows(AssistantText(tail), name)}
 	}()
-	t := time.NewTimer(r.cfg.Timeout)
+	t := r.cfg.Clock.NewTimer(r.cfg.Timeout)
 	defer t.Stop()
 	select {
 	case res := <-done:
 		return res.ok, res.err
-	case <-t.C:
+	case <-t.C():
 		return false, fmt.Errorf("%w after %s: %s", ErrTimeout, r.cfg.Timeout, path)
 	}
 }

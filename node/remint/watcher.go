@@ -4,9 +4,9 @@ import (
 	"errors"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // maxQueued bounds the sessions whose transcript waits to be read.
@@ -24,7 +24,9 @@ type WatcherConfig struct {
 	State func(id string) (presence.State, bool)
 	// Record stores session_name.seen.
 	Record func(evs []presence.Event) error
-	Now    func() time.Time
+	// Clock tells the time of the events it records; nil is the real
+	// clock.
+	Clock  clock.Clock
 	Logger *slog.Logger
 }
 
@@ -53,8 +55,8 @@ func NewWatcher(cfg WatcherConfig) *Watcher {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	return &Watcher{cfg: cfg, queued: map[string]string{}, busy: map[string]chan struct{}{},
 		kick: make(chan struct{}, 1), stop: make(chan struct{})}
@@ -204,7 +206,7 @@ func (w *Watcher) read(session, path string) {
 		return
 	}
 	ev := presence.Event{SessionID: session, ParentSessionID: st.ParentSessionID, Type: presence.TypeSessionNameSeen,
-		TS: w.cfg.Now(), Agent: st.Agent, Attrs: map[string]any{presence.AttrName: name}}
+		TS: w.cfg.Clock.Now(), Agent: st.Agent, Attrs: map[string]any{presence.AttrName: name}}
 	if err := w.cfg.Record([]presence.Event{ev}); err != nil {
 		w.cfg.Logger.Warn("session name seen", "session", session, "err", err)
 	}

@@ -22,7 +22,7 @@ type Renewer struct {
 	Renew func(ctx context.Context) (*Bundle, error)
 	// Save persists the new bundle before it is used; nil skips.
 	Save func(*Bundle) error
-	// Clock decides when a certificate is due (only Now is used); nil is
+	// Clock decides when a certificate is due and paces the checks; nil is
 	// the wall clock.
 	Clock clock.Clock
 	// Interval is how often to check; 0 means one minute.
@@ -38,12 +38,7 @@ type Renewer struct {
 	done    chan struct{}
 }
 
-func (r *Renewer) now() time.Time {
-	if r.Clock == nil {
-		return time.Now()
-	}
-	return r.Clock.Now()
-}
+func (r *Renewer) now() time.Time { return clock.Or(r.Clock).Now() }
 
 // Due reports whether the holder's certificate should be renewed now.
 func (r *Renewer) Due() bool {
@@ -113,7 +108,7 @@ func (r *Renewer) Start() {
 	}
 	go func() {
 		defer close(r.done)
-		t := time.NewTicker(every)
+		t := clock.Or(r.Clock).NewTicker(every)
 		defer t.Stop()
 		for {
 			if _, err := r.Check(ctx); err != nil && ctx.Err() == nil && r.Log != nil {
@@ -122,7 +117,7 @@ func (r *Renewer) Start() {
 			select {
 			case <-ctx.Done():
 				return
-			case <-t.C:
+			case <-t.C():
 			}
 		}
 	}()

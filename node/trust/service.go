@@ -378,10 +378,7 @@ func (g *Guard) check(ctx context.Context, method string) error {
 		g.logRefusal(method, id, err)
 		return status.Error(codes.Unauthenticated, err.Error())
 	}
-	now := time.Now()
-	if g.Clock != nil {
-		now = g.Clock.Now()
-	}
+	now := clock.Or(g.Clock).Now()
 	if leaf := st.PeerCertificates[0]; now.Before(leaf.NotBefore) || !now.Before(leaf.NotAfter) {
 		err := &RefusalError{Caller: id, Err: ErrExpired}
 		g.logRefusal(method, id, err)

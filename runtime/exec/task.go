@@ -204,7 +204,7 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 				close(inCh)
 				inCh = nil
 			}
-			drain = time.AfterFunc(drainWait, func() {
+			drain = time.AfterFunc(drainWait, func() { //clock:real pipes drain in real time
 				p.stdout.Close()
 				p.stderr.Close()
 			})

@@ -153,7 +153,7 @@ func (c *mcpConn) stop() {
 		case <-c.done:
 			_ = syscall.Kill(pg, syscall.SIGKILL) // what it left in its group
 			return
-		case <-time.After(mcpStopGrace):
+		case <-time.After(mcpStopGrace): //clock:real a process stops in real time
 		}
 		_ = syscall.Kill(pg, sig)
 	}

@@ -105,7 +105,7 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 	// left the group holding it).
 	drain := func() string {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		t := time.NewTimer(b.shellGrace)
+		t := time.NewTimer(b.shellGrace) //clock:real a pipe drains in real time, whatever the box's clock says
 		defer t.Stop()
 		select {
 		case <-copied:
