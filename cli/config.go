@@ -69,6 +69,14 @@ func applySettings(c *cobra.Command) error {
 	return ferr
 }
 
+// annotWritesConfig marks a command that writes the config file (harn
+// mesh init): a config file it is named (--config, HARN_CONFIG) that does
+// not exist yet reads as empty, and the command makes it.
+const annotWritesConfig = "harn-writes-config"
+
+// writesConfig says whether c writes the config file it reads.
+func writesConfig(c *cobra.Command) bool { return c.Annotations[annotWritesConfig] != "" }
+
 // annotCommandLineOnly marks a flag that applySettings never fills from the
 // environment or the config file: a choice that must be made on the
 // command itself (the role of a join token: `server = true` in the config
@@ -124,7 +132,7 @@ func loadConfigFile(c *cobra.Command) (configFile, error) {
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
-		if !explicit && errors.Is(err, os.ErrNotExist) {
+		if errors.Is(err, os.ErrNotExist) && (!explicit || writesConfig(c)) {
 			return configFile{}, nil
 		}
 		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)

@@ -68,13 +68,15 @@ func recordConfig(path string, keys []string, vals map[string]any) error {
 	default:
 		return fmt.Errorf("%w %s: %w", ErrConfigWrite, path, err)
 	}
+	// err is the read's (nil, or no file yet); only the edit's counts here.
 	var out []byte
+	var eerr error
 	if s := bytes.TrimSpace(b); bytes.HasPrefix(s, []byte("{")) {
-		out, err = setJSONKeys(s, keys, vals)
+		out, eerr = setJSONKeys(s, keys, vals)
 	} else {
 		out = setLineKeys(b, keys, vals)
 	}
-	if err != nil {
+	if err := eerr; err != nil {
 		return fmt.Errorf("%w %s: %w", ErrConfigWrite, path, err)
 	}
 	if _, err := parseConfigFile(out); err != nil {

@@ -68,6 +68,19 @@ func TestRecordConfigKeepsTheRest(t *testing.T) {
 		t.Errorf("a new config file has mode %v, want 0600", fi.Mode().Perm())
 	}
 
+	// A new lines file (HARN_CONFIG=/etc/harn/harn.conf, say) is made too.
+	freshLines := filepath.Join(dir, "etc", "harn", "harn.conf")
+	if err := recordConfig(freshLines, keys, set); err != nil {
+		t.Fatal(err)
+	}
+	b, _ = os.ReadFile(freshLines)
+	if string(b) != "name = nodeA\nserver = true\n" {
+		t.Errorf("a new lines file:\n%s", b)
+	}
+	if fi, _ := os.Stat(filepath.Dir(freshLines)); fi.Mode().Perm() != 0o700 {
+		t.Errorf("a new config folder has mode %v, want 0700", fi.Mode().Perm())
+	}
+
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"name": `), 0o600)
 	if err := recordConfig(bad, keys, set); err == nil {

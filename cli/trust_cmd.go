@@ -145,8 +145,10 @@ func newMeshInitCmd() *cobra.Command {
 		Long: `mesh init makes the mesh CA, the gossip key and this server's certificate in the
 data dir, and a join token. It records the node name and the server role it used
 in the config file (--config, else HARN_CONFIG, else the default one), so that a
-plain ` + "`harn node`" + ` starts as the server the certificate is for.`,
-		Args: noArgs,
+plain ` + "`harn node`" + ` starts as the server the certificate is for. A config
+file named there that does not exist yet is made (0600, in a 0700 folder).`,
+		Args:        noArgs,
+		Annotations: map[string]string{annotWritesConfig: "true"},
 		RunE: func(c *cobra.Command, _ []string) error {
 			d := daemonOf(c)
 			if d == nil || d.InitMesh == nil {

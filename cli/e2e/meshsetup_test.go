@@ -99,3 +99,45 @@ func TestMeshSetupHintsRunAsPrinted(t *testing.T) {
 	a.stopNode(na)
 	b.stopNode(nb)
 }
+
+// TestMeshInitMakesTheConfigFileThatHarnConfigNames: HARN_CONFIG naming a
+// file that does not exist yet (in a folder that does not either) is no
+// refusal for `harn mesh init`: it makes the file, 0600 in a 0700 folder,
+// with the name and role it used, as for the default path; the `harn node`
+// it prints then starts as that server.
+func TestMeshInitMakesTheConfigFileThatHarnConfigNames(t *testing.T) {
+	a := newEnv(t)
+	dir := filepath.Join(a.root, "etc", "harn")
+	path := filepath.Join(dir, "harn.conf")
+	envA := placeEnv(a, freePorts(t, 3), "HARN_CONFIG="+path)
+	r := run(t, envA, "", "mesh", "init", "--name", "nodeA")
+	if r.code != 0 {
+		t.Fatalf("%v", r)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil || !strings.Contains(string(b), "name = nodeA") || !strings.Contains(string(b), "server = true") {
+		t.Fatalf("the config file HARN_CONFIG names (%v):\n%s", err, b)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the new config file: %v, want mode 0600", fi.Mode())
+	}
+	if fi, err := os.Stat(dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the new config folder: %v, want mode 0700", fi.Mode())
+	}
+	if !strings.Contains(r.stderr, "(recorded in "+path+")") {
+		t.Errorf("mesh init does not say where it recorded the name:\n%s", r.stderr)
+	}
+	next := hintAfter(t, r.stderr, "start this server with `")
+	na := a.spawn(envA, next[1:]...)
+	a.waitReady(na)
+	eventually(t, meshTimeout, "nodeA leads", func() (bool, string) {
+		rr := run(t, envA, "", "mesh", "raft", "--json")
+		if rr.code != 0 {
+			return false, rr.String()
+		}
+		var v raftJSON
+		mustJSON(t, rr.stdout, &v)
+		return v.Leader == "nodeA", fmt.Sprintf("%+v", v)
+	})
+	a.stopNode(na)
+}
