@@ -41,7 +41,7 @@ the authenticated mesh channel to the node that owns it.`,
 		newTaskIDCmd(taskwire.OpDigest, "digest ID", "show the handoff a task received from its predecessor", 1),
 		newTaskIDCmd(taskwire.OpConfirm, "confirm ID CALL", "confirm a call waiting for a confirmation (adds no authority)", 2),
 		newTaskIDCmd(taskwire.OpDeny, "deny ID CALL", "deny a call waiting for a confirmation", 2),
-		newTaskIDCmd(taskwire.OpShow, "show ID", "show a task: its state, queue, text and recent output", 1),
+		newTaskIDCmd(taskwire.OpShow, "show ID", "show a task: its state, queue, text, recent output and its steps (model calls, tool calls, grant reductions, cancellations)", 1),
 		newTaskReduceCmd(),
 	)
 	return c
@@ -290,6 +290,7 @@ func printTaskResult(w io.Writer, op string, r taskwire.Result) {
 		for _, o := range r.Output {
 			fmt.Fprintln(w, "  │ "+text.OneLine(o))
 		}
+		writeSteps(w, r.Steps, r.StepsOmitted)
 	case taskwire.OpGrants:
 		if r.Grants != nil {
 			for _, l := range strings.Split(strings.TrimSpace(string(taskwire.FormatGrants(r.Grants.Grants))), "\n") {

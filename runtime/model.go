@@ -19,8 +19,9 @@ type Usage struct {
 }
 
 // ModelCall records one model call of a task (model names the model) with
-// its usage. It is refused once the task is terminal.
-func (rt *Runtime) ModelCall(taskID, model string, u Usage) error {
+// its usage and the keyed digests of its request (input) and its answer
+// (output); either may be nil. It is refused once the task is terminal.
+func (rt *Runtime) ModelCall(taskID, model string, u Usage, input, output []byte) error {
 	if len(model) > maxNameBytes || len(u.Error) > MaxReasonBytes || len(u.Provider) > maxNameBytes ||
 		len(u.Node) > maxNameBytes || len(u.Agent) > maxNameBytes {
 		return fmt.Errorf("%w: model call names over %d bytes", ErrTooLarge, maxNameBytes)
@@ -33,8 +34,10 @@ func (rt *Runtime) ModelCall(taskID, model string, u Usage) error {
 	if t.state == StateTerminal {
 		return fmt.Errorf("%w: %s", ErrTaskTerminal, t.id)
 	}
-	return rt.rec(t, Record{Kind: RecModel, Capability: model, Usage: &u})
+	return rt.rec(t, Record{Kind: RecModel, Capability: model, Usage: &u, Input: rt.dig.Digest(input), Output: rt.dig.Digest(output)})
 }
 
 // ModelCall records a model call of the task (see Runtime.ModelCall).
-func (r *Run) ModelCall(model string, u Usage) error { return r.rt.ModelCall(r.Task, model, u) }
+func (r *Run) ModelCall(model string, u Usage, input, output []byte) error {
+	return r.rt.ModelCall(r.Task, model, u, input, output)
+}

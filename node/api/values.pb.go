@@ -682,6 +682,160 @@ func (x *UsageRow) GetNode() string {
 	return ""
 }
 
+// TaskStep is one step of a task, from its ledger: a model call (name:
+// the model, with its tokens), a tool call (name: the tool, outcome), a
+// refused call, a confirmation or denial, a grant reduction (name: the
+// capability, level), a cancellation (outcome: cancelled or superseded) or
+// an acknowledgement. The digests are keyed (HMAC-SHA256 with the node
+// key), never the data.
+type TaskStep struct {
+	state          protoimpl.MessageState `protogen:"open.v1"`
+	Seq            uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	At             *Time                  `protobuf:"bytes,2,opt,name=at,proto3" json:"at,omitempty"`
+	Kind           string                 `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	Name           string                 `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
+	Call           string                 `protobuf:"bytes,5,opt,name=call,proto3" json:"call,omitempty"`
+	Outcome        string                 `protobuf:"bytes,6,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Level          string                 `protobuf:"bytes,7,opt,name=level,proto3" json:"level,omitempty"`
+	By             string                 `protobuf:"bytes,8,opt,name=by,proto3" json:"by,omitempty"`
+	Reason         string                 `protobuf:"bytes,9,opt,name=reason,proto3" json:"reason,omitempty"`
+	EstimatedInput int32                  `protobuf:"varint,10,opt,name=estimated_input,json=estimatedInput,proto3" json:"estimated_input,omitempty"`
+	Input          int32                  `protobuf:"varint,11,opt,name=input,proto3" json:"input,omitempty"`
+	Output         int32                  `protobuf:"varint,12,opt,name=output,proto3" json:"output,omitempty"`
+	InputDigest    string                 `protobuf:"bytes,13,opt,name=input_digest,json=inputDigest,proto3" json:"input_digest,omitempty"`
+	OutputDigest   string                 `protobuf:"bytes,14,opt,name=output_digest,json=outputDigest,proto3" json:"output_digest,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *TaskStep) Reset() {
+	*x = TaskStep{}
+	mi := &file_values_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskStep) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskStep) ProtoMessage() {}
+
+func (x *TaskStep) ProtoReflect() protoreflect.Message {
+	mi := &file_values_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskStep.ProtoReflect.Descriptor instead.
+func (*TaskStep) Descriptor() ([]byte, []int) {
+	return file_values_proto_rawDescGZIP(), []int{5}
+}
+
+func (x *TaskStep) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *TaskStep) GetAt() *Time {
+	if x != nil {
+		return x.At
+	}
+	return nil
+}
+
+func (x *TaskStep) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *TaskStep) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *TaskStep) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *TaskStep) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+func (x *TaskStep) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *TaskStep) GetBy() string {
+	if x != nil {
+		return x.By
+	}
+	return ""
+}
+
+func (x *TaskStep) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *TaskStep) GetEstimatedInput() int32 {
+	if x != nil {
+		return x.EstimatedInput
+	}
+	return 0
+}
+
+func (x *TaskStep) GetInput() int32 {
+	if x != nil {
+		return x.Input
+	}
+	return 0
+}
+
+func (x *TaskStep) GetOutput() int32 {
+	if x != nil {
+		return x.Output
+	}
+	return 0
+}
+
+func (x *TaskStep) GetInputDigest() string {
+	if x != nil {
+		return x.InputDigest
+	}
+	return ""
+}
+
+func (x *TaskStep) GetOutputDigest() string {
+	if x != nil {
+		return x.OutputDigest
+	}
+	return ""
+}
+
 // Grant gives a capability (a name or a pattern) up to a level: none,
 // discover, inspect, load (activate for a skill) or execute.
 type Grant struct {
@@ -696,7 +850,7 @@ type Grant struct {
 
 func (x *Grant) Reset() {
 	*x = Grant{}
-	mi := &file_values_proto_msgTypes[5]
+	mi := &file_values_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -708,7 +862,7 @@ func (x *Grant) String() string {
 func (*Grant) ProtoMessage() {}
 
 func (x *Grant) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[5]
+	mi := &file_values_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -721,7 +875,7 @@ func (x *Grant) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Grant.ProtoReflect.Descriptor instead.
 func (*Grant) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{5}
+	return file_values_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Grant) GetLevel() string {
@@ -772,6 +926,10 @@ type TaskResult struct {
 	// model-call tokens of the ledger.
 	Events []*AgentEvent `protobuf:"bytes,12,rep,name=events,proto3" json:"events,omitempty"`
 	Usage  []*UsageRow   `protobuf:"bytes,13,rep,name=usage,proto3" json:"usage,omitempty"`
+	// steps (show): the task's steps from its ledger, in order, and how
+	// many earlier ones were left out.
+	Steps        []*TaskStep `protobuf:"bytes,14,rep,name=steps,proto3" json:"steps,omitempty"`
+	StepsOmitted int32       `protobuf:"varint,15,opt,name=steps_omitted,json=stepsOmitted,proto3" json:"steps_omitted,omitempty"`
 	// history: the session cursor after events, and the session's context
 	// line.
 	Next          int64        `protobuf:"varint,30,opt,name=next,proto3" json:"next,omitempty"`
@@ -782,7 +940,7 @@ type TaskResult struct {
 
 func (x *TaskResult) Reset() {
 	*x = TaskResult{}
-	mi := &file_values_proto_msgTypes[6]
+	mi := &file_values_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -794,7 +952,7 @@ func (x *TaskResult) String() string {
 func (*TaskResult) ProtoMessage() {}
 
 func (x *TaskResult) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[6]
+	mi := &file_values_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -807,7 +965,7 @@ func (x *TaskResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResult.ProtoReflect.Descriptor instead.
 func (*TaskResult) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{6}
+	return file_values_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *TaskResult) GetNode() string {
@@ -901,6 +1059,20 @@ func (x *TaskResult) GetUsage() []*UsageRow {
 	return nil
 }
 
+func (x *TaskResult) GetSteps() []*TaskStep {
+	if x != nil {
+		return x.Steps
+	}
+	return nil
+}
+
+func (x *TaskResult) GetStepsOmitted() int32 {
+	if x != nil {
+		return x.StepsOmitted
+	}
+	return 0
+}
+
 func (x *TaskResult) GetNext() int64 {
 	if x != nil {
 		return x.Next
@@ -930,7 +1102,7 @@ type HarnContext struct {
 
 func (x *HarnContext) Reset() {
 	*x = HarnContext{}
-	mi := &file_values_proto_msgTypes[7]
+	mi := &file_values_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -942,7 +1114,7 @@ func (x *HarnContext) String() string {
 func (*HarnContext) ProtoMessage() {}
 
 func (x *HarnContext) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[7]
+	mi := &file_values_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -955,7 +1127,7 @@ func (x *HarnContext) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarnContext.ProtoReflect.Descriptor instead.
 func (*HarnContext) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{7}
+	return file_values_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *HarnContext) GetUsed() int32 {
@@ -1009,7 +1181,7 @@ type TaskView struct {
 
 func (x *TaskView) Reset() {
 	*x = TaskView{}
-	mi := &file_values_proto_msgTypes[8]
+	mi := &file_values_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1021,7 +1193,7 @@ func (x *TaskView) String() string {
 func (*TaskView) ProtoMessage() {}
 
 func (x *TaskView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[8]
+	mi := &file_values_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1034,7 +1206,7 @@ func (x *TaskView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskView.ProtoReflect.Descriptor instead.
 func (*TaskView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{8}
+	return file_values_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *TaskView) GetId() string {
@@ -1140,7 +1312,7 @@ type SteerResult struct {
 
 func (x *SteerResult) Reset() {
 	*x = SteerResult{}
-	mi := &file_values_proto_msgTypes[9]
+	mi := &file_values_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1152,7 +1324,7 @@ func (x *SteerResult) String() string {
 func (*SteerResult) ProtoMessage() {}
 
 func (x *SteerResult) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[9]
+	mi := &file_values_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1165,7 +1337,7 @@ func (x *SteerResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerResult.ProtoReflect.Descriptor instead.
 func (*SteerResult) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{9}
+	return file_values_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SteerResult) GetMode() string {
@@ -1209,7 +1381,7 @@ type GrantsView struct {
 
 func (x *GrantsView) Reset() {
 	*x = GrantsView{}
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1221,7 +1393,7 @@ func (x *GrantsView) String() string {
 func (*GrantsView) ProtoMessage() {}
 
 func (x *GrantsView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1234,7 +1406,7 @@ func (x *GrantsView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantsView.ProtoReflect.Descriptor instead.
 func (*GrantsView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{10}
+	return file_values_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *GrantsView) GetTask() string {
@@ -1284,7 +1456,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1468,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1481,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{11}
+	return file_values_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Limit) GetCapability() string {
@@ -1354,7 +1526,7 @@ type Held struct {
 
 func (x *Held) Reset() {
 	*x = Held{}
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1366,7 +1538,7 @@ func (x *Held) String() string {
 func (*Held) ProtoMessage() {}
 
 func (x *Held) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1379,7 +1551,7 @@ func (x *Held) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Held.ProtoReflect.Descriptor instead.
 func (*Held) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{12}
+	return file_values_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Held) GetCapability() string {
@@ -1428,7 +1600,7 @@ type Handoff struct {
 
 func (x *Handoff) Reset() {
 	*x = Handoff{}
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1440,7 +1612,7 @@ func (x *Handoff) String() string {
 func (*Handoff) ProtoMessage() {}
 
 func (x *Handoff) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1453,7 +1625,7 @@ func (x *Handoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
 func (*Handoff) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{13}
+	return file_values_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Handoff) GetConversation() []*HandoffMessage {
@@ -1488,7 +1660,7 @@ type HandoffMessage struct {
 
 func (x *HandoffMessage) Reset() {
 	*x = HandoffMessage{}
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1500,7 +1672,7 @@ func (x *HandoffMessage) String() string {
 func (*HandoffMessage) ProtoMessage() {}
 
 func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1513,7 +1685,7 @@ func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffMessage.ProtoReflect.Descriptor instead.
 func (*HandoffMessage) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{14}
+	return file_values_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *HandoffMessage) GetRole() string {
@@ -1549,7 +1721,7 @@ type HandoffDigest struct {
 
 func (x *HandoffDigest) Reset() {
 	*x = HandoffDigest{}
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1561,7 +1733,7 @@ func (x *HandoffDigest) String() string {
 func (*HandoffDigest) ProtoMessage() {}
 
 func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1574,7 +1746,7 @@ func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffDigest.ProtoReflect.Descriptor instead.
 func (*HandoffDigest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{15}
+	return file_values_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HandoffDigest) GetPredecessor() string {
@@ -1620,7 +1792,7 @@ type CallCounts struct {
 
 func (x *CallCounts) Reset() {
 	*x = CallCounts{}
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1632,7 +1804,7 @@ func (x *CallCounts) String() string {
 func (*CallCounts) ProtoMessage() {}
 
 func (x *CallCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1645,7 +1817,7 @@ func (x *CallCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallCounts.ProtoReflect.Descriptor instead.
 func (*CallCounts) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{16}
+	return file_values_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *CallCounts) GetStarted() int32 {
@@ -1707,7 +1879,7 @@ type CapabilityCalls struct {
 
 func (x *CapabilityCalls) Reset() {
 	*x = CapabilityCalls{}
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +1891,7 @@ func (x *CapabilityCalls) String() string {
 func (*CapabilityCalls) ProtoMessage() {}
 
 func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +1904,7 @@ func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilityCalls.ProtoReflect.Descriptor instead.
 func (*CapabilityCalls) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{17}
+	return file_values_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CapabilityCalls) GetName() string {
@@ -1765,7 +1937,7 @@ type SessionView struct {
 
 func (x *SessionView) Reset() {
 	*x = SessionView{}
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1777,7 +1949,7 @@ func (x *SessionView) String() string {
 func (*SessionView) ProtoMessage() {}
 
 func (x *SessionView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1790,7 +1962,7 @@ func (x *SessionView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionView.ProtoReflect.Descriptor instead.
 func (*SessionView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{18}
+	return file_values_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *SessionView) GetSession() string {
@@ -1848,7 +2020,7 @@ type Time struct {
 
 func (x *Time) Reset() {
 	*x = Time{}
-	mi := &file_values_proto_msgTypes[19]
+	mi := &file_values_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +2032,7 @@ func (x *Time) String() string {
 func (*Time) ProtoMessage() {}
 
 func (x *Time) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[19]
+	mi := &file_values_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +2045,7 @@ func (x *Time) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Time.ProtoReflect.Descriptor instead.
 func (*Time) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{19}
+	return file_values_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *Time) GetUnixNano() int64 {
@@ -1916,7 +2088,7 @@ type DecideQuery struct {
 
 func (x *DecideQuery) Reset() {
 	*x = DecideQuery{}
-	mi := &file_values_proto_msgTypes[20]
+	mi := &file_values_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1928,7 +2100,7 @@ func (x *DecideQuery) String() string {
 func (*DecideQuery) ProtoMessage() {}
 
 func (x *DecideQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[20]
+	mi := &file_values_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1941,7 +2113,7 @@ func (x *DecideQuery) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideQuery.ProtoReflect.Descriptor instead.
 func (*DecideQuery) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{20}
+	return file_values_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *DecideQuery) GetPhase() string {
@@ -2023,7 +2195,7 @@ type PathClaim struct {
 
 func (x *PathClaim) Reset() {
 	*x = PathClaim{}
-	mi := &file_values_proto_msgTypes[21]
+	mi := &file_values_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2035,7 +2207,7 @@ func (x *PathClaim) String() string {
 func (*PathClaim) ProtoMessage() {}
 
 func (x *PathClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[21]
+	mi := &file_values_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2048,7 +2220,7 @@ func (x *PathClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PathClaim.ProtoReflect.Descriptor instead.
 func (*PathClaim) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{21}
+	return file_values_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PathClaim) GetSession() string {
@@ -2115,7 +2287,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_values_proto_msgTypes[22]
+	mi := &file_values_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2127,7 +2299,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[22]
+	mi := &file_values_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2140,7 +2312,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{22}
+	return file_values_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionRequest) GetId() string {
@@ -2261,7 +2433,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_values_proto_msgTypes[23]
+	mi := &file_values_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2273,7 +2445,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[23]
+	mi := &file_values_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2286,7 +2458,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{23}
+	return file_values_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *PermissionAnswer) GetAllow() bool {
@@ -2404,14 +2576,30 @@ const file_values_proto_rawDesc = "" +
 	"cache_read\x18\a \x01(\x05R\tcacheRead\x12\x1f\n" +
 	"\vcache_write\x18\b \x01(\x05R\n" +
 	"cacheWrite\x12\x12\n" +
-	"\x04node\x18\t \x01(\tR\x04node\"m\n" +
+	"\x04node\x18\t \x01(\tR\x04node\"\xee\x02\n" +
+	"\bTaskStep\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1d\n" +
+	"\x02at\x18\x02 \x01(\v2\r.harn.v1.TimeR\x02at\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04name\x18\x04 \x01(\tR\x04name\x12\x12\n" +
+	"\x04call\x18\x05 \x01(\tR\x04call\x12\x18\n" +
+	"\aoutcome\x18\x06 \x01(\tR\aoutcome\x12\x14\n" +
+	"\x05level\x18\a \x01(\tR\x05level\x12\x0e\n" +
+	"\x02by\x18\b \x01(\tR\x02by\x12\x16\n" +
+	"\x06reason\x18\t \x01(\tR\x06reason\x12'\n" +
+	"\x0festimated_input\x18\n" +
+	" \x01(\x05R\x0eestimatedInput\x12\x14\n" +
+	"\x05input\x18\v \x01(\x05R\x05input\x12\x16\n" +
+	"\x06output\x18\f \x01(\x05R\x06output\x12!\n" +
+	"\finput_digest\x18\r \x01(\tR\vinputDigest\x12#\n" +
+	"\routput_digest\x18\x0e \x01(\tR\foutputDigest\"m\n" +
 	"\x05Grant\x12\x14\n" +
 	"\x05level\x18\x01 \x01(\tR\x05level\x12\x1e\n" +
 	"\n" +
 	"capability\x18\x02 \x01(\tR\n" +
 	"capability\x12\x14\n" +
 	"\x05match\x18\x03 \x01(\tR\x05match\x12\x18\n" +
-	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\xa4\x04\n" +
+	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\xf2\x04\n" +
 	"\n" +
 	"TaskResult\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
@@ -2427,7 +2615,9 @@ const file_values_proto_rawDesc = "" +
 	" \x01(\tR\amessage\x12\x1c\n" +
 	"\tinterrupt\x18\v \x01(\tR\tinterrupt\x12+\n" +
 	"\x06events\x18\f \x03(\v2\x13.harn.v1.AgentEventR\x06events\x12'\n" +
-	"\x05usage\x18\r \x03(\v2\x11.harn.v1.UsageRowR\x05usage\x12\x12\n" +
+	"\x05usage\x18\r \x03(\v2\x11.harn.v1.UsageRowR\x05usage\x12'\n" +
+	"\x05steps\x18\x0e \x03(\v2\x11.harn.v1.TaskStepR\x05steps\x12#\n" +
+	"\rsteps_omitted\x18\x0f \x01(\x05R\fstepsOmitted\x12\x12\n" +
 	"\x04next\x18\x1e \x01(\x03R\x04next\x127\n" +
 	"\fharn_context\x18\x1f \x01(\v2\x14.harn.v1.HarnContextR\vharnContext\"\x8b\x01\n" +
 	"\vHarnContext\x12\x12\n" +
@@ -2571,68 +2761,71 @@ func file_values_proto_rawDescGZIP() []byte {
 	return file_values_proto_rawDescData
 }
 
-var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_values_proto_goTypes = []any{
 	(*TaskAction)(nil),        // 0: harn.v1.TaskAction
 	(*HarnOptions)(nil),       // 1: harn.v1.HarnOptions
 	(*AgentEvent)(nil),        // 2: harn.v1.AgentEvent
 	(*ModelUsage)(nil),        // 3: harn.v1.ModelUsage
 	(*UsageRow)(nil),          // 4: harn.v1.UsageRow
-	(*Grant)(nil),             // 5: harn.v1.Grant
-	(*TaskResult)(nil),        // 6: harn.v1.TaskResult
-	(*HarnContext)(nil),       // 7: harn.v1.HarnContext
-	(*TaskView)(nil),          // 8: harn.v1.TaskView
-	(*SteerResult)(nil),       // 9: harn.v1.SteerResult
-	(*GrantsView)(nil),        // 10: harn.v1.GrantsView
-	(*Limit)(nil),             // 11: harn.v1.Limit
-	(*Held)(nil),              // 12: harn.v1.Held
-	(*Handoff)(nil),           // 13: harn.v1.Handoff
-	(*HandoffMessage)(nil),    // 14: harn.v1.HandoffMessage
-	(*HandoffDigest)(nil),     // 15: harn.v1.HandoffDigest
-	(*CallCounts)(nil),        // 16: harn.v1.CallCounts
-	(*CapabilityCalls)(nil),   // 17: harn.v1.CapabilityCalls
-	(*SessionView)(nil),       // 18: harn.v1.SessionView
-	(*Time)(nil),              // 19: harn.v1.Time
-	(*DecideQuery)(nil),       // 20: harn.v1.DecideQuery
-	(*PathClaim)(nil),         // 21: harn.v1.PathClaim
-	(*PermissionRequest)(nil), // 22: harn.v1.PermissionRequest
-	(*PermissionAnswer)(nil),  // 23: harn.v1.PermissionAnswer
+	(*TaskStep)(nil),          // 5: harn.v1.TaskStep
+	(*Grant)(nil),             // 6: harn.v1.Grant
+	(*TaskResult)(nil),        // 7: harn.v1.TaskResult
+	(*HarnContext)(nil),       // 8: harn.v1.HarnContext
+	(*TaskView)(nil),          // 9: harn.v1.TaskView
+	(*SteerResult)(nil),       // 10: harn.v1.SteerResult
+	(*GrantsView)(nil),        // 11: harn.v1.GrantsView
+	(*Limit)(nil),             // 12: harn.v1.Limit
+	(*Held)(nil),              // 13: harn.v1.Held
+	(*Handoff)(nil),           // 14: harn.v1.Handoff
+	(*HandoffMessage)(nil),    // 15: harn.v1.HandoffMessage
+	(*HandoffDigest)(nil),     // 16: harn.v1.HandoffDigest
+	(*CallCounts)(nil),        // 17: harn.v1.CallCounts
+	(*CapabilityCalls)(nil),   // 18: harn.v1.CapabilityCalls
+	(*SessionView)(nil),       // 19: harn.v1.SessionView
+	(*Time)(nil),              // 20: harn.v1.Time
+	(*DecideQuery)(nil),       // 21: harn.v1.DecideQuery
+	(*PathClaim)(nil),         // 22: harn.v1.PathClaim
+	(*PermissionRequest)(nil), // 23: harn.v1.PermissionRequest
+	(*PermissionAnswer)(nil),  // 24: harn.v1.PermissionAnswer
 }
 var file_values_proto_depIdxs = []int32{
-	5,  // 0: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
+	6,  // 0: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
 	1,  // 1: harn.v1.TaskAction.harn:type_name -> harn.v1.HarnOptions
 	3,  // 2: harn.v1.AgentEvent.usage:type_name -> harn.v1.ModelUsage
-	19, // 3: harn.v1.AgentEvent.at:type_name -> harn.v1.Time
-	8,  // 4: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
-	9,  // 5: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
-	10, // 6: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
-	13, // 7: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
-	18, // 8: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
-	2,  // 9: harn.v1.TaskResult.events:type_name -> harn.v1.AgentEvent
-	4,  // 10: harn.v1.TaskResult.usage:type_name -> harn.v1.UsageRow
-	7,  // 11: harn.v1.TaskResult.harn_context:type_name -> harn.v1.HarnContext
-	19, // 12: harn.v1.HarnContext.compacted_at:type_name -> harn.v1.Time
-	19, // 13: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
-	5,  // 14: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
-	11, // 15: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
-	12, // 16: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
-	19, // 17: harn.v1.Limit.at:type_name -> harn.v1.Time
-	14, // 18: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
-	15, // 19: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
-	16, // 20: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
-	17, // 21: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
-	8,  // 22: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
-	8,  // 23: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
-	8,  // 24: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
-	21, // 25: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
-	19, // 26: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
-	23, // 27: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
-	19, // 28: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
-	29, // [29:29] is the sub-list for method output_type
-	29, // [29:29] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	20, // 3: harn.v1.AgentEvent.at:type_name -> harn.v1.Time
+	20, // 4: harn.v1.TaskStep.at:type_name -> harn.v1.Time
+	9,  // 5: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
+	10, // 6: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
+	11, // 7: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
+	14, // 8: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
+	19, // 9: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
+	2,  // 10: harn.v1.TaskResult.events:type_name -> harn.v1.AgentEvent
+	4,  // 11: harn.v1.TaskResult.usage:type_name -> harn.v1.UsageRow
+	5,  // 12: harn.v1.TaskResult.steps:type_name -> harn.v1.TaskStep
+	8,  // 13: harn.v1.TaskResult.harn_context:type_name -> harn.v1.HarnContext
+	20, // 14: harn.v1.HarnContext.compacted_at:type_name -> harn.v1.Time
+	20, // 15: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
+	6,  // 16: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
+	12, // 17: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
+	13, // 18: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
+	20, // 19: harn.v1.Limit.at:type_name -> harn.v1.Time
+	15, // 20: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
+	16, // 21: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
+	17, // 22: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
+	18, // 23: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
+	9,  // 24: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
+	9,  // 25: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
+	9,  // 26: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
+	22, // 27: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
+	20, // 28: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
+	24, // 29: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
+	20, // 30: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_values_proto_init() }
@@ -2646,7 +2839,7 @@ func file_values_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_values_proto_rawDesc), len(file_values_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

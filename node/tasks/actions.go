@@ -199,6 +199,7 @@ func (h *Host) Do(a Action) (Result, error) {
 				res.View = &sv
 			}
 			res.Output = h.outputOf(a.Task)
+			res.Steps, res.StepsOmitted, err = h.steps(v.ID)
 		}
 	default:
 		return res, fmt.Errorf("%w: unknown operation %q", ErrBadAction, a.Op)

@@ -20,7 +20,7 @@ func modelCalls(t *testing.T, h *Host, session string, us ...runtime.Usage) {
 		t.Fatal(err)
 	}
 	for _, u := range us {
-		if err := rt.ModelCall(v.ID, "m1", u); err != nil {
+		if err := rt.ModelCall(v.ID, "m1", u, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	}

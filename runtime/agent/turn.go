@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -127,7 +128,7 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 		if err != nil {
 			u.Error = errClass(err)
 		}
-		if rerr := run.ModelCall(e.cfg.Model.Name, u); rerr != nil {
+		if rerr := run.ModelCall(e.cfg.Model.Name, u, evidence(req.Messages), answerEvidence(resp)); rerr != nil {
 			e.log.Debug("agent: model call not recorded", "task", task, "err", rerr)
 		}
 		e.emit(Event{Type: EvModel, Task: task, Step: step, Usage: &u})
@@ -137,6 +138,27 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 		e.emit(Event{Type: EvStatus, Task: task, Step: step, Text: "the model's context window was exceeded: recovery checkpoint set, retrying once with the current turn"})
 	}
 	return resp, err
+}
+
+// evidence is what a model call's digest is taken of: the request's
+// messages, or the answer's text and tool calls, as JSON (nil when empty).
+func evidence(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil || string(b) == "null" {
+		return nil
+	}
+	return b
+}
+
+// answerEvidence is the answer's text and tool calls as JSON, nil for none.
+func answerEvidence(r Response) []byte {
+	if r.Text == "" && len(r.Calls) == 0 {
+		return nil
+	}
+	return evidence(struct {
+		Text  string     `json:"text,omitempty"`
+		Calls []ToolCall `json:"calls,omitempty"`
+	}{r.Text, r.Calls})
 }
 
 // traceCall opens the request's span when a tracer is set.

@@ -90,6 +90,10 @@ type Result struct {
 	Events []runtime.LoopEvent `json:"events,omitempty"`
 	// Usage (usage): the model-call tokens of the node's ledger.
 	Usage []UsageRow `json:"usage,omitempty"`
+	// Steps (show): the task's steps from its ledger, in order;
+	// StepsOmitted counts the earlier ones left out (over MaxSteps).
+	Steps        []Step `json:"steps,omitempty"`
+	StepsOmitted int    `json:"steps_omitted,omitempty"`
 	// Next (history): the session cursor after Events; Context: the
 	// session's context line.
 	Next    int          `json:"next,omitempty"`
@@ -116,6 +120,41 @@ func IsSessionOp(op string) bool {
 		return true
 	}
 	return false
+}
+
+// MaxSteps bounds the steps `harn task show` returns: the last ones.
+const MaxSteps = 1000
+
+// The kinds of a Step.
+const (
+	StepModel   = "model"   // a model call: Name the model, its tokens, digests of request and answer
+	StepTool    = "tool"    // a tool call: Name the tool, Outcome (pending, running or how it ended), digests of input and output
+	StepRefused = "refused" // a call refused before it ran: Outcome the check
+	StepConfirm = "confirm" // an operator confirmed a waiting call
+	StepDeny    = "deny"    // an operator denied a waiting call
+	StepReduce  = "reduce"  // the task's ceiling shrank: Name the capability, Level
+	StepCancel  = "cancel"  // cancellation was requested: Outcome cancelled or superseded
+	StepAck     = "ack"     // an operator acknowledged unknown outcomes
+)
+
+// Step is one step of a task, read from its ledger. Digests are keyed
+// (HMAC-SHA256 with the node key): they prove what was sent and received
+// without holding it.
+type Step struct {
+	Seq          uint64    `json:"seq"`
+	At           time.Time `json:"at"`
+	Kind         string    `json:"kind"`
+	Name         string    `json:"name,omitempty"`
+	Call         string    `json:"call,omitempty"`
+	Outcome      string    `json:"outcome,omitempty"`
+	Level        string    `json:"level,omitempty"`
+	By           string    `json:"by,omitempty"`
+	Reason       string    `json:"reason,omitempty"`
+	Estimated    int       `json:"estimated_input,omitempty"`
+	Input        int       `json:"input_tokens,omitempty"`
+	Output       int       `json:"output_tokens,omitempty"`
+	InputDigest  string    `json:"input_digest,omitempty"`
+	OutputDigest string    `json:"output_digest,omitempty"`
 }
 
 // UsageRow is the tokens of one group of model calls.

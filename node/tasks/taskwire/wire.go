@@ -129,6 +129,12 @@ func ResultToAPI(r Result) *api.TaskResult {
 		out.Events = append(out.Events, &api.AgentEvent{Type: e.Type, Task: e.Task, Step: int32(e.Step), Call: e.Call,
 			Tool: e.Tool, Text: e.Text, Outcome: e.Outcome, Status: e.Status, Usage: usageToAPI(e.Usage), At: api.NewTime(e.At)})
 	}
+	for _, st := range r.Steps {
+		out.Steps = append(out.Steps, &api.TaskStep{Seq: st.Seq, At: api.NewTime(st.At), Kind: st.Kind, Name: st.Name, Call: st.Call,
+			Outcome: st.Outcome, Level: st.Level, By: st.By, Reason: st.Reason, EstimatedInput: int32(min(st.Estimated, 1<<30)),
+			Input: int32(min(st.Input, 1<<30)), Output: int32(min(st.Output, 1<<30)), InputDigest: st.InputDigest, OutputDigest: st.OutputDigest})
+	}
+	out.StepsOmitted = int32(min(r.StepsOmitted, 1<<30))
 	for _, u := range r.Usage {
 		out.Usage = append(out.Usage, &api.UsageRow{Key: u.Key, Model: u.Model, Calls: int32(u.Calls), EstimatedInput: int32(u.Estimated),
 			Input: int32(u.Input), Output: int32(u.Output), CacheRead: int32(u.CacheRead), CacheWrite: int32(u.CacheWrite), Node: u.Node})
@@ -192,6 +198,12 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 			Tool: e.GetTool(), Text: e.GetText(), Outcome: e.GetOutcome(), Status: e.GetStatus(), Usage: usageFromAPI(e.GetUsage()),
 			At: e.GetAt().AsTime()})
 	}
+	for _, st := range r.Steps {
+		out.Steps = append(out.Steps, Step{Seq: st.GetSeq(), At: st.GetAt().AsTime(), Kind: st.GetKind(), Name: st.GetName(), Call: st.GetCall(),
+			Outcome: st.GetOutcome(), Level: st.GetLevel(), By: st.GetBy(), Reason: st.GetReason(), Estimated: int(st.GetEstimatedInput()),
+			Input: int(st.GetInput()), Output: int(st.GetOutput()), InputDigest: st.GetInputDigest(), OutputDigest: st.GetOutputDigest()})
+	}
+	out.StepsOmitted = int(max(r.GetStepsOmitted(), 0))
 	for _, u := range r.Usage {
 		out.Usage = append(out.Usage, UsageRow{Key: u.GetKey(), Model: u.GetModel(), Calls: int(u.GetCalls()), Estimated: int(u.GetEstimatedInput()),
 			Input: int(u.GetInput()), Output: int(u.GetOutput()), CacheRead: int(u.GetCacheRead()), CacheWrite: int(u.GetCacheWrite()), Node: u.GetNode()})
