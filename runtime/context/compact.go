@@ -45,19 +45,19 @@ type unit struct {
 // units groups the working set: a tool result goes with the call it answers.
 func units(view []*item) []unit {
 	var out []unit
-	for _, it := range view {
+	for i, it := range view {
 		m := it.rec.Msg
 		switch {
 		case m.Role == agent.RoleTool && len(out) > 0 && out[len(out)-1].kind == uExchange:
 			u := &out[len(out)-1]
-			u.items = append(u.items, it)
+			u.items = view[i-len(u.items) : i+1 : i+1] // contiguous in the view: no copy
 			u.tokens += it.tokens
 		case m.Role == agent.RoleUser:
-			out = append(out, unit{kind: uUser, items: []*item{it}, tokens: it.tokens})
+			out = append(out, unit{kind: uUser, items: view[i : i+1 : i+1], tokens: it.tokens})
 		case m.Role == agent.RoleAssistant && len(m.Calls) == 0:
-			out = append(out, unit{kind: uWork, items: []*item{it}, tokens: it.tokens})
+			out = append(out, unit{kind: uWork, items: view[i : i+1 : i+1], tokens: it.tokens})
 		default:
-			out = append(out, unit{kind: uExchange, items: []*item{it}, tokens: it.tokens})
+			out = append(out, unit{kind: uExchange, items: view[i : i+1 : i+1], tokens: it.tokens})
 		}
 	}
 	return out
@@ -144,6 +144,7 @@ func (c *Lane) checkpoint(p plan, method, head, note string) *Checkpoint {
 		cp.Head = head
 	}
 	var rolled []string
+	var fresh []unit // archived exchanges and answers, oldest first
 	for i, u := range p.units {
 		if !p.archive[i] {
 			for _, it := range u.items {
@@ -151,19 +152,16 @@ func (c *Lane) checkpoint(p plan, method, head, note string) *Checkpoint {
 			}
 			continue
 		}
-		switch u.kind {
-		case uUser:
+		if u.kind == uUser {
 			m := u.items[0].rec.Msg
 			label := fmt.Sprintf("[msg:%x]", u.items[0].rec.Seq)
 			if u.items[0].rec.Pinned {
 				label = fmt.Sprintf("[pin:%x]", u.items[0].rec.Seq)
 			}
 			rolled = append(rolled, label+" "+text.Clip(text.OneLine(m.Text), maxRolledBytes))
-		case uWork:
-			cp.Lines = append(cp.Lines, fmt.Sprintf("- [%x] answer: %s", u.items[0].rec.Seq, text.Clip(text.OneLine(u.items[0].rec.Msg.Text), maxLineBytes)))
-		default:
-			cp.Lines = append(cp.Lines, exchangeLine(u))
+			continue
 		}
+		fresh = append(fresh, u)
 	}
 	if len(rolled) > 0 {
 		prefix := ""
@@ -176,20 +174,39 @@ func (c *Lane) checkpoint(p plan, method, head, note string) *Checkpoint {
 		cp.Head = prefix + strings.Join(rolled, "\n")
 	}
 	// Bound the summary: the oldest reference lines go first, then the
-	// oldest of the rolling summary; the history keeps them all.
+	// oldest of the rolling summary; the history keeps them all. The new
+	// lines' tokens were counted when their items were applied: only the
+	// lines kept are written.
 	limit := summaryCap(p.budget)
-	sum := agent.Tokens(renderSummary(0, &Checkpoint{Head: cp.Head, Dropped: cp.Dropped + len(cp.Lines)}))
-	keep := 0
-	for i := len(cp.Lines) - 1; i >= 0; i-- { // the newest lines that fit, counted line by line
-		n := agent.Tokens(cp.Lines[i]) + 1
-		if sum+n > limit {
+	total := len(cp.Lines) + len(fresh)
+	sum := agent.Tokens(renderSummary(0, &Checkpoint{Head: cp.Head, Dropped: cp.Dropped + total}))
+	keepFresh, keepPrev := 0, 0
+	for i := len(fresh) - 1; i >= 0; i-- { // the newest lines that fit, counted line by line
+		_, n := unitLine(fresh[i])
+		if sum+n+1 > limit {
 			break
 		}
-		sum += n
-		keep++
+		sum += n + 1
+		keepFresh++
 	}
-	cp.Dropped += len(cp.Lines) - keep
-	cp.Lines = cp.Lines[len(cp.Lines)-keep:]
+	if keepFresh == len(fresh) {
+		for i := len(cp.Lines) - 1; i >= 0; i-- {
+			n := agent.Tokens(cp.Lines[i]) + 1
+			if sum+n > limit {
+				break
+			}
+			sum += n
+			keepPrev++
+		}
+	}
+	cp.Dropped += total - keepFresh - keepPrev
+	lines := make([]string, 0, keepPrev+keepFresh)
+	lines = append(lines, cp.Lines[len(cp.Lines)-keepPrev:]...)
+	for _, u := range fresh[len(fresh)-keepFresh:] {
+		l, _ := unitLine(u)
+		lines = append(lines, l)
+	}
+	cp.Lines = lines
 	for len(cp.Lines) > 0 && agent.Tokens(renderSummary(0, cp)) > limit { // the exact count, a few lines at most
 		cp.Lines, cp.Dropped = cp.Lines[1:], cp.Dropped+1
 	}
@@ -202,6 +219,55 @@ func (c *Lane) checkpoint(p plan, method, head, note string) *Checkpoint {
 		cp.Head = cp.Head[i+1:]
 	}
 	return cp
+}
+
+// unitLine is the reference line of an archived exchange or answer and
+// its tokens: the one its last item cached when applied, else made now.
+func unitLine(u unit) (string, int) {
+	last := u.items[len(u.items)-1]
+	if last.line != "" && last.lineFrom == u.items[0].rec.Seq && last.lineN == len(u.items) {
+		return last.line, last.lineTok
+	}
+	l := makeLine(u)
+	return l, agent.Tokens(l)
+}
+
+func makeLine(u unit) string {
+	if u.kind == uWork {
+		return fmt.Sprintf("- [%x] answer: %s", u.items[0].rec.Seq, text.Clip(text.OneLine(u.items[0].rec.Msg.Text), maxLineBytes))
+	}
+	return exchangeLine(u)
+}
+
+// cacheLine makes the reference line of the unit that the lane's newest
+// message ends, as units would group it, and caches it on that message.
+func (l *lane) cacheLine() {
+	n := len(l.msgs)
+	last := l.msgs[n-1]
+	m := last.rec.Msg
+	u := unit{kind: uExchange}
+	switch {
+	case m.Role == agent.RoleUser:
+		return
+	case m.Role == agent.RoleAssistant && len(m.Calls) == 0:
+		u = unit{kind: uWork, items: []*item{last}}
+	case m.Role == agent.RoleTool:
+		j := n - 1
+		for j > 0 && l.msgs[j-1].rec.Msg.Role == agent.RoleTool {
+			j--
+		}
+		if j > 0 {
+			if p := l.msgs[j-1].rec.Msg; p.Role == agent.RoleAssistant && len(p.Calls) > 0 {
+				j--
+			}
+		}
+		u.items = l.msgs[j:]
+	default:
+		u.items = []*item{last}
+	}
+	last.line = makeLine(u)
+	last.lineTok = agent.Tokens(last.line)
+	last.lineFrom, last.lineN = u.items[0].rec.Seq, len(u.items)
 }
 
 func exchangeLine(u unit) string {

@@ -170,7 +170,9 @@ func renderSummary(_ uint64, cp *Checkpoint) string {
 	b.WriteString("Context checkpoint: earlier work left the working set; nothing is lost. ")
 	b.WriteString("Each out-… reference below returns its exact output with the recall tool.\n")
 	if cp.Head != "" {
-		b.WriteString("\n" + cp.Head + "\n")
+		b.WriteByte('\n')
+		b.WriteString(cp.Head)
+		b.WriteByte('\n')
 	}
 	if len(cp.Lines) > 0 || cp.Dropped > 0 {
 		b.WriteString("\nArchived exchanges, oldest first:\n")
@@ -178,7 +180,8 @@ func renderSummary(_ uint64, cp *Checkpoint) string {
 			fmt.Fprintf(&b, "- (%d older archived exchanges are in the session's history)\n", cp.Dropped)
 		}
 		for _, l := range cp.Lines {
-			b.WriteString(l + "\n")
+			b.WriteString(l)
+			b.WriteByte('\n')
 		}
 	}
 	return b.String()

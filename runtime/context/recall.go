@@ -3,9 +3,9 @@ package context
 import (
 	stdctx "context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -37,16 +37,25 @@ func (c *Lane) Recall(ref string, offset, length int) ([]byte, int, error) {
 	if offset < 0 || length < 0 || offset > size || offset+length > size {
 		return nil, size, fmt.Errorf("%w: [%d, %d) of %d bytes", ErrBadRange, offset, offset+length, size)
 	}
+	// One scan of the output's chunks, in order; a chunk's place is the
+	// sum of those before it (so the chunk size may differ between
+	// outputs), and only the bytes asked for are copied, once.
 	out := make([]byte, 0, length)
-	err = c.s.st.Scan(blobPrefix(tid, seq), func(k, v []byte) error {
-		n := int(binary.BigEndian.Uint32(k[len(k)-4:]))
-		lo, hi := n*chunkBytes, n*chunkBytes+len(v)
-		if hi <= offset || lo >= offset+length {
-			return nil
+	lo := 0
+	err = c.s.st.Scan(blobPrefix(tid, seq), func(_, v []byte) error {
+		hi := lo + len(v)
+		if hi > offset && lo < offset+length {
+			out = append(out, v[max(offset-lo, 0):min(offset+length-lo, len(v))]...)
 		}
-		out = append(out, v[max(offset-lo, 0):min(offset+length-lo, len(v))]...)
+		lo = hi
+		if lo >= offset+length {
+			return errStopScan
+		}
 		return nil
 	})
+	if errors.Is(err, errStopScan) {
+		err = nil
+	}
 	if err != nil {
 		return nil, size, fmt.Errorf("%w: %s: %w", ErrCorrupt, ref, err)
 	}
@@ -55,6 +64,9 @@ func (c *Lane) Recall(ref string, offset, length int) ([]byte, int, error) {
 	}
 	return out, size, nil
 }
+
+// errStopScan ends a scan early.
+var errStopScan = errors.New("context: scan done")
 
 // visibleLocked: the item is in the lane's history (its own, or the
 // shared prefix it forked).

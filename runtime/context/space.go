@@ -121,6 +121,16 @@ type itemRec struct {
 type item struct {
 	rec    itemRec
 	tokens int // of its provider-visible message
+	// the reference line of the unit (an exchange or an answer) that ends
+	// at this item, made when the item is applied: a checkpoint sums
+	// lineTok and writes only the lines it keeps
+	line     string
+	lineTok  int
+	lineFrom uint64 // the unit's first item
+	lineN    int    // the unit's items
+	// the provider-visible text of an instructions snapshot or a
+	// checkpoint, rendered once
+	text string
 }
 
 type sessionRec struct {
@@ -309,14 +319,17 @@ func (t *tree) apply(it *item) {
 		}
 		it.tokens = agent.MessageTokens(*r.Msg)
 		l.msgs = append(l.msgs, it)
+		l.cacheLine()
 		if r.Msg.Role == agent.RoleUser && r.Msg.Task != "" {
 			l.task = r.Msg.Task
 		}
 	case KindInstructions:
-		it.tokens = agent.MessageTokens(instrMessage(r.Text))
+		m := instrMessage(r.Text)
+		it.text, it.tokens = m.Text, agent.MessageTokens(m)
 		l.instr = it
 	case KindCheckpoint:
-		it.tokens = agent.MessageTokens(summaryMessage(r.Seq, r.Ckpt))
+		m := summaryMessage(r.Seq, r.Ckpt)
+		it.text, it.tokens = m.Text, agent.MessageTokens(m)
 		l.ckpt = it
 	case KindBudget:
 		l.budget = r.Budget
@@ -564,35 +577,49 @@ func (c *Lane) ProviderView() []agent.Message {
 
 func (c *Lane) providerLocked() []agent.Message {
 	l := c.l
-	var out []agent.Message
+	retained, after := c.viewParts()
+	out := make([]agent.Message, 0, 2+len(retained)+len(after))
 	if l.instr != nil && l.instr.rec.Text != "" {
-		out = append(out, instrMessage(l.instr.rec.Text))
+		out = append(out, agent.Message{Role: agent.RoleUser, Text: l.instr.text})
 	}
 	if l.ckpt != nil {
-		out = append(out, summaryMessage(l.ckpt.rec.Seq, l.ckpt.rec.Ckpt))
+		out = append(out, agent.Message{Role: agent.RoleUser, Text: l.ckpt.text})
 	}
-	for _, it := range c.viewLocked() {
+	for _, seq := range retained {
+		if it := l.tree.items[seq]; it != nil && it.rec.Msg != nil {
+			out = append(out, *it.rec.Msg)
+		}
+	}
+	for _, it := range after {
 		out = append(out, *it.rec.Msg)
 	}
 	return out
 }
 
+// viewParts are the two parts of the working set's messages, without a
+// copy: the last checkpoint's retained tail (sequence numbers) and the
+// lane's messages after its covered range.
+func (c *Lane) viewParts() ([]uint64, []*item) {
+	l := c.l
+	if l.ckpt == nil {
+		return nil, l.msgs
+	}
+	cp := l.ckpt.rec.Ckpt
+	i := sort.Search(len(l.msgs), func(i int) bool { return l.msgs[i].rec.Seq > cp.To })
+	return cp.Retained, l.msgs[i:]
+}
+
 // viewLocked is the lane's messages in the working set: the last
 // checkpoint's retained tail, then every message after it.
 func (c *Lane) viewLocked() []*item {
-	l := c.l
-	if l.ckpt == nil {
-		return append([]*item(nil), l.msgs...)
-	}
-	cp := l.ckpt.rec.Ckpt
-	out := make([]*item, 0, len(cp.Retained)+8)
-	for _, seq := range cp.Retained {
-		if it := l.tree.items[seq]; it != nil && it.rec.Msg != nil {
+	retained, after := c.viewParts()
+	out := make([]*item, 0, len(retained)+len(after))
+	for _, seq := range retained {
+		if it := c.l.tree.items[seq]; it != nil && it.rec.Msg != nil {
 			out = append(out, it)
 		}
 	}
-	i := sort.Search(len(l.msgs), func(i int) bool { return l.msgs[i].rec.Seq > cp.To })
-	return append(out, l.msgs[i:]...)
+	return append(out, after...)
 }
 
 // usedLocked is the tokens of the working set.
@@ -604,7 +631,13 @@ func (c *Lane) usedLocked() int {
 	if c.l.ckpt != nil {
 		n += c.l.ckpt.tokens
 	}
-	for _, it := range c.viewLocked() {
+	retained, after := c.viewParts()
+	for _, seq := range retained {
+		if it := c.l.tree.items[seq]; it != nil && it.rec.Msg != nil {
+			n += it.tokens
+		}
+	}
+	for _, it := range after {
 		n += it.tokens
 	}
 	return n
