@@ -259,7 +259,14 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
 	}
 	h.mu.Unlock()
-	lane, err := h.openContext(id, workdir, o.Fork, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
+	// A child's lane forks its parent's at the end of the system prefix
+	// (the instructions in effect): it shares them, copies nothing, and
+	// never sees the parent's transcript.
+	fork, upTo := o.Fork, rcontext.UpToHead
+	if kid != nil {
+		fork, upTo = kid.spec.Child.Parent, rcontext.UpToSystem
+	}
+	lane, err := h.openContext(id, workdir, fork, upTo, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
 	if err != nil {
 		return "", err
 	}
