@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/runtime/agent"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // Bounds of a session's history.
@@ -118,6 +120,9 @@ func (h *Host) history(a Action) (Result, error) {
 	res.Context = ci
 	if sv, err := h.rt.Session(id); err == nil {
 		res.View = &sv
+		for _, q := range sv.Queue { // every follow-up, whoever queued it
+			res.QueueText = append(res.QueueText, text.Clip(h.text(q.ID), taskwire.QueueTextBytes))
+		}
 		if sv.Task != nil {
 			v := *sv.Task
 			res.Task = &v
