@@ -317,6 +317,7 @@ type tasksView struct {
 	running string
 	state   string
 	queue   []string
+	texts   []string // each queued task's text, from the node ("" when it has none)
 }
 
 func (m *chatModel) Init() tea.Cmd {
@@ -376,8 +377,13 @@ func (m *chatModel) absorb(r taskwire.Result) {
 		if r.View.Task != nil {
 			v.running, v.state = r.View.Task.ID, string(r.View.Task.State)
 		}
-		for _, q := range r.View.Queue {
+		for i, q := range r.View.Queue {
 			v.queue = append(v.queue, q.ID)
+			t := ""
+			if i < len(r.QueueText) {
+				t = r.QueueText[i]
+			}
+			v.texts = append(v.texts, t)
 		}
 	}
 	m.view = v
@@ -642,10 +648,14 @@ func (m *chatModel) queueLine() string {
 		return "queue: empty"
 	}
 	var parts []string
-	for _, id := range m.view.queue {
+	for i, id := range m.view.queue {
 		s := clean(id)
-		if t, ok := m.sent[id]; ok {
-			s += " " + strings.TrimSpace(clean(text.Clip(t, 40)))
+		t, ok := m.sent[id]
+		if i < len(m.view.texts) && m.view.texts[i] != "" {
+			t, ok = m.view.texts[i], true // queued by anyone: the node knows its text
+		}
+		if ok {
+			s += " " + strings.TrimSpace(clean(text.OneLine(text.Clip(t, 40))))
 		}
 		parts = append(parts, s)
 	}

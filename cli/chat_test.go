@@ -143,3 +143,24 @@ func BenchmarkChatMemory10kLines(b *testing.B) {
 	b.ReportMetric(heap/(1<<20), "MiB-heap")
 	runtime.KeepAlive(m)
 }
+
+// TestChatQueueLineShowsEveryFollowUp: the queue line names every task
+// the node queued for the session with its text, the ones queued
+// elsewhere (harn task follow-up in another terminal) as well as this
+// TUI's own, sanitized.
+func TestChatQueueLineShowsEveryFollowUp(t *testing.T) {
+	m := &chatModel{ctx: context.Background(), api: &fakeChat{}, tr: newTranscript(), session: "h-1", owner: "n1",
+		sent: map[string]string{"t-4": "mine, typed here"}, width: 160, height: 24}
+	m.absorb(taskwire.Result{Session: "h-1", View: &rt.SessionView{Session: "h-1", Task: &rt.TaskView{ID: "t-2"},
+		Queue: []rt.TaskView{{ID: "t-3"}, {ID: "t-4"}, {ID: "t-5"}}},
+		QueueText: []string{"from another \x1b[31mterminal", "mine, typed here"}})
+	got := m.queueLine()
+	for _, want := range []string{"queue: 3 waiting", "t-3 from another [31mterminal", "t-4 mine, typed here", "t-5"} {
+		if !strings.Contains(got, want) {
+			t.Fatalf("the queue line %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, "\x1b") {
+		t.Fatalf("a control character reached the queue line: %q", got)
+	}
+}

@@ -932,8 +932,11 @@ type TaskResult struct {
 	StepsOmitted int32       `protobuf:"varint,15,opt,name=steps_omitted,json=stepsOmitted,proto3" json:"steps_omitted,omitempty"`
 	// history: the session cursor after events, and the session's context
 	// line.
-	Next          int64        `protobuf:"varint,30,opt,name=next,proto3" json:"next,omitempty"`
-	HarnContext   *HarnContext `protobuf:"bytes,31,opt,name=harn_context,json=harnContext,proto3" json:"harn_context,omitempty"`
+	Next        int64        `protobuf:"varint,30,opt,name=next,proto3" json:"next,omitempty"`
+	HarnContext *HarnContext `protobuf:"bytes,31,opt,name=harn_context,json=harnContext,proto3" json:"harn_context,omitempty"`
+	// queue_text (history): the text of each task of session_view.queue,
+	// in its order, clipped: follow-ups queued from anywhere.
+	QueueText     []string `protobuf:"bytes,32,rep,name=queue_text,json=queueText,proto3" json:"queue_text,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1083,6 +1086,13 @@ func (x *TaskResult) GetNext() int64 {
 func (x *TaskResult) GetHarnContext() *HarnContext {
 	if x != nil {
 		return x.HarnContext
+	}
+	return nil
+}
+
+func (x *TaskResult) GetQueueText() []string {
+	if x != nil {
+		return x.QueueText
 	}
 	return nil
 }
@@ -2599,7 +2609,7 @@ const file_values_proto_rawDesc = "" +
 	"capability\x18\x02 \x01(\tR\n" +
 	"capability\x12\x14\n" +
 	"\x05match\x18\x03 \x01(\tR\x05match\x12\x18\n" +
-	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\xf2\x04\n" +
+	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\x91\x05\n" +
 	"\n" +
 	"TaskResult\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
@@ -2619,7 +2629,9 @@ const file_values_proto_rawDesc = "" +
 	"\x05steps\x18\x0e \x03(\v2\x11.harn.v1.TaskStepR\x05steps\x12#\n" +
 	"\rsteps_omitted\x18\x0f \x01(\x05R\fstepsOmitted\x12\x12\n" +
 	"\x04next\x18\x1e \x01(\x03R\x04next\x127\n" +
-	"\fharn_context\x18\x1f \x01(\v2\x14.harn.v1.HarnContextR\vharnContext\"\x8b\x01\n" +
+	"\fharn_context\x18\x1f \x01(\v2\x14.harn.v1.HarnContextR\vharnContext\x12\x1d\n" +
+	"\n" +
+	"queue_text\x18  \x03(\tR\tqueueText\"\x8b\x01\n" +
 	"\vHarnContext\x12\x12\n" +
 	"\x04used\x18\x01 \x01(\x05R\x04used\x12\x16\n" +
 	"\x06budget\x18\x02 \x01(\x05R\x06budget\x12\x1e\n" +

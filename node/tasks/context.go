@@ -86,14 +86,18 @@ func (h *Host) Context(session string, providerView bool) (ContextView, error) {
 }
 
 // openContext gives a new harn session its context: a fresh lane, or a
-// lane forked from another session's (copying nothing).
-func (h *Host) openContext(id, workdir, fork string, llm rcontext.Condenser, compaction bool) (*rcontext.Lane, error) {
+// lane forked from another session's up to upTo (copying nothing):
+// rcontext.UpToHead for --fork, rcontext.UpToSystem for a subagent.
+func (h *Host) openContext(id, workdir, fork string, upTo uint64, llm rcontext.Condenser, compaction bool) (*rcontext.Lane, error) {
 	var (
 		l   *rcontext.Lane
 		err error
 	)
 	if fork != "" {
-		if l, err = h.contexts.Fork(id, fork, rcontext.UpToHead); err != nil {
+		if l, err = h.contexts.Fork(id, fork, upTo); err != nil {
+			if upTo == rcontext.UpToSystem {
+				return nil, fmt.Errorf("the parent's lane %s: %w", clip(fork), err)
+			}
 			return nil, fmt.Errorf("%w: --fork %s: %w", ErrBadAction, clip(fork), err)
 		}
 	} else if l, err = h.contexts.Open(id, workdir); err != nil {

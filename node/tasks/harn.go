@@ -158,16 +158,20 @@ type harnState struct {
 	events  map[string][]agent.Event // task -> its events, bounded
 	session sessionLog               // the session's events across tasks (OpHistory)
 	wake    chan struct{}
+	persist func(n int, e agent.Event) // stores the session's events (HistorySpace); nil: memory only
 }
 
-func newHarnState() *harnState {
-	return &harnState{events: map[string][]agent.Event{}, wake: make(chan struct{})}
+func newHarnState(persist func(n int, e agent.Event)) *harnState {
+	return &harnState{events: map[string][]agent.Event{}, wake: make(chan struct{}), persist: persist}
 }
 
 func (s *harnState) add(e agent.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.session.add(e)
+	n := s.session.add(e)
+	if s.persist != nil {
+		s.persist(n, e)
+	}
 	defer func() {
 		close(s.wake)
 		s.wake = make(chan struct{})
@@ -259,7 +263,14 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
 	}
 	h.mu.Unlock()
-	lane, err := h.openContext(id, workdir, o.Fork, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
+	// A child's lane forks its parent's at the end of the system prefix
+	// (the instructions in effect): it shares them, copies nothing, and
+	// never sees the parent's transcript.
+	fork, upTo := o.Fork, rcontext.UpToHead
+	if kid != nil {
+		fork, upTo = kid.spec.Child.Parent, rcontext.UpToSystem
+	}
+	lane, err := h.openContext(id, workdir, fork, upTo, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
 	if err != nil {
 		return "", err
 	}
@@ -367,7 +378,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: box.Catalog(), Workdir: workdir, Budget: model.Budget(base)}); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(), box: box, opts: o, workdir: workdir, child: kid != nil}
+	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(h.persistHistory(id)), box: box, opts: o, workdir: workdir, child: kid != nil}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})

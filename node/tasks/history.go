@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/runtime/agent"
+	"github.com/harn-dev/harn/util/text"
 )
 
 // Bounds of a session's history.
@@ -24,7 +26,8 @@ type sessionLog struct {
 	used int // input tokens of the last model call
 }
 
-func (l *sessionLog) add(e agent.Event) {
+// add appends e and returns its cursor.
+func (l *sessionLog) add(e agent.Event) int {
 	if len(l.log) >= keepHistory {
 		drop := keepHistory / 4
 		l.log = append(l.log[:0], l.log[drop:]...)
@@ -38,6 +41,7 @@ func (l *sessionLog) add(e agent.Event) {
 			l.used = e.Usage.Estimated
 		}
 	}
+	return l.base + len(l.log) - 1
 }
 
 // historySince returns the session's events from cursor from on (from
@@ -75,29 +79,50 @@ func (h *Host) history(a Action) (Result, error) {
 	if a.Session == "" {
 		return res, fmt.Errorf("%w: name the session (--session ID)", ErrBadAction)
 	}
-	hs := h.lookup(a.Session)
+	id := a.Session
+	hs := h.lookup(id)
 	if hs == nil && h.cfg.Sessions != nil {
 		st, err := h.cfg.Sessions.Resolve(a.Session)
 		if err != nil {
 			return res, err
 		}
-		hs = h.lookup(st.SessionID)
+		id = st.SessionID
+		hs = h.lookup(id)
 	}
-	if hs == nil {
-		return res, fmt.Errorf("%w %q", ErrNoSession, a.Session)
-	}
-	if hs.harn == nil || hs.ag == nil {
+	wait := min(max(time.Duration(a.WaitMS)*time.Millisecond, 0), maxEventsPoll)
+	var ci *ContextInfo
+	switch {
+	case hs == nil:
+		// Not hosted by this run (the node restarted): the stored history.
+		s, err := h.storedHistory(id)
+		if err != nil {
+			return res, err
+		}
+		if s == nil {
+			return res, fmt.Errorf("%w %q", ErrNoSession, a.Session)
+		}
+		evs, next, used := s.historySince(h.ctx, max(a.Since, 0), wait)
+		res.Session, res.Events, res.Next = id, evs, next
+		ci = &ContextInfo{Used: used}
+		if l, err := h.contexts.Lookup(id); err == nil {
+			ci.Budget = l.Report().Budget.Usable
+		}
+	case hs.harn == nil || hs.ag == nil:
 		return res, fmt.Errorf("%w: session %s does not run harn's own loop", ErrBadAction, hs.id)
-	}
-	evs, next, used := hs.harn.historySince(h.ctx, max(a.Since, 0), min(max(time.Duration(a.WaitMS)*time.Millisecond, 0), maxEventsPoll))
-	res.Session, res.Events, res.Next = hs.id, evs, next
-	ci := &ContextInfo{Used: used, Budget: hs.ag.Model().UsableInput()}
-	if c, ok := hs.ag.Context().(agent.CompactionReporter); ok {
-		ci.Compaction, ci.CompactedAt = c.LastCompaction()
+	default:
+		evs, next, used := hs.harn.historySince(h.ctx, max(a.Since, 0), wait)
+		res.Session, res.Events, res.Next = hs.id, evs, next
+		ci = &ContextInfo{Used: used, Budget: hs.ag.Model().UsableInput()}
+		if c, ok := hs.ag.Context().(agent.CompactionReporter); ok {
+			ci.Compaction, ci.CompactedAt = c.LastCompaction()
+		}
 	}
 	res.Context = ci
-	if sv, err := h.rt.Session(hs.id); err == nil {
+	if sv, err := h.rt.Session(id); err == nil {
 		res.View = &sv
+		for _, q := range sv.Queue { // every follow-up, whoever queued it
+			res.QueueText = append(res.QueueText, text.Clip(h.text(q.ID), taskwire.QueueTextBytes))
+		}
 		if sv.Task != nil {
 			v := *sv.Task
 			res.Task = &v

@@ -103,13 +103,14 @@ type Host struct {
 
 	mu       sync.Mutex
 	sessions map[string]*hosted
-	texts    map[string]string    // task -> its text, clipped
-	outputs  map[string][]string  // task -> its last messages
-	outN     map[string]int       // task -> how many messages it said (orders the stored ring)
-	held     map[string]string    // task -> its latest message, not yet settled (exec's OnHeld)
-	lastOut  map[string]time.Time // session -> when its output last told the roster (output.chunk)
-	order    []string             // tasks in creation order, to bound texts and outputs
-	briefs   map[string]briefHash // session -> last brief told through OnChange
+	texts    map[string]string     // task -> its text, clipped
+	outputs  map[string][]string   // task -> its last messages
+	outN     map[string]int        // task -> how many messages it said (orders the stored ring)
+	held     map[string]string     // task -> its latest message, not yet settled (exec's OnHeld)
+	lastOut  map[string]time.Time  // session -> when its output last told the roster (output.chunk)
+	order    []string              // tasks in creation order, to bound texts and outputs
+	briefs   map[string]briefHash  // session -> last brief told through OnChange
+	stored   map[string]*harnState // session -> its history read back (a session this run does not host)
 
 	approvals *Approvals
 	contexts  *rcontext.Space   // harn sessions' histories and working sets
@@ -151,7 +152,7 @@ func New(cfg Config) (*Host, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Host{cfg: cfg, rt: rt, log: cfg.Logger, ctx: ctx, cancel: cancel,
-		sessions: map[string]*hosted{}, texts: map[string]string{}, outputs: map[string][]string{},
+		sessions: map[string]*hosted{}, stored: map[string]*harnState{}, texts: map[string]string{}, outputs: map[string][]string{},
 		outN: map[string]int{}, held: map[string]string{}, lastOut: map[string]time.Time{},
 		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
 	h.contexts = h.newContexts()

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -232,5 +234,183 @@ func TestAChildsApprovalWaitRollsUpToItsParent(t *testing.T) {
 	presence.SurfaceChildren(states)
 	if states[0].Activity != presence.ActivityNeedsInput || states[0].WaitingChild != child {
 		t.Fatalf("the parent's row: activity %s, waiting child %q (want %s)", states[0].Activity, states[0].WaitingChild, child)
+	}
+}
+
+// waitTaskDone polls a task until it is terminal and succeeded (bounded).
+func waitTaskDone(t *testing.T, h *Host, task string) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		tv, err := h.rt.Task(task)
+		if err == nil && tv.State == runtime.StateTerminal {
+			if tv.Status != runtime.StatusSucceeded {
+				t.Fatalf("task %s: %+v", task, tv)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("task %s did not end: %+v %v", task, tv, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+}
+
+// TestAChildsLaneForksOnlyTheSystemPrefix: a child's context is a lane
+// of its parent's tree forked at the end of the system prefix: its first
+// request carries the repository instructions and the brief and none of
+// the parent's turns; the parent's lane is unchanged by it; and the store
+// holds no copy (the child's items are its fork record and its own
+// messages, in the parent's tree).
+func TestAChildsLaneForksOnlyTheSystemPrefix(t *testing.T) {
+	const (
+		instrMark  = "INSTR-MARK keep tests green"
+		turnMark   = "PARENT-TURN-MARK"
+		answerMark = "PARENT-ANSWER-MARK"
+		briefMark  = "BRIEF-MARK look at the parser"
+	)
+	kv := &memKV{}
+	h, err := New(Config{Node: "n1", KV: kv, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: &eventSink{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	var (
+		mu        sync.Mutex
+		childReqs []map[string]any
+	)
+	srv := modeltest.New(t)
+	srv.SetFallback(func(map[string]any) modeltest.Reply {
+		return modeltest.Reply{Func: func(req map[string]any) modeltest.Reply {
+			ms := modeltest.Messages(req)
+			switch {
+			case isChild(req):
+				mu.Lock()
+				childReqs = append(childReqs, req)
+				mu.Unlock()
+				return modeltest.Calls(true, modeltest.Call{ID: "h1", Name: subagent.ToolHandoff,
+					Args: `{"status":"done","changes":[],"verification":"looked: fine","unresolved":[]}`})
+			case hasToolResult(req):
+				return modeltest.Text("the child handed off")
+			case modeltest.Contains(ms, "spawn one"):
+				return modeltest.Calls(true, modeltest.Call{ID: "a1", Name: subagent.ToolAgent,
+					Args: `{"profile":"explorer","brief":"` + briefMark + `"}`})
+			default:
+				return modeltest.Text(answerMark)
+			}
+		}}
+	})
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "AGENTS.md"), []byte(instrMark+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grants := []runtime.Grant{{Level: runtime.Execute, Capability: "*"}, {Level: runtime.Execute, Capability: subagent.ToolAgent}}
+	v, err := h.rt.Start(id, runtime.Request{Text: turnMark + " say hello", Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTaskDone(t, h, v.ID)
+	parent, err := h.contexts.Lookup(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := parent.History()
+	v, err = h.rt.FollowUp(id, runtime.Request{Text: "spawn one", Grants: grants})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTaskDone(t, h, v.ID)
+
+	mu.Lock()
+	reqs := append([]map[string]any(nil), childReqs...)
+	mu.Unlock()
+	if len(reqs) == 0 {
+		t.Fatal("the child made no request")
+	}
+	first := modeltest.Messages(reqs[0])
+	raw, _ := json.Marshal(reqs[0]["messages"])
+	if !modeltest.Contains(first, "Repository instructions") || !modeltest.Contains(first, instrMark) || !modeltest.Contains(first, briefMark) {
+		t.Fatalf("the child's first request lacks the system prefix or the brief: %q", first)
+	}
+	if bytes.Contains(raw, []byte(turnMark)) || bytes.Contains(raw, []byte(answerMark)) || bytes.Contains(raw, []byte("spawn one")) {
+		t.Fatalf("the child's first request carries the parent's turns: %s", raw)
+	}
+
+	// The parent's lane: the first turn as it was, then its own second turn;
+	// nothing of the child's.
+	after := parent.History()
+	if len(after) < len(before) {
+		t.Fatalf("the parent's history shrank: %d -> %d", len(before), len(after))
+	}
+	for i := range before {
+		if after[i].Role != before[i].Role || after[i].Text != before[i].Text {
+			t.Fatalf("the parent's message %d changed: %+v -> %+v", i, before[i], after[i])
+		}
+	}
+	for _, m := range after {
+		if strings.Contains(m.Text, briefMark) && m.Role == "user" {
+			t.Fatalf("the child's brief is in the parent's lane: %+v", m)
+		}
+	}
+
+	// The store: the child's session maps to a lane of the parent's tree;
+	// it has no tree of its own; its items are one fork record and its
+	// own messages, none a copy of the parent's.
+	child := ""
+	for _, c := range h.Subagents().Children(id) {
+		child = c.ID
+	}
+	if child == "" {
+		t.Fatal("no child recorded")
+	}
+	var sess struct{ Tree, Lane string }
+	var forks, own int
+	err = kv.ScanKV(contextSpace, nil, func(k, val []byte) error {
+		key := string(k)
+		switch {
+		case key == "s/"+child:
+			return json.Unmarshal(val, &sess)
+		case strings.HasPrefix(key, "t/"+child+"/"):
+			t.Errorf("the child has a tree of its own: %q", key)
+		case strings.HasPrefix(key, "t/"+id+"/n/"):
+			var it struct {
+				Lane string          `json:"lane"`
+				Kind string          `json:"kind"`
+				Msg  json.RawMessage `json:"msg"`
+				Text string          `json:"text"`
+			}
+			if err := json.Unmarshal(val, &it); err != nil {
+				return err
+			}
+			if it.Lane != child {
+				return nil
+			}
+			switch it.Kind {
+			case "lane":
+				forks++
+			case "budget": // the child's own budget line
+			case "message":
+				own++
+				if bytes.Contains(it.Msg, []byte(turnMark)) || bytes.Contains(it.Msg, []byte(answerMark)) {
+					t.Errorf("a parent's message was copied into the child's lane: %s", it.Msg)
+				}
+			default:
+				t.Errorf("the child's lane stored a %s item (a copy of the prefix?): %s", it.Kind, val)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Tree != id || sess.Lane != child {
+		t.Fatalf("the child's session record %+v, want tree %s lane %s", sess, id, child)
+	}
+	if forks != 1 || own == 0 {
+		t.Fatalf("the child's lane: %d fork records (want 1), %d messages of its own", forks, own)
 	}
 }

@@ -98,6 +98,9 @@ type Result struct {
 	// session's context line.
 	Next    int          `json:"next,omitempty"`
 	Context *ContextInfo `json:"context,omitempty"`
+	// QueueText (history): the text of each task of View.Queue, in its
+	// order, clipped to QueueTextBytes.
+	QueueText []string `json:"queue_text,omitempty"`
 }
 
 // ContextInfo is a harn session's context line: the input tokens of its
@@ -184,6 +187,9 @@ type HarnOptions struct {
 	Fork          string   `json:"fork,omitempty"`          // the session whose lane the new one forks (harn ask --fork)
 	NoCompaction  bool     `json:"no_compaction,omitempty"` // compaction.enabled = false: the fallback only when over budget
 }
+
+// QueueTextBytes bounds each text of a history answer's QueueText.
+const QueueTextBytes = 200
 
 // The phases of a hook's question.
 const (

@@ -118,7 +118,7 @@ func QueryFromAPI(q *api.DecideQuery) Query {
 // ResultToAPI is r on the wire.
 func ResultToAPI(r Result) *api.TaskResult {
 	out := &api.TaskResult{Node: r.Node, Session: r.Session, Task: taskViewToAPI(r.Task), Text: r.Text,
-		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int64(r.Next)}
+		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int64(r.Next), QueueText: r.QueueText}
 	if c := r.Context; c != nil {
 		out.HarnContext = &api.HarnContext{Used: int32(min(c.Used, 1<<30)), Budget: int32(min(c.Budget, 1<<30)), Compaction: c.Compaction}
 		if !c.CompactedAt.IsZero() {
@@ -186,7 +186,8 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 		return Result{}, nil
 	}
 	out := Result{Node: r.Node, Session: r.Session, Task: taskViewFromAPI(r.Task), Text: r.Text,
-		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int(min(max(r.GetNext(), 0), 1<<40))}
+		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int(min(max(r.GetNext(), 0), 1<<40)),
+		QueueText: r.GetQueueText()}
 	if c := r.GetHarnContext(); c != nil {
 		out.Context = &ContextInfo{Used: int(c.GetUsed()), Budget: int(c.GetBudget()), Compaction: c.GetCompaction()}
 		if c.GetCompactedAt() != nil {
