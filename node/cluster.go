@@ -237,6 +237,7 @@ func (c *cluster) openStore(dataDir, bind string) (string, error) {
 	if c.trust != nil {
 		rc.TLS = c.raftTLS()
 	}
+	rc.Clock = c.clock
 	rc.Logger = slog.New(newRepeatFilter(c.log.With("component", "raft").Handler(), c.clock, raftRepeatWindow))
 	if cc.RaftPort == 0 && rc.AdvertiseAddr != "" {
 		rc.AdvertiseAddr = "" // resolved after bind below

@@ -161,6 +161,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.proj = heartbeat.New(ActiveDir(n.cfg.DataDir), n.log, n.cfg.ProjectDelay, n.cfg.Clock)
 	lc := ledger.DefaultConfig(n.cfg.ledgerDir())
 	lc.Logger = n.log
+	lc.Clock = n.cfg.Clock
 	lc.OnRecover = n.proj.Redo // heartbeat writes that failed with the disk
 	if n.cfg.ledgerTune != nil {
 		n.cfg.ledgerTune(&lc)
