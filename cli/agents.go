@@ -172,7 +172,7 @@ func newListCmd() *cobra.Command {
 					return rpcErr(err, p)
 				}
 				staleNote(c, res.GetRead())
-				now := time.Now()
+				now := clk.Now()
 				rows, err := decodeRoster(res.GetRows(), now, silenceAfter(c))
 				if err != nil {
 					return err
@@ -258,7 +258,7 @@ func printSession(c *cobra.Command, row *api.SessionRow, full bool) error {
 	if err != nil {
 		return fmt.Errorf("cli: session from the node: %w", err)
 	}
-	now := time.Now()
+	now := clk.Now()
 	r.markSilence(now, silenceAfter(c))
 	if asJSON(c) {
 		w := bufio.NewWriter(c.OutOrStdout())

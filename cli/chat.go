@@ -16,6 +16,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
+	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -137,17 +138,15 @@ func ensureNode(ctx context.Context, p place) error {
 	if err := startNode(p); err != nil {
 		return fmt.Errorf("%w: could not start a node: %w", ErrChat, err)
 	}
-	deadline := time.Now().Add(nodeStartWait)
-	for time.Now().Before(deadline) {
+	deadline := clk.Now().Add(nodeStartWait)
+	for clk.Now().Before(deadline) {
 		if dead, err := probeSocket(p.Socket); err != nil {
 			return err
 		} else if !dead {
 			return nil
 		}
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(clk, 50*time.Millisecond, ctx.Done()) {
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
 		}
 	}
 	return noNode(p)

@@ -130,7 +130,7 @@ func doctorEnvOf(c *cobra.Command) (doctorEnv, error) {
 		return doctorEnv{}, err
 	}
 	f := c.Flags()
-	e := doctorEnv{home: home, wd: wd, getenv: os.Getenv, lookPath: exec.LookPath, p: placeOf(c), now: time.Now()}
+	e := doctorEnv{home: home, wd: wd, getenv: os.Getenv, lookPath: exec.LookPath, p: placeOf(c), now: clk.Now()}
 	e.noMesh, _ = f.GetBool("no-mesh")
 	e.bind, _ = f.GetString("bind")
 	join, _ := f.GetStringSlice("join")

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -75,10 +76,8 @@ func askDoctor(ctx context.Context, cl *client) *api.DoctorResponse {
 		if dr.Raft == nil || dr.Raft.Leader != "" || i == tries-1 {
 			return dr
 		}
-		select {
-		case <-ctx.Done():
+		if !clock.Sleep(clk, gap, ctx.Done()) {
 			return dr
-		case <-time.After(gap):
 		}
 	}
 	return dr

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -48,7 +47,7 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 			}
 			yes, _ := c.Flags().GetBool("yes")
 			o := install.Options{Agent: args[0], Scope: scope, Home: home, ProjectDir: wd,
-				Command: hookBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: time.Now()}
+				Command: hookBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: clk.Now()}
 			if err := remoteApproveOptions(c, &o); err != nil {
 				return err
 			}

@@ -63,7 +63,7 @@ func newPendingCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				now := time.Now()
+				now := clk.Now()
 				if asJSON(c) {
 					out := make([]pendingJSON, 0, len(reqs))
 					for _, r := range reqs {

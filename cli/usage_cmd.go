@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,7 +84,7 @@ func runUsage(c *cobra.Command, _ []string) error {
 	}
 	a := taskwire.Action{Op: taskwire.OpUsage, Text: by}
 	if since > 0 {
-		a.Since = int(time.Now().Add(-since).Unix())
+		a.Since = int(clk.Now().Add(-since).Unix())
 	}
 	var rows []usageRow
 	err := withNode(c, func(ctx context.Context, cl *client, p place) error {

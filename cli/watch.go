@@ -148,13 +148,13 @@ func (f *changeFeed) changes(rows []*rosterRow) ([][]byte, error) {
 func watchJSON(ctx context.Context, out, errOut io.Writer, fetch rosterFetch, every, silence time.Duration, filter listFilter) error {
 	var feed changeFeed
 	lastErr := ""
-	timer := time.NewTimer(0)
+	timer := clk.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-timer.C:
+		case <-timer.C():
 		}
 		lines, err := pollChanges(ctx, fetch, &feed, silence, filter)
 		switch {
@@ -184,7 +184,7 @@ func pollChanges(ctx context.Context, fetch rosterFetch, feed *changeFeed, silen
 	if err != nil {
 		return nil, err
 	}
-	rows, err := decodeRoster(entries, time.Now(), silence)
+	rows, err := decodeRoster(entries, clk.Now(), silence)
 	if err != nil {
 		return nil, err
 	}

@@ -146,7 +146,7 @@ var errStopTimeout = errors.New("cli: the node did not stop in time after the si
 func stopWithin(d time.Duration, stop func() error) error {
 	done := make(chan error, 1)
 	go func() { done <- stop() }()
-	t := time.NewTimer(d)
+	t := time.NewTimer(d) //clock:real the process exits after d of real time, whatever a clock says
 	defer t.Stop()
 	select {
 	case err := <-done:

@@ -79,7 +79,7 @@ func TestBrowser(t *testing.T) {
 	src := newFake(seed()...)
 	src.traces["s-ended"] = seedTrace()
 	acts := &fakeActions{}
-	s, err := New(Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Now: fixedNow})
+	s, err := New(Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Clock: fixedClock{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // fakeSource is an in-memory Source: the seam the node implements.
@@ -170,7 +171,10 @@ func (a *fakeActions) log() []string {
 // t0 is the tests' fixed now.
 var t0 = time.Date(2026, 8, 12, 10, 30, 0, 0, time.UTC)
 
-func fixedNow() time.Time { return t0 }
+// fixedClock reads t0 and runs real timers (the streams need them).
+type fixedClock struct{ clock.Real }
+
+func (fixedClock) Now() time.Time { return t0 }
 
 // seed is a roster across three machines: one needs input, one blocked,
 // one working and silent, one idle and done, one on an unreachable
@@ -221,7 +225,7 @@ func newTestServer(t *testing.T, mod func(*Config)) (*Server, *fakeSource, *fake
 	src := newFake(seed()...)
 	src.traces["s-ended"] = seedTrace()
 	acts := &fakeActions{}
-	cfg := Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Now: fixedNow}
+	cfg := Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Clock: fixedClock{}}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -145,7 +145,7 @@ func FuzzDecodeRow(f *testing.F) {
 			t.Fatal("a row without session id decoded")
 		}
 		c := clean(r)
-		s, _ := New(Config{Token: secret, Source: newFake(c), Now: fixedNow})
+		s, _ := New(Config{Token: secret, Source: newFake(c), Clock: fixedClock{}})
 		v := s.buildBoard([]Row{c}, Filter{})
 		_ = s.buildDetail(c, nil, nil)
 		if !r.Ended && v.Shown != 1 {

@@ -189,7 +189,7 @@ func (s *harnState) add(e agent.Event) {
 // since returns a task's events from index from on, waiting up to wait
 // for one when there is none yet.
 func (s *harnState) since(ctx context.Context, task string, from int, wait time.Duration) []agent.Event {
-	deadline := time.NewTimer(wait)
+	deadline := time.NewTimer(wait) //clock:real a long poll's bound is the caller's real wait
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()

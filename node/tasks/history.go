@@ -48,7 +48,7 @@ func (l *sessionLog) add(e agent.Event) int {
 // the oldest kept one when from is older), at most maxHistoryBatch, and
 // the cursor after them; it waits up to wait for one when there is none.
 func (s *harnState) historySince(ctx context.Context, from int, wait time.Duration) ([]agent.Event, int, int) {
-	deadline := time.NewTimer(wait)
+	deadline := time.NewTimer(wait) //clock:real a long poll's bound is the caller's real wait
 	defer deadline.Stop()
 	for {
 		s.mu.Lock()
