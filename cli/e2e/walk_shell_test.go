@@ -177,6 +177,9 @@ func startShell(t *testing.T, name, dir, cwd string, environ []string) *walkShel
 	s := &walkShell{t: t, name: name, dir: dir, lines: make(chan string, 16), done: make(chan struct{})}
 	s.cmd = exec.Command("bash", "--noprofile", "--norc")
 	s.cmd.Dir, s.cmd.Env = cwd, environ
+	// Its own process group: a shell that does not exit in time is
+	// killed with what it runs.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var err error
 	if s.in, err = s.cmd.StdinPipe(); err != nil {
 		t.Fatal(err)
@@ -284,7 +287,7 @@ func (s *walkShell) close() {
 	select {
 	case <-s.done:
 	case <-time.After(10 * time.Second):
-		s.cmd.Process.Signal(syscall.SIGKILL)
+		syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
 		<-s.done
 	}
 	s.cmd.Wait()

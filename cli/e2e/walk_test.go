@@ -88,6 +88,12 @@ func TestReadmeWalk(t *testing.T) {
 				stopPID(t, pid, "")
 			}
 		}
+		logs, _ := filepath.Glob(filepath.Join(home, "harn", "*.log"))
+		for _, f := range logs {
+			if b, err := os.ReadFile(f); err == nil && (bytes.Contains(b, []byte("panic:")) || bytes.Contains(b, []byte("fatal error:"))) {
+				t.Errorf("%s shows a crash:\n%s", f, b)
+			}
+		}
 	})
 
 	var startHint, joinHint []string
@@ -105,7 +111,7 @@ func TestReadmeWalk(t *testing.T) {
 			envA := a.environ()
 			hookCmd := installedHook(t, home, "PermissionRequest")
 			for _, p := range []string{claudeStart(sid, cwd), claudePrompt(sid, cwd), claudePreBash(sid, cwd, "walk")} {
-				if r := runHookCmd(t, envA, cwd, installedHook(t, home, eventOf(t, p)), p); r.code != 0 {
+				if r := runHookCmd(envA, cwd, installedHook(t, home, eventOf(t, p)), p); r.code != 0 {
 					t.Fatalf("the installed hook: %v", r)
 				}
 			}
@@ -115,7 +121,7 @@ func TestReadmeWalk(t *testing.T) {
 				t.Fatalf("the session is not in node A's roster after its hooks: %+v", before)
 			}
 			permDone = make(chan result, 1)
-			go func() { permDone <- runHookCmd(t, envA, cwd, hookCmd, claudePermBash(sid, cwd, "walk")) }()
+			go func() { permDone <- runHookCmd(envA, cwd, hookCmd, claudePermBash(sid, cwd, "walk")) }()
 			// The notification comes first; the person answers it.
 			srv.waitKinds(t, sid, "needs_input")
 		},
@@ -361,8 +367,8 @@ func eventOf(t *testing.T, payload string) string {
 
 // runHookCmd runs an installed hook command as Claude Code does: through
 // the shell, in the session's directory, the payload on stdin.
-func runHookCmd(t *testing.T, environ []string, cwd, command, payload string) result {
-	t.Helper()
+// It takes no t: it also runs on a goroutine that may outlive a failed test.
+func runHookCmd(environ []string, cwd, command, payload string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-c", command)
