@@ -104,7 +104,7 @@ func TestMeshSetupHintsRunAsPrinted(t *testing.T) {
 // file that does not exist yet (in a folder that does not either) is no
 // refusal for `harn mesh init`: it makes the file, 0600 in a 0700 folder,
 // with the name and role it used, as for the default path; the `harn node`
-// it prints then starts as that server.
+// it prints then starts as that server. --config is the same.
 func TestMeshInitMakesTheConfigFileThatHarnConfigNames(t *testing.T) {
 	a := newEnv(t)
 	dir := filepath.Join(a.root, "etc", "harn")
@@ -127,6 +127,20 @@ func TestMeshInitMakesTheConfigFileThatHarnConfigNames(t *testing.T) {
 	if !strings.Contains(r.stderr, "(recorded in "+path+")") {
 		t.Errorf("mesh init does not say where it recorded the name:\n%s", r.stderr)
 	}
+	// --config naming a new file is the same rule; the hint repeats it.
+	other := newEnv(t)
+	flagPath := filepath.Join(other.root, "cfg", "harn.json")
+	rb := run(t, placeEnv(other, freePorts(t, 3)), "", "mesh", "init", "--name", "nodeB", "--config", flagPath)
+	if rb.code != 0 {
+		t.Fatalf("%v", rb)
+	}
+	if cb, err := os.ReadFile(flagPath); err != nil || !strings.Contains(string(cb), `"name": "nodeB"`) {
+		t.Errorf("the config file --config names (%v):\n%s", err, cb)
+	}
+	if h := strings.Join(hintAfter(t, rb.stderr, "start this server with `"), " "); !strings.Contains(h, "--config "+flagPath) {
+		t.Errorf("the start hint %q does not name --config %s", h, flagPath)
+	}
+
 	next := hintAfter(t, r.stderr, "start this server with `")
 	na := a.spawn(envA, next[1:]...)
 	a.waitReady(na)
