@@ -44,6 +44,7 @@ it is sent to this node only, never to another (--node uses that node's own).`,
 	}
 	c.Flags().String("session", "", "continue this harn session (its id): the prompt is its next task")
 	c.Flags().String("fork", "", "start a new harn session that continues this session's context as a lane of it (nothing copied)")
+	c.Flags().Bool("timing", false, "print where the time went on stderr: connect, the task's start, each event's node time and arrival, exit")
 	addHarnFlags(c)
 	addGrantFlags(c)
 	addTaskFlags(c)
@@ -160,12 +161,15 @@ func runAsk(c *cobra.Command, args []string) error {
 			a.Workdir, _ = os.Getwd()
 		}
 	}
+	tm := newAskTiming(c)
+	defer tm.done()
 	p := placeOf(c)
 	cl, err := connect(c.Context(), p, 5*time.Second)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
+	tm.mark("connected")
 	call := func(a taskwire.Action) (taskwire.Result, error) {
 		ctx, cancel := context.WithTimeout(c.Context(), rpcTimeout)
 		defer cancel()
@@ -183,6 +187,7 @@ func runAsk(c *cobra.Command, args []string) error {
 		return fmt.Errorf("%w: the node answered without a task", ErrBadAsk)
 	}
 	task := r.Task.ID
+	tm.mark("task started")
 	if node == "" {
 		node = r.Node
 	}
@@ -194,6 +199,7 @@ func runAsk(c *cobra.Command, args []string) error {
 		if err != nil {
 			return err
 		}
+		tm.polled(r.Events)
 		for _, e := range r.Events {
 			since++
 			if asJSON(c) {

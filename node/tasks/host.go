@@ -162,8 +162,12 @@ func New(cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.subs = subs
-	h.wg.Add(1)
+	h.wg.Add(2)
 	go h.watch()
+	go func() { // the vocabulary, for the first harn session's estimates
+		defer h.wg.Done()
+		agent.WarmTokens()
+	}()
 	return h, nil
 }
 
