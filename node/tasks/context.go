@@ -102,3 +102,15 @@ func (h *Host) openContext(id, workdir, fork string, llm rcontext.Condenser, com
 	l.SetCompaction(compaction, llm, workdir)
 	return l, nil
 }
+
+// compactionOn is a run's LLM compaction: what the run asked for
+// (harn ask --compaction[=false]), else the node's compaction.enabled.
+func (h *Host) compactionOn(o HarnOptions) bool {
+	switch {
+	case o.NoCompaction:
+		return false
+	case o.Compaction:
+		return true
+	}
+	return !h.cfg.NoCompaction
+}

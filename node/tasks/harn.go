@@ -259,7 +259,7 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
 	}
 	h.mu.Unlock()
-	lane, err := h.openContext(id, workdir, o.Fork, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
+	lane, err := h.openContext(id, workdir, o.Fork, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, h.compactionOn(o))
 	if err != nil {
 		return "", err
 	}
