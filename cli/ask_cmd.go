@@ -58,7 +58,7 @@ func addHarnFlags(c *cobra.Command) {
 	c.Flags().String("model", "", "the model name")
 	c.Flags().Int("context-window", 0, "the model's context window in tokens (default: known for common models)")
 	c.Flags().Int("max-output", 0, "the model's max output in tokens (default: known for common models)")
-	c.Flags().Bool("compaction", true, "condense completed work with the model at 80% of the budget; false: only the deterministic fallback, once over budget")
+	c.Flags().Bool("compaction", true, "condense completed work with the model at 80% of the budget; false: only the deterministic fallback, once over budget (default: the node's compaction.enabled)")
 	c.Flags().StringArray("mcp", nil, "a stdio MCP server for this run, NAME=COMMAND (split as a shell splits words, no shell); repeatable")
 }
 
@@ -71,8 +71,11 @@ func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 	o.ContextWindow, _ = c.Flags().GetInt("context-window")
 	o.MaxOutput, _ = c.Flags().GetInt("max-output")
 	o.MCP, _ = c.Flags().GetStringArray("mcp")
-	if on, err := c.Flags().GetBool("compaction"); err == nil {
-		o.NoCompaction = !on
+	// --compaction given (or from the environment): this run says; else
+	// the node's compaction.enabled does
+	if f := c.Flags().Lookup("compaction"); f != nil && f.Changed {
+		on, _ := c.Flags().GetBool("compaction")
+		o.NoCompaction, o.Compaction = !on, on
 	}
 	if f := c.Flags().Lookup("fork"); f != nil {
 		o.Fork = f.Value.String()

@@ -21,9 +21,10 @@ import (
 var ErrConfigFile = errors.New("bad config file")
 
 // EnvName is the environment variable that backs a flag: HARN_ plus the
-// flag in upper case, dashes as underscores.
+// flag in upper case, dashes and dots as underscores (compaction.enabled:
+// HARN_COMPACTION_ENABLED).
 func EnvName(flag string) string {
-	return "HARN_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+	return "HARN_" + strings.ToUpper(strings.NewReplacer("-", "_", ".", "_").Replace(flag))
 }
 
 // applySettings fills every flag of c that was not set on the command

@@ -59,6 +59,10 @@ type Config struct {
 	// their GenAI spans (gen_ai.input.messages); off by default, as no
 	// prompt should leave the node unless its operator says so.
 	LogPrompts bool
+	// NoCompaction is compaction.enabled = false: harn sessions take the
+	// deterministic fallback only, once over budget, unless a run asks
+	// for LLM compaction (harn ask --compaction).
+	NoCompaction bool
 
 	// Claims is the write-claim mode: off, warn or enforce ("" is
 	// enforce).

@@ -37,6 +37,9 @@ func runNode(c *cobra.Command) error {
 	cfg.SilenceAfter, _ = c.Flags().GetDuration("silence-after")
 	cfg.PeerContextBytes, _ = c.Flags().GetInt("peer-context-bytes")
 	cfg.Claims, _ = c.Flags().GetString("claims")
+	if on, err := c.Flags().GetBool("compaction.enabled"); err == nil {
+		cfg.NoCompaction = !on
+	}
 	if _, err := claims.ParseMode(cfg.Claims); err != nil {
 		return cli.UsageErr(err)
 	}

@@ -236,9 +236,12 @@ type HarnOptions struct {
 	Mcp           []string               `protobuf:"bytes,6,rep,name=mcp,proto3" json:"mcp,omitempty"`
 	Key           string                 `protobuf:"bytes,7,opt,name=key,proto3" json:"key,omitempty"`
 	// fork: a harn session whose context the new one continues as a lane;
-	// no_compaction: the deterministic fallback only, once over budget.
+	// no_compaction: the deterministic fallback only, once over budget;
+	// compaction: LLM compaction on for this run, over the node's
+	// compaction.enabled = false. Neither: the node's compaction.enabled.
 	Fork          string `protobuf:"bytes,8,opt,name=fork,proto3" json:"fork,omitempty"`
 	NoCompaction  bool   `protobuf:"varint,9,opt,name=no_compaction,json=noCompaction,proto3" json:"no_compaction,omitempty"`
+	Compaction    bool   `protobuf:"varint,10,opt,name=compaction,proto3" json:"compaction,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -332,6 +335,13 @@ func (x *HarnOptions) GetFork() string {
 func (x *HarnOptions) GetNoCompaction() bool {
 	if x != nil {
 		return x.NoCompaction
+	}
+	return false
+}
+
+func (x *HarnOptions) GetCompaction() bool {
+	if x != nil {
+		return x.Compaction
 	}
 	return false
 }
@@ -2535,7 +2545,7 @@ const file_values_proto_rawDesc = "" +
 	"\x05agent\x18\x10 \x01(\tR\x05agent\x12(\n" +
 	"\x04harn\x18\x11 \x01(\v2\x14.harn.v1.HarnOptionsR\x04harn\x12\x14\n" +
 	"\x05since\x18\x12 \x01(\x03R\x05since\x12\x17\n" +
-	"\await_ms\x18\x13 \x01(\x05R\x06waitMs\"\x85\x02\n" +
+	"\await_ms\x18\x13 \x01(\x05R\x06waitMs\"\xa5\x02\n" +
 	"\vHarnOptions\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12!\n" +
 	"\fprovider_url\x18\x02 \x01(\tR\vproviderUrl\x12\x14\n" +
@@ -2546,7 +2556,11 @@ const file_values_proto_rawDesc = "" +
 	"\x03mcp\x18\x06 \x03(\tR\x03mcp\x12\x10\n" +
 	"\x03key\x18\a \x01(\tR\x03key\x12\x12\n" +
 	"\x04fork\x18\b \x01(\tR\x04fork\x12#\n" +
-	"\rno_compaction\x18\t \x01(\bR\fnoCompaction\"\x80\x02\n" +
+	"\rno_compaction\x18\t \x01(\bR\fnoCompaction\x12\x1e\n" +
+	"\n" +
+	"compaction\x18\n" +
+	" \x01(\bR\n" +
+	"compaction\"\x80\x02\n" +
 	"\n" +
 	"AgentEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +

@@ -266,6 +266,7 @@ type detail struct {
 	Unreachable stamp
 	Silent      stamp
 	Events      []traceLine
+	Compactions []compactionLine // the harn session's context.compacted events, newest first
 	TraceErr    string
 	Truncated   int
 	ActionsOn   bool
@@ -351,6 +352,7 @@ func (s *Server) buildDetail(r Row, evs []presence.Event, traceErr error) detail
 		}
 		return evs[i].ID > evs[j].ID
 	})
+	d.Compactions = s.compactionsOf(evs)
 	if len(evs) > maxTrace {
 		d.Truncated = len(evs) - maxTrace
 		evs = evs[:maxTrace]

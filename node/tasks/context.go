@@ -106,3 +106,15 @@ func (h *Host) openContext(id, workdir, fork string, upTo uint64, llm rcontext.C
 	l.SetCompaction(compaction, llm, workdir)
 	return l, nil
 }
+
+// compactionOn is a run's LLM compaction: what the run asked for
+// (harn ask --compaction[=false]), else the node's compaction.enabled.
+func (h *Host) compactionOn(o HarnOptions) bool {
+	switch {
+	case o.NoCompaction:
+		return false
+	case o.Compaction:
+		return true
+	}
+	return !h.cfg.NoCompaction
+}

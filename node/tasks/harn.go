@@ -270,7 +270,7 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 	if kid != nil {
 		fork, upTo = kid.spec.Child.Parent, rcontext.UpToSystem
 	}
-	lane, err := h.openContext(id, workdir, fork, upTo, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, !o.NoCompaction)
+	lane, err := h.openContext(id, workdir, fork, upTo, rcontext.ProviderCondenser{Provider: prov, Model: model.Name}, h.compactionOn(o))
 	if err != nil {
 		return "", err
 	}

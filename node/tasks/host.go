@@ -59,6 +59,9 @@ type Config struct {
 	// OnChange is told that a session's task view may have changed. It
 	// must not block.
 	OnChange func(session string)
+	// NoCompaction is the node's compaction.enabled = false: a harn
+	// session's LLM compaction is off unless its run turns it on.
+	NoCompaction bool
 	// OnFirstByte observes the start→first byte metric of every task.
 	OnFirstByte func(exec.FirstByte)
 	// Launchers are the node's named agent commands (a start names one

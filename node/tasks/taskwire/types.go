@@ -185,7 +185,8 @@ type HarnOptions struct {
 	MCP           []string `json:"mcp,omitempty"`
 	Key           string   `json:"key,omitempty"`
 	Fork          string   `json:"fork,omitempty"`          // the session whose lane the new one forks (harn ask --fork)
-	NoCompaction  bool     `json:"no_compaction,omitempty"` // compaction.enabled = false: the fallback only when over budget
+	NoCompaction  bool     `json:"no_compaction,omitempty"` // --compaction=false: the fallback only when over budget
+	Compaction    bool     `json:"compaction,omitempty"`    // --compaction: LLM compaction on; neither: the node's compaction.enabled
 }
 
 // QueueTextBytes bounds each text of a history answer's QueueText.

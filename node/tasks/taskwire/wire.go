@@ -27,7 +27,7 @@ func harnToAPI(o *HarnOptions) *api.HarnOptions {
 	}
 	return &api.HarnOptions{Provider: o.Provider, ProviderUrl: o.URL, Model: o.Model,
 		ContextWindow: int32(o.ContextWindow), MaxOutput: int32(o.MaxOutput), Mcp: o.MCP, Key: o.Key,
-		Fork: o.Fork, NoCompaction: o.NoCompaction}
+		Fork: o.Fork, NoCompaction: o.NoCompaction, Compaction: o.Compaction}
 }
 
 func harnFromAPI(o *api.HarnOptions) *HarnOptions {
@@ -36,7 +36,7 @@ func harnFromAPI(o *api.HarnOptions) *HarnOptions {
 	}
 	return &HarnOptions{Provider: o.GetProvider(), URL: o.GetProviderUrl(), Model: o.GetModel(),
 		ContextWindow: int(o.GetContextWindow()), MaxOutput: int(o.GetMaxOutput()), MCP: o.GetMcp(), Key: o.GetKey(),
-		Fork: o.GetFork(), NoCompaction: o.GetNoCompaction()}
+		Fork: o.GetFork(), NoCompaction: o.GetNoCompaction(), Compaction: o.GetCompaction()}
 }
 
 func usageToAPI(u *runtime.Usage) *api.ModelUsage {
