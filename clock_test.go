@@ -10,8 +10,9 @@ import (
 
 // oneClockFiles are the files whose time is read through util/clock (the
 // Clock of their Config, the real one by default): the raft store, the
-// mesh, the board's clock and the ledger (every non-test file of it).
-var oneClockFiles = []string{"raftstore/store.go", "mesh/mesh.go", "node/web.go", "node/ledger/*.go"}
+// mesh, the board's clock and its event streams, and the ledger (every
+// non-test file of it).
+var oneClockFiles = []string{"raftstore/store.go", "mesh/mesh.go", "node/web.go", "node/board/sse.go", "node/ledger/*.go"}
 
 // directTime is a call that reads or waits on the wall clock directly.
 var directTime = regexp.MustCompile(`\btime\.(Now|Since|Until|Sleep|After|AfterFunc|NewTimer|NewTicker|Tick)\(`)

@@ -23,6 +23,7 @@ import (
 	"golang.org/x/net/netutil"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // DefaultAddr is where the board listens unless told otherwise.
@@ -91,8 +92,10 @@ type Config struct {
 	Decider Decider
 	// Less orders rows; nil means DefaultLess.
 	Less func(a, b Row) bool
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock reads the time (the pages' ages and stamps) and runs the event
+	// streams' timers (the coalescing hold, the keep-alive ping); nil
+	// means clock.Real.
+	Clock clock.Clock
 	// MinInterval is the least time between two pushes on one stream
 	// (default 200ms: at most 5 a second).
 	MinInterval time.Duration
@@ -260,8 +263,8 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Less == nil {
 		cfg.Less = DefaultLess
 	}
-	if cfg.Now == nil {
-		cfg.Now = time.Now
+	if cfg.Clock == nil {
+		cfg.Clock = clock.Real{}
 	}
 	if cfg.MinInterval <= 0 {
 		cfg.MinInterval = 200 * time.Millisecond

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 const localHost = "127.0.0.1:7713"
@@ -123,7 +124,7 @@ func TestAgentTextIsEscapedAndSanitized(t *testing.T) {
 	evil := Row{SessionID: "s-evil", Name: "<script>alert(1)</script>", Agent: "codex", Node: "alpha",
 		Task: "\x1b]0;pwned\x07 rm -rf \u202e<b>", Activity: "working", TaskState: "blocked",
 		BlockerReason: "\"><img src=x onerror=alert(1)>", Reachable: true}
-	s, err := New(Config{Token: secret, Source: newFake(evil), Now: fixedNow})
+	s, err := New(Config{Token: secret, Source: newFake(evil), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +267,7 @@ func TestActionButtonsRenderFromRowData(t *testing.T) {
 		}
 	}
 	// Without Actions the board shows no buttons.
-	s2, err := New(Config{Token: secret, Source: newFake(seed()...), Now: fixedNow})
+	s2, err := New(Config{Token: secret, Source: newFake(seed()...), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -425,12 +426,12 @@ func TestGetCannotAct(t *testing.T) {
 }
 
 func TestAgesUseTheInjectedClock(t *testing.T) {
-	now := t0
-	s, _, _ := newTestServer(t, func(c *Config) { c.Now = func() time.Time { return now } })
+	clk := clock.NewFake(t0)
+	s, _, _ := newTestServer(t, func(c *Config) { c.Clock = clk })
 	if !strings.Contains(get(t, s.Handler(), "/").Body.String(), `>7m</time>`) {
 		t.Fatal("age at t0")
 	}
-	now = t0.Add(2 * time.Hour)
+	clk.Set(t0.Add(2 * time.Hour))
 	if !strings.Contains(get(t, s.Handler(), "/").Body.String(), `>2h</time>`) {
 		t.Fatal("age after the clock moved")
 	}
@@ -438,7 +439,7 @@ func TestAgesUseTheInjectedClock(t *testing.T) {
 
 func TestRosterSliceOfTheSourceIsNotModified(t *testing.T) {
 	shared := []Row{{SessionID: "s\x1b", Name: "n\x07", Activity: "idle", Reachable: true}}
-	s, err := New(Config{Token: secret, Source: newFake(shared...), Now: fixedNow})
+	s, err := New(Config{Token: secret, Source: newFake(shared...), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -458,7 +459,7 @@ func FuzzActionForm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string, withToken bool) {
 		src := newFake(seed()...)
 		acts := &fakeActions{}
-		s, err := New(Config{Token: secret, Source: src, Actions: acts, Now: fixedNow})
+		s, err := New(Config{Token: secret, Source: src, Actions: acts, Clock: clock.NewFake(t0)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // coalescer spaces pushes at least gap apart: a change arriving sooner is
@@ -103,7 +105,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Time{}) // not supported by a test recorder: nothing to clear there
 	writeTimeout := s.cfg.Limits.WriteTimeout
-	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) }
+	deadline := func() { _ = rc.SetWriteDeadline(time.Now().Add(writeTimeout)) } //clock:real a socket's deadline is wall time
 	ch, stop := s.cfg.Source.Changes()
 	defer stop()
 	h := w.Header()
@@ -119,10 +121,11 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	fl.Flush()
 
-	ping := time.NewTicker(s.cfg.Ping)
+	clk := s.cfg.Clock
+	ping := clk.NewTicker(s.cfg.Ping)
 	defer ping.Stop()
 	c := coalescer{gap: s.cfg.MinInterval}
-	var hold *time.Timer
+	var hold clock.Timer
 	var holdC <-chan time.Time
 	defer func() {
 		if hold != nil {
@@ -147,24 +150,24 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			send, wait := c.change(time.Now())
+			send, wait := c.change(clk.Now())
 			if send && !push() {
 				return
 			}
 			if wait > 0 {
 				if hold == nil {
-					hold = time.NewTimer(wait)
+					hold = clk.NewTimer(wait)
 				} else {
 					hold.Reset(wait)
 				}
-				holdC = hold.C
+				holdC = hold.C()
 			}
 		case <-holdC:
 			holdC = nil
-			if c.flush(time.Now()) && !push() {
+			if c.flush(clk.Now()) && !push() {
 				return
 			}
-		case <-ping.C:
+		case <-ping.C():
 			deadline()
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {
 				return

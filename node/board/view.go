@@ -176,7 +176,7 @@ func orDash(s string) string {
 // buildBoard sorts and groups the live rows that pass f. Groups come in the
 // order of their most urgent card, reachable machines first.
 func (s *Server) buildBoard(rows []Row, f Filter) boardView {
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	v := boardView{Filter: f, Counts: map[string]int{}, ActionsOn: s.cfg.Actions != nil,
 		NowISO: now.UTC().Format(time.RFC3339Nano), FilterQueryPart: f.Query()}
 	live := make([]Row, 0, len(rows))
@@ -334,7 +334,7 @@ func attrsOf(m map[string]any) ([]attr, int) {
 const maxTrace = 1000
 
 func (s *Server) buildDetail(r Row, evs []presence.Event, traceErr error) detail {
-	now := s.cfg.Now()
+	now := s.cfg.Clock.Now()
 	r.PendingRequests = waited(now, r.PendingRequests)
 	d := detail{Row: r, Activity: activityOf(r), Lifecycle: lifecycleOf(r), Short: short(r.SessionID),
 		ActivityAt: stampOf(now, r.ActivityUpdatedAt), LifecycleAt: stampOf(now, r.TaskStateUpdatedAt),
