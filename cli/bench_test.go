@@ -39,10 +39,12 @@ func harnBin(b *testing.B) string {
 	}
 	dir := b.TempDir()
 	p := filepath.Join(dir, "harn")
-	out, err := exec.Command("go", "build", "-o", dir+string(filepath.Separator),
-		"github.com/harn-dev/harn/cmd/harn", "github.com/harn-dev/harn/cmd/harnd").CombinedOutput()
-	if err != nil {
-		b.Skipf("skipping: cannot build harn (set HARN_BIN or fix the build): %v\n%s", err, out)
+	// As `make build` does: the client with grpcnotrace, harnd beside it.
+	for _, args := range [][]string{{"-tags", "grpcnotrace", "github.com/harn-dev/harn/cmd/harn"}, {"github.com/harn-dev/harn/cmd/harnd"}} {
+		out, err := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, args...)...).CombinedOutput()
+		if err != nil {
+			b.Skipf("skipping: cannot build harn (set HARN_BIN or fix the build): %v\n%s", err, out)
+		}
 	}
 	return p
 }

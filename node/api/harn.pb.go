@@ -21,281 +21,6 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// Event is the canonical event (see docs/design.md). attrs_json is the JSON object
-// of bounded attributes.
-type Event struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Id              string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	SessionId       string                 `protobuf:"bytes,2,opt,name=session_id,json=sessionId,proto3" json:"session_id,omitempty"`
-	ParentSessionId string                 `protobuf:"bytes,3,opt,name=parent_session_id,json=parentSessionId,proto3" json:"parent_session_id,omitempty"`
-	Type            string                 `protobuf:"bytes,4,opt,name=type,proto3" json:"type,omitempty"`
-	TsUnixNano      int64                  `protobuf:"varint,5,opt,name=ts_unix_nano,json=tsUnixNano,proto3" json:"ts_unix_nano,omitempty"`
-	Agent           string                 `protobuf:"bytes,6,opt,name=agent,proto3" json:"agent,omitempty"`
-	Node            string                 `protobuf:"bytes,7,opt,name=node,proto3" json:"node,omitempty"`
-	Seq             uint64                 `protobuf:"varint,8,opt,name=seq,proto3" json:"seq,omitempty"`
-	AttrsJson       []byte                 `protobuf:"bytes,9,opt,name=attrs_json,json=attrsJson,proto3" json:"attrs_json,omitempty"`
-	// ts_set says that ts_unix_nano holds the time even when it is 0 (the
-	// Unix epoch, a valid time); a sender that leaves it false and 0 sent
-	// no time.
-	TsSet         bool `protobuf:"varint,10,opt,name=ts_set,json=tsSet,proto3" json:"ts_set,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *Event) Reset() {
-	*x = Event{}
-	mi := &file_harn_proto_msgTypes[0]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *Event) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*Event) ProtoMessage() {}
-
-func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[0]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use Event.ProtoReflect.Descriptor instead.
-func (*Event) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{0}
-}
-
-func (x *Event) GetId() string {
-	if x != nil {
-		return x.Id
-	}
-	return ""
-}
-
-func (x *Event) GetSessionId() string {
-	if x != nil {
-		return x.SessionId
-	}
-	return ""
-}
-
-func (x *Event) GetParentSessionId() string {
-	if x != nil {
-		return x.ParentSessionId
-	}
-	return ""
-}
-
-func (x *Event) GetType() string {
-	if x != nil {
-		return x.Type
-	}
-	return ""
-}
-
-func (x *Event) GetTsUnixNano() int64 {
-	if x != nil {
-		return x.TsUnixNano
-	}
-	return 0
-}
-
-func (x *Event) GetAgent() string {
-	if x != nil {
-		return x.Agent
-	}
-	return ""
-}
-
-func (x *Event) GetNode() string {
-	if x != nil {
-		return x.Node
-	}
-	return ""
-}
-
-func (x *Event) GetSeq() uint64 {
-	if x != nil {
-		return x.Seq
-	}
-	return 0
-}
-
-func (x *Event) GetAttrsJson() []byte {
-	if x != nil {
-		return x.AttrsJson
-	}
-	return nil
-}
-
-func (x *Event) GetTsSet() bool {
-	if x != nil {
-		return x.TsSet
-	}
-	return false
-}
-
-type AppendRequest struct {
-	state  protoimpl.MessageState `protogen:"open.v1"`
-	Events []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
-	// context_for, when set, asks for prompt-time peer context for that
-	// session; it is returned only when it changed since the last injection.
-	ContextFor string `protobuf:"bytes,2,opt,name=context_for,json=contextFor,proto3" json:"context_for,omitempty"`
-	// name_for, when set, asks for that session's re-minted name if the
-	// agent has not shown it: it is returned once per re-mint (pending_name).
-	NameFor string `protobuf:"bytes,3,opt,name=name_for,json=nameFor,proto3" json:"name_for,omitempty"`
-	// decide, when set, is the tool call's pre-call (or post-call)
-	// question: the node answers it in decision, after the events are
-	// stored, so that a tool call's hook makes one round trip, not two.
-	Decide        *DecideQuery `protobuf:"bytes,5,opt,name=decide,proto3" json:"decide,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *AppendRequest) Reset() {
-	*x = AppendRequest{}
-	mi := &file_harn_proto_msgTypes[1]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AppendRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AppendRequest) ProtoMessage() {}
-
-func (x *AppendRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[1]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AppendRequest.ProtoReflect.Descriptor instead.
-func (*AppendRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{1}
-}
-
-func (x *AppendRequest) GetEvents() []*Event {
-	if x != nil {
-		return x.Events
-	}
-	return nil
-}
-
-func (x *AppendRequest) GetContextFor() string {
-	if x != nil {
-		return x.ContextFor
-	}
-	return ""
-}
-
-func (x *AppendRequest) GetNameFor() string {
-	if x != nil {
-		return x.NameFor
-	}
-	return ""
-}
-
-func (x *AppendRequest) GetDecide() *DecideQuery {
-	if x != nil {
-		return x.Decide
-	}
-	return nil
-}
-
-type AppendResponse struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	Ids   []string               `protobuf:"bytes,1,rep,name=ids,proto3" json:"ids,omitempty"`
-	// duplicates counts events already in the ledger.
-	Duplicates        int32  `protobuf:"varint,2,opt,name=duplicates,proto3" json:"duplicates,omitempty"`
-	AdditionalContext string `protobuf:"bytes,3,opt,name=additional_context,json=additionalContext,proto3" json:"additional_context,omitempty"`
-	// pending_name answers name_for.
-	PendingName string `protobuf:"bytes,4,opt,name=pending_name,json=pendingName,proto3" json:"pending_name,omitempty"`
-	// decision answers decide; it is always set when decide was.
-	Decision      *DecideResponse `protobuf:"bytes,5,opt,name=decision,proto3" json:"decision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *AppendResponse) Reset() {
-	*x = AppendResponse{}
-	mi := &file_harn_proto_msgTypes[2]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *AppendResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*AppendResponse) ProtoMessage() {}
-
-func (x *AppendResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[2]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use AppendResponse.ProtoReflect.Descriptor instead.
-func (*AppendResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{2}
-}
-
-func (x *AppendResponse) GetIds() []string {
-	if x != nil {
-		return x.Ids
-	}
-	return nil
-}
-
-func (x *AppendResponse) GetDuplicates() int32 {
-	if x != nil {
-		return x.Duplicates
-	}
-	return 0
-}
-
-func (x *AppendResponse) GetAdditionalContext() string {
-	if x != nil {
-		return x.AdditionalContext
-	}
-	return ""
-}
-
-func (x *AppendResponse) GetPendingName() string {
-	if x != nil {
-		return x.PendingName
-	}
-	return ""
-}
-
-func (x *AppendResponse) GetDecision() *DecideResponse {
-	if x != nil {
-		return x.Decision
-	}
-	return nil
-}
-
 type DiagnoseRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Agent         string                 `protobuf:"bytes,1,opt,name=agent,proto3" json:"agent,omitempty"`
@@ -309,7 +34,7 @@ type DiagnoseRequest struct {
 
 func (x *DiagnoseRequest) Reset() {
 	*x = DiagnoseRequest{}
-	mi := &file_harn_proto_msgTypes[3]
+	mi := &file_harn_proto_msgTypes[0]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +46,7 @@ func (x *DiagnoseRequest) String() string {
 func (*DiagnoseRequest) ProtoMessage() {}
 
 func (x *DiagnoseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[3]
+	mi := &file_harn_proto_msgTypes[0]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +59,7 @@ func (x *DiagnoseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiagnoseRequest.ProtoReflect.Descriptor instead.
 func (*DiagnoseRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{3}
+	return file_harn_proto_rawDescGZIP(), []int{0}
 }
 
 func (x *DiagnoseRequest) GetAgent() string {
@@ -380,7 +105,7 @@ type DiagnoseResponse struct {
 
 func (x *DiagnoseResponse) Reset() {
 	*x = DiagnoseResponse{}
-	mi := &file_harn_proto_msgTypes[4]
+	mi := &file_harn_proto_msgTypes[1]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +117,7 @@ func (x *DiagnoseResponse) String() string {
 func (*DiagnoseResponse) ProtoMessage() {}
 
 func (x *DiagnoseResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[4]
+	mi := &file_harn_proto_msgTypes[1]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +130,7 @@ func (x *DiagnoseResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DiagnoseResponse.ProtoReflect.Descriptor instead.
 func (*DiagnoseResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{4}
+	return file_harn_proto_rawDescGZIP(), []int{1}
 }
 
 type ListRequest struct {
@@ -425,7 +150,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_harn_proto_msgTypes[5]
+	mi := &file_harn_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -437,7 +162,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[5]
+	mi := &file_harn_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -450,7 +175,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{5}
+	return file_harn_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ListRequest) GetAll() bool {
@@ -495,7 +220,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_harn_proto_msgTypes[6]
+	mi := &file_harn_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -507,7 +232,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[6]
+	mi := &file_harn_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -520,7 +245,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{6}
+	return file_harn_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ListResponse) GetNode() string {
@@ -555,7 +280,7 @@ type SessionRequest struct {
 
 func (x *SessionRequest) Reset() {
 	*x = SessionRequest{}
-	mi := &file_harn_proto_msgTypes[7]
+	mi := &file_harn_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -567,7 +292,7 @@ func (x *SessionRequest) String() string {
 func (*SessionRequest) ProtoMessage() {}
 
 func (x *SessionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[7]
+	mi := &file_harn_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -580,7 +305,7 @@ func (x *SessionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRequest.ProtoReflect.Descriptor instead.
 func (*SessionRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{7}
+	return file_harn_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionRequest) GetId() string {
@@ -610,7 +335,7 @@ type SessionResponse struct {
 
 func (x *SessionResponse) Reset() {
 	*x = SessionResponse{}
-	mi := &file_harn_proto_msgTypes[8]
+	mi := &file_harn_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +347,7 @@ func (x *SessionResponse) String() string {
 func (*SessionResponse) ProtoMessage() {}
 
 func (x *SessionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[8]
+	mi := &file_harn_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +360,7 @@ func (x *SessionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionResponse.ProtoReflect.Descriptor instead.
 func (*SessionResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{8}
+	return file_harn_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SessionResponse) GetSession() *SessionRow {
@@ -670,7 +395,7 @@ type TraceResponse struct {
 
 func (x *TraceResponse) Reset() {
 	*x = TraceResponse{}
-	mi := &file_harn_proto_msgTypes[9]
+	mi := &file_harn_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -682,7 +407,7 @@ func (x *TraceResponse) String() string {
 func (*TraceResponse) ProtoMessage() {}
 
 func (x *TraceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[9]
+	mi := &file_harn_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -695,7 +420,7 @@ func (x *TraceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TraceResponse.ProtoReflect.Descriptor instead.
 func (*TraceResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{9}
+	return file_harn_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TraceResponse) GetSession() *SessionRow {
@@ -729,7 +454,7 @@ type WhoamiRequest struct {
 
 func (x *WhoamiRequest) Reset() {
 	*x = WhoamiRequest{}
-	mi := &file_harn_proto_msgTypes[10]
+	mi := &file_harn_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +466,7 @@ func (x *WhoamiRequest) String() string {
 func (*WhoamiRequest) ProtoMessage() {}
 
 func (x *WhoamiRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[10]
+	mi := &file_harn_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +479,7 @@ func (x *WhoamiRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WhoamiRequest.ProtoReflect.Descriptor instead.
 func (*WhoamiRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{10}
+	return file_harn_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *WhoamiRequest) GetAncestry() []*Proc {
@@ -774,7 +499,7 @@ type Proc struct {
 
 func (x *Proc) Reset() {
 	*x = Proc{}
-	mi := &file_harn_proto_msgTypes[11]
+	mi := &file_harn_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -786,7 +511,7 @@ func (x *Proc) String() string {
 func (*Proc) ProtoMessage() {}
 
 func (x *Proc) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[11]
+	mi := &file_harn_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -799,7 +524,7 @@ func (x *Proc) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proc.ProtoReflect.Descriptor instead.
 func (*Proc) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{11}
+	return file_harn_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Proc) GetPid() int32 {
@@ -827,7 +552,7 @@ type LifecycleRequest struct {
 
 func (x *LifecycleRequest) Reset() {
 	*x = LifecycleRequest{}
-	mi := &file_harn_proto_msgTypes[12]
+	mi := &file_harn_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -839,7 +564,7 @@ func (x *LifecycleRequest) String() string {
 func (*LifecycleRequest) ProtoMessage() {}
 
 func (x *LifecycleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[12]
+	mi := &file_harn_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +577,7 @@ func (x *LifecycleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleRequest.ProtoReflect.Descriptor instead.
 func (*LifecycleRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{12}
+	return file_harn_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *LifecycleRequest) GetSessionId() string {
@@ -887,7 +612,7 @@ type LifecycleResponse struct {
 
 func (x *LifecycleResponse) Reset() {
 	*x = LifecycleResponse{}
-	mi := &file_harn_proto_msgTypes[13]
+	mi := &file_harn_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -899,7 +624,7 @@ func (x *LifecycleResponse) String() string {
 func (*LifecycleResponse) ProtoMessage() {}
 
 func (x *LifecycleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[13]
+	mi := &file_harn_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -912,7 +637,7 @@ func (x *LifecycleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LifecycleResponse.ProtoReflect.Descriptor instead.
 func (*LifecycleResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{13}
+	return file_harn_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *LifecycleResponse) GetSessionJson() []byte {
@@ -946,7 +671,7 @@ type SetTaskRequest struct {
 
 func (x *SetTaskRequest) Reset() {
 	*x = SetTaskRequest{}
-	mi := &file_harn_proto_msgTypes[14]
+	mi := &file_harn_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +683,7 @@ func (x *SetTaskRequest) String() string {
 func (*SetTaskRequest) ProtoMessage() {}
 
 func (x *SetTaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[14]
+	mi := &file_harn_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +696,7 @@ func (x *SetTaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetTaskRequest.ProtoReflect.Descriptor instead.
 func (*SetTaskRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{14}
+	return file_harn_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SetTaskRequest) GetSessionId() string {
@@ -998,7 +723,7 @@ type ClaimRequest struct {
 
 func (x *ClaimRequest) Reset() {
 	*x = ClaimRequest{}
-	mi := &file_harn_proto_msgTypes[15]
+	mi := &file_harn_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +735,7 @@ func (x *ClaimRequest) String() string {
 func (*ClaimRequest) ProtoMessage() {}
 
 func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[15]
+	mi := &file_harn_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +748,7 @@ func (x *ClaimRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimRequest.ProtoReflect.Descriptor instead.
 func (*ClaimRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{15}
+	return file_harn_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ClaimRequest) GetSessionId() string {
@@ -1050,7 +775,7 @@ type MutateResponse struct {
 
 func (x *MutateResponse) Reset() {
 	*x = MutateResponse{}
-	mi := &file_harn_proto_msgTypes[16]
+	mi := &file_harn_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1062,7 +787,7 @@ func (x *MutateResponse) String() string {
 func (*MutateResponse) ProtoMessage() {}
 
 func (x *MutateResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[16]
+	mi := &file_harn_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1075,7 +800,7 @@ func (x *MutateResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MutateResponse.ProtoReflect.Descriptor instead.
 func (*MutateResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{16}
+	return file_harn_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *MutateResponse) GetSessionJson() []byte {
@@ -1104,7 +829,7 @@ type ErrorsRequest struct {
 
 func (x *ErrorsRequest) Reset() {
 	*x = ErrorsRequest{}
-	mi := &file_harn_proto_msgTypes[17]
+	mi := &file_harn_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1116,7 +841,7 @@ func (x *ErrorsRequest) String() string {
 func (*ErrorsRequest) ProtoMessage() {}
 
 func (x *ErrorsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[17]
+	mi := &file_harn_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1129,7 +854,7 @@ func (x *ErrorsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorsRequest.ProtoReflect.Descriptor instead.
 func (*ErrorsRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{17}
+	return file_harn_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ErrorsRequest) GetLimit() int32 {
@@ -1155,7 +880,7 @@ type ErrorsResponse struct {
 
 func (x *ErrorsResponse) Reset() {
 	*x = ErrorsResponse{}
-	mi := &file_harn_proto_msgTypes[18]
+	mi := &file_harn_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1167,7 +892,7 @@ func (x *ErrorsResponse) String() string {
 func (*ErrorsResponse) ProtoMessage() {}
 
 func (x *ErrorsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[18]
+	mi := &file_harn_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1180,7 +905,7 @@ func (x *ErrorsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ErrorsResponse.ProtoReflect.Descriptor instead.
 func (*ErrorsResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{18}
+	return file_harn_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ErrorsResponse) GetDiagnostics() []*Diagnostic {
@@ -1207,7 +932,7 @@ type Diagnostic struct {
 
 func (x *Diagnostic) Reset() {
 	*x = Diagnostic{}
-	mi := &file_harn_proto_msgTypes[19]
+	mi := &file_harn_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1219,7 +944,7 @@ func (x *Diagnostic) String() string {
 func (*Diagnostic) ProtoMessage() {}
 
 func (x *Diagnostic) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[19]
+	mi := &file_harn_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1232,7 +957,7 @@ func (x *Diagnostic) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Diagnostic.ProtoReflect.Descriptor instead.
 func (*Diagnostic) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{19}
+	return file_harn_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Diagnostic) GetSeq() uint64 {
@@ -1285,7 +1010,7 @@ type StatusRequest struct {
 
 func (x *StatusRequest) Reset() {
 	*x = StatusRequest{}
-	mi := &file_harn_proto_msgTypes[20]
+	mi := &file_harn_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1297,7 +1022,7 @@ func (x *StatusRequest) String() string {
 func (*StatusRequest) ProtoMessage() {}
 
 func (x *StatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[20]
+	mi := &file_harn_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1310,7 +1035,7 @@ func (x *StatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusRequest.ProtoReflect.Descriptor instead.
 func (*StatusRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{20}
+	return file_harn_proto_rawDescGZIP(), []int{17}
 }
 
 type StatusResponse struct {
@@ -1328,7 +1053,7 @@ type StatusResponse struct {
 
 func (x *StatusResponse) Reset() {
 	*x = StatusResponse{}
-	mi := &file_harn_proto_msgTypes[21]
+	mi := &file_harn_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1340,7 +1065,7 @@ func (x *StatusResponse) String() string {
 func (*StatusResponse) ProtoMessage() {}
 
 func (x *StatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[21]
+	mi := &file_harn_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1353,7 +1078,7 @@ func (x *StatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use StatusResponse.ProtoReflect.Descriptor instead.
 func (*StatusResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{21}
+	return file_harn_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *StatusResponse) GetNode() string {
@@ -1413,7 +1138,7 @@ type MeshRequest struct {
 
 func (x *MeshRequest) Reset() {
 	*x = MeshRequest{}
-	mi := &file_harn_proto_msgTypes[22]
+	mi := &file_harn_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1425,7 +1150,7 @@ func (x *MeshRequest) String() string {
 func (*MeshRequest) ProtoMessage() {}
 
 func (x *MeshRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[22]
+	mi := &file_harn_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1438,7 +1163,7 @@ func (x *MeshRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MeshRequest.ProtoReflect.Descriptor instead.
 func (*MeshRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{22}
+	return file_harn_proto_rawDescGZIP(), []int{19}
 }
 
 type MembersResponse struct {
@@ -1450,7 +1175,7 @@ type MembersResponse struct {
 
 func (x *MembersResponse) Reset() {
 	*x = MembersResponse{}
-	mi := &file_harn_proto_msgTypes[23]
+	mi := &file_harn_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1462,7 +1187,7 @@ func (x *MembersResponse) String() string {
 func (*MembersResponse) ProtoMessage() {}
 
 func (x *MembersResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[23]
+	mi := &file_harn_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1475,7 +1200,7 @@ func (x *MembersResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembersResponse.ProtoReflect.Descriptor instead.
 func (*MembersResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{23}
+	return file_harn_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *MembersResponse) GetMembers() []*Member {
@@ -1503,7 +1228,7 @@ type Member struct {
 
 func (x *Member) Reset() {
 	*x = Member{}
-	mi := &file_harn_proto_msgTypes[24]
+	mi := &file_harn_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1515,7 +1240,7 @@ func (x *Member) String() string {
 func (*Member) ProtoMessage() {}
 
 func (x *Member) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[24]
+	mi := &file_harn_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1528,7 +1253,7 @@ func (x *Member) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Member.ProtoReflect.Descriptor instead.
 func (*Member) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{24}
+	return file_harn_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Member) GetName() string {
@@ -1589,7 +1314,7 @@ type RaftResponse struct {
 
 func (x *RaftResponse) Reset() {
 	*x = RaftResponse{}
-	mi := &file_harn_proto_msgTypes[25]
+	mi := &file_harn_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1601,7 +1326,7 @@ func (x *RaftResponse) String() string {
 func (*RaftResponse) ProtoMessage() {}
 
 func (x *RaftResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[25]
+	mi := &file_harn_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1614,7 +1339,7 @@ func (x *RaftResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftResponse.ProtoReflect.Descriptor instead.
 func (*RaftResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{25}
+	return file_harn_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RaftResponse) GetStats() *RaftStats {
@@ -1643,7 +1368,7 @@ type RaftStats struct {
 
 func (x *RaftStats) Reset() {
 	*x = RaftStats{}
-	mi := &file_harn_proto_msgTypes[26]
+	mi := &file_harn_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1655,7 +1380,7 @@ func (x *RaftStats) String() string {
 func (*RaftStats) ProtoMessage() {}
 
 func (x *RaftStats) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[26]
+	mi := &file_harn_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1668,7 +1393,7 @@ func (x *RaftStats) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftStats.ProtoReflect.Descriptor instead.
 func (*RaftStats) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{26}
+	return file_harn_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RaftStats) GetLeader() string {
@@ -1743,7 +1468,7 @@ type RaftServer struct {
 
 func (x *RaftServer) Reset() {
 	*x = RaftServer{}
-	mi := &file_harn_proto_msgTypes[27]
+	mi := &file_harn_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1480,7 @@ func (x *RaftServer) String() string {
 func (*RaftServer) ProtoMessage() {}
 
 func (x *RaftServer) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[27]
+	mi := &file_harn_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1493,7 @@ func (x *RaftServer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RaftServer.ProtoReflect.Descriptor instead.
 func (*RaftServer) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{27}
+	return file_harn_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RaftServer) GetId() string {
@@ -1814,7 +1539,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_harn_proto_msgTypes[28]
+	mi := &file_harn_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1826,7 +1551,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[28]
+	mi := &file_harn_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1839,7 +1564,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{28}
+	return file_harn_proto_rawDescGZIP(), []int{25}
 }
 
 type RemoveServerRequest struct {
@@ -1851,7 +1576,7 @@ type RemoveServerRequest struct {
 
 func (x *RemoveServerRequest) Reset() {
 	*x = RemoveServerRequest{}
-	mi := &file_harn_proto_msgTypes[29]
+	mi := &file_harn_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1863,7 +1588,7 @@ func (x *RemoveServerRequest) String() string {
 func (*RemoveServerRequest) ProtoMessage() {}
 
 func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[29]
+	mi := &file_harn_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1876,7 +1601,7 @@ func (x *RemoveServerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerRequest.ProtoReflect.Descriptor instead.
 func (*RemoveServerRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{29}
+	return file_harn_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *RemoveServerRequest) GetId() string {
@@ -1894,7 +1619,7 @@ type RemoveServerResponse struct {
 
 func (x *RemoveServerResponse) Reset() {
 	*x = RemoveServerResponse{}
-	mi := &file_harn_proto_msgTypes[30]
+	mi := &file_harn_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1906,7 +1631,7 @@ func (x *RemoveServerResponse) String() string {
 func (*RemoveServerResponse) ProtoMessage() {}
 
 func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[30]
+	mi := &file_harn_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1919,7 +1644,7 @@ func (x *RemoveServerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RemoveServerResponse.ProtoReflect.Descriptor instead.
 func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{30}
+	return file_harn_proto_rawDescGZIP(), []int{27}
 }
 
 // TaskRequest carries one task runtime action; node names the target
@@ -1934,7 +1659,7 @@ type TaskRequest struct {
 
 func (x *TaskRequest) Reset() {
 	*x = TaskRequest{}
-	mi := &file_harn_proto_msgTypes[31]
+	mi := &file_harn_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +1671,7 @@ func (x *TaskRequest) String() string {
 func (*TaskRequest) ProtoMessage() {}
 
 func (x *TaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[31]
+	mi := &file_harn_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +1684,7 @@ func (x *TaskRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
 func (*TaskRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{31}
+	return file_harn_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *TaskRequest) GetNode() string {
@@ -1987,7 +1712,7 @@ type TaskResponse struct {
 
 func (x *TaskResponse) Reset() {
 	*x = TaskResponse{}
-	mi := &file_harn_proto_msgTypes[32]
+	mi := &file_harn_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1999,7 +1724,7 @@ func (x *TaskResponse) String() string {
 func (*TaskResponse) ProtoMessage() {}
 
 func (x *TaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[32]
+	mi := &file_harn_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2012,7 +1737,7 @@ func (x *TaskResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskResponse.ProtoReflect.Descriptor instead.
 func (*TaskResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{32}
+	return file_harn_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *TaskResponse) GetNode() string {
@@ -2038,7 +1763,7 @@ type DecideRequest struct {
 
 func (x *DecideRequest) Reset() {
 	*x = DecideRequest{}
-	mi := &file_harn_proto_msgTypes[33]
+	mi := &file_harn_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2050,7 +1775,7 @@ func (x *DecideRequest) String() string {
 func (*DecideRequest) ProtoMessage() {}
 
 func (x *DecideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[33]
+	mi := &file_harn_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2063,7 +1788,7 @@ func (x *DecideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideRequest.ProtoReflect.Descriptor instead.
 func (*DecideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{33}
+	return file_harn_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *DecideRequest) GetQuery() *DecideQuery {
@@ -2071,74 +1796,6 @@ func (x *DecideRequest) GetQuery() *DecideQuery {
 		return x.Query
 	}
 	return nil
-}
-
-type DecideResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Decision      string                 `protobuf:"bytes,1,opt,name=decision,proto3" json:"decision,omitempty"`
-	Reason        string                 `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
-	Task          string                 `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
-	Call          string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DecideResponse) Reset() {
-	*x = DecideResponse{}
-	mi := &file_harn_proto_msgTypes[34]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DecideResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DecideResponse) ProtoMessage() {}
-
-func (x *DecideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[34]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DecideResponse.ProtoReflect.Descriptor instead.
-func (*DecideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{34}
-}
-
-func (x *DecideResponse) GetDecision() string {
-	if x != nil {
-		return x.Decision
-	}
-	return ""
-}
-
-func (x *DecideResponse) GetReason() string {
-	if x != nil {
-		return x.Reason
-	}
-	return ""
-}
-
-func (x *DecideResponse) GetTask() string {
-	if x != nil {
-		return x.Task
-	}
-	return ""
-}
-
-func (x *DecideResponse) GetCall() string {
-	if x != nil {
-		return x.Call
-	}
-	return ""
 }
 
 type ApprovalRequest struct {
@@ -2161,7 +1818,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_harn_proto_msgTypes[35]
+	mi := &file_harn_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2173,7 +1830,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[35]
+	mi := &file_harn_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2186,7 +1843,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{35}
+	return file_harn_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *ApprovalRequest) GetSession() string {
@@ -2260,7 +1917,7 @@ type ApprovalResponse struct {
 
 func (x *ApprovalResponse) Reset() {
 	*x = ApprovalResponse{}
-	mi := &file_harn_proto_msgTypes[36]
+	mi := &file_harn_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2272,7 +1929,7 @@ func (x *ApprovalResponse) String() string {
 func (*ApprovalResponse) ProtoMessage() {}
 
 func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[36]
+	mi := &file_harn_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2285,7 +1942,7 @@ func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{36}
+	return file_harn_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ApprovalResponse) GetDecision() string {
@@ -2333,7 +1990,7 @@ type PendingRequest struct {
 
 func (x *PendingRequest) Reset() {
 	*x = PendingRequest{}
-	mi := &file_harn_proto_msgTypes[37]
+	mi := &file_harn_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2345,7 +2002,7 @@ func (x *PendingRequest) String() string {
 func (*PendingRequest) ProtoMessage() {}
 
 func (x *PendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[37]
+	mi := &file_harn_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2358,7 +2015,7 @@ func (x *PendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingRequest.ProtoReflect.Descriptor instead.
 func (*PendingRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{37}
+	return file_harn_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *PendingRequest) GetLocalOnly() bool {
@@ -2379,7 +2036,7 @@ type PendingResponse struct {
 
 func (x *PendingResponse) Reset() {
 	*x = PendingResponse{}
-	mi := &file_harn_proto_msgTypes[38]
+	mi := &file_harn_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2391,7 +2048,7 @@ func (x *PendingResponse) String() string {
 func (*PendingResponse) ProtoMessage() {}
 
 func (x *PendingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[38]
+	mi := &file_harn_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2404,7 +2061,7 @@ func (x *PendingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingResponse.ProtoReflect.Descriptor instead.
 func (*PendingResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{38}
+	return file_harn_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *PendingResponse) GetRequests() []*PermissionRequest {
@@ -2438,7 +2095,7 @@ type AnswerRequest struct {
 
 func (x *AnswerRequest) Reset() {
 	*x = AnswerRequest{}
-	mi := &file_harn_proto_msgTypes[39]
+	mi := &file_harn_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2450,7 +2107,7 @@ func (x *AnswerRequest) String() string {
 func (*AnswerRequest) ProtoMessage() {}
 
 func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[39]
+	mi := &file_harn_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2463,7 +2120,7 @@ func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{39}
+	return file_harn_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *AnswerRequest) GetRequest() string {
@@ -2517,7 +2174,7 @@ type AnswerResponse struct {
 
 func (x *AnswerResponse) Reset() {
 	*x = AnswerResponse{}
-	mi := &file_harn_proto_msgTypes[40]
+	mi := &file_harn_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2529,7 +2186,7 @@ func (x *AnswerResponse) String() string {
 func (*AnswerResponse) ProtoMessage() {}
 
 func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[40]
+	mi := &file_harn_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2542,7 +2199,7 @@ func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerResponse.ProtoReflect.Descriptor instead.
 func (*AnswerResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{40}
+	return file_harn_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AnswerResponse) GetRequest() *PermissionRequest {
@@ -2568,7 +2225,7 @@ type NotifyRequest struct {
 
 func (x *NotifyRequest) Reset() {
 	*x = NotifyRequest{}
-	mi := &file_harn_proto_msgTypes[41]
+	mi := &file_harn_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2580,7 +2237,7 @@ func (x *NotifyRequest) String() string {
 func (*NotifyRequest) ProtoMessage() {}
 
 func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[41]
+	mi := &file_harn_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2593,7 +2250,7 @@ func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
 func (*NotifyRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{41}
+	return file_harn_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *NotifyRequest) GetOp() string {
@@ -2650,7 +2307,7 @@ type NotifyResponse struct {
 
 func (x *NotifyResponse) Reset() {
 	*x = NotifyResponse{}
-	mi := &file_harn_proto_msgTypes[42]
+	mi := &file_harn_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2662,7 +2319,7 @@ func (x *NotifyResponse) String() string {
 func (*NotifyResponse) ProtoMessage() {}
 
 func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[42]
+	mi := &file_harn_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2675,7 +2332,7 @@ func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyResponse.ProtoReflect.Descriptor instead.
 func (*NotifyResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{42}
+	return file_harn_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *NotifyResponse) GetWebhooks() []*Webhook {
@@ -2734,7 +2391,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_harn_proto_msgTypes[43]
+	mi := &file_harn_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2746,7 +2403,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[43]
+	mi := &file_harn_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2759,7 +2416,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{43}
+	return file_harn_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Webhook) GetId() string {
@@ -2854,7 +2511,7 @@ type Desktop struct {
 
 func (x *Desktop) Reset() {
 	*x = Desktop{}
-	mi := &file_harn_proto_msgTypes[44]
+	mi := &file_harn_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2866,7 +2523,7 @@ func (x *Desktop) String() string {
 func (*Desktop) ProtoMessage() {}
 
 func (x *Desktop) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[44]
+	mi := &file_harn_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2879,7 +2536,7 @@ func (x *Desktop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Desktop.ProtoReflect.Descriptor instead.
 func (*Desktop) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{44}
+	return file_harn_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *Desktop) GetEnabled() bool {
@@ -2932,7 +2589,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_harn_proto_msgTypes[45]
+	mi := &file_harn_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2944,7 +2601,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[45]
+	mi := &file_harn_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2957,7 +2614,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{45}
+	return file_harn_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *WaitRequest) GetId() string {
@@ -2999,7 +2656,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_harn_proto_msgTypes[46]
+	mi := &file_harn_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3011,7 +2668,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[46]
+	mi := &file_harn_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3024,7 +2681,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{46}
+	return file_harn_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *WaitResponse) GetSessionJson() []byte {
@@ -3064,7 +2721,7 @@ type CoordRequest struct {
 
 func (x *CoordRequest) Reset() {
 	*x = CoordRequest{}
-	mi := &file_harn_proto_msgTypes[47]
+	mi := &file_harn_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3076,7 +2733,7 @@ func (x *CoordRequest) String() string {
 func (*CoordRequest) ProtoMessage() {}
 
 func (x *CoordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[47]
+	mi := &file_harn_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3089,7 +2746,7 @@ func (x *CoordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordRequest.ProtoReflect.Descriptor instead.
 func (*CoordRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{47}
+	return file_harn_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CoordRequest) GetOp() string {
@@ -3152,7 +2809,7 @@ type CoordResponse struct {
 
 func (x *CoordResponse) Reset() {
 	*x = CoordResponse{}
-	mi := &file_harn_proto_msgTypes[48]
+	mi := &file_harn_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3164,7 +2821,7 @@ func (x *CoordResponse) String() string {
 func (*CoordResponse) ProtoMessage() {}
 
 func (x *CoordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[48]
+	mi := &file_harn_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3177,7 +2834,7 @@ func (x *CoordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordResponse.ProtoReflect.Descriptor instead.
 func (*CoordResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{48}
+	return file_harn_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *CoordResponse) GetNode() string {
@@ -3220,7 +2877,7 @@ type CoordResult struct {
 
 func (x *CoordResult) Reset() {
 	*x = CoordResult{}
-	mi := &file_harn_proto_msgTypes[49]
+	mi := &file_harn_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3232,7 +2889,7 @@ func (x *CoordResult) String() string {
 func (*CoordResult) ProtoMessage() {}
 
 func (x *CoordResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[49]
+	mi := &file_harn_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3245,7 +2902,7 @@ func (x *CoordResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordResult.ProtoReflect.Descriptor instead.
 func (*CoordResult) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{49}
+	return file_harn_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *CoordResult) GetSession() string {
@@ -3334,7 +2991,7 @@ type RegistryClaim struct {
 
 func (x *RegistryClaim) Reset() {
 	*x = RegistryClaim{}
-	mi := &file_harn_proto_msgTypes[50]
+	mi := &file_harn_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3346,7 +3003,7 @@ func (x *RegistryClaim) String() string {
 func (*RegistryClaim) ProtoMessage() {}
 
 func (x *RegistryClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[50]
+	mi := &file_harn_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3359,7 +3016,7 @@ func (x *RegistryClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryClaim.ProtoReflect.Descriptor instead.
 func (*RegistryClaim) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{50}
+	return file_harn_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *RegistryClaim) GetRepo() string {
@@ -3420,7 +3077,7 @@ type ClaimHolder struct {
 
 func (x *ClaimHolder) Reset() {
 	*x = ClaimHolder{}
-	mi := &file_harn_proto_msgTypes[51]
+	mi := &file_harn_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3432,7 +3089,7 @@ func (x *ClaimHolder) String() string {
 func (*ClaimHolder) ProtoMessage() {}
 
 func (x *ClaimHolder) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[51]
+	mi := &file_harn_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3445,7 +3102,7 @@ func (x *ClaimHolder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimHolder.ProtoReflect.Descriptor instead.
 func (*ClaimHolder) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{51}
+	return file_harn_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ClaimHolder) GetPath() string {
@@ -3513,7 +3170,7 @@ type ReduceRequest struct {
 
 func (x *ReduceRequest) Reset() {
 	*x = ReduceRequest{}
-	mi := &file_harn_proto_msgTypes[52]
+	mi := &file_harn_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3525,7 +3182,7 @@ func (x *ReduceRequest) String() string {
 func (*ReduceRequest) ProtoMessage() {}
 
 func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[52]
+	mi := &file_harn_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3538,7 +3195,7 @@ func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRequest.ProtoReflect.Descriptor instead.
 func (*ReduceRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{52}
+	return file_harn_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ReduceRequest) GetTask() string {
@@ -3590,7 +3247,7 @@ type ContextRequest struct {
 
 func (x *ContextRequest) Reset() {
 	*x = ContextRequest{}
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3602,7 +3259,7 @@ func (x *ContextRequest) String() string {
 func (*ContextRequest) ProtoMessage() {}
 
 func (x *ContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3615,7 +3272,7 @@ func (x *ContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextRequest.ProtoReflect.Descriptor instead.
 func (*ContextRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{53}
+	return file_harn_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ContextRequest) GetSession() string {
@@ -3645,7 +3302,7 @@ type ContextResponse struct {
 
 func (x *ContextResponse) Reset() {
 	*x = ContextResponse{}
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3657,7 +3314,7 @@ func (x *ContextResponse) String() string {
 func (*ContextResponse) ProtoMessage() {}
 
 func (x *ContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3670,7 +3327,7 @@ func (x *ContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextResponse.ProtoReflect.Descriptor instead.
 func (*ContextResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{54}
+	return file_harn_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ContextResponse) GetReportJson() []byte {
@@ -3699,7 +3356,7 @@ type OverrideRequest struct {
 
 func (x *OverrideRequest) Reset() {
 	*x = OverrideRequest{}
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3711,7 +3368,7 @@ func (x *OverrideRequest) String() string {
 func (*OverrideRequest) ProtoMessage() {}
 
 func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3724,7 +3381,7 @@ func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideRequest.ProtoReflect.Descriptor instead.
 func (*OverrideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{55}
+	return file_harn_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *OverrideRequest) GetKind() string {
@@ -3778,7 +3435,7 @@ type OverrideResponse struct {
 
 func (x *OverrideResponse) Reset() {
 	*x = OverrideResponse{}
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3790,7 +3447,7 @@ func (x *OverrideResponse) String() string {
 func (*OverrideResponse) ProtoMessage() {}
 
 func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3803,7 +3460,7 @@ func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideResponse.ProtoReflect.Descriptor instead.
 func (*OverrideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{56}
+	return file_harn_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *OverrideResponse) GetKind() string {
@@ -3877,7 +3534,7 @@ type DoctorRequest struct {
 
 func (x *DoctorRequest) Reset() {
 	*x = DoctorRequest{}
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3889,7 +3546,7 @@ func (x *DoctorRequest) String() string {
 func (*DoctorRequest) ProtoMessage() {}
 
 func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3902,7 +3559,7 @@ func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRequest.ProtoReflect.Descriptor instead.
 func (*DoctorRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{57}
+	return file_harn_proto_rawDescGZIP(), []int{53}
 }
 
 type DoctorResponse struct {
@@ -3933,7 +3590,7 @@ type DoctorResponse struct {
 
 func (x *DoctorResponse) Reset() {
 	*x = DoctorResponse{}
-	mi := &file_harn_proto_msgTypes[58]
+	mi := &file_harn_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3945,7 +3602,7 @@ func (x *DoctorResponse) String() string {
 func (*DoctorResponse) ProtoMessage() {}
 
 func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[58]
+	mi := &file_harn_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3958,7 +3615,7 @@ func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorResponse.ProtoReflect.Descriptor instead.
 func (*DoctorResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{58}
+	return file_harn_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DoctorResponse) GetNode() string {
@@ -4091,7 +3748,7 @@ type DoctorTLS struct {
 
 func (x *DoctorTLS) Reset() {
 	*x = DoctorTLS{}
-	mi := &file_harn_proto_msgTypes[59]
+	mi := &file_harn_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4103,7 +3760,7 @@ func (x *DoctorTLS) String() string {
 func (*DoctorTLS) ProtoMessage() {}
 
 func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[59]
+	mi := &file_harn_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4116,7 +3773,7 @@ func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorTLS.ProtoReflect.Descriptor instead.
 func (*DoctorTLS) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{59}
+	return file_harn_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *DoctorTLS) GetMode() string {
@@ -4174,7 +3831,7 @@ type DoctorRaft struct {
 
 func (x *DoctorRaft) Reset() {
 	*x = DoctorRaft{}
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4186,7 +3843,7 @@ func (x *DoctorRaft) String() string {
 func (*DoctorRaft) ProtoMessage() {}
 
 func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4199,7 +3856,7 @@ func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRaft.ProtoReflect.Descriptor instead.
 func (*DoctorRaft) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{60}
+	return file_harn_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *DoctorRaft) GetLeader() string {
@@ -4313,7 +3970,7 @@ type SessionRow struct {
 
 func (x *SessionRow) Reset() {
 	*x = SessionRow{}
-	mi := &file_harn_proto_msgTypes[61]
+	mi := &file_harn_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4325,7 +3982,7 @@ func (x *SessionRow) String() string {
 func (*SessionRow) ProtoMessage() {}
 
 func (x *SessionRow) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[61]
+	mi := &file_harn_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4338,7 +3995,7 @@ func (x *SessionRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRow.ProtoReflect.Descriptor instead.
 func (*SessionRow) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{61}
+	return file_harn_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *SessionRow) GetSessionId() string {
@@ -4630,7 +4287,7 @@ type HarnTask struct {
 
 func (x *HarnTask) Reset() {
 	*x = HarnTask{}
-	mi := &file_harn_proto_msgTypes[62]
+	mi := &file_harn_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4642,7 +4299,7 @@ func (x *HarnTask) String() string {
 func (*HarnTask) ProtoMessage() {}
 
 func (x *HarnTask) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[62]
+	mi := &file_harn_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4655,7 +4312,7 @@ func (x *HarnTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarnTask.ProtoReflect.Descriptor instead.
 func (*HarnTask) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{62}
+	return file_harn_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *HarnTask) GetId() string {
@@ -4715,7 +4372,7 @@ type ReadInfo struct {
 
 func (x *ReadInfo) Reset() {
 	*x = ReadInfo{}
-	mi := &file_harn_proto_msgTypes[63]
+	mi := &file_harn_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4727,7 +4384,7 @@ func (x *ReadInfo) String() string {
 func (*ReadInfo) ProtoMessage() {}
 
 func (x *ReadInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[63]
+	mi := &file_harn_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4740,7 +4397,7 @@ func (x *ReadInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadInfo.ProtoReflect.Descriptor instead.
 func (*ReadInfo) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{63}
+	return file_harn_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *ReadInfo) GetConsistent() bool {
@@ -4797,7 +4454,7 @@ type GossipEntry struct {
 
 func (x *GossipEntry) Reset() {
 	*x = GossipEntry{}
-	mi := &file_harn_proto_msgTypes[64]
+	mi := &file_harn_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4809,7 +4466,7 @@ func (x *GossipEntry) String() string {
 func (*GossipEntry) ProtoMessage() {}
 
 func (x *GossipEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[64]
+	mi := &file_harn_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4822,7 +4479,7 @@ func (x *GossipEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipEntry.ProtoReflect.Descriptor instead.
 func (*GossipEntry) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{64}
+	return file_harn_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *GossipEntry) GetRow() *SessionRow {
@@ -4844,36 +4501,8 @@ var File_harn_proto protoreflect.FileDescriptor
 const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
-	"harn.proto\x12\aharn.v1\x1a\fvalues.proto\"\x8a\x02\n" +
-	"\x05Event\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\x12\x1d\n" +
-	"\n" +
-	"session_id\x18\x02 \x01(\tR\tsessionId\x12*\n" +
-	"\x11parent_session_id\x18\x03 \x01(\tR\x0fparentSessionId\x12\x12\n" +
-	"\x04type\x18\x04 \x01(\tR\x04type\x12 \n" +
-	"\fts_unix_nano\x18\x05 \x01(\x03R\n" +
-	"tsUnixNano\x12\x14\n" +
-	"\x05agent\x18\x06 \x01(\tR\x05agent\x12\x12\n" +
-	"\x04node\x18\a \x01(\tR\x04node\x12\x10\n" +
-	"\x03seq\x18\b \x01(\x04R\x03seq\x12\x1d\n" +
-	"\n" +
-	"attrs_json\x18\t \x01(\fR\tattrsJson\x12\x15\n" +
-	"\x06ts_set\x18\n" +
-	" \x01(\bR\x05tsSet\"\xb4\x01\n" +
-	"\rAppendRequest\x12&\n" +
-	"\x06events\x18\x01 \x03(\v2\x0e.harn.v1.EventR\x06events\x12\x1f\n" +
-	"\vcontext_for\x18\x02 \x01(\tR\n" +
-	"contextFor\x12\x19\n" +
-	"\bname_for\x18\x03 \x01(\tR\anameFor\x12,\n" +
-	"\x06decide\x18\x05 \x01(\v2\x14.harn.v1.DecideQueryR\x06decideJ\x04\b\x04\x10\x05R\vdecide_json\"\xc9\x01\n" +
-	"\x0eAppendResponse\x12\x10\n" +
-	"\x03ids\x18\x01 \x03(\tR\x03ids\x12\x1e\n" +
-	"\n" +
-	"duplicates\x18\x02 \x01(\x05R\n" +
-	"duplicates\x12-\n" +
-	"\x12additional_context\x18\x03 \x01(\tR\x11additionalContext\x12!\n" +
-	"\fpending_name\x18\x04 \x01(\tR\vpendingName\x123\n" +
-	"\bdecision\x18\x05 \x01(\v2\x17.harn.v1.DecideResponseR\bdecision\"\xa3\x01\n" +
+	"harn.proto\x12\aharn.v1\x1a\n" +
+	"hook.proto\x1a\fvalues.proto\"\xa3\x01\n" +
 	"\x0fDiagnoseRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12 \n" +
@@ -5001,12 +4630,7 @@ const file_harn_proto_rawDesc = "" +
 	"\x06result\x18\x03 \x01(\v2\x13.harn.v1.TaskResultR\x06resultJ\x04\b\x01\x10\x02R\vresult_json\"M\n" +
 	"\rDecideRequest\x12*\n" +
 	"\x05query\x18\x02 \x01(\v2\x14.harn.v1.DecideQueryR\x05queryJ\x04\b\x01\x10\x02R\n" +
-	"query_json\"l\n" +
-	"\x0eDecideResponse\x12\x1a\n" +
-	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
-	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04call\x18\x04 \x01(\tR\x04call\"\xef\x01\n" +
+	"query_json\"\xef\x01\n" +
 	"\x0fApprovalRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x12\n" +
@@ -5293,171 +4917,168 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 65)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_harn_proto_goTypes = []any{
-	(*Event)(nil),                // 0: harn.v1.Event
-	(*AppendRequest)(nil),        // 1: harn.v1.AppendRequest
-	(*AppendResponse)(nil),       // 2: harn.v1.AppendResponse
-	(*DiagnoseRequest)(nil),      // 3: harn.v1.DiagnoseRequest
-	(*DiagnoseResponse)(nil),     // 4: harn.v1.DiagnoseResponse
-	(*ListRequest)(nil),          // 5: harn.v1.ListRequest
-	(*ListResponse)(nil),         // 6: harn.v1.ListResponse
-	(*SessionRequest)(nil),       // 7: harn.v1.SessionRequest
-	(*SessionResponse)(nil),      // 8: harn.v1.SessionResponse
-	(*TraceResponse)(nil),        // 9: harn.v1.TraceResponse
-	(*WhoamiRequest)(nil),        // 10: harn.v1.WhoamiRequest
-	(*Proc)(nil),                 // 11: harn.v1.Proc
-	(*LifecycleRequest)(nil),     // 12: harn.v1.LifecycleRequest
-	(*LifecycleResponse)(nil),    // 13: harn.v1.LifecycleResponse
-	(*SetTaskRequest)(nil),       // 14: harn.v1.SetTaskRequest
-	(*ClaimRequest)(nil),         // 15: harn.v1.ClaimRequest
-	(*MutateResponse)(nil),       // 16: harn.v1.MutateResponse
-	(*ErrorsRequest)(nil),        // 17: harn.v1.ErrorsRequest
-	(*ErrorsResponse)(nil),       // 18: harn.v1.ErrorsResponse
-	(*Diagnostic)(nil),           // 19: harn.v1.Diagnostic
-	(*StatusRequest)(nil),        // 20: harn.v1.StatusRequest
-	(*StatusResponse)(nil),       // 21: harn.v1.StatusResponse
-	(*MeshRequest)(nil),          // 22: harn.v1.MeshRequest
-	(*MembersResponse)(nil),      // 23: harn.v1.MembersResponse
-	(*Member)(nil),               // 24: harn.v1.Member
-	(*RaftResponse)(nil),         // 25: harn.v1.RaftResponse
-	(*RaftStats)(nil),            // 26: harn.v1.RaftStats
-	(*RaftServer)(nil),           // 27: harn.v1.RaftServer
-	(*LeaveResponse)(nil),        // 28: harn.v1.LeaveResponse
-	(*RemoveServerRequest)(nil),  // 29: harn.v1.RemoveServerRequest
-	(*RemoveServerResponse)(nil), // 30: harn.v1.RemoveServerResponse
-	(*TaskRequest)(nil),          // 31: harn.v1.TaskRequest
-	(*TaskResponse)(nil),         // 32: harn.v1.TaskResponse
-	(*DecideRequest)(nil),        // 33: harn.v1.DecideRequest
-	(*DecideResponse)(nil),       // 34: harn.v1.DecideResponse
-	(*ApprovalRequest)(nil),      // 35: harn.v1.ApprovalRequest
-	(*ApprovalResponse)(nil),     // 36: harn.v1.ApprovalResponse
-	(*PendingRequest)(nil),       // 37: harn.v1.PendingRequest
-	(*PendingResponse)(nil),      // 38: harn.v1.PendingResponse
-	(*AnswerRequest)(nil),        // 39: harn.v1.AnswerRequest
-	(*AnswerResponse)(nil),       // 40: harn.v1.AnswerResponse
-	(*NotifyRequest)(nil),        // 41: harn.v1.NotifyRequest
-	(*NotifyResponse)(nil),       // 42: harn.v1.NotifyResponse
-	(*Webhook)(nil),              // 43: harn.v1.Webhook
-	(*Desktop)(nil),              // 44: harn.v1.Desktop
-	(*WaitRequest)(nil),          // 45: harn.v1.WaitRequest
-	(*WaitResponse)(nil),         // 46: harn.v1.WaitResponse
-	(*CoordRequest)(nil),         // 47: harn.v1.CoordRequest
-	(*CoordResponse)(nil),        // 48: harn.v1.CoordResponse
-	(*CoordResult)(nil),          // 49: harn.v1.CoordResult
-	(*RegistryClaim)(nil),        // 50: harn.v1.RegistryClaim
-	(*ClaimHolder)(nil),          // 51: harn.v1.ClaimHolder
-	(*ReduceRequest)(nil),        // 52: harn.v1.ReduceRequest
-	(*ContextRequest)(nil),       // 53: harn.v1.ContextRequest
-	(*ContextResponse)(nil),      // 54: harn.v1.ContextResponse
-	(*OverrideRequest)(nil),      // 55: harn.v1.OverrideRequest
-	(*OverrideResponse)(nil),     // 56: harn.v1.OverrideResponse
-	(*DoctorRequest)(nil),        // 57: harn.v1.DoctorRequest
-	(*DoctorResponse)(nil),       // 58: harn.v1.DoctorResponse
-	(*DoctorTLS)(nil),            // 59: harn.v1.DoctorTLS
-	(*DoctorRaft)(nil),           // 60: harn.v1.DoctorRaft
-	(*SessionRow)(nil),           // 61: harn.v1.SessionRow
-	(*HarnTask)(nil),             // 62: harn.v1.HarnTask
-	(*ReadInfo)(nil),             // 63: harn.v1.ReadInfo
-	(*GossipEntry)(nil),          // 64: harn.v1.GossipEntry
-	(*DecideQuery)(nil),          // 65: harn.v1.DecideQuery
-	(*TaskAction)(nil),           // 66: harn.v1.TaskAction
-	(*TaskResult)(nil),           // 67: harn.v1.TaskResult
-	(*PermissionRequest)(nil),    // 68: harn.v1.PermissionRequest
-	(*PathClaim)(nil),            // 69: harn.v1.PathClaim
-	(*Time)(nil),                 // 70: harn.v1.Time
+	(*DiagnoseRequest)(nil),      // 0: harn.v1.DiagnoseRequest
+	(*DiagnoseResponse)(nil),     // 1: harn.v1.DiagnoseResponse
+	(*ListRequest)(nil),          // 2: harn.v1.ListRequest
+	(*ListResponse)(nil),         // 3: harn.v1.ListResponse
+	(*SessionRequest)(nil),       // 4: harn.v1.SessionRequest
+	(*SessionResponse)(nil),      // 5: harn.v1.SessionResponse
+	(*TraceResponse)(nil),        // 6: harn.v1.TraceResponse
+	(*WhoamiRequest)(nil),        // 7: harn.v1.WhoamiRequest
+	(*Proc)(nil),                 // 8: harn.v1.Proc
+	(*LifecycleRequest)(nil),     // 9: harn.v1.LifecycleRequest
+	(*LifecycleResponse)(nil),    // 10: harn.v1.LifecycleResponse
+	(*SetTaskRequest)(nil),       // 11: harn.v1.SetTaskRequest
+	(*ClaimRequest)(nil),         // 12: harn.v1.ClaimRequest
+	(*MutateResponse)(nil),       // 13: harn.v1.MutateResponse
+	(*ErrorsRequest)(nil),        // 14: harn.v1.ErrorsRequest
+	(*ErrorsResponse)(nil),       // 15: harn.v1.ErrorsResponse
+	(*Diagnostic)(nil),           // 16: harn.v1.Diagnostic
+	(*StatusRequest)(nil),        // 17: harn.v1.StatusRequest
+	(*StatusResponse)(nil),       // 18: harn.v1.StatusResponse
+	(*MeshRequest)(nil),          // 19: harn.v1.MeshRequest
+	(*MembersResponse)(nil),      // 20: harn.v1.MembersResponse
+	(*Member)(nil),               // 21: harn.v1.Member
+	(*RaftResponse)(nil),         // 22: harn.v1.RaftResponse
+	(*RaftStats)(nil),            // 23: harn.v1.RaftStats
+	(*RaftServer)(nil),           // 24: harn.v1.RaftServer
+	(*LeaveResponse)(nil),        // 25: harn.v1.LeaveResponse
+	(*RemoveServerRequest)(nil),  // 26: harn.v1.RemoveServerRequest
+	(*RemoveServerResponse)(nil), // 27: harn.v1.RemoveServerResponse
+	(*TaskRequest)(nil),          // 28: harn.v1.TaskRequest
+	(*TaskResponse)(nil),         // 29: harn.v1.TaskResponse
+	(*DecideRequest)(nil),        // 30: harn.v1.DecideRequest
+	(*ApprovalRequest)(nil),      // 31: harn.v1.ApprovalRequest
+	(*ApprovalResponse)(nil),     // 32: harn.v1.ApprovalResponse
+	(*PendingRequest)(nil),       // 33: harn.v1.PendingRequest
+	(*PendingResponse)(nil),      // 34: harn.v1.PendingResponse
+	(*AnswerRequest)(nil),        // 35: harn.v1.AnswerRequest
+	(*AnswerResponse)(nil),       // 36: harn.v1.AnswerResponse
+	(*NotifyRequest)(nil),        // 37: harn.v1.NotifyRequest
+	(*NotifyResponse)(nil),       // 38: harn.v1.NotifyResponse
+	(*Webhook)(nil),              // 39: harn.v1.Webhook
+	(*Desktop)(nil),              // 40: harn.v1.Desktop
+	(*WaitRequest)(nil),          // 41: harn.v1.WaitRequest
+	(*WaitResponse)(nil),         // 42: harn.v1.WaitResponse
+	(*CoordRequest)(nil),         // 43: harn.v1.CoordRequest
+	(*CoordResponse)(nil),        // 44: harn.v1.CoordResponse
+	(*CoordResult)(nil),          // 45: harn.v1.CoordResult
+	(*RegistryClaim)(nil),        // 46: harn.v1.RegistryClaim
+	(*ClaimHolder)(nil),          // 47: harn.v1.ClaimHolder
+	(*ReduceRequest)(nil),        // 48: harn.v1.ReduceRequest
+	(*ContextRequest)(nil),       // 49: harn.v1.ContextRequest
+	(*ContextResponse)(nil),      // 50: harn.v1.ContextResponse
+	(*OverrideRequest)(nil),      // 51: harn.v1.OverrideRequest
+	(*OverrideResponse)(nil),     // 52: harn.v1.OverrideResponse
+	(*DoctorRequest)(nil),        // 53: harn.v1.DoctorRequest
+	(*DoctorResponse)(nil),       // 54: harn.v1.DoctorResponse
+	(*DoctorTLS)(nil),            // 55: harn.v1.DoctorTLS
+	(*DoctorRaft)(nil),           // 56: harn.v1.DoctorRaft
+	(*SessionRow)(nil),           // 57: harn.v1.SessionRow
+	(*HarnTask)(nil),             // 58: harn.v1.HarnTask
+	(*ReadInfo)(nil),             // 59: harn.v1.ReadInfo
+	(*GossipEntry)(nil),          // 60: harn.v1.GossipEntry
+	(*Event)(nil),                // 61: harn.v1.Event
+	(*TaskAction)(nil),           // 62: harn.v1.TaskAction
+	(*TaskResult)(nil),           // 63: harn.v1.TaskResult
+	(*DecideQuery)(nil),          // 64: harn.v1.DecideQuery
+	(*PermissionRequest)(nil),    // 65: harn.v1.PermissionRequest
+	(*PathClaim)(nil),            // 66: harn.v1.PathClaim
+	(*Time)(nil),                 // 67: harn.v1.Time
+	(*AppendRequest)(nil),        // 68: harn.v1.AppendRequest
+	(*AppendResponse)(nil),       // 69: harn.v1.AppendResponse
+	(*DecideResponse)(nil),       // 70: harn.v1.DecideResponse
 }
 var file_harn_proto_depIdxs = []int32{
-	0,  // 0: harn.v1.AppendRequest.events:type_name -> harn.v1.Event
-	65, // 1: harn.v1.AppendRequest.decide:type_name -> harn.v1.DecideQuery
-	34, // 2: harn.v1.AppendResponse.decision:type_name -> harn.v1.DecideResponse
-	61, // 3: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
-	63, // 4: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
-	61, // 5: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
-	61, // 6: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
-	0,  // 7: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
-	11, // 8: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
-	19, // 9: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
-	24, // 10: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
-	26, // 11: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
-	27, // 12: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
-	66, // 13: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
-	67, // 14: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
-	65, // 15: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
-	68, // 16: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
-	68, // 17: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
-	43, // 18: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
-	44, // 19: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
-	69, // 20: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
-	49, // 21: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
-	50, // 22: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
-	51, // 23: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
-	70, // 24: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
-	59, // 25: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
-	60, // 26: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
-	19, // 27: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
-	70, // 28: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
-	62, // 29: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
-	61, // 30: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
-	57, // 31: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
-	1,  // 32: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	3,  // 33: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	5,  // 34: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	7,  // 35: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	7,  // 36: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	10, // 37: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	12, // 38: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	14, // 39: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	15, // 40: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	17, // 41: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	20, // 42: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	22, // 43: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	22, // 44: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	22, // 45: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	29, // 46: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	31, // 47: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	33, // 48: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	35, // 49: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	37, // 50: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	39, // 51: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	41, // 52: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	45, // 53: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	47, // 54: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	52, // 55: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	55, // 56: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	53, // 57: harn.v1.Local.Context:input_type -> harn.v1.ContextRequest
-	58, // 58: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
-	2,  // 59: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	4,  // 60: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	6,  // 61: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	8,  // 62: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	9,  // 63: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	8,  // 64: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	13, // 65: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	16, // 66: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	16, // 67: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	18, // 68: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	21, // 69: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	23, // 70: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	25, // 71: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	28, // 72: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	30, // 73: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	32, // 74: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	34, // 75: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	36, // 76: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	38, // 77: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	40, // 78: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	42, // 79: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	46, // 80: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	48, // 81: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	32, // 82: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	56, // 83: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	54, // 84: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
-	58, // [58:85] is the sub-list for method output_type
-	31, // [31:58] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	57, // 0: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
+	59, // 1: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
+	57, // 2: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
+	57, // 3: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
+	61, // 4: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
+	8,  // 5: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
+	16, // 6: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
+	21, // 7: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
+	23, // 8: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
+	24, // 9: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
+	62, // 10: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
+	63, // 11: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
+	64, // 12: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
+	65, // 13: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
+	65, // 14: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
+	39, // 15: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
+	40, // 16: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
+	66, // 17: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
+	45, // 18: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
+	46, // 19: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
+	47, // 20: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
+	67, // 21: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
+	55, // 22: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
+	56, // 23: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
+	16, // 24: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
+	67, // 25: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
+	58, // 26: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
+	57, // 27: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
+	53, // 28: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
+	68, // 29: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
+	0,  // 30: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
+	2,  // 31: harn.v1.Local.List:input_type -> harn.v1.ListRequest
+	4,  // 32: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
+	4,  // 33: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
+	7,  // 34: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
+	9,  // 35: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
+	11, // 36: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
+	12, // 37: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
+	14, // 38: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
+	17, // 39: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
+	19, // 40: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	19, // 41: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	19, // 42: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	26, // 43: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	28, // 44: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	30, // 45: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	31, // 46: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	33, // 47: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	35, // 48: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	37, // 49: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	41, // 50: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	43, // 51: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	48, // 52: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
+	51, // 53: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	49, // 54: harn.v1.Local.Context:input_type -> harn.v1.ContextRequest
+	54, // 55: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
+	69, // 56: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	1,  // 57: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	3,  // 58: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	5,  // 59: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	6,  // 60: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	5,  // 61: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	10, // 62: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	13, // 63: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	13, // 64: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	15, // 65: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	18, // 66: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	20, // 67: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	22, // 68: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	25, // 69: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	27, // 70: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	29, // 71: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	70, // 72: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	32, // 73: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	34, // 74: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	36, // 75: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	38, // 76: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	42, // 77: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	44, // 78: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	29, // 79: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	52, // 80: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	50, // 81: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
+	55, // [55:82] is the sub-list for method output_type
+	28, // [28:55] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for extension type_name
+	28, // [28:28] is the sub-list for extension extendee
+	0,  // [0:28] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -5465,6 +5086,7 @@ func file_harn_proto_init() {
 	if File_harn_proto != nil {
 		return
 	}
+	file_hook_proto_init()
 	file_values_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -5472,7 +5094,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   65,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

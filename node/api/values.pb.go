@@ -2082,202 +2082,6 @@ func (x *Time) GetOffsetSeconds() int32 {
 	return 0
 }
 
-// DecideQuery is a hook's question about one tool call.
-type DecideQuery struct {
-	state protoimpl.MessageState `protogen:"open.v1"`
-	// phase is pre (before the call) or post (after it).
-	Phase string `protobuf:"bytes,1,opt,name=phase,proto3" json:"phase,omitempty"`
-	// session is the agent's session id; task is HARN_TASK from the agent's
-	// environment, when set.
-	Session string `protobuf:"bytes,2,opt,name=session,proto3" json:"session,omitempty"`
-	Task    string `protobuf:"bytes,3,opt,name=task,proto3" json:"task,omitempty"`
-	Tool    string `protobuf:"bytes,4,opt,name=tool,proto3" json:"tool,omitempty"`
-	// input is the raw tool_input JSON: matched, digested, never stored.
-	Input []byte `protobuf:"bytes,5,opt,name=input,proto3" json:"input,omitempty"`
-	// call is the agent's call id; failed (post): the call failed.
-	Call   string `protobuf:"bytes,6,opt,name=call,proto3" json:"call,omitempty"`
-	Failed bool   `protobuf:"varint,7,opt,name=failed,proto3" json:"failed,omitempty"`
-	// wait_ms bounds how long a call that needs a confirmation waits for
-	// `harn task confirm`.
-	WaitMs int64 `protobuf:"varint,8,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
-	// claims are the paths the call writes, by repository.
-	Claims        []*PathClaim `protobuf:"bytes,9,rep,name=claims,proto3" json:"claims,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *DecideQuery) Reset() {
-	*x = DecideQuery{}
-	mi := &file_values_proto_msgTypes[21]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *DecideQuery) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*DecideQuery) ProtoMessage() {}
-
-func (x *DecideQuery) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[21]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use DecideQuery.ProtoReflect.Descriptor instead.
-func (*DecideQuery) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{21}
-}
-
-func (x *DecideQuery) GetPhase() string {
-	if x != nil {
-		return x.Phase
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetTask() string {
-	if x != nil {
-		return x.Task
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetTool() string {
-	if x != nil {
-		return x.Tool
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetInput() []byte {
-	if x != nil {
-		return x.Input
-	}
-	return nil
-}
-
-func (x *DecideQuery) GetCall() string {
-	if x != nil {
-		return x.Call
-	}
-	return ""
-}
-
-func (x *DecideQuery) GetFailed() bool {
-	if x != nil {
-		return x.Failed
-	}
-	return false
-}
-
-func (x *DecideQuery) GetWaitMs() int64 {
-	if x != nil {
-		return x.WaitMs
-	}
-	return 0
-}
-
-func (x *DecideQuery) GetClaims() []*PathClaim {
-	if x != nil {
-		return x.Claims
-	}
-	return nil
-}
-
-// PathClaim names paths of one repository a session claims (or
-// releases, or checks).
-type PathClaim struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
-	Repo    string                 `protobuf:"bytes,2,opt,name=repo,proto3" json:"repo,omitempty"`
-	Paths   []string               `protobuf:"bytes,3,rep,name=paths,proto3" json:"paths,omitempty"`
-	Phase   string                 `protobuf:"bytes,4,opt,name=phase,proto3" json:"phase,omitempty"`
-	// abs are the hook's absolute paths, one per path.
-	Abs           []string `protobuf:"bytes,5,rep,name=abs,proto3" json:"abs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *PathClaim) Reset() {
-	*x = PathClaim{}
-	mi := &file_values_proto_msgTypes[22]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *PathClaim) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*PathClaim) ProtoMessage() {}
-
-func (x *PathClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[22]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use PathClaim.ProtoReflect.Descriptor instead.
-func (*PathClaim) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{22}
-}
-
-func (x *PathClaim) GetSession() string {
-	if x != nil {
-		return x.Session
-	}
-	return ""
-}
-
-func (x *PathClaim) GetRepo() string {
-	if x != nil {
-		return x.Repo
-	}
-	return ""
-}
-
-func (x *PathClaim) GetPaths() []string {
-	if x != nil {
-		return x.Paths
-	}
-	return nil
-}
-
-func (x *PathClaim) GetPhase() string {
-	if x != nil {
-		return x.Phase
-	}
-	return ""
-}
-
-func (x *PathClaim) GetAbs() []string {
-	if x != nil {
-		return x.Abs
-	}
-	return nil
-}
-
 // PermissionRequest is an agent's open (or answered) permission request.
 type PermissionRequest struct {
 	state   protoimpl.MessageState `protogen:"open.v1"`
@@ -2307,7 +2111,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_values_proto_msgTypes[23]
+	mi := &file_values_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2123,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[23]
+	mi := &file_values_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2136,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{23}
+	return file_values_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *PermissionRequest) GetId() string {
@@ -2453,7 +2257,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_values_proto_msgTypes[24]
+	mi := &file_values_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2465,7 +2269,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[24]
+	mi := &file_values_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2478,7 +2282,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{24}
+	return file_values_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionAnswer) GetAllow() bool {
@@ -2734,23 +2538,7 @@ const file_values_proto_rawDesc = "" +
 	"\fawaiting_ack\x18\x06 \x03(\tR\vawaitingAck\"J\n" +
 	"\x04Time\x12\x1b\n" +
 	"\tunix_nano\x18\x01 \x01(\x03R\bunixNano\x12%\n" +
-	"\x0eoffset_seconds\x18\x02 \x01(\x05R\roffsetSeconds\"\xec\x01\n" +
-	"\vDecideQuery\x12\x14\n" +
-	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x18\n" +
-	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
-	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04tool\x18\x04 \x01(\tR\x04tool\x12\x14\n" +
-	"\x05input\x18\x05 \x01(\fR\x05input\x12\x12\n" +
-	"\x04call\x18\x06 \x01(\tR\x04call\x12\x16\n" +
-	"\x06failed\x18\a \x01(\bR\x06failed\x12\x17\n" +
-	"\await_ms\x18\b \x01(\x03R\x06waitMs\x12*\n" +
-	"\x06claims\x18\t \x03(\v2\x12.harn.v1.PathClaimR\x06claims\"w\n" +
-	"\tPathClaim\x12\x18\n" +
-	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
-	"\x04repo\x18\x02 \x01(\tR\x04repo\x12\x14\n" +
-	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x14\n" +
-	"\x05phase\x18\x04 \x01(\tR\x05phase\x12\x10\n" +
-	"\x03abs\x18\x05 \x03(\tR\x03abs\"\x9a\x03\n" +
+	"\x0eoffset_seconds\x18\x02 \x01(\x05R\roffsetSeconds\"\x9a\x03\n" +
 	"\x11PermissionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -2787,7 +2575,7 @@ func file_values_proto_rawDescGZIP() []byte {
 	return file_values_proto_rawDescData
 }
 
-var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_values_proto_goTypes = []any{
 	(*TaskAction)(nil),        // 0: harn.v1.TaskAction
 	(*HarnOptions)(nil),       // 1: harn.v1.HarnOptions
@@ -2810,10 +2598,8 @@ var file_values_proto_goTypes = []any{
 	(*CapabilityCalls)(nil),   // 18: harn.v1.CapabilityCalls
 	(*SessionView)(nil),       // 19: harn.v1.SessionView
 	(*Time)(nil),              // 20: harn.v1.Time
-	(*DecideQuery)(nil),       // 21: harn.v1.DecideQuery
-	(*PathClaim)(nil),         // 22: harn.v1.PathClaim
-	(*PermissionRequest)(nil), // 23: harn.v1.PermissionRequest
-	(*PermissionAnswer)(nil),  // 24: harn.v1.PermissionAnswer
+	(*PermissionRequest)(nil), // 21: harn.v1.PermissionRequest
+	(*PermissionAnswer)(nil),  // 22: harn.v1.PermissionAnswer
 }
 var file_values_proto_depIdxs = []int32{
 	6,  // 0: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
@@ -2843,15 +2629,14 @@ var file_values_proto_depIdxs = []int32{
 	9,  // 24: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
 	9,  // 25: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
 	9,  // 26: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
-	22, // 27: harn.v1.DecideQuery.claims:type_name -> harn.v1.PathClaim
-	20, // 28: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
-	24, // 29: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
-	20, // 30: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
-	31, // [31:31] is the sub-list for method output_type
-	31, // [31:31] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	20, // 27: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
+	22, // 28: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
+	20, // 29: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
+	30, // [30:30] is the sub-list for method output_type
+	30, // [30:30] is the sub-list for method input_type
+	30, // [30:30] is the sub-list for extension type_name
+	30, // [30:30] is the sub-list for extension extendee
+	0,  // [0:30] is the sub-list for field type_name
 }
 
 func init() { file_values_proto_init() }
@@ -2865,7 +2650,7 @@ func file_values_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_values_proto_rawDesc), len(file_values_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   25,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

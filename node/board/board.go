@@ -92,8 +92,9 @@ type Config struct {
 	Decider Decider
 	// Less orders rows; nil means DefaultLess.
 	Less func(a, b Row) bool
-	// Clock tells the time of the rows and paces the event streams
-	// (their coalescing and keep-alives); nil is the real clock.
+	// Clock reads the time (the pages' ages and stamps) and runs the event
+	// streams' timers (the coalescing hold, the keep-alive ping); nil
+	// means clock.Real.
 	Clock clock.Clock
 	// MinInterval is the least time between two pushes on one stream
 	// (default 200ms: at most 5 a second).

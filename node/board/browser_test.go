@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/harn-dev/harn/internal/testsupport"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 func step(t *testing.T, ctx context.Context, d time.Duration, steps ...chromedp.Action[chromedp.Void]) {
@@ -79,7 +80,7 @@ func TestBrowser(t *testing.T) {
 	src := newFake(seed()...)
 	src.traces["s-ended"] = seedTrace()
 	acts := &fakeActions{}
-	s, err := New(Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Clock: fixedClock{}})
+	s, err := New(Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}

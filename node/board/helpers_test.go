@@ -171,10 +171,16 @@ func (a *fakeActions) log() []string {
 // t0 is the tests' fixed now.
 var t0 = time.Date(2026, 8, 12, 10, 30, 0, 0, time.UTC)
 
-// fixedClock reads t0 and runs real timers (the streams need them).
-type fixedClock struct{ clock.Real }
-
-func (fixedClock) Now() time.Time { return t0 }
+// fakeClock is the fake clock a test server runs on (newTestServer's,
+// unless the test gave its own).
+func fakeClock(t *testing.T, s *Server) *clock.Fake {
+	t.Helper()
+	f, ok := s.cfg.Clock.(*clock.Fake)
+	if !ok {
+		t.Fatalf("the server runs on %T, not a fake clock", s.cfg.Clock)
+	}
+	return f
+}
 
 // seed is a roster across three machines: one needs input, one blocked,
 // one working and silent, one idle and done, one on an unreachable
@@ -219,13 +225,13 @@ func seedTrace() []presence.Event {
 	}
 }
 
-// newTestServer is a board over the seed with a fixed clock.
+// newTestServer is a board over the seed on a fake clock set to t0.
 func newTestServer(t *testing.T, mod func(*Config)) (*Server, *fakeSource, *fakeActions) {
 	t.Helper()
 	src := newFake(seed()...)
 	src.traces["s-ended"] = seedTrace()
 	acts := &fakeActions{}
-	cfg := Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Clock: fixedClock{}}
+	cfg := Config{Addr: "127.0.0.1:0", Token: secret, Source: src, Actions: acts, Clock: clock.NewFake(t0)}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // streamFrom opens /events from the local address ip (any of 127.0.0.0/8
@@ -77,6 +79,9 @@ func TestStreamOutlivesTheReadAndWriteTimeouts(t *testing.T) {
 	s, _ := openServer(t, func(c *Config) {
 		c.Limits.ReadTimeout, c.Limits.WriteTimeout = 150*time.Millisecond, 150*time.Millisecond
 		c.Ping = 400 * time.Millisecond
+		// The socket's deadlines are wall time: so must be the pings
+		// that have to outlive them.
+		c.Clock = clock.Real{}
 	})
 	_, r := stream(t, s)
 	frame(t, r, 5*time.Second) // hello

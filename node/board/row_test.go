@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unicode"
+
+	"github.com/harn-dev/harn/util/clock"
 )
 
 func TestDecodeRowReadsTheRosterJSON(t *testing.T) {
@@ -145,7 +147,7 @@ func FuzzDecodeRow(f *testing.F) {
 			t.Fatal("a row without session id decoded")
 		}
 		c := clean(r)
-		s, _ := New(Config{Token: secret, Source: newFake(c), Clock: fixedClock{}})
+		s, _ := New(Config{Token: secret, Source: newFake(c), Clock: clock.NewFake(t0)})
 		v := s.buildBoard([]Row{c}, Filter{})
 		_ = s.buildDetail(c, nil, nil)
 		if !r.Ended && v.Shown != 1 {

@@ -124,7 +124,7 @@ func TestAgentTextIsEscapedAndSanitized(t *testing.T) {
 	evil := Row{SessionID: "s-evil", Name: "<script>alert(1)</script>", Agent: "codex", Node: "alpha",
 		Task: "\x1b]0;pwned\x07 rm -rf \u202e<b>", Activity: "working", TaskState: "blocked",
 		BlockerReason: "\"><img src=x onerror=alert(1)>", Reachable: true}
-	s, err := New(Config{Token: secret, Source: newFake(evil), Clock: fixedClock{}})
+	s, err := New(Config{Token: secret, Source: newFake(evil), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,7 +267,7 @@ func TestActionButtonsRenderFromRowData(t *testing.T) {
 		}
 	}
 	// Without Actions the board shows no buttons.
-	s2, err := New(Config{Token: secret, Source: newFake(seed()...), Clock: fixedClock{}})
+	s2, err := New(Config{Token: secret, Source: newFake(seed()...), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestAgesUseTheInjectedClock(t *testing.T) {
 	if !strings.Contains(get(t, s.Handler(), "/").Body.String(), `>7m</time>`) {
 		t.Fatal("age at t0")
 	}
-	clk.Advance(2 * time.Hour)
+	clk.Set(t0.Add(2 * time.Hour))
 	if !strings.Contains(get(t, s.Handler(), "/").Body.String(), `>2h</time>`) {
 		t.Fatal("age after the clock moved")
 	}
@@ -439,7 +439,7 @@ func TestAgesUseTheInjectedClock(t *testing.T) {
 
 func TestRosterSliceOfTheSourceIsNotModified(t *testing.T) {
 	shared := []Row{{SessionID: "s\x1b", Name: "n\x07", Activity: "idle", Reachable: true}}
-	s, err := New(Config{Token: secret, Source: newFake(shared...), Clock: fixedClock{}})
+	s, err := New(Config{Token: secret, Source: newFake(shared...), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,7 +459,7 @@ func FuzzActionForm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string, withToken bool) {
 		src := newFake(seed()...)
 		acts := &fakeActions{}
-		s, err := New(Config{Token: secret, Source: src, Actions: acts, Clock: fixedClock{}})
+		s, err := New(Config{Token: secret, Source: src, Actions: acts, Clock: clock.NewFake(t0)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,7 +121,8 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	}
 	fl.Flush()
 
-	ping := s.cfg.Clock.NewTicker(s.cfg.Ping)
+	clk := s.cfg.Clock
+	ping := clk.NewTicker(s.cfg.Ping)
 	defer ping.Stop()
 	c := coalescer{gap: s.cfg.MinInterval}
 	var hold clock.Timer
@@ -149,13 +150,13 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			send, wait := c.change(s.cfg.Clock.Now())
+			send, wait := c.change(clk.Now())
 			if send && !push() {
 				return
 			}
 			if wait > 0 {
 				if hold == nil {
-					hold = s.cfg.Clock.NewTimer(wait)
+					hold = clk.NewTimer(wait)
 				} else {
 					hold.Reset(wait)
 				}
@@ -163,7 +164,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			}
 		case <-holdC:
 			holdC = nil
-			if c.flush(s.cfg.Clock.Now()) && !push() {
+			if c.flush(clk.Now()) && !push() {
 				return
 			}
 		case <-ping.C():

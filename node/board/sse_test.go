@@ -83,16 +83,28 @@ func TestSSEFraming(t *testing.T) {
 	if f := frame(t, r, 5*time.Second); f != "id: 1\nevent: change\ndata: {\"seq\":1}\n" {
 		t.Fatalf("change frame %q", f)
 	}
+	// The second change comes within the minimum interval (the clock has
+	// not moved): it is held until the interval has passed.
 	src.notify()
+	clk := fakeClock(t, s)
+	if !clk.BlockUntil(2, 5*time.Second) { // the ping ticker and the hold
+		t.Fatal("the second change was not held")
+	}
+	clk.Advance(s.cfg.MinInterval)
 	if f := frame(t, r, 5*time.Second); f != "id: 2\nevent: change\ndata: {\"seq\":2}\n" {
 		t.Fatalf("second change frame %q", f)
 	}
 }
 
 func TestSSEPingKeepsTheStreamAlive(t *testing.T) {
-	s, _ := openServer(t, func(c *Config) { c.Ping = 20 * time.Millisecond })
+	s, _ := openServer(t, func(c *Config) { c.Ping = 20 * time.Second })
 	_, r := stream(t, s)
 	frame(t, r, 5*time.Second) // hello
+	clk := fakeClock(t, s)
+	if !clk.BlockUntil(1, 5*time.Second) {
+		t.Fatal("the stream armed no ping ticker")
+	}
+	clk.Advance(20 * time.Second)
 	if f := frame(t, r, 5*time.Second); f != ": ping\n" {
 		t.Fatalf("ping frame %q", f)
 	}
@@ -102,18 +114,25 @@ func TestSSEBurstIsCoalescedIntoOnePush(t *testing.T) {
 	s, src := openServer(t, func(c *Config) { c.MinInterval = 300 * time.Millisecond })
 	_, r := stream(t, s)
 	frame(t, r, 5*time.Second)
-	start := time.Now()
+	clk := fakeClock(t, s)
 	src.notify()
 	frame(t, r, 5*time.Second) // the first change goes out at once
 	for i := 0; i < 50; i++ {
 		src.notify()
 	}
+	if !clk.BlockUntil(2, 5*time.Second) { // the ping ticker and the hold
+		t.Fatal("the burst was not held")
+	}
+	// The hold falls due at the minimum interval, not before: the fake
+	// clock fires nothing short of it.
+	clk.Advance(299 * time.Millisecond)
+	if due, ok := clk.NextDue(); !ok || due.Sub(t0) < 300*time.Millisecond {
+		t.Fatalf("the held push falls due at %v after the first, before the minimum interval", due.Sub(t0))
+	}
+	clk.Advance(time.Millisecond)
 	f := frame(t, r, 5*time.Second) // the burst is held, then sent once
 	if !strings.Contains(f, "id: 2\n") {
 		t.Fatalf("frame %q", f)
-	}
-	if d := time.Since(start); d < 300*time.Millisecond {
-		t.Fatalf("second push after %v, before the minimum interval", d)
 	}
 }
 
