@@ -84,3 +84,54 @@ func TestHistoryOfAnotherNodesSessionIsRefusedWithoutRemoteControl(t *testing.T)
 		t.Fatalf("show with --remote-control tw1: %+v %v", r, err)
 	}
 }
+
+// TestPendingDetailGoesOnlyToCallersTheRemoteControlPolicyNames lists an
+// open permission request of node tw0 from a member's node-role
+// certificate: under the default --remote-control off the member sees the
+// request's summary (which session waits where) but not the command in
+// full, and its answer is refused; once the policy names it, the detail
+// comes too.
+func TestPendingDetailGoesOnlyToCallersTheRemoteControlPolicyNames(t *testing.T) {
+	m, _ := startTrustMesh(t)
+	n0 := m.nodes[0]
+	n1 := m.join("tw1", m.token(false, 0, 0), false)
+	const detail = "curl -H 'Authorization: Bearer s3cr3t' https://example.com"
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		n0.Tasks().Approvals().Await(ctx, tasks.Request{Session: "s1", Agent: "claude-code", Tool: "Bash", Summary: "curl", Detail: detail}, time.Minute)
+	}()
+	defer func() { cancel(); <-done }()
+	waitFor(t, 10*time.Second, "the request opens", func() bool { return len(n0.Tasks().Approvals().List()) == 1 })
+	cl := asMember(t, n1, n0)
+	list := func() []*api.PermissionRequest {
+		t.Helper()
+		rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer rcancel()
+		res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Requests) != 1 {
+			t.Fatalf("pending: %+v", res.Requests)
+		}
+		return res.Requests
+	}
+	r := list()[0]
+	if r.Detail != "" || r.Summary != "curl" || r.Session != "s1" {
+		t.Errorf("under --remote-control off a member got %+v, want the summary without the detail", r)
+	}
+	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer rcancel()
+	if _, err := cl.Answer(rctx, &api.AnswerRequest{Request: r.Id, Allow: true, LocalOnly: true}); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("answer under --remote-control off: %v, want PermissionDenied", err)
+	}
+	if len(n0.Tasks().Approvals().List()) != 1 {
+		t.Fatal("the refused answer closed the request")
+	}
+	n0.cfg.Cluster.RemoteControl = "tw1"
+	if r := list()[0]; r.Detail != detail {
+		t.Errorf("with --remote-control tw1 the detail is %q, want the call in full", r.Detail)
+	}
+}
