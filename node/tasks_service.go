@@ -494,14 +494,40 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: s.c.name}, nil
 }
 
+// Pending lists this node's open permission requests to a member. The
+// call in full (Detail: a command's arguments) goes only to a caller this
+// node's --remote-control policy allows, who may answer it; any other
+// member gets the summary, as the gossiped trace carries it, and so still
+// learns which session waits where.
 func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
-	if h := s.c.host(); h != nil {
-		for _, r := range h.Approvals().List() {
-			out.Requests = append(out.Requests, tasks.RequestToAPI(r))
+	h := s.c.host()
+	if h == nil {
+		return out, nil
+	}
+	full := s.c.remoteAllowed(ctx)
+	for _, r := range h.Approvals().List() {
+		if !full {
+			r.Detail = ""
 		}
+		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}
 	return out, nil
+}
+
+// remoteAllowed is authorizeRemote's decision without its refusal's log
+// line, for reads that answer a refused caller with less rather than
+// nothing (a listing polled by every board).
+func (c *cluster) remoteAllowed(ctx context.Context) bool {
+	id, err := trust.PeerFromContext(ctx)
+	if err != nil {
+		return false
+	}
+	var rc trust.RemoteControl // off
+	if p, ok := c.local.(interface{ RemoteControl() trust.RemoteControl }); ok {
+		rc = p.RemoteControl()
+	}
+	return rc.Allow(id) == nil
 }
 
 func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
