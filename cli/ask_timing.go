@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -47,7 +47,7 @@ func (t *askTiming) mark(what string) {
 }
 
 // polled marks the arrival of a poll's events.
-func (t *askTiming) polled(evs []runtime.LoopEvent) {
+func (t *askTiming) polled(evs []taskwire.Event) {
 	if t.w == nil {
 		return
 	}
