@@ -66,6 +66,32 @@ func TestHistoryOfAnotherNodesSessionIsRefusedWithoutRemoteControl(t *testing.T)
 			t.Errorf("%s: the refusal does not say why: %v", r.name, err)
 		}
 	}
+	// harn ask --fork of the session from another node is a remote start:
+	// refused, and no session opens.
+	before := len(n0.Sessions(false))
+	fork := tasks.Action{Op: tasks.OpStart, Agent: tasks.AgentHarn, Text: "what did it say?",
+		Harn: &tasks.HarnOptions{Provider: "openai", Model: "m", Fork: res.Session}}
+	if _, err := call(fork); status.Code(err) != codes.PermissionDenied {
+		t.Errorf("ask --fork under --remote-control off: %v, want PermissionDenied", err)
+	}
+	if after := len(n0.Sessions(false)); after != before {
+		t.Errorf("a refused fork opened a session: %d sessions, were %d", after, before)
+	}
+	// harn usage on the member sums its own ledger and names the refusing
+	// node as missing.
+	var msg string
+	waitFor(t, 15*time.Second, "usage names tw0 as refusing", func() bool {
+		out, err := n1.usageMesh(context.Background(), tasks.Action{Op: tasks.OpUsage})
+		if err != nil {
+			return false
+		}
+		r, err := tasks.ResultFromAPI(out.Result)
+		msg = r.Message
+		return err == nil && strings.Contains(msg, "tw0 (") && strings.Contains(msg, "remote control refused")
+	})
+	if strings.Contains(msg, secret) {
+		t.Errorf("usage's message carries the session: %s", msg)
+	}
 	// harn context has no cluster route: the mesh's Cluster service does
 	// not answer it at all.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -183,6 +183,7 @@ func (h *Host) Do(a Action) (Result, error) {
 			return res, fmt.Errorf("%w: name the capability (a name or a pattern such as mcp__github__*)", ErrBadAction)
 		}
 		if err = h.rt.ReduceBy(a.Task, a.Capability, lvl, by, a.Reason); err == nil {
+			h.reduceChildren(a.Task, a.Capability, lvl, by, a.Reason)
 			var g runtime.GrantsView
 			if g, err = h.rt.Grants(a.Task); err == nil {
 				res.Grants = &g

@@ -118,6 +118,7 @@ type Host struct {
 	approvals *Approvals
 	contexts  *rcontext.Space   // harn sessions' histories and working sets
 	subs      *subagent.Manager // the children of harn sessions
+	kids      *childRunner      // runs subs' children; keeps their grants
 }
 
 // Bounds of what the host keeps per task for views.
@@ -159,7 +160,8 @@ func New(cfg Config) (*Host, error) {
 		outN: map[string]int{}, held: map[string]string{}, lastOut: map[string]time.Time{},
 		briefs: map[string]briefHash{}, approvals: NewApprovals(cfg.Node, cfg.Clock)}
 	h.contexts = h.newContexts()
-	subs, err := subagent.New(subagent.Config{Runner: &childRunner{h: h}, Store: NewSubagentStore(cfg.KV),
+	h.kids = &childRunner{h: h}
+	subs, err := subagent.New(subagent.Config{Runner: h.kids, Store: NewSubagentStore(cfg.KV),
 		Clock: cfg.Clock, Logger: cfg.Logger.With("room", "subagent")})
 	if err != nil {
 		return nil, err

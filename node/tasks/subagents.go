@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/harn-dev/harn/presence"
@@ -129,6 +130,58 @@ func (r *childRunner) Ask(child, msg string) error {
 		r.h.remember(v.ID, msg)
 	}
 	return err
+}
+
+// reduceChildren carries a reduction of task to the children it spawned,
+// so that a child never holds more than its parent: a child started later
+// takes the parent's grants with the limit (Start), a running one is
+// reduced here.
+func (h *Host) reduceChildren(task, pattern string, level runtime.Level, by, reason string) {
+	tv, err := h.rt.Task(task)
+	if err != nil || h.subs == nil || h.kids == nil {
+		return
+	}
+	for _, c := range h.subs.Children(tv.Session) {
+		if c.ParentTask == task {
+			h.kids.reduce(c.ID, pattern, level, by, reason)
+		}
+	}
+}
+
+// reduce caps child's grants at level for the capabilities pattern
+// covers: the grants its follow-ups take (Ask), and its running task's.
+// A pattern-bound grant capped below execute is dropped, as ChildGrants
+// drops it; the handoff tool stays.
+func (r *childRunner) reduce(child, pattern string, level runtime.Level, by, reason string) {
+	var caps []string
+	r.mu.Lock()
+	if g, ok := r.grants[child]; ok {
+		out := make([]runtime.Grant, 0, len(g))
+		for _, x := range g {
+			if x.Capability != subagent.ToolHandoff && x.Level > level && subagent.CapabilityMatch(pattern, x.Capability) {
+				caps = append(caps, x.Capability)
+				if x.Match != "" || level == runtime.LevelNone {
+					continue
+				}
+				x.Level, x.Confirm = level, false
+			}
+			out = append(out, x)
+		}
+		r.grants[child] = out
+	}
+	r.mu.Unlock()
+	task, ok := r.h.rt.ActiveTask(child)
+	if !ok {
+		return
+	}
+	slices.Sort(caps)
+	for _, c := range slices.Compact(caps) {
+		err := r.h.rt.ReduceBy(task, c, level, by, reason)
+		var ce *runtime.CeilingError
+		if err != nil && !errors.Is(err, runtime.ErrTaskTerminal) && !errors.As(err, &ce) {
+			r.h.log.Warn("subagent: reduce the child with its parent", "child", child, "capability", c, "err", err)
+		}
+	}
 }
 
 // Cancel cancels the child's active task.

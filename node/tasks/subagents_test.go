@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -412,5 +413,80 @@ func TestAChildsLaneForksOnlyTheSystemPrefix(t *testing.T) {
 	}
 	if forks != 1 || own == 0 {
 		t.Fatalf("the child's lane: %d fork records (want 1), %d messages of its own", forks, own)
+	}
+}
+
+// TestAReductionOfTheParentsTaskReducesItsRunningChild: the operator
+// reduces the parent's task (harn task reduce) while its child runs; the
+// child's running task and the grants its follow-ups take are reduced
+// alike, so the child never holds more than its parent.
+func TestAReductionOfTheParentsTaskReducesItsRunningChild(t *testing.T) {
+	sink := &eventSink{}
+	h, err := New(Config{Node: "n1", KV: &memKV{}, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: sink})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	srv := modeltest.New(t)
+	srv.SetFallback(func(map[string]any) modeltest.Reply {
+		return modeltest.Reply{Func: func(req map[string]any) modeltest.Reply {
+			if !isChild(req) {
+				return modeltest.Calls(true, modeltest.Call{ID: "a1", Name: subagent.ToolAgent, Args: `{"profile":"explorer","brief":"read x"}`})
+			}
+			return modeltest.Calls(true, modeltest.Call{ID: "r1", Name: "read", Args: `{"path":"x"}`})
+		}}
+	})
+	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := h.rt.Start(id, runtime.Request{Text: "ask a child", Grants: []runtime.Grant{
+		{Level: runtime.Execute, Capability: subagent.ToolAgent}, {Level: runtime.Execute, Capability: "read", Confirm: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child string
+	deadline := time.Now().Add(60 * time.Second)
+	for child == "" {
+		for _, e := range sink.all() {
+			if e.Type == presence.TypeInputRequested && e.SessionID != id {
+				child = e.SessionID
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the child's call never asked for a confirmation")
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+	}
+	ct, ok := h.rt.ActiveTask(child)
+	if !ok {
+		t.Fatal("the child has no running task")
+	}
+	if _, err := h.Do(Action{Op: OpReduce, Task: pv.ID, Capability: "read", Level: "discover", Reason: "stop reading"}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := h.rt.Grants(ct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, held := range g.Ceiling {
+		if lv, _ := runtime.ParseLevel(held.Level); held.Capability == "read" && lv > runtime.Discover {
+			t.Errorf("the child's running task still holds read at %v: %+v", held.Level, g)
+		}
+	}
+	reduced := false
+	for _, l := range g.Limits {
+		reduced = reduced || (l.Capability == "read" && l.Level == runtime.Discover)
+	}
+	if !reduced {
+		t.Errorf("the child's running task has no limit on read: %+v", g)
+	}
+	h.kids.mu.Lock()
+	next := slices.Clone(h.kids.grants[child])
+	h.kids.mu.Unlock()
+	for _, x := range next {
+		if x.Capability == "read" && x.Level > runtime.Discover {
+			t.Errorf("the child's follow-ups would take read at %v: %+v", x.Level, next)
+		}
 	}
 }

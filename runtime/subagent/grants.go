@@ -45,6 +45,10 @@ func ChildGrants(parent runtime.GrantsView, caps []string, p Profile) []runtime.
 	return out
 }
 
+// CapabilityMatch reports whether a capability pattern (a reduction's,
+// a grant's) covers the capability name, as the runtime matches it.
+func CapabilityMatch(pattern, name string) bool { return nameMatch(pattern, name) }
+
 // nameMatch is the runtime's capability pattern match: exact, or * for
 // any run of characters and ? for one in a pattern that has a *.
 // A pattern without * is a literal name (as in the runtime).
