@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -279,27 +277,7 @@ func TestAskMCPToolOutsideTheGrantsIsRefused(t *testing.T) {
 func askTask(t *testing.T, e *env, dir string, m *modeltest.Server, extra ...string) <-chan map[string]any {
 	t.Helper()
 	args := append([]string{"ask", "--provider-url", m.URL(), "--model", "test-model", "--mcp", "demo=" + buildMCPServer(t)}, extra...)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	t.Cleanup(cancel)
-	cmd := exec.CommandContext(ctx, harnBin, append(args, "--json")...)
-	cmd.Dir = dir
-	cmd.Env = append(e.hookEnv(), "HARN_PROVIDER_KEY=k")
-	out, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Wait() })
-	ch := make(chan map[string]any, 256)
-	go func() {
-		defer close(ch)
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			var ev map[string]any
-			if json.Unmarshal(sc.Bytes(), &ev) == nil {
-				ch <- ev
-			}
-		}
-	}()
+	ch, _ := askJSONIn(t, e, dir, args)
 	return ch
 }
 

@@ -349,6 +349,12 @@ func TestCapabilityRevokeAndProviderDisableOnOneNodeRefuseTheCallOnAnothersTask(
 // remote-control policy).
 func trustedMeshWith(t *testing.T, s0Flags ...string) (s0, n1 *meshNode) {
 	t.Helper()
+	return trustedMeshOf(t, s0Flags, nil)
+}
+
+// trustedMeshOf is trustedMeshWith with flags for n1 too.
+func trustedMeshOf(t *testing.T, s0Flags, n1Flags []string) (s0, n1 *meshNode) {
+	t.Helper()
 	s0 = newMeshNode(t, "s0", append([]string{"--server"}, s0Flags...)...)
 	var init struct {
 		JoinToken string `json:"join_token"`
@@ -360,10 +366,17 @@ func trustedMeshWith(t *testing.T, s0Flags ...string) (s0, n1 *meshNode) {
 		return ok && r.Leader == "s0", why
 	})
 	rpc := net.JoinHostPort("127.0.0.1", strconv.Itoa(s0.rpc))
-	n1 = newMeshNode(t, "n1", "--join", s0.gossipAddr, "--join-rpc", rpc, "--join-token", init.JoinToken)
+	n1 = newMeshNode(t, "n1", append([]string{"--join", s0.gossipAddr, "--join-rpc", rpc, "--join-token", init.JoinToken}, n1Flags...)...)
 	n1.start()
-	eventually(t, meshTimeout, "both members alive on both", func() (bool, string) {
-		for _, m := range []*meshNode{s0, n1} {
+	waitAllAlive(t, s0, n1)
+	return s0, n1
+}
+
+// waitAllAlive waits until each of nodes sees all of them alive.
+func waitAllAlive(t *testing.T, nodes ...*meshNode) {
+	t.Helper()
+	eventually(t, meshTimeout, "every member alive on each", func() (bool, string) {
+		for _, m := range nodes {
 			ms, ok, why := m.members()
 			if !ok {
 				return false, why
@@ -374,13 +387,12 @@ func trustedMeshWith(t *testing.T, s0Flags ...string) (s0, n1 *meshNode) {
 					alive++
 				}
 			}
-			if alive != 2 {
-				return false, m.name + " sees " + strconv.Itoa(alive) + " alive"
+			if alive != len(nodes) {
+				return false, fmt.Sprintf("%s sees %v", m.name, ms)
 			}
 		}
 		return true, ""
 	})
-	return s0, n1
 }
 
 // boardAction POSTs an action form to e's board as its own page would

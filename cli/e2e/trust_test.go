@@ -47,24 +47,7 @@ func trustedMesh(t *testing.T, s0Env ...string) (s0, n1 *meshNode) {
 	n1.flags = append(n1.flags, "--join-token", init.JoinToken)
 	n1.start()
 	n1.flags = n1.flags[:len(n1.flags)-2] // a restart needs no token
-	eventually(t, meshTimeout, "both members alive on both", func() (bool, string) {
-		for _, m := range []*meshNode{s0, n1} {
-			ms, ok, why := m.members()
-			if !ok {
-				return false, why
-			}
-			alive := 0
-			for _, x := range ms {
-				if x.Status == "alive" {
-					alive++
-				}
-			}
-			if alive != 2 {
-				return false, fmt.Sprintf("%s sees %v", m.name, ms)
-			}
-		}
-		return true, ""
-	})
+	waitAllAlive(t, s0, n1)
 	return s0, n1
 }
 

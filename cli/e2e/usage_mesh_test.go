@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -14,38 +12,7 @@ import (
 // n1 by name, n1 allows the servers.
 func remoteControlMesh(t *testing.T) (s0, n1 *meshNode) {
 	t.Helper()
-	s0 = newMeshNode(t, "s0", "--server", "--remote-control", "n1")
-	var init struct {
-		JoinToken string `json:"join_token"`
-	}
-	mustJSON(t, s0.ok("mesh", "init", "--name", "s0", "--json"), &init)
-	s0.start()
-	eventually(t, meshTimeout, "s0 leads", func() (bool, string) {
-		r, ok, why := s0.raftState()
-		return ok && r.Leader == "s0", why
-	})
-	rpc := net.JoinHostPort("127.0.0.1", strconv.Itoa(s0.rpc))
-	n1 = newMeshNode(t, "n1", "--remote-control", "servers", "--join", s0.gossipAddr, "--join-rpc", rpc, "--join-token", init.JoinToken)
-	n1.start()
-	eventually(t, meshTimeout, "both members alive on both", func() (bool, string) {
-		for _, m := range []*meshNode{s0, n1} {
-			ms, ok, why := m.members()
-			if !ok {
-				return false, why
-			}
-			alive := 0
-			for _, x := range ms {
-				if x.Status == "alive" {
-					alive++
-				}
-			}
-			if alive != 2 {
-				return false, m.name + " sees " + strconv.Itoa(alive) + " alive"
-			}
-		}
-		return true, ""
-	})
-	return s0, n1
+	return trustedMeshOf(t, []string{"--remote-control", "n1"}, []string{"--remote-control", "servers"})
 }
 
 // TestUsageByNodeSumsBothNodesOfAMeshAndNamesAStoppedOne: one `harn ask`

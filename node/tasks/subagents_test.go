@@ -191,7 +191,24 @@ func TestTwentyParallelSubagentsSixteenAtOnce(t *testing.T) {
 // (interaction.input_requested on the child's session), and the roster's
 // fold shows the wait on the parent's row, naming the child.
 func TestAChildsApprovalWaitRollsUpToItsParent(t *testing.T) {
-	sink := &eventSink{}
+	_, sink, id, _, child := childWaitingForConfirmation(t)
+	byID := presence.FoldSessions(sink.all())
+	states := []presence.State{byID[id], byID[child]}
+	if states[1].ParentSessionID != id {
+		t.Fatalf("the child's row has parent %q, want %q", states[1].ParentSessionID, id)
+	}
+	presence.SurfaceChildren(states)
+	if states[0].Activity != presence.ActivityNeedsInput || states[0].WaitingChild != child {
+		t.Fatalf("the parent's row: activity %s, waiting child %q (want %s)", states[0].Activity, states[0].WaitingChild, child)
+	}
+}
+
+// childWaitingForConfirmation starts a harn session whose task (agent,
+// and read under confirmation) asks an explorer child to read a file, and
+// waits, bounded, until the child's read asks for a confirmation.
+func childWaitingForConfirmation(t *testing.T) (h *Host, sink *eventSink, id, parentTask, child string) {
+	t.Helper()
+	sink = &eventSink{}
 	h, err := New(Config{Node: "n1", KV: &memKV{}, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: sink})
 	if err != nil {
 		t.Fatal(err)
@@ -206,15 +223,15 @@ func TestAChildsApprovalWaitRollsUpToItsParent(t *testing.T) {
 			return modeltest.Calls(true, modeltest.Call{ID: "r1", Name: "read", Args: `{"path":"x"}`})
 		}}
 	})
-	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, t.TempDir())
+	id, err = h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.rt.Start(id, runtime.Request{Text: "ask a child", Grants: []runtime.Grant{
-		{Level: runtime.Execute, Capability: subagent.ToolAgent}, {Level: runtime.Execute, Capability: "read", Confirm: true}}}); err != nil {
+	pv, err := h.rt.Start(id, runtime.Request{Text: "ask a child", Grants: []runtime.Grant{
+		{Level: runtime.Execute, Capability: subagent.ToolAgent}, {Level: runtime.Execute, Capability: "read", Confirm: true}}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	var child string
 	deadline := time.Now().Add(60 * time.Second)
 	for child == "" {
 		for _, e := range sink.all() {
@@ -227,15 +244,7 @@ func TestAChildsApprovalWaitRollsUpToItsParent(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
 	}
-	byID := presence.FoldSessions(sink.all())
-	states := []presence.State{byID[id], byID[child]}
-	if states[1].ParentSessionID != id {
-		t.Fatalf("the child's row has parent %q, want %q", states[1].ParentSessionID, id)
-	}
-	presence.SurfaceChildren(states)
-	if states[0].Activity != presence.ActivityNeedsInput || states[0].WaitingChild != child {
-		t.Fatalf("the parent's row: activity %s, waiting child %q (want %s)", states[0].Activity, states[0].WaitingChild, child)
-	}
+	return h, sink, id, pv.ID, child
 }
 
 // waitTaskDone polls a task until it is terminal and succeeded (bounded).
@@ -421,48 +430,12 @@ func TestAChildsLaneForksOnlyTheSystemPrefix(t *testing.T) {
 // child's running task and the grants its follow-ups take are reduced
 // alike, so the child never holds more than its parent.
 func TestAReductionOfTheParentsTaskReducesItsRunningChild(t *testing.T) {
-	sink := &eventSink{}
-	h, err := New(Config{Node: "n1", KV: &memKV{}, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: sink})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.Close)
-	srv := modeltest.New(t)
-	srv.SetFallback(func(map[string]any) modeltest.Reply {
-		return modeltest.Reply{Func: func(req map[string]any) modeltest.Reply {
-			if !isChild(req) {
-				return modeltest.Calls(true, modeltest.Call{ID: "a1", Name: subagent.ToolAgent, Args: `{"profile":"explorer","brief":"read x"}`})
-			}
-			return modeltest.Calls(true, modeltest.Call{ID: "r1", Name: "read", Args: `{"path":"x"}`})
-		}}
-	})
-	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pv, err := h.rt.Start(id, runtime.Request{Text: "ask a child", Grants: []runtime.Grant{
-		{Level: runtime.Execute, Capability: subagent.ToolAgent}, {Level: runtime.Execute, Capability: "read", Confirm: true}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var child string
-	deadline := time.Now().Add(60 * time.Second)
-	for child == "" {
-		for _, e := range sink.all() {
-			if e.Type == presence.TypeInputRequested && e.SessionID != id {
-				child = e.SessionID
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the child's call never asked for a confirmation")
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
-	}
+	h, _, _, parentTask, child := childWaitingForConfirmation(t)
 	ct, ok := h.rt.ActiveTask(child)
 	if !ok {
 		t.Fatal("the child has no running task")
 	}
-	if _, err := h.Do(Action{Op: OpReduce, Task: pv.ID, Capability: "read", Level: "discover", Reason: "stop reading"}); err != nil {
+	if _, err := h.Do(Action{Op: OpReduce, Task: parentTask, Capability: "read", Level: "discover", Reason: "stop reading"}); err != nil {
 		t.Fatal(err)
 	}
 	g, err := h.rt.Grants(ct)
