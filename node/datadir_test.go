@@ -43,3 +43,33 @@ func TestDataDirWithASymlinkOutOfItIsRefused(t *testing.T) {
 		t.Fatalf("a symlinked data dir: %v", err)
 	}
 }
+
+// TestPrivateDataDirTightensWhatItChecks: the one walk that checks an
+// existing data dir also sets its directories to 0700 and its files to
+// 0600, the data dir itself included.
+func TestPrivateDataDirTightensWhatItChecks(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	sub := filepath.Join(dir, "active")
+	if err := os.MkdirAll(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(sub, "s1.json")
+	if err := os.WriteFile(f, []byte("{}"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := privateDataDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]os.FileMode{dir: 0o700, sub: 0o700, f: 0o600} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s: mode %o, want %o", path, got, want)
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package node
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -9,15 +11,16 @@ import (
 	"github.com/harn-dev/harn/node/trust"
 )
 
-// privateDataDir checks the data dir (checkDataDir), then creates or
-// tightens it and the directories the node keeps in it: every directory
-// 0700, every file 0600.
+// privateDataDir checks the data dir and tightens it in one walk
+// (walkDataDir), or creates it, then the directories the node keeps in it:
+// every directory 0700, every file 0600.
 func privateDataDir(dir string) error {
-	if err := checkDataDir(dir); err != nil {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := trust.EnsurePrivateDir(dir); err != nil {
+			return fmt.Errorf("node: data dir %s: %w", dir, err)
+		}
+	} else if err := walkDataDir(dir, true); err != nil {
 		return err
-	}
-	if err := trust.EnsurePrivateDir(dir); err != nil {
-		return fmt.Errorf("node: data dir %s: %w", dir, err)
 	}
 	for _, d := range []string{ActiveDir(dir), SpoolDir(dir)} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
