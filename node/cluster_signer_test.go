@@ -180,8 +180,8 @@ func TestForgedPresenceFromAGossipKeyHolderIsNotApplied(t *testing.T) {
 		if v := remoteVersion(n, "tw1", sid); v == forged {
 			t.Fatalf("%s applied the forged version", n.Name())
 		}
-		if e, _ := n.remote.Get("tw1", sid); e.Task != "" {
-			t.Fatalf("%s holds the forged task %q", n.Name(), e.Task)
+		if e, _ := n.remote.Get("tw1", sid); e.SessionRow.GetTask() != "" {
+			t.Fatalf("%s holds the forged task %q", n.Name(), e.SessionRow.GetTask())
 		}
 	}
 	// The real owner's next update reaches everyone.
