@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/harn-dev/harn/node/trust"
 )
 
 // The data dir is the node's own. Before it tightens the modes or opens
@@ -105,19 +107,10 @@ func walkDataDir(dir string, tighten bool) error {
 	})
 }
 
-// tightenMode sets a directory to 0700 and a file or socket to 0600;
-// anything else (fifos, devices) is left as it is.
+// tightenMode gives path the mode trust.PrivateMode names for it.
 func tightenMode(path string, fi fs.FileInfo) error {
-	var want fs.FileMode
-	switch m := fi.Mode(); {
-	case m.IsDir():
-		want = 0o700
-	case m.IsRegular() || m&fs.ModeSocket != 0:
-		want = 0o600
-	default:
-		return nil
-	}
-	if fi.Mode().Perm() == want {
+	want, ok := trust.PrivateMode(fi.Mode().Type())
+	if !ok || fi.Mode().Perm() == want {
 		return nil
 	}
 	if err := os.Chmod(path, want); err != nil && !errors.Is(err, fs.ErrNotExist) {

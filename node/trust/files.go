@@ -56,6 +56,21 @@ func CheckSecretFile(path string) error {
 	return nil
 }
 
+// PrivateMode is the mode a private directory keeps for an entry of type
+// t: 0700 for a directory, 0600 for a file or a socket; ok is false for
+// anything else (symlinks, fifos, devices), which is left as it is.
+func PrivateMode(t fs.FileMode) (want fs.FileMode, ok bool) {
+	switch {
+	case t&fs.ModeSymlink != 0:
+		return 0, false
+	case t.IsDir():
+		return 0o700, true
+	case t.IsRegular() || t&fs.ModeSocket != 0:
+		return 0o600, true
+	}
+	return 0, false
+}
+
 // EnsurePrivateDir creates dir (and its parents) or tightens it: dir and
 // every directory under it become 0700, every regular file and socket
 // 0600. Symlinks are not followed and not changed; dir itself may be a
@@ -75,16 +90,9 @@ func EnsurePrivateDir(dir string) error {
 			}
 			return fmt.Errorf("trust: private dir: %w", err)
 		}
-		var want fs.FileMode
-		switch t := d.Type(); {
-		case t&fs.ModeSymlink != 0:
-			return nil
-		case d.IsDir():
-			want = 0o700
-		case t.IsRegular() || t&fs.ModeSocket != 0:
-			want = 0o600
-		default:
-			return nil // fifos, devices: not ours to change
+		want, ok := PrivateMode(d.Type())
+		if !ok {
+			return nil // symlinks, fifos, devices: not ours to change
 		}
 		fi, err := d.Info()
 		if err != nil {
