@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/cli/desktop"
 	"github.com/harn-dev/harn/node/api"
@@ -111,7 +109,7 @@ func (n nodeLifecycles) Lifecycle(ctx context.Context, id string) (desktop.Lifec
 	res, err := n.cl.api.Get(ctx, &api.SessionRequest{Id: id})
 	if err != nil {
 		// Unknown, or only a prefix of several sessions: not this one.
-		if s, ok := status.FromError(err); ok && (s.Code() == codes.NotFound || s.Code() == codes.Aborted) {
+		if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrAmbiguous) {
 			return desktop.Lifecycle{}, nil
 		}
 		return desktop.Lifecycle{}, rpcErr(err, n.p)

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/layout"
@@ -63,8 +62,7 @@ const maxReply = 512 << 20
 // errors match the api.Err... sentinels.
 type client struct {
 	*api.Client
-	conn *grpc.ClientConn
-	api  *api.Client
+	api *api.Client
 }
 
 // dial connects to the node on p.Socket. It refuses a socket that is not
@@ -82,7 +80,7 @@ func dial(p place) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{Client: c, conn: c.Conn(), api: c}, nil
+	return &client{Client: c, api: c}, nil
 }
 
 // dialSocket connects to the socket after checking its owner, and checks

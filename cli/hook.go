@@ -17,7 +17,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -89,7 +88,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	// and decoding the payload.
 	cl, dialErr := dial(p)
 	if dialErr == nil {
-		cl.conn.Connect()
+		cl.api.Connect()
 		h.cl = cl
 		defer cl.Close()
 	}
@@ -255,8 +254,9 @@ func (h *hookRun) send(res adapter.Result, wantName bool, decide *api.DecideQuer
 		if err == nil {
 			return adapter.Reply{Context: out.AdditionalContext, PendingName: out.PendingName}, out.Decision
 		}
-		if status.Code(err) == codes.InvalidArgument {
-			h.diagnose("node refused events: "+status.Convert(err).Message(), nil)
+		var se *api.StatusError
+		if errors.As(err, &se) && se.Code() == codes.InvalidArgument {
+			h.diagnose("node refused events: "+se.Message(), nil)
 			return adapter.Reply{}, nil
 		}
 	}

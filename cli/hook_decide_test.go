@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
@@ -21,7 +22,7 @@ import (
 // Append answers the call's question when withDecision is set (a node that
 // knows decide), and its Decide refuses every call.
 type decideServer struct {
-	api.UnimplementedLocalServer
+	apigrpc.UnimplementedLocalServer
 	withDecision     bool
 	appends, decides atomic.Int32
 	askedInAppend    atomic.Bool
@@ -81,7 +82,7 @@ func TestHookAsksTheCallsQuestionInItsAppend(t *testing.T) {
 			}
 			srv := &decideServer{withDecision: c.withDecision}
 			g := grpc.NewServer()
-			api.RegisterLocalServer(g, srv)
+			apigrpc.RegisterLocalServer(g, srv)
 			go g.Serve(lis)
 			defer g.Stop()
 			t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "cfg"))

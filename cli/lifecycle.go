@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
@@ -49,7 +48,7 @@ func declare(ctx context.Context, cl *client, p place, before presence.State, to
 	// A deadline, ours or the node's own bound on the registry write (it
 	// answers DeadlineExceeded just before ours expires), means the change
 	// may be recorded with its registry write pending: ask the node.
-	code := status.Code(err)
+	code := api.Code(err)
 	if code != codes.DeadlineExceeded && (!timedOut || code != codes.Canceled) {
 		return declared{}, rpcErr(err, p)
 	}

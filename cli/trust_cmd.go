@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"net"
 	"os"
 	"strconv"
@@ -25,7 +24,7 @@ import (
 // talk to the local node's MeshAdmin service.
 
 // admin is the local node's MeshAdmin service.
-func (cl *client) admin() api.MeshAdminClient { return api.NewMeshAdminClient(cl.conn) }
+func (cl *client) admin() *api.AdminClient { return cl.api.Admin }
 
 // adminErr maps a MeshAdmin refusal: trust is ExitTrust, the rest as any
 // call's.
@@ -33,8 +32,9 @@ func adminErr(err error, p place) error {
 	if err == nil {
 		return nil
 	}
-	if st, ok := status.FromError(err); ok && st.Code() == codes.PermissionDenied {
-		return withCode(ExitTrust, errors.New(text.OneLine(st.Message())))
+	var se *api.StatusError
+	if errors.As(err, &se) && se.Code() == codes.PermissionDenied {
+		return withCode(ExitTrust, errors.New(text.OneLine(se.Message())))
 	}
 	return rpcErr(err, p)
 }

@@ -33,6 +33,7 @@ import (
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -87,7 +88,7 @@ func openBenchNode(b *testing.B, dir string) *node.Node {
 }
 
 // dialNode is what the hook does: a gRPC client over the unix socket.
-func dialNode(b *testing.B, sock string) (*grpc.ClientConn, api.LocalClient) {
+func dialNode(b *testing.B, sock string) (*grpc.ClientConn, apigrpc.LocalClient) {
 	b.Helper()
 	conn, err := grpc.NewClient("unix://"+sock,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -98,7 +99,7 @@ func dialNode(b *testing.B, sock string) (*grpc.ClientConn, api.LocalClient) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	cl := api.NewLocalClient(conn)
+	cl := apigrpc.NewLocalClient(conn)
 	if _, err := cl.Status(context.Background(), &api.StatusRequest{}); err != nil {
 		b.Fatal(err)
 	}
@@ -167,7 +168,7 @@ func BenchmarkIngest(b *testing.B) {
 			defer db.Close()
 
 			type writer struct {
-				cl      api.LocalClient
+				cl      apigrpc.LocalClient
 				session string
 				tmpl    *api.Event
 				ids     *benchrun.IDGen

@@ -8,6 +8,7 @@ import (
 	"github.com/harn-dev/harn/internal/testsupport/modeltest"
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -55,7 +56,7 @@ func BenchmarkTUIKeystrokeToSteer(b *testing.B) {
 	if f.peer, err = f.caller.cl.clusterClientOf(ownerName); err != nil {
 		b.Fatal(err)
 	}
-	steer := func(cl api.LocalClient) time.Duration {
+	steer := func(cl apigrpc.LocalClient) time.Duration {
 		ctx, cancel := context.WithTimeout(context.Background(), fbWait)
 		defer cancel()
 		t0 := time.Now()

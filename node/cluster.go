@@ -18,6 +18,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/forward"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/registry"
@@ -127,7 +128,7 @@ func (n *Node) openCluster() (*cluster, error) {
 	}
 	c.rpcSrv = grpc.NewServer(opts...)
 	c.dialTrace = tracing.DialOptions(n.cfg.TracerProvider)
-	api.RegisterClusterServer(c.rpcSrv, &clusterService{c: c})
+	apigrpc.RegisterClusterServer(c.rpcSrv, &clusterService{c: c})
 	if c.trust != nil {
 		c.startTrust(c.rpcSrv)
 	}
@@ -393,7 +394,7 @@ func checkPeerList(peer, what string, n int) error {
 }
 
 // clusterClientOf returns a Cluster client for the named node.
-func (c *cluster) clusterClientOf(name string) (api.ClusterClient, error) {
+func (c *cluster) clusterClientOf(name string) (apigrpc.ClusterClient, error) {
 	m, ok := c.member(name)
 	if !ok || m.Meta.RPCAddr == "" {
 		return nil, fmt.Errorf("node: %q is not a known mesh member", name)
@@ -402,7 +403,7 @@ func (c *cluster) clusterClientOf(name string) (api.ClusterClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return api.NewClusterClient(cc), nil
+	return apigrpc.NewClusterClient(cc), nil
 }
 
 // applierFunc adapts a func to registry.Applier.

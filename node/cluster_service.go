@@ -10,17 +10,18 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
 
 // clusterService adapts the node to the generated Cluster gRPC server.
 type clusterService struct {
-	api.UnimplementedClusterServer
+	apigrpc.UnimplementedClusterServer
 	c *cluster
 }
 
-var _ api.ClusterServer = (*clusterService)(nil)
+var _ apigrpc.ClusterServer = (*clusterService)(nil)
 
 func (s *clusterService) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
 	cmd, err := raftstore.DecodeCommand(req.Command)
@@ -164,17 +165,17 @@ func admissionStatus(code codes.Code, err error) error {
 	if jerr != nil || len(ids) == 0 {
 		return status.Error(code, err.Error())
 	}
-	return api.WithReasonMeta(code, api.ReasonSessionsRefused, err.Error(), map[string]string{api.MetaSessions: string(b)})
+	return apigrpc.WithReasonMeta(code, api.ReasonSessionsRefused, err.Error(), map[string]string{api.MetaSessions: string(b)})
 }
 
 // refusedOf reads the refused session ids from a leader's status
 // (bounded; none when the leader names none).
 func refusedOf(err error) []string {
-	if api.Reason(err) != api.ReasonSessionsRefused {
+	if apigrpc.Reason(err) != api.ReasonSessionsRefused {
 		return nil
 	}
 	var ids []string
-	if json.Unmarshal([]byte(api.Metadata(err)[api.MetaSessions]), &ids) != nil || len(ids) > maxRefusedIDs {
+	if json.Unmarshal([]byte(apigrpc.Metadata(err)[api.MetaSessions]), &ids) != nil || len(ids) > maxRefusedIDs {
 		return nil
 	}
 	return ids

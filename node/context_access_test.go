@@ -12,6 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -25,7 +26,7 @@ func TestRemoteForkOfAContextFollowsTheRemoteControlPolicy(t *testing.T) {
 	m, _ := startTrustMesh(t)
 	n0 := m.nodes[0]
 	n1 := m.join("tw1", m.token(false, 0, 0), false)
-	var cl api.ClusterClient
+	var cl apigrpc.ClusterClient
 	mesh.WaitFor(t, 15*time.Second, "tw1 knows tw0's cluster address", func() bool {
 		c, err := n1.cl.clusterClientOf("tw0")
 		cl = c
@@ -63,14 +64,14 @@ func TestRemoteForkOfAContextFollowsTheRemoteControlPolicy(t *testing.T) {
 // local socket only (the node's own user); the cluster service, which
 // other members call, has no method that returns one.
 func TestContextIsNotServedToTheMesh(t *testing.T) {
-	ty := reflect.TypeOf((*api.ClusterServer)(nil)).Elem()
+	ty := reflect.TypeOf((*apigrpc.ClusterServer)(nil)).Elem()
 	for i := 0; i < ty.NumMethod(); i++ {
 		name := ty.Method(i).Name
 		if strings.Contains(name, "Context") || strings.Contains(name, "Recall") {
 			t.Errorf("the cluster service has %s: a context read must check the caller as a task action does", name)
 		}
 	}
-	if _, ok := reflect.TypeOf((*api.LocalServer)(nil)).Elem().MethodByName("Context"); !ok {
+	if _, ok := reflect.TypeOf((*apigrpc.LocalServer)(nil)).Elem().MethodByName("Context"); !ok {
 		t.Fatal("the local service lost Context")
 	}
 }

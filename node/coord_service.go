@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
@@ -180,7 +181,7 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	}
 	cl, cerr := n.cl.clusterClientOf(rec.Node)
 	if cerr != nil {
-		return nil, api.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
+		return nil, apigrpc.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
 			fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %v", rec.SessionID, rec.Node, cerr))
 	}
 	bound := coordRouteTimeout
@@ -196,7 +197,7 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	out, err := cl.Coord(rctx, req)
 	if err != nil {
 		if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
-			return nil, api.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
+			return nil, apigrpc.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
 				fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %s", rec.SessionID, rec.Node, st.Message()))
 		}
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -30,7 +31,7 @@ func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	cl := api.NewLocalClient(conn)
+	cl := apigrpc.NewLocalClient(conn)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 

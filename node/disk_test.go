@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
 )
@@ -35,14 +36,14 @@ func (f *fullDisk) MaybeError(op errorfs.Op) error {
 
 func (f *fullDisk) String() string { return "fullDisk" }
 
-func localClient(t *testing.T, n *Node) api.LocalClient {
+func localClient(t *testing.T, n *Node) apigrpc.LocalClient {
 	t.Helper()
 	conn, err := grpc.NewClient("unix://"+n.cfg.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return api.NewLocalClient(conn)
+	return apigrpc.NewLocalClient(conn)
 }
 
 func appendReq(n *Node, session, id, typ string) *api.AppendRequest {

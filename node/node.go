@@ -32,7 +32,7 @@ import (
 
 	"github.com/harn-dev/harn/node/acttoken"
 	"github.com/harn-dev/harn/node/alerts"
-	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
@@ -244,8 +244,8 @@ func (n *Node) listen() error {
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(localCreds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	api.RegisterLocalServer(n.grpc, &localService{n: n})
-	api.RegisterMeshAdminServer(n.grpc, &adminService{n: n})
+	apigrpc.RegisterLocalServer(n.grpc, &localService{n: n})
+	apigrpc.RegisterMeshAdminServer(n.grpc, &adminService{n: n})
 	return nil
 }
 

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/tracing"
 )
 
@@ -88,7 +89,7 @@ func TestIngestSpansUnderTheAppendCall(t *testing.T) {
 	e := ev("s-traced", "01JTRACE0000000000000000001", "session.start", 1, map[string]any{"cwd": "/tmp"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := api.NewLocalClient(conn).Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}}); err != nil {
+	if _, err := apigrpc.NewLocalClient(conn).Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}}); err != nil {
 		t.Fatal(err)
 	}
 	spans := spansOnceEnded(t, exp, "harn.v1.Local/Append", spanIngest, spanAppend, spanFold)
@@ -144,7 +145,7 @@ func TestClusterCallsTracedAcrossNodes(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := api.NewClusterClient(conn).Presence(ctx, &api.PresenceRequest{}); err != nil {
+	if _, err := apigrpc.NewClusterClient(conn).Presence(ctx, &api.PresenceRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	var client, server *tracetest.SpanStub

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 )
 
 // A peer's reply is bounded: a reply over MaxPeerReply is refused from its
@@ -23,7 +24,7 @@ import (
 
 // bigPeer answers Presence with a blob of size bytes.
 type bigPeer struct {
-	api.UnimplementedClusterServer
+	apigrpc.UnimplementedClusterServer
 	size int
 }
 
@@ -31,14 +32,14 @@ func (p *bigPeer) Presence(context.Context, *api.PresenceRequest) (*api.Presence
 	return &api.PresenceResponse{Blob: make([]byte, p.size)}, nil
 }
 
-func servePeer(t *testing.T, srv api.ClusterServer) string {
+func servePeer(t *testing.T, srv apigrpc.ClusterServer) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	g := grpc.NewServer(grpc.MaxSendMsgSize(64 << 20))
-	api.RegisterClusterServer(g, srv)
+	apigrpc.RegisterClusterServer(g, srv)
 	go g.Serve(lis)
 	t.Cleanup(g.Stop)
 	return lis.Addr().String()
@@ -66,7 +67,7 @@ func TestPeerReplyOverTheBoundIsRefused(t *testing.T) {
 		}
 		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 		defer cancel()
-		res, err := api.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{})
+		res, err := apigrpc.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{})
 		if err == nil && len(res.Blob) != size {
 			t.Fatalf("a %d-byte reply came as %d bytes", size, len(res.Blob))
 		}
@@ -120,7 +121,7 @@ func TestPeerReplyOverTheBoundIsRefusedBeforeItsBody(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	_, err = api.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{})
+	_, err = apigrpc.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{})
 	if status.Code(err) != codes.ResourceExhausted || ctx.Err() != nil {
 		t.Fatalf("err %v (ctx %v), want ResourceExhausted before the deadline", err, ctx.Err())
 	}

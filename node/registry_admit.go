@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -29,7 +30,7 @@ const ReasonWriteRefused = api.ReasonWriteRefused
 // trust: PermissionDenied with ReasonWriteRefused, so that a client tells
 // it from a refused remote control without reading the text.
 func writeRefusedStatus(err error) error {
-	return api.WithReason(codes.PermissionDenied, ReasonWriteRefused, err.Error())
+	return apigrpc.WithReason(codes.PermissionDenied, ReasonWriteRefused, err.Error())
 }
 
 // DefaultSessionQuota is the live sessions one node may hold in the

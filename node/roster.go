@@ -9,6 +9,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -327,7 +328,7 @@ type readResult struct {
 // timeout). When the owner cannot be reached, it returns the registry's
 // record and since when.
 func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Duration,
-	ask func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error)) (readResult, error) {
+	ask func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error)) (readResult, error) {
 	st, err := n.resolveLocal(handle)
 	if err == nil {
 		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.harnTask(st.SessionID)}, local: true}, nil
@@ -368,7 +369,7 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 // cannot be reached, it returns the registry's record and a note saying so.
 func (n *Node) ReadSession(ctx context.Context, handle string) (RosterEntry, string, error) {
 	r, err := n.readAnywhere(ctx, handle, n.cfg.Cluster.OwnerReadTimeout,
-		func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error) {
+		func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error) {
 			res, err := cl.Session(ctx, &api.SessionRequest{Id: id})
 			if err != nil {
 				return presence.State{}, err
@@ -391,7 +392,7 @@ func (n *Node) ReadSession(ctx context.Context, handle string) (RosterEntry, str
 func (n *Node) ReadTrace(ctx context.Context, handle string) (RosterEntry, []*api.Event, string, error) {
 	var evs []*api.Event
 	r, err := n.readAnywhere(ctx, handle, n.cfg.Cluster.OwnerTraceTimeout,
-		func(ctx context.Context, cl api.ClusterClient, id string) (presence.State, error) {
+		func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error) {
 			res, err := cl.SessionTrace(ctx, &api.SessionRequest{Id: id})
 			if err != nil {
 				return presence.State{}, err

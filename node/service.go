@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
@@ -18,11 +19,11 @@ import (
 
 // localService adapts the node to the generated gRPC server interface.
 type localService struct {
-	api.UnimplementedLocalServer
+	apigrpc.UnimplementedLocalServer
 	n *Node
 }
 
-var _ api.LocalServer = (*localService)(nil)
+var _ apigrpc.LocalServer = (*localService)(nil)
 
 // statusErr maps the node's errors to gRPC codes; the CLI maps the codes to
 // exit codes: InvalidArgument (bad input), NotFound (unknown session),
@@ -64,7 +65,7 @@ func statusErr(err error) error {
 	if errors.Is(err, ledger.ErrUnwritable) || errors.Is(err, ledger.ErrNoSpace) {
 		// Say it in a way a client can match without reading the text:
 		// ResourceExhausted also means "no leader".
-		return api.WithReason(c, ReasonLedgerUnwritable, err.Error())
+		return apigrpc.WithReason(c, ReasonLedgerUnwritable, err.Error())
 	}
 	return status.Error(c, err.Error())
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/runtime"
 	rexec "github.com/harn-dev/harn/runtime/exec"
@@ -29,10 +30,10 @@ const fbWait = 30 * time.Second
 // sockets, as `harn task start` reaches them.
 type fbMesh struct {
 	owner, caller     *Node
-	ownerCl, callerCl api.LocalClient
+	ownerCl, callerCl apigrpc.LocalClient
 	// peer is caller's cluster client of owner: the mutually
 	// authenticated connection that routed task actions take.
-	peer    api.ClusterClient
+	peer    apigrpc.ClusterClient
 	session string
 	fb      chan rexec.FirstByte
 }
@@ -116,7 +117,7 @@ func startFBMesh(b *testing.B) *fbMesh {
 }
 
 // dialLocal is a gRPC client of n's local service over its unix socket.
-func dialLocal(b *testing.B, n *Node) api.LocalClient {
+func dialLocal(b *testing.B, n *Node) apigrpc.LocalClient {
 	b.Helper()
 	sock := n.cfg.Socket
 	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -128,14 +129,14 @@ func dialLocal(b *testing.B, n *Node) api.LocalClient {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { conn.Close() })
-	return api.NewLocalClient(conn)
+	return apigrpc.NewLocalClient(conn)
 }
 
 // start gives a start on the runtime session to cl (a node's local
 // service), waits for the owner's executor's first byte of that task and
 // for the task's end, and returns the start→first byte time and the
 // executor's own taken→first byte time.
-func (f *fbMesh) start(b *testing.B, cl api.LocalClient) (wall, taken time.Duration) {
+func (f *fbMesh) start(b *testing.B, cl apigrpc.LocalClient) (wall, taken time.Duration) {
 	b.Helper()
 	act := tasks.ActionToAPI(tasks.Action{Op: tasks.OpStart, Session: f.session, Text: "hello"})
 	ctx, cancel := context.WithTimeout(context.Background(), fbWait)

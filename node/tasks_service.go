@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/tasks"
@@ -318,7 +319,7 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 	res, err := cl.Task(rctx, &api.TaskRequest{Action: tasks.ActionToAPI(a), Node: node})
 	if err != nil {
 		if st, ok := status.FromError(err); ok && (st.Code() == codes.Unavailable || st.Code() == codes.DeadlineExceeded) {
-			return nil, api.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
+			return nil, apigrpc.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
 				fmt.Sprintf("task: node %s did not answer: %s", node, st.Message()))
 		}
 		return nil, err

@@ -21,6 +21,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/clock"
@@ -140,18 +141,18 @@ func (m *trustMesh) join(name, token string, server bool) *Node {
 }
 
 // dialCluster dials a node's cluster gRPC with creds.
-func dialCluster(t *testing.T, addr string, creds credentials.TransportCredentials) api.ClusterClient {
+func dialCluster(t *testing.T, addr string, creds credentials.TransportCredentials) apigrpc.ClusterClient {
 	t.Helper()
 	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return api.NewClusterClient(cc)
+	return apigrpc.NewClusterClient(cc)
 }
 
 // asMember dials node n's cluster gRPC with member's certificate.
-func asMember(t *testing.T, member, n *Node) api.ClusterClient {
+func asMember(t *testing.T, member, n *Node) apigrpc.ClusterClient {
 	return dialCluster(t, n.RPCAddr(), credentials.NewTLS(trust.ClientTLS(member.cl.trust.holder)))
 }
 
@@ -470,7 +471,7 @@ func callWithPolicy(t *testing.T, target, caller *Node) error {
 		ch <- err
 	})
 	defer srv.Stop()
-	cl := api.NewClusterClient(mustDial(t, lis, credentials.NewTLS(trust.ClientTLS(caller.cl.trust.holder))))
+	cl := apigrpc.NewClusterClient(mustDial(t, lis, credentials.NewTLS(trust.ClientTLS(caller.cl.trust.holder))))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := cl.Presence(ctx, &api.PresenceRequest{}); err != nil {
@@ -481,7 +482,7 @@ func callWithPolicy(t *testing.T, target, caller *Node) error {
 
 // presenceHook is a Cluster server whose Presence runs fn with its context.
 type presenceHook struct {
-	api.UnimplementedClusterServer
+	apigrpc.UnimplementedClusterServer
 	fn func(context.Context)
 }
 
@@ -498,7 +499,7 @@ func authServer(t *testing.T, n *Node, fn func(context.Context)) (string, *grpc.
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer(n.cl.serverOptions()...)
-	api.RegisterClusterServer(srv, &presenceHook{fn: fn})
+	apigrpc.RegisterClusterServer(srv, &presenceHook{fn: fn})
 	go srv.Serve(lis)
 	return lis.Addr().String(), srv
 }

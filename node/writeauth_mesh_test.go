@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -25,7 +26,7 @@ func encodeCmd(t *testing.T, cmd raftstore.Command) []byte {
 
 // applyAs forwards cmd to the leader over cl (a member's mutual-TLS
 // connection) and returns the status code of the answer.
-func applyAs(t *testing.T, cl api.ClusterClient, cmd raftstore.Command) codes.Code {
+func applyAs(t *testing.T, cl apigrpc.ClusterClient, cmd raftstore.Command) codes.Code {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

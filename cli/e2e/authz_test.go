@@ -18,6 +18,7 @@ import (
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -25,7 +26,7 @@ import (
 // memberClient dials target's cluster gRPC with member's own certificate
 // and key, read from its data dir: a real member of the mesh acting
 // outside its node, as an attacker holding that laptop would.
-func memberClient(t *testing.T, member, target *meshNode) api.ClusterClient {
+func memberClient(t *testing.T, member, target *meshNode) apigrpc.ClusterClient {
 	t.Helper()
 	cert, err := trust.LoadNodeCert(filepath.Join(member.dataDir, "tls"))
 	if err != nil {
@@ -37,11 +38,11 @@ func memberClient(t *testing.T, member, target *meshNode) api.ClusterClient {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return api.NewClusterClient(cc)
+	return apigrpc.NewClusterClient(cc)
 }
 
 // forward sends cmd to the leader over cl and returns the answer's code.
-func forward(t *testing.T, cl api.ClusterClient, cmd raftstore.Command) codes.Code {
+func forward(t *testing.T, cl apigrpc.ClusterClient, cmd raftstore.Command) codes.Code {
 	t.Helper()
 	b, err := raftstore.EncodeCommand(cmd)
 	if err != nil {
@@ -54,7 +55,7 @@ func forward(t *testing.T, cl api.ClusterClient, cmd raftstore.Command) codes.Co
 }
 
 // registryRecords reads the leader's registry (linearizable) over cl.
-func registryRecords(t *testing.T, cl api.ClusterClient) map[string]raftstore.Record {
+func registryRecords(t *testing.T, cl apigrpc.ClusterClient) map[string]raftstore.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 )
 
 // No plaintext mesh by default: a lone `harn node` (and the node a hook
@@ -89,7 +90,7 @@ func TestSecurityPlaintextClientRefusedByALoneDefaultNode(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if _, err := api.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{}); err == nil {
+		if _, err := apigrpc.NewClusterClient(cc).Presence(ctx, &api.PresenceRequest{}); err == nil {
 			t.Errorf("%s: Presence answered", name)
 		}
 		cancel()

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/trust"
 )
 
@@ -67,7 +68,7 @@ func TestSecurityPlaintextClientsRefusedByKeyedMesh(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cl := api.NewClusterClient(cc)
+			cl := apigrpc.NewClusterClient(cc)
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			if res, err := cl.ConsistentList(ctx, &api.ConsistentListRequest{}); err == nil {
 				t.Errorf("%s: %s ConsistentList answered %d records", m.name, name, len(res.Records))

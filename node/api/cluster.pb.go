@@ -1310,8 +1310,7 @@ var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\rcluster.proto\x12\aharn.v1\x1a\n" +
-	"harn.proto\x1a\fvalues.proto\"7\n" +
+	"\rcluster.proto\x12\aharn.v1\x1a\fvalues.proto\"7\n" +
 	"\x11MoveServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04addr\x18\x02 \x01(\tR\x04addr\"\x14\n" +
@@ -1407,31 +1406,7 @@ const file_cluster_proto_rawDesc = "" +
 	"\x12members_on_current\x18\x04 \x03(\v2/.harn.v1.CAStatusResponse.MembersOnCurrentEntryR\x10membersOnCurrent\x1aC\n" +
 	"\x15MembersOnCurrentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x012\xc8\x05\n" +
-	"\aCluster\x126\n" +
-	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
-	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
-	"\aSession\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x12?\n" +
-	"\fSessionTrace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12K\n" +
-	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x12E\n" +
-	"\n" +
-	"MoveServer\x12\x1a.harn.v1.MoveServerRequest\x1a\x1b.harn.v1.MoveServerResponse\x12?\n" +
-	"\bPresence\x12\x18.harn.v1.PresenceRequest\x1a\x19.harn.v1.PresenceResponse\x123\n" +
-	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x12<\n" +
-	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
-	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x126\n" +
-	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse2\xbd\x04\n" +
-	"\tMeshAdmin\x12A\n" +
-	"\vTokenCreate\x12\x1b.harn.v1.TokenCreateRequest\x1a\x15.harn.v1.TokenCreated\x12<\n" +
-	"\tTokenList\x12\x13.harn.v1.AdminEmpty\x1a\x1a.harn.v1.TokenListResponse\x12?\n" +
-	"\vTokenRevoke\x12\x1b.harn.v1.TokenRevokeRequest\x1a\x13.harn.v1.AdminEmpty\x128\n" +
-	"\vKeyringList\x12\x13.harn.v1.AdminEmpty\x1a\x14.harn.v1.KeyringView\x12D\n" +
-	"\rKeyringChange\x12\x1d.harn.v1.KeyringChangeRequest\x1a\x14.harn.v1.KeyringView\x12:\n" +
-	"\n" +
-	"RevokeNode\x12\x1a.harn.v1.RevokeNodeRequest\x1a\x10.harn.v1.Revoked\x12:\n" +
-	"\bCARotate\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
-	"\bCAFinish\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
-	"\bCAStatus\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01B'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -1470,19 +1445,6 @@ var file_cluster_proto_goTypes = []any{
 	(*CAStatusResponse)(nil),      // 20: harn.v1.CAStatusResponse
 	nil,                           // 21: harn.v1.CAStatusResponse.MembersOnCurrentEntry
 	(*Time)(nil),                  // 22: harn.v1.Time
-	(*SessionRequest)(nil),        // 23: harn.v1.SessionRequest
-	(*RemoveServerRequest)(nil),   // 24: harn.v1.RemoveServerRequest
-	(*TaskRequest)(nil),           // 25: harn.v1.TaskRequest
-	(*PendingRequest)(nil),        // 26: harn.v1.PendingRequest
-	(*AnswerRequest)(nil),         // 27: harn.v1.AnswerRequest
-	(*CoordRequest)(nil),          // 28: harn.v1.CoordRequest
-	(*SessionResponse)(nil),       // 29: harn.v1.SessionResponse
-	(*TraceResponse)(nil),         // 30: harn.v1.TraceResponse
-	(*RemoveServerResponse)(nil),  // 31: harn.v1.RemoveServerResponse
-	(*TaskResponse)(nil),          // 32: harn.v1.TaskResponse
-	(*PendingResponse)(nil),       // 33: harn.v1.PendingResponse
-	(*AnswerResponse)(nil),        // 34: harn.v1.AnswerResponse
-	(*CoordResponse)(nil),         // 35: harn.v1.CoordResponse
 }
 var file_cluster_proto_depIdxs = []int32{
 	8,  // 0: harn.v1.RegistryResponse.records:type_name -> harn.v1.RegistryRecord
@@ -1501,48 +1463,8 @@ var file_cluster_proto_depIdxs = []int32{
 	22, // 13: harn.v1.TokenRecord.created:type_name -> harn.v1.Time
 	22, // 14: harn.v1.TokenRecord.expires:type_name -> harn.v1.Time
 	21, // 15: harn.v1.CAStatusResponse.members_on_current:type_name -> harn.v1.CAStatusResponse.MembersOnCurrentEntry
-	4,  // 16: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
-	6,  // 17: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
-	23, // 18: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
-	23, // 19: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
-	24, // 20: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	0,  // 21: harn.v1.Cluster.MoveServer:input_type -> harn.v1.MoveServerRequest
-	2,  // 22: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
-	25, // 23: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
-	26, // 24: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
-	27, // 25: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
-	28, // 26: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
-	11, // 27: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
-	10, // 28: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
-	15, // 29: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
-	10, // 30: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
-	16, // 31: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
-	18, // 32: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
-	10, // 33: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
-	10, // 34: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
-	10, // 35: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
-	5,  // 36: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	7,  // 37: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	29, // 38: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	30, // 39: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	31, // 40: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	1,  // 41: harn.v1.Cluster.MoveServer:output_type -> harn.v1.MoveServerResponse
-	3,  // 42: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	32, // 43: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
-	33, // 44: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
-	34, // 45: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
-	35, // 46: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
-	12, // 47: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
-	13, // 48: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
-	10, // 49: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
-	17, // 50: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
-	17, // 51: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
-	19, // 52: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
-	20, // 53: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
-	20, // 54: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
-	20, // 55: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
-	36, // [36:56] is the sub-list for method output_type
-	16, // [16:36] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for method output_type
+	16, // [16:16] is the sub-list for method input_type
 	16, // [16:16] is the sub-list for extension type_name
 	16, // [16:16] is the sub-list for extension extendee
 	0,  // [0:16] is the sub-list for field type_name
@@ -1553,7 +1475,6 @@ func file_cluster_proto_init() {
 	if File_cluster_proto != nil {
 		return
 	}
-	file_harn_proto_init()
 	file_values_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1563,7 +1484,7 @@ func file_cluster_proto_init() {
 			NumEnums:      0,
 			NumMessages:   22,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   0,
 		},
 		GoTypes:           file_cluster_proto_goTypes,
 		DependencyIndexes: file_cluster_proto_depIdxs,

@@ -2,10 +2,9 @@ package api
 
 import (
 	"errors"
+	"fmt"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 )
 
 // Reasons in the errdetails.ErrorInfo that some refusals carry: a client
@@ -52,31 +51,58 @@ var (
 	ErrOwnerUnreachable = errors.New("api: the session's node is unreachable") // ReasonOwnerUnreachable
 )
 
-// StatusError is a node's gRPC status as an error: errors.Is matches it
-// against the sentinel of its code and the one of its reason. Its text is
-// the status's, and GRPCStatus gives the status back (status.FromError
-// still works).
+// StatusError is a node's status as an error: errors.Is matches it against
+// the sentinel of its code and the one of its reason. It comes from the
+// local wire's reply (or, in the node, from a gRPC status through
+// apigrpc.Error); its text is the status's.
 type StatusError struct {
-	st     *status.Status
-	Reason string // the ErrorInfo reason of ErrorDomain, or ""
+	code   codes.Code
+	msg    string
+	Reason string            // the ErrorInfo reason of ErrorDomain, or ""
+	Meta   map[string]string // that ErrorInfo's metadata, or nil
+	cause  error             // why a call failed before the node answered
 }
 
-// Error is the status's text.
-func (e *StatusError) Error() string { return e.st.Err().Error() }
+func (e *StatusError) wrap(cause error) *StatusError { e.cause = cause; return e }
 
-// GRPCStatus returns the status.
-func (e *StatusError) GRPCStatus() *status.Status { return e.st }
+// Unwrap is the cause of a call that failed before the node answered (a
+// dialer's error, a context's end), nil for the node's own answers.
+func (e *StatusError) Unwrap() error { return e.cause }
+
+// NewStatusError is the error of a status of code c and message msg that
+// carries reason and meta (of ErrorDomain) when reason is not "".
+func NewStatusError(c codes.Code, msg, reason string, meta map[string]string) *StatusError {
+	return &StatusError{code: c, msg: msg, Reason: reason, Meta: meta}
+}
+
+// Error is the status's text, as gRPC writes it.
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("rpc error: code = %s desc = %s", e.code, e.msg)
+}
 
 // Code is the status code.
-func (e *StatusError) Code() codes.Code { return e.st.Code() }
+func (e *StatusError) Code() codes.Code { return e.code }
 
 // Message is the node's message (it may quote agent or peer text: make it
 // one line before a terminal).
-func (e *StatusError) Message() string { return e.st.Message() }
+func (e *StatusError) Message() string { return e.msg }
 
 // Is matches the sentinels of the code and of the reason.
 func (e *StatusError) Is(target error) bool {
-	return target == codeSentinel(e.st.Code()) || (e.Reason != "" && target == reasonSentinel(e.Reason))
+	return target == codeSentinel(e.code) || (e.Reason != "" && target == reasonSentinel(e.Reason))
+}
+
+// Code is the status code of err: codes.OK for nil, codes.Unknown for an
+// error that is not a *StatusError.
+func Code(err error) codes.Code {
+	if err == nil {
+		return codes.OK
+	}
+	var se *StatusError
+	if errors.As(err, &se) {
+		return se.code
+	}
+	return codes.Unknown
 }
 
 func codeSentinel(c codes.Code) error {
@@ -115,79 +141,9 @@ func reasonSentinel(r string) error {
 	return nil
 }
 
-// Error maps an error from a call to the node to a *StatusError; nil stays
-// nil, and an error that carries no status (a context's end, say) comes
-// back as it is.
-func Error(err error) error {
-	if err == nil {
-		return nil
-	}
-	var se *StatusError
-	if errors.As(err, &se) {
-		return err
-	}
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	out := &StatusError{st: st}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
-			out.Reason = info.Reason
-			break
-		}
-	}
-	return out
-}
+// Error is err as the client reads it: a *StatusError stays one, nil stays
+// nil, and any other error (a context's end, say) comes back as it is.
+func Error(err error) error { return err }
 
 // Err is Error: the name the node's own callers use.
 func Err(err error) error { return Error(err) }
-
-// Reason is the ErrorInfo reason of the node's domain that err's status
-// carries, "" when none.
-func Reason(err error) string {
-	st, ok := status.FromError(err)
-	if !ok {
-		return ""
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
-			return info.Reason
-		}
-	}
-	return ""
-}
-
-// WithReasonMeta is WithReason with the ErrorInfo's metadata.
-func WithReasonMeta(c codes.Code, reason, msg string, meta map[string]string) error {
-	st := status.New(c, msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: meta}); err == nil {
-		st = d
-	}
-	return st.Err()
-}
-
-// Metadata is the ErrorInfo metadata of the node's domain that err's
-// status carries, nil when none.
-func Metadata(err error) map[string]string {
-	st, ok := status.FromError(err)
-	if !ok {
-		return nil
-	}
-	for _, d := range st.Details() {
-		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Domain == ErrorDomain {
-			return info.Metadata
-		}
-	}
-	return nil
-}
-
-// WithReason is a status of code c and message msg that carries reason (of
-// ErrorDomain) in an ErrorInfo.
-func WithReason(c codes.Code, reason, msg string) error {
-	st := status.New(c, msg)
-	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}); err == nil {
-		st = d
-	}
-	return st.Err()
-}

@@ -4875,35 +4875,7 @@ const file_harn_proto_rawDesc = "" +
 	"\x04mesh\x18\x06 \x01(\bR\x04mesh\"H\n" +
 	"\vGossipEntry\x12%\n" +
 	"\x03row\x18\x01 \x01(\v2\x13.harn.v1.SessionRowR\x03row\x12\x12\n" +
-	"\x04hash\x18\x02 \x01(\tR\x04hash2\xd6\f\n" +
-	"\x05Local\x129\n" +
-	"\x06Doctor\x12\x16.harn.v1.DoctorRequest\x1a\x17.harn.v1.DoctorResponse\x129\n" +
-	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
-	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
-	"\x04List\x12\x14.harn.v1.ListRequest\x1a\x15.harn.v1.ListResponse\x128\n" +
-	"\x03Get\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x128\n" +
-	"\x05Trace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12:\n" +
-	"\x06Whoami\x12\x16.harn.v1.WhoamiRequest\x1a\x18.harn.v1.SessionResponse\x12B\n" +
-	"\tLifecycle\x12\x19.harn.v1.LifecycleRequest\x1a\x1a.harn.v1.LifecycleResponse\x12;\n" +
-	"\aSetTask\x12\x17.harn.v1.SetTaskRequest\x1a\x17.harn.v1.MutateResponse\x127\n" +
-	"\x05Claim\x12\x15.harn.v1.ClaimRequest\x1a\x17.harn.v1.MutateResponse\x129\n" +
-	"\x06Errors\x12\x16.harn.v1.ErrorsRequest\x1a\x17.harn.v1.ErrorsResponse\x129\n" +
-	"\x06Status\x12\x16.harn.v1.StatusRequest\x1a\x17.harn.v1.StatusResponse\x129\n" +
-	"\aMembers\x12\x14.harn.v1.MeshRequest\x1a\x18.harn.v1.MembersResponse\x123\n" +
-	"\x04Raft\x12\x14.harn.v1.MeshRequest\x1a\x15.harn.v1.RaftResponse\x125\n" +
-	"\x05Leave\x12\x14.harn.v1.MeshRequest\x1a\x16.harn.v1.LeaveResponse\x12K\n" +
-	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x123\n" +
-	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x129\n" +
-	"\x06Decide\x12\x16.harn.v1.DecideRequest\x1a\x17.harn.v1.DecideResponse\x12D\n" +
-	"\rAwaitApproval\x12\x18.harn.v1.ApprovalRequest\x1a\x19.harn.v1.ApprovalResponse\x12<\n" +
-	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
-	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x129\n" +
-	"\x06Notify\x12\x16.harn.v1.NotifyRequest\x1a\x17.harn.v1.NotifyResponse\x123\n" +
-	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponse\x126\n" +
-	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse\x127\n" +
-	"\x06Reduce\x12\x16.harn.v1.ReduceRequest\x1a\x15.harn.v1.TaskResponse\x12?\n" +
-	"\bOverride\x12\x18.harn.v1.OverrideRequest\x1a\x19.harn.v1.OverrideResponse\x12<\n" +
-	"\aContext\x12\x17.harn.v1.ContextRequest\x1a\x18.harn.v1.ContextResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x04hash\x18\x02 \x01(\tR\x04hashB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_harn_proto_rawDescOnce sync.Once
@@ -4987,9 +4959,6 @@ var file_harn_proto_goTypes = []any{
 	(*PermissionRequest)(nil),    // 65: harn.v1.PermissionRequest
 	(*PathClaim)(nil),            // 66: harn.v1.PathClaim
 	(*Time)(nil),                 // 67: harn.v1.Time
-	(*AppendRequest)(nil),        // 68: harn.v1.AppendRequest
-	(*AppendResponse)(nil),       // 69: harn.v1.AppendResponse
-	(*DecideResponse)(nil),       // 70: harn.v1.DecideResponse
 }
 var file_harn_proto_depIdxs = []int32{
 	57, // 0: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
@@ -5020,62 +4989,8 @@ var file_harn_proto_depIdxs = []int32{
 	67, // 25: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
 	58, // 26: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
 	57, // 27: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
-	53, // 28: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
-	68, // 29: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	0,  // 30: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	2,  // 31: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	4,  // 32: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	4,  // 33: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	7,  // 34: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	9,  // 35: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	11, // 36: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	12, // 37: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	14, // 38: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	17, // 39: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	19, // 40: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	19, // 41: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	19, // 42: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	26, // 43: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	28, // 44: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	30, // 45: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	31, // 46: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	33, // 47: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	35, // 48: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	37, // 49: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	41, // 50: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	43, // 51: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	48, // 52: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	51, // 53: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	49, // 54: harn.v1.Local.Context:input_type -> harn.v1.ContextRequest
-	54, // 55: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
-	69, // 56: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	1,  // 57: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	3,  // 58: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	5,  // 59: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	6,  // 60: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	5,  // 61: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	10, // 62: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	13, // 63: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	13, // 64: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	15, // 65: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	18, // 66: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	20, // 67: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	22, // 68: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	25, // 69: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	27, // 70: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	29, // 71: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	70, // 72: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	32, // 73: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	34, // 74: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	36, // 75: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	38, // 76: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	42, // 77: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	44, // 78: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	29, // 79: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	52, // 80: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	50, // 81: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
-	55, // [55:82] is the sub-list for method output_type
-	28, // [28:55] is the sub-list for method input_type
+	28, // [28:28] is the sub-list for method output_type
+	28, // [28:28] is the sub-list for method input_type
 	28, // [28:28] is the sub-list for extension type_name
 	28, // [28:28] is the sub-list for extension extendee
 	0,  // [0:28] is the sub-list for field type_name
@@ -5096,7 +5011,7 @@ func file_harn_proto_init() {
 			NumEnums:      0,
 			NumMessages:   61,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   0,
 		},
 		GoTypes:           file_harn_proto_goTypes,
 		DependencyIndexes: file_harn_proto_depIdxs,
