@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/harn-dev/harn/node/tasks/taskwire"
-	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/secretfile"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -61,7 +61,7 @@ func applySettings(c *cobra.Command) error {
 	c.Flags().VisitAll(visit)
 	c.InheritedFlags().VisitAll(visit)
 	if cerr != nil {
-		var ie *trust.InsecureFileError
+		var ie *secretfile.InsecureFileError
 		if errors.As(cerr, &ie) {
 			return withCode(ExitPermission, cerr)
 		}
@@ -146,7 +146,7 @@ func loadConfigFile(c *cobra.Command) (configFile, error) {
 	// A config that holds a secret is refused whole when others may read
 	// it, as ssh refuses a private key.
 	if secrets := secretKeys(vals); len(secrets) > 0 {
-		if err := trust.CheckSecretFile(path); err != nil {
+		if err := secretfile.Check(path); err != nil {
 			return configFile{}, &secretFileError{what: "config " + path + " holds " + strings.Join(secrets, ", "), err: err}
 		}
 	}
@@ -166,14 +166,14 @@ func secretKeys(vals map[string]string) []string {
 }
 
 // secretFileError is a secret file refused: what it holds, and why (a
-// *trust.InsecureFileError, or the error reading it).
+// *secretfile.InsecureFileError, or the error reading it).
 type secretFileError struct {
 	what string
 	err  error
 }
 
 func (e *secretFileError) Error() string {
-	var ie *trust.InsecureFileError
+	var ie *secretfile.InsecureFileError
 	if errors.As(e.err, &ie) {
 		msg := fmt.Sprintf("%s and is %s (mode %04o)", e.what, ie.Why, ie.Mode.Perm())
 		if ie.Fix != "" {
@@ -199,8 +199,8 @@ func readSecretFile(path string) (string, error) {
 	fail := func(err error) (string, error) {
 		return "", withCode(ExitPermission, &secretFileError{what: "secret file " + text.OneLine(path), err: err})
 	}
-	if err := trust.CheckSecretFile(path); err != nil {
-		var ie *trust.InsecureFileError
+	if err := secretfile.Check(path); err != nil {
+		var ie *secretfile.InsecureFileError
 		if errors.As(err, &ie) {
 			return fail(err)
 		}

@@ -4,9 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 )
@@ -15,12 +13,7 @@ import (
 // as "no leader" (which shares ResourceExhausted) or "no node".
 func TestRefusedWriteIsDiskFullNotNoLeader(t *testing.T) {
 	for _, c := range []codes.Code{codes.ResourceExhausted, codes.Unavailable} {
-		st, err := status.New(c, "ledger: disk full since 10:02:03").
-			WithDetails(&errdetails.ErrorInfo{Reason: api.ReasonLedgerUnwritable, Domain: api.ErrorDomain})
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := rpcErr(st.Err(), place{Socket: "/nonexistent"})
+		got := rpcErr(api.NewStatusError(c, "ledger: disk full since 10:02:03", api.ReasonLedgerUnwritable, nil), place{Socket: "/nonexistent"})
 		if code := ExitCode(got); code != ExitDiskFull {
 			t.Fatalf("%v: exit %d, want %d (%v)", c, code, ExitDiskFull, got)
 		}
@@ -28,7 +21,7 @@ func TestRefusedWriteIsDiskFullNotNoLeader(t *testing.T) {
 			t.Fatalf("message names no fix: %v", got)
 		}
 	}
-	plain := rpcErr(status.Error(codes.ResourceExhausted, "no leader"), place{})
+	plain := rpcErr(api.NewStatusError(codes.ResourceExhausted, "no leader", "", nil), place{})
 	if code := ExitCode(plain); code != ExitNoLeader {
 		t.Fatalf("no-leader: exit %d, want %d", code, ExitNoLeader)
 	}

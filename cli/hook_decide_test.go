@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/grpc"
-
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -81,10 +79,10 @@ func TestHookAsksTheCallsQuestionInItsAppend(t *testing.T) {
 				t.Fatal(err)
 			}
 			srv := &decideServer{withDecision: c.withDecision}
-			g := grpc.NewServer()
-			apigrpc.RegisterLocalServer(g, srv)
-			go g.Serve(lis)
-			defer g.Stop()
+			w := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: srv})
+			go w.Serve(lis)
+			defer w.Close()
+			defer lis.Close()
 			t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "cfg"))
 			t.Setenv("HARN_CONFIG", "")
 			t.Setenv("HARN_TASK", "")

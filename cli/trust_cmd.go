@@ -16,7 +16,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/layout"
-	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/secretfile"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -42,7 +42,7 @@ func adminErr(err error, p place) error {
 func addTokenFlags(c *cobra.Command) {
 	c.Flags().Bool("server", false, "the token makes servers (raft voters holding the CA key); default: nodes. Read from this command line only, never from HARN_SERVER or the config file")
 	commandLineOnly(c, "server")
-	c.Flags().Duration("ttl", trust.DefaultTokenTTL, "how long the token may be redeemed")
+	c.Flags().Duration("ttl", api.DefaultTokenTTL, "how long the token may be redeemed")
 	c.Flags().Int("uses", 0, "how many joins the token allows (0: any number within its TTL)")
 	addJSONFlag(c)
 }
@@ -90,7 +90,7 @@ func printToken(c *cobra.Command, t wire.TokenCreated, join, rpc string) error {
 // gossip port plus 2, on the same host).
 func joinHint(t wire.TokenCreated, join, rpc string) string {
 	args := []string{"harn", "node"}
-	if t.Role == string(trust.RoleServer) {
+	if t.Role == api.RoleServer {
 		args = append(args, "--server")
 	}
 	args = append(args, "--join", shellQuote(join))
@@ -207,7 +207,7 @@ func readJoinToken(c *cobra.Command) (string, error) {
 	if tok != "" {
 		return "", usageErr(errors.New("pass --join-token or --join-token-file, not both"))
 	}
-	if err := trust.CheckSecretFile(file); err != nil {
+	if err := secretfile.Check(file); err != nil {
 		return "", withCode(ExitTrust, err)
 	}
 	b, err := os.ReadFile(file)

@@ -91,6 +91,7 @@ type Node struct {
 	tracer   trace.Tracer         // no-op unless Config.TracerProvider is set
 	grpc     *grpc.Server
 	lis      net.Listener
+	mux      *localMux // the socket's two protocols: the local wire and gRPC
 	sockInfo os.FileInfo
 	started  time.Time
 
@@ -244,8 +245,15 @@ func (n *Node) listen() error {
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(localCreds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	apigrpc.RegisterLocalServer(n.grpc, &localService{n: n})
-	apigrpc.RegisterMeshAdminServer(n.grpc, &adminService{n: n})
+	local, admin := &localService{n: n}, &adminService{n: n}
+	apigrpc.RegisterLocalServer(n.grpc, local)
+	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
+	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
+		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin})
+	if n.cfg.TracerProvider != nil {
+		wire.Wrap = traceLocal(n.tracer)
+	}
+	n.mux = newLocalMux(lis, wire, context.Background())
 	return nil
 }
 
@@ -255,9 +263,8 @@ func (n *Node) listen() error {
 // ("runs without the mesh", "serves no board") and a hook that cannot
 // wait spools as it does for a node that is down.
 func (n *Node) serve() {
-	lis := n.lis
-	n.start(func() {
-		if err := n.grpc.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+	n.start(n.mux.run, func() {
+		if err := n.grpc.Serve(n.mux.grpc); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 			n.log.Error("grpc serve", "err", err)
 		}
 	})
@@ -282,6 +289,9 @@ func (n *Node) Close() error {
 		n.closeWeb()
 		if n.grpc != nil {
 			stopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
+		}
+		if n.mux != nil {
+			n.mux.Close() // after gRPC, which closed its listener: Serve ends cleanly
 		}
 		if d := n.claims.Load(); d != nil {
 			d.Close() // its retries write through the mesh and into the ledger

@@ -48,6 +48,9 @@ func (localCreds) ClientHandshake(_ context.Context, _ string, c net.Conn) (net.
 }
 
 func (localCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	if lc, ok := c.(*localConn); ok { // the mux read the peer at accept
+		return c, lc.peer, nil
+	}
 	p := localPeer{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}
 	if uc, ok := c.(*net.UnixConn); ok {
 		if uid, known, err := peerUID(uc); err == nil && known {

@@ -141,9 +141,14 @@ func TokenRecordsToAPI(recs []trust.TokenRecord) []*api.TokenRecord {
 	return out
 }
 
-// TokenRecordsFromAPI is wire.TokenRecordsFromAPI.
+// TokenRecordsFromAPI reads token records from the wire.
 func TokenRecordsFromAPI(recs []*api.TokenRecord) []trust.TokenRecord {
-	return wire.TokenRecordsFromAPI(recs)
+	var out []trust.TokenRecord
+	for _, r := range recs {
+		out = append(out, trust.TokenRecord{ID: r.GetId(), SecretHash: r.GetSecretSha256(), Role: trust.Role(r.GetRole()),
+			Created: r.GetCreated().AsTime(), Expires: r.GetExpires().AsTime(), Uses: int(r.GetUses()), Used: int(r.GetUsed())})
+	}
+	return out
 }
 
 // KeyringToAPI is the keyring's view on the wire.

@@ -3,6 +3,8 @@ package trust
 import (
 	"errors"
 	"fmt"
+
+	"github.com/harn-dev/harn/util/secretfile"
 )
 
 // Errors. Every error this package returns wraps one of them (match with
@@ -58,7 +60,7 @@ var (
 	ErrRotation = errors.New("trust: CA rotation")
 	// ErrInsecureFile: a secret file or directory is readable by group or
 	// others, or is not a regular file.
-	ErrInsecureFile = errors.New("trust: insecure secret file")
+	ErrInsecureFile = secretfile.ErrInsecure
 	// ErrNotOwner: a node tried to write a session it does not own.
 	ErrNotOwner = errors.New("trust: caller does not own the session")
 	// ErrRemoteControl: the target node's remote-control policy refuses the

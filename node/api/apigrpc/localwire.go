@@ -3,6 +3,7 @@ package apigrpc
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -167,4 +168,26 @@ func (w *LocalWire) Close() {
 		c.SetReadDeadline(time.Unix(1, 0))
 	}
 	w.wg.Wait()
+}
+
+// Serve answers the local wire on lis (every connection must open with
+// api.LocalPreface; others are closed) until lis closes. The node serves
+// its socket through its own mux, which also routes gRPC; Serve is the
+// wire alone, for a node of a test.
+func (w *LocalWire) Serve(lis net.Listener) error {
+	for {
+		c, err := lis.Accept()
+		if err != nil {
+			return err
+		}
+		go func() {
+			b := make([]byte, len(api.LocalPreface))
+			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			if _, err := io.ReadFull(c, b); err != nil || string(b) != api.LocalPreface {
+				c.Close()
+				return
+			}
+			w.ServeConn(context.Background(), c)
+		}()
+	}
 }

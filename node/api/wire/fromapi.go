@@ -7,8 +7,8 @@ package wire
 import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims/claimwire"
-	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore/raftwire"
+	"time"
 )
 
 // CAStatusFromAPI reads the CA's state from the wire.
@@ -32,11 +32,23 @@ func TokenCreatedFromAPI(t *api.TokenCreated) TokenCreated {
 		JoinAddr: t.GetJoinAddr(), JoinRPC: t.GetJoinRpc()}
 }
 
+// TokenRecord is a join token's record as `harn token list --json` shows
+// it: the registry's record (node/trust's TokenRecord), never the secret.
+type TokenRecord struct {
+	ID         string    `json:"id"`
+	SecretHash string    `json:"secret_sha256"` // hex
+	Role       string    `json:"role"`
+	Created    time.Time `json:"created"`
+	Expires    time.Time `json:"expires"`
+	Uses       int       `json:"uses,omitempty"` // 0: unlimited
+	Used       int       `json:"used"`
+}
+
 // TokenRecordsFromAPI reads token records from the wire.
-func TokenRecordsFromAPI(recs []*api.TokenRecord) []trust.TokenRecord {
-	var out []trust.TokenRecord
+func TokenRecordsFromAPI(recs []*api.TokenRecord) []TokenRecord {
+	var out []TokenRecord
 	for _, r := range recs {
-		out = append(out, trust.TokenRecord{ID: r.GetId(), SecretHash: r.GetSecretSha256(), Role: trust.Role(r.GetRole()),
+		out = append(out, TokenRecord{ID: r.GetId(), SecretHash: r.GetSecretSha256(), Role: r.GetRole(),
 			Created: r.GetCreated().AsTime(), Expires: r.GetExpires().AsTime(), Uses: int(r.GetUses()), Used: int(r.GetUsed())})
 	}
 	return out
