@@ -16,12 +16,13 @@ CLIENT_TAGS ?= grpcnotrace
 # reachable: a 3 MB smaller binary that every hook starts.
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn
+	CGO_ENABLED=0 $(GO) build -trimpath -tags 'harn_hook $(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harnd
 
 # install: harn and harnd into $(PREFIX)/bin (default ~/.local/bin).
 install: build
 	install -d $(PREFIX)/bin
-	install -m 0755 $(BINDIR)/harn $(BINDIR)/harnd $(PREFIX)/bin/
+	install -m 0755 $(BINDIR)/harn $(BINDIR)/harn-hook $(BINDIR)/harnd $(PREFIX)/bin/
 
 test:
 	$(GO) test -race -timeout 15m ./...
@@ -48,8 +49,9 @@ fuzz:
 # docker: the static binaries into deploy/ and the FROM scratch image harn:dev.
 docker:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn
+	CGO_ENABLED=0 $(GO) build -trimpath -tags 'harn_hook $(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn-hook
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harnd
 	docker build -t harn:dev deploy
 
 clean:
-	rm -rf $(BINDIR) deploy/harn deploy/harnd
+	rm -rf $(BINDIR) deploy/harn deploy/harn-hook deploy/harnd

@@ -1,3 +1,5 @@
+//go:build !harn_hook
+
 package cli
 
 import (
@@ -146,7 +148,7 @@ func coordErr(err error, p place) error {
 		switch {
 		case errors.Is(se, api.ErrWriteRefused):
 			return rpcErr(err, p) // the registry's write authority: exit 12
-		case se.Code() == codes.PermissionDenied:
+		case api.Code(se) == codes.PermissionDenied:
 			return withCode(ExitRemoteRefused, msg)
 		case errors.Is(se, api.ErrOwnerUnreachable):
 			return withCode(ExitUnavailable, msg)

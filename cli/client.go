@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -58,29 +58,18 @@ func placeAt(c *cobra.Command, dd string) place {
 // maxReply bounds one reply from the node (a whole roster).
 const maxReply = 512 << 20
 
-// client is a connection to the local node: the typed api.Client, whose
-// errors match the api.Err... sentinels.
-type client struct {
-	*api.Client
-	api *api.Client
-}
-
-// dial connects to the node on p.Socket. It refuses a socket that is not
-// this user's (a symlink, another owner) before connecting, and a peer that
-// runs as another user before sending anything: another local user who
-// made the socket path first must not receive hook events.
-func dial(p place) (*client, error) {
+// dialConn makes the hook's connection to the node on p.Socket (the
+// local wire, without the full client). It refuses a socket that is not
+// this user's (a symlink, another owner) before connecting, and a peer
+// that runs as another user before sending anything: another local user
+// who made the socket path first must not receive hook events.
+func dialConn(p place) (*hookwire.Conn, error) {
 	if err := layout.CheckSocket(p.Socket); err != nil {
 		return nil, withCode(ExitPermission, err)
 	}
-	// A roster of many thousands of sessions is one large reply.
-	c, err := api.Dial(p.Socket, maxReply, func(ctx context.Context, _ string) (net.Conn, error) {
+	return hookwire.Dial(p.Socket, maxReply, func(ctx context.Context, _ string) (net.Conn, error) {
 		return dialSocket(ctx, p.Socket)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &client{Client: c, api: c}, nil
+	}), nil
 }
 
 // dialSocket connects to the socket after checking its owner, and checks
@@ -100,8 +89,6 @@ func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
 	}
 	return c, nil
 }
-
-func (c *client) Close() { c.Client.Close() }
 
 // probeSocket tells how the socket is: dead (absent, or a stale file
 // nothing listens on), answering, or a permission problem (err, with
@@ -155,21 +142,6 @@ func startNode(p place) error {
 	return cmd.Process.Release()
 }
 
-// connect dials the node. It never starts one: only hooks do, because a
-// hook must not lose its agent's events (hook.go). Every other command
-// that finds no node says how to start one, as the exact command, and
-// exits ExitUnavailable, creating nothing.
-func connect(_ context.Context, p place, _ time.Duration) (*client, error) {
-	dead, err := probeSocket(p.Socket)
-	if err != nil {
-		return nil, err
-	}
-	if dead {
-		return nil, noNode(p)
-	}
-	return dial(p)
-}
-
 // noNode is the error of a command that found no node at p: it names the
 // socket and the command that starts a node there.
 func noNode(p place) error {
@@ -206,30 +178,29 @@ func rpcErr(err error, p place) error {
 	if err == nil {
 		return nil
 	}
-	err = api.Error(err)
-	var se *api.StatusError
+	var se *hookwire.StatusError
 	if !errors.As(err, &se) {
 		return withCode(ExitError, err)
 	}
 	msg := text.OneLine(se.Message()) // it may quote agent or peer text
 	switch {
-	case errors.Is(err, api.ErrLedgerUnwritable):
+	case errors.Is(err, hookwire.ErrLedgerUnwritable):
 		return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
-	case errors.Is(err, api.ErrWriteRefused):
+	case errors.Is(err, hookwire.ErrWriteRefused):
 		return withCode(ExitTrust, errors.New(msg))
-	case errors.Is(err, api.ErrNotFound):
+	case errors.Is(err, hookwire.ErrNotFound):
 		return withCode(ExitNotFound, errors.New(msg))
-	case errors.Is(err, api.ErrInvalid):
+	case errors.Is(err, hookwire.ErrInvalid):
 		return withCode(ExitUsage, errors.New(msg))
-	case errors.Is(err, api.ErrRefused):
+	case errors.Is(err, hookwire.ErrRefused):
 		return withCode(ExitRefused, errors.New(msg))
-	case errors.Is(err, api.ErrAmbiguous):
+	case errors.Is(err, hookwire.ErrAmbiguous):
 		return withCode(ExitAmbiguous, errors.New(msg))
-	case errors.Is(err, api.ErrNoLeader):
+	case errors.Is(err, hookwire.ErrNoLeader):
 		return withCode(ExitNoLeader, errors.New(msg))
-	case errors.Is(err, api.ErrUnimplemented):
+	case errors.Is(err, hookwire.ErrUnimplemented):
 		return withCode(ExitUsage, errors.New(msg))
-	case errors.Is(err, api.ErrUnavailable):
+	case errors.Is(err, hookwire.ErrUnavailable):
 		// A socket that refuses this user is a permission problem, not
 		// a missing node.
 		if _, perr := probeSocket(p.Socket); perr != nil {

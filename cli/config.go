@@ -363,3 +363,20 @@ func jsonLaunchers(v any) (taskwire.Launchers, error) {
 	}
 	return l, nil
 }
+
+// annWhole marks a repeatable flag whose environment variable holds one
+// whole value, not a comma-separated list (a launcher's argv may hold a
+// comma).
+const annWhole = "harn-whole-value"
+
+// wholeValue reports whether f's environment variable is one whole value.
+func wholeValue(f *pflag.Flag) bool { return len(f.Annotations[annWhole]) > 0 }
+
+// isSecretKey reports config keys whose values are secrets.
+func isSecretKey(k string) bool {
+	k = strings.ToLower(strings.ReplaceAll(k, "_", "-"))
+	if strings.HasSuffix(k, "-file") {
+		return false
+	}
+	return strings.Contains(k, "key") || strings.Contains(k, "secret") || strings.Contains(k, "token") || strings.Contains(k, "password")
+}

@@ -1,13 +1,12 @@
+//go:build !harn_hook
+
 package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,36 +45,6 @@ func daemonOf(c *cobra.Command) *Daemon {
 // this process.
 func DaemonMain(args []string, stdin io.Reader, stdout, stderr io.Writer, d *Daemon) int {
 	return run(context.WithValue(context.Background(), daemonKey{}, d), args, stdin, stdout, stderr)
-}
-
-// DaemonName is the daemon's executable name.
-const DaemonName = "harnd"
-
-// ErrNoDaemon: harnd is neither beside harn nor on PATH.
-var ErrNoDaemon = errors.New("harnd not found")
-
-// findDaemon is harnd beside this executable (its symlink, then its real
-// path), else on PATH.
-func findDaemon() (string, error) {
-	var tried []string
-	if exe, err := os.Executable(); err == nil {
-		dirs := []string{filepath.Dir(exe)}
-		if real, err := filepath.EvalSymlinks(exe); err == nil && filepath.Dir(real) != dirs[0] {
-			dirs = append(dirs, filepath.Dir(real))
-		}
-		for _, dir := range dirs {
-			p := filepath.Join(dir, DaemonName)
-			tried = append(tried, dir)
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-				return p, nil
-			}
-		}
-	}
-	if p, err := exec.LookPath(DaemonName); err == nil {
-		return p, nil
-	}
-	return "", withCode(ExitNoDaemon, fmt.Errorf("%w beside harn (in %s) or on PATH; install both with `make install`, or put harnd on PATH",
-		ErrNoDaemon, strings.Join(tried, ", ")))
 }
 
 // execDaemon runs harnd in place of this process with this command line.

@@ -1,3 +1,5 @@
+//go:build !harn_hook
+
 package cli
 
 import (
@@ -416,15 +418,6 @@ func checkConfigFile(e doctorEnv) check {
 			"chmod 600 " + e.cfgPath}
 	}
 	return check{"config", checkOK, fmt.Sprintf("%s, mode %04o", e.cfgPath, mode), ""}
-}
-
-// isSecretKey reports config keys whose values are secrets.
-func isSecretKey(k string) bool {
-	k = strings.ToLower(strings.ReplaceAll(k, "_", "-"))
-	if strings.HasSuffix(k, "-file") {
-		return false
-	}
-	return strings.Contains(k, "key") || strings.Contains(k, "secret") || strings.Contains(k, "token") || strings.Contains(k, "password")
 }
 
 // checkGossipKey checks the gossip key's form (and its file's mode).

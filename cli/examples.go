@@ -1,3 +1,5 @@
+//go:build !harn_hook
+
 package cli
 
 import (
@@ -185,14 +187,6 @@ func applyExamples(root *cobra.Command) {
 		}
 		c.Example = examples[c.CommandPath()]
 	})
-}
-
-// walkCommands calls fn on c and every command below it.
-func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
-	fn(c)
-	for _, sub := range c.Commands() {
-		walkCommands(sub, fn)
-	}
 }
 
 // withAgents fills the agents' names into the examples: {agent}, {agent2}

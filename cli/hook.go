@@ -16,10 +16,8 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
-	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/spool"
 	"github.com/harn-dev/harn/presence"
@@ -67,7 +65,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 	}
 	c.Flags().Duration("timeout", 1500*time.Millisecond, "how long to wait for the node before spooling")
 	addDecideFlags(c)
-	c.AddCommand(newHookInstallCmd(), newHookUninstallCmd(), newHookGitCmd())
+	c.AddCommand(hookSubcommands()...)
 	return c
 }
 
@@ -86,9 +84,9 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	h := &hookRun{p: p, now: now, timeout: timeout, stderr: stderr, agent: agent}
 	// Connect now, so that the connection's handshake overlaps reading
 	// and decoding the payload.
-	cl, dialErr := dial(p)
+	cl, dialErr := dialConn(p)
 	if dialErr == nil {
-		cl.api.Connect()
+		cl.Connect()
 		h.cl = cl
 		defer cl.Close()
 	}
@@ -191,15 +189,15 @@ type hookRun struct {
 	stderr  io.Writer
 	agent   string
 	key     []byte
-	cl      *client // dialed at start; nil if dialing failed
+	cl      *hookwire.Conn // dialed at start; nil if dialing failed
 }
 
 // client returns the hook's connection to the node.
-func (h *hookRun) client() (*client, error) {
+func (h *hookRun) client() (*hookwire.Conn, error) {
 	if h.cl != nil {
 		return h.cl, nil
 	}
-	cl, err := dial(h.p)
+	cl, err := dialConn(h.p)
 	if err != nil {
 		return nil, err
 	}
@@ -234,10 +232,10 @@ func asksName(ad adapter.Adapter, res adapter.Result) bool {
 // context to inject and a pending session name, if any, and the answer
 // to decide (a tool call's question, asked in the same round trip) when
 // the node gave one.
-func (h *hookRun) send(res adapter.Result, wantName bool, decide *api.DecideQuery) (adapter.Reply, *api.DecideResponse) {
-	req := &api.AppendRequest{Decide: decide}
+func (h *hookRun) send(res adapter.Result, wantName bool, decide *hookwire.DecideQuery) (adapter.Reply, *hookwire.DecideResponse) {
+	req := &hookwire.AppendRequest{Decide: decide}
 	for i := range res.Events {
-		req.Events = append(req.Events, wire.EventToAPI(&res.Events[i]))
+		req.Events = append(req.Events, hookwire.EventOf(&res.Events[i]))
 	}
 	if res.WantsContext {
 		req.ContextFor = res.SessionID
@@ -248,14 +246,14 @@ func (h *hookRun) send(res adapter.Result, wantName bool, decide *api.DecideQuer
 	cl, err := h.client()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-		var out *api.AppendResponse
-		out, err = cl.api.Append(ctx, req)
+		var out *hookwire.AppendResponse
+		out, err = cl.Append(ctx, req)
 		cancel()
 		if err == nil {
 			return adapter.Reply{Context: out.AdditionalContext, PendingName: out.PendingName}, out.Decision
 		}
-		var se *api.StatusError
-		if errors.As(err, &se) && se.Code() == codes.InvalidArgument {
+		var se *hookwire.StatusError
+		if errors.As(err, &se) && se.Code() == hookwire.InvalidArgument {
 			h.diagnose("node refused events: "+se.Message(), nil)
 			return adapter.Reply{}, nil
 		}
@@ -304,19 +302,19 @@ func (h *hookRun) lost(rec spool.Record, err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 	defer cancel()
-	_, _ = cl.api.Diagnose(ctx, &api.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano()})
+	_ = cl.Diagnose(ctx, &hookwire.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano()})
 }
 
 // diagnose records bad input with the node, or spools the diagnostic. The
 // raw input is never stored; only its size and keyed digest.
 func (h *hookRun) diagnose(msg string, in []byte) {
-	d := &api.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano(), InputBytes: int32(len(in))}
+	d := &hookwire.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano(), InputBytes: int32(len(in))}
 	if len(in) > 0 {
 		d.InputDigest = h.digest(in)
 	}
 	if cl, err := h.client(); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-		_, err = cl.api.Diagnose(ctx, d)
+		err = cl.Diagnose(ctx, d)
 		cancel()
 		if err == nil {
 			return

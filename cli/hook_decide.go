@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/install"
-	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/presence"
@@ -48,7 +48,7 @@ type callPlan struct {
 	ask     bool // there is a question for the node
 	q       taskwire.Query
 	cr      []claimwire.Request
-	body    *api.DecideQuery // q with the claims beside it
+	body    *hookwire.DecideQuery // q with the claims beside it
 	// request is the payload's interaction.input_requested, if any: a
 	// remote answer is recorded on its session, resolving its key.
 	request *presence.Event
@@ -107,7 +107,7 @@ func (h *hookRun) planCall(in []byte, cr []claimwire.Request) callPlan {
 // decide. answer is the node's answer to pl's question given with the
 // events (nil when it did not come that way: the node is then asked on
 // its own).
-func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.DecideResponse, out []byte) []byte {
+func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *hookwire.DecideResponse, out []byte) []byte {
 	if !pl.ok {
 		return out
 	}
@@ -146,13 +146,17 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *api.Decide
 
 // decideQuery is the question of a tool call's hook: the task runtime's
 // query, its claims beside it.
-func decideQuery(q taskwire.Query, cr []claimwire.Request) *api.DecideQuery {
-	out := taskwire.QueryToAPI(q)
-	out.Claims = claimwire.ToAPI(cr)
+func decideQuery(q taskwire.Query, cr []claimwire.Request) *hookwire.DecideQuery {
+	// As taskwire.QueryToAPI and claimwire.ToAPI, in the hook's codec.
+	out := &hookwire.DecideQuery{Phase: q.Phase, Session: q.Session, Task: q.Task, Tool: q.Tool, Input: q.Input,
+		Call: q.Call, Failed: q.Failed, WaitMs: q.Wait.Milliseconds()}
+	for _, r := range cr {
+		out.Claims = append(out.Claims, &hookwire.PathClaim{Session: r.Session, Repo: r.Repo, Paths: r.Paths, Phase: r.Phase, Abs: r.Abs})
+	}
 	return out
 }
 
-func verdictOf(r *api.DecideResponse) taskwire.Verdict {
+func verdictOf(r *hookwire.DecideResponse) taskwire.Verdict {
 	if r == nil {
 		return taskwire.Verdict{}
 	}
@@ -171,7 +175,7 @@ func (h *hookRun) decide(pl callPlan) (taskwire.Verdict, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), decideWait)
 	defer cancel()
-	r, err := cl.api.Decide(ctx, &api.DecideRequest{Query: pl.body})
+	r, err := cl.Decide(ctx, &hookwire.DecideRequest{Query: pl.body})
 	if err != nil {
 		if q.Phase == taskwire.PhasePre && (q.Task != "" || len(pl.cr) > 0 || ctx.Err() != nil) {
 			h.diagnose(fmt.Sprintf("pre-call check: the node did not answer within %s (%s); the %s call was allowed",
@@ -207,7 +211,7 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first taskwire.Ver
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Second)
 	defer cancel()
-	r, err := cl.api.Decide(ctx, &api.DecideRequest{Query: body})
+	r, err := cl.Decide(ctx, &hookwire.DecideRequest{Query: body})
 	if err != nil {
 		return deny("the node did not answer: " + text.OneLine(err.Error()))
 	}
@@ -222,7 +226,7 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first taskwire.Ver
 // decision from anywhere in the mesh; none in time gives out (the agent
 // shows its own prompt).
 func (h *hookRun) remoteApprove(agent string, ap adapter.Approver, pl callPlan, wait time.Duration, out []byte) []byte {
-	req := &api.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.call.Tool, Input: pl.call.Input, WaitMs: wait.Milliseconds()}
+	req := &hookwire.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.call.Tool, Input: pl.call.Input, WaitMs: wait.Milliseconds()}
 	sa, sessionWide := ap.(adapter.SessionApprover)
 	req.SessionWide = sessionWide
 	if e := pl.request; e != nil {
@@ -235,7 +239,7 @@ func (h *hookRun) remoteApprove(agent string, ap adapter.Approver, pl callPlan, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), wait+2*time.Second)
 	defer cancel()
-	r, err := cl.api.AwaitApproval(ctx, req)
+	r, err := cl.AwaitApproval(ctx, req)
 	if err != nil {
 		h.diagnose("remote approval: "+text.OneLine(err.Error())+"; the agent's own prompt is shown", nil)
 		return out

@@ -1,3 +1,5 @@
+//go:build !harn_hook
+
 package cli
 
 import (

@@ -94,12 +94,6 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	return buildRoot(stdin, stdout, stderr, nil)
 }
 
-// soleRoots are the commands that run under a root holding them alone:
-// the hook runs on every tool call of every agent, and `agents` is what
-// people and scripts run most; neither builds the rest of the command
-// tree. (Help, typo suggestions and examples are the same.)
-var soleRoots = map[string]func() *cobra.Command{"hook": newHookCmd, "agents": newAgentsCmd}
-
 // buildRoot builds the root command with every command, or with only the
 // one only builds.
 func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Command) *cobra.Command {
@@ -117,8 +111,8 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 		// On a terminal, harn alone is the TUI of harn's own agent
 		// (harn chat); elsewhere it prints the help.
 		RunE: func(c *cobra.Command, _ []string) error {
-			if only == nil && isTerminal(c.OutOrStdout()) && isTerminalIn(c.InOrStdin()) {
-				return runChat(c, "", false)
+			if only == nil {
+				return bareRoot(c)
 			}
 			return c.Help()
 		},
@@ -249,17 +243,6 @@ func rawArgs(ctx context.Context) []string {
 	return a
 }
 
-// commandSet is the constructors of the top-level commands other than
-// version, wired here (no init registration), in the order the files
-// held them.
-func commandSet() []func() *cobra.Command {
-	return []func() *cobra.Command{
-		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
-		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
-		newNotifyCmd, newTaskCmd, newTokenCmd, newUsageCmd, newWebCmd,
-	}
-}
-
 func newVersionCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "version",
@@ -289,4 +272,12 @@ func noArgs(c *cobra.Command, args []string) error {
 			args[0], c.CommandPath(), didYouMean(sameInitial(args[0], c.SuggestionsFor(args[0]))), c.CommandPath()))
 	}
 	return usageErr(cobra.NoArgs(c, args))
+}
+
+// walkCommands calls fn on c and every command below it.
+func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
+	fn(c)
+	for _, sub := range c.Commands() {
+		walkCommands(sub, fn)
+	}
 }

@@ -1,3 +1,5 @@
+//go:build !harn_hook
+
 package cli
 
 import (
@@ -33,7 +35,7 @@ func adminErr(err error, p place) error {
 		return nil
 	}
 	var se *api.StatusError
-	if errors.As(err, &se) && se.Code() == codes.PermissionDenied {
+	if errors.As(err, &se) && api.Code(se) == codes.PermissionDenied {
 		return withCode(ExitTrust, errors.New(text.OneLine(se.Message())))
 	}
 	return rpcErr(err, p)

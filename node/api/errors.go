@@ -1,145 +1,54 @@
 package api
 
 import (
-	"errors"
-	"fmt"
-
 	"google.golang.org/grpc/codes"
+
+	"github.com/harn-dev/harn/node/api/hookwire"
 )
+
+// The node's status errors live in node/api/hookwire, which the hook links
+// without this package; these are the same values, so errors.Is and
+// errors.As match either name.
 
 // Reasons in the errdetails.ErrorInfo that some refusals carry: a client
 // tells them apart by reason, never by the text.
 const (
-	// ErrorDomain is the ErrorInfo domain of the node's reasons.
-	ErrorDomain = "harn.dev"
-	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
-	// disk, or a data dir it cannot write); reads still work.
-	ReasonLedgerUnwritable = "LEDGER_UNWRITABLE"
-	// ReasonWriteRefused: the registry leader's write authority refused
-	// the write (the caller's node may not make it).
-	ReasonWriteRefused = "REGISTRY_WRITE_REFUSED"
-	// ReasonOwnerUnreachable: a coordination action routed to the node
-	// that owns the session could not reach it.
-	ReasonOwnerUnreachable = "OWNER_UNREACHABLE"
-	// ReasonSessionsRefused: the registry left sessions of the write out
-	// (held by another node, or over the session quota) and applied the
-	// rest; the ErrorInfo's MetaSessions names them.
-	ReasonSessionsRefused = "REGISTRY_SESSIONS_REFUSED"
-	// MetaSessions is the ErrorInfo metadata key of ReasonSessionsRefused:
-	// the refused session ids, as a JSON array of strings.
-	MetaSessions = "sessions"
+	ErrorDomain            = hookwire.ErrorDomain
+	ReasonLedgerUnwritable = hookwire.ReasonLedgerUnwritable
+	ReasonWriteRefused     = hookwire.ReasonWriteRefused
+	ReasonOwnerUnreachable = hookwire.ReasonOwnerUnreachable
+	ReasonSessionsRefused  = hookwire.ReasonSessionsRefused
+	MetaSessions           = hookwire.MetaSessions
 )
 
-// Sentinels of the node's answers, by status code.
+// Sentinels of the node's answers, by status code and by reason.
 var (
-	ErrNotFound       = errors.New("api: not found")          // codes.NotFound
-	ErrInvalid        = errors.New("api: invalid argument")   // codes.InvalidArgument
-	ErrRefused        = errors.New("api: refused by a rule")  // codes.FailedPrecondition
-	ErrAmbiguous      = errors.New("api: ambiguous")          // codes.Aborted
-	ErrNoLeader       = errors.New("api: no registry leader") // codes.ResourceExhausted
-	ErrUnimplemented  = errors.New("api: not served here")    // codes.Unimplemented
-	ErrUnavailable    = errors.New("api: unavailable")        // codes.Unavailable, codes.DeadlineExceeded
-	ErrPermission     = errors.New("api: permission denied")  // codes.PermissionDenied
-	ErrInternal       = errors.New("api: failed in the node") // any other code
-	errCanceledByPeer = errors.New("api: canceled")           // codes.Canceled
+	ErrNotFound         = hookwire.ErrNotFound
+	ErrInvalid          = hookwire.ErrInvalid
+	ErrRefused          = hookwire.ErrRefused
+	ErrAmbiguous        = hookwire.ErrAmbiguous
+	ErrNoLeader         = hookwire.ErrNoLeader
+	ErrUnimplemented    = hookwire.ErrUnimplemented
+	ErrUnavailable      = hookwire.ErrUnavailable
+	ErrPermission       = hookwire.ErrPermission
+	ErrInternal         = hookwire.ErrInternal
+	ErrLedgerUnwritable = hookwire.ErrLedgerUnwritable
+	ErrWriteRefused     = hookwire.ErrWriteRefused
+	ErrOwnerUnreachable = hookwire.ErrOwnerUnreachable
 )
 
-// Sentinels of the node's answers, by ErrorInfo reason.
-var (
-	ErrLedgerUnwritable = errors.New("api: the node's ledger refuses writes")  // ReasonLedgerUnwritable
-	ErrWriteRefused     = errors.New("api: registry write refused")            // ReasonWriteRefused
-	ErrOwnerUnreachable = errors.New("api: the session's node is unreachable") // ReasonOwnerUnreachable
-)
-
-// StatusError is a node's status as an error: errors.Is matches it against
-// the sentinel of its code and the one of its reason. It comes from the
-// local wire's reply (or, in the node, from a gRPC status through
-// apigrpc.Error); its text is the status's.
-type StatusError struct {
-	code   codes.Code
-	msg    string
-	Reason string            // the ErrorInfo reason of ErrorDomain, or ""
-	Meta   map[string]string // that ErrorInfo's metadata, or nil
-	cause  error             // why a call failed before the node answered
-}
-
-func (e *StatusError) wrap(cause error) *StatusError { e.cause = cause; return e }
-
-// Unwrap is the cause of a call that failed before the node answered (a
-// dialer's error, a context's end), nil for the node's own answers.
-func (e *StatusError) Unwrap() error { return e.cause }
+// StatusError is a node's status as an error (hookwire.StatusError).
+type StatusError = hookwire.StatusError
 
 // NewStatusError is the error of a status of code c and message msg that
 // carries reason and meta (of ErrorDomain) when reason is not "".
 func NewStatusError(c codes.Code, msg, reason string, meta map[string]string) *StatusError {
-	return &StatusError{code: c, msg: msg, Reason: reason, Meta: meta}
-}
-
-// Error is the status's text, as gRPC writes it.
-func (e *StatusError) Error() string {
-	return fmt.Sprintf("rpc error: code = %s desc = %s", e.code, e.msg)
-}
-
-// Code is the status code.
-func (e *StatusError) Code() codes.Code { return e.code }
-
-// Message is the node's message (it may quote agent or peer text: make it
-// one line before a terminal).
-func (e *StatusError) Message() string { return e.msg }
-
-// Is matches the sentinels of the code and of the reason.
-func (e *StatusError) Is(target error) bool {
-	return target == codeSentinel(e.code) || (e.Reason != "" && target == reasonSentinel(e.Reason))
+	return hookwire.NewStatusError(hookwire.Code(c), msg, reason, meta)
 }
 
 // Code is the status code of err: codes.OK for nil, codes.Unknown for an
 // error that is not a *StatusError.
-func Code(err error) codes.Code {
-	if err == nil {
-		return codes.OK
-	}
-	var se *StatusError
-	if errors.As(err, &se) {
-		return se.code
-	}
-	return codes.Unknown
-}
-
-func codeSentinel(c codes.Code) error {
-	switch c {
-	case codes.NotFound:
-		return ErrNotFound
-	case codes.InvalidArgument:
-		return ErrInvalid
-	case codes.FailedPrecondition:
-		return ErrRefused
-	case codes.Aborted:
-		return ErrAmbiguous
-	case codes.ResourceExhausted:
-		return ErrNoLeader
-	case codes.Unimplemented:
-		return ErrUnimplemented
-	case codes.Unavailable, codes.DeadlineExceeded:
-		return ErrUnavailable
-	case codes.PermissionDenied:
-		return ErrPermission
-	case codes.Canceled:
-		return errCanceledByPeer
-	}
-	return ErrInternal
-}
-
-func reasonSentinel(r string) error {
-	switch r {
-	case ReasonLedgerUnwritable:
-		return ErrLedgerUnwritable
-	case ReasonWriteRefused:
-		return ErrWriteRefused
-	case ReasonOwnerUnreachable:
-		return ErrOwnerUnreachable
-	}
-	return nil
-}
+func Code(err error) codes.Code { return codes.Code(hookwire.CodeOf(err)) }
 
 // Error is err as the client reads it: a *StatusError stays one, nil stays
 // nil, and any other error (a context's end, say) comes back as it is.

@@ -9,18 +9,6 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// LocalPreface opens a local wire connection: the node reads it first and
-// serves the connection without gRPC (a gRPC client's preface begins
-// "PRI * HTTP/2.0", so the two never meet).
-const LocalPreface = "harn/l1\n"
-
-// MaxLocalCall bounds one call's frame on the local wire, as the node's
-// gRPC server bounds a request.
-const MaxLocalCall = 8 << 20
-
-// ErrFrameTooLarge: a frame's length is over the reader's bound.
-var ErrFrameTooLarge = errors.New("api: local wire frame too large")
-
 // WriteFrame writes m as one frame: a 4-byte big-endian length and the
 // message, in one write.
 func WriteFrame(w io.Writer, m proto.Message) error {

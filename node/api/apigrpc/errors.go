@@ -46,9 +46,9 @@ func Status(err error) *status.Status {
 	var se *api.StatusError
 	if errors.As(err, &se) {
 		if se.Reason == "" {
-			return status.New(se.Code(), se.Message())
+			return status.New(codes.Code(se.Code()), se.Message())
 		}
-		return status.Convert(WithReasonMeta(se.Code(), se.Reason, se.Message(), se.Meta))
+		return status.Convert(WithReasonMeta(codes.Code(se.Code()), se.Reason, se.Message(), se.Meta))
 	}
 	return status.Convert(err)
 }

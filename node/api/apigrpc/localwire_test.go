@@ -117,7 +117,7 @@ func TestLocalWireCarriesRepliesAndStatuses(t *testing.T) {
 	}
 	_, err := cl.Append(ctx, &api.AppendRequest{ContextFor: "fail"})
 	var se *api.StatusError
-	if !errors.As(err, &se) || se.Code() != codes.Unavailable || se.Message() != "the owner is gone" || se.Meta["k"] != "v" {
+	if !errors.As(err, &se) || codes.Code(se.Code()) != codes.Unavailable || se.Message() != "the owner is gone" || se.Meta["k"] != "v" {
 		t.Fatalf("refusal: %#v", err)
 	}
 	if !errors.Is(err, api.ErrOwnerUnreachable) || !errors.Is(err, api.ErrUnavailable) || Reason(err) != api.ReasonOwnerUnreachable {

@@ -1,0 +1,54 @@
+//go:build !harn_hook
+
+package cli
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/layout"
+)
+
+// client is a connection to the local node: the typed api.Client, whose
+// errors match the api.Err... sentinels.
+type client struct {
+	*api.Client
+	api *api.Client
+}
+
+// dial connects to the node on p.Socket. It refuses a socket that is not
+// this user's (a symlink, another owner) before connecting, and a peer that
+// runs as another user before sending anything: another local user who
+// made the socket path first must not receive hook events.
+func dial(p place) (*client, error) {
+	if err := layout.CheckSocket(p.Socket); err != nil {
+		return nil, withCode(ExitPermission, err)
+	}
+	// A roster of many thousands of sessions is one large reply.
+	c, err := api.Dial(p.Socket, maxReply, func(ctx context.Context, _ string) (net.Conn, error) {
+		return dialSocket(ctx, p.Socket)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &client{Client: c, api: c}, nil
+}
+
+func (c *client) Close() { c.Client.Close() }
+
+// connect dials the node. It never starts one: only hooks do, because a
+// hook must not lose its agent's events (hook.go). Every other command
+// that finds no node says how to start one, as the exact command, and
+// exits ExitUnavailable, creating nothing.
+func connect(_ context.Context, p place, _ time.Duration) (*client, error) {
+	dead, err := probeSocket(p.Socket)
+	if err != nil {
+		return nil, err
+	}
+	if dead {
+		return nil, noNode(p)
+	}
+	return dial(p)
+}

@@ -1,0 +1,39 @@
+//go:build !harn_hook
+
+package cli
+
+import "github.com/spf13/cobra"
+
+// The command tree of harn. (A build with the harn_hook tag, harn-hook,
+// holds the hook alone: commands_hook.go.)
+
+// commandSet is the constructors of the top-level commands other than
+// version, wired here (no init registration), in the order the files
+// held them.
+func commandSet() []func() *cobra.Command {
+	return []func() *cobra.Command{
+		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
+		newNotifyCmd, newTaskCmd, newTokenCmd, newUsageCmd, newWebCmd,
+	}
+}
+
+// soleRoots are the commands that run under a root holding them alone:
+// the hook runs on every tool call of every agent, and `agents` is what
+// people and scripts run most; neither builds the rest of the command
+// tree. (Help, typo suggestions and examples are the same.)
+var soleRoots = map[string]func() *cobra.Command{"hook": newHookCmd, "agents": newAgentsCmd}
+
+// hookSubcommands are `harn hook`'s: install, uninstall and git.
+func hookSubcommands() []*cobra.Command {
+	return []*cobra.Command{newHookInstallCmd(), newHookUninstallCmd(), newHookGitCmd()}
+}
+
+// bareRoot is what harn alone runs: on a terminal, the TUI of harn's own
+// agent (harn chat); elsewhere the help.
+func bareRoot(c *cobra.Command) error {
+	if isTerminal(c.OutOrStdout()) && isTerminalIn(c.InOrStdin()) {
+		return runChat(c, "", false)
+	}
+	return c.Help()
+}

@@ -1,0 +1,20 @@
+// Command harn-hook is harn's hook alone: `harn-hook hook AGENT`, the
+// command line that `harn hook install` writes into an agent's settings
+// when harn-hook is beside harn. It is the cli package built with the
+// harn_hook tag, so that the process that every tool call of every agent
+// starts links neither the TUI, nor the rest of the command line, nor
+// gRPC. `harn hook AGENT` does the same, slower to start.
+//
+// Build it with `go build -tags harn_hook ./cmd/harn-hook` (make build
+// does); without the tag it does not build.
+package main
+
+import (
+	"os"
+
+	"github.com/harn-dev/harn/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}

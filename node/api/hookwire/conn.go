@@ -1,0 +1,276 @@
+package hookwire
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"time"
+)
+
+// Conn is a client's connection to its node on the local wire
+// (LocalPreface): one call and its reply at a time on each of its unix
+// socket connections. It is safe for concurrent use: each call in flight
+// has its own connection, and finished ones are kept for the next call.
+// Every call's error is a *StatusError.
+type Conn struct {
+	path     string
+	maxReply int
+	dial     func(ctx context.Context, addr string) (net.Conn, error)
+
+	mu     sync.Mutex
+	idle   []net.Conn
+	closed bool
+}
+
+// maxIdle bounds the connections a client keeps between calls.
+const maxIdle = 4
+
+// ErrClientClosed: a call on a closed client.
+var ErrClientClosed = errors.New("api: client closed")
+
+// LocalPreface opens a local wire connection: the node reads it first and
+// serves the connection without gRPC (a gRPC client's preface begins
+// "PRI * HTTP/2.0", so the two never meet).
+const LocalPreface = "harn/l1\n"
+
+// MaxLocalCall bounds one call's frame on the local wire, as the node's
+// gRPC server bounds a request.
+const MaxLocalCall = 8 << 20
+
+// ErrFrameTooLarge: a frame's length is over the reader's bound.
+var ErrFrameTooLarge = errors.New("api: local wire frame too large")
+
+// Dial makes a connection to the node at the unix socket path,
+// connecting through dial (which checks the socket and its peer before
+// anything is sent; nil dials plainly). maxReply bounds one reply. Dial
+// does no I/O: the first call (or Connect) connects.
+func Dial(path string, maxReply int, dial func(ctx context.Context, addr string) (net.Conn, error)) *Conn {
+	if dial == nil {
+		dial = func(ctx context.Context, addr string) (net.Conn, error) {
+			var d net.Dialer
+			return d.DialContext(ctx, "unix", addr)
+		}
+	}
+	return &Conn{path: path, maxReply: maxReply, dial: dial}
+}
+
+// Connect opens a connection now, so that the first call does not wait
+// for one; a failure is left for that call to meet.
+func (c *Conn) Connect() {
+	conn, err := c.open(context.Background())
+	if err == nil {
+		c.put(conn)
+	}
+}
+
+// Close closes the idle connections and refuses later calls; calls in
+// flight finish on their own connections. Safe twice.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	idle := c.idle
+	c.idle, c.closed = nil, true
+	c.mu.Unlock()
+	for _, conn := range idle {
+		conn.Close()
+	}
+	return nil
+}
+
+// Call calls method (a gRPC full method name) with the encoded request
+// body and returns the encoded reply.
+func (c *Conn) Call(ctx context.Context, method string, body []byte) ([]byte, error) {
+	call := &LocalCall{Method: method, Body: body}
+	if dl, ok := ctx.Deadline(); ok {
+		call.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
+	}
+	frame := frameOf(call.Marshal())
+	for attempt := 0; ; attempt++ {
+		conn, pooled, err := c.get(ctx)
+		if err != nil {
+			return nil, callError(ctx, err)
+		}
+		reply, sent, err := c.roundTrip(ctx, conn, frame)
+		if err != nil {
+			conn.Close()
+			// A kept connection the node closed meanwhile (it restarted)
+			// fails before the node read a byte of the call: that one
+			// call goes again on a fresh connection.
+			if pooled && !sent && attempt == 0 && ctx.Err() == nil {
+				continue
+			}
+			return nil, callError(ctx, err)
+		}
+		c.put(conn)
+		if Code(reply.Code) != OK {
+			return nil, NewStatusError(Code(reply.Code), reply.Message, reply.Reason, reply.Meta)
+		}
+		return reply.Body, nil
+	}
+}
+
+// call is Call with messages.
+func (c *Conn) call(ctx context.Context, method string, in interface{ Marshal() []byte }, out interface{ Unmarshal([]byte) error }) error {
+	b, err := c.Call(ctx, method, in.Marshal())
+	if err != nil {
+		return err
+	}
+	if err := out.Unmarshal(b); err != nil {
+		return NewStatusError(Internal, "unmarshal the reply of "+method+": "+err.Error(), "", nil)
+	}
+	return nil
+}
+
+// roundTrip sends one call and reads its reply. sent is false when the
+// call surely did not reach the node: the write failed, or the node
+// closed the connection without a byte of reply.
+func (c *Conn) roundTrip(ctx context.Context, conn net.Conn, frame []byte) (_ *LocalReply, sent bool, _ error) {
+	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	} else {
+		conn.SetDeadline(time.Time{})
+	}
+	if _, err := conn.Write(frame); err != nil {
+		return nil, false, err
+	}
+	b, err := readFrame(conn, c.maxReply+1024)
+	if err != nil {
+		return nil, !errors.Is(err, io.EOF), err
+	}
+	reply := new(LocalReply)
+	if err := reply.Unmarshal(b); err != nil {
+		return nil, true, err
+	}
+	return reply, true, nil
+}
+
+// get takes a kept connection, or opens one.
+func (c *Conn) get(ctx context.Context) (conn net.Conn, pooled bool, err error) {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil, false, ErrClientClosed
+	}
+	if n := len(c.idle); n > 0 {
+		conn = c.idle[n-1]
+		c.idle = c.idle[:n-1]
+		c.mu.Unlock()
+		return conn, true, nil
+	}
+	c.mu.Unlock()
+	conn, err = c.open(ctx)
+	return conn, false, err
+}
+
+func (c *Conn) open(ctx context.Context) (net.Conn, error) {
+	conn, err := c.dial(ctx, c.path)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := io.WriteString(conn, LocalPreface); err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// put keeps conn for the next call, or closes it.
+func (c *Conn) put(conn net.Conn) {
+	c.mu.Lock()
+	if !c.closed && len(c.idle) < maxIdle {
+		c.idle = append(c.idle, conn)
+		conn = nil
+	}
+	c.mu.Unlock()
+	if conn != nil {
+		conn.Close()
+	}
+}
+
+// callError is a failed call's error: the context's end as gRPC codes it
+// (DeadlineExceeded, Canceled), anything else Unavailable. It wraps the
+// cause, so errors.Is still finds a dialer's sentinel.
+func callError(ctx context.Context, err error) error {
+	if errors.Is(err, ErrClientClosed) {
+		return NewStatusError(Canceled, err.Error(), "", nil).wrap(err)
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		c := Canceled
+		if errors.Is(cerr, context.DeadlineExceeded) {
+			c = DeadlineExceeded
+		}
+		return NewStatusError(c, cerr.Error(), "", nil).wrap(cerr)
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return NewStatusError(DeadlineExceeded, "context deadline exceeded", "", nil).wrap(err)
+	}
+	return NewStatusError(Unavailable, "connection error: "+err.Error(), "", nil).wrap(err)
+}
+
+// frameOf is b as one frame: a 4-byte big-endian length and the bytes.
+func frameOf(b []byte) []byte {
+	f := make([]byte, 4, 4+len(b))
+	binary.BigEndian.PutUint32(f, uint32(len(b)))
+	return append(f, b...)
+}
+
+// readFrame reads one frame of at most max bytes. It reads exactly the
+// frame, never past it.
+func readFrame(r io.Reader, max int) ([]byte, error) {
+	var h [4]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:])
+	if uint64(n) > uint64(max) {
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrFrameTooLarge, n, max)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(r, b); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return b, nil
+}
+
+// The hook's calls.
+
+// Append calls /harn.v1.Local/Append.
+func (c *Conn) Append(ctx context.Context, in *AppendRequest) (*AppendResponse, error) {
+	out := new(AppendResponse)
+	if err := c.call(ctx, "/harn.v1.Local/Append", in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Diagnose calls /harn.v1.Local/Diagnose.
+func (c *Conn) Diagnose(ctx context.Context, in *DiagnoseRequest) error {
+	return c.call(ctx, "/harn.v1.Local/Diagnose", in, Empty{})
+}
+
+// Decide calls /harn.v1.Local/Decide.
+func (c *Conn) Decide(ctx context.Context, in *DecideRequest) (*DecideResponse, error) {
+	out := new(DecideResponse)
+	if err := c.call(ctx, "/harn.v1.Local/Decide", in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AwaitApproval calls /harn.v1.Local/AwaitApproval.
+func (c *Conn) AwaitApproval(ctx context.Context, in *ApprovalRequest) (*ApprovalResponse, error) {
+	out := new(ApprovalResponse)
+	if err := c.call(ctx, "/harn.v1.Local/AwaitApproval", in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
