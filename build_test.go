@@ -39,3 +39,47 @@ func TestTheClientBuildLeavesOutGRPCTrace(t *testing.T) {
 		}
 	}
 }
+
+// TestHarnHookLinksOnlyTheHook: harn-hook (cmd/harn-hook with the harn_hook
+// tag, as make build writes it) links neither gRPC, nor the protobuf
+// runtime, nor node/api, nor the TUI: the process that every tool call of
+// every agent starts pays for the hook alone. And harn itself links no
+// gRPC: it speaks the local wire.
+func TestHarnHookLinksOnlyTheHook(t *testing.T) {
+	mk, err := os.ReadFile("Makefile")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(mk), "-tags 'harn_hook $(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook") {
+		t.Error("Makefile: make build does not write bin/harn-hook with the harn_hook tag")
+	}
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to list the dependencies")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "-tags", "harn_hook", "./cmd/harn-hook").Output()
+	if err != nil {
+		t.Fatalf("go list -deps -tags harn_hook ./cmd/harn-hook: %v", err)
+	}
+	banned := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/charmbracelet",
+		"github.com/harn-dev/harn/node/api/wire", "github.com/cockroachdb/pebble", "github.com/hashicorp"}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, b := range banned {
+			if dep == b || strings.HasPrefix(dep, b+"/") {
+				t.Errorf("harn-hook links %s", dep)
+			}
+		}
+		if dep == "github.com/harn-dev/harn/node/api" {
+			t.Error("harn-hook links node/api (its descriptors); the hook speaks node/api/hookwire")
+		}
+	}
+	out, err = exec.Command(goTool, "list", "-deps", "-tags", "grpcnotrace", "./cmd/harn").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/harn: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep == "google.golang.org/grpc" || strings.HasPrefix(dep, "google.golang.org/grpc/credentials") || strings.HasPrefix(dep, "google.golang.org/grpc/internal/transport") {
+			t.Errorf("harn links %s: the client speaks the local wire, not gRPC", dep)
+		}
+	}
+}

@@ -49,7 +49,7 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 			}
 			yes, _ := c.Flags().GetBool("yes")
 			o := install.Options{Agent: args[0], Scope: scope, Home: home, ProjectDir: wd,
-				Command: hookBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: clk.Now()}
+				Command: hookBinary(exe, exec.LookPath), Hook: hookOnlyBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: clk.Now()}
 			if err := remoteApproveOptions(c, &o); err != nil {
 				return err
 			}
@@ -100,6 +100,27 @@ func hookBinary(exe string, lookPath func(string) (string, error)) string {
 		return exe
 	}
 	return install.BareCommand
+}
+
+// hookOnlyBinary is the binary the hook entries run: harn-hook beside exe
+// (bare when PATH finds that very file), or "" (the hooks run harn
+// itself) when there is none.
+func hookOnlyBinary(exe string, lookPath func(string) (string, error)) string {
+	h := filepath.Join(filepath.Dir(exe), install.BareHookCommand)
+	if fi, err := os.Stat(h); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return ""
+	}
+	if p, err := lookPath(install.BareHookCommand); err == nil {
+		if abs, err := filepath.Abs(p); err == nil {
+			p = abs
+		}
+		if a, err := os.Stat(p); err == nil {
+			if b, err := os.Stat(h); err == nil && os.SameFile(a, b) {
+				return install.BareHookCommand
+			}
+		}
+	}
+	return h
 }
 
 // orList is "a, b or c".

@@ -53,3 +53,44 @@ func TestHookCommandIsBareHarnWhenPathFindsThisBinary(t *testing.T) {
 		}
 	}
 }
+
+// TestHookEntriesRunHarnHookBesideHarn: with harn-hook beside the
+// installing harn, the hook entries run it (bare when PATH finds that very
+// file, else its absolute path); without one they run harn.
+func TestHookEntriesRunHarnHookBesideHarn(t *testing.T) {
+	dir := t.TempDir()
+	exe := filepath.Join(dir, "bin", "harn")
+	hook := filepath.Join(dir, "bin", "harn-hook")
+	other := filepath.Join(dir, "other", "harn-hook")
+	for _, p := range []string{exe, other} {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	none := func(string) (string, error) { return "", errors.New("not found") }
+	if got := hookOnlyBinary(exe, none); got != "" {
+		t.Fatalf("no harn-hook beside harn: %q, want the hooks to run harn", got)
+	}
+	if err := os.WriteFile(hook, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	found := func(p string) func(string) (string, error) {
+		return func(string) (string, error) { return p, nil }
+	}
+	for _, c := range []struct {
+		name string
+		look func(string) (string, error)
+		want string
+	}{
+		{"PATH finds this harn-hook", found(hook), "harn-hook"},
+		{"PATH finds another harn-hook", found(other), hook},
+		{"PATH finds none", none, hook},
+	} {
+		if got := hookOnlyBinary(exe, c.look); got != c.want {
+			t.Errorf("%s: %q; want %q", c.name, got, c.want)
+		}
+	}
+}

@@ -91,7 +91,7 @@ func (m *localMux) route(c net.Conn) {
 		lc.peer.pid = peerPID(uc)
 	}
 	buf := make([]byte, len(api.LocalPreface))
-	c.SetReadDeadline(time.Now().Add(prefaceWait))
+	c.SetReadDeadline(time.Now().Add(prefaceWait)) //clock:real a socket's deadline is wall time
 	n, err := io.ReadFull(c, buf)
 	c.SetReadDeadline(time.Time{})
 	if err == nil && string(buf) == api.LocalPreface {

@@ -72,6 +72,15 @@ func runTests(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e: go build:", err)
 		return 2
 	}
+	// And harn-hook beside them, as make build writes it: `harn hook
+	// install` then installs it, so the agents' hooks here run it.
+	cmd = exec.CommandContext(ctx, goTool, "build", "-tags", "harn_hook", "-o", dir+string(filepath.Separator),
+		"github.com/harn-dev/harn/cmd/harn-hook")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: go build harn-hook:", err)
+		return 2
+	}
 	return m.Run()
 }
 

@@ -51,6 +51,11 @@ type Options struct {
 	// Command is the absolute path of the harn binary, or "harn" when
 	// that name finds the same binary on PATH.
 	Command string
+	// Hook is the binary the hook entries run when it is not Command:
+	// harn-hook beside harn (its absolute path, or "harn-hook" when that
+	// is on PATH), which starts faster. The instructions still name
+	// Command, which runs every command.
+	Hook string
 	// DryRun computes the change and writes nothing.
 	DryRun bool
 	// Yes writes even when comments inside the rewritten part of a
@@ -122,13 +127,28 @@ func Path(o Options) (string, error) {
 // binary that installs.
 const BareCommand = "harn"
 
+// BareHookCommand is the hook command's binary when harn-hook (the hook
+// alone, beside harn) is on PATH.
+const BareHookCommand = "harn-hook"
+
+// hookBin is the binary the hook entries run: o.Hook, else o.Command.
+func (o Options) hookBin() string {
+	if o.Hook != "" {
+		return o.Hook
+	}
+	return o.Command
+}
+
 // Install registers harn's hook for every native event the agent's adapter
 // maps. It is idempotent: a second run changes nothing and writes nothing.
 func Install(o Options) (Report, error) {
 	if o.Command == "" || (!filepath.IsAbs(o.Command) && o.Command != BareCommand) {
 		return Report{}, fmt.Errorf("%w: %q; give the absolute path of the harn binary", ErrBadCommand, o.Command)
 	}
-	cmd := hookCommand(o.Command, o.Agent) + o.hookFlags()
+	if o.Hook != "" && !filepath.IsAbs(o.Hook) && o.Hook != BareHookCommand {
+		return Report{}, fmt.Errorf("%w: %q; give the absolute path of the harn-hook binary", ErrBadCommand, o.Hook)
+	}
+	cmd := hookCommand(o.hookBin(), o.Agent) + o.hookFlags()
 	r, err := edit(o, func(s agentSpec, top *object, r *Report) (bool, error) {
 		var modified bool
 		var err error

@@ -453,3 +453,49 @@ func TestSummary(t *testing.T) {
 		t.Errorf("summary: %s", s)
 	}
 }
+
+// TestInstallRunsHarnHookAndReplacesHarnsEntries: with Hook set, every
+// entry runs harn-hook, a reinstall over entries that ran harn replaces
+// them (one entry per event, never two), and the instructions still name
+// harn, which runs the commands they quote.
+func TestInstallRunsHarnHookAndReplacesHarnsEntries(t *testing.T) {
+	const hook = "/opt/harn/bin/harn-hook"
+	for _, agent := range Agents() {
+		t.Run(agent, func(t *testing.T) {
+			o := opts(t, agent)
+			if _, err := Install(o); err != nil {
+				t.Fatal(err)
+			}
+			o.Hook = hook
+			r, err := Install(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(r.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(string(b), bin+" hook ") {
+				t.Errorf("an entry still runs harn:\n%s", b)
+			}
+			for _, ev := range agentEvents(t, agent) {
+				if n := strings.Count(string(b), hook+" hook "+agent); n < 1 {
+					t.Errorf("no entry runs harn-hook for %s", ev)
+				}
+			}
+			if n := strings.Count(string(b), hook+" hook "+agent); n != len(agentEvents(t, agent)) {
+				t.Errorf("%d harn-hook entries for %d events", n, len(agentEvents(t, agent)))
+			}
+			if p := r.Instructions.Path; p != "" {
+				ins, _ := os.ReadFile(p)
+				if strings.Contains(string(ins), "harn-hook") {
+					t.Errorf("the instructions name harn-hook:\n%s", ins)
+				}
+			}
+			o.Hook = "harn-hook-2"
+			if _, err := Install(o); !errors.Is(err, ErrBadCommand) {
+				t.Errorf("a relative hook binary: %v, want ErrBadCommand", err)
+			}
+		})
+	}
+}

@@ -162,6 +162,12 @@ func buildImage(t *testing.T) error {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the static harn and harnd binaries: %v\n%s", err, out)
 	}
+	// harn-hook, which the image holds beside them (deploy/Dockerfile).
+	hook := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "harn_hook", "-ldflags", "-s -w", "-o", buildDir+string(filepath.Separator), "./cmd/harn-hook")
+	hook.Dir, hook.Env = root, build.Env
+	if out, err := hook.CombinedOutput(); err != nil {
+		return fmt.Errorf("building the static harn-hook binary: %v\n%s", err, out)
+	}
 	t.Logf("built the static binary in %s", time.Since(start).Round(time.Millisecond))
 	df, err := os.ReadFile(filepath.Join(root, "deploy", "Dockerfile"))
 	if err != nil {

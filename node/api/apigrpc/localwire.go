@@ -182,7 +182,7 @@ func (w *LocalWire) Serve(lis net.Listener) error {
 		}
 		go func() {
 			b := make([]byte, len(api.LocalPreface))
-			c.SetReadDeadline(time.Now().Add(10 * time.Second))
+			c.SetReadDeadline(time.Now().Add(10 * time.Second)) //clock:real a socket's deadline is wall time
 			if _, err := io.ReadFull(c, b); err != nil || string(b) != api.LocalPreface {
 				c.Close()
 				return

@@ -20,10 +20,12 @@ import (
 
 // Wire types.
 const (
-	wtVarint  = 0
-	wtFixed64 = 1
-	wtBytes   = 2
-	wtFixed32 = 5
+	wtVarint     = 0
+	wtFixed64    = 1
+	wtBytes      = 2
+	wtStartGroup = 3
+	wtEndGroup   = 4
+	wtFixed32    = 5
 )
 
 // ErrMalformed: bytes that are not a protobuf message of the expected
@@ -94,8 +96,10 @@ func putMsg(b []byte, num int, enc func([]byte) []byte) []byte {
 
 // reader reads a message's fields in order.
 type reader struct {
-	b   []byte
-	err error
+	b     []byte
+	err   error
+	num   int // the last field's number
+	depth int // groups being skipped
 }
 
 // next reads a field's key; false at the end or on an error (r.err).
@@ -109,7 +113,8 @@ func (r *reader) next() (num, wt int, ok bool) {
 		return 0, 0, false
 	}
 	r.b = r.b[n:]
-	return int(k >> 3), int(k & 7), true
+	r.num = int(k >> 3)
+	return r.num, int(k & 7), true
 }
 
 func (r *reader) varint() uint64 {
@@ -163,8 +168,37 @@ func (r *reader) skip(wt int) {
 			return
 		}
 		r.b = r.b[4:]
+	case wtStartGroup:
+		r.skipGroup(r.num)
 	default:
 		r.fail(fmt.Sprintf("wire type %d", wt))
+	}
+}
+
+// maxGroupDepth bounds nested groups, as protobuf bounds recursion.
+const maxGroupDepth = 100
+
+// skipGroup passes over a (deprecated, proto2) group of field num: its
+// fields up to its end marker.
+func (r *reader) skipGroup(num int) {
+	if r.depth++; r.depth > maxGroupDepth {
+		r.fail("groups nested too deep")
+		return
+	}
+	defer func() { r.depth-- }()
+	for {
+		n, wt, ok := r.next()
+		if !ok {
+			r.fail("unterminated group")
+			return
+		}
+		if wt == wtEndGroup {
+			if n != num {
+				r.fail("mismatched group end")
+			}
+			return
+		}
+		r.skip(wt)
 	}
 }
 

@@ -85,7 +85,7 @@ func (c *Conn) Close() error {
 func (c *Conn) Call(ctx context.Context, method string, body []byte) ([]byte, error) {
 	call := &LocalCall{Method: method, Body: body}
 	if dl, ok := ctx.Deadline(); ok {
-		call.TimeoutMs = max(time.Until(dl).Milliseconds(), 1)
+		call.TimeoutMs = max(time.Until(dl).Milliseconds(), 1) //clock:real a context's deadline is wall time
 	}
 	frame := frameOf(call.Marshal())
 	for attempt := 0; ; attempt++ {
