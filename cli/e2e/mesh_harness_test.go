@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,13 +123,20 @@ func freePorts(t *testing.T, n int) []int {
 			c()
 		}
 	}()
-	for i := 0; i < 200 && len(out) < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	// The ports come from below the kernel's ephemeral range (32768 and
+	// up on Linux): a port the kernel hands out as some connection's
+	// source port between this pick and the node's bind (or its restart
+	// on the same ports) cannot be one of these.
+	for i := 0; i < 2000 && len(out) < n; i++ {
+		port := 20000 + rand.IntN(12000)
+		if slices.Contains(out, port) {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken: try another
 		}
 		closers = append(closers, func() { l.Close() })
-		port := l.Addr().(*net.TCPAddr).Port
 		u, err := net.ListenPacket("udp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
 			continue // the UDP side is taken: try another

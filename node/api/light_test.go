@@ -16,7 +16,7 @@ import (
 // without the daemon.
 func TestTheContractImportsNothingHeavy(t *testing.T) {
 	allowed := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "google.golang.org/genproto/googleapis/rpc",
-		"github.com/harn-dev/harn/presence"}
+		"github.com/harn-dev/harn/presence", "github.com/harn-dev/harn/node/api/hookwire"}
 	for _, dir := range []string{".", "wiretest"} {
 		ents, err := os.ReadDir(dir)
 		if err != nil {
@@ -39,6 +39,31 @@ func TestTheContractImportsNothingHeavy(t *testing.T) {
 				if !ok {
 					t.Errorf("%s imports %s", filepath.Join(dir, e.Name()), p)
 				}
+			}
+		}
+	}
+}
+
+// TestHookwireImportsTheStandardLibraryAndPresence: node/api/hookwire, the
+// hook's round trip, imports the standard library and presence only (no
+// protobuf runtime, no gRPC), so that harn-hook starts as a small program.
+func TestHookwireImportsTheStandardLibraryAndPresence(t *testing.T) {
+	ents, err := os.ReadDir("hookwire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("hookwire", e.Name()), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			if strings.Contains(strings.SplitN(p, "/", 2)[0], ".") && p != "github.com/harn-dev/harn/presence" {
+				t.Errorf("hookwire/%s imports %s", e.Name(), p)
 			}
 		}
 	}
