@@ -11,8 +11,11 @@ type syncLog struct {
 	ops []string
 }
 
-func (s *syncLog) Put(k, v []byte) error     { s.ops = append(s.ops, "put"); return s.Store.Put(k, v) }
-func (s *syncLog) PutSync(k, v []byte) error { s.ops = append(s.ops, "sync"); return s.Store.PutSync(k, v) }
+func (s *syncLog) Put(k, v []byte) error { s.ops = append(s.ops, "put"); return s.Store.Put(k, v) }
+func (s *syncLog) PutSync(k, v []byte) error {
+	s.ops = append(s.ops, "sync")
+	return s.Store.PutSync(k, v)
+}
 
 func (s *syncLog) take() []string { ops := s.ops; s.ops = nil; return ops }
 
