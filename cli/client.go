@@ -95,17 +95,27 @@ func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
 // ExitPermission): not this user's socket, or one that refuses this user.
 // It sends nothing.
 func probeSocket(sock string) (dead bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
 	defer cancel()
 	conn, err := dialSocket(ctx, sock)
 	if err != nil {
-		if errors.Is(err, layout.ErrSocketPermission) {
-			return false, withCode(ExitPermission, err)
-		}
-		return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT), nil
+		return dialState(err)
 	}
 	conn.Close()
 	return false, nil
+}
+
+// probeWait bounds a probe of the socket.
+const probeWait = 200 * time.Millisecond
+
+// dialState reads a failed dial of the socket: dead (absent, or a stale
+// file nothing listens on), or a permission problem (err, with
+// ExitPermission); anything else is a node that is busy.
+func dialState(err error) (dead bool, _ error) {
+	if errors.Is(err, layout.ErrSocketPermission) {
+		return false, withCode(ExitPermission, err)
+	}
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT), nil
 }
 
 // socketDead reports whether nothing listens on the socket (absent, or a

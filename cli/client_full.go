@@ -42,13 +42,24 @@ func (c *client) Close() { c.Client.Close() }
 // hook must not lose its agent's events (hook.go). Every other command
 // that finds no node says how to start one, as the exact command, and
 // exits ExitUnavailable, creating nothing.
+// Its probe of the socket is the client's first connection, kept for the
+// first call.
 func connect(_ context.Context, p place, _ time.Duration) (*client, error) {
-	dead, err := probeSocket(p.Socket)
+	cl, err := dial(p)
 	if err != nil {
 		return nil, err
 	}
-	if dead {
-		return nil, noNode(p)
+	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
+	defer cancel()
+	if err := cl.api.Open(ctx); err != nil {
+		dead, perr := dialState(err)
+		if perr != nil || dead {
+			cl.Close()
+			if perr != nil {
+				return nil, perr
+			}
+			return nil, noNode(p)
+		}
 	}
-	return dial(p)
+	return cl, nil
 }

@@ -1647,113 +1647,6 @@ func (*RemoveServerResponse) Descriptor() ([]byte, []int) {
 	return file_harn_proto_rawDescGZIP(), []int{27}
 }
 
-// TaskRequest carries one task runtime action; node names the target
-// node ("" = find it).
-type TaskRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
-	Action        *TaskAction            `protobuf:"bytes,3,opt,name=action,proto3" json:"action,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TaskRequest) Reset() {
-	*x = TaskRequest{}
-	mi := &file_harn_proto_msgTypes[28]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskRequest) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskRequest) ProtoMessage() {}
-
-func (x *TaskRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[28]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskRequest.ProtoReflect.Descriptor instead.
-func (*TaskRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{28}
-}
-
-func (x *TaskRequest) GetNode() string {
-	if x != nil {
-		return x.Node
-	}
-	return ""
-}
-
-func (x *TaskRequest) GetAction() *TaskAction {
-	if x != nil {
-		return x.Action
-	}
-	return nil
-}
-
-// TaskResponse carries the action's result.
-type TaskResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
-	Result        *TaskResult            `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *TaskResponse) Reset() {
-	*x = TaskResponse{}
-	mi := &file_harn_proto_msgTypes[29]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *TaskResponse) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*TaskResponse) ProtoMessage() {}
-
-func (x *TaskResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[29]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use TaskResponse.ProtoReflect.Descriptor instead.
-func (*TaskResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{29}
-}
-
-func (x *TaskResponse) GetNode() string {
-	if x != nil {
-		return x.Node
-	}
-	return ""
-}
-
-func (x *TaskResponse) GetResult() *TaskResult {
-	if x != nil {
-		return x.Result
-	}
-	return nil
-}
-
 type DecideRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Query         *DecideQuery           `protobuf:"bytes,2,opt,name=query,proto3" json:"query,omitempty"`
@@ -1763,7 +1656,7 @@ type DecideRequest struct {
 
 func (x *DecideRequest) Reset() {
 	*x = DecideRequest{}
-	mi := &file_harn_proto_msgTypes[30]
+	mi := &file_harn_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1775,7 +1668,7 @@ func (x *DecideRequest) String() string {
 func (*DecideRequest) ProtoMessage() {}
 
 func (x *DecideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[30]
+	mi := &file_harn_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1788,7 +1681,7 @@ func (x *DecideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DecideRequest.ProtoReflect.Descriptor instead.
 func (*DecideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{30}
+	return file_harn_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *DecideRequest) GetQuery() *DecideQuery {
@@ -1818,7 +1711,7 @@ type ApprovalRequest struct {
 
 func (x *ApprovalRequest) Reset() {
 	*x = ApprovalRequest{}
-	mi := &file_harn_proto_msgTypes[31]
+	mi := &file_harn_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1830,7 +1723,7 @@ func (x *ApprovalRequest) String() string {
 func (*ApprovalRequest) ProtoMessage() {}
 
 func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[31]
+	mi := &file_harn_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1843,7 +1736,7 @@ func (x *ApprovalRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalRequest.ProtoReflect.Descriptor instead.
 func (*ApprovalRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{31}
+	return file_harn_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *ApprovalRequest) GetSession() string {
@@ -1917,7 +1810,7 @@ type ApprovalResponse struct {
 
 func (x *ApprovalResponse) Reset() {
 	*x = ApprovalResponse{}
-	mi := &file_harn_proto_msgTypes[32]
+	mi := &file_harn_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1929,7 +1822,7 @@ func (x *ApprovalResponse) String() string {
 func (*ApprovalResponse) ProtoMessage() {}
 
 func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[32]
+	mi := &file_harn_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1942,7 +1835,7 @@ func (x *ApprovalResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ApprovalResponse.ProtoReflect.Descriptor instead.
 func (*ApprovalResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{32}
+	return file_harn_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ApprovalResponse) GetDecision() string {
@@ -1990,7 +1883,7 @@ type PendingRequest struct {
 
 func (x *PendingRequest) Reset() {
 	*x = PendingRequest{}
-	mi := &file_harn_proto_msgTypes[33]
+	mi := &file_harn_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2002,7 +1895,7 @@ func (x *PendingRequest) String() string {
 func (*PendingRequest) ProtoMessage() {}
 
 func (x *PendingRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[33]
+	mi := &file_harn_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2015,7 +1908,7 @@ func (x *PendingRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingRequest.ProtoReflect.Descriptor instead.
 func (*PendingRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{33}
+	return file_harn_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *PendingRequest) GetLocalOnly() bool {
@@ -2036,7 +1929,7 @@ type PendingResponse struct {
 
 func (x *PendingResponse) Reset() {
 	*x = PendingResponse{}
-	mi := &file_harn_proto_msgTypes[34]
+	mi := &file_harn_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2048,7 +1941,7 @@ func (x *PendingResponse) String() string {
 func (*PendingResponse) ProtoMessage() {}
 
 func (x *PendingResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[34]
+	mi := &file_harn_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2061,7 +1954,7 @@ func (x *PendingResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingResponse.ProtoReflect.Descriptor instead.
 func (*PendingResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{34}
+	return file_harn_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *PendingResponse) GetRequests() []*PermissionRequest {
@@ -2095,7 +1988,7 @@ type AnswerRequest struct {
 
 func (x *AnswerRequest) Reset() {
 	*x = AnswerRequest{}
-	mi := &file_harn_proto_msgTypes[35]
+	mi := &file_harn_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2107,7 +2000,7 @@ func (x *AnswerRequest) String() string {
 func (*AnswerRequest) ProtoMessage() {}
 
 func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[35]
+	mi := &file_harn_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2120,7 +2013,7 @@ func (x *AnswerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerRequest.ProtoReflect.Descriptor instead.
 func (*AnswerRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{35}
+	return file_harn_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *AnswerRequest) GetRequest() string {
@@ -2174,7 +2067,7 @@ type AnswerResponse struct {
 
 func (x *AnswerResponse) Reset() {
 	*x = AnswerResponse{}
-	mi := &file_harn_proto_msgTypes[36]
+	mi := &file_harn_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2186,7 +2079,7 @@ func (x *AnswerResponse) String() string {
 func (*AnswerResponse) ProtoMessage() {}
 
 func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[36]
+	mi := &file_harn_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2199,7 +2092,7 @@ func (x *AnswerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AnswerResponse.ProtoReflect.Descriptor instead.
 func (*AnswerResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{36}
+	return file_harn_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *AnswerResponse) GetRequest() *PermissionRequest {
@@ -2225,7 +2118,7 @@ type NotifyRequest struct {
 
 func (x *NotifyRequest) Reset() {
 	*x = NotifyRequest{}
-	mi := &file_harn_proto_msgTypes[37]
+	mi := &file_harn_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2237,7 +2130,7 @@ func (x *NotifyRequest) String() string {
 func (*NotifyRequest) ProtoMessage() {}
 
 func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[37]
+	mi := &file_harn_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2250,7 +2143,7 @@ func (x *NotifyRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyRequest.ProtoReflect.Descriptor instead.
 func (*NotifyRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{37}
+	return file_harn_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *NotifyRequest) GetOp() string {
@@ -2307,7 +2200,7 @@ type NotifyResponse struct {
 
 func (x *NotifyResponse) Reset() {
 	*x = NotifyResponse{}
-	mi := &file_harn_proto_msgTypes[38]
+	mi := &file_harn_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2212,7 @@ func (x *NotifyResponse) String() string {
 func (*NotifyResponse) ProtoMessage() {}
 
 func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[38]
+	mi := &file_harn_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2225,7 @@ func (x *NotifyResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NotifyResponse.ProtoReflect.Descriptor instead.
 func (*NotifyResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{38}
+	return file_harn_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *NotifyResponse) GetWebhooks() []*Webhook {
@@ -2391,7 +2284,7 @@ type Webhook struct {
 
 func (x *Webhook) Reset() {
 	*x = Webhook{}
-	mi := &file_harn_proto_msgTypes[39]
+	mi := &file_harn_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2403,7 +2296,7 @@ func (x *Webhook) String() string {
 func (*Webhook) ProtoMessage() {}
 
 func (x *Webhook) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[39]
+	mi := &file_harn_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2416,7 +2309,7 @@ func (x *Webhook) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Webhook.ProtoReflect.Descriptor instead.
 func (*Webhook) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{39}
+	return file_harn_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *Webhook) GetId() string {
@@ -2511,7 +2404,7 @@ type Desktop struct {
 
 func (x *Desktop) Reset() {
 	*x = Desktop{}
-	mi := &file_harn_proto_msgTypes[40]
+	mi := &file_harn_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2523,7 +2416,7 @@ func (x *Desktop) String() string {
 func (*Desktop) ProtoMessage() {}
 
 func (x *Desktop) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[40]
+	mi := &file_harn_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2536,7 +2429,7 @@ func (x *Desktop) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Desktop.ProtoReflect.Descriptor instead.
 func (*Desktop) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{40}
+	return file_harn_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *Desktop) GetEnabled() bool {
@@ -2589,7 +2482,7 @@ type WaitRequest struct {
 
 func (x *WaitRequest) Reset() {
 	*x = WaitRequest{}
-	mi := &file_harn_proto_msgTypes[41]
+	mi := &file_harn_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2601,7 +2494,7 @@ func (x *WaitRequest) String() string {
 func (*WaitRequest) ProtoMessage() {}
 
 func (x *WaitRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[41]
+	mi := &file_harn_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2614,7 +2507,7 @@ func (x *WaitRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitRequest.ProtoReflect.Descriptor instead.
 func (*WaitRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{41}
+	return file_harn_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *WaitRequest) GetId() string {
@@ -2656,7 +2549,7 @@ type WaitResponse struct {
 
 func (x *WaitResponse) Reset() {
 	*x = WaitResponse{}
-	mi := &file_harn_proto_msgTypes[42]
+	mi := &file_harn_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2561,7 @@ func (x *WaitResponse) String() string {
 func (*WaitResponse) ProtoMessage() {}
 
 func (x *WaitResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[42]
+	mi := &file_harn_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2574,7 @@ func (x *WaitResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WaitResponse.ProtoReflect.Descriptor instead.
 func (*WaitResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{42}
+	return file_harn_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *WaitResponse) GetSessionJson() []byte {
@@ -2721,7 +2614,7 @@ type CoordRequest struct {
 
 func (x *CoordRequest) Reset() {
 	*x = CoordRequest{}
-	mi := &file_harn_proto_msgTypes[43]
+	mi := &file_harn_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2733,7 +2626,7 @@ func (x *CoordRequest) String() string {
 func (*CoordRequest) ProtoMessage() {}
 
 func (x *CoordRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[43]
+	mi := &file_harn_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2746,7 +2639,7 @@ func (x *CoordRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordRequest.ProtoReflect.Descriptor instead.
 func (*CoordRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{43}
+	return file_harn_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CoordRequest) GetOp() string {
@@ -2809,7 +2702,7 @@ type CoordResponse struct {
 
 func (x *CoordResponse) Reset() {
 	*x = CoordResponse{}
-	mi := &file_harn_proto_msgTypes[44]
+	mi := &file_harn_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2821,7 +2714,7 @@ func (x *CoordResponse) String() string {
 func (*CoordResponse) ProtoMessage() {}
 
 func (x *CoordResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[44]
+	mi := &file_harn_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2834,7 +2727,7 @@ func (x *CoordResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordResponse.ProtoReflect.Descriptor instead.
 func (*CoordResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{44}
+	return file_harn_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CoordResponse) GetNode() string {
@@ -2877,7 +2770,7 @@ type CoordResult struct {
 
 func (x *CoordResult) Reset() {
 	*x = CoordResult{}
-	mi := &file_harn_proto_msgTypes[45]
+	mi := &file_harn_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +2782,7 @@ func (x *CoordResult) String() string {
 func (*CoordResult) ProtoMessage() {}
 
 func (x *CoordResult) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[45]
+	mi := &file_harn_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +2795,7 @@ func (x *CoordResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordResult.ProtoReflect.Descriptor instead.
 func (*CoordResult) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{45}
+	return file_harn_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CoordResult) GetSession() string {
@@ -2991,7 +2884,7 @@ type RegistryClaim struct {
 
 func (x *RegistryClaim) Reset() {
 	*x = RegistryClaim{}
-	mi := &file_harn_proto_msgTypes[46]
+	mi := &file_harn_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3003,7 +2896,7 @@ func (x *RegistryClaim) String() string {
 func (*RegistryClaim) ProtoMessage() {}
 
 func (x *RegistryClaim) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[46]
+	mi := &file_harn_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3016,7 +2909,7 @@ func (x *RegistryClaim) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegistryClaim.ProtoReflect.Descriptor instead.
 func (*RegistryClaim) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{46}
+	return file_harn_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *RegistryClaim) GetRepo() string {
@@ -3077,7 +2970,7 @@ type ClaimHolder struct {
 
 func (x *ClaimHolder) Reset() {
 	*x = ClaimHolder{}
-	mi := &file_harn_proto_msgTypes[47]
+	mi := &file_harn_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3089,7 +2982,7 @@ func (x *ClaimHolder) String() string {
 func (*ClaimHolder) ProtoMessage() {}
 
 func (x *ClaimHolder) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[47]
+	mi := &file_harn_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3102,7 +2995,7 @@ func (x *ClaimHolder) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimHolder.ProtoReflect.Descriptor instead.
 func (*ClaimHolder) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{47}
+	return file_harn_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ClaimHolder) GetPath() string {
@@ -3170,7 +3063,7 @@ type ReduceRequest struct {
 
 func (x *ReduceRequest) Reset() {
 	*x = ReduceRequest{}
-	mi := &file_harn_proto_msgTypes[48]
+	mi := &file_harn_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3182,7 +3075,7 @@ func (x *ReduceRequest) String() string {
 func (*ReduceRequest) ProtoMessage() {}
 
 func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[48]
+	mi := &file_harn_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3195,7 +3088,7 @@ func (x *ReduceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReduceRequest.ProtoReflect.Descriptor instead.
 func (*ReduceRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{48}
+	return file_harn_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ReduceRequest) GetTask() string {
@@ -3247,7 +3140,7 @@ type ContextRequest struct {
 
 func (x *ContextRequest) Reset() {
 	*x = ContextRequest{}
-	mi := &file_harn_proto_msgTypes[49]
+	mi := &file_harn_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3259,7 +3152,7 @@ func (x *ContextRequest) String() string {
 func (*ContextRequest) ProtoMessage() {}
 
 func (x *ContextRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[49]
+	mi := &file_harn_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3272,7 +3165,7 @@ func (x *ContextRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextRequest.ProtoReflect.Descriptor instead.
 func (*ContextRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{49}
+	return file_harn_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ContextRequest) GetSession() string {
@@ -3302,7 +3195,7 @@ type ContextResponse struct {
 
 func (x *ContextResponse) Reset() {
 	*x = ContextResponse{}
-	mi := &file_harn_proto_msgTypes[50]
+	mi := &file_harn_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3314,7 +3207,7 @@ func (x *ContextResponse) String() string {
 func (*ContextResponse) ProtoMessage() {}
 
 func (x *ContextResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[50]
+	mi := &file_harn_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3327,7 +3220,7 @@ func (x *ContextResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextResponse.ProtoReflect.Descriptor instead.
 func (*ContextResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{50}
+	return file_harn_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ContextResponse) GetReportJson() []byte {
@@ -3356,7 +3249,7 @@ type OverrideRequest struct {
 
 func (x *OverrideRequest) Reset() {
 	*x = OverrideRequest{}
-	mi := &file_harn_proto_msgTypes[51]
+	mi := &file_harn_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3368,7 +3261,7 @@ func (x *OverrideRequest) String() string {
 func (*OverrideRequest) ProtoMessage() {}
 
 func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[51]
+	mi := &file_harn_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3381,7 +3274,7 @@ func (x *OverrideRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideRequest.ProtoReflect.Descriptor instead.
 func (*OverrideRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{51}
+	return file_harn_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *OverrideRequest) GetKind() string {
@@ -3435,7 +3328,7 @@ type OverrideResponse struct {
 
 func (x *OverrideResponse) Reset() {
 	*x = OverrideResponse{}
-	mi := &file_harn_proto_msgTypes[52]
+	mi := &file_harn_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3447,7 +3340,7 @@ func (x *OverrideResponse) String() string {
 func (*OverrideResponse) ProtoMessage() {}
 
 func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[52]
+	mi := &file_harn_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3460,7 +3353,7 @@ func (x *OverrideResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OverrideResponse.ProtoReflect.Descriptor instead.
 func (*OverrideResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{52}
+	return file_harn_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *OverrideResponse) GetKind() string {
@@ -3534,7 +3427,7 @@ type DoctorRequest struct {
 
 func (x *DoctorRequest) Reset() {
 	*x = DoctorRequest{}
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3546,7 +3439,7 @@ func (x *DoctorRequest) String() string {
 func (*DoctorRequest) ProtoMessage() {}
 
 func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[53]
+	mi := &file_harn_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3559,7 +3452,7 @@ func (x *DoctorRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRequest.ProtoReflect.Descriptor instead.
 func (*DoctorRequest) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{53}
+	return file_harn_proto_rawDescGZIP(), []int{51}
 }
 
 type DoctorResponse struct {
@@ -3590,7 +3483,7 @@ type DoctorResponse struct {
 
 func (x *DoctorResponse) Reset() {
 	*x = DoctorResponse{}
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3602,7 +3495,7 @@ func (x *DoctorResponse) String() string {
 func (*DoctorResponse) ProtoMessage() {}
 
 func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[54]
+	mi := &file_harn_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3615,7 +3508,7 @@ func (x *DoctorResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorResponse.ProtoReflect.Descriptor instead.
 func (*DoctorResponse) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{54}
+	return file_harn_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *DoctorResponse) GetNode() string {
@@ -3748,7 +3641,7 @@ type DoctorTLS struct {
 
 func (x *DoctorTLS) Reset() {
 	*x = DoctorTLS{}
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3760,7 +3653,7 @@ func (x *DoctorTLS) String() string {
 func (*DoctorTLS) ProtoMessage() {}
 
 func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[55]
+	mi := &file_harn_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3773,7 +3666,7 @@ func (x *DoctorTLS) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorTLS.ProtoReflect.Descriptor instead.
 func (*DoctorTLS) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{55}
+	return file_harn_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *DoctorTLS) GetMode() string {
@@ -3831,7 +3724,7 @@ type DoctorRaft struct {
 
 func (x *DoctorRaft) Reset() {
 	*x = DoctorRaft{}
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3843,7 +3736,7 @@ func (x *DoctorRaft) String() string {
 func (*DoctorRaft) ProtoMessage() {}
 
 func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[56]
+	mi := &file_harn_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3856,7 +3749,7 @@ func (x *DoctorRaft) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DoctorRaft.ProtoReflect.Descriptor instead.
 func (*DoctorRaft) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{56}
+	return file_harn_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *DoctorRaft) GetLeader() string {
@@ -3970,7 +3863,7 @@ type SessionRow struct {
 
 func (x *SessionRow) Reset() {
 	*x = SessionRow{}
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3982,7 +3875,7 @@ func (x *SessionRow) String() string {
 func (*SessionRow) ProtoMessage() {}
 
 func (x *SessionRow) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[57]
+	mi := &file_harn_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3995,7 +3888,7 @@ func (x *SessionRow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionRow.ProtoReflect.Descriptor instead.
 func (*SessionRow) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{57}
+	return file_harn_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *SessionRow) GetSessionId() string {
@@ -4287,7 +4180,7 @@ type HarnTask struct {
 
 func (x *HarnTask) Reset() {
 	*x = HarnTask{}
-	mi := &file_harn_proto_msgTypes[58]
+	mi := &file_harn_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4299,7 +4192,7 @@ func (x *HarnTask) String() string {
 func (*HarnTask) ProtoMessage() {}
 
 func (x *HarnTask) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[58]
+	mi := &file_harn_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4312,7 +4205,7 @@ func (x *HarnTask) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HarnTask.ProtoReflect.Descriptor instead.
 func (*HarnTask) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{58}
+	return file_harn_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *HarnTask) GetId() string {
@@ -4372,7 +4265,7 @@ type ReadInfo struct {
 
 func (x *ReadInfo) Reset() {
 	*x = ReadInfo{}
-	mi := &file_harn_proto_msgTypes[59]
+	mi := &file_harn_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4384,7 +4277,7 @@ func (x *ReadInfo) String() string {
 func (*ReadInfo) ProtoMessage() {}
 
 func (x *ReadInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[59]
+	mi := &file_harn_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4397,7 +4290,7 @@ func (x *ReadInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReadInfo.ProtoReflect.Descriptor instead.
 func (*ReadInfo) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{59}
+	return file_harn_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ReadInfo) GetConsistent() bool {
@@ -4454,7 +4347,7 @@ type GossipEntry struct {
 
 func (x *GossipEntry) Reset() {
 	*x = GossipEntry{}
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4466,7 +4359,7 @@ func (x *GossipEntry) String() string {
 func (*GossipEntry) ProtoMessage() {}
 
 func (x *GossipEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_harn_proto_msgTypes[60]
+	mi := &file_harn_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4479,7 +4372,7 @@ func (x *GossipEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GossipEntry.ProtoReflect.Descriptor instead.
 func (*GossipEntry) Descriptor() ([]byte, []int) {
-	return file_harn_proto_rawDescGZIP(), []int{60}
+	return file_harn_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *GossipEntry) GetRow() *SessionRow {
@@ -4621,13 +4514,7 @@ const file_harn_proto_rawDesc = "" +
 	"\rLeaveResponse\"%\n" +
 	"\x13RemoveServerRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
-	"\x14RemoveServerResponse\"a\n" +
-	"\vTaskRequest\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\x12+\n" +
-	"\x06action\x18\x03 \x01(\v2\x13.harn.v1.TaskActionR\x06actionJ\x04\b\x01\x10\x02R\vaction_json\"b\n" +
-	"\fTaskResponse\x12\x12\n" +
-	"\x04node\x18\x02 \x01(\tR\x04node\x12+\n" +
-	"\x06result\x18\x03 \x01(\v2\x13.harn.v1.TaskResultR\x06resultJ\x04\b\x01\x10\x02R\vresult_json\"M\n" +
+	"\x14RemoveServerResponse\"M\n" +
 	"\rDecideRequest\x12*\n" +
 	"\x05query\x18\x02 \x01(\v2\x14.harn.v1.DecideQueryR\x05queryJ\x04\b\x01\x10\x02R\n" +
 	"query_json\"\xef\x01\n" +
@@ -4889,7 +4776,7 @@ func file_harn_proto_rawDescGZIP() []byte {
 	return file_harn_proto_rawDescData
 }
 
-var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
+var file_harn_proto_msgTypes = make([]protoimpl.MessageInfo, 59)
 var file_harn_proto_goTypes = []any{
 	(*DiagnoseRequest)(nil),      // 0: harn.v1.DiagnoseRequest
 	(*DiagnoseResponse)(nil),     // 1: harn.v1.DiagnoseResponse
@@ -4919,81 +4806,75 @@ var file_harn_proto_goTypes = []any{
 	(*LeaveResponse)(nil),        // 25: harn.v1.LeaveResponse
 	(*RemoveServerRequest)(nil),  // 26: harn.v1.RemoveServerRequest
 	(*RemoveServerResponse)(nil), // 27: harn.v1.RemoveServerResponse
-	(*TaskRequest)(nil),          // 28: harn.v1.TaskRequest
-	(*TaskResponse)(nil),         // 29: harn.v1.TaskResponse
-	(*DecideRequest)(nil),        // 30: harn.v1.DecideRequest
-	(*ApprovalRequest)(nil),      // 31: harn.v1.ApprovalRequest
-	(*ApprovalResponse)(nil),     // 32: harn.v1.ApprovalResponse
-	(*PendingRequest)(nil),       // 33: harn.v1.PendingRequest
-	(*PendingResponse)(nil),      // 34: harn.v1.PendingResponse
-	(*AnswerRequest)(nil),        // 35: harn.v1.AnswerRequest
-	(*AnswerResponse)(nil),       // 36: harn.v1.AnswerResponse
-	(*NotifyRequest)(nil),        // 37: harn.v1.NotifyRequest
-	(*NotifyResponse)(nil),       // 38: harn.v1.NotifyResponse
-	(*Webhook)(nil),              // 39: harn.v1.Webhook
-	(*Desktop)(nil),              // 40: harn.v1.Desktop
-	(*WaitRequest)(nil),          // 41: harn.v1.WaitRequest
-	(*WaitResponse)(nil),         // 42: harn.v1.WaitResponse
-	(*CoordRequest)(nil),         // 43: harn.v1.CoordRequest
-	(*CoordResponse)(nil),        // 44: harn.v1.CoordResponse
-	(*CoordResult)(nil),          // 45: harn.v1.CoordResult
-	(*RegistryClaim)(nil),        // 46: harn.v1.RegistryClaim
-	(*ClaimHolder)(nil),          // 47: harn.v1.ClaimHolder
-	(*ReduceRequest)(nil),        // 48: harn.v1.ReduceRequest
-	(*ContextRequest)(nil),       // 49: harn.v1.ContextRequest
-	(*ContextResponse)(nil),      // 50: harn.v1.ContextResponse
-	(*OverrideRequest)(nil),      // 51: harn.v1.OverrideRequest
-	(*OverrideResponse)(nil),     // 52: harn.v1.OverrideResponse
-	(*DoctorRequest)(nil),        // 53: harn.v1.DoctorRequest
-	(*DoctorResponse)(nil),       // 54: harn.v1.DoctorResponse
-	(*DoctorTLS)(nil),            // 55: harn.v1.DoctorTLS
-	(*DoctorRaft)(nil),           // 56: harn.v1.DoctorRaft
-	(*SessionRow)(nil),           // 57: harn.v1.SessionRow
-	(*HarnTask)(nil),             // 58: harn.v1.HarnTask
-	(*ReadInfo)(nil),             // 59: harn.v1.ReadInfo
-	(*GossipEntry)(nil),          // 60: harn.v1.GossipEntry
-	(*Event)(nil),                // 61: harn.v1.Event
-	(*TaskAction)(nil),           // 62: harn.v1.TaskAction
-	(*TaskResult)(nil),           // 63: harn.v1.TaskResult
-	(*DecideQuery)(nil),          // 64: harn.v1.DecideQuery
-	(*PermissionRequest)(nil),    // 65: harn.v1.PermissionRequest
-	(*PathClaim)(nil),            // 66: harn.v1.PathClaim
-	(*Time)(nil),                 // 67: harn.v1.Time
+	(*DecideRequest)(nil),        // 28: harn.v1.DecideRequest
+	(*ApprovalRequest)(nil),      // 29: harn.v1.ApprovalRequest
+	(*ApprovalResponse)(nil),     // 30: harn.v1.ApprovalResponse
+	(*PendingRequest)(nil),       // 31: harn.v1.PendingRequest
+	(*PendingResponse)(nil),      // 32: harn.v1.PendingResponse
+	(*AnswerRequest)(nil),        // 33: harn.v1.AnswerRequest
+	(*AnswerResponse)(nil),       // 34: harn.v1.AnswerResponse
+	(*NotifyRequest)(nil),        // 35: harn.v1.NotifyRequest
+	(*NotifyResponse)(nil),       // 36: harn.v1.NotifyResponse
+	(*Webhook)(nil),              // 37: harn.v1.Webhook
+	(*Desktop)(nil),              // 38: harn.v1.Desktop
+	(*WaitRequest)(nil),          // 39: harn.v1.WaitRequest
+	(*WaitResponse)(nil),         // 40: harn.v1.WaitResponse
+	(*CoordRequest)(nil),         // 41: harn.v1.CoordRequest
+	(*CoordResponse)(nil),        // 42: harn.v1.CoordResponse
+	(*CoordResult)(nil),          // 43: harn.v1.CoordResult
+	(*RegistryClaim)(nil),        // 44: harn.v1.RegistryClaim
+	(*ClaimHolder)(nil),          // 45: harn.v1.ClaimHolder
+	(*ReduceRequest)(nil),        // 46: harn.v1.ReduceRequest
+	(*ContextRequest)(nil),       // 47: harn.v1.ContextRequest
+	(*ContextResponse)(nil),      // 48: harn.v1.ContextResponse
+	(*OverrideRequest)(nil),      // 49: harn.v1.OverrideRequest
+	(*OverrideResponse)(nil),     // 50: harn.v1.OverrideResponse
+	(*DoctorRequest)(nil),        // 51: harn.v1.DoctorRequest
+	(*DoctorResponse)(nil),       // 52: harn.v1.DoctorResponse
+	(*DoctorTLS)(nil),            // 53: harn.v1.DoctorTLS
+	(*DoctorRaft)(nil),           // 54: harn.v1.DoctorRaft
+	(*SessionRow)(nil),           // 55: harn.v1.SessionRow
+	(*HarnTask)(nil),             // 56: harn.v1.HarnTask
+	(*ReadInfo)(nil),             // 57: harn.v1.ReadInfo
+	(*GossipEntry)(nil),          // 58: harn.v1.GossipEntry
+	(*Event)(nil),                // 59: harn.v1.Event
+	(*DecideQuery)(nil),          // 60: harn.v1.DecideQuery
+	(*PermissionRequest)(nil),    // 61: harn.v1.PermissionRequest
+	(*PathClaim)(nil),            // 62: harn.v1.PathClaim
+	(*Time)(nil),                 // 63: harn.v1.Time
 }
 var file_harn_proto_depIdxs = []int32{
-	57, // 0: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
-	59, // 1: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
-	57, // 2: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
-	57, // 3: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
-	61, // 4: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
+	55, // 0: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
+	57, // 1: harn.v1.ListResponse.read:type_name -> harn.v1.ReadInfo
+	55, // 2: harn.v1.SessionResponse.session:type_name -> harn.v1.SessionRow
+	55, // 3: harn.v1.TraceResponse.session:type_name -> harn.v1.SessionRow
+	59, // 4: harn.v1.TraceResponse.events:type_name -> harn.v1.Event
 	8,  // 5: harn.v1.WhoamiRequest.ancestry:type_name -> harn.v1.Proc
 	16, // 6: harn.v1.ErrorsResponse.diagnostics:type_name -> harn.v1.Diagnostic
 	21, // 7: harn.v1.MembersResponse.members:type_name -> harn.v1.Member
 	23, // 8: harn.v1.RaftResponse.stats:type_name -> harn.v1.RaftStats
 	24, // 9: harn.v1.RaftStats.servers:type_name -> harn.v1.RaftServer
-	62, // 10: harn.v1.TaskRequest.action:type_name -> harn.v1.TaskAction
-	63, // 11: harn.v1.TaskResponse.result:type_name -> harn.v1.TaskResult
-	64, // 12: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
-	65, // 13: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
-	65, // 14: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
-	39, // 15: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
-	40, // 16: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
-	66, // 17: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
-	45, // 18: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
-	46, // 19: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
-	47, // 20: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
-	67, // 21: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
-	55, // 22: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
-	56, // 23: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
-	16, // 24: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
-	67, // 25: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
-	58, // 26: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
-	57, // 27: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
-	28, // [28:28] is the sub-list for method output_type
-	28, // [28:28] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	60, // 10: harn.v1.DecideRequest.query:type_name -> harn.v1.DecideQuery
+	61, // 11: harn.v1.PendingResponse.requests:type_name -> harn.v1.PermissionRequest
+	61, // 12: harn.v1.AnswerResponse.request:type_name -> harn.v1.PermissionRequest
+	37, // 13: harn.v1.NotifyResponse.webhooks:type_name -> harn.v1.Webhook
+	38, // 14: harn.v1.NotifyResponse.desktop:type_name -> harn.v1.Desktop
+	62, // 15: harn.v1.CoordRequest.claims:type_name -> harn.v1.PathClaim
+	43, // 16: harn.v1.CoordResponse.result:type_name -> harn.v1.CoordResult
+	44, // 17: harn.v1.CoordResult.claims:type_name -> harn.v1.RegistryClaim
+	45, // 18: harn.v1.CoordResult.holders:type_name -> harn.v1.ClaimHolder
+	63, // 19: harn.v1.RegistryClaim.ts:type_name -> harn.v1.Time
+	53, // 20: harn.v1.DoctorResponse.tls:type_name -> harn.v1.DoctorTLS
+	54, // 21: harn.v1.DoctorResponse.raft:type_name -> harn.v1.DoctorRaft
+	16, // 22: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
+	63, // 23: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
+	56, // 24: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
+	55, // 25: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -5009,7 +4890,7 @@ func file_harn_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_harn_proto_rawDesc), len(file_harn_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   61,
+			NumMessages:   59,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -27,7 +27,8 @@ const file_services_proto_rawDesc = "" +
 	"\n" +
 	"\x0eservices.proto\x12\aharn.v1\x1a\n" +
 	"harn.proto\x1a\rcluster.proto\x1a\n" +
-	"hook.proto2\xd6\f\n" +
+	"hook.proto\x1a\n" +
+	"task.proto2\xd6\f\n" +
 	"\x05Local\x129\n" +
 	"\x06Doctor\x12\x16.harn.v1.DoctorRequest\x1a\x17.harn.v1.DoctorResponse\x129\n" +
 	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +

@@ -58,6 +58,18 @@ func Dial(path string, maxReply int, dial func(ctx context.Context, addr string)
 	return &Conn{path: path, maxReply: maxReply, dial: dial}
 }
 
+// Open opens a connection now and keeps it for the first call; it returns
+// the dialer's error (a command that must tell a dead socket from a busy
+// one reads it).
+func (c *Conn) Open(ctx context.Context) error {
+	conn, err := c.open(ctx)
+	if err != nil {
+		return err
+	}
+	c.put(conn)
+	return nil
+}
+
 // Connect opens a connection now, so that the first call does not wait
 // for one; a failure is left for that call to meet.
 func (c *Conn) Connect() {
