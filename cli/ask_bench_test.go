@@ -16,7 +16,7 @@ import (
 )
 
 // askRuns is how many runs of each side one iteration times.
-const askRuns = 8
+const askRuns = 24
 
 // BenchmarkAskVsCurl times `harn ask` end to end (the real binaries: the
 // client, a running node, its loop, the model call, the answer printed)

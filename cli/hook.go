@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +169,7 @@ func unknownFlags(c *cobra.Command, argv []string) []string {
 // stampEvents gives each event an id and the agent process that ran the
 // hook (the nearest ancestor that is not a transient shell).
 func stampEvents(evs []presence.Event, now time.Time) {
-	agent, perr := procinfo.AgentOf(os.Getpid())
+	agent, perr := procinfo.AgentOfSelf()
 	for i := range evs {
 		if evs[i].ID == "" {
 			evs[i].ID = ids.New(now)

@@ -16,6 +16,7 @@ package procinfo
 import (
 	"errors"
 	"fmt"
+	"os"
 )
 
 // Proc identifies one process.
@@ -125,11 +126,23 @@ func AgentOf(pid int) (Proc, error) {
 	return agentOf(pid, Lookup)
 }
 
+// AgentOfSelf is AgentOf(os.Getpid()), which knows its own parent without
+// reading its own stat file.
+func AgentOfSelf() (Proc, error) {
+	return agentFrom(Proc{PID: os.Getpid(), PPID: os.Getppid()}, Lookup)
+}
+
 func agentOf(pid int, look func(int) (Proc, error)) (Proc, error) {
 	p, err := look(pid)
 	if err != nil {
 		return Proc{}, fmt.Errorf("agent of pid %d: %w", pid, err)
 	}
+	return agentFrom(p, look)
+}
+
+// agentFrom walks up from p (whose PPID is known).
+func agentFrom(p Proc, look func(int) (Proc, error)) (Proc, error) {
+	pid := p.PID
 	for skips := 0; ; skips++ {
 		if p.PPID <= 1 {
 			return Proc{}, fmt.Errorf("agent of pid %d: reached pid %d without a non-wrapper ancestor: %w", pid, p.PPID, ErrNotFound)

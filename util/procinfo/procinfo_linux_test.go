@@ -4,7 +4,9 @@ package procinfo
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -293,4 +295,24 @@ func startHelper(t *testing.T, cmd *exec.Cmd) int {
 		t.Fatal("helper did not report its pid within 10s")
 	}
 	return helper
+}
+
+// TestAgentOfSelfIsAgentOf: AgentOfSelf, which takes its parent from
+// getppid, finds what AgentOf(os.Getpid()) finds, and readStat reads what
+// os.ReadFile does.
+func TestAgentOfSelfIsAgentOf(t *testing.T) {
+	a, errA := AgentOf(os.Getpid())
+	b, errB := AgentOfSelf()
+	if a != b || (errA == nil) != (errB == nil) {
+		t.Fatalf("AgentOf %+v %v, AgentOfSelf %+v %v", a, errA, b, errB)
+	}
+	path := "/proc/" + strconv.Itoa(os.Getpid()) + "/stat"
+	got, err := readStat(path)
+	want, _ := os.ReadFile(path)
+	if err != nil || string(got[:bytes.IndexByte(got, ')')]) != string(want[:bytes.IndexByte(want, ')')]) {
+		t.Fatalf("readStat %q %v, want %q", got, err, want)
+	}
+	if _, err := readStat("/proc/0/stat"); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("a missing pid: %v", err)
+	}
 }
