@@ -210,6 +210,9 @@ func rpcErr(err error, p place) error {
 		return withCode(ExitNoLeader, errors.New(msg))
 	case errors.Is(err, hookwire.ErrUnimplemented):
 		return withCode(ExitUsage, errors.New(msg))
+	case errors.Is(err, hookwire.ErrNoLocalWire):
+		return withCode(ExitUnavailable, fmt.Errorf("%w (%s); it may be a harnd older than this harn, which does not speak its local wire: stop that node, then run `%s`",
+			hookwire.ErrNoLocalWire, p.Socket, startHint(p)))
 	case errors.Is(err, hookwire.ErrUnavailable):
 		// A socket that refuses this user is a permission problem, not
 		// a missing node.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -22,12 +23,17 @@ type Conn struct {
 	dial     func(ctx context.Context, addr string) (net.Conn, error)
 
 	mu     sync.Mutex
-	idle   []net.Conn
+	idle   []idleConn
 	closed bool
 }
 
 // maxIdle bounds the connections a client keeps between calls.
 const maxIdle = 4
+
+// ErrNoLocalWire: the node closed a fresh connection without a byte of
+// answer to its first call, as a harnd from before the local wire does
+// (it speaks gRPC only on the socket).
+var ErrNoLocalWire = errors.New("the node closed the connection without answering")
 
 // ErrClientClosed: a call on a closed client.
 var ErrClientClosed = errors.New("api: client closed")
@@ -66,7 +72,7 @@ func (c *Conn) Open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.put(conn)
+	c.put(conn, false)
 	return nil
 }
 
@@ -75,7 +81,7 @@ func (c *Conn) Open(ctx context.Context) error {
 func (c *Conn) Connect() {
 	conn, err := c.open(context.Background())
 	if err == nil {
-		c.put(conn)
+		c.put(conn, false)
 	}
 }
 
@@ -101,7 +107,7 @@ func (c *Conn) Call(ctx context.Context, method string, body []byte) ([]byte, er
 	}
 	frame := frameOf(call.Marshal())
 	for attempt := 0; ; attempt++ {
-		conn, pooled, err := c.get(ctx)
+		conn, answered, err := c.get(ctx)
 		if err != nil {
 			return nil, callError(ctx, err)
 		}
@@ -111,12 +117,17 @@ func (c *Conn) Call(ctx context.Context, method string, body []byte) ([]byte, er
 			// A kept connection the node closed meanwhile (it restarted)
 			// fails before the node read a byte of the call: that one
 			// call goes again on a fresh connection.
-			if pooled && !sent && attempt == 0 && ctx.Err() == nil {
+			if answered && !sent && attempt == 0 && ctx.Err() == nil {
 				continue
+			}
+			// A harnd from before the local wire answers a fresh
+			// connection's preface with its HTTP/2 settings and closes it.
+			if !answered && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)) && ctx.Err() == nil {
+				err = fmt.Errorf("%w (%w)", ErrNoLocalWire, err)
 			}
 			return nil, callError(ctx, err)
 		}
-		c.put(conn)
+		c.put(conn, true)
 		if Code(reply.Code) != OK {
 			return nil, NewStatusError(Code(reply.Code), reply.Message, reply.Reason, reply.Meta)
 		}
@@ -161,18 +172,25 @@ func (c *Conn) roundTrip(ctx context.Context, conn net.Conn, frame []byte) (_ *L
 	return reply, true, nil
 }
 
-// get takes a kept connection, or opens one.
-func (c *Conn) get(ctx context.Context) (conn net.Conn, pooled bool, err error) {
+// idleConn is a kept connection; answered says it has carried a call.
+type idleConn struct {
+	net.Conn
+	answered bool
+}
+
+// get takes a kept connection, or opens one; answered says the connection
+// has carried a call before.
+func (c *Conn) get(ctx context.Context) (conn net.Conn, answered bool, err error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return nil, false, ErrClientClosed
 	}
 	if n := len(c.idle); n > 0 {
-		conn = c.idle[n-1]
+		ic := c.idle[n-1]
 		c.idle = c.idle[:n-1]
 		c.mu.Unlock()
-		return conn, true, nil
+		return ic.Conn, ic.answered, nil
 	}
 	c.mu.Unlock()
 	conn, err = c.open(ctx)
@@ -192,10 +210,10 @@ func (c *Conn) open(ctx context.Context) (net.Conn, error) {
 }
 
 // put keeps conn for the next call, or closes it.
-func (c *Conn) put(conn net.Conn) {
+func (c *Conn) put(conn net.Conn, answered bool) {
 	c.mu.Lock()
 	if !c.closed && len(c.idle) < maxIdle {
-		c.idle = append(c.idle, conn)
+		c.idle = append(c.idle, idleConn{conn, answered})
 		conn = nil
 	}
 	c.mu.Unlock()
