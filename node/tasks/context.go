@@ -88,26 +88,19 @@ func (h *Host) Context(session string, providerView bool) (ContextView, error) {
 // openContext gives a new harn session its context: a fresh lane, or a
 // lane forked from another session's up to upTo (copying nothing):
 // rcontext.UpToHead for --fork, rcontext.UpToSystem for a subagent.
-// With a Sink that syncs KV (Config.IngestSyncsKV) the lane's records
-// are written without an fsync: the caller ingests the session's start
-// event before it reports the session open, and that sync covers them.
 func (h *Host) openContext(id, workdir, fork string, upTo uint64, llm rcontext.Condenser, compaction bool) (*rcontext.Lane, error) {
 	var (
 		l   *rcontext.Lane
 		err error
 	)
-	open, forkFn := h.contexts.Open, h.contexts.Fork
-	if h.cfg.Sink != nil && h.cfg.IngestSyncsKV {
-		open, forkFn = h.contexts.OpenUnsynced, h.contexts.ForkUnsynced
-	}
 	if fork != "" {
-		if l, err = forkFn(id, fork, upTo); err != nil {
+		if l, err = h.contexts.Fork(id, fork, upTo); err != nil {
 			if upTo == rcontext.UpToSystem {
 				return nil, fmt.Errorf("the parent's lane %s: %w", clip(fork), err)
 			}
 			return nil, fmt.Errorf("%w: --fork %s: %w", ErrBadAction, clip(fork), err)
 		}
-	} else if l, err = open(id, workdir); err != nil {
+	} else if l, err = h.contexts.Open(id, workdir); err != nil {
 		return nil, err
 	}
 	l.SetCompaction(compaction, llm, workdir)

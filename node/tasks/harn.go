@@ -393,8 +393,6 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 		start.Attrs[presence.AttrSource] = "subagent"
 		start.Attrs[attrAgentType] = kid.spec.Profile.Name
 	}
-	// The start event's synced ingest also makes the lane's records
-	// durable (openContext, Config.IngestSyncsKV).
 	if err := h.emit(start); err != nil {
 		return "", err
 	}

@@ -189,18 +189,8 @@ func NewSpace(st Store, opts Options) *Space {
 }
 
 // Open returns the context of session, creating it when it has none; dir
-// is where its repository instructions are read (may be empty). A new
-// session's record is durable when Open returns.
-func (s *Space) Open(session, dir string) (*Lane, error) { return s.open(session, dir, true) }
-
-// OpenUnsynced is Open without the fsync of a new session's record: the
-// record is written in order, and is durable once the caller's next
-// synced write to the same Store returns (a sync covers every earlier
-// write). It is for a caller that makes such a write before it reports
-// the session open.
-func (s *Space) OpenUnsynced(session, dir string) (*Lane, error) { return s.open(session, dir, false) }
-
-func (s *Space) open(session, dir string, sync bool) (*Lane, error) {
+// is where its repository instructions are read (may be empty).
+func (s *Space) Open(session, dir string) (*Lane, error) {
 	if err := checkID(session); err != nil {
 		return nil, err
 	}
@@ -216,7 +206,7 @@ func (s *Space) open(session, dir string, sync bool) (*Lane, error) {
 	if err != ErrNoSession {
 		return nil, err
 	}
-	if err := s.putRec(sessionKey(session), sessionRec{Tree: session, Lane: MainLane}, sync); err != nil {
+	if err := s.putSync(sessionKey(session), sessionRec{Tree: session, Lane: MainLane}); err != nil {
 		return nil, err
 	}
 	t := &tree{id: session, items: map[uint64]*item{}, lanes: map[string]*lane{}}
@@ -355,17 +345,12 @@ func lastUserTask(ms []*item) string {
 	return ""
 }
 
-// putRec writes a record, with an fsync when sync is set.
-func (s *Space) putRec(key []byte, v any, sync bool) error {
+func (s *Space) putSync(key []byte, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	put := s.st.Put
-	if sync {
-		put = s.st.PutSync
-	}
-	if err := put(key, b); err != nil {
+	if err := s.st.PutSync(key, b); err != nil {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return nil
@@ -399,20 +384,8 @@ func (s *Space) appendLocked(t *tree, recs []itemRec, sync bool) ([]*item, error
 
 // Fork opens session's context as a new lane of from's tree, sharing from's
 // history up to upTo (UpToHead: all of it; UpToSystem: its instructions
-// only). Nothing is copied. The new lane's records are durable when Fork
-// returns.
+// only). Nothing is copied.
 func (s *Space) Fork(session, from string, upTo uint64) (*Lane, error) {
-	return s.fork(session, from, upTo, true)
-}
-
-// ForkUnsynced is Fork without the fsync: the lane's records are durable
-// once the caller's next synced write to the same Store returns, as with
-// OpenUnsynced.
-func (s *Space) ForkUnsynced(session, from string, upTo uint64) (*Lane, error) {
-	return s.fork(session, from, upTo, false)
-}
-
-func (s *Space) fork(session, from string, upTo uint64, sync bool) (*Lane, error) {
 	if err := checkID(session); err != nil {
 		return nil, err
 	}
@@ -436,12 +409,10 @@ func (s *Space) fork(session, from string, upTo uint64, sync bool) (*Lane, error
 	if p.ckpt != nil && p.ckpt.rec.Seq <= upTo && upTo != UpToSystem {
 		f.Checkpoint = p.ckpt.rec.Seq
 	}
-	// One sync covers both records: the session's, written last, syncs the
-	// lane's before it.
-	if _, err := s.appendLocked(t, []itemRec{{Lane: session, Kind: KindLane, Fork: f}}, false); err != nil {
+	if _, err := s.appendLocked(t, []itemRec{{Lane: session, Kind: KindLane, Fork: f}}, true); err != nil {
 		return nil, err
 	}
-	if err := s.putRec(sessionKey(session), sessionRec{Tree: t.id, Lane: session}, sync); err != nil {
+	if err := s.putSync(sessionKey(session), sessionRec{Tree: t.id, Lane: session}); err != nil {
 		return nil, err
 	}
 	l := &Lane{s: s, session: session, l: t.lanes[session], dir: src.dir}
