@@ -143,7 +143,7 @@ func coord(ctx context.Context, cl *client, p place, op string, b wire.CoordBody
 // unreachable owner 5 with the node's words.
 func coordErr(err error, p place) error {
 	var se *api.StatusError
-	if errors.As(api.Err(err), &se) {
+	if errors.As(err, &se) {
 		msg := errors.New(text.OneLine(se.Message()))
 		switch {
 		case errors.Is(se, api.ErrWriteRefused):

@@ -237,7 +237,6 @@ func runTask(c *cobra.Command, a taskwire.Action) error {
 // taskErr maps a task action's status to its exit code: a runtime rule's
 // refusal is ExitTaskRefused, remote control refused ExitRemoteRefused.
 func taskErr(err error, p place) error {
-	err = api.Error(err)
 	var se *api.StatusError
 	if errors.As(err, &se) {
 		switch {

@@ -48,9 +48,6 @@ func Dial(path string, maxReply int, dial func(ctx context.Context, addr string)
 	return c, nil
 }
 
-// Conn is the client's local wire connection (the hook's calls).
-func (c *Client) Conn() *hookwire.Conn { return c.conn }
-
 // Open opens a connection now and keeps it for the first call; it returns
 // the dialer's error.
 func (c *Client) Open(ctx context.Context) error { return c.conn.Open(ctx) }

@@ -49,10 +49,3 @@ func NewStatusError(c codes.Code, msg, reason string, meta map[string]string) *S
 // Code is the status code of err: codes.OK for nil, codes.Unknown for an
 // error that is not a *StatusError.
 func Code(err error) codes.Code { return codes.Code(hookwire.CodeOf(err)) }
-
-// Error is err as the client reads it: a *StatusError stays one, nil stays
-// nil, and any other error (a context's end, say) comes back as it is.
-func Error(err error) error { return err }
-
-// Err is Error: the name the node's own callers use.
-func Err(err error) error { return Error(err) }

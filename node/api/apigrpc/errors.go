@@ -77,29 +77,28 @@ func Error(err error) error {
 // Reason is the ErrorInfo reason of the node's domain that err's status
 // carries, "" when none.
 func Reason(err error) string {
-	var se *api.StatusError
-	if errors.As(err, &se) {
-		return se.Reason
-	}
-	if st, ok := status.FromError(err); ok {
-		if i := info(st); i != nil {
-			return i.Reason
-		}
-	}
-	return ""
+	reason, _ := reasonOf(err)
+	return reason
 }
 
 // Metadata is the ErrorInfo metadata of the node's domain that err's
 // status carries, nil when none.
 func Metadata(err error) map[string]string {
+	_, meta := reasonOf(err)
+	return meta
+}
+
+// reasonOf is the ErrorInfo of the node's domain that err carries, as a
+// *api.StatusError or a gRPC status.
+func reasonOf(err error) (string, map[string]string) {
 	var se *api.StatusError
 	if errors.As(err, &se) {
-		return se.Meta
+		return se.Reason, se.Meta
 	}
 	if st, ok := status.FromError(err); ok {
 		if i := info(st); i != nil {
-			return i.Metadata
+			return i.Reason, i.Metadata
 		}
 	}
-	return nil
+	return "", nil
 }

@@ -78,12 +78,7 @@ func (c *Conn) Open(ctx context.Context) error {
 
 // Connect opens a connection now, so that the first call does not wait
 // for one; a failure is left for that call to meet.
-func (c *Conn) Connect() {
-	conn, err := c.open(context.Background())
-	if err == nil {
-		c.put(conn, false)
-	}
-}
+func (c *Conn) Connect() { _ = c.Open(context.Background()) }
 
 // Close closes the idle connections and refuses later calls; calls in
 // flight finish on their own connections. Safe twice.
@@ -105,7 +100,7 @@ func (c *Conn) Call(ctx context.Context, method string, body []byte) ([]byte, er
 	if dl, ok := ctx.Deadline(); ok {
 		call.TimeoutMs = max(time.Until(dl).Milliseconds(), 1) //clock:real a context's deadline is wall time
 	}
-	frame := frameOf(call.Marshal())
+	frame := Frame(call.Marshal())
 	for attempt := 0; ; attempt++ {
 		conn, answered, err := c.get(ctx)
 		if err != nil {
@@ -161,7 +156,7 @@ func (c *Conn) roundTrip(ctx context.Context, conn net.Conn, frame []byte) (_ *L
 	if _, err := conn.Write(frame); err != nil {
 		return nil, false, err
 	}
-	b, err := readFrame(conn, c.maxReply+1024)
+	b, err := ReadFrame(conn, c.maxReply+1024)
 	if err != nil {
 		return nil, !errors.Is(err, io.EOF), err
 	}
@@ -243,16 +238,17 @@ func callError(ctx context.Context, err error) error {
 	return NewStatusError(Unavailable, "connection error: "+err.Error(), "", nil).wrap(err)
 }
 
-// frameOf is b as one frame: a 4-byte big-endian length and the bytes.
-func frameOf(b []byte) []byte {
+// Frame is b as one frame of the local wire: a 4-byte big-endian length and
+// the bytes.
+func Frame(b []byte) []byte {
 	f := make([]byte, 4, 4+len(b))
 	binary.BigEndian.PutUint32(f, uint32(len(b)))
 	return append(f, b...)
 }
 
-// readFrame reads one frame of at most max bytes. It reads exactly the
+// ReadFrame reads one frame of at most max bytes. It reads exactly the
 // frame, never past it.
-func readFrame(r io.Reader, max int) ([]byte, error) {
+func ReadFrame(r io.Reader, max int) ([]byte, error) {
 	var h [4]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		return nil, err

@@ -175,10 +175,3 @@ func reasonSentinel(r string) error {
 	}
 	return nil
 }
-
-// Error is err as the client reads it: a *StatusError stays one, nil stays
-// nil, and any other error (a context's end, say) comes back as it is.
-func Error(err error) error { return err }
-
-// Err is Error: the name the node's own callers use.
-func Err(err error) error { return Error(err) }
