@@ -387,10 +387,22 @@ const (
 )
 
 // runOtherUserHelper runs as the other uid: it tries to read the node's
-// token and URL files, then GETs the board and POSTs an approval without
-// a token. It prints one line per try.
+// token and URL files, to connect to the node's socket and call List on
+// the local wire, then GETs the board and POSTs an approval without a
+// token. It prints one line per try.
 func runOtherUserHelper() int {
 	data, base, sid := os.Getenv("HARN_E2E_DATA"), os.Getenv("HARN_E2E_BASE"), os.Getenv("HARN_E2E_SID")
+	if c, err := net.DialTimeout("unix", os.Getenv("HARN_E2E_SOCKET"), 5*time.Second); err != nil {
+		fmt.Println("dial socket:", err)
+	} else {
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		c.Write(append([]byte("harn/l1\n"), 0, 0, 0, 21, 0x0a, 19))
+		c.Write([]byte("/harn.v1.Local/List"))
+		b := make([]byte, 512)
+		n, err := c.Read(b)
+		fmt.Printf("dial socket: answered %d bytes (%v)\n", n, err)
+		c.Close()
+	}
 	for _, f := range []string{"http.token", "web.url"} {
 		_, err := os.ReadFile(filepath.Join(data, f))
 		fmt.Printf("read %s: %v\n", f, err)
@@ -420,8 +432,9 @@ func runOtherUserHelper() int {
 // TestAnotherLocalUserCannotReachTheBoard: a second uid cannot get the
 // board's token (the data dir is 0700; `harn web url` as that user is
 // refused by the socket owner check, exit 13), and its GET / and its
-// approval POST answer 401; the root's waiting hook gets no decision
-// from it. It needs root; under CI=true it adds the user with useradd.
+// approval POST answer 401; its raw connection to the node's socket (to
+// speak the local wire) is refused; the root's waiting hook gets no
+// decision from it. It needs root; under CI=true it adds the user with useradd.
 func TestAnotherLocalUserCannotReachTheBoard(t *testing.T) {
 	if os.Getuid() != 0 {
 		t.Skip("skipped: needs root to run a second local user (CI runs it as root, under CI=true)")
@@ -475,13 +488,14 @@ func TestAnotherLocalUserCannotReachTheBoard(t *testing.T) {
 		t.Fatalf("harn web url as %s: %v; want exit %d and no URL", otherUser, r, exitPermission)
 	}
 	oneLineErr(t, r)
-	r = as([]string{helperEnv + "=" + helperOtherUser, "HARN_E2E_DATA=" + e.dataDir, "HARN_E2E_BASE=" + b.base, "HARN_E2E_SID=" + sid}, helper)
+	r = as([]string{helperEnv + "=" + helperOtherUser, "HARN_E2E_DATA=" + e.dataDir, "HARN_E2E_BASE=" + b.base, "HARN_E2E_SID=" + sid,
+		"HARN_E2E_SOCKET=" + e.socket}, helper)
 	if r.code != 0 {
 		t.Fatalf("the helper as %s: %v", otherUser, r)
 	}
 	for _, want := range []string{"read http.token: open " + filepath.Join(e.dataDir, "http.token") + ": permission denied",
 		"read web.url: open " + filepath.Join(e.dataDir, "web.url") + ": permission denied",
-		"get: 401 ", "harn web open", "post: 401"} {
+		"get: 401 ", "harn web open", "post: 401", "dial socket: dial unix " + e.socket + ": connect: permission denied"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("as %s: %q lacks %q", otherUser, r.stdout, want)
 		}
