@@ -432,12 +432,14 @@ func (rt *Runtime) answer(t *task, c *call, yes bool, by, reason string) {
 	t.s.signal()
 }
 
-// End reports a started call's outcome: succeeded, failed, or aborted (it
-// acknowledged the abort signal). A call the grace period already settled
-// as outcome_unknown stays so (ErrCallSettled).
+// End reports a started call's outcome: succeeded, failed, aborted (it
+// acknowledged the abort signal), or outcome_unknown (the executor lost
+// track of what the call started: a process outlived the call's kill), which
+// holds later mutations until Ack as the barrier's does. A call the grace
+// period already settled as outcome_unknown stays so (ErrCallSettled).
 func (rt *Runtime) End(taskID, callID string, o Outcome, output []byte) error {
-	if o != OutcomeSucceeded && o != OutcomeFailed && o != OutcomeAborted {
-		return fmt.Errorf("%w: outcome %q; report succeeded, failed or aborted", ErrBadConfig, o)
+	if o != OutcomeSucceeded && o != OutcomeFailed && o != OutcomeAborted && o != OutcomeUnknown {
+		return fmt.Errorf("%w: outcome %q; report succeeded, failed, aborted or outcome_unknown", ErrBadConfig, o)
 	}
 	if len(output) > MaxInputBytes {
 		return fmt.Errorf("%w: output of %d bytes", ErrTooLarge, len(output))

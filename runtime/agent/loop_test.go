@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +17,8 @@ import (
 
 // testBox is a small tool box: echo (read-only), block (read-only, waits
 // for release or its context), stubborn (ignores its context until
-// released) and write (mutating).
+// released), write (mutating) and escape (mutating: on its context's end
+// it returns, but what it started runs on).
 type testBox struct {
 	mu      sync.Mutex
 	release chan struct{}
@@ -38,6 +40,7 @@ func (b *testBox) Specs(_, _ string) []tools.Spec {
 		{Name: "block", Schema: obj, Provider: "core", Hash: "h-block"},
 		{Name: "stubborn", Schema: obj, Provider: "core", Hash: "h-stubborn"},
 		{Name: "write", Schema: obj, Provider: "core", Hash: "h-write", Mutating: true},
+		{Name: "escape", Schema: obj, Provider: "core", Hash: "h-escape", Mutating: true},
 	}
 }
 func (b *testBox) Prompt(_, _, _ string) []string    { return nil }
@@ -57,6 +60,9 @@ func (b *testBox) Run(ctx context.Context, c tools.Call) (tools.Result, error) {
 		}
 	case "stubborn":
 		<-b.release
+	case "escape": // stops, but something it started runs on
+		<-ctx.Done()
+		return tools.Result{Content: "stopped; a process runs on", IsError: true}, fmt.Errorf("%w: %w", tools.ErrOutlived, ctx.Err())
 	}
 	return tools.Result{Content: "ran " + c.Name + " " + string(c.Args)}, nil
 }
@@ -371,6 +377,31 @@ func TestCancelMarksAToolThatDoesNotStopUnknown(t *testing.T) {
 	v, _ := f.rt.Task(task)
 	if v.Status != runtime.StatusCancelled {
 		t.Fatalf("task %+v", v)
+	}
+}
+
+// A tool that stops on the cancel but reports that something it started
+// runs on (a shell's process that left its group) is outcome_unknown at
+// once, without waiting for the grace period, and holds later mutations.
+func TestCancelMarksAToolWhoseProcessOutlivedItUnknown(t *testing.T) {
+	f := newFixture(t, toolsReply(true, [3]string{"c1", "escape", `{}`}))
+	task := f.start(t, "go", allGrants)
+	<-f.box.started
+	if _, err := f.rt.Cancel(task, "op", "stop"); err != nil {
+		t.Fatal(err)
+	}
+	post := f.waitEvent(t, agent.EvToolPost) // the clock never moves: no grace period ran out
+	if post.Outcome != string(runtime.OutcomeUnknown) {
+		t.Fatalf("tool.post %+v", post)
+	}
+	f.waitEvent(t, agent.EvTurnEnd)
+	ends := f.records(t, task, runtime.RecEnd)
+	if len(ends) != 1 || ends[0].Status != string(runtime.OutcomeUnknown) {
+		t.Fatalf("ends %+v", ends)
+	}
+	sv, err := f.rt.Session(sess)
+	if err != nil || len(sv.AwaitingAck) != 1 || sv.AwaitingAck[0] != task {
+		t.Fatalf("the unknown mutation is not held for ack: %+v %v", sv, err)
 	}
 }
 

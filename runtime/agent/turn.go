@@ -299,6 +299,8 @@ func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen 
 	r, err := e.cfg.Box.Run(cl.Context(), tools.Call{ID: c.ID, Name: c.Name, Args: c.Args, Session: e.cfg.Session, Task: task, Dir: e.cfg.Dir})
 	o := runtime.OutcomeSucceeded
 	switch {
+	case errors.Is(err, tools.ErrOutlived):
+		o, r.IsError = runtime.OutcomeUnknown, true // what it started runs on
 	case cl.Context().Err() != nil:
 		o = runtime.OutcomeAborted
 		if r.Content == "" {

@@ -28,6 +28,11 @@ var (
 	ErrServer          = errors.New("tools: MCP server failed")
 	ErrClosed          = errors.New("tools: toolbox closed")
 	ErrConfig          = errors.New("tools: bad configuration")
+	// ErrOutlived: a stopped call left a process running that its kill
+	// could not reach (it left the call's process group and still holds
+	// its output), so what the call did is not known to be over. The loop
+	// reports the call outcome_unknown.
+	ErrOutlived = errors.New("tools: a process the call started outlived its stop")
 )
 
 // Providers of the capabilities a Toolbox publishes.

@@ -286,6 +286,61 @@ func TestShellCancelSendsSIGINTThenSIGKILLAfterGrace(t *testing.T) {
 	groupGone(t, pgid)
 }
 
+// strayPID reads the pid a test's escaped process wrote, and kills it at
+// the test's end.
+func strayPID(t *testing.T, p string) int {
+	t.Helper()
+	waitFile(t, p)
+	raw, _ := os.ReadFile(p)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if pid <= 1 {
+		t.Fatalf("pid file %q", raw)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
+// A stopped shell whose output a process outside its group still holds
+// (it left with setsid and runs on) ends with ErrOutlived: the loop cannot
+// say that what the call started is over.
+func TestShellStoppedWhileAProcessLeftItsGroupIsOutlived(t *testing.T) {
+	clk := clock.NewFake(time.Unix(0, 0))
+	b, dir := newBox(t, Config{Clock: clk, ShellGrace: 50 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		raw, _ := json.Marshal(map[string]any{"command": "setsid sh -c 'echo $$ > s.tmp; mv s.tmp stray; exec sleep 30' & wait"})
+		_, err := b.Run(ctx, Call{Name: "shell", Args: raw, Dir: dir})
+		done <- err
+	}()
+	strayPID(t, filepath.Join(dir, "stray"))
+	cancel()
+	if !clk.BlockUntil(2, 10*time.Second) { // the timeout and the grace period
+		t.Fatal("no grace timer after the cancel")
+	}
+	clk.Advance(50 * time.Millisecond) // the SIGKILL; the pipe's drain is bounded in real time
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrOutlived) || !errors.Is(err, context.Canceled) {
+			t.Fatalf("a stopped shell whose escaped process runs on: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the stopped shell did not return")
+	}
+}
+
+// A command that finished leaves its background jobs to itself: a job
+// holding the output is no reason to call the outcome unknown.
+func TestShellThatFinishedWithABackgroundJobIsNotOutlived(t *testing.T) {
+	b, dir := newBox(t, Config{ShellGrace: 50 * time.Millisecond})
+	res, err := run(t, b, dir, "shell", map[string]any{"command": "setsid sh -c 'echo $$ > s.tmp; mv s.tmp stray; exec sleep 30' & i=0; while [ ! -e stray ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i+1)); done; echo started"})
+	strayPID(t, filepath.Join(dir, "stray"))
+	if err != nil || !strings.Contains(res.Content, "started") {
+		t.Fatalf("%v %q", err, res.Content)
+	}
+}
+
 func TestSplitWordsAsAShell(t *testing.T) {
 	for in, want := range map[string][]string{
 		`a b  c`:              {"a", "b", "c"},

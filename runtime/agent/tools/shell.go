@@ -58,7 +58,8 @@ func (w *capWriter) String() string {
 // grace period; when the shell exits, what it left running in its group is
 // killed too. stdout and stderr are merged and bounded. The grace timer is
 // on the box's clock; the final drain of the output pipe is bounded by the
-// same length in real time.
+// same length in real time. A stopped shell whose output is still held
+// after that (a process left the group and runs on) ends with ErrOutlived.
 func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage) (string, error) {
 	var a shellArgs
 	if err := decodeArgs(raw, &a); err != nil {
@@ -103,18 +104,20 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 	// drain ends the call: what is left in the group is killed, and the
 	// output is read until the pipe closes (bounded, in case a process
 	// left the group holding it).
-	drain := func() string {
+	drain := func() (string, bool) {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		t := time.NewTimer(b.shellGrace) //clock:real a pipe drains in real time, whatever the box's clock says
 		defer t.Stop()
+		held := false
 		select {
 		case <-copied:
 		case <-t.C:
+			held = true
 			_ = pr.Close()
 			<-copied
 		}
 		_ = pr.Close()
-		return out.String()
+		return out.String(), held
 	}
 
 	tm := b.clock.NewTimer(timeout)
@@ -122,7 +125,8 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 	var why error
 	select {
 	case err := <-done:
-		return exitText(drain(), err), nil
+		o, _ := drain() // a background job of a finished command is the command's own business
+		return exitText(o, err), nil
 	case <-ctx.Done():
 		why = ctx.Err()
 	case <-tm.C():
@@ -137,7 +141,12 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 		_ = syscall.Kill(-pgid, syscall.SIGKILL)
 		<-done
 	}
-	return drain(), why
+	o, held := drain()
+	if held {
+		// something the stopped shell started left its group and runs on
+		why = fmt.Errorf("%w: %w", ErrOutlived, why)
+	}
+	return o, why
 }
 
 func exitText(out string, err error) string {
