@@ -19,10 +19,11 @@ func commandSet() []func() *cobra.Command {
 }
 
 // soleRoots are the commands that run under a root holding them alone:
-// the hook runs on every tool call of every agent, and `agents` is what
-// people and scripts run most; neither builds the rest of the command
-// tree. (Help, typo suggestions and examples are the same.)
-var soleRoots = map[string]func() *cobra.Command{"hook": newHookCmd, "agents": newAgentsCmd}
+// the hook runs on every tool call of every agent, `agents` is what
+// people and scripts run most, and `ask` is a one-shot whose start is
+// part of its answer's time; none builds the rest of the command tree.
+// (Help, typo suggestions and examples are the same.)
+var soleRoots = map[string]func() *cobra.Command{"hook": newHookCmd, "agents": newAgentsCmd, "ask": newAskCmd}
 
 // hookSubcommands are `harn hook`'s: install, uninstall and git.
 func hookSubcommands() []*cobra.Command {

@@ -48,8 +48,10 @@ func (n *Node) openTasks() error {
 		tracer = tasks.GenAITracer(n.tracer, n.cfg.LogPrompts)
 	}
 	h, err := tasks.New(tasks.Config{Node: n.cfg.Name, KV: n.ledger, Key: n.key, Grace: grace, Tracer: tracer,
-		Sink:     sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
-		Sessions: sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
+		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
+		// The ingest is a synced write to the same ledger as KV.
+		IngestSyncsKV: true,
+		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
 		// Each harn session gets its own tool box: the core and discovery

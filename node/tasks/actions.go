@@ -191,9 +191,14 @@ func (h *Host) Do(a Action) (Result, error) {
 			}
 		}
 	case OpEvents:
-		if res.Events, err = h.Events(h.ctx, a.Task, a.Since, time.Duration(a.WaitMS)*time.Millisecond); err == nil {
-			v, err = h.rt.Task(a.Task)
+		// Only the events (and the session): a poll changes nothing, and
+		// its answer must not wait on the task's lock or a view's refresh,
+		// which a synced write of the loop can hold at that very moment.
+		res.Events, err = h.Events(h.ctx, a.Task, a.Since, time.Duration(a.WaitMS)*time.Millisecond)
+		if err == nil {
+			res.Session, _ = h.SessionOfTask(a.Task)
 		}
+		return res, err
 	case OpShow:
 		if v, err = h.rt.Task(a.Task); err == nil {
 			if sv, serr := h.rt.Session(v.Session); serr == nil {

@@ -32,6 +32,14 @@ func (s *contextStore) Scan(p []byte, fn func(k, v []byte) error) error {
 	return s.kv.ScanKV(contextSpace, p, fn)
 }
 
+// sharedSync reports whether Sink's ingest and the runtime ledger's
+// synced records are fsyncs of KV's own store (Config.IngestSyncsKV): each
+// makes every earlier write to KV durable, the context's included.
+func (h *Host) sharedSync() bool {
+	_, syncs := h.cfg.KV.(SyncKV)
+	return h.cfg.Sink != nil && h.cfg.IngestSyncsKV && syncs
+}
+
 // newContexts is the node's context room: every harn session's history.
 func (h *Host) newContexts() *rcontext.Space {
 	return rcontext.NewSpace(&contextStore{kv: h.cfg.KV}, rcontext.Options{Compaction: true, Clock: h.cfg.Clock,
@@ -88,19 +96,26 @@ func (h *Host) Context(session string, providerView bool) (ContextView, error) {
 // openContext gives a new harn session its context: a fresh lane, or a
 // lane forked from another session's up to upTo (copying nothing):
 // rcontext.UpToHead for --fork, rcontext.UpToSystem for a subagent.
+// With a Sink that syncs KV (Config.IngestSyncsKV) the lane's records
+// are written without an fsync: the caller ingests the session's start
+// event before it reports the session open, and that sync covers them.
 func (h *Host) openContext(id, workdir, fork string, upTo uint64, llm rcontext.Condenser, compaction bool) (*rcontext.Lane, error) {
 	var (
 		l   *rcontext.Lane
 		err error
 	)
+	open, forkFn := h.contexts.Open, h.contexts.Fork
+	if h.sharedSync() {
+		open, forkFn = h.contexts.OpenUnsynced, h.contexts.ForkUnsynced
+	}
 	if fork != "" {
-		if l, err = h.contexts.Fork(id, fork, upTo); err != nil {
+		if l, err = forkFn(id, fork, upTo); err != nil {
 			if upTo == rcontext.UpToSystem {
 				return nil, fmt.Errorf("the parent's lane %s: %w", clip(fork), err)
 			}
 			return nil, fmt.Errorf("%w: --fork %s: %w", ErrBadAction, clip(fork), err)
 		}
-	} else if l, err = h.contexts.Open(id, workdir); err != nil {
+	} else if l, err = open(id, workdir); err != nil {
 		return nil, err
 	}
 	l.SetCompaction(compaction, llm, workdir)

@@ -159,6 +159,30 @@ type harnState struct {
 	session sessionLog               // the session's events across tasks (OpHistory)
 	wake    chan struct{}
 	persist func(n int, e agent.Event) // stores the session's events (HistorySpace); nil: memory only
+	// prompted is closed once the running turn's prompt event is
+	// ingested (nil: none in flight): it is written while the model call
+	// starts, and every later presence event of the session waits for it.
+	prompted chan struct{}
+}
+
+// prompting notes the turn's prompt event in flight; done ends it.
+func (s *harnState) prompting() (done func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.prompted = ch
+	s.mu.Unlock()
+	return func() { close(ch) }
+}
+
+// waitPrompted waits until the turn's prompt event is ingested, so that
+// the session's presence events keep the loop's order.
+func (s *harnState) waitPrompted() {
+	s.mu.Lock()
+	ch := s.prompted
+	s.mu.Unlock()
+	if ch != nil {
+		<-ch
+	}
 }
 
 func newHarnState(persist func(n int, e agent.Event)) *harnState {
@@ -381,7 +405,10 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(h.persistHistory(id)), box: box, opts: o, workdir: workdir, child: kid != nil}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
-		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) }})
+		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) },
+		// the turn start's prompt event and Finish's terminal record are
+		// synced writes to the ledger that holds the context
+		SharedSync: h.sharedSync()})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
@@ -393,6 +420,8 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 		start.Attrs[presence.AttrSource] = "subagent"
 		start.Attrs[attrAgentType] = kid.spec.Profile.Name
 	}
+	// The start event's synced ingest also makes the lane's records
+	// durable (openContext, Config.IngestSyncsKV).
 	if err := h.emit(start); err != nil {
 		return "", err
 	}
@@ -431,10 +460,23 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 		hs.harn.add(agent.Event{Type: e.Type, Task: e.Task, Step: e.Step, Text: e.Text, At: e.At})
 	}
 	ev := presence.Event{SessionID: hs.id, TS: e.At, Agent: Agent, Attrs: map[string]any{}}
-	switch e.Type {
-	case agent.EvTurnStart:
-		h.taskStarted(hs.id, e.Task)
+	if e.Type == agent.EvTurnStart {
+		// The prompt event's synced write runs beside the turn's first
+		// model call, which waits for nothing it writes; every later
+		// event of the session that the node ingests waits for it.
+		done := hs.harn.prompting()
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			defer done()
+			h.taskStarted(hs.id, e.Task)
+		}()
 		return
+	}
+	if e.Type != agent.EvText && e.Type != agent.EvModel && e.Type != agent.EvStatus && e.Type != agent.EvSteer {
+		hs.harn.waitPrompted()
+	}
+	switch e.Type {
 	case agent.EvToolPre:
 		ev.Type = presence.TypeToolPreUse
 		ev.Attrs[presence.AttrTool] = text.Clip(e.Tool, 128)

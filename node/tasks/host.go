@@ -75,6 +75,16 @@ type Config struct {
 	// Tracer spans each provider request of harn's loop (nil: none; see
 	// GenAITracer).
 	Tracer agent.Tracer
+	// IngestSyncsKV says that Sink's Ingest, when it returns nil, has
+	// made every earlier write to KV durable: its events go to KV's own
+	// store with an fsync, which covers every earlier write (the node's
+	// ledger). A harn session's open then writes its context records
+	// without an fsync of their own: the session's start event, ingested
+	// before the open returns, makes them durable with it. Its loop does
+	// the same with a turn's prompt (the prompt event that follows it) and
+	// its final answer (the task's synced terminal record that follows
+	// it): agent.Config.SharedSync.
+	IngestSyncsKV bool
 }
 
 // hosted is one runtime session of this node.

@@ -25,6 +25,15 @@ type Context interface {
 	Recover(task string) bool
 }
 
+// DeferredContext is a Context whose appends can leave their fsync to the
+// next synced write to the same store (Config.SharedSync).
+type DeferredContext interface {
+	Context
+	// AppendDeferred is Append without the fsync: the messages are written
+	// in order and are durable at the store's next synced write.
+	AppendDeferred(ms ...Message) error
+}
+
 // maxMemMessages bounds a MemContext's history.
 const maxMemMessages = 4096
 

@@ -46,6 +46,14 @@ type Config struct {
 	OnEvent func(Event)
 	// Tracer spans each provider request (nil: none).
 	Tracer Tracer
+	// SharedSync says that the Context, the runtime's ledger and OnEvent
+	// write to one store in which a synced write makes every earlier write
+	// durable (the node: one Pebble WAL); that OnEvent of EvTurnStart
+	// leads to such a write before any later event of the turn is stored;
+	// and that a successful Runtime.Finish ends with one. With a
+	// DeferredContext the loop then leaves the fsync of a turn's prompt
+	// to the first, and of its final answer to the second.
+	SharedSync bool
 }
 
 // Event types.

@@ -24,10 +24,7 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 	stop := context.AfterFunc(ctx, cancel)
 	defer stop()
 	sess, task := e.cfg.Session, run.Task
-	e.emit(Event{Type: EvTurnStart, Task: task, Text: run.Text})
-	for _, s := range e.cfg.Box.Prompt(sess, task, run.Text) {
-		e.emit(Event{Type: EvStatus, Task: task, Text: s})
-	}
+	statuses := e.cfg.Box.Prompt(sess, task, run.Text)
 	// The runtime's handoff (the session's conversation so far) is for a
 	// driver whose agent remembers nothing; the context already holds
 	// every turn this executor ran, so only its first task takes it.
@@ -35,8 +32,15 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 	if !e.remembers.Swap(true) {
 		prompt = exec.FormatHandoff(run.Handoff, exec.MaxHandoffBytes) + run.Text
 	}
-	if err := e.cfg.Context.Append(Message{Role: RoleUser, Text: prompt, Task: task}); err != nil {
+	// The prompt is stored before the turn's start is told: with
+	// SharedSync the start's synced write makes it durable too.
+	if err := e.appendDeferred(Message{Role: RoleUser, Text: prompt, Task: task}); err != nil {
+		e.emit(Event{Type: EvTurnStart, Task: task, Text: run.Text})
 		return e.finish(ctx, run, res, runtime.StatusFailed, "the context refused the prompt: "+err.Error())
+	}
+	e.emit(Event{Type: EvTurnStart, Task: task, Text: run.Text})
+	for _, s := range statuses {
+		e.emit(Event{Type: EvStatus, Task: task, Text: s})
 	}
 	var gen uint64
 	if g, err := e.rt.Grants(task); err == nil {
@@ -66,11 +70,15 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 				resp.Calls[i].ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 			}
 		}
-		_ = e.cfg.Context.Append(Message{Role: RoleAssistant, Text: resp.Text, Calls: resp.Calls, Task: task})
 		if len(resp.Calls) == 0 {
+			// the final answer: with SharedSync, Finish's synced write
+			// makes it durable (when Finish fails, the task was stopped
+			// meanwhile, and the turn end's synced write does)
+			_ = e.appendDeferred(Message{Role: RoleAssistant, Text: resp.Text, Task: task})
 			res.Steps = step
 			return e.finish(ctx, run, res, runtime.StatusSucceeded, resp.Text)
 		}
+		_ = e.cfg.Context.Append(Message{Role: RoleAssistant, Text: resp.Text, Calls: resp.Calls, Task: task})
 		if resp.Text != "" {
 			if err := run.Say(clip(resp.Text)); err == nil {
 				e.emit(Event{Type: EvMessage, Task: task, Step: step, Text: resp.Text})
@@ -78,6 +86,15 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 		}
 		_ = e.cfg.Context.Append(e.runCalls(gctx, run, step, gen, resp.Calls)...)
 	}
+}
+
+// appendDeferred appends m leaving its fsync to the next synced write when
+// the store is shared (SharedSync) and the Context can; else it appends.
+func (e *Executor) appendDeferred(m Message) error {
+	if dc, ok := e.cfg.Context.(DeferredContext); ok && e.cfg.SharedSync {
+		return dc.AppendDeferred(m)
+	}
+	return e.cfg.Context.Append(m)
 }
 
 // takeSteers moves the steers sent since the last boundary into the turn.

@@ -189,8 +189,18 @@ func NewSpace(st Store, opts Options) *Space {
 }
 
 // Open returns the context of session, creating it when it has none; dir
-// is where its repository instructions are read (may be empty).
-func (s *Space) Open(session, dir string) (*Lane, error) {
+// is where its repository instructions are read (may be empty). A new
+// session's record is durable when Open returns.
+func (s *Space) Open(session, dir string) (*Lane, error) { return s.open(session, dir, true) }
+
+// OpenUnsynced is Open without the fsync of a new session's record: the
+// record is written in order, and is durable once the caller's next
+// synced write to the same Store returns (a sync covers every earlier
+// write). It is for a caller that makes such a write before it reports
+// the session open.
+func (s *Space) OpenUnsynced(session, dir string) (*Lane, error) { return s.open(session, dir, false) }
+
+func (s *Space) open(session, dir string, sync bool) (*Lane, error) {
 	if err := checkID(session); err != nil {
 		return nil, err
 	}
@@ -206,7 +216,7 @@ func (s *Space) Open(session, dir string) (*Lane, error) {
 	if err != ErrNoSession {
 		return nil, err
 	}
-	if err := s.putSync(sessionKey(session), sessionRec{Tree: session, Lane: MainLane}); err != nil {
+	if err := s.putRec(sessionKey(session), sessionRec{Tree: session, Lane: MainLane}, sync); err != nil {
 		return nil, err
 	}
 	t := &tree{id: session, items: map[uint64]*item{}, lanes: map[string]*lane{}}
@@ -345,12 +355,17 @@ func lastUserTask(ms []*item) string {
 	return ""
 }
 
-func (s *Space) putSync(key []byte, v any) error {
+// putRec writes a record, with an fsync when sync is set.
+func (s *Space) putRec(key []byte, v any, sync bool) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
 	}
-	if err := s.st.PutSync(key, b); err != nil {
+	put := s.st.Put
+	if sync {
+		put = s.st.PutSync
+	}
+	if err := put(key, b); err != nil {
 		return fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	return nil
@@ -384,8 +399,20 @@ func (s *Space) appendLocked(t *tree, recs []itemRec, sync bool) ([]*item, error
 
 // Fork opens session's context as a new lane of from's tree, sharing from's
 // history up to upTo (UpToHead: all of it; UpToSystem: its instructions
-// only). Nothing is copied.
+// only). Nothing is copied. The new lane's records are durable when Fork
+// returns.
 func (s *Space) Fork(session, from string, upTo uint64) (*Lane, error) {
+	return s.fork(session, from, upTo, true)
+}
+
+// ForkUnsynced is Fork without the fsync: the lane's records are durable
+// once the caller's next synced write to the same Store returns, as with
+// OpenUnsynced.
+func (s *Space) ForkUnsynced(session, from string, upTo uint64) (*Lane, error) {
+	return s.fork(session, from, upTo, false)
+}
+
+func (s *Space) fork(session, from string, upTo uint64, sync bool) (*Lane, error) {
 	if err := checkID(session); err != nil {
 		return nil, err
 	}
@@ -409,10 +436,12 @@ func (s *Space) Fork(session, from string, upTo uint64) (*Lane, error) {
 	if p.ckpt != nil && p.ckpt.rec.Seq <= upTo && upTo != UpToSystem {
 		f.Checkpoint = p.ckpt.rec.Seq
 	}
-	if _, err := s.appendLocked(t, []itemRec{{Lane: session, Kind: KindLane, Fork: f}}, true); err != nil {
+	// One sync covers both records: the session's, written last, syncs the
+	// lane's before it.
+	if _, err := s.appendLocked(t, []itemRec{{Lane: session, Kind: KindLane, Fork: f}}, false); err != nil {
 		return nil, err
 	}
-	if err := s.putSync(sessionKey(session), sessionRec{Tree: t.id, Lane: session}); err != nil {
+	if err := s.putRec(sessionKey(session), sessionRec{Tree: t.id, Lane: session}, sync); err != nil {
 		return nil, err
 	}
 	l := &Lane{s: s, session: session, l: t.lanes[session], dir: src.dir}
@@ -489,7 +518,7 @@ func (c *Lane) condenser() Condenser {
 	return cond
 }
 
-var _ agent.Context = (*Lane)(nil)
+var _ agent.DeferredContext = (*Lane)(nil)
 
 // Session is the lane's session.
 func (c *Lane) Session() string { return c.session }
@@ -505,7 +534,22 @@ func (c *Lane) Append(ms ...agent.Message) error {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return c.appendLocked(ms, false)
+	return c.appendLocked(ms, false, true)
+}
+
+// AppendDeferred is Append without the fsync: the records are written in
+// order and are durable once the caller's next synced write to the same
+// Store returns (a sync covers every earlier write). It is for a caller
+// that makes such a write before anything depends on them
+// (agent.DeferredContext).
+func (c *Lane) AppendDeferred(ms ...agent.Message) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	s := c.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return c.appendLocked(ms, false, false)
 }
 
 // Pin appends a user message that stays in the working set; only the
@@ -513,10 +557,10 @@ func (c *Lane) Append(ms ...agent.Message) error {
 func (c *Lane) Pin(m agent.Message) error {
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()
-	return c.appendLocked([]agent.Message{m}, true)
+	return c.appendLocked([]agent.Message{m}, true, true)
 }
 
-func (c *Lane) appendLocked(ms []agent.Message, pinned bool) error {
+func (c *Lane) appendLocked(ms []agent.Message, pinned, sync bool) error {
 	s, l, t := c.s, c.l, c.l.tree
 	var recs []itemRec
 	for _, m := range ms {
@@ -554,7 +598,7 @@ func (c *Lane) appendLocked(ms []agent.Message, pinned bool) error {
 		r.Size = len(full)
 		r.Msg.Text = preview(full, refOf(seq), len(r.Msg.Text), s.opts.PreviewBytes)
 	}
-	_, err := s.appendLocked(t, recs, true)
+	_, err := s.appendLocked(t, recs, sync)
 	return err
 }
 

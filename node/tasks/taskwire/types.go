@@ -27,7 +27,7 @@ const (
 	OpDeny      = "deny"
 	OpShow      = "show"
 	OpReduce    = "reduce" // shrink a task's ceiling: Capability (a name or pattern) to Level
-	OpEvents    = "events" // a harn task's loop events from Since on (waits up to WaitMS for one)
+	OpEvents    = "events" // a harn task's loop events from Since on (waits up to WaitMS for one); answers with Events and Session only
 	// OpHistory reads a harn session's loop events in order, across its
 	// tasks, from the session cursor Since on (waiting up to WaitMS for
 	// one), with the session's view and its context line: what a TUI
