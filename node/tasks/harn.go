@@ -499,10 +499,14 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 				b.EndTask(e.Task)
 			}
 		}
+		// the final answer's output.chunk and the stop: one write
+		var before []presence.Event
 		if e.Text != "" {
-			h.output(hs.id, e.Task, e.Text)
+			if ev, tell := h.outputEvent(hs.id, e.Task, e.Text); tell {
+				before = append(before, ev)
+			}
 		}
-		h.taskEnded(hs.id, exec.TaskResult{Task: e.Task, Status: runtime.Status(e.Status)})
+		h.taskEnded(hs.id, exec.TaskResult{Task: e.Task, Status: runtime.Status(e.Status)}, before...)
 		if hs.child && h.subs != nil {
 			h.subs.Ended(hs.id, runtime.Status(e.Status))
 		}

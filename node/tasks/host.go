@@ -439,14 +439,16 @@ func (h *Host) taskStarted(session, task string) {
 	h.changed(session)
 }
 
-// taskEnded is the executor's end of a task: the turn stops.
-func (h *Host) taskEnded(session string, r exec.TaskResult) {
+// taskEnded is the executor's end of a task: the turn stops. before are
+// events to ingest with the stop, in one write (the final output's).
+func (h *Host) taskEnded(session string, r exec.TaskResult, before ...presence.Event) {
 	attrs := map[string]any{}
 	if r.Status != runtime.StatusSucceeded {
 		attrs[presence.AttrReason] = text.Clip(string(r.Status), 40)
 	}
-	if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeTurnStop, TS: h.cfg.Clock.Now(),
-		Agent: Agent, Attrs: attrs}); err != nil {
+	evs := append(before, presence.Event{SessionID: session, Type: presence.TypeTurnStop, TS: h.cfg.Clock.Now(),
+		Agent: Agent, Attrs: attrs})
+	if err := h.emit(evs...); err != nil {
 		h.log.Warn("task end event", "session", session, "task", r.Task, "err", err)
 	}
 	h.changed(session)
@@ -476,6 +478,14 @@ func (h *Host) remember(task, t string) {
 // the session is producing output: an output.chunk event (no content), at
 // most one per outputEvery, so that its LAST follows its output.
 func (h *Host) output(session, task, msg string) {
+	if ev, ok := h.outputEvent(session, task, msg); ok {
+		h.emitEvidence(ev, task)
+	}
+}
+
+// outputEvent keeps a task's message as output does, and returns its
+// output.chunk when the roster is to be told (not ingested yet).
+func (h *Host) outputEvent(session, task, msg string) (presence.Event, bool) {
 	msg = text.Clip(msg, outputChars)
 	now := h.cfg.Clock.Now()
 	h.mu.Lock()
@@ -494,7 +504,7 @@ func (h *Host) output(session, task, msg string) {
 	if wasHeld {
 		h.storeHeld(task, "")
 	}
-	h.evidence(tell, session, task, now)
+	return evidenceEvent(session, now), tell
 }
 
 // holdOutput keeps the task's latest message, which the executor holds
@@ -527,11 +537,18 @@ func (h *Host) tellLocked(session string, now time.Time) bool {
 // evidence records an output.chunk (no content) on the session, so that
 // the roster's LAST follows the task's output.
 func (h *Host) evidence(tell bool, session, task string, now time.Time) {
-	if !tell {
-		return
+	if tell {
+		h.emitEvidence(evidenceEvent(session, now), task)
 	}
-	if err := h.emit(presence.Event{SessionID: session, Type: presence.TypeOutputChunk, TS: now, Agent: Agent}); err != nil {
-		h.log.Warn("task output event", "session", session, "task", task, "err", err)
+}
+
+func evidenceEvent(session string, now time.Time) presence.Event {
+	return presence.Event{SessionID: session, Type: presence.TypeOutputChunk, TS: now, Agent: Agent}
+}
+
+func (h *Host) emitEvidence(ev presence.Event, task string) {
+	if err := h.emit(ev); err != nil {
+		h.log.Warn("task output event", "session", ev.SessionID, "task", task, "err", err)
 	}
 }
 
