@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +22,26 @@ func TestErrorsDropPackagePrefixes(t *testing.T) {
 	for err, want := range cases {
 		if got := userText(err); got != want {
 			t.Errorf("userText(%q) = %q, want %q", err, got, want)
+		}
+	}
+}
+
+// A wrong count of arguments is a usage error (exit 2) naming the
+// command's help, and that help runs as printed.
+func TestAWrongArgumentCountIsAUsageErrorNamingItsHelp(t *testing.T) {
+	for _, args := range [][]string{{"ask"}, {"ask", "a", "b"}, {"task", "show"}, {"context"}} {
+		var out, errb bytes.Buffer
+		code := Main(args, strings.NewReader(""), &out, &errb)
+		msg := errb.String()
+		if code != ExitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "--help` for its arguments") {
+			t.Errorf("harn %v: exit %d, %q", args, code, msg)
+			continue
+		}
+		i := strings.Index(msg, "run `")
+		helpArgs := strings.Fields(strings.TrimPrefix(msg[i+len("run `"):strings.LastIndex(msg, "`")], "harn "))
+		var hout bytes.Buffer
+		if c := Main(helpArgs, strings.NewReader(""), &hout, io.Discard); c != ExitOK || !strings.Contains(hout.String(), "Usage:") {
+			t.Errorf("the hint `harn %v` exits %d: %q", helpArgs, c, hout.String())
 		}
 	}
 }

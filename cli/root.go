@@ -137,7 +137,10 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 		root.InitDefaultHelpCmd()
 		root.InitDefaultCompletionCmd()
 	}
-	walkCommands(root, func(c *cobra.Command) { c.SuggestionsMinimumDistance = suggestDistance })
+	walkCommands(root, func(c *cobra.Command) {
+		c.SuggestionsMinimumDistance = suggestDistance
+		usageArgs(c)
+	})
 	applyExamples(root)
 	return root
 }
@@ -275,6 +278,22 @@ func noArgs(c *cobra.Command, args []string) error {
 }
 
 // walkCommands calls fn on c and every command below it.
+// usageArgs makes a wrong count of arguments a usage error (exit 2) that
+// names the command's help, as bad flags are.
+func usageArgs(c *cobra.Command) {
+	check := c.Args
+	if check == nil {
+		return
+	}
+	c.Args = func(cmd *cobra.Command, args []string) error {
+		err := check(cmd, args)
+		if err == nil || ExitCode(err) == ExitUsage {
+			return err
+		}
+		return usageErr(fmt.Errorf("%s: %w; run `%s --help` for its arguments", cmd.CommandPath(), err, cmd.CommandPath()))
+	}
+}
+
 func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
 	fn(c)
 	for _, sub := range c.Commands() {
