@@ -109,6 +109,43 @@ func TestHarnOpenSyncsItsContextOnceWithTheStartEvent(t *testing.T) {
 	}
 }
 
+// runTurn opens a harn session on l (as KV and Sink) and starts one task
+// whose model answers with text; l's log then holds the task's writes only.
+func runTurn(t *testing.T, l *opLog, syncs bool) (*Host, string) {
+	t.Helper()
+	h, err := New(Config{Node: "n1", KV: l, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: l, IngestSyncsKV: syncs,
+		Boxes: Toolboxes(tools.Config{NoMCPFiles: true, SkillDirs: []string{}})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	srv := modeltest.New(t, modeltest.Text("the answer"))
+	id, err := h.OpenHarn(HarnOptions{Model: "test-model", URL: srv.URL(), Key: "k"}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.mu.Lock()
+	l.ops = nil // the open's writes: TestHarnOpenSyncsItsContextOnceWithTheStartEvent
+	l.mu.Unlock()
+	v, err := h.rt.Start(id, runtime.Request{Text: "a question", Grants: []runtime.Grant{{Level: runtime.Execute, Capability: "*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, v.ID
+}
+
+// waitLogged polls l's log (bounded: 30 s) until it holds op.
+func waitLogged(l *opLog, op string) []string {
+	var got []string
+	for i := 0; i < 3000; i++ {
+		if got = l.log(); slices.Contains(got, op) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return got
+}
+
 // A harn turn's prompt and final answer take no fsync of their own when the
 // Sink's ingest syncs KV's store (IngestSyncsKV): the prompt is written
 // before the turn's synced prompt event (which runs beside the model call),
@@ -117,33 +154,9 @@ func TestHarnOpenSyncsItsContextOnceWithTheStartEvent(t *testing.T) {
 func TestHarnTurnLeavesItsPromptAndAnswerFsyncsToTheSyncedWriteAfterThem(t *testing.T) {
 	for _, syncs := range []bool{false, true} {
 		l := &opLog{turn: true}
-		h, err := New(Config{Node: "n1", KV: l, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: l, IngestSyncsKV: syncs,
-			Boxes: Toolboxes(tools.Config{NoMCPFiles: true, SkillDirs: []string{}})})
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := modeltest.New(t, modeltest.Text("the answer"))
-		id, err := h.OpenHarn(HarnOptions{Model: "test-model", URL: srv.URL(), Key: "k"}, t.TempDir())
-		if err != nil {
-			h.Close()
-			t.Fatal(err)
-		}
-		l.mu.Lock()
-		l.ops = nil // the open's writes: TestHarnOpenSyncsItsContextOnceWithTheStartEvent
-		l.mu.Unlock()
-		v, err := h.rt.Start(id, runtime.Request{Text: "a question", Grants: []runtime.Grant{{Level: runtime.Execute, Capability: "*"}}})
-		if err != nil {
-			h.Close()
-			t.Fatal(err)
-		}
-		waitTaskDone(t, h, v.ID)
-		var got []string
-		for i := 0; i < 3000; i++ { // the stop event follows the terminal record (bounded: 30 s)
-			if got = l.log(); slices.Contains(got, "ingest turn.stop") {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		h, task := runTurn(t, l, syncs)
+		waitTaskDone(t, h, task)
+		got := waitLogged(l, "ingest turn.stop") // the stop event follows the terminal record
 		h.Close()
 		item := "context item sync" // how each of the two is written
 		if syncs {
@@ -169,33 +182,13 @@ func TestHarnTurnLeavesItsPromptAndAnswerFsyncsToTheSyncedWriteAfterThem(t *test
 // terminal record), and the session's stop event still waits for it.
 func TestHarnPromptEventRunsBesideTheModelCallAndKeepsItsOrder(t *testing.T) {
 	l := &opLog{turn: true, hold: make(chan struct{})}
-	h, err := New(Config{Node: "n1", KV: l, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}, Sink: l, IngestSyncsKV: true,
-		Boxes: Toolboxes(tools.Config{NoMCPFiles: true, SkillDirs: []string{}})})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	srv := modeltest.New(t, modeltest.Text("the answer"))
-	id, err := h.OpenHarn(HarnOptions{Model: "test-model", URL: srv.URL(), Key: "k"}, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := h.rt.Start(id, runtime.Request{Text: "a question", Grants: []runtime.Grant{{Level: runtime.Execute, Capability: "*"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitTaskDone(t, h, v.ID) // with the prompt's ingest still held
+	h, task := runTurn(t, l, true)
+	waitTaskDone(t, h, task) // with the prompt's ingest still held
 	if got := l.log(); slices.Contains(got, "ingest "+presence.TypeUserPromptSubmit) || slices.Contains(got, "ingest "+presence.TypeTurnStop) {
 		t.Fatalf("an event was ingested while the prompt's was held: %q", got)
 	}
 	close(l.hold)
-	var got []string
-	for i := 0; i < 3000; i++ { // bounded: 30 s
-		if got = l.log(); slices.Contains(got, "ingest "+presence.TypeTurnStop) {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	got := waitLogged(l, "ingest "+presence.TypeTurnStop)
 	if p, s := slices.Index(got, "ingest "+presence.TypeUserPromptSubmit), slices.Index(got, "ingest "+presence.TypeTurnStop); p < 0 || s < p {
 		t.Fatalf("the stop event does not follow the prompt event: %q", got)
 	}

@@ -527,29 +527,22 @@ func (c *Lane) Session() string { return c.session }
 // whole as an externalised output; the model sees a bounded preview and
 // its reference. The first message of a new task re-reads the protected
 // instructions.
-func (c *Lane) Append(ms ...agent.Message) error {
-	if len(ms) == 0 {
-		return nil
-	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return c.appendLocked(ms, false, true)
-}
+func (c *Lane) Append(ms ...agent.Message) error { return c.append(ms, true) }
 
 // AppendDeferred is Append without the fsync: the records are written in
 // order and are durable once the caller's next synced write to the same
 // Store returns (a sync covers every earlier write). It is for a caller
 // that makes such a write before anything depends on them
 // (agent.DeferredContext).
-func (c *Lane) AppendDeferred(ms ...agent.Message) error {
+func (c *Lane) AppendDeferred(ms ...agent.Message) error { return c.append(ms, false) }
+
+func (c *Lane) append(ms []agent.Message, sync bool) error {
 	if len(ms) == 0 {
 		return nil
 	}
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return c.appendLocked(ms, false, false)
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	return c.appendLocked(ms, false, sync)
 }
 
 // Pin appends a user message that stays in the working set; only the
