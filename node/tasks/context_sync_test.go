@@ -11,6 +11,7 @@ import (
 	"github.com/harn-dev/harn/internal/testsupport/modeltest"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/agent/tools"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -26,6 +27,8 @@ type opLog struct {
 	turn bool
 	// hold, when set, holds the ingest of a prompt event until it closes
 	hold chan struct{}
+	// batches are the event types of each ingest (with turn)
+	batches [][]string
 }
 
 func (l *opLog) note(op string) {
@@ -56,6 +59,15 @@ func (l *opLog) PutKVSync(space string, key, val []byte) error {
 }
 
 func (l *opLog) Ingest(evs []presence.Event) error {
+	if l.turn {
+		var types []string
+		for _, e := range evs {
+			types = append(types, e.Type)
+		}
+		l.mu.Lock()
+		l.batches = append(l.batches, types)
+		l.mu.Unlock()
+	}
 	for _, e := range evs {
 		if e.Type == presence.TypeUserPromptSubmit && l.hold != nil {
 			select {
@@ -191,5 +203,42 @@ func TestHarnPromptEventRunsBesideTheModelCallAndKeepsItsOrder(t *testing.T) {
 	got := waitLogged(l, "ingest "+presence.TypeTurnStop)
 	if p, s := slices.Index(got, "ingest "+presence.TypeUserPromptSubmit), slices.Index(got, "ingest "+presence.TypeTurnStop); p < 0 || s < p {
 		t.Fatalf("the stop event does not follow the prompt event: %q", got)
+	}
+}
+
+// A harn turn's end is one write: the final answer's output.chunk and the
+// turn's stop are ingested together.
+func TestHarnTurnEndIsOneIngest(t *testing.T) {
+	l := &opLog{turn: true}
+	h, task := runTurn(t, l, true)
+	waitTaskDone(t, h, task)
+	waitLogged(l, "ingest "+presence.TypeTurnStop)
+	l.mu.Lock()
+	batches := slices.Clone(l.batches)
+	l.mu.Unlock()
+	for _, b := range batches {
+		if slices.Contains(b, presence.TypeTurnStop) {
+			if !slices.Equal(b, []string{presence.TypeOutputChunk, presence.TypeTurnStop}) {
+				t.Fatalf("the turn's end was ingested as %q, want the output.chunk and the stop in one write (all: %q)", b, batches)
+			}
+			return
+		}
+	}
+	t.Fatalf("no stop ingested: %q", batches)
+}
+
+// An events poll answers with the events and the session only: no task
+// view, whose lock a synced write of the loop may hold at that moment.
+func TestEventsPollAnswersWithTheEventsAndTheSessionOnly(t *testing.T) {
+	l := &opLog{turn: true}
+	h, task := runTurn(t, l, true)
+	waitTaskDone(t, h, task)
+	res, err := h.Do(Action{Op: OpEvents, Task: task})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := h.SessionOfTask(task)
+	if res.Task != nil || res.Session != sess || len(res.Events) == 0 || res.Events[0].Type != agent.EvTurnStart {
+		t.Fatalf("events poll: task %+v, session %q (want %q), %d events", res.Task, res.Session, sess, len(res.Events))
 	}
 }
