@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -68,16 +66,8 @@ func TestHookAsksTheCallsQuestionInItsAppend(t *testing.T) {
 		{"not a tool call", true, start, "", 0, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir, err := os.MkdirTemp("", "hd")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer os.RemoveAll(dir)
-			sock := filepath.Join(dir, "s.sock")
-			lis, err := net.Listen("unix", sock)
-			if err != nil {
-				t.Fatal(err)
-			}
+			lis, sock := unixListener(t, "hd")
+			dir := filepath.Dir(sock)
 			srv := &decideServer{withDecision: c.withDecision}
 			w := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: srv})
 			go w.Serve(lis)

@@ -15,16 +15,8 @@ import (
 // before the local wire) is named as such, with the command that starts
 // this harn's node, not reported as no node at all.
 func TestANodeWithoutTheLocalWireIsNamed(t *testing.T) {
-	dir, err := os.MkdirTemp("", "old")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	sock := filepath.Join(dir, "s.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis, sock := unixListener(t, "old")
+	dir := filepath.Dir(sock)
 	defer lis.Close()
 	go func() {
 		for {
@@ -48,4 +40,21 @@ func TestANodeWithoutTheLocalWireIsNamed(t *testing.T) {
 		!strings.Contains(stderr.String(), "`harn node --data-dir") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}
+}
+
+// unixListener listens on a socket in a new short temp dir (a unix socket's
+// path is bounded), removed at the test's end.
+func unixListener(t *testing.T, prefix string) (net.Listener, string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "s.sock")
+	lis, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lis, sock
 }
