@@ -51,7 +51,7 @@ func (l *Ledger) putKV(space string, key, val []byte, opt *pebble.WriteOptions) 
 	if err != nil {
 		return err
 	}
-	err = guarded(func() error { return db.Set(append(p, key...), val, opt) })
+	err = l.write(func() error { return db.Set(append(p, key...), val, opt) })
 	l.endWrite()
 	if err != nil {
 		l.markUnwritable(err)
@@ -73,7 +73,7 @@ func (l *Ledger) DeleteKVSync(space string, key []byte) error {
 	if err != nil {
 		return err
 	}
-	err = guarded(func() error { return db.Delete(append(p, key...), pebble.Sync) })
+	err = l.write(func() error { return db.Delete(append(p, key...), pebble.Sync) })
 	l.endWrite()
 	if err != nil {
 		l.markUnwritable(err)
