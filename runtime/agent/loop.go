@@ -42,8 +42,8 @@ type Config struct {
 	// checks the first two on every answer too, for a provider that does
 	// not meter its stream; ToolPreviewBytes is the Context's.
 	Bounds Bounds
-	Clock    clock.Clock      // default clock.Real{}
-	Logger   *slog.Logger
+	Clock  clock.Clock // default clock.Real{}
+	Logger *slog.Logger
 	// OnEvent observes the turn's events, on the loop's goroutines; it
 	// must not block.
 	OnEvent func(Event)
