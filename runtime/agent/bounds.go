@@ -230,11 +230,10 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 			b.nl = true
 		case c != '\r':
 			b.nl = false
-			b.event++
+			if b.event++; b.event > b.maxEvent {
+				return 0, &BoundError{Kind: ErrAnswerBound, Bound: b.answer, Got: b.event}
+			}
 		}
-	}
-	if b.event > b.maxEvent {
-		return 0, &BoundError{Kind: ErrAnswerBound, Bound: b.answer, Got: b.event}
 	}
 	return n, err
 }
