@@ -32,6 +32,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
 	c.Flags().String("otlp-endpoint", "", "send OpenTelemetry traces of ingest and gRPC calls to this OTLP gRPC collector (host:port, or an http:// or https:// URL; default: off)")
 	c.Flags().Bool("compaction.enabled", true, "harn sessions condense completed work with the model at 80% of the budget; false: only the deterministic fallback, once over budget (harn ask --compaction overrides per run)")
+	addAgentBoundFlags(c)
 	c.Flags().Bool("otel-log-prompts", false, "with --otlp-endpoint: record the prompt text of harn's own model requests in their spans (gen_ai.input.messages; default off)")
 	addMeshFlags(c)
 	addLauncherFlags(c)

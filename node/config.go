@@ -14,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -63,6 +64,9 @@ type Config struct {
 	// deterministic fallback only, once over budget, unless a run asks
 	// for LLM compaction (harn ask --compaction).
 	NoCompaction bool
+	// AgentBounds limit what a model can make harn's own agent hold or do
+	// (zero fields take the defaults; agent.Bounds).
+	AgentBounds AgentBounds
 
 	// Claims is the write-claim mode: off, warn or enforce ("" is
 	// enforce).
@@ -133,6 +137,11 @@ const (
 	minPeerContextBytes = 512
 )
 
+// AgentBounds are the bounds of harn's own agent on a model's output
+// (--agent.max-answer-bytes, --agent.max-tool-calls, --agent.max-steps,
+// --agent.tool-preview-bytes).
+type AgentBounds = agent.Bounds
+
 // Errors of configuration and startup.
 var (
 	ErrConfig = errors.New("invalid node config")
@@ -158,6 +167,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: peer-context-bytes %d is below %d; pass a larger --peer-context-bytes", ErrConfig, c.PeerContextBytes, minPeerContextBytes)
 	case c.Logger == nil || c.Clock == nil:
 		return fmt.Errorf("%w: Logger and Clock are required", ErrConfig)
+	}
+	if err := c.AgentBounds.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c.Cluster.Validate()
 }

@@ -54,6 +54,7 @@ func (n *Node) openTasks() error {
 		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
+		Bounds: n.cfg.AgentBounds,
 		// Each harn session gets its own tool box: the core and discovery
 		// tools, the skills of its project and of the user, the servers of
 		// the user's (this node's) and the project's mcp.json, then its

@@ -40,6 +40,9 @@ func runNode(c *cobra.Command) error {
 	if on, err := c.Flags().GetBool("compaction.enabled"); err == nil {
 		cfg.NoCompaction = !on
 	}
+	if err := agentBoundsConfig(c, &cfg); err != nil {
+		return err
+	}
 	if _, err := claims.ParseMode(cfg.Claims); err != nil {
 		return cli.UsageErr(err)
 	}
