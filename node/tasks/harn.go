@@ -405,7 +405,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(h.persistHistory(id)), box: box, opts: o, workdir: workdir, child: kid != nil}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
-		Bounds: h.cfg.Bounds,
+		Bounds:  h.cfg.Bounds,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) },
 		// the turn start's prompt event and Finish's terminal record are
 		// synced writes to the ledger that holds the context
