@@ -192,3 +192,37 @@ func TestACancelEndsAStepOfManyQueuedToolCallsWithinTheGrace(t *testing.T) {
 	}
 	t.Logf("the turn of 2000 queued calls ended %s after the cancel", took.Round(time.Millisecond))
 }
+
+// TestTheToolPreviewBoundReachesTheModelsContext: harn node
+// --agent.tool-preview-bytes 300: a shell output of 300 bytes reaches the
+// model whole, one of 301 as a preview with a recall reference.
+func TestTheToolPreviewBoundReachesTheModelsContext(t *testing.T) {
+	e := newEnv(t)
+	n := e.spawn(e.base, "node", "--data-dir", e.dataDir, "--socket", e.socket, "--agent.tool-preview-bytes", "300")
+	e.waitReady(n)
+	for _, size := range []int{300, 301} {
+		args, _ := json.Marshal(map[string]string{"command": fmt.Sprintf("yes q | tr -d '\\n' | head -c %d", size)})
+		m := modeltest.New(t, modeltest.Calls(true, modeltest.Call{ID: "c1", Name: "shell", Args: string(args)}), modeltest.Text("done"))
+		r := runIn(t, append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), t.TempDir(), modelArgs(m, "--profile", "full", "print")...)
+		if r.code != 0 {
+			t.Fatalf("%v", r)
+		}
+		reqs := m.Requests()
+		if len(reqs) != 2 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		var tool string
+		for _, msg := range modeltest.Messages(reqs[1]) {
+			if strings.HasPrefix(msg, "tool:") {
+				tool = strings.TrimPrefix(msg, "tool:")
+			}
+		}
+		whole := strings.Repeat("q", size)
+		if size == 300 && tool != whole {
+			t.Fatalf("a 300-byte output at a 300-byte bound reached the model as %q", tool)
+		}
+		if size == 301 && (tool == whole || !strings.Contains(tool, "recall")) {
+			t.Fatalf("a 301-byte output at a 300-byte bound reached the model as %q", tool)
+		}
+	}
+}

@@ -99,3 +99,33 @@ func BenchmarkAppendIsLinear(b *testing.B) {
 		})
 	}
 }
+
+// TestAToolResultOverThePreviewBoundIsSeenAsAPreview: a tool result of
+// exactly PreviewBytes is in the model's context whole; one byte more and
+// the model sees its head and tail around a reference (bounded), while
+// recall still gives every byte.
+func TestAToolResultOverThePreviewBoundIsSeenAsAPreview(t *testing.T) {
+	const bound = 1000
+	sp := NewSpace(openPebble(t, ""), Options{NoSync: true, PreviewBytes: bound})
+	for _, n := range []int{bound, bound + 1} {
+		l, err := sp.Open(fmt.Sprintf("p%d", n), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := filler(n, n)
+		if err := l.Append(user("t1", "go"), call("t1", "c1", "read", `{}`), result("t1", "c1", out)); err != nil {
+			t.Fatal(err)
+		}
+		seen := l.ProviderView()[2].Text
+		switch {
+		case n == bound && seen != out:
+			t.Fatalf("a result of %d bytes at a bound of %d is not seen whole (%d bytes seen)", n, bound, len(seen))
+		case n > bound && (seen == out || len(seen) > bound+256):
+			t.Fatalf("a result of %d bytes at a bound of %d: %d bytes seen", n, bound, len(seen))
+		}
+		ref := l.Report().Items[2].Ref
+		if got, _, err := l.Recall(ref, 0, -1); err != nil || string(got) != out {
+			t.Fatalf("recall of %d bytes: %d bytes, %v", n, len(got), err)
+		}
+	}
+}
