@@ -324,7 +324,7 @@ func webConfig(c *cobra.Command, cfg *node.Config) error {
 	for _, n := range []struct {
 		flag string
 		v    *int
-	}{{"http-max-streams", &l.MaxStreams}, {"http-max-client-streams", &l.MaxClientStreams}} {
+	}{{"http-max-streams", &l.MaxStreams}, {"http-max-client-streams", &l.MaxClientStreams}, {"http-max-peer-conns", &l.MaxPeerConns}} {
 		*n.v, _ = f.GetInt(n.flag)
 		if *n.v <= 0 {
 			return cli.UsageErr(errors.New("--" + n.flag + " must be at least 1"))
