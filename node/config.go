@@ -67,6 +67,11 @@ type Config struct {
 	// AgentBounds limit what a model can make harn's own agent hold or do
 	// (zero fields take the defaults; agent.Bounds).
 	AgentBounds AgentBounds
+	// ToolGuard is the binary that leads the process group of each tool
+	// harn's agent runs, so that it dies with the node (util/procguard:
+	// harnd itself, which runs a guard when given procguard.Arg). "": the
+	// command leads its group itself.
+	ToolGuard string
 
 	// Claims is the write-claim mode: off, warn or enforce ("" is
 	// enforce).

@@ -60,12 +60,14 @@ func (n *Node) openTasks() error {
 		// the user's (this node's) and the project's mcp.json, then its
 		// own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace)})})
+			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.recordToolGroup})})
 	if err != nil {
 		return err
 	}
 	n.tasks = h
 	n.wireApprovals()
+	// What tools of the previous run still run (it died) goes first.
+	n.reapToolGroups()
 	// Runtime sessions are memory-only: end those the previous run left.
 	live := n.sess.Live()
 	if _, err := h.Recover(live); err != nil {

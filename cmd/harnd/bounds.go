@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -26,6 +27,10 @@ func agentBoundsConfig(c *cobra.Command, cfg *node.Config) error {
 			return cli.UsageErr(fmt.Errorf("--%s %d: a bound is at least 1; leave it out for the default", b.flag, v))
 		}
 		*b.to = v
+	}
+	// each tool's process group runs under this binary as its guard
+	if self, err := os.Executable(); err == nil {
+		cfg.ToolGuard = self
 	}
 	return nil
 }
