@@ -2,7 +2,9 @@ package tasks
 
 import (
 	"bytes"
+	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -136,10 +138,28 @@ func TestACallRunningWhenTheNodeDiedIsOutcomeUnknownAndHeldForAck(t *testing.T) 
 	if !slices.Equal(sv.AwaitingAck, []string{"t-1"}) {
 		t.Fatalf("the session awaits ack of %v; want t-1 (its mutating call's outcome is unknown)", sv.AwaitingAck)
 	}
+	// a later task of the session: its mutation is refused, naming the ack
+	rt := h.Runtime()
+	if _, err := rt.Start("h-1", runtime.Request{Text: "again", Grants: fullGrants(t)}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	run, err := rt.Next(ctx, "h-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := run.Begin(runtime.CallRequest{ID: "w2", Capability: "Write", Input: []byte(`{"file_path":"a"}`)}); err == nil ||
+		!strings.Contains(err.Error(), "harn task ack t-1") {
+		t.Fatalf("a mutation while the unknown outcome is held: %v; want a refusal naming `harn task ack t-1`", err)
+	}
 	if err := h.Runtime().Ack("t-1", "ann"); err != nil {
 		t.Fatalf("ack: %v", err)
 	}
 	if sv, _ := h.Runtime().Session("h-1"); len(sv.AwaitingAck) != 0 {
 		t.Fatalf("after the ack the session still awaits %v", sv.AwaitingAck)
+	}
+	if _, err := run.Begin(runtime.CallRequest{ID: "w3", Capability: "Write", Input: []byte(`{"file_path":"a"}`)}); err != nil {
+		t.Fatalf("a mutation after the ack: %v", err)
 	}
 }
