@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -28,9 +29,21 @@ func agentBoundsConfig(c *cobra.Command, cfg *node.Config) error {
 		}
 		*b.to = v
 	}
-	// each tool's process group runs under this binary as its guard
-	if self, err := os.Executable(); err == nil {
-		cfg.ToolGuard = self
-	}
+	cfg.ToolGuard = toolGuard()
 	return nil
+}
+
+// toolGuard is the binary each tool's process group runs under as its
+// guard: harn-hook beside harnd (it starts near a hello-world binary's
+// time), else harnd itself.
+func toolGuard() string {
+	self, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	hook := filepath.Join(filepath.Dir(self), "harn-hook")
+	if st, err := os.Stat(hook); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+		return hook
+	}
+	return self
 }
