@@ -62,13 +62,17 @@ func (l *Ledger) putKV(space string, key, val []byte, opt *pebble.WriteOptions) 
 
 // DeleteKV removes key from the named keyspace without an fsync (as
 // PutKV writes). Removing a missing key is not an error.
-func (l *Ledger) DeleteKV(space string, key []byte) error { return l.deleteKV(space, key, pebble.NoSync) }
+func (l *Ledger) DeleteKV(space string, key []byte) error {
+	return l.deleteKV(space, key, pebble.NoSync)
+}
 
 // DeleteKVSync removes key from the named keyspace, with an fsync of the
 // WAL before it returns (a record that is gone must stay gone across a
 // kill -9, or a rebuild would bring it back). Removing a missing key is
 // not an error.
-func (l *Ledger) DeleteKVSync(space string, key []byte) error { return l.deleteKV(space, key, pebble.Sync) }
+func (l *Ledger) DeleteKVSync(space string, key []byte) error {
+	return l.deleteKV(space, key, pebble.Sync)
+}
 
 func (l *Ledger) deleteKV(space string, key []byte, opt *pebble.WriteOptions) error {
 	p, err := kvPrefix(space)
