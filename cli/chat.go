@@ -13,8 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/cli/tui"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/clock"
 )

@@ -69,4 +69,3 @@ func commonPrefix(a, b string) int {
 	}
 	return n
 }
-

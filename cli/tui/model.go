@@ -31,8 +31,8 @@ type (
 		sent    string // the input text it sent ("" for none)
 		session string // a start: the new session
 		owner   string
-		queued  string // a follow-up: its task
-		call    string // an answer: its call (answered again on an error)
+		queued  string   // a follow-up: its task
+		call    string   // an answer: its call (answered again on an error)
 		ids     []string // ids in say, shown short
 	}
 	rosterMsg struct{ rows []*api.SessionRow }
@@ -71,26 +71,26 @@ type Model struct {
 	cwd      string
 	sent     map[string]string // follow-ups this TUI queued: task -> text
 
-	vp       viewport.Model
-	ta       textarea.Model
-	content  int // the transcript version the viewport holds
-	width    int
-	starts   []int   // the first viewport line of each item
-	focus    *item   // the tool call ctrl+o expands (nil: the last)
-	hist     int     // -1: not browsing; else an index into the prompts
-	draft    string  // the input before browsing began
-	stash    string  // a prompt that could not start a session (no model yet)
-	sending  bool    // an action of the input is under way
-	status   string  // the last action, or an error
-	model    string  // /model: the model of a new session
-	profile  string  // /profile: the grants of the next tasks
-	grants   []taskwire.Grant
-	prompts  []Prompt        // questions of other rooms, oldest first
-	answered map[string]bool // calls answered here, until the node says so
-	picker   *picker
+	vp         viewport.Model
+	ta         textarea.Model
+	content    int // the transcript version the viewport holds
+	width      int
+	starts     []int  // the first viewport line of each item
+	focus      *item  // the tool call ctrl+o expands (nil: the last)
+	hist       int    // -1: not browsing; else an index into the prompts
+	draft      string // the input before browsing began
+	stash      string // a prompt that could not start a session (no model yet)
+	sending    bool   // an action of the input is under way
+	status     string // the last action, or an error
+	model      string // /model: the model of a new session
+	profile    string // /profile: the grants of the next tasks
+	grants     []taskwire.Grant
+	prompts    []Prompt        // questions of other rooms, oldest first
+	answered   map[string]bool // calls answered here, until the node says so
+	picker     *picker
 	helpOpen   bool
 	helpScroll int
-	ready    bool
+	ready      bool
 }
 
 // New builds the model; it does no I/O.

@@ -57,9 +57,9 @@ const pickerFirsts = 20
 type picker struct {
 	rows   []*api.SessionRow
 	firsts map[string]string // session -> its first prompt
-	sel  int // len(rows): the new-session row
-	now  time.Time
-	busy bool
+	sel    int               // len(rows): the new-session row
+	now    time.Time
+	busy   bool
 }
 
 func newPicker(rows []*api.SessionRow, now time.Time) *picker {
