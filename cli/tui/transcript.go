@@ -26,7 +26,7 @@ const (
 	maxItems = 20_000
 	// maxItemText bounds one item's text (an answer, a prompt); the rest
 	// is dropped and the item says so.
-	maxItemText = 256 << 10
+	maxItemText = 1 << 20
 	// maxPending bounds the approvals waiting on screen.
 	maxPending = 64
 	// maxPrompts bounds the prompts kept for input history.
@@ -108,7 +108,7 @@ func clipText(s string) string {
 	if len(s) <= maxItemText {
 		return s
 	}
-	return s[:maxItemText] + "\n\n[the rest is not shown: over 256 KiB]"
+	return s[:maxItemText] + "\n\n[the rest is not shown: over 1 MiB]"
 }
 
 func (t *transcript) prompt(s string) {
