@@ -93,7 +93,7 @@ func (m *Model) View() string {
 	rows = append(rows, m.panel()...)
 	rows = append(rows, m.footer()...)
 	rows = append(rows, m.ta.View())
-	rows = append(rows, stKeys.Render(text.Clip(m.keysLine(), m.width*4)))
+	rows = append(rows, stKeys.Render(truncate(m.keysLine(), m.width)))
 	return strings.Join(rows, "\n")
 }
 
