@@ -16,7 +16,7 @@ var agentName = regexp.MustCompile(`(?i)claude|codex|cursor|gemini`)
 
 // notAnAgent are identifiers of libraries that contain an agent's name as
 // a word of their own (a text input's cursor line).
-var notAnAgent = regexp.MustCompile(`^Cursor(Line|Style|Mode|Blink|Up|Down|Start|End|Column|Row)?$`)
+var notAnAgent = regexp.MustCompile(`^Cursor(Line|Style|Mode|Blink|Up|Down|Start|End|Column|Row)$`)
 
 // agentNameSpots are the files of cli/ and node/ that may name an agent,
 // and why. Everything else asks the agent's adapter through the registry
