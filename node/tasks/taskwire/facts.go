@@ -48,3 +48,12 @@ func (f Facts) Bounded() Facts {
 
 // Empty reports whether f says nothing of the call.
 func (f Facts) Empty() bool { return f.Command == "" && f.Path == "" && f.Diff == "" }
+
+// Summarized is r without the call in full: no command, file, diff or
+// Detail (a command's arguments may hold a secret), for a reader who may
+// not answer it. The cwd, the tool and the summary stay.
+func (r Request) Summarized() Request {
+	r.Detail = ""
+	r.Facts = Facts{Cwd: r.Cwd}
+	return r
+}
