@@ -14,7 +14,7 @@ func factsTransition() Transition {
 	s := needsInput("s-42")
 	s.Permission = &Permission{ID: "call-1", Kind: "confirmation", Tool: "shell", Summary: "shell: runs git …",
 		Command: "echo '<script>x</script>' \x1b]0;pwned\x07\ngit push --force-with-lease origin main TOKEN=sekrit",
-		Cwd: "/home/me/harn", Path: "/home/me/harn/a.go", Diff: "--- a/a.go\n+++ b/a.go\n-x\n+y\x1b[2J",
+		Cwd:     "/home/me/harn", Path: "/home/me/harn/a.go", Diff: "--- a/a.go\n+++ b/a.go\n-x\n+y\x1b[2J",
 		Opened: time.Date(2026, 8, 12, 10, 1, 0, 0, time.UTC)}
 	return Transition{Kind: KindNeedsInput, Session: s, At: time.Date(2026, 8, 12, 10, 2, 0, 0, time.UTC)}
 }
