@@ -149,6 +149,8 @@ func writePending(w io.Writer, reqs []taskwire.Request, now time.Time) {
 			if r.CommandCut {
 				line("", fmt.Sprintf("(the command is longer: its first %d KiB are shown)", taskwire.MaxCommand>>10))
 			}
+		case r.Path != "" && strings.HasSuffix(r.Detail, " lines)"):
+			line("file", r.Detail) // the path as the agent gave it, and the lines its input replaces
 		case r.Path != "":
 			add, del := diffCounts(r.Diff)
 			line("file", fmt.Sprintf("%s (+%d/−%d lines)", r.Path, add, del))

@@ -311,7 +311,7 @@ func wrapFacts(lines []string, w int) []string {
 			out = append(out, l)
 			continue
 		}
-		out = append(out, strings.Split(ansi.Hardwrap(l, w, true), "\n")...)
+		out = append(out, strings.Split(ansi.Wrap(l, w, ""), "\n")...)
 	}
 	return out
 }
