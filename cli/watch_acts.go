@@ -232,6 +232,9 @@ func approvalFacts(verb string, r taskwire.Request, now time.Time) []string {
 		title += ": " + safe(r.Summary)
 	}
 	title += " · session " + safe(r.Handle())
+	if r.Name != "" && r.Session != "" {
+		title += " (" + safe(r.Session) + ")"
+	}
 	if r.Agent != "" {
 		title += " · agent " + safe(r.Agent)
 	}
