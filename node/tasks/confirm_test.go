@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -156,5 +157,42 @@ func TestAConfirmationShowsWhatItAsks(t *testing.T) {
 	}
 	if cs := h.Confirmations(); len(cs) != 1 || cs[0].ID != "toolu_2" {
 		t.Fatalf("after the answer: %+v", cs)
+	}
+}
+
+// TestConfirmationsListWhileCallsArriveAndAreAnswered: listing the
+// confirmations while calls arrive and are answered races nothing, and
+// in the end lists exactly the calls still waiting, each with its facts.
+func TestConfirmationsListWhileCallsArriveAndAreAnswered(t *testing.T) {
+	h, _, task := confirmHost(t)
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			q := gitStatus
+			q.Call = fmt.Sprintf("toolu_%02d", i)
+			h.Decide(context.Background(), q)
+			if i%2 == 0 {
+				if _, err := h.Do(Action{Op: OpDeny, Task: task, Call: q.Call, By: "op"}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_ = h.Confirmations()
+		}()
+	}
+	wg.Wait()
+	cs := h.Confirmations()
+	if len(cs) != n/2 {
+		t.Fatalf("%d confirmations, want %d: %+v", len(cs), n/2, cs)
+	}
+	for _, c := range cs {
+		if c.Command != "git status" || c.Cwd != "/work" {
+			t.Fatalf("a confirmation lost its facts: %+v", c)
+		}
 	}
 }
