@@ -17,6 +17,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
+	"github.com/harn-dev/harn/util/secretfile"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -95,13 +96,17 @@ func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 	if node, _ := c.Flags().GetString("node"); node == "" {
 		k, err := providerKey()
 		if err != nil {
-			return nil, usageErr(err)
+			return nil, err
 		}
 		o.Key = k
 	}
 	return o, nil
 }
 
+// providerKey is the caller's provider key: HARN_PROVIDER_KEY, else the
+// file HARN_PROVIDER_KEY_FILE names, which must pass the checks of the
+// node's own secret files (this user's, 0600, not a symlink): exit 13
+// naming the fix otherwise.
 func providerKey() (string, error) {
 	if k := os.Getenv(envProviderKey); k != "" {
 		return k, nil
@@ -110,18 +115,18 @@ func providerKey() (string, error) {
 	if f == "" {
 		return "", nil
 	}
-	st, err := os.Stat(f)
+	k, err := secretfile.Read(f, maxSecretFile)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err)
+		var ie *secretfile.InsecureFileError
+		if errors.As(err, &ie) {
+			return "", withCode(ExitPermission, fmt.Errorf("%s: %s", envProviderKeyFile, strings.TrimPrefix(ie.Error(), "trust: ")))
+		}
+		return "", usageErr(fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err))
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w: key file %s is mode %o; make it 0600 (chmod 600 %s)", ErrBadAsk, f, st.Mode().Perm(), f)
+	if k == "" {
+		return "", usageErr(fmt.Errorf("%w: %s %s is empty; write the key into it", ErrBadAsk, envProviderKeyFile, text.OneLine(f)))
 	}
-	b, err := os.ReadFile(f)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return k, nil
 }
 
 func askPrompt(c *cobra.Command, arg string) (string, error) {

@@ -239,7 +239,7 @@ func chatStart(c *cobra.Command, wd string) (*taskwire.Action, error) {
 	}
 	k, err := providerKey()
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, err
 	}
 	o.Key = k
 	a := &taskwire.Action{Op: taskwire.OpStart, Agent: taskwire.AgentHarn, Harn: o, Workdir: wd}
