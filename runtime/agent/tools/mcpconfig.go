@@ -38,6 +38,7 @@ func (s MCPServer) validate() error {
 		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
 			return fmt.Errorf("%w: MCP server %s: url must be http:// or https://", ErrConfig, s.Name)
 		}
+		return checkBearerEnv(s)
 	case s.Type == "stdio" || s.Type == "":
 		if _, err := s.argv(); err != nil {
 			return err
