@@ -66,11 +66,22 @@ func addHarnFlags(c *cobra.Command) {
 	c.Flags().StringArray("mcp", nil, "a stdio MCP server for this run, NAME=COMMAND (split as a shell splits words, no shell); repeatable")
 }
 
-// harnOptions reads the loop's flags; the key from the environment.
+// harnOptions reads the loop's flags; the key from the environment. With
+// --node the target runs its own provider: only a --provider or
+// --provider-url given on the command line is sent (and refused there),
+// never one from this user's environment or config file, and --model may
+// be left to the target's default.
 func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 	o := &taskwire.HarnOptions{}
-	o.Provider, _ = c.Flags().GetString("provider")
-	o.URL, _ = c.Flags().GetString("provider-url")
+	node, _ := c.Flags().GetString("node")
+	explicit := func(name string) string {
+		f := c.Flags().Lookup(name)
+		if f == nil || (node != "" && !f.Changed) {
+			return ""
+		}
+		return f.Value.String()
+	}
+	o.Provider, o.URL = explicit("provider"), explicit("provider-url")
 	o.Model, _ = c.Flags().GetString("model")
 	o.ContextWindow, _ = c.Flags().GetInt("context-window")
 	o.MaxOutput, _ = c.Flags().GetInt("max-output")
@@ -84,16 +95,13 @@ func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 	if f := c.Flags().Lookup("fork"); f != nil {
 		o.Fork = f.Value.String()
 	}
-	if o.Provider == "" {
-		o.Provider = "openai"
-	}
-	if o.Provider != "openai" && o.Provider != "anthropic" {
+	if o.Provider != "" && o.Provider != "openai" && o.Provider != "anthropic" {
 		return nil, usageErr(fmt.Errorf("%w: --provider %q; use openai or anthropic", ErrBadAsk, o.Provider))
 	}
-	if o.Model == "" {
+	if o.Model == "" && node == "" {
 		return nil, usageErr(fmt.Errorf("%w: name the model with --model M", ErrBadAsk))
 	}
-	if node, _ := c.Flags().GetString("node"); node == "" {
+	if node == "" {
 		k, err := providerKey()
 		if err != nil {
 			return nil, err

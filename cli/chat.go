@@ -224,10 +224,7 @@ func chatStart(c *cobra.Command, wd string) (*taskwire.Action, error) {
 		o.URL = os.Getenv(envProviderURL)
 	}
 	if o.Provider == "" {
-		o.Provider = os.Getenv(envProvider)
-	}
-	if o.Provider == "" {
-		o.Provider = "openai"
+		o.Provider = os.Getenv(envProvider) // else the node's own (--provider, default openai)
 	}
 	if o.Model == "" {
 		return nil, nil

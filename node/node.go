@@ -42,6 +42,7 @@ import (
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tracing"
@@ -68,9 +69,12 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks  *tasks.Host     // the task runtimes (node/tasks)
-	acts   *acttoken.Store // notifications' one-decision tokens (actwire.go)
-	alerts *alerts.Room    // notifications (node/alerts; notifywire.go)
+	tasks *tasks.Host // the task runtimes (node/tasks)
+	// remotePol is what a caller on another node may choose for a task
+	// here (node/remotepolicy; remote_policy.go); set by openTasks.
+	remotePol remotepolicy.Config
+	acts      *acttoken.Store // notifications' one-decision tokens (actwire.go)
+	alerts    *alerts.Room    // notifications (node/alerts; notifywire.go)
 	// desktopOn: desktop notifications are asked for and a program to show
 	// them exists (notify-send or osascript).
 	desktopOn bool

@@ -21,13 +21,6 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-// EnvProviderKey holds the model provider's API key; EnvProviderURL the
-// provider URL the node's own key may be sent to.
-const (
-	EnvProviderKey = "HARN_PROVIDER_KEY"
-	EnvProviderURL = "HARN_PROVIDER_URL"
-)
-
 // Bounds of harn options.
 const (
 	maxMCP        = 32
@@ -131,25 +124,6 @@ func validateHarn(o HarnOptions) error {
 		}
 	}
 	return nil
-}
-
-// providerKey is the key a harn session uses: the caller's (a local
-// CLI's HARN_PROVIDER_KEY), else the node's own for the URL its own
-// config names, else the node's key file.
-func (h *Host) providerKey(o *HarnOptions) (string, error) {
-	if o.Key != "" {
-		return o.Key, nil
-	}
-	if u := os.Getenv(EnvProviderURL); o.URL != "" && u != "" && strings.TrimRight(u, "/") != strings.TrimRight(o.URL, "/") {
-		return "", nil // the node's key goes only to the provider its own config names
-	}
-	if k := os.Getenv(EnvProviderKey); k != "" {
-		return k, nil
-	}
-	if h.cfg.ProviderKeyFile != "" {
-		return agent.ReadKeyFile(h.cfg.ProviderKeyFile)
-	}
-	return "", nil
 }
 
 // harnState is what the host keeps of a harn session.
@@ -257,11 +231,8 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
-	key, err := h.providerKey(&o)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
-	}
-	pc := agent.ProviderConfig{BaseURL: o.URL, Key: key}
+	h.withNodeProvider(&o) // provider.go: the node's key goes to its own provider only
+	pc := agent.ProviderConfig{BaseURL: o.URL, Key: h.providerKey(&o)}
 	var prov agent.Provider
 	if o.Provider == "anthropic" {
 		prov = agent.NewAnthropic(pc)

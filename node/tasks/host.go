@@ -67,11 +67,11 @@ type Config struct {
 	// Launchers are the node's named agent commands (a start names one
 	// with Action.Launcher).
 	Launchers Launchers
-	// ProviderKeyFile is the node's own model provider key file (0600),
-	// for harn sessions whose caller sends no key; Boxes builds their tool
-	// boxes (nil: Toolboxes with this config's clock, logger and grace).
-	ProviderKeyFile string
-	Boxes           BoxFactory
+	// Provider is the node's own model provider (provider.go); Boxes
+	// builds harn sessions' tool boxes (nil: Toolboxes with this config's
+	// clock, logger and grace).
+	Provider Provider
+	Boxes    BoxFactory
 	// Tracer spans each provider request of harn's loop (nil: none; see
 	// GenAITracer).
 	Tracer agent.Tracer
@@ -250,7 +250,7 @@ func (h *Host) openArgv(argv []string, workdir string) (string, error) {
 	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: catalogOf(drv.Name), Workdir: workdir}); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: drv.Name}
+	hs := &hosted{id: id, agent: drv.Name, workdir: workdir}
 	ex, err := exec.New(exec.Config{Runtime: h.rt, Session: id, Driver: drv, Dir: workdir,
 		Env: h.cfg.Env, Grace: h.cfg.Grace,
 		Clock: h.cfg.Clock, Logger: h.log.With("session", id),
