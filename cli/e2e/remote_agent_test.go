@@ -257,13 +257,12 @@ func TestAShellToolSeesNoProviderKeyOrTheNodesSecrets(t *testing.T) {
 }
 
 // TestANodeAHookStartsDoesNotInheritTheProviderKey: a hook that finds no
-// node starts one in the background; the user's HARN_PROVIDER_KEY (and
-// its file) in the agent's environment do not reach that node's.
+// node starts one in the background; the user's HARN_PROVIDER_KEY in the
+// agent's environment does not reach that node's (nor does
+// HARN_PROVIDER_KEY_FILE: cli's TestAStartedNodeGetsNoProviderKey).
 func TestANodeAHookStartsDoesNotInheritTheProviderKey(t *testing.T) {
 	e := newEnv(t)
-	keyFile := filepath.Join(t.TempDir(), "provider.key")
-	writeFileT(t, keyFile, "sk-user-file", 0o600)
-	env := append(e.hookEnv(), "HARN_PROVIDER_KEY=sk-user", "HARN_PROVIDER_KEY_FILE="+keyFile, "PLAIN_SETTING=kept")
+	env := append(e.hookEnv(), "HARN_PROVIDER_KEY=sk-user", "PLAIN_SETTING=kept")
 	payload := `{"session_id":"cc-key","hook_event_name":"SessionStart","cwd":"` + t.TempDir() + `","source":"startup"}`
 	if r := run(t, env, payload, "hook", "claude-code"); r.code != 0 {
 		t.Fatalf("hook: %v", r)
