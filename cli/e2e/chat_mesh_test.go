@@ -73,7 +73,12 @@ func TestAttachIsRefusedWithoutTheOwnersRemoteControl(t *testing.T) {
 	r.Hold = hold
 	m := modeltest.New(t, r)
 	st := startHarnOn(t, s0, m, t.TempDir(), "private work")
-	refused(t, "an attach from n1", n1.harn("", "attach", st.Session), "--remote-control off")
+	// n1 finds the session's owner through the registry, which may lag
+	// the start by a moment.
+	eventually(t, meshTimeout, "an attach from n1 is refused by s0's policy", func() (bool, string) {
+		r := n1.harn("", "attach", st.Session)
+		return r.code == 16 && strings.Contains(r.stderr, "--remote-control off") && !strings.Contains(strings.TrimSpace(r.stderr), "\n"), r.String()
+	})
 	if len(m.Requests()) > 1 {
 		t.Fatalf("the refused attach reached the model: %d requests", len(m.Requests()))
 	}
