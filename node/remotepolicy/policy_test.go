@@ -266,3 +266,22 @@ func TestParseProfiles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkAdmitARemoteHarnStart: what the policy adds to a routed start
+// (a symlink walk of the workdir, the provider, the grants).
+func BenchmarkAdmitARemoteHarnStart(b *testing.B) {
+	base, _ := filepath.EvalSymlinks(b.TempDir())
+	root := filepath.Join(base, "work")
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o700); err != nil {
+		b.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Node, cfg.Workspaces, cfg.Private = "s0", []string{root}, []string{filepath.Join(base, "data")}
+	ro, _ := runtime.Profile("read-only")
+	for b.Loop() {
+		a := harnStart(filepath.Join(root, "a", "b"), taskwire.HarnOptions{Model: "m"}, ro)
+		if err := cfg.Admit(fakeSessions{}, a); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
