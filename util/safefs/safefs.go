@@ -81,6 +81,16 @@ func (d *Dir) Path() string { return d.path }
 // most max bytes: a regular file with one link, reached without leaving d
 // or entering a denied directory.
 func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+	return d.read(name, max, false)
+}
+
+// ReadHead reads at most the first n bytes of name, as ReadFile reads
+// (a longer file is cut, not refused).
+func (d *Dir) ReadHead(name string, n int64) ([]byte, error) {
+	return d.read(name, n, true)
+}
+
+func (d *Dir) read(name string, max int64, head bool) ([]byte, error) {
 	rel, err := d.Resolve(name)
 	if err != nil {
 		return nil, err
@@ -108,12 +118,15 @@ func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
 	if lst, err := d.root.Lstat(rel); err != nil || !os.SameFile(st, lst) {
 		return nil, fmt.Errorf("%w: %s changed while it was opened", ErrOutside, name)
 	}
-	if st.Size() > max {
+	if st.Size() > max && !head {
 		return nil, fmt.Errorf("%w: %s is %d bytes, over %d", ErrTooLarge, name, st.Size(), max)
 	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(io.LimitReader(f, max+1)); err != nil {
 		return nil, err
+	}
+	if head && int64(b.Len()) > max {
+		return b.Bytes()[:max], nil
 	}
 	if int64(b.Len()) > max {
 		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrTooLarge, name, max)

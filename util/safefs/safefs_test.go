@@ -106,6 +106,9 @@ func TestAFileOverTheBoundIsRefused(t *testing.T) {
 	if _, err := ReadFile(repo, "a", 99); !errors.Is(err, ErrTooLarge) {
 		t.Fatalf("over the bound: %v; want ErrTooLarge", err)
 	}
+	if b, err := open(t, repo).ReadHead("a", 10); err != nil || len(b) != 10 {
+		t.Fatalf("ReadHead: %d bytes, %v; want the first 10", len(b), err)
+	}
 }
 
 // TestTheDataDirIsNeverRead: with the data dir denied, a link to a file
