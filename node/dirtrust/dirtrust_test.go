@@ -100,7 +100,9 @@ func TestADirectoryIsUntrustedUntilTrustAdd(t *testing.T) {
 // or a removed agent each untrusts the directory until trusted again.
 func TestAChangedFileAsksAgain(t *testing.T) {
 	for name, change := range map[string]func(dir string){
-		"mcp.json":   func(dir string) { write(t, filepath.Join(dir, ".harn", "mcp.json"), `{"mcpServers":{"demo":{"command":"/bin/evil"}}}`) },
+		"mcp.json": func(dir string) {
+			write(t, filepath.Join(dir, ".harn", "mcp.json"), `{"mcpServers":{"demo":{"command":"/bin/evil"}}}`)
+		},
 		"new skill":  func(dir string) { write(t, filepath.Join(dir, ".harn", "skills", "x", "SKILL.md"), "X") },
 		"new hook":   func(dir string) { write(t, filepath.Join(dir, ".harn", "hooks", "sub", "h"), "X") },
 		"gone agent": func(dir string) { os.Remove(filepath.Join(dir, ".harn", "agents", "docs.md")) },
