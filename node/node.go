@@ -69,14 +69,14 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks  *tasks.Host     // the task runtimes (node/tasks)
+	tasks *tasks.Host // the task runtimes (node/tasks)
 	// dirTrust is the trusted project directories (node/dirtrust;
 	// dirtrust_service.go); undeny lifts the data dir's denial to safe
 	// reads (util/safefs).
 	dirTrust *dirtrust.Store
 	undeny   func()
-	acts   *acttoken.Store // notifications' one-decision tokens (actwire.go)
-	alerts *alerts.Room    // notifications (node/alerts; notifywire.go)
+	acts     *acttoken.Store // notifications' one-decision tokens (actwire.go)
+	alerts   *alerts.Room    // notifications (node/alerts; notifywire.go)
 	// desktopOn: desktop notifications are asked for and a program to show
 	// them exists (notify-send or osascript).
 	desktopOn bool

@@ -59,7 +59,7 @@ type BoxSpec struct {
 	// ProjectFiles are the project's trusted .harn files (skills,
 	// mcp.json); nil: untrusted, none load.
 	ProjectFiles ProjectFiles
-	Extra   []tools.Extra     // other rooms' core tools (the context's recall)
+	Extra        []tools.Extra // other rooms' core tools (the context's recall)
 }
 
 // BoxFactory builds the tool box of a harn session; it does no I/O (the

@@ -123,7 +123,7 @@ type hosted struct {
 	opts     HarnOptions // harn: the options it was opened with (its children's)
 	workdir  string
 	notice   string // harn: what of its project did not load, and why (the start says it)
-	child    bool // harn: a subagent of another session
+	child    bool   // harn: a subagent of another session
 }
 
 // Host hosts the node's task runtimes. It is safe for concurrent use.
