@@ -306,6 +306,7 @@ type chatModel struct {
 	ctxLine  *taskwire.ContextInfo
 	children []*api.SessionRow
 	sent     map[string]string // follow-ups this TUI queued: task -> text
+	trust    trustAsk          // the directory's trust, asked before the first start (dirtrust_ask.go)
 
 	input  []rune
 	action string // which of the three happened (or an error)
@@ -407,6 +408,18 @@ func (m *chatModel) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	case childrenMsg:
 		m.children = msg.rows
 		return m, m.childrenCmd(chatChildrenEvery)
+	case trustMsg: // a check's question waits for y/n; an answer, or nothing to ask, starts the session
+		switch {
+		case msg.answered && msg.err != nil:
+			m.action = "error: " + text.OneLine(userText(msg.err))
+		case msg.q != nil:
+			m.trust.q = msg.q
+		default:
+			m.trust.q, m.input = nil, []rune(m.trust.line)
+			cmd := m.send(false)
+			m.action = strings.TrimPrefix(msg.say+"; ", "; ") + m.action
+			return m, cmd
+		}
 	case actionMsg:
 		if msg.err != nil {
 			m.action = "error: " + text.OneLine(userText(msg.err))
@@ -460,6 +473,12 @@ func (m *chatModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	if k.Type != tea.KeyRunes || k.Alt {
 		return m, nil
 	}
+	if q := m.trust.q; q != nil && len(k.Runes) == 1 && (k.Runes[0] == 'y' || k.Runes[0] == 'n') {
+		return m, func() tea.Msg {
+			say, err := q.answer(m.ctx, m.api, k.Runes[0] == 'y')
+			return trustMsg{answered: true, say: say, err: err}
+		}
+	}
 	if len(m.input) == 0 && len(m.tr.pending) > 0 && len(k.Runes) == 1 && (k.Runes[0] == 'y' || k.Runes[0] == 'n') {
 		return m, m.answer(m.tr.pending[0], k.Runes[0] == 'y')
 	}
@@ -475,7 +494,7 @@ func (m *chatModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 // either starts one.
 func (m *chatModel) send(followUp bool) tea.Cmd {
 	line := strings.TrimSpace(string(m.input))
-	if line == "" {
+	if line == "" || m.trust.q != nil {
 		return nil
 	}
 	m.input = m.input[:0]
@@ -483,6 +502,10 @@ func (m *chatModel) send(followUp bool) tea.Cmd {
 		if m.start == nil {
 			m.action = "error: no session: name a model (--model M or " + envModel + ") to start one"
 			return nil
+		}
+		if !m.trust.asked { // first: may the directory's .harn files run? (dirtrust_ask.go)
+			m.trust.asked, m.trust.line, m.action = true, line, "checking whether this directory is trusted ..."
+			return func() tea.Msg { q, err := askTrust(m.ctx, m.api, m.start.Workdir); return trustMsg{q: q, err: err} }
 		}
 		a := *m.start
 		a.Text = line
@@ -573,6 +596,9 @@ func taskID(r taskwire.Result) string {
 // approvals, context, children, queue, last action, input and keys.
 func (m *chatModel) View() string {
 	var foot []string
+	if m.trust.q != nil {
+		foot = m.trust.q.prompt()
+	}
 	if len(m.tr.pending) > 0 {
 		p := m.tr.pending[0]
 		foot = append(foot, fmt.Sprintf("approve %s (%s) of %s? y/n  (%d waiting)", clean(p.tool), clean(p.call), clean(p.task), len(m.tr.pending)))
