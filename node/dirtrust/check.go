@@ -293,8 +293,12 @@ func (v Verdict) Notice(node string) string {
 	if v.Unreadable != "" {
 		return fmt.Sprintf("harn: %s: its .harn files did not load: %s", secretfile.ShellQuote(v.Dir), text.OneLine(v.Unreadable))
 	}
+	why := v.Why
+	if v.Owner != "" && why != v.Owner {
+		why += "; " + v.Owner
+	}
 	return fmt.Sprintf("harn: %s is not trusted on node %s (%s), so %s did not load; review them, then run `%s`",
-		secretfile.ShellQuote(v.Dir), text.OneLine(node), text.OneLine(v.Why), v.Summary(), v.TrustCommand())
+		secretfile.ShellQuote(v.Dir), text.OneLine(node), text.OneLine(why), v.Summary(), v.TrustCommand())
 }
 
 // Snapshot is a project's .harn files as Check read them: what a trusted
