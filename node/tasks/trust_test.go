@@ -5,9 +5,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/harn-dev/harn/runtime/agent/tools"
+	"github.com/harn-dev/harn/runtime/subagent"
 	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/safefs"
 )
@@ -58,22 +60,30 @@ func agentProfile(t *testing.T, dir string) {
 	}
 }
 
-// TestAProjectsAgentProfilesLoadOnlyWhereTrusted: a child's profiles are
-// the built-ins alone in an untrusted directory (or with no trust at
-// all), and include .harn/agents in a trusted one.
+// TestAProjectsAgentProfilesLoadOnlyWhereTrusted: the profiles a child
+// may take (the manager names them for an unknown one) are the built-ins
+// alone in an untrusted directory (or with no trust at all), and include
+// .harn/agents in a trusted one.
 func TestAProjectsAgentProfilesLoadOnlyWhereTrusted(t *testing.T) {
 	good, bad := t.TempDir(), t.TempDir()
 	agentProfile(t, good)
 	agentProfile(t, bad)
+	offered := func(h *Host, dir string) string {
+		_, err := h.subs.Spawn(subagent.Request{Parent: "h-p", Brief: "b", Profile: "no-such", Workdir: dir})
+		if err == nil {
+			t.Fatal("an unknown profile was taken")
+		}
+		return err.Error()
+	}
 	h := trustHost(t, fakeTrust{t: t, trusted: map[string]bool{good: true}})
-	if ps, err := h.profiles(good); err != nil || ps["docs"].Name != "docs" {
-		t.Fatalf("a trusted project's profiles: %v %v", ps, err)
+	if got := offered(h, good); !strings.Contains(got, "docs") {
+		t.Fatalf("a trusted project's profile is not offered: %s", got)
 	}
-	if ps, _ := h.profiles(bad); ps["docs"].Name != "" {
-		t.Fatal("an untrusted project's profile loaded")
+	if got := offered(h, bad); strings.Contains(got, "docs") {
+		t.Fatalf("an untrusted project's profile is offered: %s", got)
 	}
-	if ps, _ := trustHost(t, nil).profiles(good); ps["docs"].Name != "" {
-		t.Fatal("a profile loaded on a host without trust")
+	if got := offered(trustHost(t, nil), good); strings.Contains(got, "docs") {
+		t.Fatalf("a profile is offered on a host without trust: %s", got)
 	}
 }
 
