@@ -203,7 +203,7 @@ func (r *reader) file(sub string, max int64) bool {
 		return false
 	}
 	name := HarnDir + "/" + sub
-	b, err := r.d.ReadFile(name, max)
+	b, st, err := r.d.ReadFileInfo(name, max)
 	if errors.Is(err, safefs.ErrTooLarge) {
 		r.over = fmt.Sprintf("%s is over %d bytes", name, max)
 		return false
@@ -211,10 +211,8 @@ func (r *reader) file(sub string, max int64) bool {
 	if err != nil {
 		return false
 	}
-	if st, err := r.d.Stat(name); err == nil {
-		r.owner(name, st)
-	}
-	if dir := path.Dir(name); dir != HarnDir {
+	r.owner(name, st)
+	if dir := path.Dir(name); strings.Count(dir, "/") > 1 { // a skill's folder (its parent was listed)
 		if st, err := r.d.Stat(dir); err == nil {
 			r.owner(dir, st)
 		}

@@ -43,10 +43,15 @@ const maxLinks = 40
 // maxDirEntries bounds what ReadDir returns.
 const maxDirEntries = 4096
 
-// Dir is an open directory whose files are read without leaving it.
+// Dir is an open directory whose files are read without leaving it. It
+// is meant to live for one reading (a check, a load): Resolve remembers
+// the folders it found on the way. Safe for concurrent use.
 type Dir struct {
 	root *os.Root
 	path string // absolute, its own symlinks resolved
+
+	mu      sync.Mutex
+	folders map[string]bool // names Resolve found to be folders, not links
 }
 
 // Open opens dir. The directory itself may be reached through a symlink
@@ -68,7 +73,7 @@ func Open(dir string) (*Dir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Dir{root: r, path: real}, nil
+	return &Dir{root: r, path: real, folders: map[string]bool{}}, nil
 }
 
 // Close closes the directory.
@@ -81,57 +86,64 @@ func (d *Dir) Path() string { return d.path }
 // most max bytes: a regular file with one link, reached without leaving d
 // or entering a denied directory.
 func (d *Dir) ReadFile(name string, max int64) ([]byte, error) {
+	b, _, err := d.read(name, max, false)
+	return b, err
+}
+
+// ReadFileInfo is ReadFile, with the file's description as opened.
+func (d *Dir) ReadFileInfo(name string, max int64) ([]byte, fs.FileInfo, error) {
 	return d.read(name, max, false)
 }
 
 // ReadHead reads at most the first n bytes of name, as ReadFile reads
 // (a longer file is cut, not refused).
 func (d *Dir) ReadHead(name string, n int64) ([]byte, error) {
-	return d.read(name, n, true)
+	b, _, err := d.read(name, n, true)
+	return b, err
 }
 
-func (d *Dir) read(name string, max int64, head bool) ([]byte, error) {
+func (d *Dir) read(name string, max int64, head bool) ([]byte, fs.FileInfo, error) {
 	rel, err := d.Resolve(name)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if isDenied(filepath.Join(d.path, rel)) {
-		return nil, fmt.Errorf("%w: %s", ErrDenied, name)
+		return nil, nil, fmt.Errorf("%w: %s", ErrDenied, name)
 	}
 	f, err := d.root.OpenFile(rel, os.O_RDONLY|oNonblock, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s", ErrNotRegular, name)
+		return nil, nil, fmt.Errorf("%w: %s", ErrNotRegular, name)
 	}
 	if links(st) > 1 {
-		return nil, fmt.Errorf("%w: %s", ErrLinked, name)
+		return nil, nil, fmt.Errorf("%w: %s", ErrLinked, name)
 	}
 	// What was opened is what Resolve found: a name swapped for a
 	// symlink in between is refused.
 	if lst, err := d.root.Lstat(rel); err != nil || !os.SameFile(st, lst) {
-		return nil, fmt.Errorf("%w: %s changed while it was opened", ErrOutside, name)
+		return nil, nil, fmt.Errorf("%w: %s changed while it was opened", ErrOutside, name)
 	}
 	if st.Size() > max && !head {
-		return nil, fmt.Errorf("%w: %s is %d bytes, over %d", ErrTooLarge, name, st.Size(), max)
+		return nil, nil, fmt.Errorf("%w: %s is %d bytes, over %d", ErrTooLarge, name, st.Size(), max)
 	}
 	var b bytes.Buffer
 	if _, err := b.ReadFrom(io.LimitReader(f, max+1)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if head && int64(b.Len()) > max {
-		return b.Bytes()[:max], nil
+		return b.Bytes()[:max], st, nil
 	}
 	if int64(b.Len()) > max {
-		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrTooLarge, name, max)
+		return nil, nil, fmt.Errorf("%w: %s is over %d bytes", ErrTooLarge, name, max)
 	}
-	return b.Bytes(), nil
+	return b.Bytes(), st, nil
 }
 
 // ReadDir lists the folder name (relative to d), sorted by name, at most
@@ -212,7 +224,15 @@ func (d *Dir) Resolve(name string) (string, error) {
 			continue
 		}
 		cand := filepath.Join(append(append([]string(nil), done...), c)...)
+		if len(queue) > 0 && d.folder(cand) {
+			done = append(done, c)
+			exist = len(done)
+			continue
+		}
 		fi, err := d.root.Lstat(cand)
+		if err == nil && fi.IsDir() {
+			d.remember(cand)
+		}
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			done = append(done, c)
@@ -247,6 +267,20 @@ func (d *Dir) Resolve(name string) (string, error) {
 		return ".", nil
 	}
 	return filepath.Join(done...), nil
+}
+
+func (d *Dir) folder(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.folders[name]
+}
+
+func (d *Dir) remember(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.folders) < maxDirEntries {
+		d.folders[name] = true
+	}
 }
 
 func splitPath(p string) []string {
