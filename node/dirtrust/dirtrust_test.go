@@ -284,3 +284,34 @@ func TestOverTheBoundsNothingLoads(t *testing.T) {
 		t.Fatalf("%v; want ErrUnreadable", err)
 	}
 }
+
+// TestConcurrentAddsAreAllRecorded: adds, checks and removes from many
+// callers at once leave a record holding exactly the adds that stayed.
+func TestConcurrentAddsAreAllRecorded(t *testing.T) {
+	s, p := newStore(t)
+	dirs := make([]string, 8)
+	for i := range dirs {
+		dirs[i] = project(t)
+	}
+	done := make(chan error, len(dirs))
+	for i, d := range dirs {
+		go func() {
+			_, _, err := s.Add(d, AddOptions{})
+			if err == nil {
+				_, err = s.Check(d)
+			}
+			if err == nil && i%2 == 1 {
+				_, err = s.Remove(d)
+			}
+			done <- err
+		}()
+	}
+	for range dirs {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := len(store(t, p, os.Geteuid()).List()); got != len(dirs)/2 {
+		t.Fatalf("the record holds %d directories, want %d", got, len(dirs)/2)
+	}
+}
