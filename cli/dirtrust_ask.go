@@ -102,7 +102,7 @@ func (q *trustQuestion) answer(ctx context.Context, node any, yes bool) (string,
 	}
 	ta, ok := node.(dirTrustAPI)
 	if !ok {
-		return "", errors.New("this node has no trust op; run `harn trust add` outside the TUI")
+		return "", errors.New("this node has no trust op (a node older than this harn); trust the directory with harn trust add")
 	}
 	ctx, cancel := context.WithTimeout(ctx, chatCallTimeout)
 	defer cancel()

@@ -115,8 +115,17 @@ func TestAskStartsNoServerOfAnUntrustedProjectUntilTrustAddRunsAsPrinted(t *test
 	if r := e.harn("", "trust", "remove", list[0].Dir); r.code != 0 {
 		t.Fatalf("%v", r)
 	}
-	if r := e.harn("", "trust", "remove", list[0].Dir); r.code != exitNotFoundCode {
+	r = e.harn("", "trust", "remove", list[0].Dir)
+	if r.code != exitNotFoundCode {
 		t.Fatalf("removing it twice: %v; want exit %d", r, exitNotFoundCode)
+	}
+	oneLineErr(t, r)
+	listHint := regexp.MustCompile("`(harn trust list)`").FindStringSubmatch(r.stderr)
+	if listHint == nil {
+		t.Fatalf("no hint in %q", r.stderr)
+	}
+	if r := runHint(t, e, dir, listHint[1]); r.code != 0 || strings.Contains(r.stdout, dir) {
+		t.Fatalf("the hint %q: %v", listHint[1], r)
 	}
 }
 

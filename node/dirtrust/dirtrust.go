@@ -136,7 +136,7 @@ func (s *Store) Open() error {
 	}
 	var r record
 	if err := json.Unmarshal(b, &r); err != nil || r.Version != 1 {
-		return fmt.Errorf("%w: %s is not a record of trusted directories (%v); move it away and trust again with `harn trust add DIR`", ErrConfig, s.cfg.Path, err)
+		return fmt.Errorf("%w: %s is not a record of trusted directories (%v); move it away, and the node starts trusting no directory", ErrConfig, s.cfg.Path, err)
 	}
 	for _, e := range r.Dirs {
 		if len(s.dirs) >= MaxEntries {
@@ -217,7 +217,7 @@ func (s *Store) Add(dir string, o AddOptions) (Entry, Verdict, error) {
 	}
 	old, had := s.dirs[e.Dir]
 	if !had && len(s.dirs) >= MaxEntries {
-		return Entry{}, v, fmt.Errorf("%w: %d already; remove some with `harn trust remove DIR`", ErrFull, MaxEntries)
+		return Entry{}, v, fmt.Errorf("%w: %d already; remove some first (harn trust list shows them)", ErrFull, MaxEntries)
 	}
 	s.dirs[e.Dir] = e
 	if err := s.saveLocked(); err != nil {
