@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"syscall"
 
 	"google.golang.org/grpc/codes"
 	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/dirtrust"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/util/safefs"
@@ -138,12 +140,16 @@ func (s *localService) DirTrust(ctx context.Context, req *api.DirTrustRequest) (
 
 // dirTrustStatus maps the room's refusals: FailedPrecondition for a rule
 // (another owner, changed files, unreadable, full), InvalidArgument for a
-// directory that cannot be read, ResourceExhausted-free.
+// directory that cannot be read, ResourceExhausted for a full disk.
 func dirTrustStatus(err error) error {
 	switch {
 	case errors.Is(err, dirtrust.ErrOtherOwner), errors.Is(err, dirtrust.ErrChanged), errors.Is(err, dirtrust.ErrUnreadable),
 		errors.Is(err, dirtrust.ErrFull):
 		return status.Error(codes.FailedPrecondition, err.Error())
+	case errors.Is(err, syscall.ENOSPC):
+		// The record is unchanged and checks still answer; the CLI says
+		// so as for the ledger (exit 17).
+		return apigrpc.WithReason(codes.ResourceExhausted, ReasonLedgerUnwritable, err.Error())
 	case errors.Is(err, safefs.ErrDenied):
 		return status.Error(codes.InvalidArgument, "trust: the node's data dir is never trusted")
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, dirtrust.ErrNotDir):
