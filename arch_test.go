@@ -36,6 +36,9 @@ var allowed = map[string]struct {
 	"raftstore":     {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "github.com/hashicorp/go-hclog", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
 	"node":          {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
 	"cli":           {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
+	// cli/tui: the TUI of harn's own agent knows the node through the
+	// interface the command hands it, never the commands (cli).
+	"cli/tui": {inner: []string{"node", "presence", "util"}, outer: []string{"github.com/charmbracelet"}},
 	// cmd/harn (the client) and cmd/harnd (the daemon): the mains.
 	// TestClientLinksNoDaemon keeps the daemon out of harn.
 	"cmd":    {inner: []string{"cli", "node", "util"}, outer: []string{"*"}},
@@ -127,6 +130,9 @@ func TestImportRuleCatchesUpwardImport(t *testing.T) {
 	}
 	if !importOK("encoding/json", r.inner, r.outer) {
 		t.Fatal("stdlib must be allowed")
+	}
+	if tr := allowed[ruleKey("cli/tui")]; importOK(module+"cli", tr.inner, tr.outer) {
+		t.Fatal("cli/tui importing cli must be refused")
 	}
 }
 

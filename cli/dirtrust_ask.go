@@ -7,15 +7,19 @@ import (
 	"errors"
 	"fmt"
 
+	tea "github.com/charmbracelet/bubbletea"
+
+	"github.com/harn-dev/harn/cli/tui"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
 )
 
-// The question a TUI asks before a new session's first prompt when the
-// directory's .harn files (MCP servers, agent profiles, skills, hooks)
+// The question the TUI asks when it may start a new session in a
+// directory whose .harn files (MCP servers, agent profiles, skills, hooks)
 // would run or load there and this node does not trust them: what each
-// runs, and y (trust exactly what was shown) or n (start without them).
-// The logic lives here, apart from any screen: askTrust, prompt, answer.
+// runs, and y (trust exactly what was shown) or n (sessions start without
+// them). The logic lives here, apart from the screen (askTrust, answer);
+// trustPrompts hands it to the TUI as a tui.Prompt.
 
 // dirTrustAPI is the node's trust op (nodeChat has it).
 type dirTrustAPI interface {
@@ -35,32 +39,12 @@ type trustQuestion struct {
 	refusal string   // why a yes cannot trust it here, with the command that can
 }
 
-// trustAsk is a TUI's state of the question: it is asked once, before
-// the first start; q and line are kept while it waits for y or n.
-type trustAsk struct {
-	asked bool
-	q     *trustQuestion
-	line  string // the prompt that starts the session once answered
-}
-
-// trustMsg carries a check's question (q) or an answer's result (say).
-type trustMsg struct {
-	q        *trustQuestion
-	answered bool
-	say      string
-	err      error
-}
-
 // askTrust checks dir on the node: nil when nothing needs asking (it is
-// trusted, has no .harn files, or api has no trust op).
-func askTrust(ctx context.Context, node any, dir string) (*trustQuestion, error) {
-	ta, ok := node.(dirTrustAPI)
-	if !ok || dir == "" {
-		return nil, nil
-	}
+// trusted, or has no .harn files).
+func askTrust(ctx context.Context, node dirTrustAPI, dir string) (*trustQuestion, error) {
 	ctx, cancel := context.WithTimeout(ctx, chatCallTimeout)
 	defer cancel()
-	res, err := ta.dirTrust(ctx, &api.DirTrustRequest{Op: "check", Dir: dir})
+	res, err := node.dirTrust(ctx, &api.DirTrustRequest{Op: "check", Dir: dir})
 	if err != nil {
 		return nil, err
 	}
@@ -78,36 +62,53 @@ func askTrust(ctx context.Context, node any, dir string) (*trustQuestion, error)
 	return q, nil
 }
 
-// prompt is the question as screen lines, sanitized: the directory, what
-// would run or load, and the keys.
-func (q *trustQuestion) prompt() []string {
-	out := []string{"trust " + text.Sanitize(q.dir) + "? not trusted on this node; its .harn files would run or load:"}
-	for _, l := range q.lines {
-		out = append(out, "  "+l)
-	}
+// prompt is the question as a y/n panel's title and lines.
+func (q *trustQuestion) prompt() (string, []string) {
+	lines := append([]string{"not trusted on this node; its .harn files would run or load in a session here:"}, q.lines...)
 	if q.refusal != "" {
-		return append(out, text.Sanitize(q.refusal)+" | n: start without them")
+		return "trust " + q.dir + "?", append(lines, q.refusal, "n: sessions start without them")
 	}
-	return append(out, "y: trust them and start | n: start without them")
+	return "trust " + q.dir + "?", append(lines, "y: trust them (the sessions you start here run them) | n: sessions start without them")
 }
 
 // answer records a yes: the node trusts exactly the files shown (a file
 // changed since is refused); a no records nothing. It says what happened.
-func (q *trustQuestion) answer(ctx context.Context, node any, yes bool) (string, error) {
+func (q *trustQuestion) answer(ctx context.Context, node dirTrustAPI, yes bool) (string, error) {
 	if !yes {
-		return "not trusted: the session starts without " + text.Sanitize(q.dir) + "'s .harn files", nil
+		return "not trusted: sessions here start without " + text.Sanitize(q.dir) + "'s .harn files", nil
 	}
 	if q.refusal != "" {
 		return "", errors.New(q.refusal)
 	}
-	ta, ok := node.(dirTrustAPI)
-	if !ok {
-		return "", errors.New("this node has no trust op (a node older than this harn); trust the directory with harn trust add")
-	}
 	ctx, cancel := context.WithTimeout(ctx, chatCallTimeout)
 	defer cancel()
-	if _, err := ta.dirTrust(ctx, &api.DirTrustRequest{Op: "add", Dir: q.dir, Digest: q.digest}); err != nil {
+	if _, err := node.dirTrust(ctx, &api.DirTrustRequest{Op: "add", Dir: q.dir, Digest: q.digest}); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("trusted %s (digest %s)", text.Sanitize(q.dir), short(q.digest)), nil
+}
+
+// trustPrompts is the TUI's question about dir, asked before anything
+// starts (tui.Config.Prompts): none when dir is trusted, has nothing to
+// trust, or the check fails (the node refuses to load untrusted files
+// anyway). An answer that fails comes back as a second prompt saying why.
+func trustPrompts(ctx context.Context, node dirTrustAPI, dir string) <-chan tui.Prompt {
+	q, err := askTrust(ctx, node, dir)
+	if err != nil || q == nil {
+		return nil
+	}
+	ch := make(chan tui.Prompt, 2)
+	title, lines := q.prompt()
+	ch <- tui.Prompt{Title: title, Lines: lines, Answer: func(yes bool) tea.Cmd {
+		return func() tea.Msg {
+			if _, err := q.answer(ctx, node, yes); err != nil {
+				select {
+				case ch <- tui.Prompt{Title: "could not trust " + q.dir, Lines: []string{text.OneLine(userText(err))}}:
+				default:
+				}
+			}
+			return nil
+		}
+	}}
+	return ch
 }

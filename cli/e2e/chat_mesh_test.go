@@ -41,8 +41,9 @@ func TestAttachFromAnotherNodeSteersOverTheMesh(t *testing.T) {
 	requestsAtLeast(t, m, 1)
 
 	p := startChat(t, n1.root, "attach", t.TempDir(), n1.hookEnv(), "attach", st.Session[:12])
-	p.waitScreen("attached through the owner", "session "+st.Session+" on s0")
-	p.waitScreen("the owner's history is on screen", "you> read the notes")
+	p.waitScreen("attached through the owner", "session "+st.Session[:8])
+	p.waitScreen("on its owner", " on s0")
+	p.waitScreen("the owner's history is on screen", "❯ read the notes")
 	start := time.Now()
 	p.typeLine("steer over the mesh", "Enter")
 	p.waitScreen("the steer is acknowledged", ": delivered at the next step boundary")
@@ -56,7 +57,7 @@ func TestAttachFromAnotherNodeSteersOverTheMesh(t *testing.T) {
 		t.Fatalf("the request after the step boundary carries %q: %v", got, modeltest.Messages(reqs[1]))
 	}
 	p.waitScreen("the steered turn's answer reaches n1's screen", "steered from afar")
-	if s := p.screen(); !strings.Contains(s, "you (steer, at step 2)> steer over the mesh") {
+	if s := p.screen(); !strings.Contains(s, "↳ steer at step 2: steer over the mesh") {
 		t.Fatalf("the steer is not on the screen:\n%s", s)
 	}
 }

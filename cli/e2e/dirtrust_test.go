@@ -131,11 +131,11 @@ func TestAskStartsNoServerOfAnUntrustedProjectUntilTrustAddRunsAsPrinted(t *test
 
 const exitNotFoundCode = 3
 
-// TestTheTUIAsksBeforeItsFirstStartNamingEachServersCommand: harn chat's
-// first prompt in an untrusted directory shows the server's command and
-// asks y/n before anything starts; n starts the session without the
-// server (and trusts nothing); y in another directory trusts it and the
-// server starts.
+// TestTheTUIAsksBeforeItsFirstStartNamingEachServersCommand: harn chat
+// in an untrusted directory shows the server's command and asks y/n
+// before anything starts; after n a session starts without the server
+// (and nothing is trusted); after y (in another directory) the
+// directory is trusted and the session's server starts.
 func TestTheTUIAsksBeforeItsFirstStartNamingEachServersCommand(t *testing.T) {
 	e := askEnv(t)
 	env := append(e.hookEnv(), "HARN_PROVIDER_KEY=k")
@@ -146,16 +146,24 @@ func TestTheTUIAsksBeforeItsFirstStartNamingEachServersCommand(t *testing.T) {
 		pid := filepath.Join(pids, key)
 		cmd := mcpProject(t, dir, pid)
 		p := startChat(t, e.root, "trust-"+key, dir, env, chatArgs(m)...)
-		p.waitScreen("the TUI is up", "Enter steer")
-		p.typeLine("hello", "Enter")
 		s := p.waitScreen("the question names the server's command", "MCP server demo runs: "+cmd)
-		if !strings.Contains(s, "y: trust them and start | n: start without them") {
-			t.Fatalf("the question lacks its keys:\n%s", s)
+		for _, want := range []string{"trust " + dir + "?", "y: trust them", "n: sessions start without them"} {
+			if !strings.Contains(s, want) {
+				t.Fatalf("the question lacks %q:\n%s", want, s)
+			}
 		}
 		if n := len(m.Requests()); n != i || exists(pid) {
 			t.Fatalf("before the answer: %d model requests, server started %v", n, exists(pid))
 		}
 		p.keys(key)
+		p.waitScreen("the question is answered", "Enter steer")
+		if key == "y" {
+			eventually(t, stateTimeout, "y trusted the directory", func() (bool, string) {
+				out := e.ok("trust", "list", "--json")
+				return strings.Contains(out, dir), out
+			})
+		}
+		p.typeLine("hello", "Enter")
 		if key == "n" {
 			p.waitScreen("the session ran without the server", "answered without it")
 			if exists(pid) {
@@ -168,9 +176,6 @@ func TestTheTUIAsksBeforeItsFirstStartNamingEachServersCommand(t *testing.T) {
 			p.waitScreen("the session ran with the server", "answered with it")
 			if !exists(pid) {
 				t.Fatal("y did not start the trusted server")
-			}
-			if out := e.ok("trust", "list", "--json"); !strings.Contains(out, dir) {
-				t.Fatalf("y did not trust the directory: %s", out)
 			}
 		}
 		p.kill()

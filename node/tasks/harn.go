@@ -468,7 +468,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 // stop.
 func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 	if e.Type != agent.EvText {
-		hs.harn.add(e)
+		hs.harn.add(e.Bounded()) // a call's args, diff and output: previews, bounded
 	} else {
 		hs.harn.add(agent.Event{Type: e.Type, Task: e.Task, Step: e.Step, Text: e.Text, At: e.At})
 	}
