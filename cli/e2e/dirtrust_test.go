@@ -275,6 +275,14 @@ func TestInstructionsAndSkillsLinkedOutOfTheRepoNeverReachTheModel(t *testing.T)
 			t.Fatalf("%s reached the model", s)
 		}
 	}
+	// A session in the data dir itself, where its instruction files would
+	// be the node's own files, does not start.
+	before := len(m.Requests())
+	r := askPlain(t, e, filepath.Dir(secrets[0]), m, "--profile", "read-only", "hi")
+	if r.code == 0 || !strings.Contains(r.stderr, "data dir") || len(m.Requests()) != before {
+		t.Fatalf("a session in the data dir: %v", r)
+	}
+	oneLineErr(t, r)
 }
 
 // TestTheEditProfileWritesNoHookNorHarnConfig: under --profile edit the
