@@ -238,6 +238,9 @@ func runAsk(c *cobra.Command, args []string) error {
 		return fmt.Errorf("%w: the node answered without a task", ErrBadAsk)
 	}
 	task := r.Task.ID
+	if r.Message != "" { // the node did not load the project's .harn files: untrusted (harn trust)
+		fmt.Fprintln(c.ErrOrStderr(), text.OneLine(r.Message))
+	}
 	tm.mark("task started")
 	if node == "" {
 		node = r.Node

@@ -164,6 +164,7 @@ func runChat(c *cobra.Command, handle string, attach bool) error {
 				return err
 			}
 			cfg.Picker = tui.SessionsOf(rows, wd)
+			cfg.Prompts = trustPrompts(ctx, na, wd) // may this directory's .harn files run? (dirtrust_ask.go)
 		}
 	}
 	if handle != "" {

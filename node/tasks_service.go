@@ -57,11 +57,13 @@ func (n *Node) openTasks() error {
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
 		Provider: n.cfg.Provider,
 		// Each harn session gets its own tool box: the core and discovery
-		// tools, the skills of its project and of the user, the servers of
-		// the user's (this node's) and the project's mcp.json, then its
-		// own --mcp servers.
+		// tools, the skills of its project (when trusted) and of the user,
+		// the servers of the user's (this node's) and the trusted
+		// project's mcp.json, then its own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace)})})
+			ShellGrace: tasks.ShellGraceFor(grace)}),
+		// A project's .harn files load only where this node trusts it.
+		Trust: projectTrust{n}})
 	if err != nil {
 		return err
 	}
