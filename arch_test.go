@@ -203,6 +203,43 @@ func TestSessionsImportNoFeature(t *testing.T) {
 	}
 }
 
+// remotepolicyMayImport are the only packages of the module
+// node/remotepolicy may import: it reads the node's sessions through its
+// own Sessions interface, never the task host or the node root.
+var remotepolicyMayImport = []string{"runtime", "util", "node/tasks/taskwire"}
+
+// TestRemotePolicyImportsNoHost: the room of what another node's caller
+// may choose is pure policy over the wire types.
+func TestRemotePolicyImportsNoHost(t *testing.T) {
+	files, err := filepath.Glob("node/remotepolicy/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatal("no node/remotepolicy", err)
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(p, module)
+			if !ok {
+				continue
+			}
+			allowed := false
+			for _, a := range remotepolicyMayImport {
+				allowed = allowed || rest == a || strings.HasPrefix(rest, a+"/")
+			}
+			if !allowed {
+				t.Errorf("%s imports %s: the remote policy reads sessions through its Sessions interface", path, p)
+			}
+		}
+	}
+}
+
 // TestPresenceReadsNoClock: the reducer's "elapsed time changes nothing"
 // holds by construction: presence never calls time.Now or time.Sleep.
 func TestPresenceReadsNoClock(t *testing.T) {

@@ -164,6 +164,7 @@ func runChat(c *cobra.Command, handle string, attach bool) error {
 				return err
 			}
 			cfg.Picker = tui.SessionsOf(rows, wd)
+			cfg.Prompts = trustPrompts(ctx, na, wd) // may this directory's .harn files run? (dirtrust_ask.go)
 		}
 	}
 	if handle != "" {
@@ -203,10 +204,7 @@ func chatStart(c *cobra.Command, wd string) (*taskwire.Action, error) {
 		o.URL = os.Getenv(envProviderURL)
 	}
 	if o.Provider == "" {
-		o.Provider = os.Getenv(envProvider)
-	}
-	if o.Provider == "" {
-		o.Provider = "openai"
+		o.Provider = os.Getenv(envProvider) // else the node's own (--provider, default openai)
 	}
 	if c.Flags().Lookup("mcp") != nil {
 		o.MCP, _ = c.Flags().GetStringArray("mcp")
@@ -215,7 +213,7 @@ func chatStart(c *cobra.Command, wd string) (*taskwire.Action, error) {
 	}
 	k, err := providerKey()
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, err
 	}
 	o.Key = k
 	a := &taskwire.Action{Op: taskwire.OpStart, Agent: taskwire.AgentHarn, Harn: o, Workdir: wd}
