@@ -48,6 +48,7 @@ type Server struct {
 	fallback func(req map[string]any) Reply
 	reqs     []map[string]any
 	raw      []string
+	headers  []http.Header
 	arrived  chan struct{}
 	sent     atomic.Int64 // bytes of streamed answers written
 	// anthropic: the server speaks Anthropic's Messages API
@@ -108,6 +109,14 @@ func (s *Server) Close() { s.srv.Close() }
 // Gen reply, how far the client read before it stopped.
 func (s *Server) Sent() int64 { return s.sent.Load() }
 
+// Headers returns the request headers so far, in arrival order (the
+// credential a client sent: Authorization, x-api-key).
+func (s *Server) Headers() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
+}
+
 // Arrived receives one value per request that arrived (buffered).
 func (s *Server) Arrived() <-chan struct{} { return s.arrived }
 
@@ -126,6 +135,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.raw = append(s.raw, string(b))
+	s.headers = append(s.headers, r.Header.Clone())
 	var rp Reply
 	switch {
 	case len(s.next) > 0:

@@ -90,8 +90,8 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 		_, _ = pr.Close(), pw.Close()
 		return "", fmt.Errorf("shell: %w", err)
 	}
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = pw, pw // a file: Wait returns when the shell exits, not when the pipe drains
+	cmd.Dir, cmd.Env = dir, toolEnv() // env.go: no secret of the node's
+	cmd.Stdout, cmd.Stderr = pw, pw   // a file: Wait returns when the shell exits, not when the pipe drains
 	done, err := procguard.Start(cmd)
 	procguard.Started(cmd)
 	_ = pw.Close()
