@@ -107,12 +107,12 @@ type BoundError struct {
 func (e *BoundError) Error() string {
 	switch e.Kind {
 	case ErrCallsBound:
-		return fmt.Sprintf("the model asked for %d tool calls in one step, over the bound of %d; harn stopped reading the answer (raise it with harn node --%s)",
+		return fmt.Sprintf("the model asked for %d tool calls in one step, over the bound of %d; harn stopped reading the answer (the bound is the node's --%s)",
 			e.Got, e.Bound, FlagToolCalls)
 	case ErrStepsBound:
-		return fmt.Sprintf("the task reached its bound of %d model calls (raise it with harn node --%s)", e.Bound, FlagSteps)
+		return fmt.Sprintf("the task reached its bound of %d model calls (the bound is the node's --%s)", e.Bound, FlagSteps)
 	}
-	return fmt.Sprintf("the model's answer passed %d bytes, the bound of one answer; harn stopped reading it (raise it with harn node --%s)",
+	return fmt.Sprintf("the model's answer passed %d bytes, the bound of one answer; harn stopped reading it (the bound is the node's --%s)",
 		e.Bound, FlagAnswerBytes)
 }
 
@@ -218,7 +218,7 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	b.total += int64(n)
 	if b.total > b.maxBody {
-		return 0, fmt.Errorf("%w: the stream passed %d bytes (%dx the answer bound; raise it with harn node --%s)",
+		return 0, fmt.Errorf("%w: the stream passed %d bytes (%dx the node's --%s)",
 			ErrStreamBound, b.maxBody, streamBodyFactor, FlagAnswerBytes)
 	}
 	for _, c := range p[:n] {
