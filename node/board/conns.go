@@ -14,8 +14,8 @@ import (
 // A connection is pending until one of its requests proves the board's
 // token (or the scrape token); then it is the owner's. Pending connections
 // are counted per peer: on a loopback board the peer is the local user
-// (the uid that owns the client's socket, read from /proc/net/tcp on
-// Linux), elsewhere the client's IP address. A peer holds at most
+// (the uid that owns the client's socket, asked of the kernel with one
+// sock_diag request on Linux, else read from /proc/net/tcp), elsewhere the client's IP address. A peer holds at most
 // MaxPeerConns pending connections; one more is closed at accept. All
 // pending connections together hold at most MaxConns minus a quarter that
 // stays for the owner's; when they fill it (or the whole MaxConns), a new
