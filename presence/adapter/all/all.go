@@ -117,3 +117,28 @@ func ReportsCallEnds(name string) bool {
 	c, ok := a.(adapter.CallEnder)
 	return ok && c.ReportsCallEnds()
 }
+
+// Host returns how a node hosts the agent named name in a terminal; ok is
+// false for an unknown name or an adapter that is no adapter.Hoster.
+func Host(name string) (adapter.HostSpec, bool) {
+	a, ok := Lookup(name)
+	if !ok {
+		return adapter.HostSpec{}, false
+	}
+	h, ok := a.(adapter.Hoster)
+	if !ok {
+		return adapter.HostSpec{}, false
+	}
+	return h.Host(), true
+}
+
+// Hostable lists, sorted, the agents a node can host in a terminal.
+func Hostable() []string {
+	var out []string
+	for _, n := range Names() {
+		if _, ok := Host(n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}

@@ -221,3 +221,10 @@ func Tools() []adapter.ToolSpec {
 		adapter.MCPTools,
 	}
 }
+
+// Host is how a node hosts Codex's interactive TUI in a terminal: `codex
+// PROMPT`; Enter during a turn sends the message into it; Esc interrupts.
+func (hooks) Host() adapter.HostSpec {
+	return adapter.HostSpec{Binary: "codex", Interrupt: adapter.Escape, Submit: adapter.Enter,
+		DropEnv: []string{"CODEX_SESSION_ID", "CODEX_THREAD_ID"}}
+}
