@@ -77,6 +77,9 @@ type Config struct {
 	// cluster gRPC service.
 	Cluster ClusterConfig
 
+	// Hosted configures the hosting room (hosted_wire.go).
+	Hosted HostedConfig
+
 	// ledgerTune adjusts the ledger's config before it opens (tests inject
 	// a faulty file system).
 	ledgerTune func(*ledger.Config)
@@ -120,6 +123,7 @@ func DefaultConfig() Config {
 		Logger:           slog.Default(),
 		Clock:            clock.Real{},
 		Cluster:          DefaultClusterConfig(),
+		Hosted:           HostedConfig{Max: DefaultMaxHosted},
 		Notify:           NotifyConfig{Desktop: true},
 	}
 }
@@ -158,6 +162,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: peer-context-bytes %d is below %d; pass a larger --peer-context-bytes", ErrConfig, c.PeerContextBytes, minPeerContextBytes)
 	case c.Logger == nil || c.Clock == nil:
 		return fmt.Errorf("%w: Logger and Clock are required", ErrConfig)
+	}
+	if err := c.Hosted.validate(); err != nil {
+		return err
 	}
 	return c.Cluster.Validate()
 }

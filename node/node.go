@@ -39,6 +39,7 @@ import (
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
+	"github.com/harn-dev/harn/node/hosted"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
@@ -69,6 +70,7 @@ type Node struct {
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
 	tasks  *tasks.Host     // the task runtimes (node/tasks)
+	hosted *hosted.Room    // agents in terminals the node owns (node/hosted; hosted_wire.go)
 	acts   *acttoken.Store // notifications' one-decision tokens (actwire.go)
 	alerts *alerts.Room    // notifications (node/alerts; notifywire.go)
 	// desktopOn: desktop notifications are asked for and a program to show
@@ -189,6 +191,9 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.openTasks(); err != nil {
 		return err
 	}
+	if err := n.openHosted(); err != nil {
+		return err
+	}
 	if err := n.listen(); err != nil {
 		return err
 	}
@@ -248,12 +253,16 @@ func (n *Node) listen() error {
 	local, admin := &localService{n: n}, &adminService{n: n}
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
+	hs := &hostedService{n: n}
+	apigrpc.RegisterHostedServer(n.grpc, hs)
 	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
-		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin})
+		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin},
+		apigrpc.Service{Desc: &apigrpc.Hosted_ServiceDesc, Impl: hs})
 	if n.cfg.TracerProvider != nil {
 		wire.Wrap = traceLocal(n.tracer)
 	}
 	n.mux = newLocalMux(lis, wire, context.Background())
+	n.mux.attach = n.serveAttach
 	return nil
 }
 
@@ -287,6 +296,9 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
 		n.closeWeb()
+		if n.hosted != nil {
+			n.hosted.Close() // its processes end; their ends are recorded while the ledger is open
+		}
 		if n.grpc != nil {
 			stopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
 		}

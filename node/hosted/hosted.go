@@ -24,18 +24,18 @@ import (
 // Errors of the room. The node maps each to its status and exit code.
 var (
 	// ErrTooMany refuses a start over Config.Max live sessions.
-	ErrTooMany = errors.New("hosted: too many hosted sessions")
+	ErrTooMany = errors.New("too many hosted sessions")
 	// ErrNoSession: no live hosted session has that id here.
-	ErrNoSession = errors.New("hosted: no such hosted session")
+	ErrNoSession = errors.New("no such hosted session")
 	// ErrBadStart is a start the room cannot make: a missing directory or
 	// binary, a branch that exists, a worktree another session uses.
-	ErrBadStart = errors.New("hosted: cannot start")
+	ErrBadStart = errors.New("cannot start")
 	// ErrReadOnly refuses input from an attach that may only watch.
-	ErrReadOnly = errors.New("hosted: this attach may watch but not type")
+	ErrReadOnly = errors.New("this attach may watch but not type")
 	// ErrQueueFull refuses a follow-up over MaxQueued held ones.
-	ErrQueueFull = errors.New("hosted: too many held follow-ups")
+	ErrQueueFull = errors.New("too many held follow-ups")
 	// ErrClosed: the room is closing.
-	ErrClosed = errors.New("hosted: the node is stopping")
+	ErrClosed = errors.New("the node is stopping")
 	// ErrForged refuses hook events that claim a hosted session from a
 	// process outside its process tree.
 	ErrForged = errors.New("hosted: events from outside the hosted process claim its session")

@@ -26,7 +26,7 @@ const gitWait = 30 * time.Second
 
 // ErrWorktree is a worktree the room will not remove (dirty, unpushed, in
 // use) or cannot find.
-var ErrWorktree = errors.New("hosted: worktree")
+var ErrWorktree = errors.New("worktree")
 
 // Worktree is one worktree the room made.
 type Worktree struct {
