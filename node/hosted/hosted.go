@@ -225,10 +225,15 @@ func (r *Room) Start(spec Spec) (Info, error) {
 		r.mu.Unlock()
 		return Info{}, ErrClosed
 	case len(r.sessions) >= r.cfg.Max:
-		n := len(r.sessions)
+		n, oldest := len(r.sessions), ""
+		for id := range r.sessions {
+			if oldest == "" || id < oldest {
+				oldest = id
+			}
+		}
 		r.mu.Unlock()
-		return Info{}, fmt.Errorf("%w: node %s hosts %d of its --max-hosted %d; stop one (harn agents stop SESSION) or raise --max-hosted",
-			ErrTooMany, r.cfg.Node, n, r.cfg.Max)
+		return Info{}, fmt.Errorf("%w: node %s hosts %d, its --max-hosted %d; stop one (harn agents stop %s) or raise --max-hosted",
+			ErrTooMany, r.cfg.Node, n, r.cfg.Max, oldest)
 	}
 	r.mu.Unlock()
 	dir, err := realDir(spec.Dir)
