@@ -26,6 +26,7 @@ type hostedNode interface {
 	actHosted(id, op, t, by string) (*api.HostedActResponse, error)
 	worktrees(req *api.WorktreesRequest) (*api.WorktreesResponse, error)
 	attachHosted(id string, readOnly bool, rows, cols uint32, by string) (*hosted.Sub, []byte, error)
+	screenHosted(id string) (*api.HostedScreenResponse, error)
 	RemoteWatch() trust.RemoteControl
 }
 
@@ -90,6 +91,17 @@ func (s *hostedPeer) Worktrees(ctx context.Context, req *api.WorktreesRequest) (
 		return nil, hostedStatus(err)
 	}
 	return h.worktrees(&api.WorktreesRequest{})
+}
+
+func (s *hostedPeer) Screen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
+	h, err := s.node()
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := s.c.authorizeAttach(ctx, h, "screen"); err != nil {
+		return nil, hostedStatus(err)
+	}
+	return h.screenHosted(req.Session)
 }
 
 // authorizeAttach admits a remote attach (or a read of this node's

@@ -356,8 +356,12 @@ type hostedService struct {
 }
 
 func (s *hostedService) Run(ctx context.Context, req *api.HostedRunRequest) (*api.HostedRunResponse, error) {
-	n := s.n
-	req.By = n.operatorBy(ctx, "")
+	return s.n.hostedRun(ctx, req, s.n.operatorBy(ctx, ""))
+}
+
+// hostedRun starts a hosted session here or on req.Node, for by.
+func (n *Node) hostedRun(ctx context.Context, req *api.HostedRunRequest, by string) (*api.HostedRunResponse, error) {
+	req.By = by
 	if req.Node != "" && req.Node != n.cfg.Name {
 		cl, err := n.hostedPeerOf(req.Node)
 		if err != nil {
@@ -381,8 +385,11 @@ func cloneRun(r *api.HostedRunRequest) *api.HostedRunRequest {
 }
 
 func (s *hostedService) Act(ctx context.Context, req *api.HostedActRequest) (*api.HostedActResponse, error) {
-	n := s.n
-	by := n.operatorBy(ctx, "")
+	return s.n.hostedAct(ctx, req, s.n.operatorBy(ctx, ""))
+}
+
+// hostedAct acts on a hosted session here or on its owner, for by.
+func (n *Node) hostedAct(ctx context.Context, req *api.HostedActRequest, by string) (*api.HostedActResponse, error) {
 	target, id := req.Node, req.Session
 	if target == "" || target == n.cfg.Name {
 		var err error
@@ -400,6 +407,43 @@ func (s *hostedService) Act(ctx context.Context, req *api.HostedActRequest) (*ap
 	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 	defer cancel()
 	return peerAnswer(cl.Act(rctx, &api.HostedActRequest{Session: id, Node: target, Op: req.Op, Text: req.Text, By: operatorPart(by)}))
+}
+
+func (s *hostedService) Screen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
+	return s.n.hostedScreen(ctx, req)
+}
+
+// hostedScreen reads a hosted terminal's screen, here or from its owner.
+func (n *Node) hostedScreen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
+	target, id := req.Node, req.Session
+	if target == "" || target == n.cfg.Name {
+		var err error
+		if id, target, err = n.placeHosted(req.Session); err != nil {
+			return nil, hostedStatus(err)
+		}
+	}
+	if target == n.cfg.Name {
+		return n.screenHosted(id)
+	}
+	cl, err := n.hostedPeerOf(target)
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+	defer cancel()
+	return peerAnswer(cl.Screen(rctx, &api.HostedScreenRequest{Session: id, Node: target}))
+}
+
+// screenHosted is the screen of hosted session id of this node.
+func (n *Node) screenHosted(id string) (*api.HostedScreenResponse, error) {
+	if n.hosted == nil {
+		return nil, hostedStatus(hosted.ErrClosed)
+	}
+	lines, ok := n.hosted.Screen(id)
+	if !ok {
+		return nil, hostedStatus(fmt.Errorf("%w: session %s on node %s is not a live hosted session", errNotHosted, id, n.cfg.Name))
+	}
+	return &api.HostedScreenResponse{Session: id, Node: n.cfg.Name, Lines: lines}, nil
 }
 
 func (s *hostedService) Worktrees(ctx context.Context, req *api.WorktreesRequest) (*api.WorktreesResponse, error) {

@@ -3,9 +3,13 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,14 +47,16 @@ func hostedRowOf(m *meshNode, id string) (hostedRow, string) {
 	return hostedRow{}, m.name + ": " + id + " not in " + r.stdout
 }
 
-// hostedMesh is trustedMesh with s0 hosting: its launcher fakehost (the
-// interactive fake agent, logging to log), --remote-control naming n1,
-// fakehost in --remote-exec, and root as its --workspace.
-func hostedMesh(t *testing.T, log, root string, s0Env ...string) (s0, n1 *meshNode) {
+// hostedMesh is a trusted mesh with s0 hosting: its launcher fakehost
+// (the interactive fake agent, logging to log), --remote-control naming
+// n1, fakehost in --remote-exec, and root as its --workspace; n1 serves
+// its board.
+func hostedMesh(t *testing.T, log, root string) (s0, n1 *meshNode) {
 	t.Helper()
-	env := append([]string{launcherConfig(t, map[string][]string{"fakehost": hostedLauncher(t, log, "300ms")}),
-		"HARN_REMOTE_CONTROL=n1", "HARN_REMOTE_EXEC=fakehost", "HARN_WORKSPACE=" + root}, s0Env...)
-	return trustedMesh(t, env...)
+	cfg := strings.TrimPrefix(launcherConfig(t, map[string][]string{"fakehost": hostedLauncher(t, log, "300ms")}), "HARN_CONFIG=")
+	s0Flags := []string{"--config", cfg, "--remote-control", "n1", "--remote-exec", "fakehost", "--workspace", root}
+	n1Flags := []string{"--http-port", net.JoinHostPort("127.0.0.1", strconv.Itoa(freePorts(t, 1)[0]))}
+	return trustedMeshOf(t, s0Flags, n1Flags)
 }
 
 // The issue's tour: from n1, a person starts a fake agent on s0 in a new
@@ -143,6 +149,40 @@ func TestAHostedAgentOnAnotherNodeIsRunSteeredAttachedAndStopped(t *testing.T) {
 	if out := n1.ok("agents", "list"); !strings.Contains(out, "Allow Bash") {
 		t.Fatalf("n1's table does not show the question: %s", out)
 	}
+	// n1's board shows it too, and the session's terminal page; its steer
+	// box types into the agent on s0.
+	b := n1.board()
+	cookie := b.login(t)
+	getPage := func(path string) string {
+		req, _ := http.NewRequest("GET", b.base+path, nil)
+		req.AddCookie(cookie)
+		res, body := do(t, req)
+		if res.StatusCode != 200 {
+			t.Fatalf("GET %s: %d %.300s", path, res.StatusCode, body)
+		}
+		return body
+	}
+	if body := getPage(""); !strings.Contains(body, "Allow Bash: rm -rf build? [y/n]") || !strings.Contains(body, "/h/"+run.Session) {
+		t.Fatalf("n1's board does not show the question: %.2000s", body)
+	}
+	page := getPage("h/" + run.Session)
+	csrf := csrfMeta.FindStringSubmatch(page)
+	if csrf == nil || !strings.Contains(page, "working on: please ask me") {
+		t.Fatalf("the terminal page: %.2000s", page)
+	}
+	req, _ := http.NewRequest("POST", b.base+"hosted", strings.NewReader(url.Values{"csrf": {csrf[1]}, "kind": {"steer"},
+		"session": {run.Session}, "text": {"n"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Origin", b.origin())
+	req.AddCookie(cookie)
+	if res, body := do(t, req); res.StatusCode != 200 || !strings.Contains(body, `"ok":true`) {
+		t.Fatalf("the board's steer: %d %s", res.StatusCode, body)
+	}
+	eventually(t, stateTimeout, "the board's steer answers the question", func() (bool, string) {
+		row, why := hostedRowOf(s0, run.Session)
+		return row.Activity == "idle" && strings.Contains(string(inputLog(log)), "please ask me\rn\r"), fmt.Sprintf("%+v %s %q", row, why, inputLog(log))
+	})
 
 	// Interrupt from n1: Esc reaches the agent.
 	n1.ok("agents", "interrupt", run.Session)

@@ -1020,6 +1020,121 @@ func (x *AttachEnd) GetErrorReason() string {
 	return ""
 }
 
+// HostedScreenRequest asks for a hosted terminal's screen as text (the
+// board's page of a hosted session).
+type HostedScreenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Session       string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Node          string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostedScreenRequest) Reset() {
+	*x = HostedScreenRequest{}
+	mi := &file_hosted_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostedScreenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostedScreenRequest) ProtoMessage() {}
+
+func (x *HostedScreenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_hosted_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostedScreenRequest.ProtoReflect.Descriptor instead.
+func (*HostedScreenRequest) Descriptor() ([]byte, []int) {
+	return file_hosted_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *HostedScreenRequest) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *HostedScreenRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+type HostedScreenResponse struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Session string                 `protobuf:"bytes,1,opt,name=session,proto3" json:"session,omitempty"`
+	Node    string                 `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// lines are the screen's rows, control characters stripped.
+	Lines         []string `protobuf:"bytes,3,rep,name=lines,proto3" json:"lines,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HostedScreenResponse) Reset() {
+	*x = HostedScreenResponse{}
+	mi := &file_hosted_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HostedScreenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HostedScreenResponse) ProtoMessage() {}
+
+func (x *HostedScreenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_hosted_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HostedScreenResponse.ProtoReflect.Descriptor instead.
+func (*HostedScreenResponse) Descriptor() ([]byte, []int) {
+	return file_hosted_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *HostedScreenResponse) GetSession() string {
+	if x != nil {
+		return x.Session
+	}
+	return ""
+}
+
+func (x *HostedScreenResponse) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *HostedScreenResponse) GetLines() []string {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
 var File_hosted_proto protoreflect.FileDescriptor
 
 const file_hosted_proto_rawDesc = "" +
@@ -1109,7 +1224,14 @@ const file_hosted_proto_rawDesc = "" +
 	"\tAttachEnd\x12\x16\n" +
 	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\rR\x04code\x12!\n" +
-	"\ferror_reason\x18\x03 \x01(\tR\verrorReasonB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\ferror_reason\x18\x03 \x01(\tR\verrorReason\"C\n" +
+	"\x13HostedScreenRequest\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\"Z\n" +
+	"\x14HostedScreenResponse\x12\x18\n" +
+	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x14\n" +
+	"\x05lines\x18\x03 \x03(\tR\x05linesB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_hosted_proto_rawDescOnce sync.Once
@@ -1123,20 +1245,22 @@ func file_hosted_proto_rawDescGZIP() []byte {
 	return file_hosted_proto_rawDescData
 }
 
-var file_hosted_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_hosted_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_hosted_proto_goTypes = []any{
-	(*HostedRunRequest)(nil),  // 0: harn.v1.HostedRunRequest
-	(*HostedRunResponse)(nil), // 1: harn.v1.HostedRunResponse
-	(*HostedActRequest)(nil),  // 2: harn.v1.HostedActRequest
-	(*HostedActResponse)(nil), // 3: harn.v1.HostedActResponse
-	(*WorktreesRequest)(nil),  // 4: harn.v1.WorktreesRequest
-	(*WorktreesResponse)(nil), // 5: harn.v1.WorktreesResponse
-	(*HostedWorktree)(nil),    // 6: harn.v1.HostedWorktree
-	(*HostedView)(nil),        // 7: harn.v1.HostedView
-	(*AttachFrame)(nil),       // 8: harn.v1.AttachFrame
-	(*AttachOpen)(nil),        // 9: harn.v1.AttachOpen
-	(*AttachSize)(nil),        // 10: harn.v1.AttachSize
-	(*AttachEnd)(nil),         // 11: harn.v1.AttachEnd
+	(*HostedRunRequest)(nil),     // 0: harn.v1.HostedRunRequest
+	(*HostedRunResponse)(nil),    // 1: harn.v1.HostedRunResponse
+	(*HostedActRequest)(nil),     // 2: harn.v1.HostedActRequest
+	(*HostedActResponse)(nil),    // 3: harn.v1.HostedActResponse
+	(*WorktreesRequest)(nil),     // 4: harn.v1.WorktreesRequest
+	(*WorktreesResponse)(nil),    // 5: harn.v1.WorktreesResponse
+	(*HostedWorktree)(nil),       // 6: harn.v1.HostedWorktree
+	(*HostedView)(nil),           // 7: harn.v1.HostedView
+	(*AttachFrame)(nil),          // 8: harn.v1.AttachFrame
+	(*AttachOpen)(nil),           // 9: harn.v1.AttachOpen
+	(*AttachSize)(nil),           // 10: harn.v1.AttachSize
+	(*AttachEnd)(nil),            // 11: harn.v1.AttachEnd
+	(*HostedScreenRequest)(nil),  // 12: harn.v1.HostedScreenRequest
+	(*HostedScreenResponse)(nil), // 13: harn.v1.HostedScreenResponse
 }
 var file_hosted_proto_depIdxs = []int32{
 	6,  // 0: harn.v1.WorktreesResponse.worktrees:type_name -> harn.v1.HostedWorktree
@@ -1161,7 +1285,7 @@ func file_hosted_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_hosted_proto_rawDesc), len(file_hosted_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -57,6 +57,15 @@ func (h *HostedClient) Worktrees(ctx context.Context, in *WorktreesRequest) (*Wo
 	return out, nil
 }
 
+// Screen calls /harn.v1.Hosted/Screen.
+func (h *HostedClient) Screen(ctx context.Context, in *HostedScreenRequest) (*HostedScreenResponse, error) {
+	out := new(HostedScreenResponse)
+	if err := h.c.Invoke(ctx, "/harn.v1.Hosted/Screen", in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OpenAttach upgrades conn (a fresh connection to the local socket) to an
 // attach: the preface, then the open frame.
 func OpenAttach(conn net.Conn, open *AttachOpen) error {

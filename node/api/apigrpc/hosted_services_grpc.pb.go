@@ -23,6 +23,7 @@ const (
 	Hosted_Run_FullMethodName       = "/harn.v1.Hosted/Run"
 	Hosted_Act_FullMethodName       = "/harn.v1.Hosted/Act"
 	Hosted_Worktrees_FullMethodName = "/harn.v1.Hosted/Worktrees"
+	Hosted_Screen_FullMethodName    = "/harn.v1.Hosted/Screen"
 )
 
 // HostedClient is the client API for Hosted service.
@@ -37,6 +38,7 @@ type HostedClient interface {
 	Run(ctx context.Context, in *api.HostedRunRequest, opts ...grpc.CallOption) (*api.HostedRunResponse, error)
 	Act(ctx context.Context, in *api.HostedActRequest, opts ...grpc.CallOption) (*api.HostedActResponse, error)
 	Worktrees(ctx context.Context, in *api.WorktreesRequest, opts ...grpc.CallOption) (*api.WorktreesResponse, error)
+	Screen(ctx context.Context, in *api.HostedScreenRequest, opts ...grpc.CallOption) (*api.HostedScreenResponse, error)
 }
 
 type hostedClient struct {
@@ -77,6 +79,16 @@ func (c *hostedClient) Worktrees(ctx context.Context, in *api.WorktreesRequest, 
 	return out, nil
 }
 
+func (c *hostedClient) Screen(ctx context.Context, in *api.HostedScreenRequest, opts ...grpc.CallOption) (*api.HostedScreenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(api.HostedScreenResponse)
+	err := c.cc.Invoke(ctx, Hosted_Screen_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostedServer is the server API for Hosted service.
 // All implementations must embed UnimplementedHostedServer
 // for forward compatibility.
@@ -89,6 +101,7 @@ type HostedServer interface {
 	Run(context.Context, *api.HostedRunRequest) (*api.HostedRunResponse, error)
 	Act(context.Context, *api.HostedActRequest) (*api.HostedActResponse, error)
 	Worktrees(context.Context, *api.WorktreesRequest) (*api.WorktreesResponse, error)
+	Screen(context.Context, *api.HostedScreenRequest) (*api.HostedScreenResponse, error)
 	mustEmbedUnimplementedHostedServer()
 }
 
@@ -107,6 +120,9 @@ func (UnimplementedHostedServer) Act(context.Context, *api.HostedActRequest) (*a
 }
 func (UnimplementedHostedServer) Worktrees(context.Context, *api.WorktreesRequest) (*api.WorktreesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Worktrees not implemented")
+}
+func (UnimplementedHostedServer) Screen(context.Context, *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Screen not implemented")
 }
 func (UnimplementedHostedServer) mustEmbedUnimplementedHostedServer() {}
 func (UnimplementedHostedServer) testEmbeddedByValue()                {}
@@ -183,6 +199,24 @@ func _Hosted_Worktrees_Handler(srv interface{}, ctx context.Context, dec func(in
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Hosted_Screen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(api.HostedScreenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostedServer).Screen(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Hosted_Screen_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostedServer).Screen(ctx, req.(*api.HostedScreenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Hosted_ServiceDesc is the grpc.ServiceDesc for Hosted service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -202,6 +236,10 @@ var Hosted_ServiceDesc = grpc.ServiceDesc{
 			MethodName: "Worktrees",
 			Handler:    _Hosted_Worktrees_Handler,
 		},
+		{
+			MethodName: "Screen",
+			Handler:    _Hosted_Screen_Handler,
+		},
 	},
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "hosted_services.proto",
@@ -211,6 +249,7 @@ const (
 	HostedPeer_Run_FullMethodName       = "/harn.v1.HostedPeer/Run"
 	HostedPeer_Act_FullMethodName       = "/harn.v1.HostedPeer/Act"
 	HostedPeer_Worktrees_FullMethodName = "/harn.v1.HostedPeer/Worktrees"
+	HostedPeer_Screen_FullMethodName    = "/harn.v1.HostedPeer/Screen"
 	HostedPeer_Attach_FullMethodName    = "/harn.v1.HostedPeer/Attach"
 )
 
@@ -225,6 +264,7 @@ type HostedPeerClient interface {
 	Run(ctx context.Context, in *api.HostedRunRequest, opts ...grpc.CallOption) (*api.HostedRunResponse, error)
 	Act(ctx context.Context, in *api.HostedActRequest, opts ...grpc.CallOption) (*api.HostedActResponse, error)
 	Worktrees(ctx context.Context, in *api.WorktreesRequest, opts ...grpc.CallOption) (*api.WorktreesResponse, error)
+	Screen(ctx context.Context, in *api.HostedScreenRequest, opts ...grpc.CallOption) (*api.HostedScreenResponse, error)
 	Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[api.AttachFrame, api.AttachFrame], error)
 }
 
@@ -266,6 +306,16 @@ func (c *hostedPeerClient) Worktrees(ctx context.Context, in *api.WorktreesReque
 	return out, nil
 }
 
+func (c *hostedPeerClient) Screen(ctx context.Context, in *api.HostedScreenRequest, opts ...grpc.CallOption) (*api.HostedScreenResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(api.HostedScreenResponse)
+	err := c.cc.Invoke(ctx, HostedPeer_Screen_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *hostedPeerClient) Attach(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[api.AttachFrame, api.AttachFrame], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	stream, err := c.cc.NewStream(ctx, &HostedPeer_ServiceDesc.Streams[0], HostedPeer_Attach_FullMethodName, cOpts...)
@@ -290,6 +340,7 @@ type HostedPeerServer interface {
 	Run(context.Context, *api.HostedRunRequest) (*api.HostedRunResponse, error)
 	Act(context.Context, *api.HostedActRequest) (*api.HostedActResponse, error)
 	Worktrees(context.Context, *api.WorktreesRequest) (*api.WorktreesResponse, error)
+	Screen(context.Context, *api.HostedScreenRequest) (*api.HostedScreenResponse, error)
 	Attach(grpc.BidiStreamingServer[api.AttachFrame, api.AttachFrame]) error
 	mustEmbedUnimplementedHostedPeerServer()
 }
@@ -309,6 +360,9 @@ func (UnimplementedHostedPeerServer) Act(context.Context, *api.HostedActRequest)
 }
 func (UnimplementedHostedPeerServer) Worktrees(context.Context, *api.WorktreesRequest) (*api.WorktreesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Worktrees not implemented")
+}
+func (UnimplementedHostedPeerServer) Screen(context.Context, *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Screen not implemented")
 }
 func (UnimplementedHostedPeerServer) Attach(grpc.BidiStreamingServer[api.AttachFrame, api.AttachFrame]) error {
 	return status.Error(codes.Unimplemented, "method Attach not implemented")
@@ -388,6 +442,24 @@ func _HostedPeer_Worktrees_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HostedPeer_Screen_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(api.HostedScreenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostedPeerServer).Screen(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostedPeer_Screen_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostedPeerServer).Screen(ctx, req.(*api.HostedScreenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _HostedPeer_Attach_Handler(srv interface{}, stream grpc.ServerStream) error {
 	return srv.(HostedPeerServer).Attach(&grpc.GenericServerStream[api.AttachFrame, api.AttachFrame]{ServerStream: stream})
 }
@@ -413,6 +485,10 @@ var HostedPeer_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Worktrees",
 			Handler:    _HostedPeer_Worktrees_Handler,
+		},
+		{
+			MethodName: "Screen",
+			Handler:    _HostedPeer_Screen_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{
