@@ -14,7 +14,9 @@ type fakeHoster struct {
 	runs   []RunRequest
 }
 
-func (h *fakeHoster) Screen(_ context.Context, session string) ([]string, error) { return h.screen, nil }
+func (h *fakeHoster) Screen(_ context.Context, session string) ([]string, error) {
+	return h.screen, nil
+}
 func (h *fakeHoster) Act(_ context.Context, op string, r ActionRequest) (string, error) {
 	return h.do("hosted_"+op, r)
 }
