@@ -21,7 +21,9 @@ func TestPeekIsTheLastLinesOfTheScreenStripped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "drawn", func() bool { return len(r.Peek(in.ID)) > 0 && strings.Contains(strings.Join(r.Peek(in.ID), ""), "Allow") })
+	eventually(t, "drawn", func() bool {
+		return len(r.Peek(in.ID)) > 0 && strings.Contains(strings.Join(r.Peek(in.ID), ""), "Allow")
+	})
 	p := r.Peek(in.ID)
 	if len(p) != PeekLines || p[len(p)-1] != "Allow Bash? [y/n]" || p[0] != "row 6" || len([]rune(p[4])) != PeekChars {
 		t.Fatalf("peek %q", p)
