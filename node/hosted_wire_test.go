@@ -58,6 +58,14 @@ func TestARemoteRunStaysInsideTheWorkspaceRoots(t *testing.T) {
 	if err := run(outside, false); err != nil {
 		t.Fatalf("a local run outside the roots: %v", err)
 	}
+	// A root that holds the data dir still keeps the data dir out.
+	home := t.TempDir()
+	data := filepath.Join(home, "harn-data")
+	os.MkdirAll(data, 0o700)
+	wide := hostingNode(t, func(c *Config) { c.DataDir, c.Hosted.Workspaces = data, []string{home} })
+	if _, err := wide.hostedSpec(&api.HostedRunRequest{Agent: "fake", Dir: data}, true); err == nil || !strings.Contains(err.Error(), "data dir") {
+		t.Fatalf("the data dir under a root: %v", err)
+	}
 	bare := hostingNode(t, nil)
 	if _, err := bare.hostedSpec(&api.HostedRunRequest{Agent: "fake", Dir: inside}, true); err == nil || !strings.Contains(err.Error(), "no --workspace roots") {
 		t.Fatalf("a node without roots: %v", err)

@@ -14,7 +14,7 @@ import (
 func TestAHostedViewIsBoundedInGossip(t *testing.T) {
 	var peek []string
 	for i := 0; i < 20; i++ {
-		peek = append(peek, strings.Repeat("x", 500)+"\x1b[31m")
+		peek = append(peek, "\x1b[31m"+strings.Repeat("x", 500))
 	}
 	v := BoundedHosted(&api.HostedView{Worktree: strings.Repeat("w", 900), Peek: peek})
 	if len(v.Peek) != hostedPeek || len([]rune(v.Peek[0])) > hostedPeekC || strings.ContainsRune(v.Peek[0], 0x1b) || len([]rune(v.Worktree)) > hostedPath {
