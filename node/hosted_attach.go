@@ -71,7 +71,7 @@ func (n *Node) serveAttach(ctx context.Context, conn net.Conn) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		pumpAttach(sub, send, recv)
+		pumpAttach(sub, send, recv, func() { conn.Close() })
 	}()
 	select {
 	case <-done:

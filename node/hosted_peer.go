@@ -155,7 +155,7 @@ func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
 		sub.Close()
 		return err
 	}
-	pumpAttach(sub, func(f *api.AttachFrame) error { return stream.Send(f) }, stream.Recv)
+	pumpAttach(sub, func(f *api.AttachFrame) error { return stream.Send(f) }, stream.Recv, nil)
 	return nil
 }
 
@@ -192,10 +192,17 @@ const maxCoalesce = 64 << 10
 // pumpAttach moves an attach's bytes until it ends: the terminal's output
 // to send, and what recv brings (typed bytes, sizes, a detach) to the
 // terminal. It ends with an end frame saying why, and detaches. recv's
-// goroutine ends when recv fails (the caller closes its connection or
-// returns from its stream).
-func pumpAttach(sub *hosted.Sub, send func(*api.AttachFrame) error, recv func() (*api.AttachFrame, error)) {
+// goroutine ends when recv fails: with stopRecv set, pumpAttach calls it
+// (closing the caller's connection) and waits for that goroutine; without
+// (a gRPC stream, whose Recv ends when its handler returns) it does not.
+func pumpAttach(sub *hosted.Sub, send func(*api.AttachFrame) error, recv func() (*api.AttachFrame, error), stopRecv func()) {
 	gone := make(chan struct{})
+	if stopRecv != nil {
+		defer func() {
+			stopRecv()
+			<-gone
+		}()
+	}
 	go func() {
 		defer close(gone)
 		for {
