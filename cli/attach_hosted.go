@@ -215,7 +215,7 @@ func runAttach(c *cobra.Command, t *attachTerm, conn net.Conn, first *api.Attach
 	t.restore()
 	w := c.ErrOrStderr()
 	if why == "detached" || why == "detached (interrupt)" {
-		fmt.Fprintf(w, "detached from %s; it runs on (harn attach %s to come back)\n", text.Sanitize(session), text.Sanitize(session))
+		fmt.Fprintf(w, "detached; the agent runs on: harn attach %s\n", text.Sanitize(session))
 		return nil
 	}
 	fmt.Fprintf(w, "%s: %s\n", text.Sanitize(session), why)

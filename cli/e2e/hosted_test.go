@@ -107,7 +107,7 @@ func TestAHostedAgentOnAnotherNodeIsRunSteeredAttachedAndStopped(t *testing.T) {
 		t.Fatalf("detach exited %d: %s", code, p.output())
 	}
 	hint := regexp.MustCompile(`harn attach (hs-[0-9a-z]+)`).FindStringSubmatch(p.output())
-	if !strings.Contains(p.output(), "detached from "+run.Session) || hint == nil {
+	if !strings.Contains(p.output(), "detached; the agent runs on: harn attach "+run.Session) || hint == nil {
 		t.Fatalf("the detach does not say so: %q", p.output())
 	}
 	// The hint runs as printed (in a terminal), and the agent ran on.
