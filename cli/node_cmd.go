@@ -36,6 +36,7 @@ func newNodeCmd() *cobra.Command {
 	addMeshFlags(c)
 	addLauncherFlags(c)
 	addHostedFlags(c)
+	addNodeAgentFlags(c)
 	addWebFlags(c)
 	addSecretFileFlags(c)
 	addNotifyFlags(c)

@@ -32,9 +32,7 @@ const ExitHostedFull = 23
 func addHostedFlags(c *cobra.Command) {
 	f := c.Flags()
 	f.Int("max-hosted", 8, "the most agents this node hosts in terminals at once (harn run); a start over it is refused")
-	f.StringArray("workspace", nil, "a root under which a run from another node may start an agent (--dir); repeatable; none refuses every remote run")
 	f.String("remote-watch", "off", "who on other nodes may attach to this node's hosted terminals to watch, without typing: off, or NODE,... and servers (those --remote-control allows may type too)")
-	_ = f.SetAnnotation("workspace", annWhole, []string{"true"})
 }
 
 // hostedErr maps a hosted call's status to its exit code.
@@ -77,7 +75,7 @@ turn with harn task follow-up; harn agents interrupt and harn agents stop.`,
 	}
 	f := c.Flags()
 	f.String("node", "", "the node that hosts it (default: this one)")
-	f.String("dir", "", "the directory it runs in, on that node (default: here, for this node)")
+	f.String("dir", "", "the directory it runs in, on that node (default: here on this node; on another, its first --workspace)")
 	f.String("worktree", "", "run in a new git worktree of --dir's repository, on this new `branch`")
 	f.String("base", "", "the ref the --worktree branch starts from (default: the repository's HEAD)")
 	addJSONFlag(c)
@@ -106,8 +104,6 @@ func runRun(c *cobra.Command, args []string) error {
 			return usageErr(fmt.Errorf("run: --dir %s: %w", dir, err))
 		}
 		dir = abs
-	case dir == "":
-		return usageErr(fmt.Errorf("run: a run on node %s needs --dir DIR, a directory on that node", node))
 	}
 	req.Dir = dir
 	if cols, rows, err := term.GetSize(int(os.Stdout.Fd())); err == nil && rows > 0 && cols > 0 {

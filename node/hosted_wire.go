@@ -16,7 +16,9 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
@@ -40,9 +42,6 @@ const HarnAgent = "harn"
 type HostedConfig struct {
 	// Max caps the node's live hosted sessions (--max-hosted).
 	Max int
-	// Workspaces are the roots a run from another node may name as its
-	// --dir (--workspace); none refuses every remote run.
-	Workspaces []string
 	// RemoteWatch is the --remote-watch policy (the syntax of
 	// --remote-control): who on other nodes may attach to this node's
 	// hosted terminals to watch, without typing. Those --remote-control
@@ -150,13 +149,14 @@ func hostedStatus(err error) error {
 		return status.Error(codes.NotFound, msg)
 	case errors.Is(err, ErrAmbiguous):
 		return status.Error(codes.Aborted, msg)
-	case errors.Is(err, hosted.ErrBadStart):
+	case errors.Is(err, hosted.ErrBadStart), errors.Is(err, taskwire.ErrBadAction):
 		return status.Error(codes.InvalidArgument, msg)
 	case errors.Is(err, errNotHosted):
 		return apigrpc.WithReason(codes.FailedPrecondition, reasonNotHosted, msg)
 	case errors.Is(err, hosted.ErrQueueFull), errors.Is(err, hosted.ErrWorktree):
 		return status.Error(codes.FailedPrecondition, msg)
-	case errors.Is(err, hosted.ErrReadOnly), errors.Is(err, ErrRemoteExec), errors.Is(err, ErrRemoteRefused), errors.Is(err, trust.ErrRemoteControl):
+	case errors.Is(err, hosted.ErrReadOnly), errors.Is(err, ErrRemoteExec), errors.Is(err, ErrRemoteRefused), errors.Is(err, trust.ErrRemoteControl),
+		errors.Is(err, remotepolicy.ErrRefused):
 		return status.Error(codes.PermissionDenied, msg)
 	case errors.Is(err, hosted.ErrClosed):
 		return status.Error(codes.Unavailable, msg)
@@ -223,14 +223,24 @@ func (n *Node) hostedSpec(req *api.HostedRunRequest, remote bool) (hosted.Spec, 
 			text.Clip(text.OneLine(name), 64), n.cfg.Name, strings.Join(names, ", "))
 	}
 	if remote {
-		if sp.Dir == "" {
-			return sp, fmt.Errorf("%w: a run on another node needs --dir DIR, a directory on node %s", hosted.ErrBadStart, n.cfg.Name)
-		}
-		if err := n.insideWorkspace(sp.Dir); err != nil {
+		// The same rule as harn's own sessions from another node: inside
+		// a --workspace root, never the data dir or a secret file's place
+		// (node/remotepolicy); no --dir is the first root.
+		dir, err := n.policy().Workdir(sp.Dir)
+		if err != nil {
 			return sp, err
 		}
+		sp.Dir = dir
 	}
 	return sp, nil
+}
+
+// policy is the node's remote policy (set at Open; computed before).
+func (n *Node) policy() remotepolicy.Config {
+	if n.remotePol.Node != "" {
+		return n.remotePol
+	}
+	return n.remotePolicy()
 }
 
 // harnBin is the harn binary `harn run harn` starts.
@@ -246,28 +256,6 @@ func (n *Node) harnBin() (string, error) {
 		}
 	}
 	return "harn", nil
-}
-
-// insideWorkspace admits a remote run's directory: inside one of the
-// node's --workspace roots (symlinks resolved), never in its data dir.
-func (n *Node) insideWorkspace(dir string) error {
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil || !filepath.IsAbs(dir) {
-		return fmt.Errorf("%w by node %s: --dir %s is no absolute path of an existing directory there", ErrRemoteExec, n.cfg.Name, text.Clip(text.OneLine(dir), 200))
-	}
-	if data, err := filepath.EvalSymlinks(n.cfg.DataDir); err == nil && within(data, real) {
-		return fmt.Errorf("%w by node %s: --dir %s is in its data dir", ErrRemoteExec, n.cfg.Name, real)
-	}
-	roots := n.cfg.Hosted.Workspaces
-	if len(roots) == 0 {
-		return fmt.Errorf("%w by node %s: it has no --workspace roots; start it with --workspace DIR so that other nodes may run agents under DIR", ErrRemoteExec, n.cfg.Name)
-	}
-	for _, r := range roots {
-		if rr, err := filepath.EvalSymlinks(r); err == nil && within(rr, real) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w by node %s: --dir %s is outside its --workspace roots (%s)", ErrRemoteExec, n.cfg.Name, real, strings.Join(roots, ", "))
 }
 
 // runHosted starts a hosted session here; remote says a peer asked.

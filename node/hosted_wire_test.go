@@ -35,14 +35,15 @@ func hostingNode(t *testing.T, mod func(*Config)) *Node {
 // TestARemoteRunStaysInsideTheWorkspaceRoots: a run from another node
 // names a directory inside one of the node's --workspace roots (symlinks
 // resolved), never its data dir; with no roots every remote run is
-// refused. A local run is the node's own operator's.
+// refused; no --dir is the first root. A local run is the node's own
+// operator's.
 func TestARemoteRunStaysInsideTheWorkspaceRoots(t *testing.T) {
 	root, outside := t.TempDir(), t.TempDir()
 	inside := filepath.Join(root, "app")
 	os.MkdirAll(inside, 0o755)
 	link := filepath.Join(root, "escape")
 	os.Symlink(outside, link)
-	n := hostingNode(t, func(c *Config) { c.Hosted.Workspaces = []string{root} })
+	n := hostingNode(t, func(c *Config) { c.Remote.Workspaces = []string{root} })
 	run := func(dir string, remote bool) error {
 		_, err := n.hostedSpec(&api.HostedRunRequest{Agent: "fake", Dir: dir}, remote)
 		return err
@@ -50,10 +51,13 @@ func TestARemoteRunStaysInsideTheWorkspaceRoots(t *testing.T) {
 	if err := run(inside, true); err != nil {
 		t.Fatalf("a directory inside the root: %v", err)
 	}
-	for name, dir := range map[string]string{"outside": outside, "a symlink out": link, "the data dir": n.cfg.DataDir, "relative": "app", "none": ""} {
+	for name, dir := range map[string]string{"outside": outside, "a symlink out": link, "the data dir": n.cfg.DataDir, "relative": "app"} {
 		if err := run(dir, true); err == nil {
 			t.Errorf("%s (%s): a remote run was admitted", name, dir)
 		}
+	}
+	if sp, err := n.hostedSpec(&api.HostedRunRequest{Agent: "fake"}, true); err != nil || sp.Dir != root {
+		t.Fatalf("a remote run without --dir runs in the first root: %+v %v", sp.Dir, err)
 	}
 	if err := run(outside, false); err != nil {
 		t.Fatalf("a local run outside the roots: %v", err)
@@ -62,12 +66,12 @@ func TestARemoteRunStaysInsideTheWorkspaceRoots(t *testing.T) {
 	home := t.TempDir()
 	data := filepath.Join(home, "harn-data")
 	os.MkdirAll(data, 0o700)
-	wide := hostingNode(t, func(c *Config) { c.DataDir, c.Hosted.Workspaces = data, []string{home} })
+	wide := hostingNode(t, func(c *Config) { c.DataDir, c.Remote.Workspaces = data, []string{home} })
 	if _, err := wide.hostedSpec(&api.HostedRunRequest{Agent: "fake", Dir: data}, true); err == nil || !strings.Contains(err.Error(), "data dir") {
 		t.Fatalf("the data dir under a root: %v", err)
 	}
 	bare := hostingNode(t, nil)
-	if _, err := bare.hostedSpec(&api.HostedRunRequest{Agent: "fake", Dir: inside}, true); err == nil || !strings.Contains(err.Error(), "no --workspace roots") {
+	if _, err := bare.hostedSpec(&api.HostedRunRequest{Agent: "fake", Dir: inside}, true); err == nil || !strings.Contains(err.Error(), "--workspace") {
 		t.Fatalf("a node without roots: %v", err)
 	}
 }
@@ -77,7 +81,7 @@ func TestARemoteRunStaysInsideTheWorkspaceRoots(t *testing.T) {
 // name is never run as a command.
 func TestARemoteRunNamesALauncherInRemoteExec(t *testing.T) {
 	root := t.TempDir()
-	n := hostingNode(t, func(c *Config) { c.Hosted.Workspaces = []string{root} })
+	n := hostingNode(t, func(c *Config) { c.Remote.Workspaces = []string{root} })
 	if _, err := n.hostedSpec(&api.HostedRunRequest{Agent: "other", Dir: root}, true); status.Code(hostedStatus(err)) != codes.PermissionDenied {
 		t.Fatalf("a launcher not in --remote-exec: %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
@@ -54,16 +55,20 @@ func (n *Node) openTasks() error {
 		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
+		Provider: n.cfg.Provider,
 		// Each harn session gets its own tool box: the core and discovery
-		// tools, the skills of its project and of the user, the servers of
-		// the user's (this node's) and the project's mcp.json, then its
-		// own --mcp servers.
+		// tools, the skills of its project (when trusted) and of the user,
+		// the servers of the user's (this node's) and the trusted
+		// project's mcp.json, then its own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace)})})
+			ShellGrace: tasks.ShellGraceFor(grace)}),
+		// A project's .harn files load only where this node trusts it.
+		Trust: projectTrust{n}})
 	if err != nil {
 		return err
 	}
 	n.tasks = h
+	n.remotePol = n.remotePolicy()
 	n.wireApprovals()
 	// Runtime sessions are memory-only: end those the previous run left.
 	live := n.sess.Live()
@@ -148,7 +153,8 @@ func taskStatus(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrAmbiguous):
 		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, trust.ErrRemoteControl), errors.Is(err, ErrRemoteRefused), errors.Is(err, ErrRemoteExec):
+	case errors.Is(err, trust.ErrRemoteControl), errors.Is(err, ErrRemoteRefused), errors.Is(err, ErrRemoteExec),
+		errors.Is(err, remotepolicy.ErrRefused):
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, tasks.ErrNoRequest):
 		return status.Error(codes.NotFound, err.Error())
@@ -497,6 +503,9 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 		o := *a.Harn
 		o.Key = ""
 		a.Harn = &o
+	}
+	if err := s.c.admitRemote(id, &a); err != nil { // remote_policy.go: provider, workdir, grants
+		return nil, taskStatus(err)
 	}
 	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))

@@ -349,17 +349,22 @@ func (x *HarnOptions) GetCompaction() bool {
 // AgentEvent is one event of harn's loop (a model step, a tool call, a
 // message); text is the model's, untrusted.
 type AgentEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
-	Step          int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
-	Call          string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
-	Tool          string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
-	Text          string                 `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
-	Outcome       string                 `protobuf:"bytes,7,opt,name=outcome,proto3" json:"outcome,omitempty"`
-	Status        string                 `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
-	Usage         *ModelUsage            `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
-	At            *Time                  `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Type    string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Task    string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Step    int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	Call    string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
+	Tool    string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Text    string                 `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	Outcome string                 `protobuf:"bytes,7,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Status  string                 `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	Usage   *ModelUsage            `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	At      *Time                  `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
+	// args, diff (a call's input.requested and tool.pre) and output
+	// (tool.post): bounded previews of the call, untrusted.
+	Args          string `protobuf:"bytes,11,opt,name=args,proto3" json:"args,omitempty"`
+	Diff          string `protobuf:"bytes,12,opt,name=diff,proto3" json:"diff,omitempty"`
+	Output        string `protobuf:"bytes,13,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -462,6 +467,27 @@ func (x *AgentEvent) GetAt() *Time {
 		return x.At
 	}
 	return nil
+}
+
+func (x *AgentEvent) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetDiff() string {
+	if x != nil {
+		return x.Diff
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
 }
 
 // ModelUsage is what one model call used, as the provider reported it,
@@ -2364,7 +2390,7 @@ const file_values_proto_rawDesc = "" +
 	"\n" +
 	"compaction\x18\n" +
 	" \x01(\bR\n" +
-	"compaction\"\x80\x02\n" +
+	"compaction\"\xc0\x02\n" +
 	"\n" +
 	"AgentEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
@@ -2377,7 +2403,10 @@ const file_values_proto_rawDesc = "" +
 	"\x06status\x18\b \x01(\tR\x06status\x12)\n" +
 	"\x05usage\x18\t \x01(\v2\x13.harn.v1.ModelUsageR\x05usage\x12\x1d\n" +
 	"\x02at\x18\n" +
-	" \x01(\v2\r.harn.v1.TimeR\x02at\"\x99\x02\n" +
+	" \x01(\v2\r.harn.v1.TimeR\x02at\x12\x12\n" +
+	"\x04args\x18\v \x01(\tR\x04args\x12\x12\n" +
+	"\x04diff\x18\f \x01(\tR\x04diff\x12\x16\n" +
+	"\x06output\x18\r \x01(\tR\x06output\"\x99\x02\n" +
 	"\n" +
 	"ModelUsage\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x12\n" +

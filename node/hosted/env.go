@@ -4,8 +4,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
+
+	"github.com/harn-dev/harn/util/secretenv"
 )
 
 // EnvHostedID names the hosted session in its process's environment: the
@@ -14,37 +15,19 @@ import (
 // (tie.go).
 const EnvHostedID = "HARN_HOSTED_ID"
 
-// secretSuffixes end the names of variables a hosted process never
-// inherits from its node: the user's agent brings its own login.
-var secretSuffixes = []string{"_TOKEN", "_API_KEY", "_APIKEY", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_CREDENTIALS", "_KEY_FILE"}
-
 // scrubEnv is the node's environment as a hosted process gets it: no
 // HARN_* variable (the node's secrets and its place; the room adds the
-// place back), nothing named like a secret, none of drop.
+// place back), nothing util/secretenv names a secret (*_TOKEN, *_API_KEY,
+// *_KEY, *SECRET*, *PASSWORD*, …: the user's agent brings its own login),
+// none of drop.
 func scrubEnv(environ, drop []string) []string {
 	out := make([]string, 0, len(environ))
-	for _, kv := range environ {
-		k, _, ok := strings.Cut(kv, "=")
-		if !ok || k == "" || secretName(k) || slices.Contains(drop, k) {
-			continue
+	for _, kv := range secretenv.Without(secretenv.Scrub(environ), drop...) {
+		if k, _, _ := strings.Cut(kv, "="); !strings.HasPrefix(strings.ToUpper(k), "HARN_") {
+			out = append(out, kv)
 		}
-		out = append(out, kv)
 	}
 	return out
-}
-
-// secretName reports a variable a hosted process must not inherit.
-func secretName(k string) bool {
-	u := strings.ToUpper(k)
-	if strings.HasPrefix(u, "HARN_") {
-		return true
-	}
-	for _, s := range secretSuffixes {
-		if strings.HasSuffix(u, s) {
-			return true
-		}
-	}
-	return false
 }
 
 func hasEnv(env []string, k string) bool {

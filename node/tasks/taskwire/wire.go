@@ -129,7 +129,8 @@ func ResultToAPI(r Result) *api.TaskResult {
 	}
 	for _, e := range r.Events {
 		out.Events = append(out.Events, &api.AgentEvent{Type: e.Type, Task: e.Task, Step: int32(e.Step), Call: e.Call,
-			Tool: e.Tool, Text: e.Text, Outcome: e.Outcome, Status: e.Status, Usage: usageToAPI(e.Usage), At: api.NewTime(e.At)})
+			Tool: e.Tool, Text: e.Text, Outcome: e.Outcome, Status: e.Status, Usage: usageToAPI(e.Usage), At: api.NewTime(e.At),
+			Args: e.Args, Diff: e.Diff, Output: e.Output})
 	}
 	for _, st := range r.Steps {
 		out.Steps = append(out.Steps, &api.TaskStep{Seq: st.Seq, At: api.NewTime(st.At), Kind: st.Kind, Name: st.Name, Call: st.Call,
@@ -199,7 +200,7 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 	for _, e := range r.Events {
 		out.Events = append(out.Events, runtime.LoopEvent{Type: e.GetType(), Task: e.GetTask(), Step: int(e.GetStep()), Call: e.GetCall(),
 			Tool: e.GetTool(), Text: e.GetText(), Outcome: e.GetOutcome(), Status: e.GetStatus(), Usage: usageFromAPI(e.GetUsage()),
-			At: e.GetAt().AsTime()})
+			At: e.GetAt().AsTime(), Args: e.GetArgs(), Diff: e.GetDiff(), Output: e.GetOutput()})
 	}
 	for _, st := range r.Steps {
 		out.Steps = append(out.Steps, Step{Seq: st.GetSeq(), At: st.GetAt().AsTime(), Kind: st.GetKind(), Name: st.GetName(), Call: st.GetCall(),
