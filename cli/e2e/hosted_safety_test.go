@@ -26,7 +26,7 @@ func TestARemoteRunRunsNoFreeCommandAndStaysInTheWorkspace(t *testing.T) {
 
 	refused(t, "a launcher --remote-exec does not list", n1.harn("", "run", "unlisted", "--node", "s0", "--dir", inside), "--remote-exec (fakehost)")
 	refused(t, "a directory outside the workspace", n1.harn("", "run", "fakehost", "--node", "s0", "--dir", outside), "outside its workspaces")
-	refused(t, "the target's data dir", n1.harn("", "run", "fakehost", "--node", "s0", "--dir", s0.dataDir), "--dir")
+	refused(t, "the target's data dir", n1.harn("", "run", "fakehost", "--node", "s0", "--dir", s0.dataDir), "workdir")
 	if r := n1.harn("", "run", "/bin/sh", "--node", "s0", "--dir", inside); r.code != 2 || !strings.Contains(r.stderr, "no agent or launcher") {
 		t.Fatalf("a command as the agent: %v", r)
 	}
