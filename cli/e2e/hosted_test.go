@@ -136,9 +136,12 @@ func TestAHostedAgentOnAnotherNodeIsRunSteeredAttachedAndStopped(t *testing.T) {
 
 	// A question: n1's roster shows the session waiting, with the last
 	// lines of its screen.
+	// The follow-up's own turn (its prompt, then its stop) ends before the
+	// next prompt, which would otherwise steer into it.
 	eventually(t, stateTimeout, "the follow-up's turn stops", func() (bool, string) {
 		row, why := hostedRowOf(s0, run.Session)
-		return row.Activity == "idle", fmt.Sprintf("%+v %s", row, why)
+		evs := s0.trace(run.Session)
+		return row.Activity == "idle" && countType(evs, "turn.stop") >= 2, fmt.Sprintf("%+v %s %v", row, why, types(evs))
 	})
 	n1.ok("task", "steer", "--session", run.Session, "please ask me")
 	eventually(t, stateTimeout, "n1 sees the question", func() (bool, string) {
