@@ -83,7 +83,7 @@ func attachHosted(c *cobra.Command, handle string, readOnly bool) error {
 		if !isHosted(c, p, handle) {
 			return errNotHosted // harn chat's attach says what it needs
 		}
-		return usageErr(fmt.Errorf("attach: a hosted terminal needs a terminal; run harn attach %s in one (harn agents show %s reads it anywhere)", handle, handle))
+		return usageErr(fmt.Errorf("attach: %s is a hosted terminal; attach to it from a terminal", handle))
 	}
 	if _, err := probeSocket(p.Socket); err != nil {
 		return err
@@ -102,7 +102,7 @@ func attachHosted(c *cobra.Command, handle string, readOnly bool) error {
 	}
 	first, err := api.ReadAttachFrame(conn)
 	if err != nil {
-		return fmt.Errorf("attach: the node closed the attach: %w; is it a harnd older than this harn? restart it (%s)", err, startHint(p))
+		return fmt.Errorf("attach: the node closed the attach (%w); it may be a harnd older than this harn", err)
 	}
 	if e := first.GetEnd(); e != nil {
 		if e.ErrorReason == reasonNotHosted {

@@ -84,7 +84,7 @@ func (v detailView) write(w io.Writer, r *rosterRow) error {
 		if h.Worktree != "" {
 			where += ", worktree " + safe(h.Worktree) + " (branch " + dash(safe(h.Branch)) + ")"
 		}
-		line("hosted", fmt.Sprintf("%s; %d attached, %d follow-ups held (harn attach %s)", where, h.Attached, h.Queued, safe(r.SessionId)))
+		line("hosted", fmt.Sprintf("%s; %d attached, %d follow-ups held", where, h.Attached, h.Queued))
 		for _, l := range h.Peek {
 			line("screen", safe(l))
 		}

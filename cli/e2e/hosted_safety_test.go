@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -130,10 +131,23 @@ func TestMaxHostedRefusesWithItsOwnExitCode(t *testing.T) {
 		t.Fatalf("the refusal does not say %q: %s", hint, r.stderr)
 	}
 	e.ok(strings.Fields(hint)[1:]...)
+	// The run's own hint attaches, as printed, in a terminal.
+	var out string
 	eventually(t, stateTimeout, "room for another", func() (bool, string) {
-		r := e.harn("", "run", "fakehost", "--dir", dir)
+		r := e.harn("", "run", "fakehost", "--dir", dir, "hello hint")
+		out = r.stdout
 		return r.code == 0, r.String()
 	})
+	m := regexp.MustCompile(`attach: (harn attach hs-[0-9a-z]+)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("the run printed no attach hint: %q", out)
+	}
+	p := startPTY(t, e.hookEnv(), 24, 80, strings.Fields(m[1])[1:]...)
+	p.waitFor("the printed hint attaches", "hello hint")
+	p.write("\x1d")
+	if code := p.exit(); code != 0 {
+		t.Fatalf("detach: %d %s", code, p.output())
+	}
 }
 
 // A node's restart ends what it hosted, and the rows say so; a hosted

@@ -193,8 +193,14 @@ func TestAHostedAgentOnAnotherNodeIsRunSteeredAttachedAndStopped(t *testing.T) {
 		return strings.Contains(string(inputLog(log)), "\x1b"), string(inputLog(log))
 	})
 
-	// Stop from n1: the process and the session end.
-	n1.ok("agents", "stop", run.Session)
+	// Stop from n1: the live worktree's refusal names the command, which
+	// runs as printed; the process and the session end.
+	r := n1.harn("", "worktrees", "remove", "feat/remote", "--node", "s0")
+	stop := regexp.MustCompile(`\(harn (agents stop hs-[0-9a-z]+)\)`).FindStringSubmatch(r.stderr)
+	if r.code != 4 || stop == nil {
+		t.Fatalf("removing a live session's worktree: %v", r)
+	}
+	n1.ok(strings.Fields(stop[1])...)
 	for _, m := range []*meshNode{s0, n1} {
 		eventually(t, stateTimeout, m.name+" shows the session ended", func() (bool, string) {
 			row, why := hostedRowOf(m, run.Session)

@@ -103,7 +103,7 @@ func (r *Room) makeWorktree(dir, branch, base, id string, now time.Time) (Worktr
 	}
 	path := filepath.Join(top, filepath.FromSlash(WorktreeDir), strings.ReplaceAll(branch, "/", "--"))
 	if _, err := os.Lstat(path); err == nil {
-		return Worktree{}, fmt.Errorf("%w: %s exists; give another branch, or remove it (harn worktrees remove %s)", ErrBadStart, path, path)
+		return Worktree{}, fmt.Errorf("%w: %s exists; give another branch", ErrBadStart, path)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return Worktree{}, fmt.Errorf("%w: %v", ErrBadStart, err)
@@ -220,7 +220,7 @@ func (r *Room) RemoveWorktree(which string, force bool) (string, error) {
 	}
 	r.mu.Unlock()
 	if w == nil {
-		return "", fmt.Errorf("%w: no worktree %q on node %s; run `harn worktrees` for the list", ErrWorktree, text.Clip(text.OneLine(which), 120), r.cfg.Node)
+		return "", fmt.Errorf("%w: no worktree %q on node %s; name one it lists (its path, branch or session)", ErrWorktree, text.Clip(text.OneLine(which), 120), r.cfg.Node)
 	}
 	st := r.status(*w)
 	if st.Live {
