@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/callfacts"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/remotepolicy"
@@ -395,6 +396,11 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 		Detail: tasks.Detail(req.Tool, req.Input), SessionWide: req.SessionWide,
 		Key: text.Clip(req.RequestKey, presence.MaxIDLen+8), Parent: text.Clip(req.ParentSession, presence.MaxIDLen)}
 	s.n.requestFacts(&r)
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = r.Cwd // the session's
+	}
+	r.Facts = callfacts.Of(req.Agent, req.Tool, req.Input, cwd)
 	r, ans, ok, err := s.n.tasks.Approvals().Await(ctx, r, wait)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -413,7 +419,7 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 
 func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
-	for _, r := range s.n.tasks.Approvals().List() {
+	for _, r := range s.n.waiting() {
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}
 	if req.LocalOnly || s.n.cl == nil {
@@ -523,11 +529,12 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: s.c.name}, nil
 }
 
-// Pending lists this node's open permission requests to a member. The
-// call in full (Detail: a command's arguments) goes only to a caller this
-// node's --remote-control policy allows, who may answer it; any other
-// member gets the summary, as the gossiped trace carries it, and so still
-// learns which session waits where.
+// Pending lists this node's open permission requests and confirmations
+// to a member. The call in full (its command, file, diff and Detail: a
+// command's arguments) goes only to a caller this node's --remote-control
+// policy allows, who may answer it; any other member gets the summary, as
+// the gossiped trace carries it, and so still learns which session waits
+// where.
 func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
 	h := s.c.host()
@@ -535,9 +542,13 @@ func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*a
 		return out, nil
 	}
 	full := s.c.remoteAllowed(ctx)
-	for _, r := range h.Approvals().List() {
+	var facts func(*tasks.Request)
+	if n, ok := s.c.local.(interface{ requestFacts(*tasks.Request) }); ok {
+		facts = n.requestFacts
+	}
+	for _, r := range waitingOf(h, facts) {
 		if !full {
-			r.Detail = ""
+			r = r.Summarized()
 		}
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-dev/harn/node/callfacts"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/agent"
@@ -459,6 +460,17 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 	}
 	if e.Type != agent.EvText && e.Type != agent.EvModel && e.Type != agent.EvStatus && e.Type != agent.EvSteer {
 		hs.harn.waitPrompted()
+	}
+	switch e.Type {
+	case agent.EvToolPre, agent.EvToolPost, agent.EvToolRefused:
+		h.dropAsk(e.Task, e.Call)
+	case agent.EvInputRequested:
+		// what the call asks, from its arguments in full (the history
+		// keeps them bounded), before the roster hears of the wait
+		r := h.confirmationOf(hs.id, e.Task, e.Call, e.Tool, callfacts.OfHarn(e.Tool, []byte(e.Args), e.Diff, hs.workdir),
+			Detail(e.Tool, []byte(e.Args)), e.At)
+		r.Summary = Summarize(e.Tool, []byte(e.Args))
+		h.noteAsk(r)
 	}
 	switch e.Type {
 	case agent.EvToolPre:

@@ -148,6 +148,8 @@ type Host struct {
 	stored   map[string]*harnState // session -> its history read back (a session this run does not host)
 
 	approvals *Approvals
+	asks      map[askKey]asked // open confirmations: what each asks (asks.go)
+	askSeq    uint64
 	contexts  *rcontext.Space   // harn sessions' histories and working sets
 	subs      *subagent.Manager // the children of harn sessions
 	kids      *childRunner      // runs subs' children; keeps their grants
