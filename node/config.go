@@ -87,6 +87,9 @@ type Config struct {
 	// cluster gRPC service.
 	Cluster ClusterConfig
 
+	// Hosted configures the hosting room (hosted_wire.go).
+	Hosted HostedConfig
+
 	// Provider is the node's own model provider (--provider,
 	// --provider-url, HARN_PROVIDER_KEY or --provider-key-file,
 	// --provider-models): every harn session another node starts runs
@@ -143,6 +146,7 @@ func DefaultConfig() Config {
 		Logger:           slog.Default(),
 		Clock:            clock.Real{},
 		Cluster:          DefaultClusterConfig(),
+		Hosted:           HostedConfig{Max: DefaultMaxHosted},
 		Notify:           NotifyConfig{Desktop: true},
 		Remote:           remotepolicy.DefaultConfig(),
 	}
@@ -193,6 +197,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.AgentBounds.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.Hosted.validate(); err != nil {
+		return err
 	}
 	return c.Cluster.Validate()
 }

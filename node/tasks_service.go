@@ -124,6 +124,13 @@ func (n *Node) decorateEntry(e *gossip.Entry) {
 		e.HarnTask = t
 		e.Hash = gossip.WithTask(e.Hash, t)
 	}
+	if e.SessionRow != nil {
+		st := e.SessionRow.State()
+		if v := n.hostedView(&st); v != nil {
+			e.Hosted = gossip.BoundedHosted(v)
+			e.Hash = gossip.WithHosted(e.Hash, e.Hosted)
+		}
+	}
 }
 
 // taskChanged gossips a session's entry
@@ -283,6 +290,9 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 		} else {
 			local = true
 		}
+	}
+	if res, ok, err := n.hostedTask(a); ok {
+		return res, err
 	}
 	res, err := n.doTask(a)
 	if err == nil || local || tasks.KindOf(err) != tasks.KindNotFound {
@@ -508,6 +518,13 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	}
 	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
+	if ht, ok := s.c.local.(interface {
+		hostedTask(tasks.Action) (*api.TaskResponse, bool, error)
+	}); ok {
+		if res, ok, err := ht.hostedTask(a); ok {
+			return res, err
+		}
+	}
 	res, err := h.Do(a)
 	if err != nil {
 		return nil, taskStatus(err)
