@@ -70,9 +70,21 @@ var expected = map[string]bool{
 	"failed to get previous log": true,
 }
 
+// firstElection is raft's warning when a follower's heartbeat timeout
+// passes. With a last leader it names one that went silent, a real event;
+// without one the node has heard from no leader since it started, which
+// is how every server's first election begins (a lone node on its first
+// start, a restart, a mesh's servers coming up together): Info, as the
+// election that follows is.
+const firstElection = "heartbeat timeout reached, starting election"
+
 func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
-	if level == hclog.Warn && expected[msg] {
+	switch {
+	case level != hclog.Warn:
+	case expected[msg]:
 		level = hclog.Debug
+	case msg == firstElection && !knowsLeader(append(append([]any{}, a.implied...), args...)):
+		level = hclog.Info
 	}
 	if level == hclog.Off || !a.enabled(level) {
 		return
@@ -100,6 +112,20 @@ func (a *hclogAdapter) Log(level hclog.Level, msg string, args ...any) {
 	}
 	a.l.Log(context.Background(), toSlog(level), msg,
 		slog.String(keyComponent, a.name), slog.Group(keyRaft, attrs...))
+}
+
+// knowsLeader says whether raft's key/value pairs name a last leader
+// (last-leader-id or last-leader-addr not empty).
+func knowsLeader(kv []any) bool {
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch fmt.Sprint(kv[i]) {
+		case "last-leader-id", "last-leader-addr":
+			if v := fmt.Sprint(kv[i+1]); v != "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (a *hclogAdapter) Trace(msg string, args ...any) { a.Log(hclog.Trace, msg, args...) }
