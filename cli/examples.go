@@ -174,6 +174,8 @@ var examples = withAgents(map[string]string{
   harn node --metrics-token-file scrape.token   # a token that opens /metrics only`,
 	"harn node status": `  harn node status
   harn node status --json`,
+	"harn node pid": `  harn node pid
+  kill -9 $(harn node pid)         # a crash of this data dir's node, by its own pid`,
 	"harn node errors": `  harn node errors
   harn node errors --limit 10 --json`,
 

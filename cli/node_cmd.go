@@ -41,7 +41,7 @@ func newNodeCmd() *cobra.Command {
 	addWebFlags(c)
 	addSecretFileFlags(c)
 	addNotifyFlags(c)
-	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd())
+	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd(), newNodePIDCmd())
 	return c
 }
 
@@ -102,6 +102,48 @@ func newNodeErrorsCmd() *cobra.Command {
 	return c
 }
 
+// newNodePIDCmd is `harn node pid`: the process id of the node that
+// serves this data dir, asked of the node itself (never a pid file a
+// killed node left), so that `kill -9 $(harn node pid)` reaches that
+// node and no other process.
+func newNodePIDCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "pid",
+		Short: "print the process id of the local node (the one on --data-dir), e.g. for kill",
+		Args:  noArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			st, err := nodeStatus(c)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(c.OutOrStdout(), st.Pid)
+			return nil
+		},
+	}
+}
+
+// nodeStatus asks the local node (on --data-dir, --socket) for its status.
+func nodeStatus(c *cobra.Command) (*api.StatusResponse, error) {
+	p := placeOf(c)
+	if dead, err := probeSocket(p.Socket); err != nil {
+		return nil, err
+	} else if dead {
+		return nil, noNode(p)
+	}
+	cl, err := dial(p)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(c.Context(), 5*time.Second)
+	defer cancel()
+	st, err := cl.api.Status(ctx, &api.StatusRequest{})
+	if err != nil {
+		return nil, rpcErr(err, p)
+	}
+	return st, nil
+}
+
 func newNodeStatusCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "status",
@@ -109,21 +151,9 @@ func newNodeStatusCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			p := placeOf(c)
-			if dead, err := probeSocket(p.Socket); err != nil {
-				return err
-			} else if dead {
-				return noNode(p)
-			}
-			cl, err := dial(p)
+			st, err := nodeStatus(c)
 			if err != nil {
 				return err
-			}
-			defer cl.Close()
-			ctx, cancel := context.WithTimeout(c.Context(), 5*time.Second)
-			defer cancel()
-			st, err := cl.api.Status(ctx, &api.StatusRequest{})
-			if err != nil {
-				return rpcErr(err, p)
 			}
 			out := map[string]any{"node": st.Node, "version": st.Version, "data_dir": st.DataDir,
 				"socket": p.Socket, "pid": st.Pid, "live_sessions": st.LiveSessions, "sessions": st.Sessions,

@@ -48,6 +48,43 @@ func TestNodeExitsWhenAPortIsTaken(t *testing.T) {
 	}
 }
 
+// TestNodeNamesEveryBusyPortInOneLine: with its gossip, raft and board
+// ports taken, `harn node` exits 9 with one line that names each busy
+// address with the flag that moves it, not one per try; the free rpc
+// port is not named.
+func TestNodeNamesEveryBusyPortInOneLine(t *testing.T) {
+	m := newMeshNode(t, "busy")
+	hp := freePorts(t, 1)[0]
+	var held []string
+	for _, p := range []int{m.gossip, m.raft, hp} {
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		held = append(held, addr)
+	}
+	args := append([]string{"node", "--data-dir", m.dataDir, "--socket", m.socket}, m.nodeArgs()...)
+	args = append(args, "--http-port", strconv.Itoa(hp), "--log-level", "error")
+	r := runFor(t, 20*time.Second, m.base, args...)
+	if r.code != 9 {
+		t.Fatalf("exit %d, want 9: %v", r.code, r)
+	}
+	line := strings.TrimSuffix(r.stderr, "\n")
+	if strings.Contains(line, "\n") || !strings.Contains(line, "exit 9") {
+		t.Fatalf("stderr %q: want one line with exit 9", r.stderr)
+	}
+	for i, flag := range []string{"--gossip-port", "--raft-port", "--http-port"} {
+		if !strings.Contains(line, held[i]+" ("+flag+")") {
+			t.Errorf("stderr %q does not name %s with %s", line, held[i], flag)
+		}
+	}
+	if strings.Contains(line, "--rpc-port") {
+		t.Errorf("stderr %q names the free rpc port", line)
+	}
+}
+
 // TestNodeStopsOnSIGTERMWhileJoining: a node that cannot reach its seed
 // (no leader, still joining) stops within 5 s of SIGTERM.
 func TestNodeStopsOnSIGTERMWhileJoining(t *testing.T) {

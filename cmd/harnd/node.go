@@ -111,6 +111,8 @@ func runNode(c *cobra.Command) error {
 			return n.Close()
 		})
 	}
+	announce(c.ErrOrStderr(), isTerminal(c.ErrOrStderr()), cfg.Logger,
+		readyInfo{name: n.Name(), boardURL: n.BoardURL(), hints: cli.HintsFor(cfg.DataDir, cfg.Socket)})
 	s := <-sig
 	cfg.Logger.Info("stopping", "signal", s.String())
 	return stopWithin(stopBound, func() error {
