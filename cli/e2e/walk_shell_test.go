@@ -19,20 +19,34 @@ import (
 // The README walk's machinery: README's marked blocks, and shells the
 // test types them into.
 
-// walkStep is one marked block of README.md: `<!-- walk: NAME shell=S -->`
-// before a ```sh block.
+// walkStep is one marked block of the walk's pages:
+// `<!-- walk: NAME shell=S -->` before a ```sh block, or
+// `<!-- walk: NAME shell=S terminal -->` for a foreground command that
+// keeps its terminal (`make run`).
 type walkStep struct {
 	name, shell string
+	terminal    bool
+	file        string
 	lines       []string
 }
 
-var walkMarker = regexp.MustCompile(`^<!-- walk: (\S+) shell=(\S+) -->$`)
+var walkMarker = regexp.MustCompile(`^<!-- walk: (\S+) shell=(\S+)( terminal)? -->$`)
 
-// readmeWalk reads the walk's steps from README.md, in order. A line
-// ending in a backslash goes on on the next line.
-func readmeWalk(t *testing.T, readme string) []walkStep {
+// readmeWalk reads the walk's steps from the pages, in the order a
+// reader meets them: each file's steps in order, the files in turn. A
+// line ending in a backslash goes on on the next line.
+func readmeWalk(t *testing.T, files ...string) []walkStep {
 	t.Helper()
-	b, err := os.ReadFile(readme)
+	var steps []walkStep
+	for _, f := range files {
+		steps = append(steps, walkStepsOf(t, f)...)
+	}
+	return steps
+}
+
+func walkStepsOf(t *testing.T, file string) []walkStep {
+	t.Helper()
+	b, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,9 +58,9 @@ func readmeWalk(t *testing.T, readme string) []walkStep {
 			continue
 		}
 		if i+1 >= len(lines) || strings.TrimSpace(lines[i+1]) != "```sh" {
-			t.Fatalf("README.md:%d: the walk marker %q is not right before a ```sh block", i+1, m[1])
+			t.Fatalf("%s:%d: the walk marker %q is not right before a ```sh block", file, i+1, m[1])
 		}
-		st := walkStep{name: m[1], shell: m[2]}
+		st := walkStep{name: m[1], shell: m[2], terminal: m[3] != "", file: filepath.Base(file)}
 		cont := ""
 		for i += 2; i < len(lines) && strings.TrimSpace(lines[i]) != "```"; i++ {
 			l := cont + lines[i]

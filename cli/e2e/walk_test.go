@@ -15,24 +15,34 @@ import (
 	"time"
 )
 
-// walkSteps are README's walk blocks, in order: the test fails when one
-// is missing, renamed or moved, so that README and this test stay one.
-var walkSteps = []string{"install", "nodeA", "nodeB", "nodeC", "mesh", "approve", "crash"}
+// walkSteps are the walk's blocks, in the order a reader meets them:
+// README's quick start, then docs/first-hour.md. The test fails when one
+// is missing, renamed or moved, so that the pages and this test stay one.
+var walkSteps = []string{"install", "run", "wire", "nodeA", "nodeB", "nodeC", "mesh", "approve", "crash"}
+
+// walkPages are the pages that hold the walk, in reading order.
+var walkPages = []string{"README.md", filepath.Join("docs", "first-hour.md")}
 
 var (
-	readmePort = regexp.MustCompile(`\b(77[123][0-3]|8080)\b`)
+	readmePort = regexp.MustCompile(`\b(77[234][0-3]|8080)\b`)
 	requestID  = regexp.MustCompile(`\br-[0-9A-Za-z]{4,}\b`)
 )
 
-// TestReadmeWalk types README's "first hour" into three bash shells on a
-// fresh HOME, in order, as a person would: `make install` for real, a
-// three-node mesh whose start and join commands are the ones harn printed
-// (each checked against README's line, then run as printed), Claude Code
-// wired by `harn hook install` and driven through the installed hook
-// command with its real payloads, a webhook, an approval from node B of a
-// request that waits on node A, and a kill -9 of node A and its restart.
-// The only changes to README's lines are free ports for 7710-7733 and
-// 8080, and the printed token and request id for `harn1.…` and `r-…`.
+// TestReadmeWalk types README's quick start and then the first hour
+// (docs/first-hour.md) into bash shells on a fresh HOME, in order, as a
+// person would: `make install` for real; `make run` in a terminal of its
+// own, which must log no warning, print its board's URL (which opens the
+// board) and the next commands, which the next block must be and which
+// run as printed; then, beside that node, a three-node mesh whose start
+// and join commands are the ones harn printed (each checked against the
+// page's line, then run as printed), each node's printed hints run too,
+// Claude Code wired by `harn hook install` and driven through the
+// installed hook command with its real payloads, a webhook, an approval
+// from node B of a request that waits on node A, a kill -9 of node A by
+// the pid it gives and its restart; last, Ctrl+C stops `make run`. The
+// only changes to the pages' lines are free ports for 7720-7743 and
+// 8080 (and, in the quick start's environment, for the default ports),
+// and the printed token and request id for `harn1.…` and `r-…`.
 func TestReadmeWalk(t *testing.T) {
 	if _, err := exec.LookPath("bash"); err != nil {
 		t.Skip("no bash")
@@ -44,13 +54,17 @@ func TestReadmeWalk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	steps := readmeWalk(t, filepath.Join(repo, "README.md"))
+	var pages []string
+	for _, p := range walkPages {
+		pages = append(pages, filepath.Join(repo, p))
+	}
+	steps := readmeWalk(t, pages...)
 	var names []string
 	for _, s := range steps {
 		names = append(names, s.name)
 	}
 	if strings.Join(names, ",") != strings.Join(walkSteps, ",") {
-		t.Fatalf("README's walk has steps %v, want %v", names, walkSteps)
+		t.Fatalf("the walk has steps %v, want %v", names, walkSteps)
 	}
 
 	home := t.TempDir()
@@ -59,7 +73,7 @@ func TestReadmeWalk(t *testing.T) {
 	_, srvPort, _ := strings.Cut(strings.TrimPrefix(srv.URL, "http://"), ":")
 	taken := map[int]bool{}
 	ports := map[string]string{"8080": srvPort}
-	for _, n := range []string{"1", "2", "3"} {
+	for _, n := range []string{"2", "3", "4"} {
 		p := freeBlock(t, 4, taken)
 		for i := 0; i < 4; i++ {
 			ports["77"+n+strconv.Itoa(i)] = strconv.Itoa(p + i)
@@ -69,13 +83,22 @@ func TestReadmeWalk(t *testing.T) {
 		return readmePort.ReplaceAllStringFunc(l, func(p string) string { return ports[p] })
 	}
 	environ := walkEnv(t, home)
+	// The quick start's node runs on the defaults but for its ports:
+	// tests run side by side on this machine.
+	q := freeBlock(t, 4, taken)
+	quickEnv := append(append([]string(nil), environ...), "HARN_GOSSIP_PORT="+strconv.Itoa(q),
+		"HARN_RAFT_PORT="+strconv.Itoa(q+1), "HARN_RPC_PORT="+strconv.Itoa(q+2), "HARN_HTTP_PORT="+strconv.Itoa(q+3))
 
 	shells := map[string]*walkShell{}
 	shell := func(name string) *walkShell {
 		if s, ok := shells[name]; ok {
 			return s
 		}
-		s := startShell(t, name, work, repo, environ)
+		env := environ
+		if name == steps[0].shell {
+			env = quickEnv
+		}
+		s := startShell(t, name, work, repo, env)
 		shells[name] = s
 		return s
 	}
@@ -97,15 +120,31 @@ func TestReadmeWalk(t *testing.T) {
 	})
 
 	var startHint, joinHint []string
+	starts := map[string]int{} // a log's node starts so far
+	var quick *walkTerm
+	var banner nodeBanner
 	reqID := ""
 	sid, cwd := "cc-readme-walk", t.TempDir()
+	qsid, qcwd := "cc-quick-start", t.TempDir()
 	var permDone chan result
 	var eventsBefore int
 	var nodeApid int
 
-	// before and after are the person's part between README's lines:
+	// before and after are the person's part between the pages' lines:
 	// reading the output, waiting, running Claude Code.
 	before := map[string]func(){
+		"wire": func() {
+			// The block is what make run said to run next, in order.
+			var cmds []string
+			for _, l := range stepNamed(t, steps, "wire").lines {
+				if c := command(l); strings.HasPrefix(c, "harn ") {
+					cmds = append(cmds, c)
+				}
+			}
+			if strings.Join(cmds, "; ") != strings.Join(banner.next, "; ") {
+				t.Fatalf("README's quick start runs %q next; make run printed %q", cmds, banner.next)
+			}
+		},
 		"approve": func() {
 			a := shells["A"]
 			envA := a.environ()
@@ -138,6 +177,26 @@ func TestReadmeWalk(t *testing.T) {
 		},
 	}
 	after := map[string]func(){
+		"wire": func() {
+			// Claude Code started in this terminal reports to make run's
+			// node, and the roster shows it.
+			r := shells["R"]
+			envR := r.environ()
+			for _, p := range []string{claudeStart(qsid, qcwd), claudePrompt(qsid, qcwd)} {
+				if res := runHookCmd(envR, qcwd, installedHook(t, home, eventOf(t, p)), p); res.code != 0 {
+					t.Fatalf("the installed hook: %v", res)
+				}
+			}
+			var ss []sessionJSON
+			mustJSON(t, run(t, envR, "", "agents", "list", "--json").stdout, &ss)
+			if !inList(ss, qsid) {
+				t.Fatalf("the quick start's session is not in the roster: %+v", ss)
+			}
+			// The board hint runs as printed and prints the same URL.
+			if out := strings.TrimSpace(r.must(banner.webURL, cmdTimeout)); out != banner.board {
+				t.Fatalf("%q printed %q, make run printed %q", banner.webURL, out, banner.board)
+			}
+		},
 		"nodeC": func() { waitWalkMesh(t, shells["A"].environ()) },
 		"approve": func() {
 			select {
@@ -191,6 +250,19 @@ func TestReadmeWalk(t *testing.T) {
 			f()
 		}
 		sh := shell(st.shell)
+		if st.terminal {
+			// A foreground command: its own terminal, kept; the banner it
+			// prints says where the board is and what to run next.
+			if quick != nil || len(st.lines) != 1 {
+				t.Fatalf("step %s: one foreground command in the walk, its only line", st.name)
+			}
+			quick = startTerm(t, subst(command(st.lines[0])), repo, sh.environ())
+			out := quick.waitFor("stop   Ctrl+C", 5*time.Minute)
+			t.Logf("%s$ %s\n%s", st.shell, st.lines[0], out)
+			banner = readBanner(t, out)
+			checkBoardURL(t, banner.board)
+			continue
+		}
 		for _, line := range st.lines {
 			line = subst(line)
 			cmd := command(line)
@@ -203,14 +275,14 @@ func TestReadmeWalk(t *testing.T) {
 			bgNode := len(words) >= 2 && words[0] == "harn" && words[1] == "node" && strings.HasSuffix(cmd, "&")
 			switch {
 			case bgNode && strings.Contains(cmd, "…"):
-				// README's join line: the command token create printed.
+				// The join line: the command token create printed.
 				if !sameHint(words, joinHint) {
-					t.Fatalf("step %s: README's %q is not the printed %q", st.name, cmd, strings.Join(joinHint, " "))
+					t.Fatalf("step %s: %s's %q is not the printed %q", st.name, st.file, cmd, strings.Join(joinHint, " "))
 				}
 				cmd = strings.Join(joinHint, " ") + " " + rest
 			case bgNode && startHint != nil:
 				if !sameHint(words, startHint) {
-					t.Fatalf("step %s: README's %q is not the printed %q", st.name, cmd, strings.Join(startHint, " "))
+					t.Fatalf("step %s: %s's %q is not the printed %q", st.name, st.file, cmd, strings.Join(startHint, " "))
 				}
 				cmd, startHint = strings.Join(startHint, " ")+" "+rest, nil
 			case strings.Contains(cmd, "r-…"):
@@ -226,7 +298,7 @@ func TestReadmeWalk(t *testing.T) {
 				d = 5 * time.Minute
 			}
 			code, out := sh.run(cmd, d)
-			if code != 0 && !strings.HasPrefix(cmd, "kill -9") {
+			if code != 0 {
 				t.Fatalf("step %s, shell %s: %q exited %d:\n%s", st.name, st.shell, cmd, code, out)
 			}
 			t.Logf("%s$ %s\n%s", st.shell, cmd, out)
@@ -243,6 +315,7 @@ func TestReadmeWalk(t *testing.T) {
 				pid := sh.lastJob()
 				started = append(started, pid)
 				waitWalkNode(t, sh, pid)
+				runLogHints(t, sh, home, rest, starts)
 			}
 		}
 		if f := after[st.name]; f != nil {
@@ -254,6 +327,51 @@ func TestReadmeWalk(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(home, ".local", "bin", b)); err != nil {
 			t.Errorf("make install: %v", err)
 		}
+	}
+	// Ctrl+C stops make run's node; from its start to its stop it logged
+	// no warning.
+	quick.interrupt(stopBound)
+	noWarnings(t, "make run", quick.output())
+}
+
+// stepNamed is the walk's step name.
+func stepNamed(t *testing.T, steps []walkStep, name string) walkStep {
+	t.Helper()
+	for _, s := range steps {
+		if s.name == name {
+			return s
+		}
+	}
+	t.Fatalf("the walk has no step %s", name)
+	return walkStep{}
+}
+
+// stopBound bounds a node's stop after Ctrl+C (harnd gives up at 4.5 s).
+const stopBound = 15 * time.Second
+
+// runLogHints runs, in sh, the commands the node's ready record names in
+// its log (the file rest appends to), as printed: each must exit 0. It
+// waits for this start's record: starts counts the log's earlier ones.
+func runLogHints(t *testing.T, sh *walkShell, home, rest string, starts map[string]int) {
+	t.Helper()
+	f := strings.Fields(rest)
+	if len(f) == 0 || !strings.HasPrefix(f[0], ">>") {
+		t.Fatalf("the node's redirect %q names no log", rest)
+	}
+	path := strings.TrimPrefix(f[0], ">>")
+	if strings.HasPrefix(path, "~/") {
+		path = filepath.Join(home, path[2:])
+	}
+	starts[path]++
+	var hints []string
+	eventually(t, readyTimeout, "the node's ready record in "+path, func() (bool, string) {
+		var n int
+		hints, n = logHints(t, path)
+		return n >= starts[path] && len(hints) >= 2, fmt.Sprint(n, hints)
+	})
+	for _, h := range hints {
+		out := sh.must(h, cmdTimeout)
+		t.Logf("%s$ %s   # printed by the node\n%s", sh.name, h, out)
 	}
 }
 
