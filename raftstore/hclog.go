@@ -62,12 +62,14 @@ func (a *hclogAdapter) enabled(level hclog.Level) bool {
 
 // expected are raft's warnings that describe its normal operation, logged
 // at Debug instead. "failed to get previous log" is what a follower says
-// when the leader's first AppendEntries reaches a log that is behind: every
-// node that joins, or restarts after missing entries, says it once, and
-// raft backs off to the follower's last index by itself. Raft gives these
-// only as text, so the message is the key.
+// when the leader's first AppendEntries reaches a log that is behind, and
+// "appendEntries rejected, sending older logs" the leader's side of it:
+// every node that joins, or restarts after missing entries, causes them
+// once, and raft backs off to the follower's last index by itself. Raft
+// gives these only as text, so the message is the key.
 var expected = map[string]bool{
-	"failed to get previous log": true,
+	"failed to get previous log":                 true,
+	"appendEntries rejected, sending older logs": true,
 }
 
 // firstElection is raft's warning when a follower's heartbeat timeout

@@ -9,13 +9,14 @@ import (
 
 // TestJoinCatchUpIsNotAWarning: raft's "failed to get previous log", which
 // every joining or lagging follower logs once while the leader backs off,
-// reaches the node's log at Debug, not as a warning; other raft warnings
-// stay warnings.
+// and the leader's "appendEntries rejected, sending older logs", reach the
+// node's log at Debug, not as warnings; other raft warnings stay warnings.
 func TestJoinCatchUpIsNotAWarning(t *testing.T) {
 	var buf bytes.Buffer
 	l := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	h := newHCLog(l, "raft")
 	h.Warn("failed to get previous log", "previous-index", 7, "last-index", 0, "error", "log not found")
+	h.Warn("appendEntries rejected, sending older logs", "peer", "nodeB", "next", 1)
 	if buf.Len() != 0 {
 		t.Fatalf("a join's catch-up logged at warn: %s", buf.String())
 	}
