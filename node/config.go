@@ -106,6 +106,10 @@ type Config struct {
 	// ledgerTune adjusts the ledger's config before it opens (tests inject
 	// a faulty file system).
 	ledgerTune func(*ledger.Config)
+	// noPortCheck skips Open's check of every port before anything opens
+	// (tests of a listener that fails deep in Open, as one taken between
+	// the check and its bind does).
+	noPortCheck bool
 
 	// HTTPAddr is where the web board and /metrics listen (host:port, see
 	// ParseHTTPAddr); empty serves neither. HTTPToken is the token they

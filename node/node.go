@@ -168,8 +168,10 @@ func (n *Node) open(ctx context.Context) error {
 		return fmt.Errorf("%w: %s is locked", ErrLocked, n.cfg.DataDir)
 	}
 	n.lock = lf
-	if err := n.checkPorts(); err != nil { // every busy port, in one line
-		return err
+	if !n.cfg.noPortCheck {
+		if err := n.checkPorts(); err != nil { // every busy port, in one line
+			return err
+		}
 	}
 	if n.key, err = LoadOrCreateKey(n.cfg.DataDir); err != nil {
 		return err
