@@ -34,7 +34,7 @@ type OpenAI struct {
 func NewOpenAI(cfg ProviderConfig) *OpenAI {
 	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(cfg.Key)}
 	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
+		opts = append(opts, option.WithBaseURL(OpenAIBaseURL(cfg.BaseURL)+"/"))
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
@@ -56,7 +56,7 @@ func (p *OpenAI) Complete(ctx context.Context, req Request, onText func(string))
 		return err
 	})
 	resp.Retries = retries
-	return resp, err
+	return resp, withModel(err, req.Model)
 }
 
 func (p *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewParams, onText func(string)) (Response, error) {
@@ -162,6 +162,9 @@ func openAIError(err error) error {
 		return err
 	}
 	se := &StatusError{Provider: "openai", Code: ae.StatusCode, Message: text.Clip(text.OneLine(ae.Message), 300)}
+	if ae.Request != nil && ae.Request.URL != nil {
+		se.URL = RedactURL(ae.Request.URL.String())
+	}
 	if ae.Response != nil {
 		se.RetryAfter = retryAfter(ae.Response.Header, nowFunc())
 	}
