@@ -23,7 +23,9 @@ func TestProviderBaseURLsAreNormalised(t *testing.T) {
 		}
 	}
 	a := modeltest.NewAnthropic(t)
-	a.SetFallback(func(map[string]any) modeltest.Reply { return modeltest.AText("ok", modeltest.AUsage{Input: 1, Output: 1}) })
+	a.SetFallback(func(map[string]any) modeltest.Reply {
+		return modeltest.AText("ok", modeltest.AUsage{Input: 1, Output: 1})
+	})
 	for _, u := range []string{a.URL(), a.URL() + "/", a.URL() + "/v1", a.URL() + "/v1/", a.URL() + "/v1/messages"} {
 		p := NewAnthropic(ProviderConfig{BaseURL: u, Key: "k"})
 		if r, err := p.Complete(context.Background(), Request{Model: "m", MaxOutput: 16, Messages: []Message{{Role: RoleUser, Text: "hi"}}}, nil); err != nil || r.Text != "ok" {
@@ -31,7 +33,7 @@ func TestProviderBaseURLsAreNormalised(t *testing.T) {
 		}
 	}
 	for in, want := range map[string]string{
-		"https://openrouter.ai/api/v1/": "https://openrouter.ai/api/v1",
+		"https://openrouter.ai/api/v1/":                            "https://openrouter.ai/api/v1",
 		"https://generativelanguage.googleapis.com/v1beta/openai/": "https://generativelanguage.googleapis.com/v1beta/openai",
 		"http://localhost:11434":                                   "http://localhost:11434/v1",
 	} {
