@@ -31,7 +31,7 @@ var ProfileTools = []struct {
 // profileSummaries say what each profile is for.
 var profileSummaries = map[string]string{
 	"read-only": "reads and searches the project; changes nothing",
-	"confirm":   "reads freely; asks before each write, edit, command and other tool (the default of harn ask and the TUI)",
+	"confirm":   "reads freely; asks before each write, edit, command and other tool",
 	"edit":      "reads, writes and edits files without asking; runs no command",
 	"full":      "runs every tool without asking",
 }

@@ -263,6 +263,9 @@ func (h *Host) openHarnAs(o HarnOptions, workdir string, kid *kidStart, re *reop
 		return "", err
 	}
 	now := h.cfg.Clock.Now()
+	if re != nil && !now.After(re.after) {
+		now = re.after.Add(time.Millisecond) // its start folds after its end
+	}
 	id := "h-" + ids.New(now)
 	if kid != nil {
 		id = kid.spec.Child.ID

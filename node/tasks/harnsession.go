@@ -85,7 +85,8 @@ func (h *Host) loadSession(id string) (sessionRecord, bool, error) {
 type reopening struct {
 	id     string
 	grants []runtime.Grant
-	prev   *hosted // this run's ended hosting of it, or nil (a restart)
+	prev   *hosted   // this run's ended hosting of it, or nil (a restart)
+	after  time.Time // its last event: the start that reopens it folds after its end
 }
 
 // ErrEnded is an action on a harn session that has ended and that this
@@ -154,7 +155,13 @@ func (h *Host) reopenIfEnded(handle, key string) (hs *hosted, found bool, err er
 func (h *Host) reopen(id string, prev *hosted, rec sessionRecord, key string) (*hosted, error) {
 	o := rec.Options
 	o.Key = key
-	if _, err := h.openHarnAs(o, rec.Workdir, nil, &reopening{id: id, grants: slices.Clone(rec.Grants), prev: prev}); err != nil {
+	re := &reopening{id: id, grants: slices.Clone(rec.Grants), prev: prev}
+	if h.cfg.Sessions != nil {
+		if st, err := h.cfg.Sessions.Resolve(id); err == nil {
+			re.after = st.LastEventAt
+		}
+	}
+	if _, err := h.openHarnAs(o, rec.Workdir, nil, re); err != nil {
 		return nil, err
 	}
 	hs := h.lookup(id)
