@@ -69,7 +69,7 @@ func (h *Host) Do(a Action) (Result, error) {
 				// harn ask --session and the TUI: an ended harn session of
 				// this node opens again, with the caller's key
 				var found bool
-				if hs, found, err = h.reopenIfEnded(a.Session, a.Harn.Key); found {
+				if hs, found, err = h.reopenIfEnded(a.Session, a.Harn.Key, a.Grants); found {
 					res.Reopened = err == nil
 					break
 				}
@@ -111,6 +111,9 @@ func (h *Host) Do(a Action) (Result, error) {
 			}
 		}
 		if err != nil {
+			if res.Reopened {
+				h.endReopened(hs.id)
+			}
 			return res, err
 		}
 		if a.Op != OpSteer || (res.Steer != nil && res.Steer.Mode == exec.SteerFollowUp) {

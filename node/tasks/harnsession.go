@@ -133,7 +133,7 @@ func (h *Host) reopenable(handle string) (id string, prev *hosted, ok bool) {
 // are the session's). Its context, history, grants and unknown-outcome
 // holds are as it left them. found is false for a live session, another
 // agent's, or one never recorded: the caller goes on as before.
-func (h *Host) reopenIfEnded(handle, key string) (hs *hosted, found bool, err error) {
+func (h *Host) reopenIfEnded(handle, key string, grants []runtime.Grant) (hs *hosted, found bool, err error) {
 	id, prev, ok := h.reopenable(handle)
 	if !ok {
 		return nil, false, nil
@@ -146,6 +146,13 @@ func (h *Host) reopenIfEnded(handle, key string) (hs *hosted, found bool, err er
 	rec, found, err := h.loadSession(id)
 	if err != nil || !found {
 		return nil, found, err
+	}
+	if grants != nil {
+		// refused before it opens: a task wider than the session never
+		// reopens it
+		if g, ok := runtime.Within(grants, rec.Grants); !ok {
+			return nil, true, &runtime.GrantsBeyondError{Session: id, Grant: g}
+		}
 	}
 	hs, err = h.reopen(id, prev, rec, key)
 	return hs, true, err
@@ -225,4 +232,15 @@ func (h *Host) resumedState(id string, prev *hosted) *harnState {
 	s.persist = persist
 	s.mu.Unlock()
 	return s
+}
+
+// endReopened ends a session this action reopened when the action itself
+// was then refused: it was closed before, and stays so.
+func (h *Host) endReopened(id string) {
+	ev := presence.Event{SessionID: id, Type: presence.TypeSessionEnd, TS: h.cfg.Clock.Now(), Agent: Agent,
+		Attrs: map[string]any{presence.AttrReason: "reopen_refused"}}
+	if err := h.emit(ev); err != nil {
+		h.log.Warn("a reopened session whose action was refused did not end", "session", id, "err", err)
+	}
+	h.Observe([]presence.Event{ev})
 }

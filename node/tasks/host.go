@@ -348,7 +348,7 @@ func (h *Host) attach(handle string) (*hosted, error) {
 	if st.Ended {
 		if st.Agent == Agent {
 			if _, found, _ := h.loadSession(st.SessionID); found {
-				return nil, fmt.Errorf("%w: session %s has ended; harn ask --session %s (or the TUI) opens it again", ErrEnded, st.SessionID, st.SessionID)
+				return nil, fmt.Errorf("%w: session %s has ended; harn ask --session %s TEXT (or the TUI) opens it again", ErrEnded, st.SessionID, st.SessionID)
 			}
 		}
 		return nil, fmt.Errorf("%w: session %s has ended", ErrEnded, st.SessionID)
@@ -450,7 +450,7 @@ func (hs *hosted) live(h *Host) error {
 	defer h.mu.Unlock()
 	if hs.ended {
 		if hs.ag != nil && !hs.child {
-			return fmt.Errorf("%w: session %s has ended; harn ask --session %s (or the TUI) opens it again", ErrEnded, hs.id, hs.id)
+			return fmt.Errorf("%w: session %s has ended; harn ask --session %s TEXT (or the TUI) opens it again", ErrEnded, hs.id, hs.id)
 		}
 		return fmt.Errorf("%w: session %s has ended; start a new one", ErrEnded, hs.id)
 	}

@@ -113,7 +113,7 @@ func TestAnEndedHarnSessionReopensWithItsGrantsAndHistory(t *testing.T) {
 	}
 	endHarn(t, h, r.Session)
 	_, err = h.Do(Action{Op: OpFollowUp, Session: r.Session, Text: "again"})
-	if !errors.Is(err, ErrEnded) || !strings.Contains(err.Error(), "harn ask --session "+r.Session) {
+	if !errors.Is(err, ErrEnded) || !strings.Contains(err.Error(), "harn ask --session "+r.Session+" TEXT") {
 		t.Fatalf("a follow-up without harn options: %v", err)
 	}
 	f, err := h.Do(Action{Op: OpFollowUp, Session: r.Session, Text: "what was the word?", Harn: &HarnOptions{Key: "k"}})
@@ -201,5 +201,35 @@ func TestEndedHarnSessionsDoNotCountAgainstTheHostedBound(t *testing.T) {
 	h.mu.Unlock()
 	if live != 0 || total != keepEndedHosted {
 		t.Fatalf("live %d, hosted %d; want 0 and %d", live, total, keepEndedHosted)
+	}
+}
+
+// TestARefusedActionNeverLeavesAnEndedSessionOpen: a reopening action
+// that the runtime refuses (grants wider than the session's) does not
+// open the session, and one refused after opening ends it again.
+func TestARefusedActionNeverLeavesAnEndedSessionOpen(t *testing.T) {
+	h := grantsHost(t, &memKV{})
+	srv := modeltest.New(t)
+	srv.SetFallback(func(map[string]any) modeltest.Reply { return modeltest.Text("done") })
+	ro, _ := runtime.Profile("read-only")
+	r, err := h.Do(Action{Op: OpStart, Agent: AgentHarn, Text: "look", Workdir: t.TempDir(), Grants: ro,
+		Harn: &HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTaskDone(t, h, r.Task.ID)
+	endHarn(t, h, r.Session)
+	full, _ := runtime.Profile("full")
+	if _, err := h.Do(Action{Op: OpFollowUp, Session: r.Session, Text: "run", Grants: full, Harn: &HarnOptions{Key: "k"}}); !errors.Is(err, runtime.ErrCeilingGrows) {
+		t.Fatalf("a wider reopen: %v", err)
+	}
+	if err := h.lookup(r.Session).live(h); !errors.Is(err, ErrEnded) {
+		t.Fatalf("the refused reopen left the session open: %v", err)
+	}
+	if _, err := h.Do(Action{Op: OpFollowUp, Session: r.Session, Text: "", Harn: &HarnOptions{Key: "k"}}); !errors.Is(err, runtime.ErrEmptyText) {
+		t.Fatalf("an empty reopen: %v", err)
+	}
+	if err := h.lookup(r.Session).live(h); !errors.Is(err, ErrEnded) {
+		t.Fatalf("a reopen refused after opening left the session open: %v", err)
 	}
 }
