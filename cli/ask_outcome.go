@@ -13,7 +13,6 @@ import (
 
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
-	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -33,9 +32,9 @@ const askEndTimeout = 5 * time.Second
 // runtime refused.
 type askEvent struct {
 	taskwire.Event
-	Session      string                `json:"session"`
-	Refused      int                   `json:"refused,omitempty"`
-	RefusedCalls []runtime.RefusedCall `json:"refused_calls,omitempty"`
+	Session      string                 `json:"session"`
+	Refused      int                    `json:"refused,omitempty"`
+	RefusedCalls []taskwire.RefusedCall `json:"refused_calls,omitempty"`
 }
 
 // askOutcome follows an ask's task: the calls refused, and the calls
@@ -44,7 +43,7 @@ type askEvent struct {
 type askOutcome struct {
 	task, session string
 	refused       int
-	refusedCalls  []runtime.RefusedCall
+	refusedCalls  []taskwire.RefusedCall
 	asked         map[string]bool
 }
 
@@ -56,8 +55,8 @@ func (o *askOutcome) see(c *cobra.Command, e taskwire.Event) {
 	switch e.Type {
 	case "tool.refused":
 		o.refused++
-		if len(o.refusedCalls) < runtime.MaxRefusedCalls {
-			o.refusedCalls = append(o.refusedCalls, runtime.RefusedCall{Capability: e.Tool})
+		if len(o.refusedCalls) < taskwire.MaxRefusedCalls {
+			o.refusedCalls = append(o.refusedCalls, taskwire.RefusedCall{Capability: e.Tool})
 		}
 	case "input.requested":
 		if asJSON(c) || o.asked[e.Call] {
@@ -110,7 +109,7 @@ func (o *askOutcome) result(c *cobra.Command) error {
 
 // refusedList names refused calls: "shell (grant), write (grant)", and
 // how many more.
-func refusedList(rs []runtime.RefusedCall, n int) string {
+func refusedList(rs []taskwire.RefusedCall, n int) string {
 	var parts []string
 	for _, r := range rs {
 		s := text.Sanitize(text.Clip(r.Capability, 64))

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/spf13/cobra"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 
-	"github.com/harn-dev/harn/runtime"
+	"github.com/spf13/cobra"
 )
 
 // `harn profiles`: the named grant profiles, what each lets harn's own
@@ -25,11 +25,11 @@ func newProfilesCmd() *cobra.Command {
 harn task start, follow-up, supersede), with what each lets harn's own tools do:
 runs (without asking), asks (each call waits for a confirmation: harn task
 confirm, the TUI's y, the board) or no (refused). The same names govern another
-agent's tools (Claude Code's Read, Edit, Bash, …) under harn task start
---session. --json lists every grant of each profile.`,
+agent's own tools under harn task start --session. --json lists every grant of
+each profile.`,
 		Args: noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			ps := runtime.Profiles()
+			ps := taskwire.Profiles()
 			if asJSON(c) {
 				return writeJSON(c, ps)
 			}
@@ -48,14 +48,14 @@ agent's tools (Claude Code's Read, Edit, Bash, …) under harn task start
 // profileHeader is the table's header: the docs' tables have the same.
 func profileHeader() []string {
 	h := []string{"PROFILE"}
-	for _, col := range runtime.ProfileTools {
-		h = append(h, strings.ToUpper(col.Label))
+	for _, l := range taskwire.ProfileToolLabels() {
+		h = append(h, strings.ToUpper(l))
 	}
 	return append(h, "FOR")
 }
 
 // profileRow is one profile's row (the default marked).
-func profileRow(p runtime.ProfileInfo) []string {
+func profileRow(p taskwire.ProfileInfo) []string {
 	name := p.Name
 	if p.Default {
 		name += " (default)"

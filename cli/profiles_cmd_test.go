@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 // docsProfileTable is the profiles table between the markers of a doc:
@@ -52,7 +52,7 @@ func TestTheDocsProfileTablesAreHarnProfiles(t *testing.T) {
 	}
 	printed := strings.Split(strings.TrimSpace(out.String()), "\n")
 	want := [][]string{profileHeader()}
-	for _, p := range runtime.Profiles() {
+	for _, p := range taskwire.Profiles() {
 		want = append(want, profileRow(p))
 	}
 	if len(printed) != len(want) {
@@ -87,12 +87,12 @@ func TestTheDocsProfileTablesAreHarnProfiles(t *testing.T) {
 	if code := Main([]string{"profiles", "--json"}, strings.NewReader(""), &out, &out); code != 0 {
 		t.Fatalf("harn profiles --json: %d", code)
 	}
-	var ps []runtime.ProfileInfo
+	var ps []taskwire.ProfileInfo
 	if err := json.Unmarshal(out.Bytes(), &ps); err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range runtime.Profiles() {
-		g, _ := runtime.Profile(p.Name)
+	for i, p := range taskwire.Profiles() {
+		g, _ := taskwire.Profile(p.Name)
 		if ps[i].Name != p.Name || len(ps[i].Grants) != len(g) {
 			t.Fatalf("--json profile %d: %+v", i, ps[i])
 		}

@@ -307,6 +307,27 @@ type Grant = runtime.Grant
 // Profile returns a named grant profile: read-only, confirm, edit or full.
 func Profile(name string) ([]Grant, error) { return runtime.Profile(name) }
 
+// ProfileInfo is a named profile as `harn profiles` prints it.
+type ProfileInfo = runtime.ProfileInfo
+
+// Profiles describes the named profiles (runtime.Profiles).
+func Profiles() []ProfileInfo { return runtime.Profiles() }
+
+// ProfileToolLabels are the labels of ProfileInfo.Tools' columns.
+func ProfileToolLabels() []string {
+	out := make([]string, 0, len(runtime.ProfileTools))
+	for _, c := range runtime.ProfileTools {
+		out = append(out, c.Label)
+	}
+	return out
+}
+
+// RefusedCall is a call the runtime refused (a TaskView's RefusedCalls).
+type RefusedCall = runtime.RefusedCall
+
+// MaxRefusedCalls bounds the refused calls a task's view names.
+const MaxRefusedCalls = runtime.MaxRefusedCalls
+
 // ParseGrants reads a grants file (`--grants FILE`); see runtime.ParseGrants.
 func ParseGrants(b []byte) ([]Grant, error) { return runtime.ParseGrants(b) }
 
