@@ -348,7 +348,7 @@ func TestTaskPinLandsAfterTheRunningToolCallAndCompactRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := modeltest.New(t,
-		modeltest.Calls(true, modeltest.Call{ID: "c1", Name: "shell", Args: `{"command":"read line < ` + fifo + `; echo got $line"}`}),
+		modeltest.Calls(true, modeltest.Call{ID: "c1", Name: "shell", Args: `{"command":"read line < ` + fifo + `; echo got $line; seq 1 600"}`}),
 		modeltest.Text("pinned answer"))
 	ch, cmd := askJSON(t, e, modelArgs(m, "--profile", "full", "run the script"))
 	pre := waitFor(t, ch, "tool.pre")

@@ -72,7 +72,7 @@ func (h *Host) contextOp(a Action) (Result, error) {
 		case !ran:
 			res.Message = "the compaction runs at task " + running + "'s next step boundary (after its running tool calls return)"
 		case !ok:
-			res.Message = "nothing to compact: session " + id + "'s context holds no completed work before its newest message"
+			res.Message = "nothing to compact: session " + id + "'s context holds no completed work before its newest message that a checkpoint would make smaller"
 		default:
 			res.Message = fmt.Sprintf("compacted session %s's context (%s): %d → %d tokens, %d items archived (recallable)",
 				id, ev.Method, ev.Before, ev.After, ev.Archived)

@@ -68,7 +68,8 @@ func (c *Lane) PinAt(text string, busy bool) (applied bool, err error) {
 // the model when the lane's LLM compaction is on, else the deterministic
 // checkpoint), whatever the admission line. Busy, it waits for the next
 // step boundary (ran false); else it runs now and returns what it did
-// (ok false: nothing was left to compact).
+// (ok false: nothing was left to compact, or a checkpoint would not make
+// the working set smaller).
 func (c *Lane) CompactAt(ctx stdctx.Context, busy bool) (ev Compaction, ran, ok bool, err error) {
 	c.s.mu.Lock()
 	if busy || c.exchangeOpenLocked() {
@@ -147,6 +148,10 @@ func (c *Lane) compactNow(ctx stdctx.Context) (Compaction, bool, error) {
 			note += "; the history moved during the condensation"
 		default:
 			cp := c.checkpoint(p, MethodLLM, head, "asked for by the operator")
+			if c.tokensAfter(cp) >= p.before {
+				note += "; the condensation would not make it smaller"
+				break
+			}
 			ev, err := c.storeLocked(cp, archivedItems(p))
 			s.mu.Unlock()
 			c.emit(ev, err)
@@ -159,6 +164,11 @@ func (c *Lane) compactNow(ctx stdctx.Context) (Compaction, bool, error) {
 		return Compaction{}, false, nil
 	}
 	cp := c.checkpoint(p, MethodFallback, "", note)
+	if c.tokensAfter(cp) >= p.before {
+		// a checkpoint's reference lines would cost what they archive
+		s.mu.Unlock()
+		return Compaction{}, false, nil
+	}
 	ev, err := c.storeLocked(cp, archivedItems(p))
 	s.mu.Unlock()
 	c.emit(ev, err)

@@ -134,3 +134,24 @@ func TestCompactNowArchivesCompletedWork(t *testing.T) {
 		t.Fatalf("a second compaction with nothing left: ran %v ok %v %v", ran, ok, err)
 	}
 }
+
+// TestCompactNowNeverGrowsTheWorkingSet: on a context so small that the
+// checkpoint's reference lines would cost what they archive, the
+// operator's compaction stores nothing and says so.
+func TestCompactNowNeverGrowsTheWorkingSet(t *testing.T) {
+	var evs []Compaction
+	sp := NewSpace(openPebble(t, ""), Options{PreviewBytes: 1024, OnCompact: func(c Compaction) { evs = append(evs, c) }})
+	l, _ := sp.Open("s1", "")
+	_ = l.Append(user("t1", "go"), call("t1", "c1", "read", `{}`), result("t1", "c1", "ok"), user("t2", "next"))
+	if _, err := l.WorkingSet(stdctx.Background(), "t2", 100000); err != nil {
+		t.Fatal(err)
+	}
+	before := viewTokens(l.ProviderView())
+	_, ran, ok, err := l.CompactAt(stdctx.Background(), false)
+	if err != nil || !ran || ok || len(evs) != 0 {
+		t.Fatalf("a compaction that would grow the set: ran %v ok %v %v %+v", ran, ok, err, evs)
+	}
+	if after := viewTokens(l.ProviderView()); after != before {
+		t.Fatalf("the working set went from %d to %d tokens", before, after)
+	}
+}
