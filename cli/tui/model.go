@@ -417,6 +417,9 @@ func (m *Model) send(followUp bool) tea.Cmd {
 			} else if !followUp {
 				say = "started " + id
 			}
+			if r.Reopened {
+				say = "reopened the session (it had ended); " + say
+			}
 			return actionMsg{say: say, queued: id, sent: line}
 		}
 	}
