@@ -400,3 +400,52 @@ func TestAnAnthropicURLWithV1WorksAndAProviderErrorNamesItsURL(t *testing.T) {
 		t.Fatalf("the error does not name the URL and the model: %v", r)
 	}
 }
+
+// TestAskInterruptedCancelsItsTaskAndEndsItsSession: SIGTERM to harn ask
+// while its call waits for a confirmation cancels the task, ends the
+// session and exits 130; nothing the call would have written is written.
+func TestAskInterruptedCancelsItsTaskAndEndsItsSession(t *testing.T) {
+	e := askEnv(t)
+	dir := t.TempDir()
+	m := modeltest.New(t, calls(call("w1", "write", `{"path":"x.txt","content":"x"}`)), modeltest.Text("never"))
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, harnBin, "ask", "--provider-url", m.URL(), "--model", "test-model", "--json", "write x")
+	cmd.Env, cmd.Dir = append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), dir
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	var req map[string]any
+	for sc.Scan() {
+		var ev map[string]any
+		if json.Unmarshal(sc.Bytes(), &ev) == nil && ev["type"] == "input.requested" {
+			req = ev
+			break
+		}
+	}
+	if req == nil {
+		t.Fatalf("no input.requested: %s", errb.String())
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	go func() {
+		for sc.Scan() {
+		}
+	}()
+	err := cmd.Wait()
+	ee, _ := err.(*exec.ExitError)
+	if ee == nil || ee.ExitCode() != 130 || !strings.Contains(errb.String(), "interrupted") {
+		t.Fatalf("ask after SIGTERM: %v %s", err, errb.String())
+	}
+	task, sess := req["task"].(string), req["session"].(string)
+	if st := e.waitTask(task, "cancelled"); st.Task.Status != "cancelled" {
+		t.Fatalf("the task: %+v", st.Task)
+	}
+	wantEnded(t, e, sess)
+	if exists(filepath.Join(dir, "x.txt")) {
+		t.Fatal("the interrupted call wrote")
+	}
+}

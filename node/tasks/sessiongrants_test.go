@@ -233,3 +233,36 @@ func TestARefusedActionNeverLeavesAnEndedSessionOpen(t *testing.T) {
 		t.Fatalf("a reopen refused after opening left the session open: %v", err)
 	}
 }
+
+// TestRefusedCallsAreRebuiltAfterARestart: a task's refused calls are in
+// its view after the node restarts (from its call.refused records).
+func TestRefusedCallsAreRebuiltAfterARestart(t *testing.T) {
+	kv := &memKV{}
+	h, err := New(Config{Node: "n1", KV: kv, Key: rebuildKey, Clock: clock.Real{}, Sink: &captureSink{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.rt.OpenSession("s1", runtime.SessionConfig{Catalog: catalogOf("claude-code")}); err != nil {
+		t.Fatal(err)
+	}
+	ro, _ := runtime.Profile("read-only")
+	v, err := h.rt.Start("s1", runtime.Request{Text: "look", Grants: ro})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := h.rt.Begin(v.ID, runtime.CallRequest{Capability: "Bash", Input: []byte(`{"command":"ls"}`)}); err == nil {
+			t.Fatal("Bash passed under read-only")
+		}
+	}
+	h.Close()
+	h2 := restart(t, kv, time.Now(), nil)
+	t.Cleanup(h2.Close)
+	tv, err := h2.rt.Task(v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tv.Refused != 2 || len(tv.RefusedCalls) != 2 || tv.RefusedCalls[0] != (runtime.RefusedCall{Capability: "Bash", Check: "grant"}) {
+		t.Fatalf("after the restart: %+v", tv)
+	}
+}
