@@ -266,3 +266,43 @@ func TestRefusedCallsAreRebuiltAfterARestart(t *testing.T) {
 		t.Fatalf("after the restart: %+v", tv)
 	}
 }
+
+// TestConcurrentReopensOpenTheSessionOnce: two callers reopening the same
+// ended session at once: one reopens it, the other's task joins it.
+func TestConcurrentReopensOpenTheSessionOnce(t *testing.T) {
+	h := grantsHost(t, &memKV{})
+	srv := modeltest.New(t)
+	srv.SetFallback(func(map[string]any) modeltest.Reply { return modeltest.Text("done") })
+	r, err := h.Do(Action{Op: OpStart, Agent: AgentHarn, Text: "first", Workdir: t.TempDir(),
+		Harn: &HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTaskDone(t, h, r.Task.ID)
+	endHarn(t, h, r.Session)
+	type out struct {
+		res Result
+		err error
+	}
+	ch := make(chan out, 2)
+	for range 2 {
+		go func() {
+			res, err := h.Do(Action{Op: OpFollowUp, Session: r.Session, Text: "again", Harn: &HarnOptions{Key: "k"}})
+			ch <- out{res, err}
+		}()
+	}
+	reopened := 0
+	for range 2 {
+		o := <-ch
+		if o.err != nil {
+			t.Fatal(o.err)
+		}
+		if o.res.Reopened {
+			reopened++
+		}
+		waitTaskDone(t, h, o.res.Task.ID)
+	}
+	if reopened != 1 {
+		t.Fatalf("%d of the two reopened the session", reopened)
+	}
+}
