@@ -77,7 +77,8 @@ func confirmHint(tool, task, call, session string) string {
 	return fmt.Sprintf("harn: %s waits for your confirmation (task %s, call %s, session %s): run `harn task confirm %s %s` to let it run "+
 		"or `harn task deny %s %s` to refuse it, or answer it on the board; "+
 		"to run without asking, ask with --profile edit (writes and edits) or --profile full (every tool)",
-		text.Sanitize(text.Clip(tool, 64)), task, text.Sanitize(call), session, task, text.Sanitize(call), task, text.Sanitize(call))
+		text.Sanitize(text.Clip(tool, 64)), text.Sanitize(task), text.Sanitize(call), text.Sanitize(session),
+		text.Sanitize(task), text.Sanitize(call), text.Sanitize(task), text.Sanitize(call))
 }
 
 // settle reads the task's own count of refused calls (the node's, with
@@ -103,8 +104,8 @@ func (o *askOutcome) result(c *cobra.Command) error {
 		return nil
 	}
 	return withCode(ExitCallsRefused, fmt.Errorf("task %s succeeded, but harn refused %s: %s; `harn task show %s` lists them; "+
-		"ask with a wider --profile (harn profiles lists them) to allow them", o.task, countOf(o.refused, "call", "calls"),
-		refusedList(o.refusedCalls, o.refused), o.task))
+		"ask with a wider --profile (harn profiles lists them) to allow them", text.Sanitize(o.task), countOf(o.refused, "call", "calls"),
+		refusedList(o.refusedCalls, o.refused), text.Sanitize(o.task)))
 }
 
 // refusedList names refused calls: "shell (grant), write (grant)", and

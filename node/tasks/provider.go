@@ -64,7 +64,21 @@ func baseURL(kind, u string) string {
 // session and for one this node does not host.
 func (h *Host) LoopWorkdir(handle string) (string, bool) {
 	hs := h.resolveHosted(handle)
-	if hs == nil || hs.external || (hs.ag == nil && hs.ex == nil) {
+	if hs == nil {
+		// a harn session this run does not host (the node restarted): a
+		// follow-up may open it again, in its stored directory
+		id := handle
+		if h.cfg.Sessions != nil {
+			if st, err := h.cfg.Sessions.Resolve(handle); err == nil {
+				id = st.SessionID
+			}
+		}
+		if rec, found, err := h.loadSession(id); err == nil && found {
+			return rec.Workdir, true
+		}
+		return "", false
+	}
+	if hs.external || (hs.ag == nil && hs.ex == nil) {
 		return "", false
 	}
 	return hs.workdir, true

@@ -306,3 +306,30 @@ func TestConcurrentReopensOpenTheSessionOnce(t *testing.T) {
 		t.Fatalf("%d of the two reopened the session", reopened)
 	}
 }
+
+// TestAStoredSessionsWorkdirIsKnownAfterARestart: the remote policy's
+// workdir check of a follow-up reaches a session that only its stored
+// record knows (the node restarted): a reopen from another node works in
+// the session's directory, which the policy sees.
+func TestAStoredSessionsWorkdirIsKnownAfterARestart(t *testing.T) {
+	kv := &memKV{}
+	srv := modeltest.New(t)
+	srv.SetFallback(func(map[string]any) modeltest.Reply { return modeltest.Text("done") })
+	h, err := New(Config{Node: "n1", KV: kv, Key: rebuildKey, Clock: clock.Real{}, Sink: &captureSink{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	r, err := h.Do(Action{Op: OpStart, Agent: AgentHarn, Text: "hello", Workdir: dir,
+		Harn: &HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitTaskDone(t, h, r.Task.ID)
+	h.Close()
+	h2 := restart(t, kv, time.Now(), nil)
+	t.Cleanup(h2.Close)
+	if wd, ok := h2.LoopWorkdir(r.Session); !ok || wd != dir {
+		t.Fatalf("after the restart the session's workdir is %q %v, want %q", wd, ok, dir)
+	}
+}
