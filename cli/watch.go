@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	xterm "github.com/charmbracelet/x/term"
 	"os/signal"
 	"slices"
 	"strings"
@@ -83,6 +85,14 @@ func runWatch(c *cobra.Command, all, consistent bool, f listFilter) error {
 	m := newWatchModel(ctx, fetch, every, silenceAfter(c), useColour(out))
 	m.filter = f
 	m.act = clientActor{cl: cl, p: p}
+	// The terminal's size from the start: a frame painted before the first
+	// WindowSizeMsg at the default width wraps in a narrower terminal and
+	// leaves stale lines below the next one.
+	if f, ok := out.(*os.File); ok {
+		if w, h, err := xterm.GetSize(f.Fd()); err == nil && w > 0 && h > 0 {
+			m.width, m.height = w, h
+		}
+	}
 	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(out))
 	_, err = prog.Run()
 	if errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {
@@ -336,13 +346,16 @@ func (m watchModel) View() string {
 	if !m.at.IsZero() {
 		title += " · " + m.at.Local().Format("15:04:05")
 	}
-	b.WriteString(m.style(watchTitle, title))
+	clip := lipgloss.NewStyle().MaxWidth(width)
+	b.WriteString(clip.Render(m.style(watchTitle, title)))
 	b.WriteByte('\n')
 
 	var lines []string
 	switch {
 	case m.mode == modeDetail:
 		lines = strings.Split(strings.TrimRight(m.detailText(), "\n"), "\n")
+	case m.mode == modeConfirm && len(m.confirm.facts) > 0:
+		lines = m.factsView(width)
 	case !m.loaded:
 		lines = []string{"reading the roster…"}
 	case len(m.rows) == 0 && m.err == nil:
@@ -367,7 +380,6 @@ func (m watchModel) View() string {
 			lines = append(lines, m.style(watchDim, fmt.Sprintf("%d more rows (↑/↓ scroll)", hidden)))
 		}
 	}
-	clip := lipgloss.NewStyle().MaxWidth(width)
 	for _, l := range lines {
 		b.WriteString(clip.Render(l))
 		b.WriteByte('\n')

@@ -129,6 +129,7 @@ func (n *Node) openCluster() (*cluster, error) {
 	c.rpcSrv = grpc.NewServer(opts...)
 	c.dialTrace = tracing.DialOptions(n.cfg.TracerProvider)
 	apigrpc.RegisterClusterServer(c.rpcSrv, &clusterService{c: c})
+	apigrpc.RegisterHostedPeerServer(c.rpcSrv, &hostedPeer{c: c})
 	if c.trust != nil {
 		c.startTrust(c.rpcSrv)
 	}

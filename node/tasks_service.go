@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/callfacts"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/remotepolicy"
@@ -55,13 +56,14 @@ func (n *Node) openTasks() error {
 		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
+		Bounds:   n.cfg.AgentBounds,
 		Provider: n.cfg.Provider,
 		// Each harn session gets its own tool box: the core and discovery
 		// tools, the skills of its project (when trusted) and of the user,
 		// the servers of the user's (this node's) and the trusted
 		// project's mcp.json, then its own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace)}),
+			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.recordToolGroup}),
 		// A project's .harn files load only where this node trusts it.
 		Trust: projectTrust{n}})
 	if err != nil {
@@ -70,6 +72,8 @@ func (n *Node) openTasks() error {
 	n.tasks = h
 	n.remotePol = n.remotePolicy()
 	n.wireApprovals()
+	// What tools of the previous run still run (it died) goes first.
+	n.reapToolGroups()
 	// Runtime sessions are memory-only: end those the previous run left.
 	live := n.sess.Live()
 	if _, err := h.Recover(live); err != nil {
@@ -119,6 +123,13 @@ func (n *Node) decorateEntry(e *gossip.Entry) {
 	if t := n.harnTask(e.GetSessionId()); t != nil {
 		e.HarnTask = t
 		e.Hash = gossip.WithTask(e.Hash, t)
+	}
+	if e.SessionRow != nil {
+		st := e.SessionRow.State()
+		if v := n.hostedView(&st); v != nil {
+			e.Hosted = gossip.BoundedHosted(v)
+			e.Hash = gossip.WithHosted(e.Hash, e.Hosted)
+		}
 	}
 }
 
@@ -280,6 +291,9 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 			local = true
 		}
 	}
+	if res, ok, err := n.hostedTask(a); ok {
+		return res, err
+	}
 	res, err := n.doTask(a)
 	if err == nil || local || tasks.KindOf(err) != tasks.KindNotFound {
 		return res, err
@@ -385,6 +399,11 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 		Detail: tasks.Detail(req.Tool, req.Input), SessionWide: req.SessionWide,
 		Key: text.Clip(req.RequestKey, presence.MaxIDLen+8), Parent: text.Clip(req.ParentSession, presence.MaxIDLen)}
 	s.n.requestFacts(&r)
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = r.Cwd // the session's
+	}
+	r.Facts = callfacts.Of(req.Agent, req.Tool, req.Input, cwd)
 	r, ans, ok, err := s.n.tasks.Approvals().Await(ctx, r, wait)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -403,7 +422,7 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 
 func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
-	for _, r := range s.n.tasks.Approvals().List() {
+	for _, r := range s.n.waiting() {
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}
 	if req.LocalOnly || s.n.cl == nil {
@@ -499,6 +518,13 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	}
 	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
+	if ht, ok := s.c.local.(interface {
+		hostedTask(tasks.Action) (*api.TaskResponse, bool, error)
+	}); ok {
+		if res, ok, err := ht.hostedTask(a); ok {
+			return res, err
+		}
+	}
 	res, err := h.Do(a)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -506,11 +532,12 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: s.c.name}, nil
 }
 
-// Pending lists this node's open permission requests to a member. The
-// call in full (Detail: a command's arguments) goes only to a caller this
-// node's --remote-control policy allows, who may answer it; any other
-// member gets the summary, as the gossiped trace carries it, and so still
-// learns which session waits where.
+// Pending lists this node's open permission requests and confirmations
+// to a member. The call in full (its command, file, diff and Detail: a
+// command's arguments) goes only to a caller this node's --remote-control
+// policy allows, who may answer it; any other member gets the summary, as
+// the gossiped trace carries it, and so still learns which session waits
+// where.
 func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
 	h := s.c.host()
@@ -518,9 +545,13 @@ func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*a
 		return out, nil
 	}
 	full := s.c.remoteAllowed(ctx)
-	for _, r := range h.Approvals().List() {
+	var facts func(*tasks.Request)
+	if n, ok := s.c.local.(interface{ requestFacts(*tasks.Request) }); ok {
+		facts = n.requestFacts
+	}
+	for _, r := range waitingOf(h, facts) {
 		if !full {
-			r.Detail = ""
+			r = r.Summarized()
 		}
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}

@@ -1704,7 +1704,9 @@ type ApprovalRequest struct {
 	RequestKey    string `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
 	ParentSession string `protobuf:"bytes,7,opt,name=parent_session,json=parentSession,proto3" json:"parent_session,omitempty"`
 	// session_wide: the agent can take "allow for this session".
-	SessionWide   bool `protobuf:"varint,8,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
+	SessionWide bool `protobuf:"varint,8,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
+	// cwd is the hook payload's working directory: where the call runs.
+	Cwd           string `protobuf:"bytes,9,opt,name=cwd,proto3" json:"cwd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1793,6 +1795,13 @@ func (x *ApprovalRequest) GetSessionWide() bool {
 		return x.SessionWide
 	}
 	return false
+}
+
+func (x *ApprovalRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
 }
 
 type ApprovalResponse struct {
@@ -3857,8 +3866,10 @@ type SessionRow struct {
 	UnreachableSinceUnixNano int64     `protobuf:"varint,41,opt,name=unreachable_since_unix_nano,json=unreachableSinceUnixNano,proto3" json:"unreachable_since_unix_nano,omitempty"`
 	Source                   string    `protobuf:"bytes,42,opt,name=source,proto3" json:"source,omitempty"`
 	HarnTask                 *HarnTask `protobuf:"bytes,43,opt,name=harn_task,json=harnTask,proto3" json:"harn_task,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// hosted: the session runs in a terminal its node hosts (node/hosted).
+	Hosted        *HostedView `protobuf:"bytes,48,opt,name=hosted,proto3" json:"hosted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionRow) Reset() {
@@ -4164,6 +4175,13 @@ func (x *SessionRow) GetHarnTask() *HarnTask {
 	return nil
 }
 
+func (x *SessionRow) GetHosted() *HostedView {
+	if x != nil {
+		return x.Hosted
+	}
+	return nil
+}
+
 // HarnTask is the compact view of a session's harn task that travels with
 // its row (`harn_task` in the JSON), bounded to fit one gossip frame.
 type HarnTask struct {
@@ -4395,7 +4413,7 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"harn.proto\x12\aharn.v1\x1a\n" +
-	"hook.proto\x1a\fvalues.proto\"\xa3\x01\n" +
+	"hook.proto\x1a\fvalues.proto\x1a\fhosted.proto\"\xa3\x01\n" +
 	"\x0fDiagnoseRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12 \n" +
@@ -4517,7 +4535,7 @@ const file_harn_proto_rawDesc = "" +
 	"\x14RemoveServerResponse\"M\n" +
 	"\rDecideRequest\x12*\n" +
 	"\x05query\x18\x02 \x01(\v2\x14.harn.v1.DecideQueryR\x05queryJ\x04\b\x01\x10\x02R\n" +
-	"query_json\"\xef\x01\n" +
+	"query_json\"\x81\x02\n" +
 	"\x0fApprovalRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x12\n" +
@@ -4527,7 +4545,8 @@ const file_harn_proto_rawDesc = "" +
 	"\vrequest_key\x18\x06 \x01(\tR\n" +
 	"requestKey\x12%\n" +
 	"\x0eparent_session\x18\a \x01(\tR\rparentSession\x12!\n" +
-	"\fsession_wide\x18\b \x01(\bR\vsessionWide\"\x93\x01\n" +
+	"\fsession_wide\x18\b \x01(\bR\vsessionWide\x12\x10\n" +
+	"\x03cwd\x18\t \x01(\tR\x03cwd\"\x93\x01\n" +
 	"\x10ApprovalResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +
@@ -4695,7 +4714,7 @@ const file_harn_proto_rawDesc = "" +
 	"\x06quorum\x18\x05 \x01(\bR\x06quorum\x12\x1f\n" +
 	"\vstale_peers\x18\x06 \x03(\tR\n" +
 	"stalePeers\x12\x14\n" +
-	"\x05voter\x18\a \x01(\bR\x05voter\"\xaa\v\n" +
+	"\x05voter\x18\a \x01(\bR\x05voter\"\xd7\v\n" +
 	"\n" +
 	"SessionRow\x12\x1d\n" +
 	"\n" +
@@ -4742,7 +4761,8 @@ const file_harn_proto_rawDesc = "" +
 	"\treachable\x18( \x01(\bR\treachable\x12=\n" +
 	"\x1bunreachable_since_unix_nano\x18) \x01(\x03R\x18unreachableSinceUnixNano\x12\x16\n" +
 	"\x06source\x18* \x01(\tR\x06source\x12.\n" +
-	"\tharn_task\x18+ \x01(\v2\x11.harn.v1.HarnTaskR\bharnTask\"\xa2\x01\n" +
+	"\tharn_task\x18+ \x01(\v2\x11.harn.v1.HarnTaskR\bharnTask\x12+\n" +
+	"\x06hosted\x180 \x01(\v2\x13.harn.v1.HostedViewR\x06hosted\"\xa2\x01\n" +
 	"\bHarnTask\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -4842,6 +4862,7 @@ var file_harn_proto_goTypes = []any{
 	(*PermissionRequest)(nil),    // 61: harn.v1.PermissionRequest
 	(*PathClaim)(nil),            // 62: harn.v1.PathClaim
 	(*Time)(nil),                 // 63: harn.v1.Time
+	(*HostedView)(nil),           // 64: harn.v1.HostedView
 }
 var file_harn_proto_depIdxs = []int32{
 	55, // 0: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
@@ -4869,12 +4890,13 @@ var file_harn_proto_depIdxs = []int32{
 	16, // 22: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
 	63, // 23: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
 	56, // 24: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
-	55, // 25: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	64, // 25: harn.v1.SessionRow.hosted:type_name -> harn.v1.HostedView
+	55, // 26: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -4884,6 +4906,7 @@ func file_harn_proto_init() {
 	}
 	file_hook_proto_init()
 	file_values_proto_init()
+	file_hosted_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

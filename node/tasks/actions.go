@@ -186,6 +186,7 @@ func (h *Host) Do(a Action) (Result, error) {
 			err = h.rt.Deny(a.Task, a.Call, by, a.Reason)
 		}
 		if err == nil {
+			h.dropAsk(a.Task, a.Call)
 			if v, err = h.rt.Task(a.Task); err == nil {
 				h.inputResolved(v.Session, a.Call, a.Op == OpConfirm, by, a.Reason)
 			}

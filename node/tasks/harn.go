@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-dev/harn/node/callfacts"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/agent"
@@ -251,7 +252,7 @@ func (h *Host) openHarnAs(o HarnOptions, workdir string, kid *kidStart, re *reop
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
 	h.withNodeProvider(&o) // provider.go: the node's key goes to its own provider only
-	pc := agent.ProviderConfig{BaseURL: o.URL, Key: h.providerKey(&o)}
+	pc := agent.ProviderConfig{BaseURL: o.URL, Key: h.providerKey(&o), Bounds: h.cfg.Bounds}
 	var prov agent.Provider
 	if o.Provider == "anthropic" {
 		prov = agent.NewAnthropic(pc)
@@ -412,6 +413,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 		notice: notice}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
+		Bounds:  h.cfg.Bounds,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) },
 		// the turn start's prompt event and Finish's terminal record are
 		// synced writes to the ledger that holds the context
@@ -488,6 +490,17 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 	}
 	if e.Type != agent.EvText && e.Type != agent.EvModel && e.Type != agent.EvStatus && e.Type != agent.EvSteer {
 		hs.harn.waitPrompted()
+	}
+	switch e.Type {
+	case agent.EvToolPre, agent.EvToolPost, agent.EvToolRefused:
+		h.dropAsk(e.Task, e.Call)
+	case agent.EvInputRequested:
+		// what the call asks, from its arguments in full (the history
+		// keeps them bounded), before the roster hears of the wait
+		r := h.confirmationOf(hs.id, e.Task, e.Call, e.Tool, callfacts.OfHarn(e.Tool, []byte(e.Args), e.Diff, hs.workdir),
+			Detail(e.Tool, []byte(e.Args)), e.At)
+		r.Summary = Summarize(e.Tool, []byte(e.Args))
+		h.noteAsk(r)
 	}
 	switch e.Type {
 	case agent.EvToolPre:

@@ -77,3 +77,56 @@ func TestHistoryEventsCarryTheCallsArgsDiffAndOutputBounded(t *testing.T) {
 		t.Fatalf("the read's output preview is %d bytes, want cut at %d", len(rpost.Output), runtime.MaxEventOutput)
 	}
 }
+
+// TestAHarnConfirmationShowsItsCommandAndDiff: harn's own call that waits
+// for `harn task confirm` is listed with its whole command in the
+// session's directory (a shell call), or its file and the loop's diff (an
+// edit), against the scripted model.
+func TestAHarnConfirmationShowsItsCommandAndDiff(t *testing.T) {
+	h, err := New(Config{Node: "n1", KV: &memKV{}, Key: bytes.Repeat([]byte{7}, 32), Clock: clock.Real{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	wd := t.TempDir()
+	os.WriteFile(filepath.Join(wd, "a.txt"), []byte("one\ntwo\n"), 0o600)
+	srv := modeltest.New(t, modeltest.Calls(true,
+		modeltest.Call{ID: "s1", Name: "shell", Args: `{"command":"git push --force-with-lease origin main"}`},
+		modeltest.Call{ID: "e1", Name: "edit", Args: `{"path":"a.txt","old_string":"two","new_string":"TWO"}`},
+	), modeltest.Text("done"))
+	id, err := h.OpenHarn(HarnOptions{URL: srv.URL(), Model: "test-model", Key: "k"}, wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := h.rt.Start(id, runtime.Request{Text: "push", Grants: []runtime.Grant{{Level: runtime.Execute, Capability: "*", Confirm: true}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cs []Request
+	deadline := time.Now().Add(30 * time.Second)
+	for len(cs) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the two calls do not wait for a confirmation: %+v", cs)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition, bounded by the deadline
+		cs = h.Confirmations()
+	}
+	by := map[string]Request{}
+	for _, c := range cs {
+		by[c.ID] = c
+	}
+	s, e := by["s1"], by["e1"]
+	if s.Kind != KindConfirmation || s.Task != v.ID || s.Session != id || s.Agent != Agent || s.Tool != "shell" ||
+		s.Command != "git push --force-with-lease origin main" || s.Cwd != wd {
+		t.Fatalf("the shell call: %+v", s)
+	}
+	if e.Path != filepath.Join(wd, "a.txt") || !strings.Contains(e.Diff, "-two\n+TWO") || e.Command != "" {
+		t.Fatalf("the edit: %+v", e)
+	}
+	if _, err := h.Do(Action{Op: OpDeny, Task: v.ID, Call: "s1", By: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if cs := h.Confirmations(); len(cs) != 1 || cs[0].ID != "e1" {
+		t.Fatalf("after the denial: %+v", cs)
+	}
+}

@@ -45,6 +45,9 @@ type Call struct {
 	// Permission is true for the agent's permission request: a remote
 	// approval (harn hook --remote-approve) may answer it (see Approver).
 	Permission bool
+	// Cwd is the directory the agent works in, as the payload names it
+	// ("" when it names none): where a shell call runs.
+	Cwd string
 }
 
 // Writes is what one hook says its call writes, for the node's claims.
@@ -84,6 +87,41 @@ type Answerer interface {
 	// Warn tells the agent of something (a file another session holds)
 	// without stopping the call.
 	Warn(c Call, reason string) []byte
+}
+
+// Asked is what a tool call asks to do, read from its input for the
+// operator who approves it: the whole command of a shell tool, or the
+// file a write tool writes and what it changes there. It is a reading of
+// the raw input: the node bounds and strips it before anyone sees it, and
+// it never enters presence or the registry (docs/design.md).
+type Asked struct {
+	// Command is a shell tool's command line, whole (an argv is joined,
+	// quoted as a shell would read it); Dir the directory the call itself
+	// names to run in ("" when it names none).
+	Command, Dir string
+	// Path is the file a write tool writes; Edits what it replaces there
+	// (a whole-file write is one Edit from ""); Patch a patch the tool
+	// applies as written (Codex's apply_patch), shown as it is.
+	Path  string
+	Edits []Edit
+	Patch string
+}
+
+// Edit is one replacement a write tool makes: Old becomes New.
+type Edit struct{ Old, New string }
+
+// Empty reports whether a says nothing (a tool that is neither a shell
+// nor a write tool: the operator then sees its input as it is).
+func (a Asked) Empty() bool {
+	return a.Command == "" && a.Path == "" && len(a.Edits) == 0 && a.Patch == ""
+}
+
+// Describer is implemented by an adapter that reads its own tools' inputs
+// for the operator who approves a call: what `harn agents pending`, the
+// board, `agents list --watch` and the notifications show. Every
+// registered adapter declares one (presence/adapter/all checks).
+type Describer interface {
+	Describe(tool string, input json.RawMessage) Asked
 }
 
 // Approver is implemented by an adapter whose agent has a permission
@@ -230,3 +268,50 @@ type TrustCheck struct {
 	OK          bool
 	Detail, Fix string
 }
+
+// Hoster is implemented by an adapter whose agent a node can host in a
+// pseudo-terminal it owns (`harn run AGENT`): how the agent is started
+// and how its terminal takes input. Pure data; the node's hosting room
+// (node/hosted) asks it and names no agent.
+type Hoster interface {
+	Host() HostSpec
+}
+
+// HostSpec is how an agent runs in a terminal a node hosts.
+type HostSpec struct {
+	// Binary is the agent's interactive command, found on the node's PATH.
+	Binary string
+	// PromptFlag is the flag before an initial prompt ("-i" for an agent
+	// that takes `agent -i PROMPT`); "" passes the prompt as the last
+	// positional argument (`agent PROMPT`).
+	PromptFlag string
+	// Interrupt is what the agent reads as "stop the current step" (Esc).
+	Interrupt []byte
+	// Submit ends a typed message (a carriage return, as Enter sends).
+	Submit []byte
+	// DropEnv names variables of the node's environment the agent must
+	// not inherit (the agent's own "running inside me" markers, so that a
+	// node started from inside the agent can still host it).
+	DropEnv []string
+}
+
+// Args is the agent's argv for an initial prompt ("" for none).
+func (s HostSpec) Args(prompt string) []string {
+	argv := []string{s.Binary}
+	if prompt == "" {
+		return argv
+	}
+	if s.PromptFlag != "" {
+		argv = append(argv, s.PromptFlag)
+	} else if len(prompt) > 0 && prompt[0] == '-' {
+		argv = append(argv, "--") // a prompt is never read as a flag
+	}
+	return append(argv, prompt)
+}
+
+// Escape is the interrupt key of the agents that hosted terminals know
+// (Esc), and Enter is the carriage return a terminal sends for Enter.
+var (
+	Escape = []byte{0x1b}
+	Enter  = []byte{'\r'}
+)

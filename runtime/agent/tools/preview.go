@@ -78,6 +78,13 @@ func UnifiedDiff(path, before, after string) string {
 	return unifiedDiff(path, before, after, true)
 }
 
+// SnippetDiff is a unified diff of before and after that are not the
+// file's whole text (an edit's old and new strings, a write's content
+// against a file that was not read): its hunk names no lines. It is the
+// diff an approval shows of an external agent's write, read from the
+// call's own input.
+func SnippetDiff(path, before, after string) string { return unifiedDiff(path, before, after, false) }
+
 // unifiedDiff is UnifiedDiff; numbered false: before is not the file (a
 // snippet, or a file that could not be read), so the hunk names no lines.
 func unifiedDiff(path, before, after string, numbered bool) string {
