@@ -223,6 +223,9 @@ func runAsk(c *cobra.Command, args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// A reader that goes (`harn ask --json … | head -1`) makes the next
+	// write fail instead of killing the process, so the session still ends.
+	signal.Ignore(syscall.SIGPIPE)
 	tm := newAskTiming(c)
 	defer tm.done()
 	p := placeOf(c)
@@ -253,7 +256,10 @@ func runAsk(c *cobra.Command, args []string) error {
 		// One-shot: the session ask opened ends when it returns (its
 		// history stays; --session opens it again), so asks never crowd
 		// the roster or other agents' peers.
-		defer endAskSession(c, cl, p, sess)
+		defer func() {
+			endAskSession(c, cl, p, sess)
+			tm.mark("session ended")
+		}()
 	}
 	if r.Message != "" { // the node did not load the project's .harn files: untrusted (harn trust)
 		fmt.Fprintln(c.ErrOrStderr(), text.OneLine(r.Message))

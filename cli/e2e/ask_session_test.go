@@ -449,3 +449,33 @@ func TestAskInterruptedCancelsItsTaskAndEndsItsSession(t *testing.T) {
 		t.Fatal("the interrupted call wrote")
 	}
 }
+
+// TestAskEndsItsSessionWhenItsReaderGoes: `harn ask --json | head -1`
+// closes ask's stdout early; the write fails instead of killing ask, and
+// the session still ends.
+func TestAskEndsItsSessionWhenItsReaderGoes(t *testing.T) {
+	e := askEnv(t)
+	m := modeltest.New(t, modeltest.Text("a long answer"))
+	sh := "'" + harnBin + "' ask --provider-url " + m.URL() + " --model test-model --json hi | head -1"
+	cmd := exec.Command("sh", "-c", sh)
+	cmd.Env, cmd.Dir = append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), t.TempDir()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	var ev map[string]any
+	if err := json.Unmarshal(out, &ev); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	s, _ := ev["session"].(string)
+	eventually(t, stateTimeout, "the session ended", func() (bool, string) {
+		var ss []sessionJSON
+		mustJSON(t, e.ok("agents", "list", "--all", "--json"), &ss)
+		for _, x := range ss {
+			if x.SessionID == s {
+				return x.Ended, x.Activity
+			}
+		}
+		return false, "not in the roster"
+	})
+}
