@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -203,7 +205,14 @@ func runAsk(c *cobra.Command, args []string) error {
 	}
 	a := taskwire.Action{Op: taskwire.OpStart, Text: prompt, Grants: g, Agent: taskwire.AgentHarn}
 	if session != "" {
-		a = taskwire.Action{Op: taskwire.OpFollowUp, Session: session, Text: prompt, Grants: g}
+		// Its next task; a session that ended (an earlier ask ended it,
+		// or the node restarted) opens again with this caller's key.
+		a = taskwire.Action{Op: taskwire.OpFollowUp, Session: session, Text: prompt, Grants: g, Harn: &taskwire.HarnOptions{}}
+		if node == "" {
+			if a.Harn.Key, err = providerKey(); err != nil {
+				return err
+			}
+		}
 	} else {
 		if a.Harn, err = harnOptions(c); err != nil {
 			return err
@@ -212,17 +221,22 @@ func runAsk(c *cobra.Command, args []string) error {
 			a.Workdir, _ = os.Getwd()
 		}
 	}
+	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	// A reader that goes (`harn ask --json … | head -1`) makes the next
+	// write fail instead of killing the process, so the session still ends.
+	signal.Ignore(syscall.SIGPIPE)
 	tm := newAskTiming(c)
 	defer tm.done()
 	p := placeOf(c)
-	cl, err := connect(c.Context(), p, 5*time.Second)
+	cl, err := connect(ctx, p, 5*time.Second)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
 	tm.mark("connected")
-	call := func(a taskwire.Action) (taskwire.Result, error) {
-		ctx, cancel := context.WithTimeout(c.Context(), rpcTimeout)
+	call := func(ctx context.Context, a taskwire.Action) (taskwire.Result, error) {
+		ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		defer cancel()
 		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a), Node: node})
 		if err != nil {
@@ -230,37 +244,53 @@ func runAsk(c *cobra.Command, args []string) error {
 		}
 		return taskwire.ResultFromAPI(res.Result)
 	}
-	r, err := call(a)
+	r, err := call(ctx, a)
 	if err != nil {
 		return err
 	}
 	if r.Task == nil {
 		return fmt.Errorf("%w: the node answered without a task", ErrBadAsk)
 	}
-	task := r.Task.ID
+	task, sess := r.Task.ID, r.Session
+	if session == "" || r.Reopened {
+		// One-shot: the session ask opened ends when it returns (its
+		// history stays; --session opens it again), so asks never crowd
+		// the roster or other agents' peers.
+		defer func() {
+			endAskSession(c, cl, p, sess)
+			tm.mark("session ended")
+		}()
+	}
 	if r.Message != "" { // the node did not load the project's .harn files: untrusted (harn trust)
 		fmt.Fprintln(c.ErrOrStderr(), text.OneLine(r.Message))
 	}
 	tm.mark("task started")
-	if node == "" {
-		node = r.Node
-	}
 	out := c.OutOrStdout()
 	enc := json.NewEncoder(out)
+	o := askOutcome{task: task, session: sess}
 	since := 0
 	for {
-		r, err := call(taskwire.Action{Op: taskwire.OpEvents, Task: task, Since: since, WaitMS: 2000})
+		r, err := call(ctx, taskwire.Action{Op: taskwire.OpEvents, Task: task, Since: since, WaitMS: 2000})
 		if err != nil {
+			if ctx.Err() != nil {
+				return interruptAsk(c, call, task)
+			}
 			return err
 		}
 		tm.polled(r.Events)
 		for _, e := range r.Events {
 			since++
+			o.see(c, e)
 			if asJSON(c) {
 				if e.Type == "turn.start" {
 					e.Text = text.Clip(e.Text, 200)
 				}
-				if err := enc.Encode(e); err != nil {
+				ev := askEvent{Event: e, Session: sess}
+				if e.Type == "turn.end" && e.Task == task {
+					o.settle(ctx, call)
+					ev.Refused, ev.RefusedCalls = o.refused, o.refusedCalls
+				}
+				if err := enc.Encode(ev); err != nil {
 					return err
 				}
 			}
@@ -271,11 +301,12 @@ func runAsk(c *cobra.Command, args []string) error {
 				for _, line := range strings.Split(e.Text, "\n") {
 					fmt.Fprintln(out, text.Sanitize(line))
 				}
+				o.settle(ctx, call)
 			}
 			if e.Status != "succeeded" {
 				return withCode(ExitError, fmt.Errorf("%w: task %s %s", ErrBadAsk, task, e.Status))
 			}
-			return nil
+			return o.result(c)
 		}
 	}
 }

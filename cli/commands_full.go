@@ -12,7 +12,7 @@ import "github.com/spf13/cobra"
 // held them.
 func commandSet() []func() *cobra.Command {
 	return []func() *cobra.Command{
-		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newProfilesCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
 		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
 		newNotifyCmd, newTaskCmd, newTokenCmd, newDirTrustCmd, newUsageCmd, newWebCmd, newRunCmd, newWorktreesCmd,
 	}

@@ -79,11 +79,17 @@ var examples = withAgents(map[string]string{
 	"harn task deny":      `  harn task deny t-01J9ZK3 toolu_01AbC --reason "not on main"`,
 	"harn task reduce": `  harn task reduce t-01J9ZK3 Bash load --reason "no more shell"
   harn task reduce t-01J9ZK3 'mcp__github__*' inspect --json`,
+	"harn task pin":     `  harn task pin --session h-01J9ZK "the build is make; never go build"`,
+	"harn task compact": `  harn task compact --session h-01J9ZK`,
+	"harn profiles": `  harn profiles
+  harn profiles --json`,
 	"harn context": `  harn context h-01J
   harn context h-01J --provider-view --json`,
 	"harn ask": `  HARN_PROVIDER_KEY=sk-... harn ask --provider-url http://127.0.0.1:8080/v1 --model qwen3 "what does main.go do?"
   echo "summarise the last commit" | harn ask --model gpt-4.1 --provider-url https://api.openai.com/v1 --json -
-  harn ask --provider anthropic --model sonnet-4.5 --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"`,
+  harn ask --provider anthropic --model sonnet-4.5 --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"
+  harn ask --model qwen3 --profile edit "fix the failing test"   # writes without asking (default: confirm asks first)
+  harn ask --session h-01J "now add a test"                     # the session's next task, with its grants`,
 	"harn chat": `  HARN_PROVIDER_KEY=sk-... harn chat --provider-url http://127.0.0.1:8080/v1 --model qwen3
   harn chat --session h-01J   # attach to a session of the local node`,
 	"harn attach": `  harn attach h-01J           # a harn session on another node, through its owner

@@ -16,7 +16,7 @@ func addNodeAgentFlags(c *cobra.Command) {
 	f.String("provider-key-file", "", "file holding this node's provider key (yours, mode 0600, not a symlink; keeps it out of the environment)")
 	f.StringSlice("provider-models", nil, "the models a harn session started from another node may name (the first is its default; default: any)")
 	f.StringArray("workspace", nil, "a directory a task from another node may work in (repeatable; also [workspaces] in the config file; default: none, so another node starts no session here)")
-	f.String("remote-profiles", "read-only", "the grant profiles a task from another node may hold here: read-only, edit, full (NAME,...), or none")
+	f.String("remote-profiles", "read-only", "the grant profiles a task from another node may hold here: read-only, confirm, edit, full (NAME,...), or none")
 }
 
 // ConfigWorkspaces are the config file's [workspaces].

@@ -45,7 +45,40 @@ the authenticated mesh channel to the node that owns it.`,
 		newTaskIDCmd(taskwire.OpDeny, "deny ID CALL", "deny a call waiting for a confirmation", 2),
 		newTaskIDCmd(taskwire.OpShow, "show ID", "show a task: its state, queue, text, recent output and its steps (model calls, tool calls, grant reductions, cancellations)", 1),
 		newTaskReduceCmd(),
+		newTaskContextCmd(taskwire.OpPin, "pin --session ID TEXT",
+			"pin a text into a harn session's context: every request carries it (while a task runs: from its next step)"),
+		newTaskContextCmd(taskwire.OpCompact, "compact --session ID",
+			"compact a harn session's context now (while a task runs: at its next step), whatever its budget line"),
 	)
+	return c
+}
+
+// newTaskContextCmd is task pin and task compact: an operator's change of
+// a harn session's context, which the node applies at a step boundary
+// (never inside a tool exchange).
+func newTaskContextCmd(op, use, short string) *cobra.Command {
+	nargs := cobra.NoArgs
+	if op == taskwire.OpPin {
+		nargs = cobra.MinimumNArgs(1)
+	}
+	c := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  nargs,
+		RunE: func(c *cobra.Command, args []string) error {
+			a := taskwire.Action{Op: op, Text: strings.Join(args, " ")}
+			a.Session, _ = c.Flags().GetString("session")
+			if a.Session == "" {
+				a.Session = os.Getenv("HARN_SESSION")
+			}
+			if a.Session == "" {
+				return usageErr(fmt.Errorf("task %s: name the session with --session ID", op))
+			}
+			return runTask(c, a)
+		},
+	}
+	c.Flags().String("session", "", "the harn session (id, prefix or name; default HARN_SESSION)")
+	addTaskFlags(c)
 	return c
 }
 
@@ -55,7 +88,8 @@ func addTaskFlags(c *cobra.Command) {
 }
 
 func addGrantFlags(c *cobra.Command) {
-	c.Flags().String("profile", "", "grants from a named profile: read-only, edit or full (default read-only)")
+	c.Flags().String("profile", "", "grants from a named profile: read-only, confirm, edit or full (harn profiles lists them); default: the session's, "+
+		"else confirm for harn's own agent and read-only for another agent's session")
 	c.Flags().String("grants", "", "grants from a `file` (JSON, or one LEVEL CAPABILITY[(PATTERN)] [confirm] a line)")
 }
 
@@ -67,7 +101,7 @@ func grantsOf(c *cobra.Command) ([]taskwire.Grant, error) {
 	if prof != "" {
 		g, err := taskwire.Profile(prof)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("%w: --profile %q: use read-only, edit or full", ErrBadGrants, prof))
+			return nil, usageErr(fmt.Errorf("%w: --profile %q: use read-only, confirm, edit or full (harn profiles says what each allows)", ErrBadGrants, prof))
 		}
 		out = append(out, g...)
 	}
@@ -270,6 +304,10 @@ func printTaskResult(w io.Writer, op string, r taskwire.Result) {
 			line += "  waiting: " + strings.Join(t.PendingCalls, ", ")
 		}
 		fmt.Fprintln(w, text.Sanitize(line))
+		if t.Refused > 0 {
+			// the outcome's note: it did not do all it was asked
+			fmt.Fprintf(w, "refused: %s: %s\n", countOf(t.Refused, "call", "calls"), refusedList(t.RefusedCalls, t.Refused))
+		}
 	}
 	if r.Message != "" {
 		fmt.Fprintln(w, text.OneLine(r.Message))

@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	xterm "github.com/charmbracelet/x/term"
 	"os/signal"
 	"slices"
 	"strings"
@@ -83,6 +85,14 @@ func runWatch(c *cobra.Command, all, consistent bool, f listFilter) error {
 	m := newWatchModel(ctx, fetch, every, silenceAfter(c), useColour(out))
 	m.filter = f
 	m.act = clientActor{cl: cl, p: p}
+	// The terminal's size from the start: a frame painted before the first
+	// WindowSizeMsg at the default width wraps in a narrower terminal and
+	// leaves stale lines below the next one.
+	if f, ok := out.(*os.File); ok {
+		if w, h, err := xterm.GetSize(f.Fd()); err == nil && w > 0 && h > 0 {
+			m.width, m.height = w, h
+		}
+	}
 	prog := tea.NewProgram(m, tea.WithAltScreen(), tea.WithContext(ctx), tea.WithOutput(out))
 	_, err = prog.Run()
 	if errors.Is(err, tea.ErrProgramKilled) || errors.Is(err, tea.ErrInterrupted) || errors.Is(err, context.Canceled) {

@@ -8,7 +8,9 @@ import (
 )
 
 // Request is an operator's input for a new task. Grants nil means the
-// runtime's default profile. RequiresSuccess applies to a follow-up: after
+// session's grants (what its first task was given), or the runtime's
+// default profile for a session's first task; grants named must be within
+// the session's. RequiresSuccess applies to a follow-up: after
 // a failed, cancelled or superseded predecessor it stays blocked until
 // Resume, Cancel or Replace.
 type Request struct {
@@ -49,13 +51,26 @@ func checkAnswer(by, reason string) error {
 	return nil
 }
 
-func (rt *Runtime) grantsOf(req *Request) ([]Grant, error) {
+// grantsOf is the grants of a new task of s (locked): the request's, which
+// must be within the session's, else the session's; a session's first task
+// fixes the session's grants (the request's, or the runtime's default).
+// The ceiling can shrink during a task but never grow, and a session's
+// tasks never hold more than the session was given.
+func (rt *Runtime) grantsOf(s *session, req *Request) ([]Grant, error) {
 	if req.Grants == nil {
+		if s.grants != nil {
+			return slices.Clone(s.grants), nil
+		}
 		return slices.Clone(rt.defGrants), nil
 	}
 	for _, g := range req.Grants {
 		if err := g.validate(); err != nil {
 			return nil, err
+		}
+	}
+	if s.grants != nil {
+		if g, ok := Within(req.Grants, s.grants); !ok {
+			return nil, &GrantsBeyondError{Session: s.id, Grant: g}
 		}
 	}
 	return slices.Clone(req.Grants), nil
@@ -68,7 +83,7 @@ func (rt *Runtime) submit(s *session, action Action, req Request, front bool) (*
 	if err := checkText(req.Text); err != nil {
 		return nil, err
 	}
-	grants, err := rt.grantsOf(&req)
+	grants, err := rt.grantsOf(s, &req)
 	if err != nil {
 		return nil, err
 	}
@@ -77,6 +92,9 @@ func (rt *Runtime) submit(s *session, action Action, req Request, front bool) (*
 	t.submitted = s.base + len(s.conv)
 	if err := rt.rec(t, Record{Kind: RecSubmit, Status: string(action), By: t.by}); err != nil {
 		return nil, err
+	}
+	if s.grants == nil {
+		s.grants = slices.Clone(grants) // the session's first task: what the session was given
 	}
 	rt.index(t)
 	s.say("user", t.id, t.text)

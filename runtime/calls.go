@@ -249,7 +249,7 @@ func (rt *Runtime) Begin(taskID string, req CallRequest) (*Call, error) {
 		if req.ID != "" && t.calls[req.ID] != nil {
 			return nil, fmt.Errorf("%w: %s", ErrDuplicateCall, req.ID)
 		}
-		t.counts.Refused++
+		t.refused(req.Capability, check)
 		rt.recLog(t, Record{Kind: RecRefused, Call: req.ID, Capability: req.Capability, Status: check, Input: in})
 		if req.ID != "" && t.calls != nil {
 			// A repeat of the same agent call id gets this refusal again.

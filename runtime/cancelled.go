@@ -79,7 +79,7 @@ func (rt *Runtime) CancelledRefusal(sessionID, capability string) (string, error
 		return "", nil
 	}
 	ce := t.cancelledError()
-	t.counts.Refused++
+	t.refused(capability, string(CheckTask))
 	rt.recLog(t, Record{Kind: RecRefused, Capability: capability, Status: string(CheckTask), Reason: "after cancellation"})
 	return t.id, &RefusalError{Check: CheckTask, Capability: capability, Detail: ce.Error(), Err: ce}
 }

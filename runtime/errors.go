@@ -49,7 +49,7 @@ var (
 	ErrCeilingGrows = errors.New("runtime: a task's grant ceiling can shrink, never grow")
 	ErrNotAdmitted  = errors.New("runtime: the item does not fit the input budget")
 	ErrGrantSyntax  = errors.New("runtime: bad grant")
-	ErrNoProfile    = errors.New("runtime: no such grant profile; use read-only, edit or full")
+	ErrNoProfile    = errors.New("runtime: no such grant profile; use read-only, confirm, edit or full")
 
 	// Ledger.
 	ErrNoKey         = errors.New("runtime: no digest key")

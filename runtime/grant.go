@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -130,27 +131,38 @@ type Limit struct {
 
 const maxNameBytes = 512
 
-// Profiles are the named grant sets.
+// readOnly is the read-only profile: the reading tools of harn's loop and
+// of the agents harn governs, and load of everything else.
+var readOnly = []Grant{
+	{Level: Execute, Capability: "Read"},
+	{Level: Execute, Capability: "Glob"},
+	{Level: Execute, Capability: "Grep"},
+	{Level: Execute, Capability: "LS"},
+	{Level: Execute, Capability: "WebSearch"},
+	{Level: Execute, Capability: "TodoWrite"},
+	{Level: Execute, Capability: "read_*"},
+	{Level: Execute, Capability: "list_*"},
+	{Level: Execute, Capability: "glob"},
+	{Level: Execute, Capability: "read"},
+	{Level: Execute, Capability: "grep"},
+	{Level: Execute, Capability: "google_web_search"},
+	{Level: Execute, Capability: "search_*"},
+	{Level: Execute, Capability: "capabilities_*"},
+	{Level: Execute, Capability: "tools_load"},
+	{Level: Execute, Capability: "skills_activate"},
+	{Level: Load, Capability: "*"},
+}
+
+// Profiles are the named grant sets. read-only's grants are in every other
+// profile (confirm and edit hold each of them; full's * covers them), so
+// that a session of any profile may run a read-only task.
 var profiles = map[string][]Grant{
-	"read-only": {
-		{Level: Execute, Capability: "Read"},
-		{Level: Execute, Capability: "Glob"},
-		{Level: Execute, Capability: "Grep"},
-		{Level: Execute, Capability: "LS"},
-		{Level: Execute, Capability: "WebSearch"},
-		{Level: Execute, Capability: "TodoWrite"},
-		{Level: Execute, Capability: "read_*"},
-		{Level: Execute, Capability: "list_*"},
-		{Level: Execute, Capability: "glob"},
-		{Level: Execute, Capability: "read"},
-		{Level: Execute, Capability: "grep"},
-		{Level: Execute, Capability: "google_web_search"},
-		{Level: Execute, Capability: "search_*"},
-		{Level: Execute, Capability: "capabilities_*"},
-		{Level: Execute, Capability: "tools_load"},
-		{Level: Execute, Capability: "skills_activate"},
-		{Level: Load, Capability: "*"},
-	},
+	"read-only": readOnly,
+	// confirm reads as read-only does and asks before anything else: every
+	// other tool runs once an operator confirms the call (harn task
+	// confirm, the TUI's y, the board). It is the default of harn's own
+	// agent (harn ask, the TUI).
+	"confirm": append(slices.Clone(readOnly), Grant{Level: Execute, Capability: "*", Confirm: true}),
 	"edit": {
 		{Level: Load, Capability: "*"},
 		{Level: Execute, Capability: "Read"},
@@ -164,6 +176,7 @@ var profiles = map[string][]Grant{
 		{Level: Execute, Capability: "Write"},
 		{Level: Execute, Capability: "NotebookEdit"},
 		{Level: Execute, Capability: "apply_patch"},
+		{Level: Execute, Capability: "google_web_search"},
 		{Level: Execute, Capability: "read"},
 		{Level: Execute, Capability: "grep"},
 		{Level: Execute, Capability: "glob"},
@@ -184,7 +197,7 @@ var profiles = map[string][]Grant{
 }
 
 // ProfileNames lists the named profiles.
-func ProfileNames() []string { return []string{"read-only", "edit", "full"} }
+func ProfileNames() []string { return []string{"read-only", "confirm", "edit", "full"} }
 
 // Profile returns a copy of a named profile's grants.
 func Profile(name string) ([]Grant, error) {

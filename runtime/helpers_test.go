@@ -49,7 +49,10 @@ func newFixture(t tb) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.OpenSession(testSession, SessionConfig{Catalog: "harn", Workdir: "/w", Budget: testBudget}); err != nil {
+	// The session was given every grant: each test names its tasks' own
+	// (sessiongrants_test.go tests what a session's grants do).
+	if err := rt.OpenSession(testSession, SessionConfig{Catalog: "harn", Workdir: "/w", Budget: testBudget,
+		Grants: []Grant{{Level: Execute, Capability: "*"}}}); err != nil {
 		t.Fatal(err)
 	}
 	return &fixture{rt: rt, clk: clk, led: led, gen: gen}

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -27,6 +28,10 @@ type Restored struct {
 	// node stopped (no RecLift after its RecCancel): the restored task
 	// refuses them again, as CancelledRefusal says.
 	Cancel *RestoredCancel
+	// Refused counts the calls its ledger recorded as refused, and
+	// RefusedCalls names the first MaxRefusedCalls.
+	Refused      int
+	RefusedCalls []RefusedCall
 }
 
 // RestoredCancel is a cancellation as the task's ledger recorded it.
@@ -66,6 +71,11 @@ func (rt *Runtime) Restore(r Restored, cfg SessionConfig) error {
 	t := &task{s: s, id: r.ID, action: r.Action, state: StateTerminal, status: r.Status, by: r.By,
 		created: r.Created, seq: r.Seq, requiresSuccess: r.RequiresSuccess, afterID: r.Predecessor,
 		interrupted: r.Interrupted, stopped: true, calls: map[string]*call{}}
+	t.counts.Refused = r.Refused
+	if len(r.RefusedCalls) > MaxRefusedCalls {
+		r.RefusedCalls = r.RefusedCalls[:MaxRefusedCalls]
+	}
+	t.refusals = slices.Clone(r.RefusedCalls)
 	rt.tasks[r.ID] = t
 	rt.mu.Unlock()
 	if c := r.Cancel; c != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"github.com/harn-dev/harn/util/clock"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -77,11 +78,14 @@ type Config struct {
 
 // SessionConfig describes a runtime session: the named catalog its tasks
 // snapshot (see SetCatalog), the working directory relative path grants
-// refer to, and the model's input budget for admission.
+// refer to, and the model's input budget for admission. Grants, when set,
+// are what the session was given (see grantsOf); nil leaves them to the
+// session's first task.
 type SessionConfig struct {
 	Catalog string
 	Workdir string
 	Budget  Budget
+	Grants  []Grant
 }
 
 // Runtime hosts the task runtimes of many sessions. It is safe for
@@ -211,6 +215,11 @@ type session struct {
 	base     int // absolute index of conv[0]
 	holds    []hold
 	wake     chan struct{} // closed and replaced on every change
+	// grants are what the session was given: its first task's (the
+	// request's, or the runtime's default), or SessionConfig.Grants. A
+	// later task that names none holds them; one that names others holds
+	// those, and only within them. nil until fixed.
+	grants []Grant
 }
 
 // hold is a mutating call that ended with an unknown outcome and waits for
@@ -279,7 +288,8 @@ type task struct {
 	active     int
 
 	calls    map[string]*call
-	settled  []string // settled call ids, oldest first; beyond maxSettled the oldest are forgotten
+	refusals []RefusedCall // the first MaxRefusedCalls refused calls (counts.Refused counts them all)
+	settled  []string      // settled call ids, oldest first; beyond maxSettled the oldest are forgotten
 	nextCall int
 	open     int // started calls not settled
 	counts   CallCounts
@@ -308,8 +318,52 @@ func (rt *Runtime) OpenSession(id string, cfg SessionConfig) error {
 	if _, ok := rt.sessions[id]; ok {
 		return fmt.Errorf("%w: %s", ErrSessionExists, id)
 	}
-	rt.sessions[id] = &session{id: id, cfg: cfg, wake: make(chan struct{})}
+	rt.sessions[id] = &session{id: id, cfg: cfg, wake: make(chan struct{}), grants: slices.Clone(cfg.Grants)}
 	return nil
+}
+
+// ReopenSession opens a session again after its loop stopped (the session
+// ended, or the node restarted and rebuilt its tasks): an idle session the
+// runtime still holds takes cfg (its catalog, workdir and budget; its
+// grants when cfg names them, else it keeps its own), and one it does not
+// hold is opened. Its ended tasks and its unknown-outcome holds stay.
+func (rt *Runtime) ReopenSession(id string, cfg SessionConfig) error {
+	if err := cfg.Budget.validate(); err != nil {
+		return err
+	}
+	for _, g := range cfg.Grants {
+		if err := g.validate(); err != nil {
+			return err
+		}
+	}
+	s, err := rt.session(id)
+	if err != nil {
+		return rt.OpenSession(id, cfg)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.head != nil || len(s.queue) > 0 {
+		return fmt.Errorf("%w: %s", ErrTaskActive, id)
+	}
+	grants := s.grants
+	if cfg.Grants != nil {
+		grants = slices.Clone(cfg.Grants)
+	}
+	s.cfg, s.grants = cfg, grants
+	s.signal()
+	return nil
+}
+
+// SessionGrants are what a session was given; nil while no task has fixed
+// them.
+func (rt *Runtime) SessionGrants(id string) ([]Grant, error) {
+	s, err := rt.session(id)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.grants), nil
 }
 
 func (rt *Runtime) session(id string) (*session, error) {
@@ -397,6 +451,30 @@ type TaskView struct {
 	// Reason (an interrupted task): why it ended without an outcome,
 	// node_restart.
 	Reason string `json:"reason,omitempty"`
+	// Refused counts the task's calls the runtime refused (its grants, a
+	// protected path, a revocation, …); RefusedCalls names the first
+	// MaxRefusedCalls of them. A task that ends succeeded with refusals
+	// did not do everything it was asked: its outcome says so.
+	Refused      int           `json:"refused,omitempty"`
+	RefusedCalls []RefusedCall `json:"refused_calls,omitempty"`
+}
+
+// RefusedCall is a call the runtime refused: the capability and the check
+// that refused it.
+type RefusedCall struct {
+	Capability string `json:"capability"`
+	Check      string `json:"check"`
+}
+
+// MaxRefusedCalls bounds the refused calls a task's view names.
+const MaxRefusedCalls = 8
+
+// refused counts a refused call of t and names the first ones.
+func (t *task) refused(capability, check string) {
+	t.counts.Refused++
+	if len(t.refusals) < MaxRefusedCalls {
+		t.refusals = append(t.refusals, RefusedCall{Capability: clipBy(capability), Check: check})
+	}
 }
 
 // SessionView is a session's task runtime at a glance.
@@ -416,6 +494,7 @@ func (t *task) view() TaskView {
 		v.Status = t.status
 	}
 	v.Predecessor = t.afterID
+	v.Refused, v.RefusedCalls = t.counts.Refused, slices.Clone(t.refusals)
 	if t.interrupted != "" {
 		v.State, v.Reason = StateInterrupted, t.interrupted
 	}

@@ -67,8 +67,7 @@ func TestAskSteerLandsAtTheStepBoundary(t *testing.T) {
 	// The shell blocks until the test writes a line into the fifo.
 	m := modeltest.New(t,
 		modeltest.Calls(true, modeltest.Call{ID: "c1", Name: "shell", Args: `{"command":"read line < ` + fifo + `; echo got $line"}`}),
-		modeltest.Text("steered answer"),
-		modeltest.Text("follow-up answer"), modeltest.Text("second follow-up answer"))
+		modeltest.Text("steered answer"))
 	ch, _ := askJSON(t, e, modelArgs(m, "--profile", "full", "run the script"))
 	pre := waitFor(t, ch, "tool.pre")
 	task := pre["task"].(string)
@@ -105,7 +104,13 @@ func TestAskSteerLandsAtTheStepBoundary(t *testing.T) {
 		t.Fatalf("the steer is not right after the tool result: %q", ms)
 	}
 
-	// The turn has ended: a steer naming it becomes a follow-up.
+	// The turn has ended: a steer naming it becomes a follow-up. harn ask
+	// ended its session when it returned, so this runs in a session that
+	// harn task start opened, which stays.
+	m = modeltest.New(t, modeltest.Text("first answer"), modeltest.Text("follow-up answer"), modeltest.Text("second follow-up answer"))
+	started := e.task("start", "--agent", "harn", "--provider-url", m.URL(), "--model", "test-model", "--profile", "full", "say something")
+	sess, task = started.Session, started.Task.ID
+	e.waitTask(task, "succeeded")
 	r := e.harn("", "task", "steer", "--session", sess, "--task", task, "--json", "one more thing")
 	if r.code != 0 {
 		t.Fatalf("%v", r)
@@ -119,8 +124,8 @@ func TestAskSteerLandsAtTheStepBoundary(t *testing.T) {
 	if !strings.Contains(human, "follow-up") {
 		t.Fatalf("the printed answer does not say follow-up: %q", human)
 	}
-	waitArrived(t, m, 3)
-	if ms := modeltest.Messages(m.Requests()[2]); !modeltest.Contains(ms, "user:one more thing") {
+	waitArrived(t, m, 2)
+	if ms := modeltest.Messages(m.Requests()[1]); !modeltest.Contains(ms, "user:one more thing") {
 		t.Fatalf("the follow-up did not reach the model: %q", ms)
 	}
 	var show map[string]any

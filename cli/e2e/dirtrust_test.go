@@ -313,7 +313,8 @@ func TestTheEditProfileWritesNoHookNorHarnConfig(t *testing.T) {
 			call("w5", "write", `{"path":"src/ok.txt","content":"fine"}`)),
 		modeltest.Text("done"))
 	r := askPlain(t, e, dir, m, "--profile", "edit", "set up the hooks")
-	if r.code != 0 {
+	// the refused writes: the ask says so and exits 19
+	if r.code != 19 || !strings.Contains(r.stderr, "write (protected_path)") {
 		t.Fatalf("%v", r)
 	}
 	reqs := m.Requests()

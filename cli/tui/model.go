@@ -398,11 +398,15 @@ func (m *Model) send(followUp bool) tea.Cmd {
 		return m.start(line)
 	}
 	session, running, owner, grants := m.session, m.running(), m.owner, m.grants
+	var reopen *taskwire.HarnOptions // an ended session (the node restarted) opens again with this TUI's key
+	if m.cfg.Start != nil {
+		reopen = &taskwire.HarnOptions{Key: m.cfg.Start.Harn.Key}
+	}
 	m.sending = true
 	if followUp || running == "" {
 		m.status = "queueing a follow-up …"
 		return func() tea.Msg {
-			r, err := m.call(owner, taskwire.Action{Op: taskwire.OpFollowUp, Session: session, Text: line, Grants: grants})
+			r, err := m.call(owner, taskwire.Action{Op: taskwire.OpFollowUp, Session: session, Text: line, Grants: grants, Harn: reopen})
 			if err != nil {
 				return actionMsg{err: err, sent: line}
 			}
@@ -412,6 +416,9 @@ func (m *Model) send(followUp bool) tea.Cmd {
 				say += fmt.Sprintf(" (position %d)", r.Task.Position)
 			} else if !followUp {
 				say = "started " + id
+			}
+			if r.Reopened {
+				say = "reopened the session (it had ended); " + say
 			}
 			return actionMsg{say: say, queued: id, sent: line}
 		}

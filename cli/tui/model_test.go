@@ -51,6 +51,9 @@ func (f *fakeNode) Task(_ context.Context, _ string, a taskwire.Action) (taskwir
 	if a.Op == taskwire.OpSteer {
 		r.Steer = &exec.SteerResult{Mode: exec.SteerDelivered, Task: a.Task}
 	}
+	if a.Op == taskwire.OpPin || a.Op == taskwire.OpCompact {
+		r.Task, r.Message = nil, a.Op+" done by the node"
+	}
 	return r, nil
 }
 
@@ -143,8 +146,16 @@ func TestKeysSendTheirActionsAndSayWhichHappened(t *testing.T) {
 		{Op: taskwire.OpCancel, Task: "t-01JCCCCCCC", Reason: "Esc in the TUI"},
 		{Op: taskwire.OpConfirm, Task: "t-01JCCCCCCC", Call: "c9", Reason: "answered in the TUI"},
 	}
-	if fmt.Sprint(f.actions()) != fmt.Sprint(want) {
-		t.Fatalf("actions:\n%v\nwant\n%v", f.actions(), want)
+	acts := f.actions()
+	for i := range acts {
+		// a follow-up carries the TUI's harn options: an ended session opens again
+		if (acts[i].Op == taskwire.OpFollowUp) != (acts[i].Harn != nil) {
+			t.Fatalf("action %d: harn options %v", i, acts[i].Harn)
+		}
+		acts[i].Harn = nil
+	}
+	if fmt.Sprint(acts) != fmt.Sprint(want) {
+		t.Fatalf("actions:\n%v\nwant\n%v", acts, want)
 	}
 }
 
@@ -285,8 +296,8 @@ func TestNoModelHintRunsAsPrintedAndThePromptComesBack(t *testing.T) {
 }
 
 // TestSlashCommands: /profile sets the next tasks' grants, an unknown one
-// names /help (which opens the help), /compact and /pin say plainly they
-// are not available, /new leaves the session.
+// names /help (which opens the help), /compact and /pin send their ops to
+// the session's owner and say what the node did, /new leaves the session.
 func TestSlashCommands(t *testing.T) {
 	f := &fakeNode{}
 	m, _ := newTest(t, f, "h-01JAAAAAAA")
@@ -306,14 +317,26 @@ func TestSlashCommands(t *testing.T) {
 		t.Fatalf("the follow-up after /profile edit: %+v", acts)
 	}
 	typed(m, "/profile bogus", tea.KeyMsg{Type: tea.KeyEnter})
-	if !strings.Contains(m.status, "use read-only, edit or full") {
+	if !strings.Contains(m.status, "use read-only, confirm, edit or full") {
 		t.Fatalf("bad profile: %q", m.status)
 	}
+	f.mu.Lock()
+	f.acts = nil
+	f.mu.Unlock()
 	for _, c := range []string{"/compact", "/pin keep this"} {
-		typed(m, c, tea.KeyMsg{Type: tea.KeyEnter})
-		if !strings.Contains(m.status, "is not available") {
+		m.ta.SetValue(c)
+		_, cmd := m.Update(tea.KeyMsg{Type: tea.KeyEnter})
+		if cmd == nil {
+			t.Fatalf("%s sent nothing: %q", c, m.status)
+		}
+		m.Update(cmd())
+		if !strings.Contains(m.status, "done by the node") {
 			t.Fatalf("%s: %q", c, m.status)
 		}
+	}
+	want := []taskwire.Action{{Op: taskwire.OpCompact, Session: "h-01JAAAAAAA"}, {Op: taskwire.OpPin, Session: "h-01JAAAAAAA", Text: "keep this"}}
+	if acts := f.actions(); fmt.Sprint(acts) != fmt.Sprint(want) {
+		t.Fatalf("context ops: %v", acts)
 	}
 	typed(m, "/new", tea.KeyMsg{Type: tea.KeyEnter})
 	if m.session != "" || !strings.Contains(m.View(), "no session yet") {
@@ -390,5 +413,25 @@ func TestPgUpScrollsBackAndTheHeaderSaysSo(t *testing.T) {
 	press(m, tea.KeyMsg{Type: tea.KeyCtrlEnd})
 	if s := m.View(); !strings.Contains(s, "newest.txt") {
 		t.Fatalf("ctrl+end:\n%s", s)
+	}
+}
+
+// TestATurnWithRefusedCallsSaysSoAtItsEnd: a task that succeeded with
+// calls the runtime refused says so on its end line.
+func TestATurnWithRefusedCallsSaysSoAtItsEnd(t *testing.T) {
+	f := &fakeNode{}
+	m, _ := newTest(t, f, "h-01JAAAAAAA")
+	events(m,
+		taskwire.Event{Type: evTurnStart, Task: "t-01JCCCCCCC", Text: "create a hello file"},
+		taskwire.Event{Type: evToolRefused, Task: "t-01JCCCCCCC", Call: "c1", Tool: "write", Text: "refused by the grant check"},
+		taskwire.Event{Type: evTurnEnd, Task: "t-01JCCCCCCC", Status: "succeeded", Text: "I could not write it"})
+	if v := m.View(); !strings.Contains(v, "succeeded · 1 call refused (write)") {
+		t.Fatalf("the end line does not say the refusal:\n%s", v)
+	}
+	events(m,
+		taskwire.Event{Type: evTurnStart, Task: "t-01JDDDDDDD", Text: "again"},
+		taskwire.Event{Type: evTurnEnd, Task: "t-01JDDDDDDD", Status: "succeeded", Text: "done"})
+	if v := m.View(); strings.Contains(v, "t-01JDDD succeeded ·") {
+		t.Fatalf("a turn without refusals says one:\n%s", v)
 	}
 }

@@ -166,7 +166,13 @@ func (m *Model) draw(it *item, w int) []string {
 		if it.status != "succeeded" {
 			st = stBad
 		}
-		out = []string{st.Render("── " + m.ids.short(it.task) + " " + clean(it.status) + " ──")}
+		line := "── " + m.ids.short(it.task) + " " + clean(it.status)
+		if n := len(it.refused); n > 0 {
+			// the outcome says the task did not do all it was asked
+			st = stBad
+			line += fmt.Sprintf(" · %d %s refused (%s)", n, map[bool]string{true: "call", false: "calls"}[n == 1], clean(text.Clip(strings.Join(it.refused, ", "), 120)))
+		}
+		out = []string{st.Render(line + " ──")}
 	case kTool:
 		out = m.drawTool(it, w)
 	}

@@ -30,13 +30,15 @@ Slash commands
   /sessions        the sessions of this directory: pick one, or start a new one
   /new             leave this session: the next prompt starts a new one
   /model NAME      the model of the next new session
-  /profile NAME    the grants of the next tasks: read-only, edit or full
-  /compact         compact the session's context now (not available: see below)
-  /pin TEXT        pin a text into the session's context (not available: see below)
+  /profile NAME    the grants of the next tasks: read-only, confirm, edit or full,
+                   within the session's (a new session's: any; harn profiles lists them)
+  /compact         compact the session's context now (while a task runs: at its next step)
+  /pin TEXT        pin a text into the session's context: every request carries it
+                   (while a task runs: from its next step, never inside a tool call)
   /quit            leave, as Ctrl+C
 
-/compact and /pin: the node compacts a session's context on its own at 80% of
-its budget and keeps each prompt; neither can be asked for from the TUI yet.
+A session's tasks hold the grants it started with (--profile, /profile before
+its first prompt; default confirm: reads freely, asks before the rest).
 Holding Shift while selecting copies text with the mouse.`
 
 // slash runs a slash command typed in the input.
@@ -91,27 +93,50 @@ func (m *Model) slash(line string) tea.Cmd {
 		}
 	case "profile":
 		if arg == "" {
-			m.status = "/profile NAME: read-only, edit or full (now: " + orNone(m.profile) + ")"
+			m.status = "/profile NAME: read-only, confirm, edit or full (now: " + orNone(m.profile) + "; none: the session's)"
 			return nil
 		}
 		g, err := taskwire.Profile(arg)
 		if err != nil {
-			m.status = fmt.Sprintf("error: no profile %q: use read-only, edit or full", clean(arg))
+			m.status = fmt.Sprintf("error: no profile %q: use read-only, confirm, edit or full", clean(arg))
 			return nil
 		}
 		clearInput()
 		m.profile, m.grants = arg, g
-		m.status = "profile " + arg + " for the next tasks (follow-ups and new sessions; a steer keeps its task's)"
+		m.status = "profile " + arg + " for the next tasks, within the session's (a new session starts with it; a steer keeps its task's)"
 	case "compact":
 		clearInput()
-		m.status = "/compact is not available: the node compacts this session's context by itself at 80% of its budget"
+		return m.contextOp(taskwire.Action{Op: taskwire.OpCompact}, "compacting …")
 	case "pin":
+		if arg == "" {
+			m.status = "/pin TEXT: the text every request of this session carries"
+			return nil
+		}
 		clearInput()
-		m.status = "/pin is not available: the node has no pin operation for a session's context yet"
+		return m.contextOp(taskwire.Action{Op: taskwire.OpPin, Text: arg}, "pinning …")
 	default:
 		m.status = fmt.Sprintf("unknown command /%s: /help lists the commands", clean(name))
 	}
 	return nil
+}
+
+// contextOp sends a pin or a compaction of the session's context to its
+// owner; the node says what it did (or that it waits for the step).
+func (m *Model) contextOp(a taskwire.Action, doing string) tea.Cmd {
+	if m.session == "" {
+		m.status = "error: no session yet: the first prompt starts one"
+		return nil
+	}
+	a.Session = m.session
+	owner := m.owner
+	m.status = doing
+	return func() tea.Msg {
+		r, err := m.call(owner, a)
+		if err != nil {
+			return actionMsg{err: err}
+		}
+		return actionMsg{say: r.Message, ids: []string{r.Session}}
+	}
 }
 
 func orNone(s string) string {

@@ -60,6 +60,10 @@ type item struct {
 	waiting                               bool      // waits for an approval
 	asked                                 time.Time // when the approval was asked
 
+	// kEnd: the turn's tool calls the runtime refused (their tools):
+	// the outcome's note, it did not do all it was asked
+	refused []string
+
 	expanded bool // drawn whole, not collapsed
 
 	// the drawing, cached for a width and a version
@@ -214,7 +218,7 @@ func (t *transcript) apply(e taskwire.Event) {
 			t.add(&item{kind: kText, task: e.Task, text: clipText(e.Text), done: true, status: e.Status})
 		}
 		delete(t.streamed, e.Task)
-		t.add(&item{kind: kEnd, task: e.Task, status: e.Status})
+		t.add(&item{kind: kEnd, task: e.Task, status: e.Status, refused: t.refusedOf(e.Task)})
 		for i := 0; i < len(t.pending); {
 			if t.pending[i].task == e.Task {
 				t.pending[i].waiting = false
@@ -238,4 +242,15 @@ func (t *transcript) lastTool() *item {
 		}
 	}
 	return nil
+}
+
+// refusedOf is the tools of the task's calls the runtime refused, in order.
+func (t *transcript) refusedOf(task string) []string {
+	var out []string
+	for _, it := range t.items {
+		if it.kind == kTool && it.task == task && it.state == "refused" {
+			out = append(out, it.tool)
+		}
+	}
+	return out
 }

@@ -972,7 +972,10 @@ type TaskResult struct {
 	HarnContext *HarnContext `protobuf:"bytes,31,opt,name=harn_context,json=harnContext,proto3" json:"harn_context,omitempty"`
 	// queue_text (history): the text of each task of session_view.queue,
 	// in its order, clipped: follow-ups queued from anywhere.
-	QueueText     []string `protobuf:"bytes,32,rep,name=queue_text,json=queueText,proto3" json:"queue_text,omitempty"`
+	QueueText []string `protobuf:"bytes,32,rep,name=queue_text,json=queueText,proto3" json:"queue_text,omitempty"`
+	// reopened (start, follow-up, supersede): the action opened the harn
+	// session again (it had ended, or the node restarted since).
+	Reopened      bool `protobuf:"varint,33,opt,name=reopened,proto3" json:"reopened,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1133,6 +1136,13 @@ func (x *TaskResult) GetQueueText() []string {
 	return nil
 }
 
+func (x *TaskResult) GetReopened() bool {
+	if x != nil {
+		return x.Reopened
+	}
+	return false
+}
+
 // HarnContext is a harn session's context line: the input tokens of its
 // last model call, the usable input budget, and its last compaction
 // (method "" until its context reports one).
@@ -1220,7 +1230,11 @@ type TaskView struct {
 	CreatedAt       *Time    `protobuf:"bytes,11,opt,name=created_at,json=createdAt,proto3" json:"created_at,omitempty"`
 	By              string   `protobuf:"bytes,12,opt,name=by,proto3" json:"by,omitempty"`
 	// reason (an interrupted task): why it ended without an outcome.
-	Reason        string `protobuf:"bytes,13,opt,name=reason,proto3" json:"reason,omitempty"`
+	Reason string `protobuf:"bytes,13,opt,name=reason,proto3" json:"reason,omitempty"`
+	// refused counts the calls the runtime refused; refused_calls names
+	// the first of them (the capability and the check).
+	Refused       int32          `protobuf:"varint,14,opt,name=refused,proto3" json:"refused,omitempty"`
+	RefusedCalls  []*RefusedCall `protobuf:"bytes,15,rep,name=refused_calls,json=refusedCalls,proto3" json:"refused_calls,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1346,6 +1360,73 @@ func (x *TaskView) GetReason() string {
 	return ""
 }
 
+func (x *TaskView) GetRefused() int32 {
+	if x != nil {
+		return x.Refused
+	}
+	return 0
+}
+
+func (x *TaskView) GetRefusedCalls() []*RefusedCall {
+	if x != nil {
+		return x.RefusedCalls
+	}
+	return nil
+}
+
+// RefusedCall is a call the runtime refused.
+type RefusedCall struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Capability    string                 `protobuf:"bytes,1,opt,name=capability,proto3" json:"capability,omitempty"`
+	Check         string                 `protobuf:"bytes,2,opt,name=check,proto3" json:"check,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RefusedCall) Reset() {
+	*x = RefusedCall{}
+	mi := &file_values_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RefusedCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RefusedCall) ProtoMessage() {}
+
+func (x *RefusedCall) ProtoReflect() protoreflect.Message {
+	mi := &file_values_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RefusedCall.ProtoReflect.Descriptor instead.
+func (*RefusedCall) Descriptor() ([]byte, []int) {
+	return file_values_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *RefusedCall) GetCapability() string {
+	if x != nil {
+		return x.Capability
+	}
+	return ""
+}
+
+func (x *RefusedCall) GetCheck() string {
+	if x != nil {
+		return x.Check
+	}
+	return ""
+}
+
 type SteerResult struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Mode          string                 `protobuf:"bytes,1,opt,name=mode,proto3" json:"mode,omitempty"`
@@ -1358,7 +1439,7 @@ type SteerResult struct {
 
 func (x *SteerResult) Reset() {
 	*x = SteerResult{}
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1370,7 +1451,7 @@ func (x *SteerResult) String() string {
 func (*SteerResult) ProtoMessage() {}
 
 func (x *SteerResult) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[10]
+	mi := &file_values_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1383,7 +1464,7 @@ func (x *SteerResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SteerResult.ProtoReflect.Descriptor instead.
 func (*SteerResult) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{10}
+	return file_values_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *SteerResult) GetMode() string {
@@ -1427,7 +1508,7 @@ type GrantsView struct {
 
 func (x *GrantsView) Reset() {
 	*x = GrantsView{}
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1439,7 +1520,7 @@ func (x *GrantsView) String() string {
 func (*GrantsView) ProtoMessage() {}
 
 func (x *GrantsView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[11]
+	mi := &file_values_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1452,7 +1533,7 @@ func (x *GrantsView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GrantsView.ProtoReflect.Descriptor instead.
 func (*GrantsView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{11}
+	return file_values_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *GrantsView) GetTask() string {
@@ -1502,7 +1583,7 @@ type Limit struct {
 
 func (x *Limit) Reset() {
 	*x = Limit{}
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1595,7 @@ func (x *Limit) String() string {
 func (*Limit) ProtoMessage() {}
 
 func (x *Limit) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[12]
+	mi := &file_values_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1608,7 @@ func (x *Limit) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Limit.ProtoReflect.Descriptor instead.
 func (*Limit) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{12}
+	return file_values_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Limit) GetCapability() string {
@@ -1572,7 +1653,7 @@ type Held struct {
 
 func (x *Held) Reset() {
 	*x = Held{}
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1584,7 +1665,7 @@ func (x *Held) String() string {
 func (*Held) ProtoMessage() {}
 
 func (x *Held) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[13]
+	mi := &file_values_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1597,7 +1678,7 @@ func (x *Held) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Held.ProtoReflect.Descriptor instead.
 func (*Held) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{13}
+	return file_values_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Held) GetCapability() string {
@@ -1646,7 +1727,7 @@ type Handoff struct {
 
 func (x *Handoff) Reset() {
 	*x = Handoff{}
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1658,7 +1739,7 @@ func (x *Handoff) String() string {
 func (*Handoff) ProtoMessage() {}
 
 func (x *Handoff) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[14]
+	mi := &file_values_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1671,7 +1752,7 @@ func (x *Handoff) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Handoff.ProtoReflect.Descriptor instead.
 func (*Handoff) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{14}
+	return file_values_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Handoff) GetConversation() []*HandoffMessage {
@@ -1706,7 +1787,7 @@ type HandoffMessage struct {
 
 func (x *HandoffMessage) Reset() {
 	*x = HandoffMessage{}
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1718,7 +1799,7 @@ func (x *HandoffMessage) String() string {
 func (*HandoffMessage) ProtoMessage() {}
 
 func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[15]
+	mi := &file_values_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1731,7 +1812,7 @@ func (x *HandoffMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffMessage.ProtoReflect.Descriptor instead.
 func (*HandoffMessage) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{15}
+	return file_values_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HandoffMessage) GetRole() string {
@@ -1767,7 +1848,7 @@ type HandoffDigest struct {
 
 func (x *HandoffDigest) Reset() {
 	*x = HandoffDigest{}
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1860,7 @@ func (x *HandoffDigest) String() string {
 func (*HandoffDigest) ProtoMessage() {}
 
 func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[16]
+	mi := &file_values_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1873,7 @@ func (x *HandoffDigest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HandoffDigest.ProtoReflect.Descriptor instead.
 func (*HandoffDigest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{16}
+	return file_values_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *HandoffDigest) GetPredecessor() string {
@@ -1838,7 +1919,7 @@ type CallCounts struct {
 
 func (x *CallCounts) Reset() {
 	*x = CallCounts{}
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1850,7 +1931,7 @@ func (x *CallCounts) String() string {
 func (*CallCounts) ProtoMessage() {}
 
 func (x *CallCounts) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[17]
+	mi := &file_values_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1863,7 +1944,7 @@ func (x *CallCounts) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallCounts.ProtoReflect.Descriptor instead.
 func (*CallCounts) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{17}
+	return file_values_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *CallCounts) GetStarted() int32 {
@@ -1925,7 +2006,7 @@ type CapabilityCalls struct {
 
 func (x *CapabilityCalls) Reset() {
 	*x = CapabilityCalls{}
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1937,7 +2018,7 @@ func (x *CapabilityCalls) String() string {
 func (*CapabilityCalls) ProtoMessage() {}
 
 func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[18]
+	mi := &file_values_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1950,7 +2031,7 @@ func (x *CapabilityCalls) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CapabilityCalls.ProtoReflect.Descriptor instead.
 func (*CapabilityCalls) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{18}
+	return file_values_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CapabilityCalls) GetName() string {
@@ -1983,7 +2064,7 @@ type SessionView struct {
 
 func (x *SessionView) Reset() {
 	*x = SessionView{}
-	mi := &file_values_proto_msgTypes[19]
+	mi := &file_values_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1995,7 +2076,7 @@ func (x *SessionView) String() string {
 func (*SessionView) ProtoMessage() {}
 
 func (x *SessionView) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[19]
+	mi := &file_values_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2008,7 +2089,7 @@ func (x *SessionView) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionView.ProtoReflect.Descriptor instead.
 func (*SessionView) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{19}
+	return file_values_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *SessionView) GetSession() string {
@@ -2066,7 +2147,7 @@ type Time struct {
 
 func (x *Time) Reset() {
 	*x = Time{}
-	mi := &file_values_proto_msgTypes[20]
+	mi := &file_values_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2078,7 +2159,7 @@ func (x *Time) String() string {
 func (*Time) ProtoMessage() {}
 
 func (x *Time) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[20]
+	mi := &file_values_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2091,7 +2172,7 @@ func (x *Time) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Time.ProtoReflect.Descriptor instead.
 func (*Time) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{20}
+	return file_values_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *Time) GetUnixNano() int64 {
@@ -2152,7 +2233,7 @@ type PermissionRequest struct {
 
 func (x *PermissionRequest) Reset() {
 	*x = PermissionRequest{}
-	mi := &file_values_proto_msgTypes[21]
+	mi := &file_values_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2164,7 +2245,7 @@ func (x *PermissionRequest) String() string {
 func (*PermissionRequest) ProtoMessage() {}
 
 func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[21]
+	mi := &file_values_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2177,7 +2258,7 @@ func (x *PermissionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionRequest.ProtoReflect.Descriptor instead.
 func (*PermissionRequest) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{21}
+	return file_values_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *PermissionRequest) GetId() string {
@@ -2354,7 +2435,7 @@ type PermissionAnswer struct {
 
 func (x *PermissionAnswer) Reset() {
 	*x = PermissionAnswer{}
-	mi := &file_values_proto_msgTypes[22]
+	mi := &file_values_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2366,7 +2447,7 @@ func (x *PermissionAnswer) String() string {
 func (*PermissionAnswer) ProtoMessage() {}
 
 func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_values_proto_msgTypes[22]
+	mi := &file_values_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2379,7 +2460,7 @@ func (x *PermissionAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PermissionAnswer.ProtoReflect.Descriptor instead.
 func (*PermissionAnswer) Descriptor() ([]byte, []int) {
-	return file_values_proto_rawDescGZIP(), []int{22}
+	return file_values_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *PermissionAnswer) GetAllow() bool {
@@ -2527,7 +2608,7 @@ const file_values_proto_rawDesc = "" +
 	"capability\x18\x02 \x01(\tR\n" +
 	"capability\x12\x14\n" +
 	"\x05match\x18\x03 \x01(\tR\x05match\x12\x18\n" +
-	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\x91\x05\n" +
+	"\aconfirm\x18\x04 \x01(\bR\aconfirm\"\xad\x05\n" +
 	"\n" +
 	"TaskResult\x12\x12\n" +
 	"\x04node\x18\x01 \x01(\tR\x04node\x12\x18\n" +
@@ -2549,14 +2630,15 @@ const file_values_proto_rawDesc = "" +
 	"\x04next\x18\x1e \x01(\x03R\x04next\x127\n" +
 	"\fharn_context\x18\x1f \x01(\v2\x14.harn.v1.HarnContextR\vharnContext\x12\x1d\n" +
 	"\n" +
-	"queue_text\x18  \x03(\tR\tqueueText\"\x8b\x01\n" +
+	"queue_text\x18  \x03(\tR\tqueueText\x12\x1a\n" +
+	"\breopened\x18! \x01(\bR\breopened\"\x8b\x01\n" +
 	"\vHarnContext\x12\x12\n" +
 	"\x04used\x18\x01 \x01(\x05R\x04used\x12\x16\n" +
 	"\x06budget\x18\x02 \x01(\x05R\x06budget\x12\x1e\n" +
 	"\n" +
 	"compaction\x18\x03 \x01(\tR\n" +
 	"compaction\x120\n" +
-	"\fcompacted_at\x18\x04 \x01(\v2\r.harn.v1.TimeR\vcompactedAt\"\xff\x02\n" +
+	"\fcompacted_at\x18\x04 \x01(\v2\r.harn.v1.TimeR\vcompactedAt\"\xd4\x03\n" +
 	"\bTaskView\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x16\n" +
@@ -2573,7 +2655,14 @@ const file_values_proto_rawDesc = "" +
 	"\n" +
 	"created_at\x18\v \x01(\v2\r.harn.v1.TimeR\tcreatedAt\x12\x0e\n" +
 	"\x02by\x18\f \x01(\tR\x02by\x12\x16\n" +
-	"\x06reason\x18\r \x01(\tR\x06reason\"i\n" +
+	"\x06reason\x18\r \x01(\tR\x06reason\x12\x18\n" +
+	"\arefused\x18\x0e \x01(\x05R\arefused\x129\n" +
+	"\rrefused_calls\x18\x0f \x03(\v2\x14.harn.v1.RefusedCallR\frefusedCalls\"C\n" +
+	"\vRefusedCall\x12\x1e\n" +
+	"\n" +
+	"capability\x18\x01 \x01(\tR\n" +
+	"capability\x12\x14\n" +
+	"\x05check\x18\x02 \x01(\tR\x05check\"i\n" +
 	"\vSteerResult\x12\x12\n" +
 	"\x04mode\x18\x01 \x01(\tR\x04mode\x12\x12\n" +
 	"\x04task\x18\x02 \x01(\tR\x04task\x12\x18\n" +
@@ -2684,7 +2773,7 @@ func file_values_proto_rawDescGZIP() []byte {
 	return file_values_proto_rawDescData
 }
 
-var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_values_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_values_proto_goTypes = []any{
 	(*TaskAction)(nil),        // 0: harn.v1.TaskAction
 	(*HarnOptions)(nil),       // 1: harn.v1.HarnOptions
@@ -2696,56 +2785,58 @@ var file_values_proto_goTypes = []any{
 	(*TaskResult)(nil),        // 7: harn.v1.TaskResult
 	(*HarnContext)(nil),       // 8: harn.v1.HarnContext
 	(*TaskView)(nil),          // 9: harn.v1.TaskView
-	(*SteerResult)(nil),       // 10: harn.v1.SteerResult
-	(*GrantsView)(nil),        // 11: harn.v1.GrantsView
-	(*Limit)(nil),             // 12: harn.v1.Limit
-	(*Held)(nil),              // 13: harn.v1.Held
-	(*Handoff)(nil),           // 14: harn.v1.Handoff
-	(*HandoffMessage)(nil),    // 15: harn.v1.HandoffMessage
-	(*HandoffDigest)(nil),     // 16: harn.v1.HandoffDigest
-	(*CallCounts)(nil),        // 17: harn.v1.CallCounts
-	(*CapabilityCalls)(nil),   // 18: harn.v1.CapabilityCalls
-	(*SessionView)(nil),       // 19: harn.v1.SessionView
-	(*Time)(nil),              // 20: harn.v1.Time
-	(*PermissionRequest)(nil), // 21: harn.v1.PermissionRequest
-	(*PermissionAnswer)(nil),  // 22: harn.v1.PermissionAnswer
+	(*RefusedCall)(nil),       // 10: harn.v1.RefusedCall
+	(*SteerResult)(nil),       // 11: harn.v1.SteerResult
+	(*GrantsView)(nil),        // 12: harn.v1.GrantsView
+	(*Limit)(nil),             // 13: harn.v1.Limit
+	(*Held)(nil),              // 14: harn.v1.Held
+	(*Handoff)(nil),           // 15: harn.v1.Handoff
+	(*HandoffMessage)(nil),    // 16: harn.v1.HandoffMessage
+	(*HandoffDigest)(nil),     // 17: harn.v1.HandoffDigest
+	(*CallCounts)(nil),        // 18: harn.v1.CallCounts
+	(*CapabilityCalls)(nil),   // 19: harn.v1.CapabilityCalls
+	(*SessionView)(nil),       // 20: harn.v1.SessionView
+	(*Time)(nil),              // 21: harn.v1.Time
+	(*PermissionRequest)(nil), // 22: harn.v1.PermissionRequest
+	(*PermissionAnswer)(nil),  // 23: harn.v1.PermissionAnswer
 }
 var file_values_proto_depIdxs = []int32{
 	6,  // 0: harn.v1.TaskAction.grants:type_name -> harn.v1.Grant
 	1,  // 1: harn.v1.TaskAction.harn:type_name -> harn.v1.HarnOptions
 	3,  // 2: harn.v1.AgentEvent.usage:type_name -> harn.v1.ModelUsage
-	20, // 3: harn.v1.AgentEvent.at:type_name -> harn.v1.Time
-	20, // 4: harn.v1.TaskStep.at:type_name -> harn.v1.Time
+	21, // 3: harn.v1.AgentEvent.at:type_name -> harn.v1.Time
+	21, // 4: harn.v1.TaskStep.at:type_name -> harn.v1.Time
 	9,  // 5: harn.v1.TaskResult.task:type_name -> harn.v1.TaskView
-	10, // 6: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
-	11, // 7: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
-	14, // 8: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
-	19, // 9: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
+	11, // 6: harn.v1.TaskResult.steer:type_name -> harn.v1.SteerResult
+	12, // 7: harn.v1.TaskResult.grants:type_name -> harn.v1.GrantsView
+	15, // 8: harn.v1.TaskResult.digest:type_name -> harn.v1.Handoff
+	20, // 9: harn.v1.TaskResult.session_view:type_name -> harn.v1.SessionView
 	2,  // 10: harn.v1.TaskResult.events:type_name -> harn.v1.AgentEvent
 	4,  // 11: harn.v1.TaskResult.usage:type_name -> harn.v1.UsageRow
 	5,  // 12: harn.v1.TaskResult.steps:type_name -> harn.v1.TaskStep
 	8,  // 13: harn.v1.TaskResult.harn_context:type_name -> harn.v1.HarnContext
-	20, // 14: harn.v1.HarnContext.compacted_at:type_name -> harn.v1.Time
-	20, // 15: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
-	6,  // 16: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
-	12, // 17: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
-	13, // 18: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
-	20, // 19: harn.v1.Limit.at:type_name -> harn.v1.Time
-	15, // 20: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
-	16, // 21: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
-	17, // 22: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
-	18, // 23: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
-	9,  // 24: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
-	9,  // 25: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
-	9,  // 26: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
-	20, // 27: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
-	22, // 28: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
-	20, // 29: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
-	30, // [30:30] is the sub-list for method output_type
-	30, // [30:30] is the sub-list for method input_type
-	30, // [30:30] is the sub-list for extension type_name
-	30, // [30:30] is the sub-list for extension extendee
-	0,  // [0:30] is the sub-list for field type_name
+	21, // 14: harn.v1.HarnContext.compacted_at:type_name -> harn.v1.Time
+	21, // 15: harn.v1.TaskView.created_at:type_name -> harn.v1.Time
+	10, // 16: harn.v1.TaskView.refused_calls:type_name -> harn.v1.RefusedCall
+	6,  // 17: harn.v1.GrantsView.grants:type_name -> harn.v1.Grant
+	13, // 18: harn.v1.GrantsView.limits:type_name -> harn.v1.Limit
+	14, // 19: harn.v1.GrantsView.ceiling:type_name -> harn.v1.Held
+	21, // 20: harn.v1.Limit.at:type_name -> harn.v1.Time
+	16, // 21: harn.v1.Handoff.conversation:type_name -> harn.v1.HandoffMessage
+	17, // 22: harn.v1.Handoff.digest:type_name -> harn.v1.HandoffDigest
+	18, // 23: harn.v1.HandoffDigest.calls:type_name -> harn.v1.CallCounts
+	19, // 24: harn.v1.HandoffDigest.capabilities:type_name -> harn.v1.CapabilityCalls
+	9,  // 25: harn.v1.SessionView.task:type_name -> harn.v1.TaskView
+	9,  // 26: harn.v1.SessionView.queue:type_name -> harn.v1.TaskView
+	9,  // 27: harn.v1.SessionView.last:type_name -> harn.v1.TaskView
+	21, // 28: harn.v1.PermissionRequest.opened:type_name -> harn.v1.Time
+	23, // 29: harn.v1.PermissionRequest.answer:type_name -> harn.v1.PermissionAnswer
+	21, // 30: harn.v1.PermissionAnswer.at:type_name -> harn.v1.Time
+	31, // [31:31] is the sub-list for method output_type
+	31, // [31:31] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_values_proto_init() }
@@ -2759,7 +2850,7 @@ func file_values_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_values_proto_rawDesc), len(file_values_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

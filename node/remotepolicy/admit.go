@@ -31,7 +31,8 @@ type Sessions interface {
 // what the caller may not choose: a new session's workdir (the first
 // workspace when none is given), a harn session's provider (this node's),
 // a task's grants when none are given (read-only, else the first remote
-// profile). Ops that give a task no text pass.
+// profile), named so that the target's own default never applies. Ops
+// that give a task no text pass; a pin is admitted as a steer.
 func (c Config) Admit(s Sessions, a *taskwire.Action) error {
 	switch a.Op {
 	case taskwire.OpStart:
@@ -57,7 +58,9 @@ func (c Config) Admit(s Sessions, a *taskwire.Action) error {
 			return err
 		}
 		return c.grants(a)
-	case taskwire.OpSteer:
+	case taskwire.OpSteer, taskwire.OpPin:
+		// A pin is text the session's model reads from its next step on,
+		// as a steer's.
 		if err := c.sessionWorkdir(s, a.Session); err != nil {
 			return err
 		}
@@ -211,9 +214,11 @@ func (c Config) grants(a *taskwire.Action) error {
 	}
 	allowed := c.allowed()
 	if len(a.Grants) == 0 {
+		// named, not left to the target's default: a harn session's own
+		// default (confirm) is for its local operator
 		def, _ := runtime.Profile(DefaultProfiles)
 		if _, ok := Within(def, allowed); ok {
-			a.Grants = nil
+			a.Grants = def
 			return nil
 		}
 		g, _ := runtime.Profile(c.Profiles[0])

@@ -66,7 +66,7 @@ func DefaultConfig() Config {
 func (c Config) Validate() error {
 	for _, p := range c.Profiles {
 		if !slices.Contains(runtime.ProfileNames(), p) {
-			return fmt.Errorf("%w: --remote-profiles names %q; use read-only, edit, full or none", ErrBadPolicy, text.Clip(p, 64))
+			return fmt.Errorf("%w: --remote-profiles names %q; use read-only, confirm, edit, full or none", ErrBadPolicy, text.Clip(p, 64))
 		}
 	}
 	for _, w := range c.Workspaces {
@@ -94,7 +94,7 @@ func ParseProfiles(s string) ([]string, error) {
 	for _, p := range strings.Split(s, ",") {
 		p = strings.TrimSpace(p)
 		if !slices.Contains(runtime.ProfileNames(), p) {
-			return nil, fmt.Errorf("%w: --remote-profiles names %q; use none, or read-only, edit and full (NAME,...)", ErrBadPolicy, text.Clip(p, 64))
+			return nil, fmt.Errorf("%w: --remote-profiles names %q; use none, or read-only, confirm, edit and full (NAME,...)", ErrBadPolicy, text.Clip(p, 64))
 		}
 		if !slices.Contains(out, p) {
 			out = append(out, p)

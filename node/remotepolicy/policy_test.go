@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -192,18 +193,18 @@ func TestRemoteGrantsBeyondTheRemoteProfilesAreRefused(t *testing.T) {
 }
 
 // TestRemoteGrantsDefaultWithinTheProfiles: no grants is read-only when
-// the profiles take it in, else the first remote profile.
+// the profiles take it in (every profile holds read-only's grants), named
+// in the action so that the target's own default (a harn session's
+// confirm) never applies to a caller from another node.
 func TestRemoteGrantsDefaultWithinTheProfiles(t *testing.T) {
 	s := newSetup(t)
-	a := harnStart("", taskwire.HarnOptions{Model: "m"}, nil)
-	if err := s.cfg.Admit(fakeSessions{}, a); err != nil || a.Grants != nil {
-		t.Fatalf("read-only default: %v %v", err, a.Grants)
-	}
-	s.cfg.Profiles = []string{"edit"}
-	a = harnStart("", taskwire.HarnOptions{Model: "m"}, nil)
-	edit, _ := runtime.Profile("edit")
-	if err := s.cfg.Admit(fakeSessions{}, a); err != nil || len(a.Grants) != len(edit) {
-		t.Fatalf("edit-only default: %v %v", err, a.Grants)
+	ro, _ := runtime.Profile("read-only")
+	for _, profiles := range [][]string{{"read-only"}, {"edit"}, {"confirm"}, {"full"}} {
+		s.cfg.Profiles = profiles
+		a := harnStart("", taskwire.HarnOptions{Model: "m"}, nil)
+		if err := s.cfg.Admit(fakeSessions{}, a); err != nil || !slices.Equal(a.Grants, ro) {
+			t.Fatalf("--remote-profiles %v: the default is %v %v", profiles, err, a.Grants)
+		}
 	}
 }
 

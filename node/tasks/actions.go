@@ -20,8 +20,11 @@ func (h *Host) Do(a Action) (Result, error) {
 		by = "operator@" + h.cfg.Node
 	}
 	req := runtime.Request{Text: a.Text, Grants: a.Grants, RequiresSuccess: a.RequiresSuccess, By: by}
-	if a.Op == OpHistory {
+	switch a.Op {
+	case OpHistory:
 		return h.history(a)
+	case OpPin, OpCompact:
+		return h.contextOp(a)
 	}
 	if IsSessionOp(a.Op) {
 		var hs *hosted
@@ -30,6 +33,10 @@ func (h *Host) Do(a Action) (Result, error) {
 		case a.Op == OpStart && a.Agent == AgentHarn:
 			if a.Session != "" || a.Command != "" || a.Launcher != "" || a.Harn == nil {
 				return res, fmt.Errorf("%w: --agent harn starts a new session: give its model (--model M), not --exec, --launcher or --session", ErrBadAction)
+			}
+			if req.Grants == nil {
+				// harn's own agent reads freely and asks before the rest
+				req.Grants, _ = runtime.Profile(runtime.DefaultAgentProfile)
 			}
 			id, oerr := h.OpenHarn(*a.Harn, a.Workdir)
 			if oerr != nil {
@@ -58,6 +65,15 @@ func (h *Host) Do(a Action) (Result, error) {
 		case a.Session == "":
 			return res, fmt.Errorf("%w: name the session (--session ID)", ErrBadAction)
 		default:
+			if a.Harn != nil && a.Op != OpSteer {
+				// harn ask --session and the TUI: an ended harn session of
+				// this node opens again, with the caller's key
+				var found bool
+				if hs, found, err = h.reopenIfEnded(a.Session, a.Harn.Key, a.Grants); found {
+					res.Reopened = err == nil
+					break
+				}
+			}
 			if hs, err = h.attach(a.Session); err == nil {
 				err = hs.live(h)
 			}
@@ -95,10 +111,16 @@ func (h *Host) Do(a Action) (Result, error) {
 			}
 		}
 		if err != nil {
+			if res.Reopened {
+				h.endReopened(hs.id)
+			}
 			return res, err
 		}
 		if a.Op != OpSteer || (res.Steer != nil && res.Steer.Mode == exec.SteerFollowUp) {
 			h.remember(v.ID, a.Text)
+		}
+		if a.Op == OpStart && a.Agent == AgentHarn {
+			h.storeSession(hs) // its grants are fixed: it can reopen as it was
 		}
 		res.Task = &v
 		res.Text = h.text(v.ID)
@@ -267,7 +289,7 @@ func KindOf(err error) Kind {
 	if errors.As(err, &re) || errors.As(err, &ae) || errors.As(err, &ce) || errors.As(err, &ak) {
 		return KindRefused
 	}
-	for _, s := range []error{runtime.ErrSessionExists, runtime.ErrTaskActive, runtime.ErrNoActiveTask,
+	for _, s := range []error{runtime.ErrSessionExists, runtime.ErrTaskActive, runtime.ErrNoActiveTask, runtime.ErrCeilingGrows, ErrEnded, ErrBusyContext,
 		runtime.ErrTaskCancelling, runtime.ErrTaskNotRunning, runtime.ErrTaskTerminal, runtime.ErrNotBlocked,
 		runtime.ErrNotReplaceable, runtime.ErrNothingToAck, runtime.ErrDuplicateCall, runtime.ErrCallSettled,
 		runtime.ErrNotPending, runtime.ErrAlreadyAnswered, runtime.ErrDenied, runtime.ErrLedger} {

@@ -225,6 +225,13 @@ func (h *Host) OpenHarn(o HarnOptions, workdir string) (string, error) {
 // another (its id, profile, system prompt and first task come from the
 // subagent manager) and starts the kid's first task before the loop runs.
 func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, error) {
+	return h.openHarnAs(o, workdir, kid, nil)
+}
+
+// openHarnAs opens a harn session: a new one, a kid's, or (re set) an
+// ended one again under its id, with its stored grants, on its context
+// and history as they are.
+func (h *Host) openHarnAs(o HarnOptions, workdir string, kid *kidStart, re *reopening) (string, error) {
 	if err := validateHarn(o); err != nil {
 		return "", err
 	}
@@ -257,16 +264,22 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		return "", err
 	}
 	now := h.cfg.Clock.Now()
+	if re != nil && !now.After(re.after) {
+		now = re.after.Add(time.Millisecond) // its start folds after its end
+	}
 	id := "h-" + ids.New(now)
 	if kid != nil {
 		id = kid.spec.Child.ID
+	}
+	if re != nil {
+		id, o.Fork = re.id, ""
 	}
 	h.mu.Lock()
 	switch {
 	case h.ctx.Err() != nil:
 		h.mu.Unlock()
 		return "", ErrClosed
-	case len(h.sessions) >= maxHostedOpen:
+	case h.liveLocked() >= maxHostedOpen:
 		h.mu.Unlock()
 		return "", fmt.Errorf("%w: this node hosts %d runtime sessions already", ErrBadAction, maxHostedOpen)
 	}
@@ -296,7 +309,7 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 	if err != nil {
 		return "", err
 	}
-	id, err = h.startHarn(id, box, lane, prov, model, o, workdir, notice, now, kid)
+	id, err = h.startHarn(id, box, lane, prov, model, o, workdir, notice, now, kid, re)
 	if err != nil {
 		_ = box.Close()
 		return "", err
@@ -371,7 +384,7 @@ func (h *Host) openBox(spec BoxSpec) (SessionBox, error) {
 // loop; the loop's goroutine closes the box when the loop stops (the
 // session ended or the node closes).
 func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov agent.Provider, model agent.Model,
-	o HarnOptions, workdir, notice string, now time.Time, kid *kidStart) (string, error) {
+	o HarnOptions, workdir, notice string, now time.Time, kid *kidStart, re *reopening) (string, error) {
 	// The loop's box: a child sees only what its profile allows (and
 	// handoff); a parent's box serves the agent tool as an extra (listed
 	// where its grants name it). Both are in the session's catalog.
@@ -383,10 +396,20 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 	}
 	specs := loopBox.Specs(id, "")
 	base := agent.Estimate(agent.Request{System: []string{system}, Tools: specs})
-	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: box.Catalog(), Workdir: workdir, Budget: model.Budget(base)}); err != nil {
+	cfg := runtime.SessionConfig{Catalog: box.Catalog(), Workdir: workdir, Budget: model.Budget(base)}
+	state := newHarnState(h.persistHistory(id))
+	if re != nil {
+		// The session's runtime keeps its ended tasks and holds; its
+		// history goes on from where it stopped.
+		cfg.Grants = re.grants
+		if err := h.rt.ReopenSession(id, cfg); err != nil {
+			return "", err
+		}
+		state = h.resumedState(id, re.prev)
+	} else if err := h.rt.OpenSession(id, cfg); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(h.persistHistory(id)), box: box, opts: o, workdir: workdir, child: kid != nil,
+	hs := &hosted{id: id, agent: AgentHarn, harn: state, box: box, opts: o, workdir: workdir, child: kid != nil,
 		notice: notice}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
@@ -394,13 +417,19 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) },
 		// the turn start's prompt event and Finish's terminal record are
 		// synced writes to the ledger that holds the context
-		SharedSync: h.sharedSync()})
+		SharedSync: h.sharedSync(),
+		// a reopened session's context holds its conversation already
+		Remembers: re != nil})
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
 	hs.ag = ag
+	source := "startup"
+	if re != nil {
+		source = "resume"
+	}
 	start := presence.Event{SessionID: id, Type: presence.TypeSessionStart, TS: now, Agent: Agent,
-		Attrs: map[string]any{presence.AttrCwd: workdir, presence.AttrSource: "startup"}}
+		Attrs: map[string]any{presence.AttrCwd: workdir, presence.AttrSource: source}}
 	if kid != nil {
 		start.Type, start.ParentSessionID = presence.TypeSubagentStart, kid.spec.Child.Parent
 		start.Attrs[presence.AttrSource] = "subagent"
@@ -496,6 +525,7 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 				b.EndTask(e.Task)
 			}
 		}
+		h.boundary(hs.id) // a pin or compaction that waited for the turn's next step
 		// the final answer's output.chunk and the stop: one write
 		var before []presence.Event
 		if e.Text != "" {

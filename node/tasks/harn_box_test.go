@@ -82,8 +82,8 @@ func TestHarnSessionPublishesItsOwnBoxCatalogAndClosesItWhenTheSessionEnds(t *te
 	h.Observe([]presence.Event{{SessionID: id, Type: presence.TypeSessionEnd, TS: time.Now(), Agent: Agent}})
 	waitClosed(t, b, "its session ended")
 	_, err = h.Do(Action{Op: OpFollowUp, Session: id, Text: "again"})
-	if !errors.Is(err, ErrBadAction) {
-		t.Fatalf("a task on an ended session: %v, want ErrBadAction", err)
+	if !errors.Is(err, ErrEnded) {
+		t.Fatalf("a task on an ended session: %v, want ErrEnded", err)
 	}
 }
 

@@ -151,6 +151,10 @@ type Host struct {
 	order    []string              // tasks in creation order, to bound texts and outputs
 	briefs   map[string]briefHash  // session -> last brief told through OnChange
 	stored   map[string]*harnState // session -> its history read back (a session this run does not host)
+	// endedOrder: the ended harn sessions still hosted, oldest first
+	// (pruneEndedLocked bounds them); reopenMu serializes reopens.
+	endedOrder []string
+	reopenMu   sync.Mutex
 
 	approvals *Approvals
 	asks      map[askKey]asked // open confirmations: what each asks (asks.go)
@@ -353,7 +357,12 @@ func (h *Host) attach(handle string) (*hosted, error) {
 		return hs, nil
 	}
 	if st.Ended {
-		return nil, fmt.Errorf("%w: session %s has ended", ErrBadAction, st.SessionID)
+		if st.Agent == Agent {
+			if _, found, _ := h.loadSession(st.SessionID); found {
+				return nil, fmt.Errorf("%w: session %s has ended; harn ask --session %s TEXT (or the TUI) opens it again", ErrEnded, st.SessionID, st.SessionID)
+			}
+		}
+		return nil, fmt.Errorf("%w: session %s has ended", ErrEnded, st.SessionID)
 	}
 	cwd := st.Cwd
 	if err := h.rt.OpenSession(st.SessionID, runtime.SessionConfig{Catalog: catalogOf(st.Agent), Workdir: cwd}); err != nil &&
@@ -425,6 +434,7 @@ func (h *Host) Observe(evs []presence.Event) {
 		var stop context.CancelFunc
 		if hs != nil && hs.ag != nil && e.Type == presence.TypeSessionEnd && !hs.ended {
 			hs.ended, stop = true, hs.cancel // the loop stops; its goroutine closes the box
+			h.pruneEndedLocked(hs.id)
 		}
 		h.mu.Unlock()
 		if stop != nil {
@@ -450,7 +460,10 @@ func (hs *hosted) live(h *Host) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if hs.ended {
-		return fmt.Errorf("%w: session %s has ended; start a new one", ErrBadAction, hs.id)
+		if hs.ag != nil && !hs.child {
+			return fmt.Errorf("%w: session %s has ended; harn ask --session %s TEXT (or the TUI) opens it again", ErrEnded, hs.id, hs.id)
+		}
+		return fmt.Errorf("%w: session %s has ended; start a new one", ErrEnded, hs.id)
 	}
 	return nil
 }

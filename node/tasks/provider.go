@@ -1,9 +1,8 @@
 package tasks
 
 import (
-	"strings"
-
 	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/runtime/agent"
 )
 
 // Provider is the node's own model provider: what a harn session runs
@@ -44,10 +43,19 @@ func (h *Host) providerKey(o *HarnOptions) string {
 		return o.Key
 	}
 	p := h.cfg.Provider
-	if o.Provider != p.kind() || strings.TrimRight(o.URL, "/") != strings.TrimRight(p.URL, "/") {
+	if o.Provider != p.kind() || baseURL(o.Provider, o.URL) != baseURL(p.kind(), p.URL) {
 		return ""
 	}
 	return p.Key
+}
+
+// baseURL is a provider's base URL as its client posts to it (with or
+// without /v1, a trailing slash: one URL).
+func baseURL(kind, u string) string {
+	if kind == "anthropic" {
+		return agent.AnthropicBaseURL(u)
+	}
+	return agent.OpenAIBaseURL(u)
 }
 
 // LoopWorkdir is the working directory of a runtime session whose tasks
@@ -56,7 +64,21 @@ func (h *Host) providerKey(o *HarnOptions) string {
 // session and for one this node does not host.
 func (h *Host) LoopWorkdir(handle string) (string, bool) {
 	hs := h.resolveHosted(handle)
-	if hs == nil || hs.external || (hs.ag == nil && hs.ex == nil) {
+	if hs == nil {
+		// a harn session this run does not host (the node restarted): a
+		// follow-up may open it again, in its stored directory
+		id := handle
+		if h.cfg.Sessions != nil {
+			if st, err := h.cfg.Sessions.Resolve(handle); err == nil {
+				id = st.SessionID
+			}
+		}
+		if rec, found, err := h.loadSession(id); err == nil && found {
+			return rec.Workdir, true
+		}
+		return "", false
+	}
+	if hs.external || (hs.ag == nil && hs.ex == nil) {
 		return "", false
 	}
 	return hs.workdir, true

@@ -237,6 +237,11 @@ func RebuildRecords(kv KV, warn func(msg string, args ...any)) ([]runtime.Restor
 			if rec.Status == string(runtime.OutcomeUnknown) && !rec.ReadOnly {
 				r.Holds = append(r.Holds, runtime.RestoredHold{Call: rec.Call, Capability: rec.Capability})
 			}
+		case runtime.RecRefused:
+			r.Refused++
+			if len(r.RefusedCalls) < runtime.MaxRefusedCalls {
+				r.RefusedCalls = append(r.RefusedCalls, runtime.RefusedCall{Capability: text.Clip(rec.Capability, runtime.MaxByBytes), Check: rec.Status})
+			}
 		case runtime.RecAck:
 			r.Holds = nil
 		case runtime.RecCancel:

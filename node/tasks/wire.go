@@ -39,6 +39,8 @@ const (
 	OpEvents    = taskwire.OpEvents
 	OpUsage     = taskwire.OpUsage
 	OpHistory   = taskwire.OpHistory
+	OpPin       = taskwire.OpPin
+	OpCompact   = taskwire.OpCompact
 )
 
 // Phases, decisions and names of the wire.

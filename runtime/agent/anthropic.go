@@ -31,7 +31,7 @@ func NewAnthropic(cfg ProviderConfig) *Anthropic {
 	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(0), option.WithAPIKey(cfg.Key),
 		option.WithMiddleware(boundStreams(cfg.Bounds))}
 	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
+		opts = append(opts, option.WithBaseURL(AnthropicBaseURL(cfg.BaseURL)+"/"))
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
@@ -52,7 +52,7 @@ func (p *Anthropic) Complete(ctx context.Context, req Request, onText func(strin
 		return err
 	})
 	resp.Retries = retries
-	return resp, err
+	return resp, withModel(err, req.Model)
 }
 
 func (p *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParams, onText func(string)) (Response, error) {
@@ -131,10 +131,13 @@ func anthropicError(err error) error {
 		return err
 	}
 	msg := ae.Message
-	if msg == "" {
-		msg = ae.Error()
+	if msg == "" { // the SDK's own text repeats the URL unredacted: the error names it (RedactURL)
+		msg = http.StatusText(ae.StatusCode)
 	}
 	se := &StatusError{Provider: "anthropic", Code: ae.StatusCode, Message: text.Clip(text.OneLine(msg), 300)}
+	if ae.Request != nil && ae.Request.URL != nil {
+		se.URL = RedactURL(ae.Request.URL.String())
+	}
 	if ae.Response != nil {
 		se.RetryAfter = retryAfter(ae.Response.Header, nowFunc())
 	}

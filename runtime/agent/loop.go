@@ -57,6 +57,10 @@ type Config struct {
 	// DeferredContext the loop then leaves the fsync of a turn's prompt
 	// to the first, and of its final answer to the second.
 	SharedSync bool
+	// Remembers says that the Context already holds the session's
+	// conversation (a session opened again on its stored context): no
+	// task takes the runtime's handoff, the first included.
+	Remembers bool
 }
 
 // Event types.
@@ -122,7 +126,9 @@ func New(cfg Config) (*Executor, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Executor{cfg: cfg, rt: cfg.Runtime, log: cfg.Logger.With("session", cfg.Session, "driver", "harn")}, nil
+	e := &Executor{cfg: cfg, rt: cfg.Runtime, log: cfg.Logger.With("session", cfg.Session, "driver", "harn")}
+	e.remembers.Store(cfg.Remembers)
+	return e, nil
 }
 
 // Context is the executor's conversation.

@@ -39,7 +39,7 @@ func NewOpenAI(cfg ProviderConfig) *OpenAI {
 	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(cfg.Key),
 		option.WithMiddleware(boundStreams(cfg.Bounds))}
 	if cfg.BaseURL != "" {
-		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
+		opts = append(opts, option.WithBaseURL(OpenAIBaseURL(cfg.BaseURL)+"/"))
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
@@ -61,7 +61,7 @@ func (p *OpenAI) Complete(ctx context.Context, req Request, onText func(string))
 		return err
 	})
 	resp.Retries = retries
-	return resp, err
+	return resp, withModel(err, req.Model)
 }
 
 func (p *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewParams, onText func(string)) (Response, error) {
@@ -177,6 +177,9 @@ func openAIError(err error) error {
 		return err
 	}
 	se := &StatusError{Provider: "openai", Code: ae.StatusCode, Message: text.Clip(text.OneLine(ae.Message), 300)}
+	if ae.Request != nil && ae.Request.URL != nil {
+		se.URL = RedactURL(ae.Request.URL.String())
+	}
 	if ae.Response != nil {
 		se.RetryAfter = retryAfter(ae.Response.Header, nowFunc())
 	}

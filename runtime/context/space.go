@@ -458,6 +458,7 @@ type Lane struct {
 	// set by SetCompaction; else the Space's options
 	compaction *bool
 	cond       Condenser
+	pending    *ops // the operator's pins and compaction waiting for a step boundary (ops.go); under the Space's mu
 
 	lastMu     sync.Mutex
 	lastMethod string    // the last compaction this process saw (LastCompaction)
@@ -599,6 +600,7 @@ func (c *Lane) appendLocked(ms []agent.Message, pinned, sync bool) error {
 // within budget tokens, compacting first when the set reaches the
 // admission line (80% with compaction enabled, else the budget itself).
 func (c *Lane) WorkingSet(ctx stdctx.Context, task string, budget int) ([]agent.Message, error) {
+	c.Boundary(ctx) // the operator's pins and compaction (ops.go): a step boundary
 	c.admit(ctx, task, budget)
 	c.s.mu.Lock()
 	defer c.s.mu.Unlock()

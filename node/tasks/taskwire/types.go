@@ -34,6 +34,13 @@ const (
 	// paints from.
 	OpHistory = "history"
 	OpUsage   = "usage" // sums the model-call tokens of this node's ledger
+	// OpPin pins Text into a harn session's context: a user message that
+	// stays in every request. While a task runs it lands at the next step
+	// boundary (never inside a tool exchange).
+	OpPin = "pin"
+	// OpCompact compacts a harn session's context now (while a task runs:
+	// at its next step boundary), whatever the admission line.
+	OpCompact = "compact"
 )
 
 // AgentHarn names harn's own agent loop as a task's agent
@@ -101,6 +108,10 @@ type Result struct {
 	// QueueText (history): the text of each task of View.Queue, in its
 	// order, clipped to QueueTextBytes.
 	QueueText []string `json:"queue_text,omitempty"`
+	// Reopened (start, follow-up, supersede): the action opened the harn
+	// session again; it had ended (harn ask ends its own), or the node
+	// restarted since.
+	Reopened bool `json:"reopened,omitempty"`
 }
 
 // ContextInfo is a harn session's context line: the input tokens of its
@@ -119,7 +130,7 @@ type ContextInfo struct {
 // task).
 func IsSessionOp(op string) bool {
 	switch op {
-	case OpStart, OpSteer, OpFollowUp, OpSupersede, OpHistory:
+	case OpStart, OpSteer, OpFollowUp, OpSupersede, OpHistory, OpPin, OpCompact:
 		return true
 	}
 	return false
@@ -175,7 +186,10 @@ type UsageRow struct {
 
 // HarnOptions configure the loop of a new harn session. Key is never
 // stored nor forwarded to another node; MCP entries are NAME=COMMAND
-// stdio servers the tool box starts for this session.
+// stdio servers the tool box starts for this session. A follow-up,
+// supersede or start on an existing session that carries HarnOptions may
+// reopen it when it has ended: only its Key is read then (the session
+// keeps the options it was opened with).
 type HarnOptions struct {
 	Provider      string   `json:"provider,omitempty"` // openai (default) or anthropic
 	URL           string   `json:"provider_url,omitempty"`
@@ -310,8 +324,29 @@ func (r Request) Handle() string {
 // Grant is a task's grant (runtime.Grant), for the command line.
 type Grant = runtime.Grant
 
-// Profile returns a named grant profile: read-only, edit or full.
+// Profile returns a named grant profile: read-only, confirm, edit or full.
 func Profile(name string) ([]Grant, error) { return runtime.Profile(name) }
+
+// ProfileInfo is a named profile as `harn profiles` prints it.
+type ProfileInfo = runtime.ProfileInfo
+
+// Profiles describes the named profiles (runtime.Profiles).
+func Profiles() []ProfileInfo { return runtime.Profiles() }
+
+// ProfileToolLabels are the labels of ProfileInfo.Tools' columns.
+func ProfileToolLabels() []string {
+	out := make([]string, 0, len(runtime.ProfileTools))
+	for _, c := range runtime.ProfileTools {
+		out = append(out, c.Label)
+	}
+	return out
+}
+
+// RefusedCall is a call the runtime refused (a TaskView's RefusedCalls).
+type RefusedCall = runtime.RefusedCall
+
+// MaxRefusedCalls bounds the refused calls a task's view names.
+const MaxRefusedCalls = runtime.MaxRefusedCalls
 
 // ParseGrants reads a grants file (`--grants FILE`); see runtime.ParseGrants.
 func ParseGrants(b []byte) ([]Grant, error) { return runtime.ParseGrants(b) }

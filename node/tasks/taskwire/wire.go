@@ -120,7 +120,8 @@ func QueryFromAPI(q *api.DecideQuery) Query {
 // ResultToAPI is r on the wire.
 func ResultToAPI(r Result) *api.TaskResult {
 	out := &api.TaskResult{Node: r.Node, Session: r.Session, Task: taskViewToAPI(r.Task), Text: r.Text,
-		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int64(r.Next), QueueText: r.QueueText}
+		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int64(r.Next), QueueText: r.QueueText,
+		Reopened: r.Reopened}
 	if c := r.Context; c != nil {
 		out.HarnContext = &api.HarnContext{Used: int32(min(c.Used, 1<<30)), Budget: int32(min(c.Budget, 1<<30)), Compaction: c.Compaction}
 		if !c.CompactedAt.IsZero() {
@@ -190,7 +191,7 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 	}
 	out := Result{Node: r.Node, Session: r.Session, Task: taskViewFromAPI(r.Task), Text: r.Text,
 		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int(min(max(r.GetNext(), 0), 1<<40)),
-		QueueText: r.GetQueueText()}
+		QueueText: r.GetQueueText(), Reopened: r.GetReopened()}
 	if c := r.GetHarnContext(); c != nil {
 		out.Context = &ContextInfo{Used: int(c.GetUsed()), Budget: int(c.GetBudget()), Compaction: c.GetCompaction()}
 		if c.GetCompactedAt() != nil {
@@ -272,7 +273,27 @@ func taskViewToAPI(t *runtime.TaskView) *api.TaskView {
 	return &api.TaskView{Id: t.ID, Session: t.Session, Action: string(t.Action), State: string(t.State),
 		Status: string(t.Status), QueueDepth: int32(t.QueueDepth), Position: int32(t.Position),
 		RequiresSuccess: t.RequiresSuccess, Predecessor: t.Predecessor, PendingCalls: t.PendingCalls,
-		CreatedAt: api.NewTime(t.CreatedAt), By: t.By, Reason: t.Reason}
+		CreatedAt: api.NewTime(t.CreatedAt), By: t.By, Reason: t.Reason, Refused: int32(min(t.Refused, 1<<30)),
+		RefusedCalls: refusedToAPI(t.RefusedCalls)}
+}
+
+func refusedToAPI(rs []runtime.RefusedCall) []*api.RefusedCall {
+	var out []*api.RefusedCall
+	for _, r := range rs {
+		out = append(out, &api.RefusedCall{Capability: r.Capability, Check: r.Check})
+	}
+	return out
+}
+
+func refusedFromAPI(rs []*api.RefusedCall) []runtime.RefusedCall {
+	var out []runtime.RefusedCall
+	for _, r := range rs {
+		if len(out) == runtime.MaxRefusedCalls {
+			break
+		}
+		out = append(out, runtime.RefusedCall{Capability: r.GetCapability(), Check: r.GetCheck()})
+	}
+	return out
 }
 
 func taskViewFromAPI(t *api.TaskView) *runtime.TaskView {
@@ -282,7 +303,8 @@ func taskViewFromAPI(t *api.TaskView) *runtime.TaskView {
 	return &runtime.TaskView{ID: t.Id, Session: t.Session, Action: runtime.Action(t.Action), State: runtime.State(t.State),
 		Status: runtime.Status(t.Status), QueueDepth: int(t.QueueDepth), Position: int(t.Position),
 		RequiresSuccess: t.RequiresSuccess, Predecessor: t.Predecessor, PendingCalls: t.PendingCalls,
-		CreatedAt: t.CreatedAt.AsTime(), By: t.By, Reason: t.Reason}
+		CreatedAt: t.CreatedAt.AsTime(), By: t.By, Reason: t.Reason, Refused: int(max(t.GetRefused(), 0)),
+		RefusedCalls: refusedFromAPI(t.GetRefusedCalls())}
 }
 
 // RequestToAPI is a waiting request on the wire (its Key stays on the
