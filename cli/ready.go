@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/harn-dev/harn/node/layout"
+	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
 // NodeHints are what a node's start tells a person to run next. Each is a
@@ -51,10 +52,19 @@ func hintsFor(harn, dataDir, socket string) NodeHints {
 	h := NodeHints{WebURL: cmd("web", "url"), Env: strings.Join(env, " ")}
 	if len(at) == 0 {
 		// Hooks reach the default node: wire an agent, then look.
-		h.Next = append(h.Next, harn+" hook install claude-code")
+		h.Next = append(h.Next, harn+" hook install "+firstAgent())
 	}
 	h.Next = append(h.Next, cmd("agents", "list"))
 	return h
+}
+
+// firstAgent is the agent a hint wires: the first installable one
+// (presence/adapter/all), as the help's examples name.
+func firstAgent() string {
+	if a := all.Installable(); len(a) > 0 {
+		return a[0]
+	}
+	return "AGENT"
 }
 
 // harnCommand is how a hint names harn, for exe (harnd, or harn): "harn"
