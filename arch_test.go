@@ -154,6 +154,46 @@ func TestNodeRoomsDoNotImportNode(t *testing.T) {
 	}
 }
 
+// roomBelow names, for a room under node/, the rooms it must not import:
+// the cluster room (node/cluster) wires the mesh's trust (node/meshtrust),
+// never the other way, and neither reaches the local half's feature rooms.
+var roomBelow = map[string][]string{
+	"node/meshtrust": {"node/cluster", "node/sessions", "node/tasks", "node/alerts", "node/board"},
+	"node/cluster":   {"node/sessions", "node/tasks", "node/alerts", "node/board", "node/heartbeat"},
+}
+
+// TestClusterRoomsPointDown: node/meshtrust does not import node/cluster,
+// and the cluster rooms import none of the local half's rooms (the node
+// hands them what they need through interfaces they declare).
+func TestClusterRoomsPointDown(t *testing.T) {
+	for room, banned := range roomBelow {
+		files, err := filepath.Glob(room + "/*.go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Fatalf("no %s", room)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				for _, b := range banned {
+					if p == module+b || strings.HasPrefix(p, module+b+"/") {
+						t.Errorf("%s imports %s: the arrow points up", path, p)
+					}
+				}
+			}
+		}
+	}
+}
+
 // sessionsMayImport are the only packages of the module node/sessions may
 // import: the core emits what changed and features subscribe, so it
 // imports neither the node root nor any feature room.
@@ -259,7 +299,8 @@ func TestTestsupportOnlyInTests(t *testing.T) {
 // (Pebble, raft, memberlist, OTel's SDK, Prometheus) or harn's agent loop
 // and its provider SDKs: harnd's, never harn's.
 var daemonPackages = []string{"node", "node/ledger", "node/tracing", "node/metrics", "node/claims",
-	"node/registry", "node/alerts", "node/gossip", "mesh", "raftstore", "node/tasks", "runtime/agent"}
+	"node/registry", "node/alerts", "node/gossip", "mesh", "raftstore", "node/tasks", "runtime/agent",
+	"node/cluster", "node/meshtrust"}
 
 // daemonModules are the outside modules harn must not link: the node's
 // stores and telemetry, and the provider and tool SDKs of harn's agent

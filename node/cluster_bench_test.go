@@ -151,7 +151,7 @@ func (c *cbCluster) kill(i int) {
 // aliveCount is how many members node i lists alive (itself included).
 func (c *cbCluster) aliveCount(i int) int {
 	k := 0
-	for _, m := range c.nodes[i].cl.mesh.Members() {
+	for _, m := range c.nodes[i].cl.Parts().Mesh.Members() {
 		if m.Status == mesh.StatusAlive {
 			k++
 		}
@@ -176,7 +176,7 @@ func (c *cbCluster) membersConverged(want int) bool {
 // leader returns the index of the node whose registry leads, or -1.
 func (c *cbCluster) leader() int {
 	for i, nd := range c.nodes {
-		if nd != nil && !c.closed[i] && nd.cl.store.IsLeader() {
+		if nd != nil && !c.closed[i] && nd.cl.Parts().Store.IsLeader() {
 			return i
 		}
 	}
@@ -190,7 +190,7 @@ func (c *cbCluster) raftServers() int {
 	if l < 0 {
 		return 0
 	}
-	s, err := c.nodes[l].cl.store.Servers()
+	s, err := c.nodes[l].cl.Parts().Store.Servers()
 	if err != nil {
 		return 0
 	}
@@ -217,7 +217,7 @@ func cbIngest(tb testing.TB, nd *Node, session, typ string, attrs map[string]any
 
 // sentVersion is the gossip version node nd last broadcast for session.
 func sentVersion(nd *Node, session string) uint64 {
-	v, _ := nd.cl.pub.SentVersion(session)
+	v, _ := nd.cl.Parts().Pub.SentVersion(session)
 	return v
 }
 
@@ -467,8 +467,8 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 	cbIngest(b, fn, session, presence.TypeSessionStart, nil)
 	cbIngest(b, fn, quiet, presence.TypeSessionStart, nil)
 	mesh.WaitFor(b, 30*time.Second, "sessions in the registry", func() bool {
-		_, ok1 := ln.cl.store.Get(session)
-		_, ok2 := ln.cl.store.Get(quiet)
+		_, ok1 := ln.cl.Parts().Store.Get(session)
+		_, ok2 := ln.cl.Parts().Store.Get(quiet)
 		return ok1 && ok2
 	})
 
@@ -533,7 +533,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 			},
 			func() { // the registry write alone, forwarded from fn to the leader
 				t := time.Now()
-				if _, err := fn.cl.applyCommand(ctx, regCmd(fwdSession, reason)); err != nil {
+				if _, err := fn.cl.Apply(ctx, regCmd(fwdSession, reason)); err != nil {
 					b.Fatal(err)
 				}
 				if record {
@@ -542,7 +542,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 			},
 			func() { // the registry write alone, on the leader
 				t := time.Now()
-				if _, err := ln.cl.store.Apply(ctx, regCmd(storeSession, reason)); err != nil {
+				if _, err := ln.cl.Parts().Store.Apply(ctx, regCmd(storeSession, reason)); err != nil {
 					b.Fatal(err)
 				}
 				if record {
@@ -557,7 +557,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 	for i := range warm {
 		op(i, false)
 	}
-	applied0 := ln.cl.store.Stats().AppliedIndex
+	applied0 := ln.cl.Parts().Store.Stats().AppliedIndex
 	b.ResetTimer()
 	for i := range ops {
 		op(i, true)
@@ -565,7 +565,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 	b.StopTimer()
 	time.Sleep(100 * time.Millisecond) // let a trailing background write land
 	// Entries per op beyond the two direct registry writes of each op.
-	entries := float64(ln.cl.store.Stats().AppliedIndex-applied0)/ops - 2
+	entries := float64(ln.cl.Parts().Store.Stats().AppliedIndex-applied0)/ops - 2
 	if c.leader() != l {
 		b.Logf("leadership moved during the run (from %s)", ln.Name())
 	}
@@ -642,7 +642,7 @@ func BenchmarkConvergence20(b *testing.B) {
 	victim := n - 1 // a non-voter
 	name := cbName(victim)
 	dead := func(i int) bool {
-		for _, m := range c.nodes[i].cl.mesh.Members() {
+		for _, m := range c.nodes[i].cl.Parts().Mesh.Members() {
 			if m.Name == name {
 				return m.Status == mesh.StatusDead
 			}

@@ -135,7 +135,7 @@ const (
 
 // Errors of configuration and startup.
 var (
-	ErrConfig = errors.New("invalid node config")
+	ErrConfig = layout.ErrConfig
 	ErrLocked = errors.New("another harn node is running on this data dir")
 )
 

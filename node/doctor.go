@@ -31,8 +31,8 @@ func (n *Node) Doctor() *api.DoctorResponse {
 		out.GossipAddr, out.RaftAddr, out.RpcAddr = n.MeshAddr(), n.RaftAddr(), n.RPCAddr()
 	}
 	if n.cl != nil {
-		out.Tls = n.cl.tlsView()
-		out.GossipEncrypted = n.cl.gossipEncrypted()
+		out.Tls = n.cl.TLSView()
+		out.GossipEncrypted = n.cl.GossipEncrypted()
 		out.Raft = n.doctorRaft()
 	}
 	if ds, err := n.ledger.Diagnostics(0); err == nil {

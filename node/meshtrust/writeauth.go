@@ -1,4 +1,4 @@
-package node
+package meshtrust
 
 import (
 	"errors"
@@ -34,8 +34,8 @@ type writeAuthority struct {
 	// owner is the node a session's record names ("" and false when the
 	// registry has no record).
 	owner func(session string) (string, bool)
-	// override reads a capability or provider switch (overrides.go).
-	override func(key string) (override, bool)
+	// override reads a capability or provider switch (switches.go).
+	override func(key string) (Switch, bool)
 	// claimsOf lists a session's claims.
 	claimsOf func(session string) []raftstore.Claim
 	// notifyAdmins are the nodes, beside servers, that may change the
@@ -76,7 +76,7 @@ func (a *writeAuthority) check(caller trust.Identity, cmd raftstore.Command) err
 // capability and provider switches only (overrides.go) follows their own
 // rule.
 func (a *writeAuthority) kv(caller trust.Identity, cmd raftstore.Command) error {
-	if ok, err := authorizeOverride(caller, cmd, a.override); ok {
+	if ok, err := authorizeSwitch(caller, cmd, a.override); ok {
 		return err
 	}
 	return a.housekeeping(caller, cmd)
@@ -177,42 +177,30 @@ func (a *writeAuthority) notify(caller trust.Identity, _ raftstore.Command) erro
 		Detail: "webhooks are added and removed on a server, or on a node named by the servers' --notify-admins"}
 }
 
-// authorizeWrite decides whether caller may make a forwarded registry
-// write (writeRules).
-func (c *cluster) authorizeWrite(caller trust.Identity, cmd raftstore.Command) error {
-	return c.writeAuthority().check(caller, cmd)
+// Reader is what the write rules read: the checking server's replica.
+type Reader interface {
+	Get(id string) (raftstore.Record, bool)
+	ClaimsOf(session string) []raftstore.Claim
+	KVList(prefix string) []raftstore.KVEntry
 }
 
-func (c *cluster) writeAuthority() *writeAuthority {
-	return &writeAuthority{
+// AuthorizeWrite decides whether caller may make a forwarded registry
+// write (writeRules), reading the checking server's replica r;
+// notifyAdmins is its --notify-admins.
+func AuthorizeWrite(r Reader, notifyAdmins []string, caller trust.Identity, cmd raftstore.Command) error {
+	a := &writeAuthority{
 		owner: func(id string) (string, bool) {
-			rec, ok := c.store.Get(id)
+			rec, ok := r.Get(id)
 			return rec.Node, ok
 		},
-		claimsOf:     c.store.ClaimsOf,
-		notifyAdmins: c.cfg.NotifyAdmins,
-		override: func(key string) (override, bool) {
-			v, ok := c.overrides()[key]
+		claimsOf:     r.ClaimsOf,
+		notifyAdmins: notifyAdmins,
+		override: func(key string) (Switch, bool) {
+			v, ok := Switches(r.KVList(SwitchPrefix))[key]
 			return v, ok
 		},
 	}
-}
-
-// ParseNotifyAdmins reads a --notify-admins value: NODE,... ("" names
-// none).
-func ParseNotifyAdmins(s string) ([]string, error) {
-	var out []string
-	for _, n := range strings.Split(s, ",") {
-		n = strings.TrimSpace(n)
-		if n == "" && strings.TrimSpace(s) == "" {
-			continue
-		}
-		if err := trust.ValidName(n); err != nil {
-			return nil, fmt.Errorf("%w: --notify-admins: %w", ErrConfig, err)
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return a.check(caller, cmd)
 }
 
 // clipText keeps untrusted text in a refusal short and printable.

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"context"
@@ -45,23 +45,20 @@ func servePeer(t *testing.T, srv apigrpc.ClusterServer) string {
 	return lis.Addr().String()
 }
 
-// testCluster is a cluster with only what peerConn needs.
-func testCluster(t *testing.T, maxReply int) *cluster {
-	c := &cluster{cfg: ClusterConfig{MaxPeerReply: maxReply}, conns: map[string]*grpc.ClientConn{}}
-	t.Cleanup(func() {
-		for _, cc := range c.conns {
-			cc.Close()
-		}
-	})
-	return c
+// testConns is a cluster's connections with only what they need.
+func testConns(t *testing.T, maxReply int) *peerConns {
+	c := &Cluster{cfg: Config{MaxPeerReply: maxReply}.WithDefaults()}
+	c.conns = &peerConns{c: c, conns: map[string]*grpc.ClientConn{}}
+	t.Cleanup(c.conns.closeAll)
+	return c.conns
 }
 
 func TestPeerReplyOverTheBoundIsRefused(t *testing.T) {
-	if got := testCluster(t, 0).maxPeerReply(); got != 16<<20 {
+	if got := testConns(t, 0).c.cfg.MaxPeerReply; got != 16<<20 {
 		t.Fatalf("default bound %d, want 16 MiB", got)
 	}
-	call := func(c *cluster, size int) error {
-		cc, err := c.peerConn("peer", servePeer(t, &bigPeer{size: size}))
+	call := func(c *peerConns, size int) error {
+		cc, err := c.get("peer", servePeer(t, &bigPeer{size: size}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -74,11 +71,11 @@ func TestPeerReplyOverTheBoundIsRefused(t *testing.T) {
 		return err
 	}
 	// The default bound refuses a reply one byte over it.
-	if err := call(testCluster(t, 0), DefaultMaxPeerReply+1); status.Code(err) != codes.ResourceExhausted {
+	if err := call(testConns(t, 0), DefaultMaxPeerReply+1); status.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("16 MiB + 1 under the default bound: err %v, want ResourceExhausted", err)
 	}
 	// The bound is the configured one.
-	small := testCluster(t, 1<<20)
+	small := testConns(t, 1<<20)
 	for _, tc := range []struct {
 		size int
 		ok   bool
@@ -114,8 +111,8 @@ func TestPeerReplyOverTheBoundIsRefusedBeforeItsBody(t *testing.T) {
 	})}
 	go hs.Serve(lis)
 	t.Cleanup(func() { hs.Close() })
-	c := testCluster(t, 0)
-	cc, err := c.peerConn("liar", lis.Addr().String())
+	c := testConns(t, 0)
+	cc, err := c.get("liar", lis.Addr().String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,10 +125,10 @@ func TestPeerReplyOverTheBoundIsRefusedBeforeItsBody(t *testing.T) {
 }
 
 func TestPeerListOverTheBoundIsRefused(t *testing.T) {
-	if err := checkPeerList("node b", "events", MaxPeerListItems); err != nil {
+	if err := CheckPeerList("node b", "events", MaxPeerListItems); err != nil {
 		t.Fatalf("at the bound: %v", err)
 	}
-	err := checkPeerList("node b", "events", MaxPeerListItems+1)
+	err := CheckPeerList("node b", "events", MaxPeerListItems+1)
 	var pe *PeerReplyError
 	if !errors.As(err, &pe) || !errors.Is(err, ErrPeerReply) || !strings.Contains(err.Error(), "node b") {
 		t.Fatalf("over the bound: %v", err)

@@ -1,4 +1,4 @@
-package node
+package meshtrust
 
 import (
 	"errors"
@@ -27,6 +27,13 @@ var ErrJoinNeedsToken = fmt.Errorf("%w: --join needs this node to hold a certifi
 // autoCAFile marks a CA this node made for itself and never shared.
 const autoCAFile = "lone-ca"
 
+// LoneCA reports whether the trust directory's CA was made at a first
+// start and no join token was ever made from it.
+func LoneCA(dir string) bool { return loneCA(dir) }
+
+// ShareCA records that the trust directory's CA now signs for others.
+func ShareCA(dir string) error { return shareCA(dir) }
+
 // loneCA reports whether the trust directory's CA was made at a first
 // start and no join token was ever made from it.
 func loneCA(dir string) bool {
@@ -44,10 +51,10 @@ func shareCA(dir string) error {
 	return nil
 }
 
-// initTrustDir makes what a mesh's first server holds, keeping what
+// InitTrustDir makes what a mesh's first server holds, keeping what
 // exists: the CA, the gossip keyring (gossipKey as its primary when given)
 // and a server certificate for name.
-func initTrustDir(dir, name string, gossipKey []byte, clk clock.Clock) (*trust.Authority, bool, error) {
+func InitTrustDir(dir, name string, gossipKey []byte, clk clock.Clock) (*trust.Authority, bool, error) {
 	a, created, err := trust.InitAuthority(dir, clk)
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: %w", ErrTrust, err)
@@ -85,15 +92,16 @@ func initTrustDir(dir, name string, gossipKey []byte, clk clock.Clock) (*trust.A
 
 // makeLoneCA makes this node's own CA at its first start. The marker is
 // written first, so that a crash half-way leaves a CA still known as lone.
-func (c *cluster) makeLoneCA(dir string) error {
+func (t *Trust) makeLoneCA() error {
+	dir := t.dir
 	if err := writePrivateFile(dir, autoCAFile, []byte("made at this node's first start; removed when a join token is made\n")); err != nil {
 		return fmt.Errorf("%w: %w", ErrTrust, err)
 	}
-	a, _, err := initTrustDir(dir, c.name, c.cfg.GossipKey, c.clock)
+	a, _, err := InitTrustDir(dir, t.cfg.Name, t.cfg.GossipKey, t.clock)
 	if err != nil {
 		return err
 	}
-	c.log.Info("made this node's own mesh CA (mutual TLS on raft and the cluster gRPC); `harn token create` makes it the mesh's",
+	t.log.Info("made this node's own mesh CA (mutual TLS on raft and the cluster gRPC); `harn token create` makes it the mesh's",
 		"ca", a.Fingerprint().String(), "dir", dir)
 	return nil
 }

@@ -1,4 +1,4 @@
-package node
+package meshtrust
 
 import (
 	"crypto"
@@ -18,20 +18,20 @@ import (
 	"github.com/harn-dev/harn/util/clock"
 )
 
-// gossipSigner is mesh.Signer over the node's mesh certificate: a delta or
+// Signer is mesh.Signer over the node's mesh certificate: a delta or
 // push/pull state is signed with the key of the certificate in the trust
 // holder, and a peer's is checked against the certificate of the node it
 // claims to come from, which must chain to the mesh CA, be valid now and
 // not be revoked. Certificates travel in push/pull (a node's own and those
 // it knows of others: each is checked on its own, so a relay need not be
 // trusted); a delta names its signer by the certificate's fingerprint.
-type gossipSigner struct {
+type Signer struct {
 	holder *trust.Holder
 	revs   trust.Revocations
 	clock  clock.Clock
-	// onUnknown is told (outside any lock) of an origin whose signing
-	// certificate is not known yet; nil: nothing.
-	onUnknown func(origin string)
+	// OnUnknown is told (outside any lock) of an origin whose signing
+	// certificate is not known yet; nil: nothing. Set it before use.
+	OnUnknown func(origin string)
 
 	mu    sync.Mutex
 	certs map[string][]*signerCert // node name -> known certificates, newest first
@@ -39,7 +39,7 @@ type gossipSigner struct {
 	own   *ownKey
 }
 
-var _ mesh.Signer = (*gossipSigner)(nil)
+var _ mesh.Signer = (*Signer)(nil)
 
 // fingerprint is the first 16 bytes of a certificate's SHA-256.
 type fingerprint [16]byte
@@ -70,9 +70,9 @@ const (
 	sigFormat        = 1    // first byte of a signature
 	maxCredCerts     = 1024 // certificates in one push/pull
 	maxCertDER       = 8 << 10
-	maxSignerNames   = 4096 // names the signer keeps certificates for
+	MaxSignerNames   = 4096 // names the signer keeps certificates for
 	certsPerName     = 2    // the current one and the one before a renewal
-	unknownPullEvery = 5 * time.Second
+	UnknownPullEvery = 5 * time.Second
 )
 
 // Signature errors of the gossip signer (each wraps mesh's sentinel).
@@ -81,13 +81,15 @@ var (
 	errSignerExpired = fmt.Errorf("%w: the signer's certificate is not valid now", mesh.ErrBadSignature)
 )
 
-func newGossipSigner(h *trust.Holder, revs trust.Revocations, clk clock.Clock) *gossipSigner {
-	return &gossipSigner{holder: h, revs: revs, clock: clk,
+// NewSigner returns a signer over the certificate in h, checking peers'
+// against revs.
+func NewSigner(h *trust.Holder, revs trust.Revocations, clk clock.Clock) *Signer {
+	return &Signer{holder: h, revs: revs, clock: clk,
 		certs: map[string][]*signerCert{}, fps: map[fingerprint]*signerCert{}}
 }
 
 // key returns this node's current signing key.
-func (s *gossipSigner) key() (*ownKey, error) {
+func (s *Signer) key() (*ownKey, error) {
 	c := s.holder.Cert()
 	if c == nil || c.Leaf == nil {
 		return nil, errors.New("node: no mesh certificate to sign gossip with")
@@ -107,7 +109,7 @@ func (s *gossipSigner) key() (*ownKey, error) {
 
 // Credentials: this node's certificate first, then the newest known one
 // of every other node, each as a uvarint length and DER.
-func (s *gossipSigner) Credentials() []byte {
+func (s *Signer) Credentials() []byte {
 	b := []byte{1}
 	var ders [][]byte
 	if leaf := s.holder.Leaf(); leaf != nil {
@@ -134,7 +136,7 @@ func (s *gossipSigner) Credentials() []byte {
 
 // Sign: format byte, this certificate's fingerprint, the signature of
 // msg's SHA-256 (ASN.1 for ECDSA).
-func (s *gossipSigner) Sign(msg []byte) ([]byte, error) {
+func (s *Signer) Sign(msg []byte) ([]byte, error) {
 	k, err := s.key()
 	if err != nil {
 		return nil, err
@@ -158,7 +160,7 @@ func (s *gossipSigner) Sign(msg []byte) ([]byte, error) {
 // Learn checks and keeps each certificate in creds that is new: it must
 // chain to the mesh CA, be valid now, carry a node identity and not be
 // revoked. It is kept under the name it carries, whatever origin says.
-func (s *gossipSigner) Learn(_ string, creds []byte) error {
+func (s *Signer) Learn(_ string, creds []byte) error {
 	if len(creds) == 0 || creds[0] != 1 {
 		return fmt.Errorf("%w: malformed credentials", mesh.ErrBadSignature)
 	}
@@ -183,7 +185,7 @@ func (s *gossipSigner) Learn(_ string, creds []byte) error {
 	return first
 }
 
-func (s *gossipSigner) learnCert(der []byte) error {
+func (s *Signer) learnCert(der []byte) error {
 	fp := fingerprintOf(der)
 	roots := s.holder.Roots()
 	s.mu.Lock()
@@ -212,8 +214,8 @@ func (s *gossipSigner) learnCert(der []byte) error {
 		return nil
 	}
 	cs := s.certs[sc.name]
-	if cs == nil && len(s.certs) >= maxSignerNames {
-		return fmt.Errorf("%w: over %d signers known", mesh.ErrBadSignature, maxSignerNames)
+	if cs == nil && len(s.certs) >= MaxSignerNames {
+		return fmt.Errorf("%w: over %d signers known", mesh.ErrBadSignature, MaxSignerNames)
 	}
 	cs = append(cs, sc)
 	// Newest first; keep certsPerName.
@@ -229,7 +231,7 @@ func (s *gossipSigner) learnCert(der []byte) error {
 }
 
 // check verifies a certificate against roots at the clock's time.
-func (s *gossipSigner) check(cert *x509.Certificate, fp fingerprint, roots *trust.Roots) (*signerCert, error) {
+func (s *Signer) check(cert *x509.Certificate, fp fingerprint, roots *trust.Roots) (*signerCert, error) {
 	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots.Pool(), CurrentTime: s.clock.Now(),
 		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
 		return nil, fmt.Errorf("%w: certificate serial %s: %w", mesh.ErrBadSignature, trust.SerialString(cert), err)
@@ -246,7 +248,7 @@ func (s *gossipSigner) check(cert *x509.Certificate, fp fingerprint, roots *trus
 
 // Verify checks sig over msg against origin's certificate that sig names:
 // known, of origin's name, valid now, not revoked, and the signature good.
-func (s *gossipSigner) Verify(origin string, msg, sig []byte) error {
+func (s *Signer) Verify(origin string, msg, sig []byte) error {
 	if len(sig) < 1+len(fingerprint{}) || sig[0] != sigFormat {
 		return fmt.Errorf("%w: malformed signature", mesh.ErrBadSignature)
 	}
@@ -256,8 +258,8 @@ func (s *gossipSigner) Verify(origin string, msg, sig []byte) error {
 	c, ok := s.fps[fp]
 	s.mu.Unlock()
 	if !ok {
-		if s.onUnknown != nil {
-			s.onUnknown(origin)
+		if s.OnUnknown != nil {
+			s.OnUnknown(origin)
 		}
 		return fmt.Errorf("%w: %q's certificate %x", mesh.ErrUnknownSigner, origin, fp[:6])
 	}
@@ -301,16 +303,16 @@ func verifySig(pub crypto.PublicKey, msg, sig []byte) bool {
 	return false
 }
 
-// learnPeer keeps the certificate a verified TLS handshake with a peer
+// LearnPeer keeps the certificate a verified TLS handshake with a peer
 // presented (a presence pull), so that its deltas check at once after a
 // renewal rather than after the next push/pull.
-func (s *gossipSigner) learnPeer(cert *x509.Certificate) {
+func (s *Signer) LearnPeer(cert *x509.Certificate) {
 	if cert != nil {
 		_ = s.learnCert(cert.Raw)
 	}
 }
 
-func (s *gossipSigner) forget(fp fingerprint) {
+func (s *Signer) forget(fp fingerprint) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c, ok := s.fps[fp]
@@ -331,9 +333,9 @@ func (s *gossipSigner) forget(fp fingerprint) {
 	}
 }
 
-// prune forgets revoked and expired certificates and returns the names
+// Prune forgets revoked and expired certificates and returns the names
 // whose every known certificate was revoked (their gossip is dropped).
-func (s *gossipSigner) prune() (revoked []string) {
+func (s *Signer) Prune() (revoked []string) {
 	now := s.clock.Now()
 	s.mu.Lock()
 	var drop []fingerprint
@@ -357,8 +359,8 @@ func (s *gossipSigner) prune() (revoked []string) {
 	return revoked
 }
 
-// known reports whether a certificate of name is known (tests).
-func (s *gossipSigner) known(name string) bool {
+// Known reports whether a certificate of name is known (tests).
+func (s *Signer) Known(name string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.certs[name]) > 0

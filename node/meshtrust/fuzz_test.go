@@ -1,4 +1,4 @@
-package node
+package meshtrust
 
 import (
 	"encoding/json"

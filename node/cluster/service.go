@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"context"
@@ -11,30 +11,77 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
 
-// clusterService adapts the node to the generated Cluster gRPC server.
-type clusterService struct {
-	apigrpc.UnimplementedClusterServer
-	c *cluster
+// PeerService is what the cluster gRPC asks of the node for calls about
+// its own sessions and tasks: their live detail, their events, and the
+// remote task actions (each checks its caller itself).
+type PeerService interface {
+	Session(context.Context, *api.SessionRequest) (*api.SessionResponse, error)
+	SessionTrace(context.Context, *api.SessionRequest) (*api.TraceResponse, error)
+	Task(context.Context, *api.TaskRequest) (*api.TaskResponse, error)
+	Pending(context.Context, *api.PendingRequest) (*api.PendingResponse, error)
+	Answer(context.Context, *api.AnswerRequest) (*api.AnswerResponse, error)
+	Coord(context.Context, *api.CoordRequest) (*api.CoordResponse, error)
 }
 
-var _ apigrpc.ClusterServer = (*clusterService)(nil)
+// service is the Cluster gRPC server: the registry's writes and reads,
+// membership and presence here, the rest the node's (PeerService).
+type service struct {
+	apigrpc.UnimplementedClusterServer
+	peer PeerService
+	c    *Cluster
+}
 
-func (s *clusterService) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
+var _ apigrpc.ClusterServer = (*service)(nil)
+
+// The node's calls.
+
+func (s *service) Session(ctx context.Context, r *api.SessionRequest) (*api.SessionResponse, error) {
+	return s.peer.Session(ctx, r)
+}
+
+func (s *service) SessionTrace(ctx context.Context, r *api.SessionRequest) (*api.TraceResponse, error) {
+	return s.peer.SessionTrace(ctx, r)
+}
+
+func (s *service) Task(ctx context.Context, r *api.TaskRequest) (*api.TaskResponse, error) {
+	return s.peer.Task(ctx, r)
+}
+
+func (s *service) Pending(ctx context.Context, r *api.PendingRequest) (*api.PendingResponse, error) {
+	return s.peer.Pending(ctx, r)
+}
+
+func (s *service) Answer(ctx context.Context, r *api.AnswerRequest) (*api.AnswerResponse, error) {
+	return s.peer.Answer(ctx, r)
+}
+
+func (s *service) Coord(ctx context.Context, r *api.CoordRequest) (*api.CoordResponse, error) {
+	return s.peer.Coord(ctx, r)
+}
+
+// noPeer answers none of the node's calls (a cluster without a node:
+// tests).
+type noPeer struct {
+	apigrpc.UnimplementedClusterServer
+}
+
+func (s *service) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
 	cmd, err := raftstore.DecodeCommand(req.Command)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if s.c.trust != nil {
 		caller, err := trust.PeerFromContext(ctx)
-		if err != nil {
-			return nil, s.c.refuse("Apply", caller, err)
+		if err == nil {
+			err = meshtrust.AuthorizeWrite(s.c.reg, s.c.cfg.NotifyAdmins, caller, cmd)
 		}
-		if err := s.c.authorizeWrite(caller, cmd); err != nil {
-			return nil, s.c.refuse("Apply", caller, err)
+		if err != nil {
+			return nil, meshtrust.Refuse(s.c.log, "Apply", caller, err)
 		}
 	}
 	idx, err := s.c.store.Apply(ctx, cmd)
@@ -58,43 +105,19 @@ func (s *clusterService) Apply(ctx context.Context, req *api.ApplyRequest) (*api
 	return &api.ApplyResponse{Index: idx}, nil
 }
 
-func (s *clusterService) ConsistentList(ctx context.Context, _ *api.ConsistentListRequest) (*api.RegistryResponse, error) {
+func (s *service) ConsistentList(ctx context.Context, _ *api.ConsistentListRequest) (*api.RegistryResponse, error) {
 	if err := s.c.store.VerifyRead(ctx); err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
 	recs := s.c.store.List()
-	out := &api.RegistryResponse{Leader: s.c.name, Index: s.c.store.Stats().AppliedIndex}
+	out := &api.RegistryResponse{Leader: s.c.name, Index: s.c.store.Staleness().AppliedIndex}
 	for i := range recs {
 		out.Records = append(out.Records, RecordToAPI(&recs[i]))
 	}
 	return out, nil
 }
 
-func (s *clusterService) Session(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	st, err := s.c.local.resolveLocal(req.Id)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.SessionResponse{Session: api.RowOf(&st), Live: !st.Ended}, nil
-}
-
-func (s *clusterService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	st, err := s.c.local.resolveLocal(req.Id)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	evs, err := s.c.local.sessionEvents(st.SessionID)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	out := &api.TraceResponse{Session: api.RowOf(&st)}
-	for i := range evs {
-		out.Events = append(out.Events, EventToAPI(&evs[i]))
-	}
-	return out, nil
-}
-
-func (s *clusterService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
+func (s *service) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
 	if s.c.trust != nil {
 		// A node may take itself out; servers may remove anyone.
 		caller, err := trust.PeerFromContext(ctx)
@@ -102,7 +125,7 @@ func (s *clusterService) RemoveServer(ctx context.Context, req *api.RemoveServer
 			err = trust.CheckSessionWrite(caller, "", trust.WriteHousekeeping)
 		}
 		if err != nil {
-			return nil, s.c.refuse("RemoveServer", caller, err)
+			return nil, meshtrust.Refuse(s.c.log, "RemoveServer", caller, err)
 		}
 	}
 	if err := s.c.store.RemoveServer(req.Id); err != nil {
@@ -114,7 +137,7 @@ func (s *clusterService) RemoveServer(ctx context.Context, req *api.RemoveServer
 	return &api.RemoveServerResponse{}, nil
 }
 
-func (s *clusterService) Presence(ctx context.Context, _ *api.PresenceRequest) (*api.PresenceResponse, error) {
+func (s *service) Presence(ctx context.Context, _ *api.PresenceRequest) (*api.PresenceResponse, error) {
 	b, err := json.Marshal(s.c.localBlob())
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
@@ -131,7 +154,7 @@ func finalApplyErr(err error) error {
 	}
 	switch st.Code() {
 	case codes.PermissionDenied, codes.Unauthenticated:
-		return fmt.Errorf("%w: the leader refused the write: %s", ErrTrust, st.Message())
+		return fmt.Errorf("%w: the leader refused the write: %s", meshtrust.ErrTrust, st.Message())
 	case codes.Aborted:
 		return fmt.Errorf("%w: %s", raftstore.ErrKVConflict, st.Message())
 	case codes.InvalidArgument:

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -33,14 +34,15 @@ const maxRaftAddr = 261 // a host name of 255 bytes, a colon and a port
 // moveLoop, on a server that restarted with raft state, moves this
 // server's raft configuration entry to its advertised raft address until
 // it is there (or the entry is gone: not this loop's business).
-func (c *cluster) moveLoop() {
+func (ms *membership) moveLoop() {
+	c := ms.c
 	if !c.cfg.Voter() {
 		return
 	}
 	t := c.clock.NewTicker(moveEvery)
 	defer t.Stop()
 	for {
-		done, err := c.moveSelf()
+		done, err := ms.moveSelf()
 		if done {
 			return
 		}
@@ -56,7 +58,8 @@ func (c *cluster) moveLoop() {
 }
 
 // moveSelf makes one attempt; done says there is nothing (left) to do.
-func (c *cluster) moveSelf() (done bool, err error) {
+func (ms *membership) moveSelf() (done bool, err error) {
+	c := ms.c
 	servers, err := c.store.Servers()
 	if err != nil {
 		return false, err
@@ -70,7 +73,7 @@ func (c *cluster) moveSelf() (done bool, err error) {
 	if leader, _ := c.store.Leader(); leader != "" {
 		err = c.moveServer(ctx, c.name, c.meta.RaftAddr)
 	} else {
-		err = c.moveThroughPeer(ctx)
+		err = ms.moveThroughPeer(ctx)
 	}
 	if err != nil {
 		return false, err
@@ -91,13 +94,14 @@ func selfEntry(servers []raftstore.Server, id string) (string, bool) {
 
 // moveThroughPeer asks each alive server of the mesh in turn to move this
 // node; the first that takes it forwards it to the leader.
-func (c *cluster) moveThroughPeer(ctx context.Context) error {
+func (ms *membership) moveThroughPeer(ctx context.Context) error {
+	c := ms.c
 	errs := []error{ErrNoLeader}
 	for _, m := range c.mesh.Members() {
 		if m.Name == c.name || m.Status != mesh.StatusAlive || m.Meta.Role != mesh.RoleServer {
 			continue
 		}
-		cl, err := c.clusterClientOf(m.Name)
+		cl, err := c.ClientOf(m.Name)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -111,21 +115,6 @@ func (c *cluster) moveThroughPeer(ctx context.Context) error {
 		errs = append(errs, fmt.Errorf("%s: %w", m.Name, err))
 	}
 	return errors.Join(errs...)
-}
-
-// moveServer moves a server's raft address on the leader: here when this
-// node leads, else forwarded.
-func (c *cluster) moveServer(ctx context.Context, id, addr string) error {
-	return c.fwd.Do(ctx, func() error {
-		return elsewhere(c.store.MoveServer(id, addr))
-	}, func(fctx context.Context, leader string) error {
-		cl, err := c.clusterClientOf(leader)
-		if err != nil {
-			return err
-		}
-		_, err = cl.MoveServer(fctx, &api.MoveServerRequest{Id: id, Addr: addr})
-		return err
-	})
 }
 
 // checkMove validates a MoveServer request: an id, and a host:port
@@ -152,7 +141,7 @@ func authorizeMove(caller trust.Identity, id string) error {
 	return trust.CheckSessionWrite(caller, "", trust.WriteHousekeeping)
 }
 
-func (s *clusterService) MoveServer(ctx context.Context, req *api.MoveServerRequest) (*api.MoveServerResponse, error) {
+func (s *service) MoveServer(ctx context.Context, req *api.MoveServerRequest) (*api.MoveServerResponse, error) {
 	if s.c.trust != nil {
 		// A node may move itself; servers may move anyone (as with
 		// RemoveServer: a server forwards a restarted peer's request).
@@ -161,7 +150,7 @@ func (s *clusterService) MoveServer(ctx context.Context, req *api.MoveServerRequ
 			err = authorizeMove(caller, req.Id)
 		}
 		if err != nil {
-			return nil, s.c.refuse("MoveServer", caller, err)
+			return nil, meshtrust.Refuse(s.c.log, "MoveServer", caller, err)
 		}
 	}
 	if err := checkMove(req); err != nil {

@@ -1,4 +1,4 @@
-package node
+package cluster
 
 import (
 	"fmt"
@@ -26,9 +26,12 @@ type MeshProfile = mesh.Profile
 // raftstore.ProfileFast).
 type RaftProfile = raftstore.Profile
 
-// ClusterConfig configures the node's part in the mesh: gossip
-// (memberlist), the Raft registry and the cluster gRPC service.
-type ClusterConfig struct {
+// ErrConfig is the node's configuration error (layout.ErrConfig).
+var ErrConfig = layout.ErrConfig
+
+// Config configures the node's part in the mesh: gossip (memberlist), the
+// Raft registry and the cluster gRPC service.
+type Config struct {
 	// Enabled runs the mesh. A node without it is one machine's node with
 	// no network listener (used by tests of the single-machine path).
 	Enabled bool
@@ -104,7 +107,7 @@ type ClusterConfig struct {
 	// records (revocations, gossip keyring, CAs).
 	TrustSync time.Duration
 
-	// Registry write authority (node/writeauth.go).
+	// Registry write authority (node/meshtrust/writeauth.go).
 
 	// NotifyAdmins are the nodes, beside servers, that this server lets
 	// add and remove the mesh's webhooks (--notify-admins).
@@ -125,9 +128,9 @@ type ClusterConfig struct {
 	// means DefaultMaxPresenceBytes.
 	MaxPresenceBytes int
 
-	// unsignedGossip turns gossip signing off on a mesh with a CA
-	// (benchmarks compare the two in one run).
-	unsignedGossip bool
+	// UnsignedGossip turns gossip signing off on a mesh with a CA
+	// (benchmarks compare the two in one run; never set otherwise).
+	UnsignedGossip bool
 }
 
 // DefaultMaxPeerReply is the default MaxPeerReply: 16 MiB.
@@ -152,8 +155,8 @@ const (
 	DefaultTrustSync           = time.Second
 )
 
-// withDefaults fills the zero timers with their defaults.
-func (c ClusterConfig) withDefaults() ClusterConfig {
+// WithDefaults fills the zero timers with their defaults.
+func (c Config) WithDefaults() Config {
 	for _, f := range []struct {
 		v *time.Duration
 		d time.Duration
@@ -174,28 +177,28 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 	return c
 }
 
-// DefaultClusterConfig is a lone machine's mesh on the default ports.
-func DefaultClusterConfig() ClusterConfig {
-	return ClusterConfig{
+// DefaultConfig is a lone machine's mesh on the default ports.
+func DefaultConfig() Config {
+	return Config{
 		Enabled:    true,
 		GossipPort: DefaultGossipPort, RaftPort: DefaultRaftPort,
 		RPCPort: DefaultRPCPort, HTTPPort: DefaultHTTPPort,
 		MeshProfile: mesh.ProfileLAN, RaftProfile: raftstore.ProfileLAN,
 		ActivityFlush:   2 * time.Second,
 		PresenceRefresh: 5 * time.Second,
-	}.withDefaults()
+	}.WithDefaults()
 }
 
 // Lone reports whether the node forms a one-machine mesh by itself.
-func (c ClusterConfig) Lone() bool { return len(c.Join) == 0 && !c.Server }
+func (c Config) Lone() bool { return len(c.Join) == 0 && !c.Server }
 
 // Voter reports whether this node is a Raft voter: a server, or a lone
 // machine (which is its own one-server cluster).
-func (c ClusterConfig) Voter() bool { return c.Server || c.Lone() }
+func (c Config) Voter() bool { return c.Server || c.Lone() }
 
-// bootstrapExpect is the number of servers to wait for before forming the
+// BootstrapExpectN is the number of servers to wait for before forming the
 // cluster, or 0 for never.
-func (c ClusterConfig) bootstrapExpect() int {
+func (c Config) BootstrapExpectN() int {
 	if c.BootstrapExpect > 0 {
 		return c.BootstrapExpect
 	}
@@ -205,7 +208,8 @@ func (c ClusterConfig) bootstrapExpect() int {
 	return 0
 }
 
-func (c ClusterConfig) bindAddr() string {
+// BindAddr is the address every cluster listener binds.
+func (c Config) BindAddr() string {
 	if c.Bind != "" {
 		return c.Bind
 	}
@@ -216,12 +220,12 @@ func (c ClusterConfig) bindAddr() string {
 }
 
 // advertiseAddr is the address peers dial.
-func (c ClusterConfig) advertiseAddr() (string, error) {
-	return layout.AdvertiseHost(c.Advertise, c.bindAddr())
+func (c Config) advertiseAddr() (string, error) {
+	return layout.AdvertiseHost(c.Advertise, c.BindAddr())
 }
 
 // Validate checks the cluster config.
-func (c ClusterConfig) Validate() error {
+func (c Config) Validate() error {
 	if !c.Enabled {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package node
+package meshtrust
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -22,13 +23,6 @@ import (
 // (trust/ca) sealed with AES-256-GCM under a key derived from the previous
 // CA's private key: every node replicates the registry, but only servers,
 // which hold the previous CA key, can open it.
-
-// Admin operations of a CA rotation, in wire.
-const (
-	AdminCARotate = wire.AdminCARotate
-	AdminCAFinish = wire.AdminCAFinish
-	AdminCAStatus = wire.AdminCAStatus
-)
 
 // CAStatus is wire.CAStatus.
 type CAStatus = wire.CAStatus
@@ -99,23 +93,22 @@ func openCA(ca *trust.CA, b []byte) (pem []byte, ok bool, err error) {
 	return pem, err == nil, err
 }
 
-// rotateCA starts (finish false) or ends a CA rotation on this server and
+// RotateCA starts (finish false) or ends a CA rotation on this server and
 // publishes it through the registry.
-func (c *cluster) rotateCA(ctx context.Context, finish bool) (CAStatus, error) {
-	t := c.trust
-	a := t.authority()
+func (t *Trust) RotateCA(ctx context.Context, finish bool) (CAStatus, error) {
+	a := t.Authority()
 	if a == nil {
 		return CAStatus{}, ErrNotServer
 	}
 	var ops []raftstore.KVOp
 	if finish {
 		if err := a.FinishRotation(); err != nil {
-			return CAStatus{}, fmt.Errorf("%w: %w", ErrConfig, err)
+			return CAStatus{}, fmt.Errorf("%w: %w", layout.ErrConfig, err)
 		}
 	} else {
 		prev := a.CA()
 		if err := a.Rotate(); err != nil {
-			return CAStatus{}, fmt.Errorf("%w: %w", ErrConfig, err)
+			return CAStatus{}, fmt.Errorf("%w: %w", layout.ErrConfig, err)
 		}
 		pem, err := a.CAPEM()
 		if err != nil {
@@ -125,25 +118,24 @@ func (c *cluster) rotateCA(ctx context.Context, finish bool) (CAStatus, error) {
 		if err != nil {
 			return CAStatus{}, err
 		}
-		ops = append(ops, raftstore.KVOp{Key: kvCA, Value: box})
+		ops = append(ops, raftstore.KVOp{Key: KVCA, Value: box})
 	}
 	roots := a.Roots()
-	ops = append(ops, raftstore.KVOp{Key: kvRoots, Value: roots.PEM()})
+	ops = append(ops, raftstore.KVOp{Key: KVRoots, Value: roots.PEM()})
 	t.holder.SetRoots(roots)
-	if _, err := c.applyCommand(ctx, raftstore.KVCommand(ops...)); err != nil {
+	if _, err := t.host.Apply(ctx, raftstore.KVCommand(ops...)); err != nil {
 		return CAStatus{}, err
 	}
-	c.log.Info("mesh CA rotation", "finish", finish, "current", a.Fingerprint().String())
-	c.syncRoots()
-	return c.caStatus(), nil
+	t.log.Info("mesh CA rotation", "finish", finish, "current", a.Fingerprint().String())
+	t.syncRoots()
+	return t.CAStatus(), nil
 }
 
 // syncRoots follows the registry's trusted CAs: every node trusts them;
 // servers install a new CA handed over through the registry. A change
 // makes a node's renewer check at once (it moves onto the new CA).
-func (c *cluster) syncRoots() {
-	t := c.trust
-	e, ok := c.store.KVGet(kvRoots)
+func (t *Trust) syncRoots() {
+	e, ok := t.host.KVGet(KVRoots)
 	if !ok {
 		return
 	}
@@ -154,46 +146,46 @@ func (c *cluster) syncRoots() {
 	}
 	roots, err := trust.ParseRoots(e.Value)
 	if err != nil {
-		c.log.Error("registry CA roots ignored", "err", err)
+		t.log.Error("registry CA roots ignored", "err", err)
 		t.rootsIdx = e.Index
 		return
 	}
-	if a := t.authority(); a != nil {
-		if ce, ok := c.store.KVGet(kvCA); ok && ce.Index != t.caIdx {
+	if a := t.Authority(); a != nil {
+		if ce, ok := t.host.KVGet(KVCA); ok && ce.Index != t.caIdx {
 			pem, mine, err := openCA(a.CA(), ce.Value)
 			switch {
 			case err != nil:
-				c.log.Error("cannot open the new CA from the registry", "err", err)
+				t.log.Error("cannot open the new CA from the registry", "err", err)
 			case mine:
 				ca, err := trust.ParseCAPEM(pem)
 				if err == nil && !ca.Fingerprint().Equal(a.Fingerprint()) {
 					err = trust.InstallCA(t.dir, ca, roots)
 				}
 				if err != nil {
-					c.log.Error("install the new CA", "err", err)
+					t.log.Error("install the new CA", "err", err)
 					return
 				}
 			}
 			t.caIdx = ce.Index
 		}
 		if err := trust.SaveRoots(t.dir, roots); err != nil {
-			c.log.Error("save the CA roots", "err", err)
+			t.log.Error("save the CA roots", "err", err)
 			return
 		}
-		na, err := trust.LoadAuthority(t.dir, c.clock)
+		na, err := trust.LoadAuthority(t.dir, t.clock)
 		if err != nil {
-			c.log.Error("reload the CA", "err", err)
+			t.log.Error("reload the CA", "err", err)
 			return
 		}
 		t.auth.Store(na)
 		roots = na.Roots()
 	} else if err := trust.SaveRoots(t.dir, roots); err != nil {
-		c.log.Error("save the CA roots", "err", err)
+		t.log.Error("save the CA roots", "err", err)
 		return
 	}
 	t.holder.SetRoots(roots)
 	t.rootsIdx = e.Index
-	c.log.Info("trusted CAs updated", "roots", len(roots.Certs()))
+	t.log.Info("trusted CAs updated", "roots", len(roots.Certs()))
 	// Nodes move onto the new CA at once. Servers wait for their renewer's
 	// next check (within a minute), so that every node has learnt the new
 	// CA before a server presents a certificate from it.
@@ -205,12 +197,11 @@ func (c *cluster) syncRoots() {
 // due, at most one renewal at a time and one a second: after a CA
 // rotation the node keeps asking until a server that holds the new CA
 // answers.
-func (c *cluster) renewSoon() {
-	t := c.trust
-	if t.renewer == nil || t.authority() != nil || !t.renewer.Due() {
+func (t *Trust) renewSoon() {
+	if t.renewer == nil || t.Authority() != nil || !t.renewer.Due() {
 		return
 	}
-	now := c.clock.Now()
+	now := t.clock.Now()
 	t.mu.Lock()
 	if t.renewing || now.Sub(t.lastRenew) < time.Second {
 		t.mu.Unlock()
@@ -218,22 +209,23 @@ func (c *cluster) renewSoon() {
 	}
 	t.renewing, t.lastRenew = true, now
 	t.mu.Unlock()
-	c.start(func() {
+	t.goLoop(func() {
 		defer func() {
 			t.mu.Lock()
 			t.renewing = false
 			t.mu.Unlock()
 		}()
-		ctx, cancel := c.stopContext(context.Background())
+		ctx, cancel := t.stopContext()
 		defer cancel()
 		if _, err := t.renewer.Check(ctx); err != nil {
-			c.log.Warn("renew onto the new CA", "err", err)
+			t.log.Warn("renew onto the new CA", "err", err)
 		}
 	})
 }
 
-func (c *cluster) caStatus() CAStatus {
-	t := c.trust
+// CAStatus is the CAs this node trusts, and whether its certificate is
+// from the current one.
+func (t *Trust) CAStatus() CAStatus {
 	var st CAStatus
 	roots := t.holder.Roots()
 	for _, fp := range roots.Fingerprints() {
