@@ -49,7 +49,7 @@ func BenchmarkTUIKeystrokeToSteer(b *testing.B) {
 	session, task := r.Session, r.Task.ID
 	mesh.WaitFor(b, fbWait, "the model call is held", func() bool { return len(m.Requests()) == 1 })
 	mesh.WaitFor(b, fbWait, "the caller routes to the owner", func() bool {
-		rec, ok := f.caller.cl.Parts().Store.Get(session)
+		rec, ok := f.caller.cl.Registry().Get(session)
 		_, cerr := f.caller.cl.ClientOf(ownerName)
 		return ok && rec.Node == ownerName && cerr == nil
 	})

@@ -176,7 +176,7 @@ func (c *cbCluster) membersConverged(want int) bool {
 // leader returns the index of the node whose registry leads, or -1.
 func (c *cbCluster) leader() int {
 	for i, nd := range c.nodes {
-		if nd != nil && !c.closed[i] && nd.cl.Parts().Store.IsLeader() {
+		if nd != nil && !c.closed[i] && nd.cl.Registry().IsLeader() {
 			return i
 		}
 	}
@@ -467,8 +467,8 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 	cbIngest(b, fn, session, presence.TypeSessionStart, nil)
 	cbIngest(b, fn, quiet, presence.TypeSessionStart, nil)
 	mesh.WaitFor(b, 30*time.Second, "sessions in the registry", func() bool {
-		_, ok1 := ln.cl.Parts().Store.Get(session)
-		_, ok2 := ln.cl.Parts().Store.Get(quiet)
+		_, ok1 := ln.cl.Registry().Get(session)
+		_, ok2 := ln.cl.Registry().Get(quiet)
 		return ok1 && ok2
 	})
 

@@ -209,7 +209,7 @@ func TestRevokedNodesPresenceIsRefusedAndDropped(t *testing.T) {
 	waitFor(t, 30*time.Second, "tw2's session on tw0", func() bool { return remoteVersion(n0, "tw2", "sess-2") > 0 })
 	id, _ := n2.cl.Parts().Trust.Holder().Identity()
 	waitFor(t, 10*time.Second, "tw2's certificate recorded", func() bool {
-		_, ok := n0.cl.Parts().Store.KVGet(meshtrust.KVIssuedPrefix + id.Serial)
+		_, ok := n0.cl.Registry().KVGet(meshtrust.KVIssuedPrefix + id.Serial)
 		return ok
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

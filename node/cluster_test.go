@@ -59,7 +59,7 @@ func (c *cbCluster) stableLeader(t *testing.T) string {
 			if c.closed[i] {
 				continue
 			}
-			id, _ := n.cl.Parts().Store.Leader()
+			id, _ := n.cl.Registry().Leader()
 			if id == "" || (leader != "" && id != leader) {
 				return false
 			}
@@ -173,7 +173,7 @@ func TestLifecycleFromNonLeaderIsInEveryReplica(t *testing.T) {
 	}
 	for _, n := range c.nodes {
 		waitFor(t, clusterWait, "the record on "+n.Name(), func() bool {
-			r, ok := n.cl.Parts().Store.Get("l1")
+			r, ok := n.cl.Registry().Get("l1")
 			return ok && r.TaskState == "blocked" && r.BlockerReason == "waiting on review" && r.Node == follower.Name()
 		})
 	}
@@ -190,13 +190,13 @@ func TestRemoveDeadServer(t *testing.T) {
 	dead := c.nodes[2]
 	dead.Close()
 	c.closed[2] = true
-	leader, _ := c.nodes[0].cl.Parts().Store.Leader()
+	leader, _ := c.nodes[0].cl.Registry().Leader()
 	from := c.nodes[0]
 	if leader == from.Name() {
 		from = c.nodes[1]
 	}
 	waitFor(t, clusterWait, "a leader among the living", func() bool {
-		id, _ := from.cl.Parts().Store.Leader()
+		id, _ := from.cl.Registry().Leader()
 		return id != "" && id != dead.Name()
 	})
 	// Removing is idempotent: retry while the living elect a leader.

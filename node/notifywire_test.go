@@ -148,7 +148,7 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 	mustIngest(t, c.nodes[owner], presence.Event{SessionID: "d1", Type: presence.TypeSessionStart, TS: now},
 		presence.Event{SessionID: "d1", Type: presence.TypeUserPromptSubmit, TS: now.Add(time.Millisecond)})
 	waitFor(t, 10*time.Second, "the leader's registry has d1", func() bool {
-		r, ok := c.nodes[lead].cl.Parts().Store.Get("d1")
+		r, ok := c.nodes[lead].cl.Registry().Get("d1")
 		return ok && r.Node == c.nodes[owner].Name()
 	})
 	c.kill(owner)

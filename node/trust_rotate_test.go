@@ -22,7 +22,7 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 	oldCA := n0.cl.Parts().Trust.Authority().CA()
 	oldCert := issue(t, oldCA, "tw9", trust.RoleServer, time.Now(), time.Hour)
 	waitFor(t, 10*time.Second, "tw2 in the registry", func() bool {
-		_, ok := n2.cl.Parts().Store.KVGet(meshtrust.KVIssuedPrefix + mustSerial(t, n0))
+		_, ok := n2.cl.Registry().KVGet(meshtrust.KVIssuedPrefix + mustSerial(t, n0))
 		return ok
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

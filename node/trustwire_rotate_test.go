@@ -67,7 +67,7 @@ func TestGossipKeyRotationUnderTrafficLosesNoPresenceUpdate(t *testing.T) {
 	})
 	oldKey, _ := nodeKeys(m.nodes[0])
 	waitFor(t, 10*time.Second, "the keyring in the registry", func() bool {
-		_, ok := m.nodes[2].cl.Parts().Store.KVGet(meshtrust.KVKeyring)
+		_, ok := m.nodes[2].cl.Registry().KVGet(meshtrust.KVKeyring)
 		return ok
 	})
 

@@ -92,7 +92,7 @@ func startTrustMeshWith(t testing.TB, adjust func(*Config)) (*trustMesh, string)
 		t.Fatal(err)
 	}
 	m.nodes = append(m.nodes, n)
-	mesh.WaitFor(t, 15*time.Second, "a leader", func() bool { return n.cl.Parts().Store.IsLeader() })
+	mesh.WaitFor(t, 15*time.Second, "a leader", func() bool { return n.cl.Registry().IsLeader() })
 	return m, init.Token.Token
 }
 
@@ -251,7 +251,7 @@ func TestPlaintextAndForeignClientsRefusedAtTheHandshake(t *testing.T) {
 			t.Errorf("%s: raft AppendEntries accepted", name)
 		}
 	}
-	for _, rec := range n0.cl.Parts().Store.List() {
+	for _, rec := range n0.cl.Registry().List() {
 		t.Errorf("a refused client wrote %s", rec.SessionID)
 	}
 }
@@ -315,10 +315,10 @@ func TestNodeCertificateCannotWriteAnotherNodesSession(t *testing.T) {
 	if _, err := cl.Apply(ctx, &api.ApplyRequest{Command: kv}); err == nil {
 		t.Fatal("a node (not a server) wrote a trust record")
 	}
-	if rec, _ := n0.cl.Parts().Store.Get("s0"); rec.Ended || rec.Node != "tw0" {
+	if rec, _ := n0.cl.Registry().Get("s0"); rec.Ended || rec.Node != "tw0" {
 		t.Fatalf("s0 changed: %+v", rec)
 	}
-	if _, ok := n0.cl.Parts().Store.Get("theirs"); ok {
+	if _, ok := n0.cl.Registry().Get("theirs"); ok {
 		t.Fatal("the refused write is in the registry")
 	}
 }
@@ -382,7 +382,7 @@ func TestRemovedNodeIsRefusedAndCannotRejoinWithItsCertificate(t *testing.T) {
 	defer cancel()
 	waitFor(t, 10*time.Second, "tw1's certificate recorded", func() bool {
 		id, _ := holder.Identity()
-		_, ok := n0.cl.Parts().Store.KVGet(meshtrust.KVIssuedPrefix + id.Serial)
+		_, ok := n0.cl.Registry().KVGet(meshtrust.KVIssuedPrefix + id.Serial)
 		return ok
 	})
 	if _, err := cl.ConsistentList(ctx, &api.ConsistentListRequest{}); err != nil {

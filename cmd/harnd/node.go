@@ -200,6 +200,7 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.HTTPPort = port
 	cc.Join, _ = f.GetStringSlice("join")
 	cc.Server, _ = f.GetBool("server")
+	cc.Replica, _ = f.GetBool("replica")
 	cc.BootstrapExpect, _ = f.GetInt("bootstrap-expect")
 	mp, _ := f.GetString("mesh-profile")
 	rp, _ := f.GetString("raft-profile")

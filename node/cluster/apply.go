@@ -23,6 +23,13 @@ func elsewhere(err error) error {
 	return err
 }
 
+// leaderElsewhere is the forwarding path's answer on a node that holds no
+// raft log: the leader its watch last named (none yet: wait for one).
+func (c *Cluster) leaderElsewhere() error {
+	id, _ := c.reg.Leader()
+	return &forward.ElsewhereError{Leader: id, Err: raftstore.ErrNotLeader}
+}
+
 // Apply applies a registry command on the leader: here when this node
 // leads, else forwarded over the cluster gRPC. It returns the entry's
 // index (wait for it with the registry's WaitForApplied).
@@ -33,6 +40,9 @@ func (c *Cluster) Apply(ctx context.Context, cmd raftstore.Command) (uint64, err
 	defer stop()
 	var final error
 	err := c.fwd.Do(ctx, func() error {
+		if c.store == nil {
+			return c.leaderElsewhere()
+		}
 		var err error
 		idx, err = c.store.Apply(ctx, cmd)
 		return elsewhere(err)
@@ -66,6 +76,9 @@ func (c *Cluster) Apply(ctx context.Context, cmd raftstore.Command) (uint64, err
 // leadership moves, within ctx.
 func (c *Cluster) RemoveServer(ctx context.Context, id string) error {
 	return c.fwd.Do(ctx, func() error {
+		if c.store == nil {
+			return c.leaderElsewhere()
+		}
 		return elsewhere(c.store.RemoveServer(id))
 	}, func(fctx context.Context, leader string) error {
 		cl, err := c.ClientOf(leader)
@@ -81,6 +94,9 @@ func (c *Cluster) RemoveServer(ctx context.Context, id string) error {
 // node leads, else forwarded.
 func (c *Cluster) moveServer(ctx context.Context, id, addr string) error {
 	return c.fwd.Do(ctx, func() error {
+		if c.store == nil {
+			return c.leaderElsewhere()
+		}
 		return elsewhere(c.store.MoveServer(id, addr))
 	}, func(fctx context.Context, leader string) error {
 		cl, err := c.ClientOf(leader)

@@ -67,7 +67,8 @@ type Deps struct {
 	Decorate func(*gossip.Entry)
 }
 
-// replica is the registry this node reads: the raft store's replica.
+// replica is the registry this node reads: the raft store's replica on a
+// server or read replica, the watch's mirror on every other node.
 type replica interface {
 	Get(id string) (raftstore.Record, bool)
 	List() []raftstore.Record
@@ -79,6 +80,8 @@ type replica interface {
 	Claims() []raftstore.Claim
 	NotifyHooks() ([]raftstore.NotifyHook, uint64)
 	Admit(node string, ids []string) map[string]error
+	SessionQuota() int
+	LiveSessions(node string) int
 	Staleness() raftstore.ReadInfo
 	WaitForApplied(ctx context.Context, index uint64) error
 	WaitForLeader(ctx context.Context) error
@@ -101,8 +104,9 @@ type Cluster struct {
 	advertise string
 
 	mesh   *mesh.Mesh
-	store  *raftstore.Store
-	reg    replica
+	store  *raftstore.Store  // servers and read replicas; nil elsewhere
+	mirror *raftstore.Mirror // every other node: the registry from a watch
+	reg    replica           // store or mirror
 	rpcLis net.Listener
 	rpcSrv *grpc.Server
 	writer *registry.Writer
@@ -193,10 +197,18 @@ func (c *Cluster) Open() error {
 	}
 	rpcAddr := net.JoinHostPort(adv, strconv.Itoa(lis.Addr().(*net.TCPAddr).Port))
 
-	// The registry, before the service answers: its calls read it.
-	raftAddr, err := c.openStore(bind)
-	if err != nil {
-		return err
+	// The registry, before the service answers: its calls read it. A
+	// server or replica holds its raft log; every other node follows a
+	// server's watch into a mirror.
+	raftAddr := ""
+	if cc.RaftMember() {
+		if raftAddr, err = c.openStore(bind); err != nil {
+			return err
+		}
+	} else {
+		c.mirror = raftstore.NewMirror(raftstore.MirrorConfig{StaleAfter: 3 * cc.WatchProgress, Clock: c.clock,
+			File: filepath.Join(c.deps.DataDir, registryViewFile)})
+		c.reg = c.mirror
 	}
 	c.start(func() {
 		if err := c.rpcSrv.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
@@ -230,8 +242,11 @@ func (c *Cluster) Open() error {
 		mc.Signer = c.signer
 	}
 	role := mesh.RoleClient
-	if cc.Voter() {
+	switch {
+	case cc.Voter():
 		role = mesh.RoleServer
+	case cc.Replica:
+		role = mesh.RoleReplica
 	}
 	httpAddr := ""
 	if cc.HTTPPort > 0 {
@@ -273,8 +288,12 @@ func (c *Cluster) Open() error {
 			c.log.Warn("join: no seed answered yet; retrying in the background", "join", cc.Join, "err", err)
 		}
 	}
-	c.start(c.presence.digestLoop, c.members.bootstrapLoop, c.members.reconcileLoop, func() { c.writer.Run(c.stop) },
-		c.refreshLoop, follower{c}.loop, c.members.moveLoop)
+	c.start(c.presence.digestLoop, func() { c.writer.Run(c.stop) }, c.refreshLoop, follower{c}.loop)
+	if c.store != nil {
+		c.start(c.members.bootstrapLoop, c.members.reconcileLoop, c.members.moveLoop)
+	} else {
+		c.start((&watcher{c: c, mirror: c.mirror, told: map[string]bool{}}).run)
+	}
 	if c.trust != nil {
 		c.trust.Start()
 	}
@@ -299,6 +318,7 @@ func (c *Cluster) openStore(bind string) (string, error) {
 		rc.AdvertiseAddr = net.JoinHostPort(c.advertise, strconv.Itoa(cc.RaftPort))
 	}
 	rc.Voter = cc.Voter()
+	rc.PrivateKV = privateKV
 	if c.trust != nil {
 		rc.TLS = c.trust.RaftTLS()
 	}
@@ -326,6 +346,10 @@ func (c *Cluster) openStore(bind string) (string, error) {
 	}
 	return raftAddr, nil
 }
+
+// registryViewFile keeps a watching node's last view of the registry
+// across restarts (the data dir is private).
+const registryViewFile = "registry-view"
 
 // start runs each fn in a goroutine the cluster owns.
 func (c *Cluster) start(fns ...func()) {
@@ -360,6 +384,11 @@ func (c *Cluster) Close() {
 		if c.store != nil {
 			if err := c.store.Close(); err != nil {
 				c.log.Error("close registry", "err", err)
+			}
+		}
+		if c.mirror != nil {
+			if err := c.mirror.Close(); err != nil {
+				c.log.Error("save the registry view", "err", err)
 			}
 		}
 	})

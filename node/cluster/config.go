@@ -47,6 +47,11 @@ type Config struct {
 	Join []string
 	// Server makes this node a Raft voter.
 	Server bool
+	// Replica makes this node a non-voting Raft replica (a read replica:
+	// it holds the registry's log and serves its watch, without voting).
+	// Every other node that is not a server holds no raft log: it follows
+	// the registry from a server's watch.
+	Replica bool
 	// BootstrapExpect forms the cluster when this many servers have met.
 	// 0 means 1 for a server that joins nobody (a lone machine), else
 	// "never bootstrap; wait to be added".
@@ -83,6 +88,10 @@ type Config struct {
 	OwnerReadTimeout, OwnerTraceTimeout time.Duration
 	// PullTimeout bounds one anti-entropy pull of a peer's presence.
 	PullTimeout time.Duration
+	// WatchProgress is how often a server reports its progress on each
+	// registry watch it serves while no entry comes (a follower's reads
+	// are stale after three of them without one).
+	WatchProgress time.Duration
 
 	// Trust (see docs/security.md).
 
@@ -153,6 +162,7 @@ const (
 	DefaultOwnerTraceTimeout   = 5 * time.Second
 	DefaultPullTimeout         = 3 * time.Second
 	DefaultTrustSync           = time.Second
+	DefaultWatchProgress       = 2 * time.Second
 )
 
 // WithDefaults fills the zero timers with their defaults.
@@ -163,7 +173,7 @@ func (c Config) WithDefaults() Config {
 	}{{&c.ResyncInterval, DefaultResyncInterval}, {&c.ForwardTimeout, DefaultForwardTimeout},
 		{&c.RegistrySyncTimeout, DefaultRegistrySyncTimeout}, {&c.OwnerReadTimeout, DefaultOwnerReadTimeout},
 		{&c.OwnerTraceTimeout, DefaultOwnerTraceTimeout}, {&c.PullTimeout, DefaultPullTimeout},
-		{&c.TrustSync, DefaultTrustSync}} {
+		{&c.TrustSync, DefaultTrustSync}, {&c.WatchProgress, DefaultWatchProgress}} {
 		if *f.v <= 0 {
 			*f.v = f.d
 		}
@@ -195,6 +205,10 @@ func (c Config) Lone() bool { return len(c.Join) == 0 && !c.Server }
 // Voter reports whether this node is a Raft voter: a server, or a lone
 // machine (which is its own one-server cluster).
 func (c Config) Voter() bool { return c.Server || c.Lone() }
+
+// RaftMember reports whether this node holds the registry's raft log: a
+// voter, or a read replica. Every other node follows a server's watch.
+func (c Config) RaftMember() bool { return c.Voter() || c.Replica }
 
 // BootstrapExpectN is the number of servers to wait for before forming the
 // cluster, or 0 for never.
@@ -242,6 +256,12 @@ func (c Config) Validate() error {
 	}
 	if c.BootstrapExpect > 0 && !c.Server {
 		return fmt.Errorf("%w: --bootstrap-expect needs --server", ErrConfig)
+	}
+	if c.Replica && c.Server {
+		return fmt.Errorf("%w: --replica and --server exclude each other (a server votes; a replica does not)", ErrConfig)
+	}
+	if c.Replica && len(c.Join) == 0 {
+		return fmt.Errorf("%w: --replica needs --join (a replica follows a mesh's servers)", ErrConfig)
 	}
 	if c.GossipKey != nil && len(c.GossipKey) != 32 {
 		return fmt.Errorf("%w: the gossip key is %d bytes; it must be 32 (make one with `harn keygen`)", ErrConfig, len(c.GossipKey))

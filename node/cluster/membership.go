@@ -77,10 +77,12 @@ func (ms *membership) bootstrapServers(expect int) ([]raftstore.Server, bool) {
 	return nil, false
 }
 
-// reconcileLoop, on the leader, adds every alive mesh member to the Raft
-// configuration: servers as voters, other nodes as non-voters. Removing a
-// dead server is explicit (harn mesh remove); a removed node (its
-// certificates revoked) is never added back, and taken out if it is there.
+// reconcileLoop, on the leader, keeps the Raft configuration to the
+// servers (voters) and read replicas (non-voters) among the alive members
+// (raftRole); every other node follows a server's watch and is not in it.
+// Removing a dead server is explicit (harn mesh remove); a removed node
+// (its certificates revoked) is never added back, and taken out if it is
+// there.
 func (ms *membership) reconcileLoop() {
 	c := ms.c
 	t := c.clock.NewTicker(time.Second)
@@ -122,12 +124,25 @@ func (ms *membership) reconcile() {
 		}
 	}
 	for _, m := range c.mesh.Members() {
-		if m.Status != mesh.StatusAlive || m.Meta.RaftAddr == "" || m.Name == c.name ||
-			(m.Meta.Role != mesh.RoleServer && m.Meta.Role != mesh.RoleClient) || removed[m.Name] {
+		if m.Status != mesh.StatusAlive || m.Name == c.name || removed[m.Name] {
 			continue
 		}
-		want := m.Meta.Role == mesh.RoleServer
 		cur, ok := have[m.Name]
+		want, member := raftRole(m.Meta)
+		if !member {
+			// A node of this landing that is neither server nor replica
+			// holds no raft log (it follows a watch): one still in the
+			// configuration (it was a non-voter before an upgrade) is
+			// taken out, so that the leader stops replicating to it.
+			if ok && !cur.Voter && m.Meta.Role == mesh.RoleClient && m.Meta.RaftAddr == "" {
+				if err := c.store.RemoveServer(m.Name); err != nil {
+					c.log.Warn("remove a node that holds no raft log from the registry", "member", m.Name, "err", err)
+				} else {
+					c.log.Info("removed from registry", "member", m.Name, "why", "it follows the registry's watch")
+				}
+			}
+			continue
+		}
 		if ok && cur.Addr == m.Meta.RaftAddr && cur.Voter == want {
 			continue
 		}
@@ -137,7 +152,7 @@ func (ms *membership) reconcile() {
 		} else if !ok || cur.Addr != m.Meta.RaftAddr {
 			err = c.store.AddNonvoter(m.Name, m.Meta.RaftAddr)
 		} else {
-			continue // a voter that now says client stays until removed
+			continue // a voter that now says replica stays until removed
 		}
 		if err != nil {
 			c.log.Warn("add to registry", "member", m.Name, "err", err)
@@ -145,6 +160,24 @@ func (ms *membership) reconcile() {
 			c.log.Info("added to registry", "member", m.Name, "voter", want)
 		}
 	}
+}
+
+// raftRole says whether a member with meta belongs in the raft
+// configuration, and as a voter: servers vote; read replicas do not, nor
+// does a node of an earlier landing (role client with a raft address: it
+// was a non-voting replica, and stays one until it is upgraded). Every
+// other node holds no raft log.
+func raftRole(meta mesh.NodeMeta) (voter, member bool) {
+	if meta.RaftAddr == "" {
+		return false, false
+	}
+	switch meta.Role {
+	case mesh.RoleServer:
+		return true, true
+	case mesh.RoleReplica, mesh.RoleClient:
+		return false, true
+	}
+	return false, false
 }
 
 // removedNames are the nodes removed from the mesh (nil without a CA).

@@ -70,7 +70,16 @@ type noPeer struct {
 	apigrpc.UnimplementedClusterServer
 }
 
+// errNoLog answers a registry call that needs the raft log on a node
+// that holds none.
+func (c *Cluster) errNoLog() error {
+	return status.Error(codes.FailedPrecondition, "node: "+c.name+" is not a server and holds no raft log; ask a server")
+}
+
 func (s *service) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
+	if s.c.store == nil {
+		return nil, s.c.errNoLog()
+	}
 	cmd, err := raftstore.DecodeCommand(req.Command)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
@@ -106,6 +115,9 @@ func (s *service) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyR
 }
 
 func (s *service) ConsistentList(ctx context.Context, _ *api.ConsistentListRequest) (*api.RegistryResponse, error) {
+	if s.c.store == nil {
+		return nil, s.c.errNoLog()
+	}
 	if err := s.c.store.VerifyRead(ctx); err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
 	}
@@ -127,6 +139,9 @@ func (s *service) RemoveServer(ctx context.Context, req *api.RemoveServerRequest
 		if err != nil {
 			return nil, meshtrust.Refuse(s.c.log, "RemoveServer", caller, err)
 		}
+	}
+	if s.c.store == nil {
+		return nil, s.c.errNoLog()
 	}
 	if err := s.c.store.RemoveServer(req.Id); err != nil {
 		if errors.Is(err, raftstore.ErrNotLeader) {

@@ -22,8 +22,30 @@ type Replica = replica
 // Members lists the mesh's members, dead and departed ones included.
 func (c *Cluster) Members() []mesh.Member { return c.mesh.Members() }
 
-// RaftStats is the registry's Raft state as this node sees it.
-func (c *Cluster) RaftStats() raftstore.Stats { return c.store.Stats() }
+// RaftStats is the registry's Raft state as this node sees it: its own
+// raft's on a server or replica; elsewhere what the watched server last
+// reported (state "watch").
+func (c *Cluster) RaftStats() raftstore.Stats {
+	if c.store != nil {
+		return c.store.Stats()
+	}
+	p := c.mirror.LastProgress()
+	return raftstore.Stats{ID: c.name, State: StateWatch, LeaderID: p.Leader, Term: p.Term, CommitIndex: p.CommitIndex,
+		AppliedIndex: c.mirror.Applied(), Sessions: len(c.mirror.Records()), Read: c.mirror.Staleness(), Servers: p.Servers}
+}
+
+// StateWatch is the raft state RaftStats reports on a node that holds no
+// raft log and follows a server's watch.
+const StateWatch = "Watch"
+
+// WatchSource is the server this node's registry watch follows ("" on a
+// server or replica, or before any report).
+func (c *Cluster) WatchSource() string {
+	if c.mirror == nil {
+		return ""
+	}
+	return c.mirror.Source()
+}
 
 // Registry is the registry's replica this node reads (possibly stale;
 // see its Staleness).
@@ -94,8 +116,14 @@ func (c *Cluster) AnnounceLeaving(timeout time.Duration) error {
 	return c.mesh.SetMeta(meta, timeout)
 }
 
-// RaftServers is the registry's Raft configuration.
-func (c *Cluster) RaftServers() ([]raftstore.Server, error) { return c.store.Servers() }
+// RaftServers is the registry's Raft configuration (as last reported, on
+// a node that follows a watch).
+func (c *Cluster) RaftServers() ([]raftstore.Server, error) {
+	if c.store != nil {
+		return c.store.Servers()
+	}
+	return c.mirror.LastProgress().Servers, nil
+}
 
 // LeaveMesh leaves the gossip mesh gracefully.
 func (c *Cluster) LeaveMesh(timeout time.Duration) error { return c.mesh.Leave(timeout) }
