@@ -19,4 +19,3 @@ func TestParseNotifyAdmins(t *testing.T) {
 		}
 	}
 }
-

@@ -2,10 +2,10 @@ package raftstore
 
 import (
 	"context"
-	"strings"
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 
 	"github.com/hashicorp/raft"
