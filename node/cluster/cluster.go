@@ -453,3 +453,6 @@ func (h trustHost) Members() []mesh.Member {
 	return h.c.mesh.Members()
 }
 func (h trustHost) DropConns() { h.c.conns.dropAll() }
+func (h trustHost) WaitForApplied(ctx context.Context, index uint64) error {
+	return h.c.reg.WaitForApplied(ctx, index)
+}

@@ -67,6 +67,8 @@ type Host interface {
 	Apply(ctx context.Context, cmd raftstore.Command) (uint64, error)
 	KVGet(key string) (raftstore.KVEntry, bool)
 	KVList(prefix string) []raftstore.KVEntry
+	// WaitForApplied waits until the local replica reflects index.
+	WaitForApplied(ctx context.Context, index uint64) error
 	// LeaderKnown reports whether the registry has a leader now.
 	LeaderKnown() bool
 	Members() []mesh.Member
@@ -121,6 +123,7 @@ type Trust struct {
 	renewing    bool            // a renewal started by renewSoon runs
 	lastRenew   time.Time       // when renewSoon last started one
 	redeemMu    sync.Mutex      // one token redemption at a time on this server
+	conflicts   atomic.Int64    // token writes that conflicted (RedeemConflicts)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
