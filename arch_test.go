@@ -43,6 +43,9 @@ var allowed = map[string]struct {
 	// internal/testsupport (and its modeltest, the scripted model server):
 	// shared test helpers, imported by _test.go files only.
 	"internal": {inner: []string{"internal"}, outer: []string{"github.com/anishathalye/porcupine"}},
+	// internal/testsupport/barelist: a bare memberlist process, the
+	// yardstick of the mesh's benchmarks (built by them; never shipped).
+	"internal/testsupport/barelist": {outer: []string{"github.com/hashicorp/memberlist"}},
 }
 
 func TestImportDirection(t *testing.T) {

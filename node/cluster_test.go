@@ -112,7 +112,8 @@ func TestPresenceReachesEveryNode(t *testing.T) {
 
 func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 	// The LAN profile's push/pull runs every 30 s: a repair within the
-	// bound below can only come from the digest pull.
+	// bound below can only come from the digest pull, which follows a
+	// change of the node's presence.
 	c := startTestCluster(t, 3, "lan")
 	now := time.Now()
 	mustIngest(t, c.nodes[0], presence.Event{SessionID: "m1", Type: presence.TypeUserPromptSubmit, TS: now})
@@ -133,10 +134,12 @@ func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 		}
 		return true
 	})
-	// Node 1 misses a delta: its copy of m1 is lost.
+	// Node 1 misses a delta: its copy of m1 is lost. The digests that
+	// follow node 0's next change (of another session) show it.
 	before := c.nodes[1].cl.Parts().Pulls
 	r := c.nodes[1].remote
 	r.Forget(c.nodes[0].Name(), "m1")
+	mustIngest(t, c.nodes[0], presence.Event{SessionID: "m2", Type: presence.TypeUserPromptSubmit, TS: now.Add(time.Second)})
 	waitFor(t, clusterWait, "the digest pull to restore m1", func() bool {
 		_, ok := r.Get(c.nodes[0].Name(), "m1")
 		return ok

@@ -304,6 +304,7 @@ func (m *Mirror) List() []Record                                   { return m.re
 func (m *Mirror) Records() []Record                                { return m.reg.Records() }
 func (m *Mirror) KVGet(key string) (KVEntry, bool)                 { return m.reg.KVGet(key) }
 func (m *Mirror) KVList(prefix string) []KVEntry                   { return m.reg.KVList(prefix) }
+func (m *Mirror) KVIndex() uint64                                  { return m.reg.KVIndex() }
 func (m *Mirror) ClaimOf(repo, path string) (Claim, bool)          { return m.reg.ClaimOf(repo, path) }
 func (m *Mirror) ClaimsOf(session string) []Claim                  { return m.reg.ClaimsOf(session) }
 func (m *Mirror) Claims() []Claim                                  { return m.reg.Claims() }

@@ -72,6 +72,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
 	kv      map[string]KVEntry
+	kvIndex uint64 // the last entry that changed kv (kv.go)
 	index   uint64
 	claims  claimTable     // write claims (claimcmd.go)
 	notify  notifyState    // webhook configurations (notifycmd.go)
@@ -349,6 +350,7 @@ func (r *Registry) Restore(b []byte) error {
 	}
 	r.mu.Lock()
 	r.records, r.kv, r.index, r.claims, r.notify = records, kv, body.Index, restoreClaims(body.Claims), restoreNotify(body.notifySnapshot)
+	r.kvIndex = body.Index // a restore may change anything
 	r.recount()
 	r.mu.Unlock()
 	return nil

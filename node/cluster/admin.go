@@ -60,14 +60,48 @@ func (c *Cluster) Admin(ctx context.Context, op string, args AdminArgs) (any, er
 // gossip keyring and the trust records.
 type follower struct{ c *Cluster }
 
-// loop follows every TrustSync.
+// followState is what decides whether the registry's settings need
+// following again: they change only with the key-value space, the
+// leadership (the leader seeds the quota and the keyring), and the trust
+// room's own pending work.
+type followState struct {
+	kvIndex       uint64
+	leader        string
+	leading, busy bool
+}
+
+// followGate remembers the state the settings were last followed at.
+type followGate struct {
+	last followState
+	done bool
+}
+
+// due reports whether the settings need following at now: the first
+// time, after any change, and while the trust room has pending work.
+func (g *followGate) due(now followState) bool {
+	if g.done && now == g.last && !now.busy {
+		return false
+	}
+	g.last, g.done = now, true
+	return true
+}
+
+// loop looks every TrustSync, and follows when something moved: an idle
+// node reads and decodes nothing.
 func (f follower) loop() {
 	c := f.c
 	t := c.clock.NewTicker(c.cfg.TrustSync)
 	defer t.Stop()
+	var gate followGate
 	for {
-		f.syncSessionQuota()
-		f.once()
+		leader, _ := c.reg.Leader()
+		now := followState{kvIndex: c.reg.KVIndex(), leader: leader, leading: c.reg.IsLeader(),
+			busy: c.trust != nil && c.trust.Pending()}
+		if gate.due(now) {
+			f.syncSessionQuota()
+			f.once()
+			c.follows.Add(1)
+		}
 		select {
 		case <-c.stop:
 			return

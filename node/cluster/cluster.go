@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -75,6 +76,7 @@ type replica interface {
 	Records() []raftstore.Record
 	KVGet(key string) (raftstore.KVEntry, bool)
 	KVList(prefix string) []raftstore.KVEntry
+	KVIndex() uint64
 	ClaimOf(repo, path string) (raftstore.Claim, bool)
 	ClaimsOf(session string) []raftstore.Claim
 	Claims() []raftstore.Claim
@@ -122,6 +124,10 @@ type Cluster struct {
 	presence *presenceSync
 	members  *membership
 	keyring  keyringSync
+
+	// follows counts the follower's passes over the registry's settings
+	// (tests: an idle node makes none).
+	follows atomic.Int64
 
 	stop      chan struct{}
 	wg        sync.WaitGroup

@@ -77,6 +77,10 @@ func (ms *membership) bootstrapServers(expect int) ([]raftstore.Server, bool) {
 	return nil, false
 }
 
+// reconcileEvery is how often the leader looks at the raft configuration
+// without a member event (which makes it look at once).
+const reconcileEvery = 5 * time.Second
+
 // reconcileLoop, on the leader, keeps the Raft configuration to the
 // servers (voters) and read replicas (non-voters) among the alive members
 // (raftRole); every other node follows a server's watch and is not in it.
@@ -85,7 +89,7 @@ func (ms *membership) bootstrapServers(expect int) ([]raftstore.Server, bool) {
 // there.
 func (ms *membership) reconcileLoop() {
 	c := ms.c
-	t := c.clock.NewTicker(time.Second)
+	t := c.clock.NewTicker(reconcileEvery)
 	defer t.Stop()
 	for {
 		select {

@@ -31,29 +31,63 @@ type presenceSync struct {
 	unknownAt map[string]time.Time // last pull for an unknown signer, per origin
 	pulls     atomic.Int64         // anti-entropy pulls made (tests, benchmarks)
 	dropped   atomic.Int64         // presence blobs refused for their size (tests)
+	digests   atomic.Int64         // digests gossiped (tests)
 }
 
 func newPresenceSync(c *Cluster) *presenceSync {
 	return &presenceSync{c: c, pulling: map[string]bool{}, unknownAt: map[string]time.Time{}}
 }
 
-// digestLoop gossips this node's presence digest every PresenceRefresh. A
-// peer whose copy differs (it missed a delta) pulls the full blob at once
-// rather than waiting for the next push/pull: presence does not inherit
-// gossip's rare long tail.
+// DigestRepeats is how many times a node gossips its presence digest after
+// its presence last changed, one PresenceRefresh apart: a peer that missed
+// a delta of the change notices within them. An idle node's presence does
+// not change, so it gossips no digest at all: the per-node cost of the
+// repair grows with the mesh's changes, not with its size (push/pull
+// still compares everything, every push/pull interval).
+const DigestRepeats = 3
+
+// digestLoop gossips this node's presence digest at the PresenceRefresh
+// ticks after its presence changed (DigestRepeats of them). A peer whose
+// copy differs (it missed a delta) pulls the full blob at once rather than
+// waiting for the next push/pull: presence does not inherit gossip's rare
+// long tail.
 func (p *presenceSync) digestLoop() {
 	c := p.c
 	t := c.clock.NewTicker(c.cfg.PresenceRefresh)
 	defer t.Stop()
+	var cad digestCadence
 	for {
 		select {
 		case <-c.stop:
 			return
 		case <-t.C():
 		}
-		c.pub.BroadcastDigest(c.local.LocalDigest())
+		if d := c.local.LocalDigest(); cad.tick(d) {
+			c.pub.BroadcastDigest(d)
+			p.digests.Add(1)
+		}
 		p.dropRevoked()
 	}
+}
+
+// digestCadence decides, at each PresenceRefresh tick, whether to gossip
+// the digest: at the DigestRepeats ticks after it changed, and never
+// while it stays the same.
+type digestCadence struct {
+	last string
+	left int
+	seen bool
+}
+
+func (d *digestCadence) tick(digest string) bool {
+	if !d.seen || digest != d.last {
+		d.last, d.left, d.seen = digest, DigestRepeats, true
+	}
+	if d.left == 0 {
+		return false
+	}
+	d.left--
+	return true
 }
 
 // checkDigest compares a peer's gossiped digest with what this node holds

@@ -245,6 +245,20 @@ func (t *Trust) RemovedNames() map[string]bool {
 	return out
 }
 
+// Pending reports whether the trust room has work left that no change
+// of the registry will bring back to it: a node's renewal onto a new CA,
+// or a server's record of its own certificate. The cluster follows the
+// registry every TrustSync while it has, and only at changes otherwise.
+func (t *Trust) Pending() bool {
+	leaf := t.holder.Leaf()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.Authority() != nil {
+		return leaf != nil && t.ownRecorded != trust.SerialString(leaf)
+	}
+	return t.renewDue || t.renewing
+}
+
 // RedeemConflicts counts the token writes that found the token changed
 // since it was read (a redeem at another server): tests, benchmarks.
 func (t *Trust) RedeemConflicts() int64 { return t.conflicts.Load() }

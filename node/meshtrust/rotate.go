@@ -185,6 +185,7 @@ func (t *Trust) syncRoots() {
 	}
 	t.holder.SetRoots(roots)
 	t.rootsIdx = e.Index
+	t.renewDue = true
 	t.log.Info("trusted CAs updated", "roots", len(roots.Certs()))
 	// Nodes move onto the new CA at once. Servers wait for their renewer's
 	// next check (within a minute), so that every node has learnt the new
@@ -198,7 +199,19 @@ func (t *Trust) syncRoots() {
 // rotation the node keeps asking until a server that holds the new CA
 // answers.
 func (t *Trust) renewSoon() {
-	if t.renewer == nil || t.Authority() != nil || !t.renewer.Due() {
+	if t.renewer == nil || t.Authority() != nil {
+		return
+	}
+	t.mu.Lock()
+	due := t.renewDue
+	t.mu.Unlock()
+	if !due {
+		return // no new CA since the certificate was last found current
+	}
+	if !t.renewer.Due() {
+		t.mu.Lock()
+		t.renewDue = false
+		t.mu.Unlock()
 		return
 	}
 	now := t.clock.Now()

@@ -121,6 +121,7 @@ type Trust struct {
 	ownRevoked  bool
 	removed     map[string]bool // removedNames at the last sync
 	renewing    bool            // a renewal started by renewSoon runs
+	renewDue    bool            // the CAs changed: renewSoon checks the certificate until it is current
 	lastRenew   time.Time       // when renewSoon last started one
 	redeemMu    sync.Mutex      // one token redemption at a time on this server
 	conflicts   atomic.Int64    // token writes that conflicted (RedeemConflicts)
@@ -141,7 +142,8 @@ func Open(cfg Config) (*Trust, *Keyring, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}
 	}
-	t := &Trust{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, dir: layout.TrustDir(cfg.DataDir), stop: make(chan struct{})}
+	t := &Trust{cfg: cfg, log: cfg.Logger, clock: cfg.Clock, dir: layout.TrustDir(cfg.DataDir), stop: make(chan struct{}),
+		renewDue: true}
 	ring, err := t.open()
 	if err != nil {
 		return nil, nil, err

@@ -247,6 +247,7 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 	if err := validateHarn(o); err != nil {
 		return "", err
 	}
+	h.warmTokens()
 	if workdir == "" {
 		workdir, _ = os.Getwd()
 	}
