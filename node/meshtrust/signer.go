@@ -10,6 +10,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -34,6 +35,7 @@ type Signer struct {
 	OnUnknown func(origin string)
 
 	mu    sync.Mutex
+	relay int                      // where the next Credentials starts among the known names
 	certs map[string][]*signerCert // node name -> known certificates, newest first
 	fps   map[fingerprint]*signerCert
 	own   *ownKey
@@ -67,6 +69,9 @@ type ownKey struct {
 
 // Bounds of what peers hand over.
 const (
+	// CredRelay bounds the other nodes' certificates one push/pull
+	// relays (Credentials).
+	CredRelay        = 16
 	sigFormat        = 1    // first byte of a signature
 	maxCredCerts     = 1024 // certificates in one push/pull
 	maxCertDER       = 8 << 10
@@ -108,7 +113,12 @@ func (s *Signer) key() (*ownKey, error) {
 }
 
 // Credentials: this node's certificate first, then the newest known one
-// of every other node, each as a uvarint length and DER.
+// of up to CredRelay other nodes, each as a uvarint length and DER. The
+// others are taken in turn from one push/pull to the next, so that every
+// certificate this node knows travels on, while a push/pull's size stays
+// the same however large the mesh (a certificate not relayed yet is
+// learnt from its node's own push/pull, or from the TLS handshake of the
+// pull that an unknown signer starts).
 func (s *Signer) Credentials() []byte {
 	b := []byte{1}
 	var ders [][]byte
@@ -117,13 +127,22 @@ func (s *Signer) Credentials() []byte {
 	}
 	now := s.clock.Now()
 	s.mu.Lock()
-	for _, cs := range s.certs {
-		if len(ders) >= maxCredCerts {
+	names := make([]string, 0, len(s.certs))
+	for name := range s.certs {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for i := range names {
+		if len(ders) > CredRelay {
 			break
 		}
+		cs := s.certs[names[(s.relay+i)%len(names)]]
 		if c := cs[0]; now.Before(c.cert.NotAfter) && !s.revs.IsRevoked(c.serial) {
 			ders = append(ders, c.cert.Raw)
 		}
+	}
+	if len(names) > 0 {
+		s.relay = (s.relay + CredRelay) % len(names)
 	}
 	s.mu.Unlock()
 	b = binary.AppendUvarint(b, uint64(len(ders)))

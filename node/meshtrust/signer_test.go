@@ -2,7 +2,10 @@ package meshtrust
 
 import (
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -95,4 +98,60 @@ func issue(t *testing.T, ca *trust.CA, name string, role trust.Role, now time.Ti
 		t.Fatal(err)
 	}
 	return trust.TLSCertificate(cert, key)
+}
+
+// credCount reads how many certificates a Credentials blob carries, and
+// their names.
+func credNames(t *testing.T, creds []byte) []string {
+	t.Helper()
+	b := creds[1:]
+	n, k := binary.Uvarint(b)
+	b = b[k:]
+	var out []string
+	for i := uint64(0); i < n; i++ {
+		l, k := binary.Uvarint(b)
+		c, err := x509.ParseCertificate(b[k : k+int(l)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, _ := trust.CertIdentity(c)
+		out = append(out, id.Name)
+		b = b[k+int(l):]
+	}
+	return out
+}
+
+// TestPushPullCredentialsStayBounded: a push/pull carries this node's
+// certificate and at most CredRelay others, whatever the mesh's size,
+// taking the others in turn so that every known one travels.
+func TestPushPullCredentialsStayBounded(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(now)
+	ca, err := trust.NewCA(now.Add(-time.Hour), trust.DefaultCATTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := trust.NewRoots(ca.Cert)
+	self := issue(t, ca, "me", trust.RoleNode, now, time.Hour)
+	me := NewSigner(trust.NewHolder(&self, roots), trust.NewRevocationList(), clk)
+	const peers = 100
+	for i := range peers {
+		c := issue(t, ca, fmt.Sprintf("p%03d", i), trust.RoleNode, now, time.Hour)
+		if err := me.Learn("x", NewSigner(trust.NewHolder(&c, roots), trust.NewRevocationList(), clk).Credentials()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	for range (peers + CredRelay - 1) / CredRelay {
+		names := credNames(t, me.Credentials())
+		if len(names) != 1+CredRelay || names[0] != "me" {
+			t.Fatalf("a push/pull carries %d certificates (%v...), want this node's and %d", len(names), names[:2], CredRelay)
+		}
+		for _, n := range names[1:] {
+			seen[n] = true
+		}
+	}
+	if len(seen) != peers {
+		t.Fatalf("%d of %d peers' certificates travelled in %d push/pulls", len(seen), peers, (peers+CredRelay-1)/CredRelay)
+	}
 }
