@@ -180,9 +180,11 @@ func startSim(tb testing.TB, n int) *sim {
 				}
 			}}
 		cfg := simConfig(tb, nd.name, nd.tr, h)
-		if i == 0 {
-			seed = nd.tr.Addr()
-		} else {
+		if i > 0 {
+			// A fleet's nodes join through whichever node they know: one
+			// of those started before, at random (node 0 alone would carry
+			// every join's push/pull).
+			seed = s.nodes[rand.IntN(i)].tr.Addr()
 			cfg.Join = []string{seed}
 		}
 		m, err := mesh.New(cfg)
@@ -194,10 +196,15 @@ func startSim(tb testing.TB, n int) *sim {
 		if err := m.Start(); err != nil {
 			tb.Fatal(err)
 		}
-		if i > 0 {
-			if _, err := m.Join([]string{seed}); err != nil {
+		for try := 0; i > 0; try++ {
+			_, err := m.Join([]string{seed})
+			if err == nil {
+				break
+			}
+			if try == 5 {
 				tb.Fatalf("%s: join: %v", nd.name, err)
 			}
+			seed = s.nodes[rand.IntN(i)].tr.Addr()
 		}
 		nd.mirror = raftstore.NewMirror(raftstore.MirrorConfig{})
 		srv := s.servers.Stores[i%3]
@@ -310,7 +317,7 @@ func (s *sim) propagate(rounds int, bound time.Duration) (p50, p99, all time.Dur
 	for range rounds {
 		o := s.nodes[rand.IntN(len(s.nodes))]
 		r := &simRound{key: o.state.SessionID, start: time.Now(), at: make([]atomic.Int64, len(s.nodes))} //clock:real
-		r.version = o.pub.NextVersion() // the change's version is later
+		r.version = o.pub.NextVersion()                                                                   // the change's version is later
 		s.round.Store(r)
 		o.change()
 		deadline := time.Now().Add(bound)
