@@ -125,6 +125,9 @@ type Cluster struct {
 	members  *membership
 	keyring  keyringSync
 
+	// progressCache is the watches' shared progress report (watch.go).
+	progressCache progressCache
+
 	// follows counts the follower's passes over the registry's settings
 	// (tests: an idle node makes none).
 	follows atomic.Int64

@@ -166,7 +166,11 @@ func startSim(tb testing.TB, n int) *sim {
 	tb.Helper()
 	s := &sim{tb: tb, net: &mesh.MemNetwork{}, stop: make(chan struct{})}
 	tb.Cleanup(s.close)
-	s.servers = raftstore.MakeCluster(tb, 3, 3)
+	// The servers on LAN timers (1 s): a thousand nodes in one process
+	// starve the fast test timers' elections.
+	rc := raftstore.DefaultConfig()
+	rc.InMemory = true
+	s.servers = raftstore.MakeClusterConfig(tb, 3, 3, rc)
 	var seed string
 	for i := range n {
 		nd := &simNode{i: i, name: fmt.Sprintf("sim%04d", i), tr: s.net.NewTransport(), table: gossip.NewTable(), sim: s}
@@ -220,8 +224,12 @@ func startSim(tb testing.TB, n int) *sim {
 			cancel()
 		}()
 		s.nodes = append(s.nodes, nd)
+		if (i+1)%100 == 0 {
+			tb.Logf("%d of %d nodes started", i+1, n)
+		}
 	}
 	s.waitAlive(tb, time.Duration(n)*100*time.Millisecond+30*time.Second)
+	tb.Logf("%d nodes alive everywhere", n)
 	for _, nd := range s.nodes {
 		nd.change() // its session starts: a delta, as a node's first hook makes
 		s.wg.Add(1)

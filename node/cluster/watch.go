@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -117,8 +118,34 @@ func (s *service) sendSnapshot(w *raftstore.Watch, stream apigrpc.Cluster_WatchS
 	}
 }
 
-// progress is this server's full report: its raft state and configuration.
+// progressCache shares one full report among the watches a server serves:
+// reading raft's state and configuration costs more than sending it, and
+// every watch reports every WatchProgress.
+type progressCache struct {
+	mu     sync.Mutex
+	at     time.Time
+	leader string
+	p      *api.WatchProgress
+}
+
+// progress is this server's full report (its raft state and
+// configuration), read again when older than half a WatchProgress or when
+// the leader changed. The message is shared: it is only read.
 func (c *Cluster) progress() *api.WatchProgress {
+	leader, _ := c.store.Leader()
+	now := c.clock.Now()
+	pc := &c.progressCache
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.p != nil && pc.leader == leader && now.Sub(pc.at) < c.cfg.WatchProgress/2 {
+		return pc.p
+	}
+	pc.p, pc.at, pc.leader = c.readProgress(), now, leader
+	return pc.p
+}
+
+// readProgress reads the server's raft state and configuration.
+func (c *Cluster) readProgress() *api.WatchProgress {
 	st := c.store.Stats()
 	p := &api.WatchProgress{Server: c.name, AppliedIndex: st.AppliedIndex, Leader: st.LeaderID, Term: st.Term,
 		CommitIndex: st.CommitIndex, Stale: st.Read.Stale, LeaderContactMs: -1}
