@@ -36,6 +36,9 @@ var allowed = map[string]struct {
 	"raftstore":     {inner: []string{"raftstore", "presence", "util"}, outer: []string{"github.com/hashicorp/raft", "github.com/hashicorp/raft-boltdb", "github.com/hashicorp/go-hclog", "go.etcd.io/bbolt", "google.golang.org/grpc", "google.golang.org/protobuf"}},
 	"node":          {inner: []string{"node", "presence", "runtime", "mesh", "raftstore", "util"}, outer: []string{"*"}},
 	"cli":           {inner: []string{"cli", "node", "presence", "util"}, outer: []string{"*"}},
+	// cli/tui: the TUI of harn's own agent knows the node through the
+	// interface the command hands it, never the commands (cli).
+	"cli/tui": {inner: []string{"node", "presence", "util"}, outer: []string{"github.com/charmbracelet"}},
 	// cmd/harn (the client) and cmd/harnd (the daemon): the mains.
 	// TestClientLinksNoDaemon keeps the daemon out of harn.
 	"cmd":    {inner: []string{"cli", "node", "util"}, outer: []string{"*"}},
@@ -130,6 +133,9 @@ func TestImportRuleCatchesUpwardImport(t *testing.T) {
 	}
 	if !importOK("encoding/json", r.inner, r.outer) {
 		t.Fatal("stdlib must be allowed")
+	}
+	if tr := allowed[ruleKey("cli/tui")]; importOK(module+"cli", tr.inner, tr.outer) {
+		t.Fatal("cli/tui importing cli must be refused")
 	}
 }
 
@@ -235,6 +241,43 @@ func TestSessionsImportNoFeature(t *testing.T) {
 			}
 			if !allowed {
 				t.Errorf("%s imports %s: the sessions room notifies subscribers and calls into none", path, p)
+			}
+		}
+	}
+}
+
+// remotepolicyMayImport are the only packages of the module
+// node/remotepolicy may import: it reads the node's sessions through its
+// own Sessions interface, never the task host or the node root.
+var remotepolicyMayImport = []string{"runtime", "util", "node/tasks/taskwire"}
+
+// TestRemotePolicyImportsNoHost: the room of what another node's caller
+// may choose is pure policy over the wire types.
+func TestRemotePolicyImportsNoHost(t *testing.T) {
+	files, err := filepath.Glob("node/remotepolicy/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatal("no node/remotepolicy", err)
+	}
+	for _, path := range files {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			p, _ := strconv.Unquote(imp.Path.Value)
+			rest, ok := strings.CutPrefix(p, module)
+			if !ok {
+				continue
+			}
+			allowed := false
+			for _, a := range remotepolicyMayImport {
+				allowed = allowed || rest == a || strings.HasPrefix(rest, a+"/")
+			}
+			if !allowed {
+				t.Errorf("%s imports %s: the remote policy reads sessions through its Sessions interface", path, p)
 			}
 		}
 	}

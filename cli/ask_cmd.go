@@ -17,6 +17,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
+	"github.com/harn-dev/harn/util/secretfile"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -65,11 +66,22 @@ func addHarnFlags(c *cobra.Command) {
 	c.Flags().StringArray("mcp", nil, "a stdio MCP server for this run, NAME=COMMAND (split as a shell splits words, no shell); repeatable")
 }
 
-// harnOptions reads the loop's flags; the key from the environment.
+// harnOptions reads the loop's flags; the key from the environment. With
+// --node the target runs its own provider: only a --provider or
+// --provider-url given on the command line is sent (and refused there),
+// never one from this user's environment or config file, and --model may
+// be left to the target's default.
 func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 	o := &taskwire.HarnOptions{}
-	o.Provider, _ = c.Flags().GetString("provider")
-	o.URL, _ = c.Flags().GetString("provider-url")
+	node, _ := c.Flags().GetString("node")
+	explicit := func(name string) string {
+		f := c.Flags().Lookup(name)
+		if f == nil || (node != "" && !f.Changed) {
+			return ""
+		}
+		return f.Value.String()
+	}
+	o.Provider, o.URL = explicit("provider"), explicit("provider-url")
 	o.Model, _ = c.Flags().GetString("model")
 	o.ContextWindow, _ = c.Flags().GetInt("context-window")
 	o.MaxOutput, _ = c.Flags().GetInt("max-output")
@@ -83,25 +95,26 @@ func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 	if f := c.Flags().Lookup("fork"); f != nil {
 		o.Fork = f.Value.String()
 	}
-	if o.Provider == "" {
-		o.Provider = "openai"
-	}
-	if o.Provider != "openai" && o.Provider != "anthropic" {
+	if o.Provider != "" && o.Provider != "openai" && o.Provider != "anthropic" {
 		return nil, usageErr(fmt.Errorf("%w: --provider %q; use openai or anthropic", ErrBadAsk, o.Provider))
 	}
-	if o.Model == "" {
+	if o.Model == "" && node == "" {
 		return nil, usageErr(fmt.Errorf("%w: name the model with --model M", ErrBadAsk))
 	}
-	if node, _ := c.Flags().GetString("node"); node == "" {
+	if node == "" {
 		k, err := providerKey()
 		if err != nil {
-			return nil, usageErr(err)
+			return nil, err
 		}
 		o.Key = k
 	}
 	return o, nil
 }
 
+// providerKey is the caller's provider key: HARN_PROVIDER_KEY, else the
+// file HARN_PROVIDER_KEY_FILE names, which must pass the checks of the
+// node's own secret files (this user's, 0600, not a symlink): exit 13
+// naming the fix otherwise.
 func providerKey() (string, error) {
 	if k := os.Getenv(envProviderKey); k != "" {
 		return k, nil
@@ -110,18 +123,18 @@ func providerKey() (string, error) {
 	if f == "" {
 		return "", nil
 	}
-	st, err := os.Stat(f)
+	k, err := secretfile.Read(f, maxSecretFile)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err)
+		var ie *secretfile.InsecureFileError
+		if errors.As(err, &ie) {
+			return "", withCode(ExitPermission, fmt.Errorf("%s: %s", envProviderKeyFile, strings.TrimPrefix(ie.Error(), "trust: ")))
+		}
+		return "", usageErr(fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err))
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w: key file %s is mode %o; make it 0600 (chmod 600 %s)", ErrBadAsk, f, st.Mode().Perm(), f)
+	if k == "" {
+		return "", usageErr(fmt.Errorf("%w: %s %s is empty; write the key into it", ErrBadAsk, envProviderKeyFile, text.OneLine(f)))
 	}
-	b, err := os.ReadFile(f)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return k, nil
 }
 
 func askPrompt(c *cobra.Command, arg string) (string, error) {
@@ -225,6 +238,9 @@ func runAsk(c *cobra.Command, args []string) error {
 		return fmt.Errorf("%w: the node answered without a task", ErrBadAsk)
 	}
 	task := r.Task.ID
+	if r.Message != "" { // the node did not load the project's .harn files: untrusted (harn trust)
+		fmt.Fprintln(c.ErrOrStderr(), text.OneLine(r.Message))
+	}
 	tm.mark("task started")
 	if node == "" {
 		node = r.Node

@@ -16,6 +16,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/layout"
+	"github.com/harn-dev/harn/util/secretenv"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -144,12 +145,21 @@ func startNode(p place) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "node", "--data-dir", p.DataDir, "--socket", p.Socket)
+	cmd.Env = startedNodeEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return err
 	}
 	return cmd.Process.Release()
+}
+
+// startedNodeEnv is the environment of a node a client starts (the TUI,
+// a hook): the caller's, without its provider key. The TUI sends its key
+// with each start it makes, to this node only; the node never takes it
+// as its own key, to send for sessions other callers start.
+func startedNodeEnv(env []string) []string {
+	return secretenv.Without(env, secretenv.ProviderKey, secretenv.ProviderKeyFile)
 }
 
 // noNode is the error of a command that found no node at p: it names the

@@ -107,9 +107,10 @@ func setFlag(c *cobra.Command, f *pflag.Flag, v string) error {
 }
 
 type configFile struct {
-	path      string
-	vals      map[string]string
-	launchers taskwire.Launchers
+	path       string
+	vals       map[string]string
+	launchers  taskwire.Launchers
+	workspaces []string
 }
 
 func (f configFile) lookup(flag string) (string, bool) {
@@ -150,7 +151,7 @@ func loadConfigFile(c *cobra.Command) (configFile, error) {
 			return configFile{}, &secretFileError{what: "config " + path + " holds " + strings.Join(secrets, ", "), err: err}
 		}
 	}
-	return configFile{path: path, vals: vals, launchers: parsed.launchers}, nil
+	return configFile{path: path, vals: vals, launchers: parsed.launchers, workspaces: parsed.workspaces}, nil
 }
 
 // secretKeys lists, sorted, the keys of a config whose values are secrets.
@@ -240,17 +241,21 @@ func parseConfig(b []byte) (map[string]string, error) {
 	return c.vals, err
 }
 
-// parsedConfig is a config file's content: flag values by key, and the
-// launchers of its [launchers] section (JSON: its "launchers" object).
+// parsedConfig is a config file's content: flag values by key, the
+// launchers of its [launchers] section (JSON: its "launchers" object) and
+// the directories of its [workspaces] section (JSON: "workspaces").
 type parsedConfig struct {
-	vals      map[string]string
-	launchers taskwire.Launchers
+	vals       map[string]string
+	launchers  taskwire.Launchers
+	workspaces []string
 }
 
 // parseConfigFile reads a config file: a JSON object of flag names (and
-// "launchers": {"NAME": ["argv", ...]}), or lines of `key = value`, where
-// a `[launchers]` line starts the section of `NAME = ["argv", ...]` lines
-// that runs to the end of the file (# starts a comment line).
+// "launchers": {"NAME": ["argv", ...]}, "workspaces": ["DIR", ...]), or
+// lines of `key = value`, where a `[launchers]` line starts the section
+// of `NAME = ["argv", ...]` lines and a `[workspaces]` line the section
+// of one directory a line; a section runs to the next one or the end of
+// the file (# starts a comment line).
 func parseConfigFile(b []byte) (parsedConfig, error) {
 	s := strings.TrimSpace(string(b))
 	out := parsedConfig{vals: map[string]string{}}
@@ -266,6 +271,14 @@ func parseConfigFile(b []byte) (parsedConfig, error) {
 					return parsedConfig{}, err
 				}
 				out.launchers = l
+				continue
+			}
+			if k == "workspaces" {
+				w, err := jsonWorkspaces(v)
+				if err != nil {
+					return parsedConfig{}, err
+				}
+				out.workspaces = w
 				continue
 			}
 			switch x := v.(type) {
@@ -292,13 +305,24 @@ func parseConfigFile(b []byte) (parsedConfig, error) {
 		if strings.HasPrefix(line, "[") {
 			name, ok := strings.CutSuffix(line, "]")
 			name = strings.TrimSpace(strings.TrimPrefix(name, "["))
-			if !ok || name != "launchers" {
-				return parsedConfig{}, fmt.Errorf("line %d: unknown section %q; the one section is [launchers]", i+1, text.Clip(text.OneLine(line), 40))
+			if !ok || (name != "launchers" && name != "workspaces") {
+				return parsedConfig{}, fmt.Errorf("line %d: unknown section %q; the sections are [launchers] and [workspaces]", i+1, text.Clip(text.OneLine(line), 40))
 			}
-			if out.launchers != nil {
-				return parsedConfig{}, fmt.Errorf("line %d: a second [launchers] section; keep one", i+1)
+			if (name == "launchers" && out.launchers != nil) || (name == "workspaces" && out.workspaces != nil) {
+				return parsedConfig{}, fmt.Errorf("line %d: a second [%s] section; keep one", i+1, name)
 			}
-			section, out.launchers = name, taskwire.Launchers{}
+			section = name
+			if name == "launchers" {
+				out.launchers = taskwire.Launchers{}
+			} else {
+				out.workspaces = []string{}
+			}
+			continue
+		}
+		if section == "workspaces" {
+			if err := addWorkspace(&out.workspaces, line); err != nil {
+				return parsedConfig{}, fmt.Errorf("line %d: %w", i+1, err)
+			}
 			continue
 		}
 		k, v, ok := strings.Cut(line, "=")
@@ -346,6 +370,47 @@ func addLauncher(l taskwire.Launchers, name, value string) error {
 	}
 	l[name] = argv
 	return nil
+}
+
+// maxWorkspaces bounds the config file's [workspaces].
+const maxWorkspaces = 64
+
+// addWorkspace adds one line of [workspaces]: a directory, bare or in
+// double quotes.
+func addWorkspace(ws *[]string, line string) error {
+	dir := line
+	if strings.HasPrefix(line, `"`) {
+		if err := json.Unmarshal([]byte(line), &dir); err != nil {
+			return fmt.Errorf("want one directory a line in [workspaces], bare or as a JSON string")
+		}
+	}
+	if dir == "" || strings.ContainsAny(dir, "\x00\n\r") {
+		return fmt.Errorf("want one directory a line in [workspaces]")
+	}
+	if len(*ws) >= maxWorkspaces {
+		return fmt.Errorf("over %d workspaces", maxWorkspaces)
+	}
+	*ws = append(*ws, dir)
+	return nil
+}
+
+// jsonWorkspaces reads a JSON config's "workspaces": ["DIR", ...].
+func jsonWorkspaces(v any) ([]string, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("\"workspaces\" must be an array of directories")
+	}
+	ws := []string{}
+	for _, x := range a {
+		d, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("\"workspaces\" must be an array of directories")
+		}
+		if err := addWorkspace(&ws, d); err != nil {
+			return nil, err
+		}
+	}
+	return ws, nil
 }
 
 // jsonLaunchers reads a JSON config's "launchers": {"NAME": ["argv", ...]}.

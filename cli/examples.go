@@ -53,6 +53,13 @@ var examples = withAgents(map[string]string{
 	"harn token list": `  harn token list
   harn token list --json`,
 	"harn token revoke": `  harn token revoke t-3f9a                  # the id that token list shows`,
+	"harn trust": `  harn trust add .                          # this directory's .harn/mcp.json, agents, skills and hooks may run
+  harn trust list`,
+	"harn trust add": `  harn trust add .                          # after reading .harn: what it runs, you run
+  harn trust add --allow-other-owner /srv/shared/repo   # a directory another user owns`,
+	"harn trust list": `  harn trust list
+  harn trust list --json`,
+	"harn trust remove": `  harn trust remove ~/src/old-project`,
 
 	"harn task": `  harn task start --exec '{exec2}' "fix the flaky test"
   harn task show t-01J9ZK3`,

@@ -25,7 +25,7 @@ const (
 // Exit codes of task runtimes.
 const (
 	ExitTaskRefused   = 15 // a task runtime rule refused the action
-	ExitRemoteRefused = 16 // the target node refused remote control (unauthenticated channel or its policy)
+	ExitRemoteRefused = 16 // the target node refused remote control (unauthenticated channel, its policy, or what a remote task may choose there)
 )
 
 // ExitDiskFull: the node's ledger refuses writes (a full disk, or a data dir

@@ -95,7 +95,7 @@ func (h *hookRun) planCall(in []byte, cr []claimwire.Request) callPlan {
 	}
 	pl.ask = true
 	pl.q = taskwire.Query{Phase: phase, Session: pl.session, Task: os.Getenv("HARN_TASK"), Tool: c.Tool,
-		Input: c.Input, Call: c.ID, Failed: c.Failed}
+		Input: c.Input, Call: c.ID, Failed: c.Failed, Cwd: c.Cwd}
 	// The claims ride beside the task runtime's fields (node/claims_wire.go).
 	pl.body = decideQuery(pl.q, cr)
 	return pl
@@ -149,7 +149,7 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *hookwire.D
 func decideQuery(q taskwire.Query, cr []claimwire.Request) *hookwire.DecideQuery {
 	// As taskwire.QueryToAPI and claimwire.ToAPI, in the hook's codec.
 	out := &hookwire.DecideQuery{Phase: q.Phase, Session: q.Session, Task: q.Task, Tool: q.Tool, Input: q.Input,
-		Call: q.Call, Failed: q.Failed, WaitMs: q.Wait.Milliseconds()}
+		Call: q.Call, Failed: q.Failed, WaitMs: q.Wait.Milliseconds(), Cwd: q.Cwd}
 	for _, r := range cr {
 		out.Claims = append(out.Claims, &hookwire.PathClaim{Session: r.Session, Repo: r.Repo, Paths: r.Paths, Phase: r.Phase, Abs: r.Abs})
 	}
@@ -226,7 +226,8 @@ func (h *hookRun) awaitConfirm(c *cobra.Command, pl callPlan, first taskwire.Ver
 // decision from anywhere in the mesh; none in time gives out (the agent
 // shows its own prompt).
 func (h *hookRun) remoteApprove(agent string, ap adapter.Approver, pl callPlan, wait time.Duration, out []byte) []byte {
-	req := &hookwire.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.call.Tool, Input: pl.call.Input, WaitMs: wait.Milliseconds()}
+	req := &hookwire.ApprovalRequest{Session: pl.session, Agent: agent, Tool: pl.call.Tool, Input: pl.call.Input, WaitMs: wait.Milliseconds(),
+		Cwd: pl.call.Cwd}
 	sa, sessionWide := ap.(adapter.SessionApprover)
 	req.SessionWide = sessionWide
 	if e := pl.request; e != nil {

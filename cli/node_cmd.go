@@ -35,6 +35,7 @@ func newNodeCmd() *cobra.Command {
 	c.Flags().Bool("otel-log-prompts", false, "with --otlp-endpoint: record the prompt text of harn's own model requests in their spans (gen_ai.input.messages; default off)")
 	addMeshFlags(c)
 	addLauncherFlags(c)
+	addNodeAgentFlags(c)
 	addWebFlags(c)
 	addSecretFileFlags(c)
 	addNotifyFlags(c)

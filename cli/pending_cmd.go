@@ -15,6 +15,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
+	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
@@ -46,18 +47,32 @@ func pendingRequests(ctx context.Context, cl *client, p place, w io.Writer) ([]t
 }
 
 // pendingJSON is one request of `harn agents pending --json`: the request
-// and what a person needs to decide it.
+// (its kind, what it asks: command, cwd, path, diff, and whose: session,
+// agent) and what a person needs to decide it: its handle and place,
+// since when it waits (waiting_since, RFC 3339) and for how long (waited,
+// a Go duration; waiting_ms, milliseconds).
 type pendingJSON struct {
 	taskwire.Request
-	Handle    string `json:"handle"`
-	Place     string `json:"place,omitempty"`
-	WaitingMs int64  `json:"waiting_ms"`
+	Handle       string `json:"handle"`
+	Place        string `json:"place,omitempty"`
+	WaitingSince string `json:"waiting_since,omitempty"`
+	Waited       string `json:"waited,omitempty"`
+	WaitingMs    int64  `json:"waiting_ms"`
+}
+
+func pendingJSONOf(r taskwire.Request, now time.Time) pendingJSON {
+	out := pendingJSON{Request: r, Handle: r.Handle(), Place: r.Place()}
+	if !r.Opened.IsZero() {
+		w := max(now.Sub(r.Opened), 0)
+		out.WaitingSince, out.Waited, out.WaitingMs = presence.FormatTime(r.Opened), w.Round(time.Second).String(), w.Milliseconds()
+	}
+	return out
 }
 
 func newPendingCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "pending",
-		Short: "list the agents' open permission requests across the mesh (hooks installed with --remote-approve)",
+		Short: "list the calls that wait for an operator across the mesh, with what each asks: agents' permission requests (hooks installed with --remote-approve) and harn tasks' confirmations",
 		Args:  noArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
@@ -69,8 +84,7 @@ func newPendingCmd() *cobra.Command {
 				if asJSON(c) {
 					out := make([]pendingJSON, 0, len(reqs))
 					for _, r := range reqs {
-						out = append(out, pendingJSON{Request: r, Handle: r.Handle(), Place: r.Place(),
-							WaitingMs: max(now.Sub(r.Opened), 0).Milliseconds()})
+						out = append(out, pendingJSONOf(r, now))
 					}
 					return writeJSON(c, out)
 				}
@@ -89,44 +103,93 @@ func newPendingCmd() *cobra.Command {
 }
 
 // writePending prints each request as a block: what is asked in full and
-// where, so that the operator never approves blind.
+// where, so that the operator never approves blind, and the commands that
+// answer it.
 //
 //	r-01J…  Sable on buildbox (claude-code), waiting 2m
 //	  tool:     Bash
-//	  command:  make test ./...
+//	  command:  git push --force-with-lease origin main
 //	  cwd:      /home/me/harn
 //	  project:  harn@main
+//	  approve:  harn agents approve r-01J…
+//	  deny:     harn agents deny r-01J…
 func writePending(w io.Writer, reqs []taskwire.Request, now time.Time) {
 	for i, r := range reqs {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		fmt.Fprintf(w, "%s  %s on %s (%s), waiting %s\n", text.Sanitize(r.ID), text.OneLine(r.Handle()),
-			text.Sanitize(r.Node), text.OneLine(r.Agent), text.Age(now, r.Opened))
+		wait := "waiting " + text.Age(now, r.Opened)
+		if r.Opened.IsZero() {
+			wait = "waiting"
+		}
+		fmt.Fprintf(w, "%s  %s on %s (%s), %s\n", text.Sanitize(r.ID), text.OneLine(r.Handle()),
+			text.Sanitize(r.Node), text.OneLine(r.Agent), wait)
 		line := func(k, v string) {
 			if v = text.OneLine(v); v != "" {
 				fmt.Fprintf(w, "  %-9s %s\n", k+":", v)
 			}
 		}
+		// lines prints v's lines under k, the first beside it.
+		lines := func(k, v string) {
+			for j, l := range strings.Split(text.Lines(v), "\n") {
+				if j == 0 {
+					fmt.Fprintf(w, "  %-9s %s\n", k+":", l)
+				} else {
+					fmt.Fprintf(w, "  %-9s %s\n", "", l)
+				}
+			}
+		}
 		line("tool", r.Tool)
-		what := "input"
+		if r.Kind == taskwire.KindConfirmation {
+			line("task", r.Task+" (the call waits for its confirmation)")
+		}
 		switch {
-		case strings.Contains(r.Detail, " lines)"):
-			what = "file"
-		case r.Detail != "" && r.Detail[0] != '{':
-			what = "command"
+		case r.Command != "":
+			lines("command", r.Command)
+			if r.CommandCut {
+				line("", fmt.Sprintf("(the command is longer: its first %d KiB are shown)", taskwire.MaxCommand>>10))
+			}
+		case r.Path != "" && strings.HasSuffix(r.Detail, " lines)"):
+			line("file", r.Detail) // the path as the agent gave it, and the lines its input replaces
+		case r.Path != "":
+			add, del := diffCounts(r.Diff)
+			line("file", fmt.Sprintf("%s (+%d/−%d lines)", r.Path, add, del))
+		default:
+			what, detail := "input", r.Detail
+			if detail == "" {
+				detail = r.Summary
+			}
+			line(what, detail)
 		}
-		detail := r.Detail
-		if detail == "" {
-			detail = r.Summary
-		}
-		line(what, detail)
 		line("cwd", r.Cwd)
 		line("project", r.Place())
+		if r.Diff != "" {
+			lines("diff", r.Diff)
+			if r.DiffCut {
+				line("", fmt.Sprintf("(the diff is longer: its first %d KiB are shown)", taskwire.MaxDiff>>10))
+			}
+		}
+		id := text.Sanitize(r.ID)
+		fmt.Fprintf(w, "  %-9s harn agents approve %s\n", "approve:", id)
+		fmt.Fprintf(w, "  %-9s harn agents deny %s\n", "deny:", id)
 		if r.SessionWide {
-			line("answer", "approve, approve --session-wide (allow "+r.Tool+" for the rest of the session), or deny")
+			line("or", "harn agents approve "+id+" --session-wide (also allows "+r.Tool+" for the rest of the session)")
 		}
 	}
+}
+
+// diffCounts counts the lines a diff adds and removes (not its headers).
+func diffCounts(d string) (add, del int) {
+	for _, l := range strings.Split(d, "\n") {
+		switch {
+		case strings.HasPrefix(l, "+++ "), strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "***"):
+		case strings.HasPrefix(l, "+"):
+			add++
+		case strings.HasPrefix(l, "-"):
+			del++
+		}
+	}
+	return add, del
 }
 
 // waitingHint names the sessions that need input while no request is
@@ -210,9 +273,9 @@ func resolveRequest(reqs []taskwire.Request, id string) (string, error) {
 }
 
 func newAnswerCmd(allow bool) *cobra.Command {
-	use, short := "deny REQUEST", "deny an open permission request, from any node"
+	use, short := "deny REQUEST", "deny a call that waits for an operator (a permission request or a harn task's confirmation), from any node"
 	if allow {
-		use, short = "approve REQUEST", "approve an open permission request, from any node"
+		use, short = "approve REQUEST", "approve a call that waits for an operator (a permission request or a harn task's confirmation), from any node"
 	}
 	c := &cobra.Command{
 		Use:   use,
@@ -229,9 +292,19 @@ func newAnswerCmd(allow bool) *cobra.Command {
 			}
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				id := args[0]
-				if reqs, err := pendingRequests(ctx, cl, p, nil); err == nil {
+				var reqs []taskwire.Request
+				if rs, err := pendingRequests(ctx, cl, p, nil); err == nil {
+					reqs = rs
 					if id, err = resolveRequest(reqs, id); err != nil {
 						return err
+					}
+				}
+				for _, q := range reqs {
+					if q.ID == id && q.Kind == taskwire.KindConfirmation {
+						if sessionWide {
+							return usageErr(fmt.Errorf("%s is a harn task's confirmation: --session-wide answers only an agent's permission request; approve it without the flag", text.OneLine(id)))
+						}
+						return answerConfirmation(c, ctx, cl, p, q, allow, reason)
 					}
 				}
 				res, err := cl.api.Answer(ctx, &api.AnswerRequest{Request: id, Allow: allow, Reason: reason, SessionWide: sessionWide})
@@ -264,4 +337,32 @@ func newAnswerCmd(allow bool) *cobra.Command {
 	}
 	addJSONFlag(c)
 	return c
+}
+
+// answerConfirmation answers a harn task's confirmation as `harn task
+// confirm|deny TASK CALL` does: the task's node checks the call again.
+func answerConfirmation(c *cobra.Command, ctx context.Context, cl *client, p place, q taskwire.Request, allow bool, reason string) error {
+	op := taskwire.OpDeny
+	if allow {
+		op = taskwire.OpConfirm
+	}
+	res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(taskwire.Action{Op: op, Task: q.Task, Call: q.Call, Reason: reason})})
+	if err != nil {
+		return taskErr(err, p)
+	}
+	if asJSON(c) {
+		q.Answer = &taskwire.Answer{Allow: allow, Reason: reason, At: clk.Now()}
+		return writeJSON(c, q)
+	}
+	verb := "denied"
+	if allow {
+		verb = "approved"
+	}
+	node := q.Node
+	if res.GetNode() != "" {
+		node = res.GetNode()
+	}
+	fmt.Fprintf(c.OutOrStdout(), "%s %s (%s of task %s on %s, session %s)\n", verb, text.Sanitize(q.ID),
+		text.OneLine(q.Tool), text.Sanitize(q.Task), text.Sanitize(node), text.OneLine(q.Handle()))
+	return nil
 }

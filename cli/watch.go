@@ -336,13 +336,16 @@ func (m watchModel) View() string {
 	if !m.at.IsZero() {
 		title += " · " + m.at.Local().Format("15:04:05")
 	}
-	b.WriteString(m.style(watchTitle, title))
+	clip := lipgloss.NewStyle().MaxWidth(width)
+	b.WriteString(clip.Render(m.style(watchTitle, title)))
 	b.WriteByte('\n')
 
 	var lines []string
 	switch {
 	case m.mode == modeDetail:
 		lines = strings.Split(strings.TrimRight(m.detailText(), "\n"), "\n")
+	case m.mode == modeConfirm && len(m.confirm.facts) > 0:
+		lines = m.factsView(width)
 	case !m.loaded:
 		lines = []string{"reading the roster…"}
 	case len(m.rows) == 0 && m.err == nil:
@@ -367,7 +370,6 @@ func (m watchModel) View() string {
 			lines = append(lines, m.style(watchDim, fmt.Sprintf("%d more rows (↑/↓ scroll)", hidden)))
 		}
 	}
-	clip := lipgloss.NewStyle().MaxWidth(width)
 	for _, l := range lines {
 		b.WriteString(clip.Render(l))
 		b.WriteByte('\n')

@@ -12,6 +12,8 @@ import (
 	"unicode"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -106,9 +108,13 @@ const (
 	modeDetail                   // the selected session's show view
 )
 
-// watchConfirm is an action waiting for y/n.
+// watchConfirm is an action waiting for y/n. An approval's facts (what
+// the call asks, in full) take the screen above the prompt; ↑/↓ scroll
+// them when they are taller than it.
 type watchConfirm struct {
 	prompt string
+	facts  []string
+	top    int
 	run    func(ctx context.Context, a watchActor) (string, error)
 }
 
@@ -187,7 +193,8 @@ func (m watchModel) call(fn func(ctx context.Context, a watchActor) (string, err
 	}
 }
 
-// findRequest looks up the open permission request of a session.
+// findRequest looks up the oldest call of a session that waits for an
+// operator: its open permission request or its harn task's confirmation.
 func (m watchModel) findRequest(session string, allow bool) tea.Cmd {
 	ctx, act := m.ctx, m.act
 	return func() tea.Msg {
@@ -213,14 +220,103 @@ func (m watchModel) findRequest(session string, allow bool) tea.Cmd {
 	}
 }
 
-// requestFacts is the confirmation text of a request: the tool and what
-// it is asked to run or change, in full (sanitized, one line).
-func requestFacts(r *api.PermissionRequest) string {
-	facts := safe(r.GetTool())
-	if s := safe(r.GetSummary()); s != "" {
-		facts += ": " + s
+// approvalFacts are the lines an approval shows before y/n: the tool,
+// the session, the agent, its node and how long it has waited; then what
+// the call asks, whole (the command, every line of it; the cwd; the file
+// and its diff; another tool's input), each line stripped of control
+// characters. The view wraps them; nothing is cut but at the node's
+// bounds, which a line then names.
+func approvalFacts(verb string, r taskwire.Request, now time.Time) []string {
+	title := verb + " " + safe(r.Tool)
+	if r.Command == "" && r.Path == "" && r.Detail == "" && r.Summary != "" {
+		title += ": " + safe(r.Summary)
 	}
-	return facts + " · session " + safe(r.GetSession()) + " on " + safe(r.GetNode()) + " · request " + safe(r.GetId())
+	title += " · session " + safe(r.Handle())
+	if r.Name != "" && r.Session != "" {
+		title += " (" + safe(r.Session) + ")"
+	}
+	if r.Agent != "" {
+		title += " · agent " + safe(r.Agent)
+	}
+	title += " on " + safe(r.Node)
+	if !r.Opened.IsZero() {
+		title += " · waiting " + text.Age(now, r.Opened)
+	}
+	out := []string{title}
+	for i, l := range strings.Split(text.Lines(r.Command), "\n") {
+		switch {
+		case r.Command == "":
+		case i == 0:
+			out = append(out, "$ "+l)
+		default:
+			out = append(out, "  "+l)
+		}
+	}
+	if r.CommandCut {
+		out = append(out, fmt.Sprintf("(the command is longer: its first %d KiB are shown)", taskwire.MaxCommand>>10))
+	}
+	if r.Path != "" {
+		out = append(out, "file "+safe(r.Path))
+	}
+	if r.Command == "" && r.Path == "" && r.Detail != "" {
+		out = append(out, "input "+safe(r.Detail))
+	}
+	if r.Cwd != "" {
+		out = append(out, "in "+safe(r.Cwd))
+	}
+	if r.Diff != "" {
+		out = append(out, strings.Split(text.Lines(r.Diff), "\n")...)
+		if r.DiffCut {
+			out = append(out, fmt.Sprintf("(the diff is longer: its first %d KiB are shown)", taskwire.MaxDiff>>10))
+		}
+	}
+	if r.Kind == taskwire.KindConfirmation {
+		out = append(out, "task "+safe(r.Task)+" · call "+safe(r.Call))
+	} else {
+		out = append(out, "request "+safe(r.ID))
+	}
+	return out
+}
+
+// factsRows is how many rows the facts of an approval may take: the
+// table's rows, less one for the scroll line.
+func (m watchModel) factsRows() int { return max(1, m.page()) }
+
+// maxFactsTop is the last first row of the facts' window.
+func (m watchModel) maxFactsTop() int {
+	w := m.width
+	if w <= 0 {
+		w = tableWidth
+	}
+	return max(0, len(wrapFacts(m.confirm.facts, w-2))-m.factsRows())
+}
+
+// factsView is the window of an approval's facts the screen shows, with
+// where it is in them when they are taller than the screen.
+func (m watchModel) factsView(width int) []string {
+	all := wrapFacts(m.confirm.facts, width-2)
+	rows := m.factsRows()
+	if len(all) <= rows {
+		return all
+	}
+	top := min(max(m.confirm.top, 0), len(all)-rows)
+	out := append([]string(nil), all[top:top+rows]...)
+	return append(out, m.style(watchDim, fmt.Sprintf("lines %d-%d of %d (↑/↓ scroll)", top+1, top+rows, len(all))))
+}
+
+// wrapFacts wraps each line to w cells, whole: a long command continues
+// on the next rows.
+func wrapFacts(lines []string, w int) []string {
+	w = max(w, 10)
+	var out []string
+	for _, l := range lines {
+		if lipgloss.Width(l) <= w {
+			out = append(out, l)
+			continue
+		}
+		out = append(out, strings.Split(ansi.Wrap(l, w, ""), "\n")...)
+	}
+	return out
 }
 
 // updateAct handles the actions' messages; ok is false for other
@@ -241,14 +337,23 @@ func (m watchModel) updateAct(msg tea.Msg) (watchModel, tea.Cmd, bool) {
 		if msg.allow {
 			verb = "approve"
 		}
-		id, allow := msg.req.GetId(), msg.allow
-		m.mode = modeConfirm
-		m.confirm = watchConfirm{
-			prompt: verb + " " + requestFacts(msg.req) + "? y/n",
-			run: func(ctx context.Context, a watchActor) (string, error) {
-				return a.answer(ctx, id, allow)
-			},
+		r, allow := taskwire.RequestFromAPI(msg.req), msg.allow
+		run := func(ctx context.Context, a watchActor) (string, error) {
+			return a.answer(ctx, r.ID, allow)
 		}
+		what := "request " + safe(r.ID)
+		if r.Kind == taskwire.KindConfirmation {
+			what = "call " + safe(r.Call) + " of task " + safe(r.Task)
+			op := taskwire.OpDeny
+			if allow {
+				op = taskwire.OpConfirm
+			}
+			run = func(ctx context.Context, a watchActor) (string, error) {
+				return a.task(ctx, taskwire.Action{Op: op, Task: r.Task, Call: r.Call})
+			}
+		}
+		m.mode = modeConfirm
+		m.confirm = watchConfirm{prompt: verb + " " + safe(r.Tool) + " (" + what + ")? y/n", facts: approvalFacts(verb, r, m.now()), run: run}
 		return m, nil, true
 	}
 	return m, nil, false
@@ -262,6 +367,10 @@ func (m watchModel) key(k tea.KeyMsg) (tea.Model, tea.Cmd) {
 	switch m.mode {
 	case modeConfirm:
 		switch k.String() {
+		case "up", "k":
+			m.confirm.top = max(m.confirm.top-1, 0)
+		case "down", "j":
+			m.confirm.top = min(m.confirm.top+1, m.maxFactsTop())
 		case "y", "Y":
 			m.mode, m.busy, m.status, m.statusErr = modeTable, true, "sending…", false
 			return m, m.call(m.confirm.run)
@@ -377,6 +486,9 @@ func (m watchModel) statusLines(width int) []string {
 	switch m.mode {
 	case modeConfirm:
 		out = append(out, m.style(watchTitle, m.confirm.prompt))
+		if len(m.confirm.facts) > 0 {
+			return append(out, m.style(watchDim, "y sends · n drops it · ↑/↓ scroll"))
+		}
 	case modeInput:
 		who := ""
 		if r := m.selected(); r != nil {

@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	tea "github.com/charmbracelet/bubbletea"
+	"github.com/charmbracelet/lipgloss"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -127,5 +130,83 @@ func TestWatchSteerSendsTheTypedLineAndDetailOpensAndCloses(t *testing.T) {
 	m = press(t, m, runes("c"))
 	if v := m.View(); !strings.Contains(v, "runs no harn task") || len(f.actions) != 1 {
 		t.Fatalf("cancel without a task:\n%s", v)
+	}
+}
+
+// TestWatchApprovalShowsTheWholeCommandWrapped: the approval shows the
+// call's whole command, wrapped at the screen's width (never cut to its
+// program: `git push --force-with-lease` stays visible), its cwd, session,
+// agent and wait, with control characters stripped.
+func TestWatchApprovalShowsTheWholeCommandWrapped(t *testing.T) {
+	m := testModel(t, watchEntries())
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 40, Height: 40})
+	m = next.(watchModel)
+	cmd := "cd /srv/app && make release VERSION=1.2.3 \x1b]0;pwned\x07&& git push --force-with-lease origin main"
+	f := &fakeActor{reqs: []*api.PermissionRequest{{Id: "r1", Kind: "permission", Session: "5e55-ask-00004", Node: "n", Agent: "claude-code",
+		Tool: "Bash", Summary: "Bash: runs cd …", Command: cmd, Cwd: "/srv/app", Opened: api.NewTime(now.Add(-90 * time.Second))}}}
+	m.act = f
+	m = press(t, m, runes("a"))
+	v := m.View()
+	if strings.ContainsAny(v, "\x1b\x07") {
+		t.Fatalf("control characters reached the terminal: %q", v)
+	}
+	joined := strings.Join(strings.Fields(v), "")
+	for _, want := range []string{"cd/srv/app&&makereleaseVERSION=1.2.3]0;pwned&&gitpush--force-with-leaseoriginmain",
+		"in/srv/app", "agentclaude-code", "waiting1m", "approveBash(requestr1)?y/n"} {
+		if !strings.Contains(joined, want) {
+			t.Fatalf("the approval lacks %q:\n%s", want, v)
+		}
+	}
+	for _, l := range strings.Split(v, "\n") {
+		if w := lipgloss.Width(l); w > 40 {
+			t.Fatalf("a row is %d cells on a 40-cell screen: %q", w, l)
+		}
+	}
+}
+
+// TestWatchScrollsAnApprovalTallerThanTheScreen: facts taller than the
+// screen say which lines show, and ↓ shows the next ones.
+func TestWatchScrollsAnApprovalTallerThanTheScreen(t *testing.T) {
+	m := testModel(t, watchEntries())
+	next, _ := m.Update(tea.WindowSizeMsg{Width: 80, Height: 12})
+	m = next.(watchModel)
+	var lines []string
+	for i := range 30 {
+		lines = append(lines, fmt.Sprintf("echo step-%02d", i))
+	}
+	m.act = &fakeActor{reqs: []*api.PermissionRequest{{Id: "r1", Session: "5e55-ask-00004", Node: "n", Tool: "Bash",
+		Command: strings.Join(lines, "\n") + "\ngit push --force-with-lease"}}}
+	m = press(t, m, runes("a"))
+	v := m.View()
+	if !strings.Contains(v, "lines 1-6 of 33 (↑/↓ scroll)") || strings.Contains(v, "step-29") {
+		t.Fatalf("the first window:\n%s", v)
+	}
+	for range 40 {
+		m = press(t, m, tea.KeyMsg{Type: tea.KeyDown})
+	}
+	if v := m.View(); !strings.Contains(v, "git push --force-with-lease") || !strings.Contains(v, "lines 28-33 of 33") {
+		t.Fatalf("scrolled to the end:\n%s", v)
+	}
+}
+
+// TestWatchAnswersAHarnConfirmationThroughItsTask: `a` on a harn
+// session's row finds its call that waits for a confirmation, shows its
+// command, and y confirms it as `harn task confirm TASK CALL` does.
+func TestWatchAnswersAHarnConfirmationThroughItsTask(t *testing.T) {
+	m := testModel(t, watchEntries())
+	f := &fakeActor{reqs: []*api.PermissionRequest{{Id: "call-1", Kind: "confirmation", Task: "t-7", Call: "call-1",
+		Session: "5e55-ask-00004", Node: "n", Agent: "harn", Tool: "shell", Command: "git push --force-with-lease", Cwd: "/w"}}}
+	m.act = f
+	m = press(t, m, runes("a"))
+	if v := m.View(); !strings.Contains(v, "$ git push --force-with-lease") || !strings.Contains(v, "approve shell (call call-1 of task t-7)? y/n") {
+		t.Fatalf("the confirmation:\n%s", v)
+	}
+	m = press(t, m, runes("y"))
+	if len(f.actions) != 1 || f.actions[0].Op != taskwire.OpConfirm || f.actions[0].Task != "t-7" || f.actions[0].Call != "call-1" || len(f.answers) != 0 {
+		t.Fatalf("actions %+v answers %v", f.actions, f.answers)
+	}
+	m = press(t, m, runes("d"), runes("y"))
+	if len(f.actions) != 2 || f.actions[1].Op != taskwire.OpDeny {
+		t.Fatalf("deny: %+v", f.actions)
 	}
 }

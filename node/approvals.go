@@ -1,6 +1,7 @@
 package node
 
 import (
+	"sort"
 	"time"
 
 	"github.com/harn-dev/harn/node/tasks"
@@ -76,9 +77,9 @@ func (n *Node) recordAnswer(r tasks.Request) {
 	n.alerts.Resolved()
 }
 
-// requestFacts adds the session's facts to a permission request as it
-// opens: its name, cwd, project and branch (what the operator approving
-// it needs to know, on every surface).
+// requestFacts adds the session's facts to a waiting request: its name,
+// project and branch, and its cwd when the call named none (what the
+// operator approving it needs to know, on every surface).
 func (n *Node) requestFacts(r *tasks.Request) {
 	if r.Session == "" {
 		return
@@ -87,5 +88,32 @@ func (n *Node) requestFacts(r *tasks.Request) {
 	if err != nil || st.SessionID != r.Session {
 		return
 	}
-	r.Name, r.Cwd, r.Project, r.Branch = st.Name, st.Cwd, st.Project(), st.Branch
+	r.Name, r.Project, r.Branch = st.Name, st.Project(), st.Branch
+	if r.Cwd == "" {
+		r.Cwd = st.Cwd
+	}
+}
+
+// waiting are this node's calls that wait for an operator: the open
+// permission requests and the task confirmations, oldest first, each
+// with its session's facts.
+func (n *Node) waiting() []tasks.Request {
+	if n.tasks == nil {
+		return nil
+	}
+	return waitingOf(n.tasks, n.requestFacts)
+}
+
+// waitingOf lists h's waiting calls; facts adds a confirmation's session
+// facts (a permission request has them from its start).
+func waitingOf(h *tasks.Host, facts func(*tasks.Request)) []tasks.Request {
+	out := h.Approvals().List()
+	for _, r := range h.Confirmations() {
+		if facts != nil {
+			facts(&r)
+		}
+		out = append(out, r)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Opened.Before(out[j].Opened) })
+	return out
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -28,9 +29,11 @@ func BenchmarkTUIKeystrokeToSteer(b *testing.B) {
 		b.Skip("starts a two-node TLS mesh; skipped under -short")
 	}
 	const ownerName, callerName = "tw0", "tw1"
+	ws := remotepolicy.Resolve(b.TempDir()) // where the caller may steer a session
 	tm, _ := startTrustMeshWith(b, func(cfg *Config) {
 		if cfg.Name == ownerName {
 			cfg.Cluster.RemoteControl = callerName
+			cfg.Remote.Workspaces = []string{ws}
 		}
 	})
 	f := &fbMesh{owner: tm.nodes[0]}
@@ -41,7 +44,7 @@ func BenchmarkTUIKeystrokeToSteer(b *testing.B) {
 	held.Hold = hold
 	m := modeltest.New(b, held)
 	b.Cleanup(func() { close(hold) })
-	r, err := f.owner.Tasks().Do(tasks.Action{Op: tasks.OpStart, Agent: tasks.AgentHarn, Text: "work", Workdir: b.TempDir(),
+	r, err := f.owner.Tasks().Do(tasks.Action{Op: tasks.OpStart, Agent: tasks.AgentHarn, Text: "work", Workdir: ws,
 		Harn: &tasks.HarnOptions{URL: m.URL(), Model: "test-model", Key: "k"}})
 	if err != nil {
 		b.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/clock"
@@ -77,6 +78,19 @@ type Config struct {
 	// cluster gRPC service.
 	Cluster ClusterConfig
 
+	// Provider is the node's own model provider (--provider,
+	// --provider-url, HARN_PROVIDER_KEY or --provider-key-file,
+	// --provider-models): every harn session another node starts runs
+	// with it, and the node's key goes to its URL only. Remote says what
+	// a caller on another node may choose (remote_policy.go): its
+	// Profiles (--remote-profiles) and Workspaces (--workspace); the node
+	// adds its name, provider and private paths. SecretFiles are the
+	// node's secret files outside its data dir (key and token files, the
+	// config file): no remote workdir holds one.
+	Provider    tasks.Provider
+	Remote      remotepolicy.Config
+	SecretFiles []string
+
 	// ledgerTune adjusts the ledger's config before it opens (tests inject
 	// a faulty file system).
 	ledgerTune func(*ledger.Config)
@@ -121,6 +135,7 @@ func DefaultConfig() Config {
 		Clock:            clock.Real{},
 		Cluster:          DefaultClusterConfig(),
 		Notify:           NotifyConfig{Desktop: true},
+		Remote:           remotepolicy.DefaultConfig(),
 	}
 }
 
@@ -158,6 +173,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: peer-context-bytes %d is below %d; pass a larger --peer-context-bytes", ErrConfig, c.PeerContextBytes, minPeerContextBytes)
 	case c.Logger == nil || c.Clock == nil:
 		return fmt.Errorf("%w: Logger and Clock are required", ErrConfig)
+	}
+	if err := c.Remote.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	return c.Cluster.Validate()
 }

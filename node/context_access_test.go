@@ -13,6 +13,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -32,8 +33,10 @@ func TestRemoteForkOfAContextFollowsTheRemoteControlPolicy(t *testing.T) {
 		cl = c
 		return err == nil
 	})
+	ws := t.TempDir()
+	n0.remotePol.Workspaces = []string{remotepolicy.Resolve(ws)} // a remote session works in one
 	fork := func() error {
-		a := tasks.Action{Op: tasks.OpStart, Agent: "harn", Text: "go on", Workdir: t.TempDir(),
+		a := tasks.Action{Op: tasks.OpStart, Agent: "harn", Text: "go on", Workdir: ws,
 			Harn: &tasks.HarnOptions{Provider: "openai", Model: "gpt-4o", Fork: "h-victim"}}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()

@@ -38,12 +38,14 @@ import (
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/dirtrust"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tracing"
@@ -70,9 +72,17 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks  *tasks.Host     // the task runtimes (node/tasks)
-	acts   *acttoken.Store // notifications' one-decision tokens (actwire.go)
-	alerts *alerts.Room    // notifications (node/alerts; notifywire.go)
+	tasks *tasks.Host // the task runtimes (node/tasks)
+	// remotePol is what a caller on another node may choose for a task
+	// here (node/remotepolicy; remote_policy.go); set by openTasks.
+	remotePol remotepolicy.Config
+	// dirTrust is the trusted project directories (node/dirtrust;
+	// dirtrust_service.go); undeny lifts the data dir's denial to safe
+	// reads (util/safefs).
+	dirTrust *dirtrust.Store
+	undeny   func()
+	acts     *acttoken.Store // notifications' one-decision tokens (actwire.go)
+	alerts   *alerts.Room    // notifications (node/alerts; notifywire.go)
 	// desktopOn: desktop notifications are asked for and a program to show
 	// them exists (notify-send or osascript).
 	desktopOn bool
@@ -188,6 +198,9 @@ func (n *Node) open(ctx context.Context) error {
 	n.openActTokens()
 	n.openAlerts()
 	n.drainSpool()
+	if err := n.openDirTrust(); err != nil {
+		return err
+	}
 	if err := n.openTasks(); err != nil {
 		return err
 	}
@@ -301,6 +314,7 @@ func (n *Node) Close() error {
 		if n.tasks != nil {
 			n.tasks.Close()
 		}
+		n.closeDirTrust()
 		if n.seen != nil {
 			n.seen.Close() // its reads record into the ledger
 		}

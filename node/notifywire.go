@@ -95,16 +95,16 @@ func (n *Node) sessionLink(session string) string {
 	return strings.TrimSuffix(base, "/") + "/s/" + url.PathEscape(session)
 }
 
-// waitingPermission is the newest open permission request of a session of
-// this node, as a message tells it.
+// waitingPermission is the newest call of a session of this node that
+// waits for an operator (a permission request or a task confirmation),
+// with what it asks, as a message tells it.
 func (n *Node) waitingPermission(session string) *notify.Permission {
-	if n.tasks == nil {
-		return nil
-	}
 	var out *notify.Permission
-	for _, r := range n.tasks.Approvals().List() {
+	for _, r := range n.waiting() {
 		if r.Session == session {
-			out = &notify.Permission{ID: r.ID, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail}
+			out = &notify.Permission{ID: r.ID, Kind: r.Kind, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail,
+				Command: r.Command, CommandCut: r.CommandCut, Cwd: r.Cwd, Path: r.Path, Diff: r.Diff, DiffCut: r.DiffCut,
+				Opened: r.Opened}
 		}
 	}
 	return out

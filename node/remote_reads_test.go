@@ -12,6 +12,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/trust"
 )
 
@@ -126,7 +127,8 @@ func TestPendingDetailGoesOnlyToCallersTheRemoteControlPolicyNames(t *testing.T)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		n0.Tasks().Approvals().Await(ctx, tasks.Request{Session: "s1", Agent: "claude-code", Tool: "Bash", Summary: "curl", Detail: detail}, time.Minute)
+		n0.Tasks().Approvals().Await(ctx, tasks.Request{Session: "s1", Agent: "claude-code", Tool: "Bash", Summary: "curl", Detail: detail,
+			Facts: taskwire.Facts{Command: detail, Cwd: "/w", Path: "/w/a", Diff: "+Bearer s3cr3t"}}, time.Minute)
 	}()
 	defer func() { cancel(); <-done }()
 	waitFor(t, 10*time.Second, "the request opens", func() bool { return len(n0.Tasks().Approvals().List()) == 1 })
@@ -145,7 +147,7 @@ func TestPendingDetailGoesOnlyToCallersTheRemoteControlPolicyNames(t *testing.T)
 		return res.Requests
 	}
 	r := list()[0]
-	if r.Detail != "" || r.Summary != "curl" || r.Session != "s1" {
+	if r.Detail != "" || r.Command != "" || r.Path != "" || r.Diff != "" || r.Cwd != "/w" || r.Summary != "curl" || r.Session != "s1" {
 		t.Errorf("under --remote-control off a member got %+v, want the summary without the detail", r)
 	}
 	rctx, rcancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -157,7 +159,7 @@ func TestPendingDetailGoesOnlyToCallersTheRemoteControlPolicyNames(t *testing.T)
 		t.Fatal("the refused answer closed the request")
 	}
 	n0.cfg.Cluster.RemoteControl = "tw1"
-	if r := list()[0]; r.Detail != detail {
-		t.Errorf("with --remote-control tw1 the detail is %q, want the call in full", r.Detail)
+	if r := list()[0]; r.Detail != detail || r.Command != detail || r.Path != "/w/a" || r.Diff != "+Bearer s3cr3t" {
+		t.Errorf("with --remote-control tw1 the request is %+v, want the call in full", r)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/runtime"
 	rexec "github.com/harn-dev/harn/runtime/exec"
@@ -84,10 +85,12 @@ func startFBMesh(b *testing.B) *fbMesh {
 	agent := buildFakeClaude(b)
 	f := &fbMesh{fb: make(chan rexec.FirstByte, 4)}
 	const ownerName, callerName = "tw0", "tw1"
+	ws := remotepolicy.Resolve(b.TempDir()) // where the caller's tasks may run
 	tm, _ := startTrustMeshWith(b, func(cfg *Config) {
 		if cfg.Name == ownerName {
 			// Only the caller may act on the owner's runtimes.
 			cfg.Cluster.RemoteControl = callerName
+			cfg.Remote.Workspaces = []string{ws}
 			cfg.OnTaskFirstByte = func(x rexec.FirstByte) { f.fb <- x }
 		}
 	})
@@ -95,7 +98,7 @@ func startFBMesh(b *testing.B) *fbMesh {
 	f.caller = tm.join(callerName, tm.token(false, 0, 0), false)
 	f.ownerCl, f.callerCl = dialLocal(b, f.owner), dialLocal(b, f.caller)
 
-	sid, err := f.owner.Tasks().OpenExec(agent+" -p --output-format stream-json", b.TempDir())
+	sid, err := f.owner.Tasks().OpenExec(agent+" -p --output-format stream-json", ws)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -14,8 +14,10 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/callfacts"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
@@ -54,16 +56,20 @@ func (n *Node) openTasks() error {
 		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
+		Provider: n.cfg.Provider,
 		// Each harn session gets its own tool box: the core and discovery
-		// tools, the skills of its project and of the user, the servers of
-		// the user's (this node's) and the project's mcp.json, then its
-		// own --mcp servers.
+		// tools, the skills of its project (when trusted) and of the user,
+		// the servers of the user's (this node's) and the trusted
+		// project's mcp.json, then its own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace)})})
+			ShellGrace: tasks.ShellGraceFor(grace)}),
+		// A project's .harn files load only where this node trusts it.
+		Trust: projectTrust{n}})
 	if err != nil {
 		return err
 	}
 	n.tasks = h
+	n.remotePol = n.remotePolicy()
 	n.wireApprovals()
 	// Runtime sessions are memory-only: end those the previous run left.
 	live := n.sess.Live()
@@ -141,7 +147,8 @@ func taskStatus(err error) error {
 		return status.Error(codes.NotFound, err.Error())
 	case errors.Is(err, ErrAmbiguous):
 		return status.Error(codes.Aborted, err.Error())
-	case errors.Is(err, trust.ErrRemoteControl), errors.Is(err, ErrRemoteRefused), errors.Is(err, ErrRemoteExec):
+	case errors.Is(err, trust.ErrRemoteControl), errors.Is(err, ErrRemoteRefused), errors.Is(err, ErrRemoteExec),
+		errors.Is(err, remotepolicy.ErrRefused):
 		return status.Error(codes.PermissionDenied, err.Error())
 	case errors.Is(err, tasks.ErrNoRequest):
 		return status.Error(codes.NotFound, err.Error())
@@ -363,6 +370,11 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 		Detail: tasks.Detail(req.Tool, req.Input), SessionWide: req.SessionWide,
 		Key: text.Clip(req.RequestKey, presence.MaxIDLen+8), Parent: text.Clip(req.ParentSession, presence.MaxIDLen)}
 	s.n.requestFacts(&r)
+	cwd := req.Cwd
+	if cwd == "" {
+		cwd = r.Cwd // the session's
+	}
+	r.Facts = callfacts.Of(req.Agent, req.Tool, req.Input, cwd)
 	r, ans, ok, err := s.n.tasks.Approvals().Await(ctx, r, wait)
 	if err != nil {
 		return nil, taskStatus(err)
@@ -381,7 +393,7 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 
 func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
-	for _, r := range s.n.tasks.Approvals().List() {
+	for _, r := range s.n.waiting() {
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}
 	if req.LocalOnly || s.n.cl == nil {
@@ -472,6 +484,9 @@ func (s peerService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskR
 		o.Key = ""
 		a.Harn = &o
 	}
+	if err := s.n.admitRemote(id, &a); err != nil { // remote_policy.go: provider, workdir, grants
+		return nil, taskStatus(err)
+	}
 	s.n.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
 	res, err := h.Do(a)
@@ -481,11 +496,12 @@ func (s peerService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskR
 	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: s.n.cfg.Name}, nil
 }
 
-// Pending lists this node's open permission requests to a member. The
-// call in full (Detail: a command's arguments) goes only to a caller this
-// node's --remote-control policy allows, who may answer it; any other
-// member gets the summary, as the gossiped trace carries it, and so still
-// learns which session waits where.
+// Pending lists this node's open permission requests and confirmations
+// to a member. The call in full (its command, file, diff and Detail: a
+// command's arguments) goes only to a caller this node's --remote-control
+// policy allows, who may answer it; any other member gets the summary, as
+// the gossiped trace carries it, and so still learns which session waits
+// where.
 func (s peerService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
 	h := s.n.tasks
@@ -493,9 +509,9 @@ func (s peerService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.P
 		return out, nil
 	}
 	full := s.n.remoteAllowed(ctx)
-	for _, r := range h.Approvals().List() {
+	for _, r := range waitingOf(h, s.n.requestFacts) {
 		if !full {
-			r.Detail = ""
+			r = r.Summarized()
 		}
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}

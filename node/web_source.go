@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -105,14 +106,13 @@ type pendingEntry struct {
 	reqs []tasks.Request
 }
 
-// addPending adds the open permission requests to the rows of their
-// sessions: this node's own, and those of the peers in asking (the nodes
-// with a session waiting on input).
+// addPending adds the waiting calls (open permission requests and task
+// confirmations, with what each asks) to the rows of their sessions:
+// this node's own, and those of the peers in asking (the nodes with a
+// session waiting on input). A confirmation the row already names (its
+// harn task's pending calls) gets its facts in place.
 func (n *Node) addPending(ctx context.Context, rows []board.Row, asking map[string]bool) {
-	var reqs []tasks.Request
-	if n.tasks != nil {
-		reqs = n.tasks.Approvals().List()
-	}
+	reqs := n.waiting()
 	if n.cl != nil {
 		for node, ask := range asking {
 			if ask && node != n.cfg.Name {
@@ -123,22 +123,43 @@ func (n *Node) addPending(ctx context.Context, rows []board.Row, asking map[stri
 	if len(reqs) == 0 {
 		return
 	}
-	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Opened.Before(reqs[j].Opened) })
+	sort.SliceStable(reqs, func(i, j int) bool { return reqs[i].Opened.Before(reqs[j].Opened) })
 	bySession := map[string][]board.Request{}
 	for _, r := range reqs {
-		sum := r.Summary // tasks.Summarize names the tool
-		if sum == "" {
-			sum = r.Tool
-		}
-		bySession[r.Session] = append(bySession[r.Session], board.Request{ID: r.ID, Kind: "permission", Summary: sum,
-			Tool: r.Tool, Detail: r.Detail, Cwd: r.Cwd, Handle: r.Handle(), Place: r.Place(), Opened: r.Opened,
-			SessionWide: r.SessionWide})
+		bySession[r.Session] = append(bySession[r.Session], boardRequest(r))
 	}
 	for i := range rows {
-		if rs := bySession[rows[i].SessionID]; len(rs) > 0 {
-			rows[i].PendingRequests = append(rs, rows[i].PendingRequests...)
+		rs := bySession[rows[i].SessionID]
+		if len(rs) == 0 {
+			continue
 		}
+		var add []board.Request
+		for _, q := range rs {
+			if j := slices.IndexFunc(rows[i].PendingRequests, func(p board.Request) bool {
+				return p.Kind == q.Kind && p.ID == q.ID
+			}); j >= 0 {
+				rows[i].PendingRequests[j] = q
+				continue
+			}
+			add = append(add, q)
+		}
+		rows[i].PendingRequests = append(add, rows[i].PendingRequests...)
 	}
+}
+
+// boardRequest is a waiting call as the board shows it.
+func boardRequest(r tasks.Request) board.Request {
+	sum := r.Summary // tasks.Summarize names the tool
+	if sum == "" {
+		sum = r.Tool
+	}
+	kind := r.Kind
+	if kind == "" {
+		kind = tasks.KindPermission
+	}
+	return board.Request{ID: r.ID, Kind: kind, TaskID: r.Task, Summary: sum, Tool: r.Tool, Agent: r.Agent,
+		Detail: r.Detail, Command: r.Command, CommandCut: r.CommandCut, Path: r.Path, Diff: r.Diff, DiffCut: r.DiffCut,
+		Cwd: r.Cwd, Handle: r.Handle(), Place: r.Place(), Opened: r.Opened, SessionWide: r.SessionWide}
 }
 
 // peerPending returns a reachable peer's open permission requests, from

@@ -201,6 +201,16 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 	if lvl < Execute {
 		return c, false, refuse(CheckGrant, name, ErrNotGranted, "the task holds %s for this input; a call needs execute", lvl)
 	}
+	if c.Guarded && c.Subject == SubjectPath {
+		if p, ok := protectedSubject(req.Subject, t.s.cfg.Workdir); ok {
+			if !namesPath(t.grants, &c, req.Subject, t.s.cfg.Workdir) {
+				return c, false, refuse(CheckProtected, name, ErrProtectedPath,
+					"%s is under %s, which no profile or pattern opens; a grant naming the path asks for a confirmation: `execute %s(%s) confirm`",
+					req.Subject, p, name, req.Subject)
+			}
+			confirm = true
+		}
+	}
 	if _, ok := t.loaded[name]; !ok && !c.Core {
 		return c, false, refuse(CheckLoad, name, ErrNotLoaded, "load it first")
 	}

@@ -64,6 +64,10 @@ type Capability struct {
 	Tokens       int     `json:"tokens,omitempty"`
 	Core         bool    `json:"core,omitempty"`
 	Subject      Subject `json:"subject,omitempty"`
+	// Guarded: a path tool whose calls on a protected path
+	// (ProtectedPath) need a grant naming that path with confirm (harn's
+	// own write and edit).
+	Guarded bool `json:"guarded,omitempty"`
 }
 
 // catalog is one immutable generation of a named catalog.

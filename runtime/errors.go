@@ -41,6 +41,7 @@ var (
 	ErrProviderDisabled  = errors.New("runtime: the capability's provider is disabled")
 	ErrNotLoaded         = errors.New("runtime: the tool's schema is not loaded in this task")
 	ErrNotGranted        = errors.New("runtime: the task's grants do not allow this")
+	ErrProtectedPath     = errors.New("runtime: a protected path opens only to a grant naming it with confirm")
 	ErrAwaitingAck       = errors.New("runtime: a mutating call ended with an unknown outcome; new mutations wait for an acknowledgement (ack)")
 	ErrWrongKind         = errors.New("runtime: the capability is of another kind")
 
@@ -71,6 +72,7 @@ const (
 	CheckProvider   Check = "provider_enabled"
 	CheckKind       Check = "kind"
 	CheckGrant      Check = "grant"
+	CheckProtected  Check = "protected_path"
 	CheckLoad       Check = "load_state"
 	CheckAck        Check = "ack"
 )

@@ -220,6 +220,7 @@ func TestAskSkillActivatedForOneStepAndBySlashForTheTask(t *testing.T) {
 	project := t.TempDir()
 	writeSkill(t, project, "review", "REVIEW-RULES-BODY")
 	writeSkill(t, project, "lint", "LINT-RULES-BODY")
+	e.ok("trust", "add", project) // a project's skills load only where it is trusted
 	m := modeltest.New(t,
 		calls(call("a1", "skills_activate", `{"name":"lint"}`)),
 		calls(call("g1", "glob", `{"pattern":"*"}`)),

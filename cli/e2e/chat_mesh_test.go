@@ -10,11 +10,12 @@ import (
 )
 
 // startHarnOn starts a harn session on m (its own CLI, the provider key
-// in its environment) running prompt, and returns the start's answer.
-func startHarnOn(t *testing.T, m *meshNode, model *modeltest.Server, prompt string) taskResultJSON {
+// in its environment) running prompt in workdir, read-only, and returns
+// the start's answer.
+func startHarnOn(t *testing.T, m *meshNode, model *modeltest.Server, workdir, prompt string) taskResultJSON {
 	t.Helper()
 	r := run(t, append(m.hookEnv(), "HARN_PROVIDER_KEY=k"), "", "task", "start", "--agent", "harn", "--provider-url", model.URL(),
-		"--model", "test-model", "--profile", "full", "--workdir", t.TempDir(), "--json", prompt)
+		"--model", "test-model", "--profile", "read-only", "--workdir", workdir, "--json", prompt)
 	if r.code != 0 {
 		t.Fatalf("harn session start on %s: %v", m.name, r)
 	}
@@ -30,19 +31,20 @@ func startHarnOn(t *testing.T, m *meshNode, model *modeltest.Server, prompt stri
 // (a routed task show) in the same run.
 func TestAttachFromAnotherNodeSteersOverTheMesh(t *testing.T) {
 	s0, n1 := remoteMesh(t, "n1", "")
-	wd := t.TempDir()
+	wd := workspaceOf(t, s0) // a session n1 may steer works in one of s0's workspaces
 	f := filepath.Join(wd, "notes.txt")
 	writeFileT(t, f, "pelican", 0o600)
 	hold := make(chan struct{})
 	first := modeltest.Calls(true, modeltest.Call{ID: "c1", Name: "read", Args: `{"path":"` + f + `"}`})
 	first.Hold = hold
 	m := modeltest.New(t, first, modeltest.Text("steered from afar"))
-	st := startHarnOn(t, s0, m, "read the notes")
+	st := startHarnOn(t, s0, m, wd, "read the notes")
 	requestsAtLeast(t, m, 1)
 
 	p := startChat(t, n1.root, "attach", t.TempDir(), n1.hookEnv(), "attach", st.Session[:12])
-	p.waitScreen("attached through the owner", "session "+st.Session+" on s0")
-	p.waitScreen("the owner's history is on screen", "you> read the notes")
+	p.waitScreen("attached through the owner", "session "+st.Session[:8])
+	p.waitScreen("on its owner", " on s0")
+	p.waitScreen("the owner's history is on screen", "❯ read the notes")
 	start := time.Now()
 	p.typeLine("steer over the mesh", "Enter")
 	p.waitScreen("the steer is acknowledged", ": delivered at the next step boundary")
@@ -56,7 +58,7 @@ func TestAttachFromAnotherNodeSteersOverTheMesh(t *testing.T) {
 		t.Fatalf("the request after the step boundary carries %q: %v", got, modeltest.Messages(reqs[1]))
 	}
 	p.waitScreen("the steered turn's answer reaches n1's screen", "steered from afar")
-	if s := p.screen(); !strings.Contains(s, "you (steer, at step 2)> steer over the mesh") {
+	if s := p.screen(); !strings.Contains(s, "↳ steer at step 2: steer over the mesh") {
 		t.Fatalf("the steer is not on the screen:\n%s", s)
 	}
 }
@@ -71,8 +73,13 @@ func TestAttachIsRefusedWithoutTheOwnersRemoteControl(t *testing.T) {
 	r := modeltest.Text("never seen")
 	r.Hold = hold
 	m := modeltest.New(t, r)
-	st := startHarnOn(t, s0, m, "private work")
-	refused(t, "an attach from n1", n1.harn("", "attach", st.Session), "--remote-control off")
+	st := startHarnOn(t, s0, m, t.TempDir(), "private work")
+	// n1 finds the session's owner through the registry, which may lag
+	// the start by a moment.
+	eventually(t, meshTimeout, "an attach from n1 is refused by s0's policy", func() (bool, string) {
+		r := n1.harn("", "attach", st.Session)
+		return r.code == 16 && strings.Contains(r.stderr, "--remote-control off") && !strings.Contains(strings.TrimSpace(r.stderr), "\n"), r.String()
+	})
 	if len(m.Requests()) > 1 {
 		t.Fatalf("the refused attach reached the model: %d requests", len(m.Requests()))
 	}

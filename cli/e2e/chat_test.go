@@ -65,23 +65,23 @@ func (p *chatPane) kill() { tmux(p.t, p.sock, "kill-server") }
 func (p *chatPane) typeLine(s, key string) {
 	p.t.Helper()
 	p.keys("-l", s)
-	p.waitScreen("the input line shows "+s, "> "+s+"_")
+	p.waitScreen("the input shows "+s, "❯ "+s)
 	p.keys(key)
 }
 
-// transcriptOf is the screen between its two rules: the session's lines.
+// transcriptOf is the screen between its header and what is below the
+// transcript (an approval box, the session's lines): the session's lines.
 func transcriptOf(s string) string {
 	var out []string
-	in := false
-	for _, l := range strings.Split(s, "\n") {
-		if strings.HasPrefix(l, "----------") {
-			if in {
-				break
-			}
-			in = true
+	for i, l := range strings.Split(s, "\n") {
+		if i == 0 {
 			continue
 		}
-		if in && strings.TrimSpace(l) != "" {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "╭") || strings.HasPrefix(t, "context:") || strings.HasPrefix(t, "queue:") || strings.HasPrefix(t, "children:") {
+			break
+		}
+		if t != "" {
 			out = append(out, strings.TrimRight(l, " "))
 		}
 	}
@@ -128,7 +128,7 @@ func TestChatEnterSteersAtTheStepBoundaryAltEnterAndTabQueueFollowUps(t *testing
 	p := startChat(t, e.root, "steer", wd, append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), chatArgs(m)...)
 	p.waitScreen("the TUI is up", "Enter steer")
 	p.typeLine("read the notes", "Enter")
-	p.waitScreen("the prompt is on screen", "you> read the notes")
+	p.waitScreen("the prompt is on screen", "❯ read the notes")
 	requestsAtLeast(t, m, 1)
 
 	start := time.Now()
@@ -161,7 +161,7 @@ func TestChatEnterSteersAtTheStepBoundaryAltEnterAndTabQueueFollowUps(t *testing
 		t.Fatalf("the follow-ups ran as %q then %q", a, b)
 	}
 	s := p.screen()
-	for _, want := range []string{"you (steer, at step 2)> mind the pelican", "[tool] read (c1): succeeded", "steered answer", "you> then A", "answer A"} {
+	for _, want := range []string{"↳ steer at step 2: mind the pelican", "● read " + f + "  ✓", "steered answer", "❯ then A", "answer A"} {
 		if !strings.Contains(s, want) {
 			t.Fatalf("the screen lacks %q:\n%s", want, s)
 		}
@@ -177,16 +177,16 @@ func TestChatEscStopsARunningShellWithinItsGrace(t *testing.T) {
 	p := startChat(t, e.root, "esc", wd, append(e.hookEnv(), "HARN_PROVIDER_KEY=k"), chatArgs(m)...)
 	p.waitScreen("the TUI is up", "Enter steer")
 	p.typeLine("sleep a while", "Enter")
-	p.waitScreen("the shell runs", "[tool] shell (c1): running")
+	p.waitScreen("the shell runs", "● shell $ sleep 60  … running")
 	start := time.Now()
 	p.keys("Escape")
-	p.waitScreen("the screen says the abort happened", "last: aborted ")
-	s := p.waitScreen("the shell stopped", "[tool] shell (c1): aborted")
+	p.waitScreen("the screen says the abort happened", " aborted t-")
+	s := p.waitScreen("the shell stopped", "● shell $ sleep 60  ✗ aborted")
 	if d := time.Since(start); d > 2*time.Second+3*time.Second {
 		t.Fatalf("the shell stopped %v after Esc; the grace is 2s", d)
 	}
 	s = p.waitScreen("the turn ended cancelled", " cancelled")
-	if !strings.Contains(s, "-- ") {
+	if !strings.Contains(s, "── ") {
 		t.Fatalf("no end line:\n%s", s)
 	}
 }
@@ -201,7 +201,7 @@ func TestChatKilledAndRunAgainPaintsTheSameScreen(t *testing.T) {
 	p := startChat(t, e.root, "first", wd, env, chatArgs(m)...)
 	p.waitScreen("the TUI is up", "Enter steer")
 	p.typeLine("say two lines", "Enter")
-	s := p.waitScreen("the turn ended", " succeeded")
+	s := p.waitScreen("the turn ended", " succeeded ──")
 	before := transcriptOf(s)
 	// The escape sequence's ESC is dropped: its rest shows as plain text,
 	// not as a colour.
@@ -211,7 +211,10 @@ func TestChatKilledAndRunAgainPaintsTheSameScreen(t *testing.T) {
 	p.kill()
 
 	again := startChat(t, e.root, "again", wd, env)
-	s = again.waitScreen("harn alone attached to the session", "line two [31mred")
+	again.waitScreen("harn alone lists the directory's sessions", "sessions of this directory")
+	again.waitScreen("with the first prompt", "say two lines")
+	again.keys("Enter")
+	s = again.waitScreen("the picked session is on screen", "line two [31mred")
 	eventually(t, stateTimeout, "the same screen", func() (bool, string) {
 		s = again.screen()
 		return transcriptOf(s) == before, "before:\n" + before + "\nnow:\n" + transcriptOf(s)

@@ -39,11 +39,25 @@ func launcherConfig(t *testing.T, extra map[string][]string) string {
 }
 
 // remoteMesh is trustedMesh with s0's --remote-control policy, its
-// --remote-exec list and the launchers of launcherConfig.
+// --remote-exec list, the launchers of launcherConfig and a workspace
+// (workspaceOf), where the tasks n1 starts there work.
 func remoteMesh(t *testing.T, policy, remoteExec string, s0Env ...string) (s0, n1 *meshNode) {
 	t.Helper()
-	env := append([]string{launcherConfig(t, nil), "HARN_REMOTE_CONTROL=" + policy, "HARN_REMOTE_EXEC=" + remoteExec}, s0Env...)
+	env := append([]string{launcherConfig(t, nil), "HARN_REMOTE_CONTROL=" + policy, "HARN_REMOTE_EXEC=" + remoteExec,
+		"HARN_WORKSPACE=" + t.TempDir()}, s0Env...)
 	return trustedMesh(t, env...)
+}
+
+// workspaceOf is the first --workspace m's environment names.
+func workspaceOf(t *testing.T, m *meshNode) string {
+	t.Helper()
+	for _, kv := range m.base {
+		if v, ok := strings.CutPrefix(kv, "HARN_WORKSPACE="); ok {
+			return strings.Split(v, ",")[0]
+		}
+	}
+	t.Fatalf("%s has no HARN_WORKSPACE", m.name)
+	return ""
 }
 
 // operatorAt is how a node records an action of this test's user made
@@ -161,7 +175,8 @@ type digestJSON struct {
 // `harn task ack` from n1 reaches the owner; then mutations run again.
 func TestRemoteCancelOfAHungMutationIsUnknownAndMutationsWaitForAck(t *testing.T) {
 	// s0's agents report their tool calls to s0 through `harn hook`.
-	s0, n1 := remoteMesh(t, "n1", "fake", "HARN_TASK_GRACE=1s", "FAKEAGENT_HOOK="+harnBin+" hook claude-code")
+	s0, n1 := remoteMesh(t, "n1", "fake", "HARN_TASK_GRACE=1s", "FAKEAGENT_HOOK="+harnBin+" hook claude-code",
+		"HARN_REMOTE_PROFILES=read-only,full") // the mutations need full, which s0 lets n1 give
 	target := filepath.Join(s0.root, "mutated")
 
 	first := n1.task("start", "--node", "s0", "--launcher", "fake", "--profile", "full", "ignore-sigint mutate-hang="+target)

@@ -109,6 +109,9 @@ func runNode(c *cobra.Command) error {
 	if err := launcherConfig(c, &cfg); err != nil {
 		return err
 	}
+	if err := agentConfig(c, &cfg); err != nil { // agent_config.go
+		return err
+	}
 	stopTracing, err := openTracing(c, &cfg) // tracing.go
 	if err != nil {
 		return err

@@ -4,4 +4,4 @@
 // harn's processes and imports nothing of the daemon.
 package api
 
-//go:generate protoc --go_out=. --go_opt=paths=source_relative values.proto hook.proto task.proto harn.proto cluster.proto local.proto
+//go:generate protoc --go_out=. --go_opt=paths=source_relative values.proto hook.proto task.proto harn.proto cluster.proto local.proto dirtrust.proto

@@ -1704,7 +1704,9 @@ type ApprovalRequest struct {
 	RequestKey    string `protobuf:"bytes,6,opt,name=request_key,json=requestKey,proto3" json:"request_key,omitempty"`
 	ParentSession string `protobuf:"bytes,7,opt,name=parent_session,json=parentSession,proto3" json:"parent_session,omitempty"`
 	// session_wide: the agent can take "allow for this session".
-	SessionWide   bool `protobuf:"varint,8,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
+	SessionWide bool `protobuf:"varint,8,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
+	// cwd is the hook payload's working directory: where the call runs.
+	Cwd           string `protobuf:"bytes,9,opt,name=cwd,proto3" json:"cwd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1793,6 +1795,13 @@ func (x *ApprovalRequest) GetSessionWide() bool {
 		return x.SessionWide
 	}
 	return false
+}
+
+func (x *ApprovalRequest) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
 }
 
 type ApprovalResponse struct {
@@ -4554,7 +4563,7 @@ const file_harn_proto_rawDesc = "" +
 	"\x14RemoveServerResponse\"M\n" +
 	"\rDecideRequest\x12*\n" +
 	"\x05query\x18\x02 \x01(\v2\x14.harn.v1.DecideQueryR\x05queryJ\x04\b\x01\x10\x02R\n" +
-	"query_json\"\xef\x01\n" +
+	"query_json\"\x81\x02\n" +
 	"\x0fApprovalRequest\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x14\n" +
 	"\x05agent\x18\x02 \x01(\tR\x05agent\x12\x12\n" +
@@ -4564,7 +4573,8 @@ const file_harn_proto_rawDesc = "" +
 	"\vrequest_key\x18\x06 \x01(\tR\n" +
 	"requestKey\x12%\n" +
 	"\x0eparent_session\x18\a \x01(\tR\rparentSession\x12!\n" +
-	"\fsession_wide\x18\b \x01(\bR\vsessionWide\"\x93\x01\n" +
+	"\fsession_wide\x18\b \x01(\bR\vsessionWide\x12\x10\n" +
+	"\x03cwd\x18\t \x01(\tR\x03cwd\"\x93\x01\n" +
 	"\x10ApprovalResponse\x12\x1a\n" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x18\n" +

@@ -383,7 +383,9 @@ type DecideQuery struct {
 	// `harn task confirm`.
 	WaitMs int64 `protobuf:"varint,8,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	// claims are the paths the call writes, by repository.
-	Claims        []*PathClaim `protobuf:"bytes,9,rep,name=claims,proto3" json:"claims,omitempty"`
+	Claims []*PathClaim `protobuf:"bytes,9,rep,name=claims,proto3" json:"claims,omitempty"`
+	// cwd is the hook payload's working directory: where the call runs.
+	Cwd           string `protobuf:"bytes,10,opt,name=cwd,proto3" json:"cwd,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -479,6 +481,13 @@ func (x *DecideQuery) GetClaims() []*PathClaim {
 		return x.Claims
 	}
 	return nil
+}
+
+func (x *DecideQuery) GetCwd() string {
+	if x != nil {
+		return x.Cwd
+	}
+	return ""
 }
 
 // PathClaim names paths of one repository a session claims (or
@@ -599,7 +608,7 @@ const file_hook_proto_rawDesc = "" +
 	"\bdecision\x18\x01 \x01(\tR\bdecision\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x12\x12\n" +
 	"\x04task\x18\x03 \x01(\tR\x04task\x12\x12\n" +
-	"\x04call\x18\x04 \x01(\tR\x04call\"\xec\x01\n" +
+	"\x04call\x18\x04 \x01(\tR\x04call\"\xfe\x01\n" +
 	"\vDecideQuery\x12\x14\n" +
 	"\x05phase\x18\x01 \x01(\tR\x05phase\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -609,7 +618,9 @@ const file_hook_proto_rawDesc = "" +
 	"\x04call\x18\x06 \x01(\tR\x04call\x12\x16\n" +
 	"\x06failed\x18\a \x01(\bR\x06failed\x12\x17\n" +
 	"\await_ms\x18\b \x01(\x03R\x06waitMs\x12*\n" +
-	"\x06claims\x18\t \x03(\v2\x12.harn.v1.PathClaimR\x06claims\"w\n" +
+	"\x06claims\x18\t \x03(\v2\x12.harn.v1.PathClaimR\x06claims\x12\x10\n" +
+	"\x03cwd\x18\n" +
+	" \x01(\tR\x03cwd\"w\n" +
 	"\tPathClaim\x12\x18\n" +
 	"\asession\x18\x01 \x01(\tR\asession\x12\x12\n" +
 	"\x04repo\x18\x02 \x01(\tR\x04repo\x12\x14\n" +

@@ -248,6 +248,15 @@ func (c *Client) Context(ctx context.Context, in *ContextRequest) (*ContextRespo
 	return out, nil
 }
 
+// DirTrust calls /harn.v1.Local/DirTrust.
+func (c *Client) DirTrust(ctx context.Context, in *DirTrustRequest) (*DirTrustResponse, error) {
+	out := new(DirTrustResponse)
+	if err := c.Invoke(ctx, "/harn.v1.Local/DirTrust", in, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TokenCreate calls /harn.v1.MeshAdmin/TokenCreate.
 func (c *AdminClient) TokenCreate(ctx context.Context, in *TokenCreateRequest) (*TokenCreated, error) {
 	out := new(TokenCreated)

@@ -349,17 +349,22 @@ func (x *HarnOptions) GetCompaction() bool {
 // AgentEvent is one event of harn's loop (a model step, a tool call, a
 // message); text is the model's, untrusted.
 type AgentEvent struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Type          string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
-	Task          string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
-	Step          int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
-	Call          string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
-	Tool          string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
-	Text          string                 `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
-	Outcome       string                 `protobuf:"bytes,7,opt,name=outcome,proto3" json:"outcome,omitempty"`
-	Status        string                 `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
-	Usage         *ModelUsage            `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
-	At            *Time                  `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Type    string                 `protobuf:"bytes,1,opt,name=type,proto3" json:"type,omitempty"`
+	Task    string                 `protobuf:"bytes,2,opt,name=task,proto3" json:"task,omitempty"`
+	Step    int32                  `protobuf:"varint,3,opt,name=step,proto3" json:"step,omitempty"`
+	Call    string                 `protobuf:"bytes,4,opt,name=call,proto3" json:"call,omitempty"`
+	Tool    string                 `protobuf:"bytes,5,opt,name=tool,proto3" json:"tool,omitempty"`
+	Text    string                 `protobuf:"bytes,6,opt,name=text,proto3" json:"text,omitempty"`
+	Outcome string                 `protobuf:"bytes,7,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	Status  string                 `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
+	Usage   *ModelUsage            `protobuf:"bytes,9,opt,name=usage,proto3" json:"usage,omitempty"`
+	At      *Time                  `protobuf:"bytes,10,opt,name=at,proto3" json:"at,omitempty"`
+	// args, diff (a call's input.requested and tool.pre) and output
+	// (tool.post): bounded previews of the call, untrusted.
+	Args          string `protobuf:"bytes,11,opt,name=args,proto3" json:"args,omitempty"`
+	Diff          string `protobuf:"bytes,12,opt,name=diff,proto3" json:"diff,omitempty"`
+	Output        string `protobuf:"bytes,13,opt,name=output,proto3" json:"output,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -462,6 +467,27 @@ func (x *AgentEvent) GetAt() *Time {
 		return x.At
 	}
 	return nil
+}
+
+func (x *AgentEvent) GetArgs() string {
+	if x != nil {
+		return x.Args
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetDiff() string {
+	if x != nil {
+		return x.Diff
+	}
+	return ""
+}
+
+func (x *AgentEvent) GetOutput() string {
+	if x != nil {
+		return x.Output
+	}
+	return ""
 }
 
 // ModelUsage is what one model call used, as the provider reported it,
@@ -2104,7 +2130,22 @@ type PermissionRequest struct {
 	Project string `protobuf:"bytes,13,opt,name=project,proto3" json:"project,omitempty"`
 	Branch  string `protobuf:"bytes,14,opt,name=branch,proto3" json:"branch,omitempty"`
 	// session_wide says whether the agent can take "allow for this session".
-	SessionWide   bool `protobuf:"varint,15,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
+	SessionWide bool `protobuf:"varint,15,opt,name=session_wide,json=sessionWide,proto3" json:"session_wide,omitempty"`
+	// kind is permission (an agent's permission request, answered by id)
+	// or confirmation (a harn task's call that waits for harn task
+	// confirm); task and call name a confirmation's call.
+	Kind string `protobuf:"bytes,16,opt,name=kind,proto3" json:"kind,omitempty"`
+	Task string `protobuf:"bytes,17,opt,name=task,proto3" json:"task,omitempty"`
+	Call string `protobuf:"bytes,18,opt,name=call,proto3" json:"call,omitempty"`
+	// command, path and diff are what the call asks, read from its own
+	// input and bounded: a shell call's whole command (cwd: where it runs),
+	// a write's file and its unified diff; command_cut and diff_cut say
+	// that the bound left part of it out.
+	Command       string `protobuf:"bytes,19,opt,name=command,proto3" json:"command,omitempty"`
+	Path          string `protobuf:"bytes,20,opt,name=path,proto3" json:"path,omitempty"`
+	Diff          string `protobuf:"bytes,21,opt,name=diff,proto3" json:"diff,omitempty"`
+	CommandCut    bool   `protobuf:"varint,22,opt,name=command_cut,json=commandCut,proto3" json:"command_cut,omitempty"`
+	DiffCut       bool   `protobuf:"varint,23,opt,name=diff_cut,json=diffCut,proto3" json:"diff_cut,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2244,6 +2285,62 @@ func (x *PermissionRequest) GetSessionWide() bool {
 	return false
 }
 
+func (x *PermissionRequest) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetCall() string {
+	if x != nil {
+		return x.Call
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetCommand() string {
+	if x != nil {
+		return x.Command
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetDiff() string {
+	if x != nil {
+		return x.Diff
+	}
+	return ""
+}
+
+func (x *PermissionRequest) GetCommandCut() bool {
+	if x != nil {
+		return x.CommandCut
+	}
+	return false
+}
+
+func (x *PermissionRequest) GetDiffCut() bool {
+	if x != nil {
+		return x.DiffCut
+	}
+	return false
+}
+
 type PermissionAnswer struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Allow         bool                   `protobuf:"varint,1,opt,name=allow,proto3" json:"allow,omitempty"`
@@ -2364,7 +2461,7 @@ const file_values_proto_rawDesc = "" +
 	"\n" +
 	"compaction\x18\n" +
 	" \x01(\bR\n" +
-	"compaction\"\x80\x02\n" +
+	"compaction\"\xc0\x02\n" +
 	"\n" +
 	"AgentEvent\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
@@ -2377,7 +2474,10 @@ const file_values_proto_rawDesc = "" +
 	"\x06status\x18\b \x01(\tR\x06status\x12)\n" +
 	"\x05usage\x18\t \x01(\v2\x13.harn.v1.ModelUsageR\x05usage\x12\x1d\n" +
 	"\x02at\x18\n" +
-	" \x01(\v2\r.harn.v1.TimeR\x02at\"\x99\x02\n" +
+	" \x01(\v2\r.harn.v1.TimeR\x02at\x12\x12\n" +
+	"\x04args\x18\v \x01(\tR\x04args\x12\x12\n" +
+	"\x04diff\x18\f \x01(\tR\x04diff\x12\x16\n" +
+	"\x06output\x18\r \x01(\tR\x06output\"\x99\x02\n" +
 	"\n" +
 	"ModelUsage\x12\x1a\n" +
 	"\bprovider\x18\x01 \x01(\tR\bprovider\x12\x12\n" +
@@ -2538,7 +2638,7 @@ const file_values_proto_rawDesc = "" +
 	"\fawaiting_ack\x18\x06 \x03(\tR\vawaitingAck\"J\n" +
 	"\x04Time\x12\x1b\n" +
 	"\tunix_nano\x18\x01 \x01(\x03R\bunixNano\x12%\n" +
-	"\x0eoffset_seconds\x18\x02 \x01(\x05R\roffsetSeconds\"\x9a\x03\n" +
+	"\x0eoffset_seconds\x18\x02 \x01(\x05R\roffsetSeconds\"\xd4\x04\n" +
 	"\x11PermissionRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
 	"\asession\x18\x02 \x01(\tR\asession\x12\x12\n" +
@@ -2555,7 +2655,16 @@ const file_values_proto_rawDesc = "" +
 	"\x03cwd\x18\f \x01(\tR\x03cwd\x12\x18\n" +
 	"\aproject\x18\r \x01(\tR\aproject\x12\x16\n" +
 	"\x06branch\x18\x0e \x01(\tR\x06branch\x12!\n" +
-	"\fsession_wide\x18\x0f \x01(\bR\vsessionWide\"\x92\x01\n" +
+	"\fsession_wide\x18\x0f \x01(\bR\vsessionWide\x12\x12\n" +
+	"\x04kind\x18\x10 \x01(\tR\x04kind\x12\x12\n" +
+	"\x04task\x18\x11 \x01(\tR\x04task\x12\x12\n" +
+	"\x04call\x18\x12 \x01(\tR\x04call\x12\x18\n" +
+	"\acommand\x18\x13 \x01(\tR\acommand\x12\x12\n" +
+	"\x04path\x18\x14 \x01(\tR\x04path\x12\x12\n" +
+	"\x04diff\x18\x15 \x01(\tR\x04diff\x12\x1f\n" +
+	"\vcommand_cut\x18\x16 \x01(\bR\n" +
+	"commandCut\x12\x19\n" +
+	"\bdiff_cut\x18\x17 \x01(\bR\adiffCut\"\x92\x01\n" +
 	"\x10PermissionAnswer\x12\x14\n" +
 	"\x05allow\x18\x01 \x01(\bR\x05allow\x12\x0e\n" +
 	"\x02by\x18\x02 \x01(\tR\x02by\x12\x16\n" +

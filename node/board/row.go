@@ -106,15 +106,44 @@ type Request struct {
 	Kind    string // "permission" or "confirmation"
 	TaskID  string // the harn task a confirmation belongs to
 	Summary string // what is asked, for people
-	// A permission request's facts: the tool, the call in full (a
-	// command, or a file and its diff summary), the session's cwd, name
-	// and project@branch, when it opened, and whether the agent takes
-	// "allow for this session".
-	Tool, Detail, Cwd, Handle, Place string
-	Opened                           time.Time
-	SessionWide                      bool
+	// What the call asks, from its own input: the tool and agent, a shell
+	// call's whole command (CommandCut: only its head, at the bound) and
+	// the cwd it runs in, a write's file and its diff (DiffCut: cut at the
+	// bound), and the call in one line (Detail: another tool's input);
+	// the session's name and project@branch, when it opened, and whether
+	// the agent takes "allow for this session".
+	Tool, Agent, Detail, Cwd, Handle, Place string
+	Command, Path, Diff                     string
+	CommandCut, DiffCut                     bool
+	Opened                                  time.Time
+	SessionWide                             bool
 	// Waited is how long it has waited, as the page shows it.
 	Waited string
+}
+
+// HasFacts reports whether the request says what it asks.
+func (q Request) HasFacts() bool {
+	return q.Command != "" || q.Path != "" || q.Diff != "" || q.Detail != ""
+}
+
+// What is the call as the dialog names it: the whole command, else the
+// file, else the call in one line.
+func (q Request) What() string {
+	switch {
+	case q.Command != "":
+		return q.Command
+	case q.Path != "":
+		return "file " + q.Path
+	}
+	return q.Detail
+}
+
+// DiffLines counts the diff's lines, for its collapsed summary.
+func (q Request) DiffLines() int {
+	if q.Diff == "" {
+		return 0
+	}
+	return strings.Count(q.Diff, "\n") + 1
 }
 
 // HarnTask is a session's harn task as the task runtime shows it.
@@ -348,7 +377,8 @@ func taskOf(b json.RawMessage) *HarnTask {
 }
 
 // requestsOf reads pending_requests: request ids, or objects with id, kind,
-// task_id and summary (or tool).
+// task_id and summary (or tool), and what the call asks: tool, agent,
+// command, cwd, path, diff, detail, command_cut, diff_cut and opened.
 func requestsOf(b json.RawMessage) []Request {
 	b = bytes.TrimSpace(b)
 	if isNull(b) || b[0] != '[' {
@@ -368,6 +398,10 @@ func requestsOf(b json.RawMessage) []Request {
 			if k := strOf(m["kind"]); k != "" {
 				rq.Kind = k
 			}
+			rq.Tool, rq.Agent, rq.Cwd, rq.Path = strOf(m["tool"]), strOf(m["agent"]), strOf(m["cwd"]), strOf(m["path"])
+			rq.Command, rq.Diff, rq.Detail = strOf(m["command"]), strOf(m["diff"]), strOf(m["detail"])
+			rq.CommandCut, rq.DiffCut = boolOf(m["command_cut"]), boolOf(m["diff_cut"])
+			rq.Opened = timeOf(m["opened"])
 			if rq.Summary = strOf(m["summary"]); rq.Summary == "" {
 				rq.Summary = strOf(m["tool"])
 			}
@@ -397,8 +431,12 @@ func clean(r Row) Row {
 	if r.PendingRequests != nil {
 		rs := make([]Request, len(r.PendingRequests))
 		for i, q := range r.PendingRequests {
+			cmd, cmdCut := text.CutBytes(text.Lines(q.Command), maxCommand)
+			diff, diffCut := text.CutBytes(text.Lines(q.Diff), maxDiff)
 			rs[i] = Request{ID: c(q.ID), Kind: c(q.Kind), TaskID: c(q.TaskID), Summary: c(q.Summary), Tool: c(q.Tool),
-				Detail: text.Clip(c(q.Detail), maxDetail), Cwd: c(q.Cwd), Handle: c(q.Handle), Place: c(q.Place),
+				Agent: c(q.Agent), Detail: text.Clip(c(q.Detail), maxDetail), Cwd: text.Clip(c(q.Cwd), maxPath),
+				Handle: c(q.Handle), Place: c(q.Place), Path: text.Clip(c(q.Path), maxPath),
+				Command: cmd, CommandCut: q.CommandCut || cmdCut, Diff: diff, DiffCut: q.DiffCut || diffCut,
 				Opened: q.Opened, SessionWide: q.SessionWide}
 		}
 		r.PendingRequests = rs

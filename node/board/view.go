@@ -122,8 +122,14 @@ type boardView struct {
 
 func short(id string) string { return text.Clip(id, 12) }
 
-// maxDetail bounds a request's detail on a page, in runes.
-const maxDetail = 2048
+// Bounds of a request's facts on a page: the detail and a path in runes,
+// the command and the diff in bytes (the node's own bounds).
+const (
+	maxDetail  = 2048
+	maxPath    = 1024
+	maxCommand = 4 << 10
+	maxDiff    = 8 << 10
+)
 
 // waited returns rs with how long each has waited, at now.
 func waited(now time.Time, rs []Request) []Request {

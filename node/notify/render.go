@@ -25,8 +25,13 @@ const (
 	maxWaiting = 120
 	maxID      = 128
 	maxLink    = 512
-	// maxDetail bounds a request's detail (the full command), in runes.
-	maxDetail = 2048
+	// maxDetail bounds a request's detail (the call in one line), in
+	// runes; maxPath a file or a cwd, in runes; maxCommand and maxDiff
+	// the command and the diff, in bytes.
+	maxDetail  = 2048
+	maxPath    = 1024
+	maxCommand = 4 << 10
+	maxDiff    = 8 << 10
 	// MaxText bounds a message's text.
 	MaxText = 600
 	// MaxTitle bounds a message's title.
@@ -72,14 +77,26 @@ type PayloadSession struct {
 	Request *PayloadRequest `json:"request,omitempty"`
 }
 
-// PayloadRequest is the permission request of a needs_input message: its
-// id, the tool, the safe summary, and the call in full (the command, or a
-// file and its diff summary; only in the json format).
+// PayloadRequest is the call a needs_input message's session waits on:
+// its id, kind (permission, or a harn task's confirmation), the tool,
+// the safe summary, and the call in full, only in the json format: the
+// call in one line (detail), the whole command (with its line breaks;
+// command_cut: cut at 4 KiB) and the cwd it runs in, a write's file
+// (path) and unified diff (diff_cut: cut at 8 KiB), and since when it
+// waits. Every string is stripped of control characters.
 type PayloadRequest struct {
-	ID      string `json:"id"`
-	Tool    string `json:"tool,omitempty"`
-	Summary string `json:"summary,omitempty"`
-	Detail  string `json:"detail,omitempty"`
+	ID           string `json:"id"`
+	Kind         string `json:"kind,omitempty"`
+	Tool         string `json:"tool,omitempty"`
+	Summary      string `json:"summary,omitempty"`
+	Detail       string `json:"detail,omitempty"`
+	Command      string `json:"command,omitempty"`
+	CommandCut   bool   `json:"command_cut,omitempty"`
+	Cwd          string `json:"cwd,omitempty"`
+	Path         string `json:"path,omitempty"`
+	Diff         string `json:"diff,omitempty"`
+	DiffCut      bool   `json:"diff_cut,omitempty"`
+	WaitingSince string `json:"waiting_since,omitempty"`
 }
 
 // clean returns s with every text field folded to one safe line and
@@ -93,7 +110,13 @@ func clean(s Session) Session {
 	s.Link = c(s.Link, maxLink)
 	if s.Permission != nil {
 		r := *s.Permission
-		r.ID, r.Tool, r.Summary, r.Detail = c(r.ID, maxID), c(r.Tool, maxAgent), c(r.Summary, maxReason), c(r.Detail, maxDetail)
+		r.ID, r.Kind, r.Tool, r.Summary, r.Detail = c(r.ID, maxID), c(r.Kind, 32), c(r.Tool, maxAgent), c(r.Summary, maxReason), c(r.Detail, maxDetail)
+		r.Cwd, r.Path = c(r.Cwd, maxPath), c(r.Path, maxPath)
+		var cut bool
+		r.Command, cut = text.CutBytes(text.Lines(r.Command), maxCommand)
+		r.CommandCut = r.CommandCut || cut
+		r.Diff, cut = text.CutBytes(text.Lines(r.Diff), maxDiff)
+		r.DiffCut = r.DiffCut || cut
 		s.Permission = &r
 	}
 	return s
@@ -148,11 +171,15 @@ func Text(t Transition) string {
 	switch t.Kind {
 	case KindNeedsInput:
 		b.WriteString(" needs input")
+		what := "request "
+		if s.Permission != nil && s.Permission.Kind == "confirmation" {
+			what = "confirmation of call "
+		}
 		switch {
 		case s.Permission != nil && s.Permission.Summary != "":
-			b.WriteString(": " + s.Permission.Summary + " (request " + s.Permission.ID + ")")
+			b.WriteString(": " + s.Permission.Summary + " (" + what + s.Permission.ID + ")")
 		case s.Permission != nil:
-			b.WriteString(": request " + s.Permission.ID)
+			b.WriteString(": " + what + s.Permission.ID)
 		case s.WaitingOn != "":
 			b.WriteString(": waiting on " + s.WaitingOn)
 		}
@@ -202,7 +229,9 @@ func NewPayload(t Transition) Payload {
 		},
 	}
 	if r := s.Permission; r != nil && t.Kind == KindNeedsInput {
-		p.Session.Request = &PayloadRequest{ID: r.ID, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail}
+		p.Session.Request = &PayloadRequest{ID: r.ID, Kind: r.Kind, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail,
+			Command: r.Command, CommandCut: r.CommandCut, Cwd: r.Cwd, Path: r.Path, Diff: r.Diff, DiffCut: r.DiffCut,
+			WaitingSince: presence.FormatTime(r.Opened)}
 	}
 	return p
 }

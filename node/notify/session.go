@@ -58,11 +58,18 @@ type Session struct {
 	Permission *Permission
 }
 
-// Permission is an open permission request as a message tells it: its id
-// (for `harn agents approve ID`), the tool, the safe summary (the program
-// or a file's base name) and the call in full (Detail).
+// Permission is a call that waits for an operator, as a message tells
+// it: its id (for `harn agents approve ID`), its kind (permission, or a
+// harn task's confirmation), the tool, the safe summary (the program or a
+// file's base name), and what it asks in full, read from the call's own
+// input: Detail (one line), the whole command (CommandCut: cut at its
+// bound) and its cwd, a write's file and diff (DiffCut), and since when it
+// waits. Only the json format carries the call in full.
 type Permission struct {
-	ID, Tool, Summary, Detail string
+	ID, Kind, Tool, Summary, Detail string
+	Command, Cwd, Path, Diff        string
+	CommandCut, DiffCut             bool
+	Opened                          time.Time
 }
 
 // SessionOf is a roster row as the engine sees it: the one function from

@@ -35,7 +35,9 @@ func (h *Host) Do(a Action) (Result, error) {
 			if oerr != nil {
 				return res, oerr
 			}
-			hs = h.lookup(id)
+			if hs = h.lookup(id); hs != nil {
+				res.Message = hs.notice // what of the project did not load
+			}
 		case a.Op == OpStart && a.Agent != "" && a.Agent != AgentHarn:
 			return res, fmt.Errorf("%w: --agent %q; the node runs harn's own loop (--agent harn) or a command (--exec, --launcher)", ErrBadAction, clip(a.Agent))
 		case a.Op == OpStart && (a.Command != "" || a.Launcher != ""):
@@ -162,6 +164,7 @@ func (h *Host) Do(a Action) (Result, error) {
 			err = h.rt.Deny(a.Task, a.Call, by, a.Reason)
 		}
 		if err == nil {
+			h.dropAsk(a.Task, a.Call)
 			if v, err = h.rt.Task(a.Task); err == nil {
 				h.inputResolved(v.Session, a.Call, a.Op == OpConfirm, by, a.Reason)
 			}

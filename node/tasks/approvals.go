@@ -111,7 +111,7 @@ func NewApprovals(node string, clk clock.Clock) *Approvals {
 // it. ok is false when no answer came in time (or ctx ended).
 func (a *Approvals) Await(ctx context.Context, r Request, wait time.Duration) (Request, Answer, bool, error) {
 	r.ID = "r-" + ids.New(a.clock.Now())
-	r.Node, r.Opened = a.node, a.clock.Now()
+	r.Node, r.Opened, r.Kind = a.node, a.clock.Now(), KindPermission
 	ch := make(chan Answer, 1)
 	a.mu.Lock()
 	if len(a.open) >= maxOpen {

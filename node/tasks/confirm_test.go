@@ -3,6 +3,7 @@ package tasks
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -121,5 +122,77 @@ func TestAnUnansweredConfirmationIsDeniedAtTheEndOfTheWait(t *testing.T) {
 	q.Wait = 0
 	if v := h.Decide(context.Background(), q); v.Decision != DecideDeny {
 		t.Fatalf("a repeat after the denial: %+v", v)
+	}
+}
+
+// TestAConfirmationShowsWhatItAsks: a call waiting for `harn task
+// confirm` is listed with its whole command and where it runs (the
+// hook's cwd, else the session's), from the call's own input; once
+// answered it is no longer listed.
+func TestAConfirmationShowsWhatItAsks(t *testing.T) {
+	h, _, task := confirmHost(t)
+	q := gitStatus
+	q.Input = []byte(`{"command":"git push --force-with-lease origin main"}`)
+	if v := h.Decide(context.Background(), q); v.Decision != DecideConfirm {
+		t.Fatalf("%+v", v)
+	}
+	cs := h.Confirmations()
+	if len(cs) != 1 {
+		t.Fatalf("confirmations: %+v", cs)
+	}
+	c := cs[0]
+	if c.Kind != KindConfirmation || c.ID != "toolu_1" || c.Task != task || c.Call != "toolu_1" || c.Session != "cc1" ||
+		c.Agent != "claude-code" || c.Tool != "Bash" || c.Command != "git push --force-with-lease origin main" ||
+		c.Cwd != "/work" || c.Opened.IsZero() {
+		t.Fatalf("the confirmation: %+v", c)
+	}
+	q2 := gitStatus
+	q2.Call, q2.Cwd = "toolu_2", "/work/sub"
+	h.Decide(context.Background(), q2)
+	if cs := h.Confirmations(); len(cs) != 2 || cs[1].Cwd != "/work/sub" || cs[1].Command != "git status" {
+		t.Fatalf("the second, with the hook's cwd: %+v", cs)
+	}
+	if _, err := h.Do(Action{Op: OpConfirm, Task: task, Call: "toolu_1", By: "op"}); err != nil {
+		t.Fatal(err)
+	}
+	if cs := h.Confirmations(); len(cs) != 1 || cs[0].ID != "toolu_2" {
+		t.Fatalf("after the answer: %+v", cs)
+	}
+}
+
+// TestConfirmationsListWhileCallsArriveAndAreAnswered: listing the
+// confirmations while calls arrive and are answered races nothing, and
+// in the end lists exactly the calls still waiting, each with its facts.
+func TestConfirmationsListWhileCallsArriveAndAreAnswered(t *testing.T) {
+	h, _, task := confirmHost(t)
+	const n = 16
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			q := gitStatus
+			q.Call = fmt.Sprintf("toolu_%02d", i)
+			h.Decide(context.Background(), q)
+			if i%2 == 0 {
+				if _, err := h.Do(Action{Op: OpDeny, Task: task, Call: q.Call, By: "op"}); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			_ = h.Confirmations()
+		}()
+	}
+	wg.Wait()
+	cs := h.Confirmations()
+	if len(cs) != n/2 {
+		t.Fatalf("%d confirmations, want %d: %+v", len(cs), n/2, cs)
+	}
+	for _, c := range cs {
+		if c.Command != "git status" || c.Cwd != "/work" {
+			t.Fatalf("a confirmation lost its facts: %+v", c)
+		}
 	}
 }

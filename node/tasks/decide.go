@@ -72,6 +72,7 @@ func (h *Host) Decide(ctx context.Context, q Query) Verdict {
 		return v
 	}
 	if fresh {
+		h.askExternal(q.Session, task, call.ID, q.Tool, q.Input, q.Cwd)
 		h.inputRequested(q.Session, call.ID, q.Tool, q.Input)
 	}
 	if q.Wait <= 0 {
@@ -79,6 +80,7 @@ func (h *Host) Decide(ctx context.Context, q Query) Verdict {
 		v.Reason = reasonOf(task, fmt.Errorf("the call waits for a confirmation: `harn task confirm %s %s` (or deny)", task, call.ID))
 		return v
 	}
+	defer h.dropAsk(task, call.ID) // the wait's end answers it, one way or the other
 	wctx, cancel := context.WithTimeout(ctx, q.Wait)
 	err = call.Wait(wctx)
 	cancel()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-dev/harn/node/callfacts"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/agent"
@@ -19,13 +20,6 @@ import (
 	"github.com/harn-dev/harn/runtime/subagent"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/text"
-)
-
-// EnvProviderKey holds the model provider's API key; EnvProviderURL the
-// provider URL the node's own key may be sent to.
-const (
-	EnvProviderKey = "HARN_PROVIDER_KEY"
-	EnvProviderURL = "HARN_PROVIDER_URL"
 )
 
 // Bounds of harn options.
@@ -54,9 +48,12 @@ type BoxSpec struct {
 	Runtime *runtime.Runtime
 	Session string
 	Catalog string            // the runtime catalog the box publishes into (one per session)
-	Workdir string            // the session's project: .harn/skills, .harn/mcp.json
+	Workdir string            // the session's project: stdio servers run there
 	MCP     []tools.MCPServer // the session's own servers (--mcp NAME=COMMAND)
-	Extra   []tools.Extra     // other rooms' core tools (the context's recall)
+	// ProjectFiles are the project's trusted .harn files (skills,
+	// mcp.json); nil: untrusted, none load.
+	ProjectFiles ProjectFiles
+	Extra        []tools.Extra // other rooms' core tools (the context's recall)
 }
 
 // BoxFactory builds the tool box of a harn session; it does no I/O (the
@@ -68,12 +65,15 @@ type BoxFactory func(BoxSpec) (SessionBox, error)
 // Clock, Logger, bounds and the node's own MCP servers): the spec's
 // runtime, catalog and project, and the node's servers followed by the
 // session's, so that a session's server replaces a node's of its name.
-// The user's and the project's mcp.json are read by Open unless
-// base.NoMCPFiles.
+// The user's mcp.json and a trusted project's (the spec's ProjectFiles)
+// are read by Open unless base.NoMCPFiles.
 func Toolboxes(base tools.Config) BoxFactory {
 	return func(s BoxSpec) (SessionBox, error) {
 		c := base
 		c.Runtime, c.Catalog, c.Project = s.Runtime, s.Catalog, s.Workdir
+		if s.ProjectFiles != nil {
+			c.ProjectFiles = s.ProjectFiles
+		}
 		c.MCP = append(slices.Clone(base.MCP), s.MCP...)
 		c.Extra = append(slices.Clone(base.Extra), s.Extra...)
 		return tools.New(c)
@@ -131,25 +131,6 @@ func validateHarn(o HarnOptions) error {
 		}
 	}
 	return nil
-}
-
-// providerKey is the key a harn session uses: the caller's (a local
-// CLI's HARN_PROVIDER_KEY), else the node's own for the URL its own
-// config names, else the node's key file.
-func (h *Host) providerKey(o *HarnOptions) (string, error) {
-	if o.Key != "" {
-		return o.Key, nil
-	}
-	if u := os.Getenv(EnvProviderURL); o.URL != "" && u != "" && strings.TrimRight(u, "/") != strings.TrimRight(o.URL, "/") {
-		return "", nil // the node's key goes only to the provider its own config names
-	}
-	if k := os.Getenv(EnvProviderKey); k != "" {
-		return k, nil
-	}
-	if h.cfg.ProviderKeyFile != "" {
-		return agent.ReadKeyFile(h.cfg.ProviderKeyFile)
-	}
-	return "", nil
 }
 
 // harnState is what the host keeps of a harn session.
@@ -254,15 +235,18 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 	if st, err := os.Stat(workdir); err != nil || !st.IsDir() {
 		return "", fmt.Errorf("%w: --workdir %q is not a directory on node %s", ErrBadAction, workdir, h.cfg.Node)
 	}
+	// Nothing of the project's .harn runs or loads unless the directory
+	// is trusted on this node.
+	files, notice, err := h.project(workdir)
+	if err != nil {
+		return "", fmt.Errorf("%w: --workdir %q: %w", ErrBadAction, workdir, err)
+	}
 	model, err := agent.ModelFor(o.Model, o.ContextWindow, o.MaxOutput)
 	if err != nil {
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
-	key, err := h.providerKey(&o)
-	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
-	}
-	pc := agent.ProviderConfig{BaseURL: o.URL, Key: key}
+	h.withNodeProvider(&o) // provider.go: the node's key goes to its own provider only
+	pc := agent.ProviderConfig{BaseURL: o.URL, Key: h.providerKey(&o)}
 	var prov agent.Provider
 	if o.Provider == "anthropic" {
 		prov = agent.NewAnthropic(pc)
@@ -309,11 +293,11 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		extra = append(extra, at)
 	}
 	box, err := h.openBox(BoxSpec{Runtime: h.rt, Session: id, Catalog: agent.Catalog + ":" + id, Workdir: workdir, MCP: servers,
-		Extra: extra})
+		Extra: extra, ProjectFiles: files})
 	if err != nil {
 		return "", err
 	}
-	id, err = h.startHarn(id, box, lane, prov, model, o, workdir, now, kid)
+	id, err = h.startHarn(id, box, lane, prov, model, o, workdir, notice, now, kid)
 	if err != nil {
 		_ = box.Close()
 		return "", err
@@ -388,7 +372,7 @@ func (h *Host) openBox(spec BoxSpec) (SessionBox, error) {
 // loop; the loop's goroutine closes the box when the loop stops (the
 // session ended or the node closes).
 func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov agent.Provider, model agent.Model,
-	o HarnOptions, workdir string, now time.Time, kid *kidStart) (string, error) {
+	o HarnOptions, workdir, notice string, now time.Time, kid *kidStart) (string, error) {
 	// The loop's box: a child sees only what its profile allows (and
 	// handoff); a parent's box serves the agent tool as an extra (listed
 	// where its grants name it). Both are in the session's catalog.
@@ -403,7 +387,8 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: box.Catalog(), Workdir: workdir, Budget: model.Budget(base)}); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(h.persistHistory(id)), box: box, opts: o, workdir: workdir, child: kid != nil}
+	hs := &hosted{id: id, agent: AgentHarn, harn: newHarnState(h.persistHistory(id)), box: box, opts: o, workdir: workdir, child: kid != nil,
+		notice: notice}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) },
@@ -456,7 +441,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 // stop.
 func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 	if e.Type != agent.EvText {
-		hs.harn.add(e)
+		hs.harn.add(e.Bounded()) // a call's args, diff and output: previews, bounded
 	} else {
 		hs.harn.add(agent.Event{Type: e.Type, Task: e.Task, Step: e.Step, Text: e.Text, At: e.At})
 	}
@@ -476,6 +461,17 @@ func (h *Host) harnEvent(hs *hosted, e agent.Event) {
 	}
 	if e.Type != agent.EvText && e.Type != agent.EvModel && e.Type != agent.EvStatus && e.Type != agent.EvSteer {
 		hs.harn.waitPrompted()
+	}
+	switch e.Type {
+	case agent.EvToolPre, agent.EvToolPost, agent.EvToolRefused:
+		h.dropAsk(e.Task, e.Call)
+	case agent.EvInputRequested:
+		// what the call asks, from its arguments in full (the history
+		// keeps them bounded), before the roster hears of the wait
+		r := h.confirmationOf(hs.id, e.Task, e.Call, e.Tool, callfacts.OfHarn(e.Tool, []byte(e.Args), e.Diff, hs.workdir),
+			Detail(e.Tool, []byte(e.Args)), e.At)
+		r.Summary = Summarize(e.Tool, []byte(e.Args))
+		h.noteAsk(r)
 	}
 	switch e.Type {
 	case agent.EvToolPre:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"slices"
@@ -67,11 +68,11 @@ type Config struct {
 	// Launchers are the node's named agent commands (a start names one
 	// with Action.Launcher).
 	Launchers Launchers
-	// ProviderKeyFile is the node's own model provider key file (0600),
-	// for harn sessions whose caller sends no key; Boxes builds their tool
-	// boxes (nil: Toolboxes with this config's clock, logger and grace).
-	ProviderKeyFile string
-	Boxes           BoxFactory
+	// Provider is the node's own model provider (provider.go); Boxes
+	// builds harn sessions' tool boxes (nil: Toolboxes with this config's
+	// clock, logger and grace).
+	Provider Provider
+	Boxes    BoxFactory
 	// Tracer spans each provider request of harn's loop (nil: none; see
 	// GenAITracer).
 	Tracer agent.Tracer
@@ -85,6 +86,26 @@ type Config struct {
 	// its final answer (the task's synced terminal record that follows
 	// it): agent.Config.SharedSync.
 	IngestSyncsKV bool
+	// Trust says which projects' .harn files (mcp.json, agent profiles,
+	// skills, hooks) a harn session loads; nil: none (defaults closed).
+	Trust ProjectTrust
+}
+
+// ProjectTrust is the node's directory trust, as a harn session's open
+// and a child's profile lookup ask it.
+type ProjectTrust interface {
+	// Project returns dir's trusted .harn files (nil: untrusted, or it
+	// has none) and, when some did not load, the one line that says so
+	// and names the command that trusts them. An error refuses the
+	// session: dir cannot be read, or it is in the node's data dir.
+	Project(dir string) (files ProjectFiles, notice string, err error)
+}
+
+// ProjectFiles are a trusted project's .harn files as the trust check
+// read them (slash names relative to .harn): what tools and subagent load.
+type ProjectFiles interface {
+	ReadDir(name string) ([]fs.DirEntry, error)
+	ReadFile(name string, max int64) ([]byte, error)
 }
 
 // hosted is one runtime session of this node.
@@ -101,7 +122,8 @@ type hosted struct {
 	ended    bool        // the presence session ended: nothing more runs here
 	opts     HarnOptions // harn: the options it was opened with (its children's)
 	workdir  string
-	child    bool // harn: a subagent of another session
+	notice   string // harn: what of its project did not load, and why (the start says it)
+	child    bool   // harn: a subagent of another session
 }
 
 // Host hosts the node's task runtimes. It is safe for concurrent use.
@@ -127,6 +149,8 @@ type Host struct {
 	stored   map[string]*harnState // session -> its history read back (a session this run does not host)
 
 	approvals *Approvals
+	asks      map[askKey]asked // open confirmations: what each asks (asks.go)
+	askSeq    uint64
 	contexts  *rcontext.Space   // harn sessions' histories and working sets
 	subs      *subagent.Manager // the children of harn sessions
 	kids      *childRunner      // runs subs' children; keeps their grants
@@ -173,7 +197,7 @@ func New(cfg Config) (*Host, error) {
 	h.contexts = h.newContexts()
 	h.kids = &childRunner{h: h}
 	subs, err := subagent.New(subagent.Config{Runner: h.kids, Store: NewSubagentStore(cfg.KV),
-		Clock: cfg.Clock, Logger: cfg.Logger.With("room", "subagent")})
+		Clock: cfg.Clock, Logger: cfg.Logger.With("room", "subagent"), Profiles: h.profiles})
 	if err != nil {
 		return nil, err
 	}
@@ -194,6 +218,24 @@ func (h *Host) warmTokens() {
 			agent.WarmTokens()
 		}()
 	})
+}
+
+// project asks the node's trust for dir's .harn files (none without it).
+func (h *Host) project(dir string) (ProjectFiles, string, error) {
+	if h.cfg.Trust == nil {
+		return nil, "", nil
+	}
+	return h.cfg.Trust.Project(dir)
+}
+
+// profiles are the subagent profiles of a parent's directory: the
+// built-ins, and a trusted project's .harn/agents.
+func (h *Host) profiles(dir string) (map[string]subagent.Profile, error) {
+	files, _, err := h.project(dir)
+	if err != nil || files == nil {
+		return subagent.Builtins(), err
+	}
+	return subagent.LoadProfilesFrom(files, subagent.AgentsDir(dir))
 }
 
 // Runtime is the hosted runtime (tests, benchmarks).
@@ -260,7 +302,7 @@ func (h *Host) openArgv(argv []string, workdir string) (string, error) {
 	if err := h.rt.OpenSession(id, runtime.SessionConfig{Catalog: catalogOf(drv.Name), Workdir: workdir}); err != nil {
 		return "", err
 	}
-	hs := &hosted{id: id, agent: drv.Name}
+	hs := &hosted{id: id, agent: drv.Name, workdir: workdir}
 	ex, err := exec.New(exec.Config{Runtime: h.rt, Session: id, Driver: drv, Dir: workdir,
 		Env: h.cfg.Env, Grace: h.cfg.Grace,
 		Clock: h.cfg.Clock, Logger: h.log.With("session", id),

@@ -85,3 +85,9 @@ var (
 )
 
 func clip(s string) string { return taskwire.Clip(s) }
+
+// The kinds of a waiting request (taskwire).
+const (
+	KindPermission   = taskwire.KindPermission
+	KindConfirmation = taskwire.KindConfirmation
+)

@@ -18,7 +18,8 @@
 //     events ask the node about a tool call, and what a call writes),
 //     Answerer (the agent's exact deny, allow and warn output), Installer
 //     (settings file, hook events, layout, timeout unit and the events that
-//     may wait, instruction file) and Cataloger (its tools). Add Approver
+//     may wait, instruction file), Cataloger (its tools) and Describer (what
+//     a call asks, for the operator who approves it). Add Approver
 //     if a permission request can be answered from the mesh, SessionEnver
 //     if the agent exports its session id, Driven if harn can run it as a
 //     task's command, HookTruster if it runs only hooks the user trusts.

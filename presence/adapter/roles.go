@@ -45,6 +45,9 @@ type Call struct {
 	// Permission is true for the agent's permission request: a remote
 	// approval (harn hook --remote-approve) may answer it (see Approver).
 	Permission bool
+	// Cwd is the directory the agent works in, as the payload names it
+	// ("" when it names none): where a shell call runs.
+	Cwd string
 }
 
 // Writes is what one hook says its call writes, for the node's claims.
@@ -84,6 +87,41 @@ type Answerer interface {
 	// Warn tells the agent of something (a file another session holds)
 	// without stopping the call.
 	Warn(c Call, reason string) []byte
+}
+
+// Asked is what a tool call asks to do, read from its input for the
+// operator who approves it: the whole command of a shell tool, or the
+// file a write tool writes and what it changes there. It is a reading of
+// the raw input: the node bounds and strips it before anyone sees it, and
+// it never enters presence or the registry (docs/design.md).
+type Asked struct {
+	// Command is a shell tool's command line, whole (an argv is joined,
+	// quoted as a shell would read it); Dir the directory the call itself
+	// names to run in ("" when it names none).
+	Command, Dir string
+	// Path is the file a write tool writes; Edits what it replaces there
+	// (a whole-file write is one Edit from ""); Patch a patch the tool
+	// applies as written (Codex's apply_patch), shown as it is.
+	Path  string
+	Edits []Edit
+	Patch string
+}
+
+// Edit is one replacement a write tool makes: Old becomes New.
+type Edit struct{ Old, New string }
+
+// Empty reports whether a says nothing (a tool that is neither a shell
+// nor a write tool: the operator then sees its input as it is).
+func (a Asked) Empty() bool {
+	return a.Command == "" && a.Path == "" && len(a.Edits) == 0 && a.Patch == ""
+}
+
+// Describer is implemented by an adapter that reads its own tools' inputs
+// for the operator who approves a call: what `harn agents pending`, the
+// board, `agents list --watch` and the notifications show. Every
+// registered adapter declares one (presence/adapter/all checks).
+type Describer interface {
+	Describe(tool string, input json.RawMessage) Asked
 }
 
 // Approver is implemented by an adapter whose agent has a permission

@@ -21,9 +21,13 @@ type Anthropic struct {
 	retry  Retry
 }
 
-// NewAnthropic builds the Anthropic provider. It does no I/O.
+// NewAnthropic builds the Anthropic provider. It does no I/O. The SDK
+// reads nothing from the node's environment (ANTHROPIC_API_KEY,
+// ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_CUSTOM_HEADERS): the
+// key and URL are the session's, so no credential of the node's goes to
+// a URL a caller named.
 func NewAnthropic(cfg ProviderConfig) *Anthropic {
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(cfg.Key)}
+	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(0), option.WithAPIKey(cfg.Key)}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
 	}

@@ -1,30 +1,34 @@
 package agent
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"strings"
+	"io/fs"
+
+	"github.com/harn-dev/harn/util/secretfile"
 )
 
 // maxKeyBytes bounds a key file.
 const maxKeyBytes = 4096
 
-// ReadKeyFile reads a provider key from a file that only its owner may
-// read (0600 or stricter), trimmed of surrounding white space.
+// ReadKeyFile reads a provider key from a file that passes the checks of
+// the node's own secret files (secretfile.Read): a regular file of this
+// user, mode 0600 or stricter, not a symlink, at most 4 KiB; trimmed of
+// surrounding white space. An insecure file is a
+// *secretfile.InsecureFileError (ErrBadConfig too); a missing one
+// ErrNoKey.
 func ReadKeyFile(path string) (string, error) {
-	st, err := os.Stat(path)
-	if err != nil {
+	k, err := secretfile.Read(path, maxKeyBytes)
+	var ie *secretfile.InsecureFileError
+	switch {
+	case errors.As(err, &ie):
+		return "", fmt.Errorf("%w: key file: %w", ErrBadConfig, err)
+	case errors.Is(err, fs.ErrNotExist):
 		return "", fmt.Errorf("%w: key file: %w", ErrNoKey, err)
+	case err != nil:
+		return "", fmt.Errorf("%w: key file: %w", ErrBadConfig, err)
+	case k == "":
+		return "", fmt.Errorf("%w: key file %s is empty", ErrNoKey, secretfile.ShellQuote(path))
 	}
-	if st.Mode().Perm()&0o077 != 0 {
-		return "", fmt.Errorf("%w: key file %s is mode %o; make it 0600 (chmod 600 %s)", ErrBadConfig, path, st.Mode().Perm(), path)
-	}
-	if st.Size() > maxKeyBytes {
-		return "", fmt.Errorf("%w: key file %s is over %d bytes", ErrBadConfig, path, maxKeyBytes)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return "", fmt.Errorf("%w: key file: %w", ErrNoKey, err)
-	}
-	return strings.TrimSpace(string(b)), nil
+	return k, nil
 }

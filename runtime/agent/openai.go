@@ -39,6 +39,7 @@ func NewOpenAI(cfg ProviderConfig) *OpenAI {
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
+	opts = append(opts, option.WithMiddleware(sessionCredential(cfg.Key))) // credential.go
 	return &OpenAI{client: openai.NewClient(opts...), retry: cfg.Retry.norm()}
 }
 

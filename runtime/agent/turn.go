@@ -288,6 +288,13 @@ func toolMsg(task, id, s string, isErr bool) Message {
 	return Message{Role: RoleTool, CallID: id, Text: s, IsError: isErr, Task: task}
 }
 
+// Previewer is a Box that can say what a call would change (a write's
+// or an edit's diff) before it runs: the loop puts it in the call's
+// input.requested and tool.pre events, for the operator.
+type Previewer interface {
+	Preview(c tools.Call) string
+}
+
 // runCall runs one call through the runtime's pre-call check, its
 // confirmation when the grant asks for one, the tool box, and End.
 func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen uint64, specs []tools.Spec, c ToolCall) Message {
@@ -304,15 +311,19 @@ func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen 
 		e.emit(Event{Type: EvToolRefused, Task: task, Step: step, Call: c.ID, Tool: c.Name, Text: err.Error()})
 		return toolMsg(task, c.ID, "refused by harn: "+err.Error(), true)
 	}
+	args, diff := string(c.Args), ""
+	if p, ok := e.cfg.Box.(Previewer); ok {
+		diff = p.Preview(tools.Call{ID: c.ID, Name: c.Name, Args: c.Args, Session: e.cfg.Session, Task: task, Dir: e.cfg.Dir})
+	}
 	if cl.Pending {
-		e.emit(Event{Type: EvInputRequested, Task: task, Step: step, Call: cl.ID, Tool: c.Name,
+		e.emit(Event{Type: EvInputRequested, Task: task, Step: step, Call: cl.ID, Tool: c.Name, Args: args, Diff: diff,
 			Text: "confirm with `harn task confirm " + task + " " + cl.ID + "`"})
 		if err := cl.Wait(ctx); err != nil {
 			e.emit(Event{Type: EvToolPost, Task: task, Step: step, Call: cl.ID, Tool: c.Name, Outcome: string(runtime.OutcomeDenied)})
 			return toolMsg(task, c.ID, "not run: "+err.Error(), true)
 		}
 	}
-	e.emit(Event{Type: EvToolPre, Task: task, Step: step, Call: cl.ID, Tool: c.Name})
+	e.emit(Event{Type: EvToolPre, Task: task, Step: step, Call: cl.ID, Tool: c.Name, Args: args, Diff: diff})
 	r, err := e.cfg.Box.Run(cl.Context(), tools.Call{ID: c.ID, Name: c.Name, Args: c.Args, Session: e.cfg.Session, Task: task, Dir: e.cfg.Dir})
 	o := runtime.OutcomeSucceeded
 	switch {
@@ -336,7 +347,7 @@ func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen 
 	if err := cl.End(o, out); errors.Is(err, runtime.ErrCallSettled) {
 		o = runtime.OutcomeUnknown
 	}
-	e.emit(Event{Type: EvToolPost, Task: task, Step: step, Call: cl.ID, Tool: c.Name, Outcome: string(o)})
+	e.emit(Event{Type: EvToolPost, Task: task, Step: step, Call: cl.ID, Tool: c.Name, Outcome: string(o), Output: r.Content})
 	return toolMsg(task, c.ID, r.Content, r.IsError)
 }
 

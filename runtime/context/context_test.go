@@ -465,3 +465,38 @@ func TestBadIDsAreRefused(t *testing.T) {
 func toolsCall(session, args string) tools.Call {
 	return tools.Call{ID: "r1", Name: RecallTool, Args: json.RawMessage(args), Session: session, Task: "t1"}
 }
+
+// TestInstructionFilesLinkedOutOfTheProjectAreNotRead: AGENTS.md ->
+// /proc/self/environ, CLAUDE.md -> a key outside, and a .harn/instructions
+// file linked out never reach the provider view; a file linked inside
+// the project does.
+func TestInstructionFilesLinkedOutOfTheProjectAreNotRead(t *testing.T) {
+	base := t.TempDir()
+	work := filepath.Join(base, "repo")
+	secret := filepath.Join(base, "node.pem")
+	if err := os.WriteFile(secret, []byte("BEGIN PRIVATE KEY"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(work, ".harn", "instructions"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "RULES.md"), []byte("inside rules"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"AGENTS.md": "/proc/self/environ", "CLAUDE.md": secret,
+		".harn/instructions/a.md": "../../../node.pem", ".harn/instructions/b.md": "../../RULES.md"} {
+		if err := os.Symlink(target, filepath.Join(work, link)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("HARN_E2E_CANARY", "ENVIRON-CANARY")
+	got := readInstructions(work)
+	for _, leak := range []string{"PRIVATE KEY", "ENVIRON-CANARY", "HARN_E2E_CANARY"} {
+		if strings.Contains(got, leak) {
+			t.Fatalf("the instructions hold %q: %q", leak, got)
+		}
+	}
+	if !strings.Contains(got, "inside rules") {
+		t.Fatalf("a file linked inside the project was not read: %q", got)
+	}
+}

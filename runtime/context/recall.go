@@ -7,12 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"sort"
 
 	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/agent/tools"
+	"github.com/harn-dev/harn/util/safefs"
 )
 
 // Recall returns the exact bytes of the lane's externalised output ref,
@@ -154,13 +153,21 @@ const (
 
 // readInstructions reads dir's protected instructions, bounded, in a
 // fixed order; .harn/instructions may be a file or a folder of files.
+// Each is read through safefs: a symlink out of dir (AGENTS.md ->
+// /proc/self/environ, CLAUDE.md -> the node's key) or into the node's data
+// dir is skipped, never read.
 func readInstructions(dir string) string {
 	if dir == "" {
 		return ""
 	}
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return ""
+	}
+	defer d.Close()
 	var out []byte
-	add := func(name, path string) {
-		b, err := readBounded(path, maxInstructionFile)
+	add := func(name string) {
+		b, err := d.ReadHead(name, maxInstructionFile)
 		if err != nil || len(b) == 0 || len(out) >= maxInstructionTotal {
 			return
 		}
@@ -169,16 +176,15 @@ func readInstructions(dir string) string {
 		out = append(out, "\n\n"...)
 	}
 	for _, f := range InstructionFiles {
-		p := filepath.Join(dir, f)
-		st, err := os.Stat(p)
+		st, err := d.Stat(f)
 		if err != nil {
 			continue
 		}
 		if !st.IsDir() {
-			add(f, p)
+			add(f)
 			continue
 		}
-		ents, err := os.ReadDir(p)
+		ents, err := d.ReadDir(f)
 		if err != nil {
 			continue
 		}
@@ -186,34 +192,12 @@ func readInstructions(dir string) string {
 			if i >= maxInstructionDir {
 				break
 			}
-			if e.Type().IsRegular() {
-				add(f+"/"+e.Name(), filepath.Join(p, e.Name()))
+			if !e.IsDir() { // a symlink too: read only when it stays in dir
+				add(f + "/" + e.Name())
 			}
 		}
 	}
 	return string(out)
-}
-
-func readBounded(path string, n int) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil || !st.Mode().IsRegular() {
-		return nil, err
-	}
-	b := make([]byte, n)
-	k, _ := f.Read(b)
-	for k < n {
-		m, err := f.Read(b[k:])
-		k += m
-		if err != nil || m == 0 {
-			break
-		}
-	}
-	return b[:k], nil
 }
 
 // Recall is the recall tool as a core tool of a session's tool box

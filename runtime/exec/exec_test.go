@@ -404,3 +404,19 @@ func running(pid int) bool {
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
+
+// TestAgentEnvironmentHoldsNoHarnSecret: a launcher's agent gets the
+// node's environment without harn's own secrets (the provider key, its
+// file, the board token) and keeps its own keys.
+func TestAgentEnvironmentHoldsNoHarnSecret(t *testing.T) {
+	t.Setenv("HARN_PROVIDER_KEY", "sk-node")
+	t.Setenv("HARN_PROVIDER_KEY_FILE", "/k")
+	t.Setenv("HARN_HTTP_TOKEN", "board")
+	t.Setenv("ANTHROPIC_API_KEY", "agent-own")
+	f := newFixture(t, withRealClock(), withDriver(harnexec.Generic("/bin/sh", "-c",
+		`echo "[$HARN_PROVIDER_KEY|$HARN_PROVIDER_KEY_FILE|$HARN_HTTP_TOKEN|$ANTHROPIC_API_KEY]"`)))
+	f.start("x")
+	if r := f.end(); r.Final != "[|||agent-own]" {
+		t.Fatalf("the agent's environment: %q, want only its own key", r.Final)
+	}
+}

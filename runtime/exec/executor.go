@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/util/secretenv"
 	"log/slog"
 	"os"
 	"sync"
@@ -242,10 +243,12 @@ func (e *Executor) closeInput(c *current) {
 	e.mu.Unlock()
 }
 
-// env is the agent's environment: the node's, the configured extras, and
-// the session and task ids so that the agent's hooks map to them.
+// env is the agent's environment: the node's without harn's own secrets
+// (the provider key, its file, the node's tokens: the agent keeps its own
+// keys), the configured extras, and the session and task ids so that the
+// agent's hooks map to them.
 func (e *Executor) env(task string) []string {
-	env := append(os.Environ(), e.cfg.Env...)
+	env := append(secretenv.ScrubHarn(os.Environ()), e.cfg.Env...)
 	return append(env, EnvSession+"="+e.cfg.Session, EnvTask+"="+task)
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/util/safefs"
 )
 
 // ChildGrants are a child's grants: at most its parent's, reduced by its
@@ -85,11 +86,20 @@ const maxInstructionBytes = 32 << 10
 
 // Instructions are the repository's instructions in dir, each headed by
 // its file name. The context room re-reads them for a lane; a child reads
-// them when it starts.
+// them when it starts, through safefs: a file linked out of dir (or into
+// the node's data dir) is skipped.
 func Instructions(dir string) []string {
+	if dir == "" {
+		return nil
+	}
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return nil
+	}
+	defer d.Close()
 	var out []string
 	for _, f := range instructionFiles {
-		b, err := readSmall(filepath.Join(dir, f), maxInstructionBytes)
+		b, err := d.ReadFile(f, maxInstructionBytes)
 		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 			continue
 		}

@@ -21,8 +21,9 @@ type Config struct {
 	Store  Store  // required
 	Clock  clock.Clock
 	Logger *slog.Logger
-	// Profiles gives the profiles of a parent's working directory;
-	// default LoadProfiles.
+	// Profiles gives the profiles of a parent's working directory; default
+	// the built-ins alone (a project's profiles load only where its
+	// caller has checked the project's trust).
 	Profiles func(workdir string) (map[string]Profile, error)
 	// MaxRunning and MaxQueued override the limits (tests); zero means
 	// the constants.
@@ -67,7 +68,7 @@ func New(cfg Config) (*Manager, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.Profiles == nil {
-		cfg.Profiles = LoadProfiles
+		cfg.Profiles = func(string) (map[string]Profile, error) { return Builtins(), nil }
 	}
 	if cfg.MaxRunning <= 0 {
 		cfg.MaxRunning = MaxRunning

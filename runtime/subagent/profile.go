@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/harn-dev/harn/util/safefs"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -76,17 +76,42 @@ var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]{0,63}$`)
 // AgentsDir is a project's folder of profiles.
 func AgentsDir(project string) string { return filepath.Join(project, ".harn", "agents") }
 
+// Files are a project's .harn files as the node's trust check read them
+// (or through safefs): slash names relative to .harn.
+type Files interface {
+	ReadDir(name string) ([]fs.DirEntry, error)
+	ReadFile(name string, max int64) ([]byte, error)
+}
+
 // LoadProfiles returns the built-in profiles and the project's
-// (.harn/agents/*.md under project); a project profile of a built-in's
-// name replaces it. A file that cannot be parsed is named in the error and
-// left out; the others load.
+// (.harn/agents/*.md under project, read through safefs: a file linked out
+// of the project is skipped). It reads the project as trusted: a caller
+// that has not checked the project's trust uses Builtins.
 func LoadProfiles(project string) (map[string]Profile, error) {
-	out := Builtins()
 	if project == "" {
+		return Builtins(), nil
+	}
+	d, err := safefs.Open(filepath.Join(project, ".harn"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Builtins(), nil
+	}
+	if err != nil {
+		return Builtins(), fmt.Errorf("%w: %w", ErrProfile, err)
+	}
+	defer d.Close()
+	return LoadProfilesFrom(d, AgentsDir(project))
+}
+
+// LoadProfilesFrom returns the built-in profiles and those of files'
+// agents/*.md (dir names that folder in errors); a project profile of a
+// built-in's name replaces it. A file that cannot be parsed is named in
+// the error and left out; the others load.
+func LoadProfilesFrom(files Files, dir string) (map[string]Profile, error) {
+	out := Builtins()
+	if files == nil {
 		return out, nil
 	}
-	dir := AgentsDir(project)
-	ents, err := os.ReadDir(dir)
+	ents, err := files.ReadDir("agents")
 	if errors.Is(err, fs.ErrNotExist) {
 		return out, nil
 	}
@@ -108,7 +133,7 @@ func LoadProfiles(project string) (map[string]Profile, error) {
 			break
 		}
 		p := filepath.Join(dir, name)
-		b, err := readSmall(p, maxProfileBytes)
+		b, err := files.ReadFile("agents/"+name, maxProfileBytes)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrProfile, p, err))
 			continue
@@ -123,20 +148,6 @@ func LoadProfiles(project string) (map[string]Profile, error) {
 		n++
 	}
 	return out, errors.Join(errs...)
-}
-
-func readSmall(p string, n int64) ([]byte, error) {
-	st, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	if st.Size() > n {
-		return nil, fmt.Errorf("over %d bytes", n)
-	}
-	return os.ReadFile(p)
 }
 
 // ParseProfile reads a profile file: a front matter between two ---

@@ -86,3 +86,36 @@ func FuzzParseProfile(f *testing.F) {
 		}
 	})
 }
+
+// TestAProfileOrInstructionLinkedOutOfTheProjectIsNotRead: an agent
+// profile symlinked to a file outside, and a child's AGENTS.md linked to
+// a key outside, are skipped; the manager's default loads no project
+// profile at all (only a trusted project's, which the node hands it).
+func TestAProfileOrInstructionLinkedOutOfTheProjectIsNotRead(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "repo")
+	secret := filepath.Join(base, "node.pem")
+	os.WriteFile(secret, []byte("---\nname: leak\n---\nBEGIN PRIVATE KEY"), 0o600)
+	os.MkdirAll(AgentsDir(dir), 0o755)
+	if err := os.Symlink(secret, filepath.Join(AgentsDir(dir), "leak.md")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(secret, filepath.Join(dir, "AGENTS.md")); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := LoadProfiles(dir)
+	if _, ok := ps["leak"]; ok || err == nil || !strings.Contains(err.Error(), "leak.md") {
+		t.Fatalf("a profile linked out loaded (or was not named): %v", err)
+	}
+	if s := SystemOf(Builtins()[ProfileReviewer], dir); strings.Contains(s, "PRIVATE KEY") {
+		t.Fatalf("the child's system prompt holds a file linked out: %q", s)
+	}
+	os.WriteFile(filepath.Join(AgentsDir(dir), "mine.md"), []byte("---\nname: mine\n---\nx"), 0o600)
+	m, err := New(Config{Runner: &fakeRunner{}, Store: newMemStore()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := m.cfg.Profiles(dir); got["mine"].Name != "" {
+		t.Fatal("the manager's default loaded a project profile without a trust check")
+	}
+}

@@ -44,6 +44,11 @@ func Check(path string) error {
 	if err != nil {
 		return fmt.Errorf("trust: secret file: %w", err)
 	}
+	return checkInfo(path, fi)
+}
+
+// checkInfo is Check's verdict on a file's information.
+func checkInfo(path string, fi fs.FileInfo) error {
 	if !fi.Mode().IsRegular() {
 		return &InsecureFileError{Path: path, Mode: fi.Mode(), Why: "not a regular file"}
 	}

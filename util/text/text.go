@@ -123,3 +123,33 @@ func Ago(now, t time.Time) string {
 	}
 	return Age(now, t) + " ago"
 }
+
+// Lines sanitizes s line by line and keeps its line breaks: CRLF and a
+// lone CR become LF, a tab becomes four spaces, and every other control
+// character goes as Sanitize drops it. It is Sanitize for text that is
+// read as lines (a command, a diff); trailing line breaks are dropped.
+func Lines(s string) string {
+	s = strings.ReplaceAll(s, "\r\n", "\n")
+	s = strings.ReplaceAll(s, "\r", "\n")
+	s = strings.ReplaceAll(s, "\t", "    ")
+	parts := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, p := range parts {
+		parts[i] = Sanitize(p)
+	}
+	return strings.Join(parts, "\n")
+}
+
+// CutBytes cuts s to at most n bytes at a rune boundary; cut says
+// whether anything was left out.
+func CutBytes(s string, n int) (out string, cut bool) {
+	if len(s) <= n {
+		return s, false
+	}
+	if n <= 0 {
+		return "", true
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n], true
+}

@@ -99,3 +99,27 @@ func FuzzSanitize(f *testing.F) {
 		}
 	})
 }
+
+// TestLinesKeepsLineBreaksAndStripsControls: a command or a diff keeps its
+// lines; escape sequences, CR and bidi marks go.
+func TestLinesKeepsLineBreaksAndStripsControls(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"", ""},
+		{"a\nb", "a\nb"},
+		{"a\r\nb\rc\n\n", "a\nb\nc"},
+		{"\x1b[31mred\x1b[0m\n\tx\u202e\u009b", "[31mred[0m\n    x"},
+	} {
+		if got := Lines(tc.in); got != tc.want {
+			t.Errorf("Lines(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestCutBytesCutsAtARuneBoundary(t *testing.T) {
+	if s, cut := CutBytes("abc", 3); s != "abc" || cut {
+		t.Errorf("CutBytes fits = %q %v", s, cut)
+	}
+	if s, cut := CutBytes("aé", 2); s != "a" || !cut {
+		t.Errorf("CutBytes mid-rune = %q %v", s, cut)
+	}
+}

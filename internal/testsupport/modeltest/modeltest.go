@@ -42,6 +42,7 @@ type Server struct {
 	fallback func(req map[string]any) Reply
 	reqs     []map[string]any
 	raw      []string
+	headers  []http.Header
 	arrived  chan struct{}
 	// anthropic: the server speaks Anthropic's Messages API
 	// (POST /v1/messages, named SSE events, no [DONE]) instead.
@@ -93,6 +94,14 @@ func (s *Server) Raw() []string {
 	return append([]string(nil), s.raw...)
 }
 
+// Headers returns the request headers so far, in arrival order (the
+// credential a client sent: Authorization, x-api-key).
+func (s *Server) Headers() []http.Header {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]http.Header(nil), s.headers...)
+}
+
 // Arrived receives one value per request that arrived (buffered).
 func (s *Server) Arrived() <-chan struct{} { return s.arrived }
 
@@ -111,6 +120,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	s.reqs = append(s.reqs, req)
 	s.raw = append(s.raw, string(b))
+	s.headers = append(s.headers, r.Header.Clone())
 	var rp Reply
 	switch {
 	case len(s.next) > 0:

@@ -47,6 +47,7 @@ const (
 	Local_Reduce_FullMethodName        = "/harn.v1.Local/Reduce"
 	Local_Override_FullMethodName      = "/harn.v1.Local/Override"
 	Local_Context_FullMethodName       = "/harn.v1.Local/Context"
+	Local_DirTrust_FullMethodName      = "/harn.v1.Local/DirTrust"
 )
 
 // LocalClient is the client API for Local service.
@@ -105,6 +106,9 @@ type LocalClient interface {
 	// context): its items with their states, checkpoints and budget line,
 	// and with provider_view the exact messages of the next model request.
 	Context(ctx context.Context, in *api.ContextRequest, opts ...grpc.CallOption) (*api.ContextResponse, error)
+	// DirTrust checks, adds, removes or lists the project directories this
+	// node trusts (harn trust); the node's own user only.
+	DirTrust(ctx context.Context, in *api.DirTrustRequest, opts ...grpc.CallOption) (*api.DirTrustResponse, error)
 }
 
 type localClient struct {
@@ -385,6 +389,16 @@ func (c *localClient) Context(ctx context.Context, in *api.ContextRequest, opts 
 	return out, nil
 }
 
+func (c *localClient) DirTrust(ctx context.Context, in *api.DirTrustRequest, opts ...grpc.CallOption) (*api.DirTrustResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(api.DirTrustResponse)
+	err := c.cc.Invoke(ctx, Local_DirTrust_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // LocalServer is the server API for Local service.
 // All implementations must embed UnimplementedLocalServer
 // for forward compatibility.
@@ -441,6 +455,9 @@ type LocalServer interface {
 	// context): its items with their states, checkpoints and budget line,
 	// and with provider_view the exact messages of the next model request.
 	Context(context.Context, *api.ContextRequest) (*api.ContextResponse, error)
+	// DirTrust checks, adds, removes or lists the project directories this
+	// node trusts (harn trust); the node's own user only.
+	DirTrust(context.Context, *api.DirTrustRequest) (*api.DirTrustResponse, error)
 	mustEmbedUnimplementedLocalServer()
 }
 
@@ -531,6 +548,9 @@ func (UnimplementedLocalServer) Override(context.Context, *api.OverrideRequest) 
 }
 func (UnimplementedLocalServer) Context(context.Context, *api.ContextRequest) (*api.ContextResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Context not implemented")
+}
+func (UnimplementedLocalServer) DirTrust(context.Context, *api.DirTrustRequest) (*api.DirTrustResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DirTrust not implemented")
 }
 func (UnimplementedLocalServer) mustEmbedUnimplementedLocalServer() {}
 func (UnimplementedLocalServer) testEmbeddedByValue()               {}
@@ -1039,6 +1059,24 @@ func _Local_Context_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Local_DirTrust_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(api.DirTrustRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(LocalServer).DirTrust(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Local_DirTrust_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(LocalServer).DirTrust(ctx, req.(*api.DirTrustRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Local_ServiceDesc is the grpc.ServiceDesc for Local service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1153,6 +1191,10 @@ var Local_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Context",
 			Handler:    _Local_Context_Handler,
+		},
+		{
+			MethodName: "DirTrust",
+			Handler:    _Local_DirTrust_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

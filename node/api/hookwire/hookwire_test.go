@@ -31,7 +31,8 @@ func genEvent(t *rapid.T) *hookwire.Event {
 
 func genQuery(t *rapid.T) *hookwire.DecideQuery {
 	q := &hookwire.DecideQuery{Phase: genStr(t, "phase"), Session: genStr(t, "qs"), Task: genStr(t, "task"), Tool: genStr(t, "tool"),
-		Input: genBytes(t, "input"), Call: genStr(t, "call"), Failed: rapid.Bool().Draw(t, "failed"), WaitMs: rapid.Int64().Draw(t, "wait")}
+		Input: genBytes(t, "input"), Call: genStr(t, "call"), Failed: rapid.Bool().Draw(t, "failed"), WaitMs: rapid.Int64().Draw(t, "wait"),
+		Cwd: genStr(t, "cwd")}
 	for range rapid.IntRange(0, 3).Draw(t, "claims") {
 		q.Claims = append(q.Claims, &hookwire.PathClaim{Session: genStr(t, "cs"), Repo: genStr(t, "repo"),
 			Paths: rapid.SliceOfN(rapid.StringN(0, 6, -1), 0, 3).Draw(t, "paths"), Phase: genStr(t, "cp"),
@@ -50,7 +51,7 @@ func toAPIQuery(q *hookwire.DecideQuery) *api.DecideQuery {
 		return nil
 	}
 	out := &api.DecideQuery{Phase: valid(q.Phase), Session: valid(q.Session), Task: valid(q.Task), Tool: valid(q.Tool),
-		Input: q.Input, Call: valid(q.Call), Failed: q.Failed, WaitMs: q.WaitMs}
+		Input: q.Input, Call: valid(q.Call), Failed: q.Failed, WaitMs: q.WaitMs, Cwd: valid(q.Cwd)}
 	for _, c := range q.Claims {
 		pc := &api.PathClaim{Session: valid(c.Session), Repo: valid(c.Repo), Phase: valid(c.Phase)}
 		for _, p := range c.Paths {
@@ -109,10 +110,11 @@ func TestHookwireIsTheProtoEncoding(t *testing.T) {
 	}))
 	t.Run("ApprovalRequest", rapid.MakeCheck(func(t *rapid.T) {
 		m := &hookwire.ApprovalRequest{Session: genStr(t, "s"), Agent: genStr(t, "a"), Tool: genStr(t, "t"), Input: genBytes(t, "i"),
-			WaitMs: rapid.Int64().Draw(t, "w"), RequestKey: genStr(t, "k"), ParentSession: genStr(t, "p"), SessionWide: rapid.Bool().Draw(t, "sw")}
+			WaitMs: rapid.Int64().Draw(t, "w"), RequestKey: genStr(t, "k"), ParentSession: genStr(t, "p"), SessionWide: rapid.Bool().Draw(t, "sw"),
+			Cwd: genStr(t, "cwd")}
 		decodes(t, m.Marshal(), new(api.ApprovalRequest), &api.ApprovalRequest{Session: valid(m.Session), Agent: valid(m.Agent),
 			Tool: valid(m.Tool), Input: m.Input, WaitMs: m.WaitMs, RequestKey: valid(m.RequestKey), ParentSession: valid(m.ParentSession),
-			SessionWide: m.SessionWide})
+			SessionWide: m.SessionWide, Cwd: valid(m.Cwd)})
 	}))
 	t.Run("LocalCall", rapid.MakeCheck(func(t *rapid.T) {
 		m := &hookwire.LocalCall{Method: genStr(t, "m"), Body: genBytes(t, "b"), TimeoutMs: rapid.Int64().Draw(t, "t")}

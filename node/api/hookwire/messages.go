@@ -57,6 +57,7 @@ type DecideQuery struct {
 	Failed                     bool
 	WaitMs                     int64
 	Claims                     []*PathClaim
+	Cwd                        string
 }
 
 func (m *DecideQuery) appendTo(b []byte) []byte {
@@ -71,7 +72,7 @@ func (m *DecideQuery) appendTo(b []byte) []byte {
 	for _, c := range m.Claims {
 		b = putMsg(b, 9, c.appendTo)
 	}
-	return b
+	return putString(b, 10, m.Cwd)
 }
 
 // AppendRequest is harn.v1.AppendRequest (hook.proto).
@@ -204,6 +205,7 @@ type ApprovalRequest struct {
 	RequestKey           string
 	ParentSession        string
 	SessionWide          bool
+	Cwd                  string
 }
 
 // Marshal is the message's protobuf encoding.
@@ -216,7 +218,8 @@ func (m *ApprovalRequest) Marshal() []byte {
 	b = putInt(b, 5, m.WaitMs)
 	b = putString(b, 6, m.RequestKey)
 	b = putString(b, 7, m.ParentSession)
-	return putBool(b, 8, m.SessionWide)
+	b = putBool(b, 8, m.SessionWide)
+	return putString(b, 9, m.Cwd)
 }
 
 // ApprovalResponse is harn.v1.ApprovalResponse (harn.proto).

@@ -221,6 +221,8 @@ type Query struct {
 	// Wait bounds how long a call that needs a confirmation waits for
 	// `harn task confirm`; without one in time it is denied.
 	Wait time.Duration
+	// Cwd is the hook payload's working directory: where the call runs.
+	Cwd string
 }
 
 // Verdict answers a Query.
@@ -231,20 +233,38 @@ type Verdict struct {
 	Call     string `json:"call,omitempty"`
 }
 
-// Request is an agent's open permission request that waits for a
-// decision from anywhere in the mesh (`harn agents pending`).
+// The kinds of a Request.
+const (
+	// KindPermission is an agent's permission request that its hook
+	// holds for an answer from anywhere (`harn agents approve|deny ID`).
+	KindPermission = "permission"
+	// KindConfirmation is a harn task's call that waits for `harn task
+	// confirm` (harn's own agent's call, or an external agent's under a
+	// task's confirm grant): ID is the call's id.
+	KindConfirmation = "confirmation"
+)
+
+// Request is a call that waits for an operator's decision, from anywhere
+// in the mesh (`harn agents pending`): an agent's open permission
+// request, or a harn task's call that waits for its confirmation.
 type Request struct {
 	ID      string `json:"id"`
+	Kind    string `json:"kind"`
 	Session string `json:"session"`
 	Node    string `json:"node"`
 	Agent   string `json:"agent"`
 	Tool    string `json:"tool"`
 	Summary string `json:"summary"`
-	// Detail is the call in full (Detail); Name, Cwd, Project and Branch
+	// Task and Call name a confirmation's call (Call is its ID).
+	Task string `json:"task,omitempty"`
+	Call string `json:"call,omitempty"`
+	// Facts are what the call asks, read from its own input: the whole
+	// command and its cwd, or the file and a diff.
+	Facts
+	// Detail is the call in one line (Detail); Name, Project and Branch
 	// are the session's, when the request opened.
 	Detail  string `json:"detail,omitempty"`
 	Name    string `json:"name,omitempty"`
-	Cwd     string `json:"cwd,omitempty"`
 	Project string `json:"project,omitempty"`
 	Branch  string `json:"branch,omitempty"`
 	// SessionWide says whether the agent can take "allow for this

@@ -107,14 +107,14 @@ func GrantsFromAPI(gs []*api.Grant) ([]Grant, error) {
 // QueryToAPI is q on the wire (without claims: they ride beside it).
 func QueryToAPI(q Query) *api.DecideQuery {
 	return &api.DecideQuery{Phase: q.Phase, Session: q.Session, Task: q.Task, Tool: q.Tool, Input: q.Input,
-		Call: q.Call, Failed: q.Failed, WaitMs: q.Wait.Milliseconds()}
+		Call: q.Call, Failed: q.Failed, WaitMs: q.Wait.Milliseconds(), Cwd: q.Cwd}
 }
 
 // QueryFromAPI reads a query from the wire.
 func QueryFromAPI(q *api.DecideQuery) Query {
 	return Query{Phase: q.GetPhase(), Session: q.GetSession(), Task: q.GetTask(), Tool: q.GetTool(),
 		Input: q.GetInput(), Call: q.GetCall(), Failed: q.GetFailed(),
-		Wait: time.Duration(max(q.GetWaitMs(), 0)) * time.Millisecond}
+		Wait: time.Duration(max(q.GetWaitMs(), 0)) * time.Millisecond, Cwd: q.GetCwd()}
 }
 
 // ResultToAPI is r on the wire.
@@ -129,7 +129,8 @@ func ResultToAPI(r Result) *api.TaskResult {
 	}
 	for _, e := range r.Events {
 		out.Events = append(out.Events, &api.AgentEvent{Type: e.Type, Task: e.Task, Step: int32(e.Step), Call: e.Call,
-			Tool: e.Tool, Text: e.Text, Outcome: e.Outcome, Status: e.Status, Usage: usageToAPI(e.Usage), At: api.NewTime(e.At)})
+			Tool: e.Tool, Text: e.Text, Outcome: e.Outcome, Status: e.Status, Usage: usageToAPI(e.Usage), At: api.NewTime(e.At),
+			Args: e.Args, Diff: e.Diff, Output: e.Output})
 	}
 	for _, st := range r.Steps {
 		out.Steps = append(out.Steps, &api.TaskStep{Seq: st.Seq, At: api.NewTime(st.At), Kind: st.Kind, Name: st.Name, Call: st.Call,
@@ -199,7 +200,7 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 	for _, e := range r.Events {
 		out.Events = append(out.Events, runtime.LoopEvent{Type: e.GetType(), Task: e.GetTask(), Step: int(e.GetStep()), Call: e.GetCall(),
 			Tool: e.GetTool(), Text: e.GetText(), Outcome: e.GetOutcome(), Status: e.GetStatus(), Usage: usageFromAPI(e.GetUsage()),
-			At: e.GetAt().AsTime()})
+			At: e.GetAt().AsTime(), Args: e.GetArgs(), Diff: e.GetDiff(), Output: e.GetOutput()})
 	}
 	for _, st := range r.Steps {
 		out.Steps = append(out.Steps, Step{Seq: st.GetSeq(), At: st.GetAt().AsTime(), Kind: st.GetKind(), Name: st.GetName(), Call: st.GetCall(),
@@ -284,26 +285,36 @@ func taskViewFromAPI(t *api.TaskView) *runtime.TaskView {
 		CreatedAt: t.CreatedAt.AsTime(), By: t.By, Reason: t.Reason}
 }
 
-// RequestToAPI is a permission request on the wire (its Key stays on the
+// RequestToAPI is a waiting request on the wire (its Key stays on the
 // owner).
 func RequestToAPI(r Request) *api.PermissionRequest {
 	out := &api.PermissionRequest{Id: r.ID, Session: r.Session, Node: r.Node, Agent: r.Agent, Tool: r.Tool,
 		Summary: r.Summary, Opened: api.NewTime(r.Opened), Parent: r.Parent, Detail: r.Detail, Name: r.Name,
-		Cwd: r.Cwd, Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide}
+		Cwd: r.Cwd, Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide,
+		Kind: r.Kind, Task: r.Task, Call: r.Call, Command: r.Command, CommandCut: r.CommandCut,
+		Path: r.Path, Diff: r.Diff, DiffCut: r.DiffCut}
 	if a := r.Answer; a != nil {
 		out.Answer = &api.PermissionAnswer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: api.NewTime(a.At), SessionWide: a.SessionWide}
 	}
 	return out
 }
 
-// RequestFromAPI reads a permission request from the wire.
+// RequestFromAPI reads a waiting request from the wire; its facts come
+// bounded and stripped (Facts.Bounded), whoever sent them. A request
+// without a kind is a permission request (a node that predates kinds).
 func RequestFromAPI(r *api.PermissionRequest) Request {
 	if r == nil {
 		return Request{}
 	}
 	out := Request{ID: r.Id, Session: r.Session, Node: r.Node, Agent: r.Agent, Tool: r.Tool,
 		Summary: r.Summary, Opened: r.Opened.AsTime(), Parent: r.Parent, Detail: r.Detail, Name: r.Name,
-		Cwd: r.Cwd, Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide}
+		Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide,
+		Kind: r.Kind, Task: r.Task, Call: r.Call,
+		Facts: Facts{Command: r.Command, CommandCut: r.CommandCut, Cwd: r.Cwd, Path: r.Path, Diff: r.Diff,
+			DiffCut: r.DiffCut}.Bounded()}
+	if out.Kind == "" {
+		out.Kind = KindPermission
+	}
 	if a := r.Answer; a != nil {
 		out.Answer = &Answer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: a.At.AsTime(), SessionWide: a.SessionWide}
 	}

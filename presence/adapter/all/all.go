@@ -11,6 +11,7 @@
 package all
 
 import (
+	"encoding/json"
 	"slices"
 
 	"github.com/harn-dev/harn/presence/adapter"
@@ -18,6 +19,7 @@ import (
 	"github.com/harn-dev/harn/presence/adapter/codex"
 	"github.com/harn-dev/harn/presence/adapter/cursor"
 	"github.com/harn-dev/harn/presence/adapter/gemini"
+	"github.com/harn-dev/harn/presence/adapter/internal/hookkit"
 )
 
 // registry lists the adapters. Its order is the order in which their
@@ -116,4 +118,29 @@ func ReportsCallEnds(name string) bool {
 	}
 	c, ok := a.(adapter.CallEnder)
 	return ok && c.ReportsCallEnds()
+}
+
+// Describe is what agent's call of tool asks, for the operator who
+// approves it: its adapter's reading (adapter.Describer), or, for an
+// agent no adapter describes, the common spellings (a "command" is a
+// shell command; a "file_path" or "path" with content or old_string and
+// new_string is a write).
+func Describe(agent, tool string, input json.RawMessage) adapter.Asked {
+	if a, ok := Lookup(agent); ok {
+		if d, ok := a.(adapter.Describer); ok {
+			return d.Describe(tool, input)
+		}
+	}
+	var in map[string]json.RawMessage
+	if json.Unmarshal(input, &in) != nil {
+		return adapter.Asked{}
+	}
+	spec := adapter.ToolSpec{Name: tool, Mutates: true}
+	switch {
+	case in["command"] != nil:
+		spec.Subject = adapter.SubjectCommand
+	case in["file_path"] != nil || in["path"] != nil || in["notebook_path"] != nil:
+		spec.Subject = adapter.SubjectPath
+	}
+	return hookkit.Describe([]adapter.ToolSpec{spec}, tool, input)
 }

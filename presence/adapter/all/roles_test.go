@@ -29,6 +29,9 @@ func TestEveryRegisteredAdapterDeclaresItsRoles(t *testing.T) {
 		if _, ok := a.(adapter.Cataloger); !ok {
 			t.Errorf("adapter %q is no adapter.Cataloger: declare its agent's tools", n)
 		}
+		if _, ok := a.(adapter.Describer); !ok {
+			t.Errorf("adapter %q is no adapter.Describer: read its tools' inputs for the operator who approves a call", n)
+		}
 	}
 }
 

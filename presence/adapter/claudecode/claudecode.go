@@ -8,6 +8,7 @@ import (
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/internal/claudelike"
+	"github.com/harn-dev/harn/presence/adapter/internal/hookkit"
 )
 
 // Name is the agent name of this adapter.
@@ -132,4 +133,10 @@ func Tools() []adapter.ToolSpec {
 		{Name: "ExitPlanMode"},
 		adapter.MCPTools,
 	}
+}
+
+// Describe reads a call for its operator (adapter.Describer): Bash's
+// command, the file and edits of Write, Edit, MultiEdit and NotebookEdit.
+func (claudeCode) Describe(tool string, input json.RawMessage) adapter.Asked {
+	return hookkit.Describe(Tools(), tool, input)
 }

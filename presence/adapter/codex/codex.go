@@ -221,3 +221,25 @@ func Tools() []adapter.ToolSpec {
 		adapter.MCPTools,
 	}
 }
+
+// Describe reads a call for its operator (adapter.Describer): a shell
+// call's whole command (an argv joined) and its workdir; apply_patch's
+// patch as written, and the first file it names.
+func (hooks) Describe(tool string, input json.RawMessage) adapter.Asked { return describe(tool, input) }
+
+// Describe: the legacy notify hook belongs to the same agent.
+func (notify) Describe(tool string, input json.RawMessage) adapter.Asked {
+	return describe(tool, input)
+}
+
+func describe(tool string, input json.RawMessage) adapter.Asked {
+	if strings.EqualFold(tool, "apply_patch") || tool == "ApplyPatch" {
+		p := strings.TrimPrefix(patchText(input), "apply_patch\n")
+		a := adapter.Asked{Patch: p}
+		if ps := PatchPaths(p); len(ps) > 0 {
+			a.Path = ps[0]
+		}
+		return a
+	}
+	return hookkit.Describe(Tools(), tool, input)
+}

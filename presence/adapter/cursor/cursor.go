@@ -221,3 +221,10 @@ func (cursor) Catalog() []adapter.ToolSpec {
 		adapter.MCPTools,
 	}
 }
+
+// Describe reads a call for its operator (adapter.Describer): a shell
+// command (beforeShellExecution's, as "Bash"), a write tool's file and
+// content or edits.
+func (c cursor) Describe(tool string, input json.RawMessage) adapter.Asked {
+	return hookkit.Describe(c.Catalog(), tool, input)
+}

@@ -182,3 +182,10 @@ func (gemini) Catalog() []adapter.ToolSpec {
 		adapter.MCPTools,
 	}
 }
+
+// Describe reads a call for its operator (adapter.Describer):
+// run_shell_command's command and dir_path, write_file's file and
+// content, replace's file and its old and new strings.
+func (g gemini) Describe(tool string, input json.RawMessage) adapter.Asked {
+	return hookkit.Describe(g.Catalog(), tool, input)
+}

@@ -20,6 +20,7 @@ var (
 	ErrUnknownTool     = errors.New("tools: unknown tool")
 	ErrBadArgs         = errors.New("tools: bad arguments")
 	ErrOutsideWorkdir  = errors.New("tools: path outside the working directory")
+	ErrProtected       = errors.New("tools: a protected path reached through a symlink")
 	ErrNoMatch         = errors.New("tools: edit: old_string not found")
 	ErrAmbiguous       = errors.New("tools: edit: old_string matches more than once")
 	ErrTimeout         = errors.New("tools: timed out")

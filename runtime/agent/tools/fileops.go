@@ -14,6 +14,9 @@ import (
 	"strings"
 
 	"encoding/json"
+
+	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/util/safefs"
 )
 
 type readArgs struct {
@@ -100,6 +103,9 @@ func (b *Toolbox) runWrite(dir string, raw json.RawMessage) (string, error) {
 	if p == "." {
 		return "", fmt.Errorf("%w: write needs a file path, not the working directory", ErrBadArgs)
 	}
+	if err := guard(dir, p); err != nil {
+		return "", err
+	}
 	root, err := openRoot(dir)
 	if err != nil {
 		return "", err
@@ -114,6 +120,31 @@ func (b *Toolbox) runWrite(dir string, raw json.RawMessage) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("wrote %d bytes to %s", len(a.Content), a.Path), nil
+}
+
+// guard refuses a write to p (relative to dir) that reaches a protected
+// path (runtime.ProtectedPath) by another name: a symlink, or a folder
+// symlinked inside the working directory, must not carry a write into
+// .git/hooks. A protected path written by its own name reached the tool
+// only through a grant naming it, confirmed (the runtime's protected_path
+// check). A symlink out of the working directory is refused too.
+func guard(dir, p string) error {
+	d, err := safefs.Open(dir)
+	if err != nil {
+		return fmt.Errorf("%w: working directory: %v", ErrConfig, err)
+	}
+	defer d.Close()
+	real, err := d.Resolve(p)
+	if errors.Is(err, safefs.ErrOutside) {
+		return fmt.Errorf("%w: %s (a symlink on its way leads out of %s)", ErrOutsideWorkdir, p, dir)
+	}
+	if err != nil {
+		return err
+	}
+	if prot, ok := runtime.ProtectedPath(real); ok && real != filepath.Clean(p) {
+		return fmt.Errorf("%w: %s leads to %s, under %s; a protected path is written only by its own name, which a grant must name with confirm", ErrProtected, p, real, prot)
+	}
+	return nil
 }
 
 // writeFile replaces a file through a temporary file and a rename, keeping
@@ -157,6 +188,9 @@ func (b *Toolbox) runEdit(dir string, raw json.RawMessage) (string, error) {
 	}
 	p, err := localPath(dir, a.Path)
 	if err != nil {
+		return "", err
+	}
+	if err := guard(dir, p); err != nil {
 		return "", err
 	}
 	root, err := openRoot(dir)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/runtime"
+	"github.com/harn-dev/harn/util/safefs"
 )
 
 // fixture is a runtime with one session whose task runs through a Toolbox.
@@ -45,6 +46,9 @@ func newFixture(t *testing.T, o fixOpts) *fixture {
 		cfg.SkillDirs = []string{filepath.Join(cfg.Project, ".harn", "skills")}
 	}
 	cfg.NoMCPFiles = !o.files
+	if o.files && cfg.ProjectFiles == nil {
+		cfg.ProjectFiles = trustedFiles(t, cfg.Project)
+	}
 	b, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -138,4 +142,20 @@ func writeFileT(t *testing.T, p, s string) {
 	if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// trustedFiles are a project's .harn files as a trusted project's box
+// reads them (the node hands it its trust check's snapshot).
+func trustedFiles(t *testing.T, project string) Files {
+	t.Helper()
+	dir := filepath.Join(project, ".harn")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	d, err := safefs.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }

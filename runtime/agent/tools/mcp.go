@@ -110,9 +110,8 @@ func (c *mcpConn) startProcess() (mcp.Transport, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Dir = c.b.project
-	cmd.Env = os.Environ()
-	for k, v := range c.cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	if cmd.Env, err = mcpEnv(c.cfg.Name, c.cfg.Env); err != nil { // env.go: no secret it does not name
+		return nil, err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = &logWriter{log: c.b.log, server: c.cfg.Name}

@@ -338,3 +338,39 @@ func TestProjectAndUserMCPFilesConfigureServers(t *testing.T) {
 		t.Fatalf("%q", out)
 	}
 }
+
+// TestAnUntrustedProjectStartsNoServerAndLoadsNoSkill: without the trust
+// check's files (an untrusted project) the project's mcp.json starts
+// nothing and its skills do not load, whatever is on disk; the user's
+// file still runs.
+func TestAnUntrustedProjectStartsNoServerAndLoadsNoSkill(t *testing.T) {
+	user, project := t.TempDir(), t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", user)
+	bin, _ := json.Marshal(os.Args[0])
+	srv := `{"command":` + string(bin) + `,"args":["-test.run=^$"],"env":{"HARN_TOOLS_TEST_MCP":"1"}}`
+	writeFileT(t, ProjectMCPFile(project), `{"mcpServers":{"proj":`+srv+`}}`)
+	writeFileT(t, UserMCPFile(), `{"mcpServers":{"mine":`+srv+`}}`)
+	skillFile(t, project, "review", "project", "P")
+	rt, err := runtime.New(runtime.Config{Ledger: runtime.NewMemLedger(), Key: []byte("test-key-0123456789")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := New(Config{Runtime: rt, Project: project})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := b.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(b.Servers(), ","); got != "mine" {
+		t.Fatalf("servers %q; want the user's alone", got)
+	}
+	for _, c := range b.Capabilities() {
+		if c.Name == "review" || strings.HasPrefix(c.Name, "mcp__proj__") {
+			t.Fatalf("an untrusted project's %s loaded", c.Name)
+		}
+	}
+}

@@ -3,12 +3,15 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+
+	"github.com/harn-dev/harn/util/safefs"
 )
 
 // MCPServer configures one MCP server: a stdio server (Command, split as
@@ -38,6 +41,7 @@ func (s MCPServer) validate() error {
 		if !strings.HasPrefix(s.URL, "http://") && !strings.HasPrefix(s.URL, "https://") {
 			return fmt.Errorf("%w: MCP server %s: url must be http:// or https://", ErrConfig, s.Name)
 		}
+		return checkBearerEnv(s)
 	case s.Type == "stdio" || s.Type == "":
 		if _, err := s.argv(); err != nil {
 			return err
@@ -82,36 +86,82 @@ type mcpFile struct {
 	Servers map[string]MCPServer `json:"mcpServers"`
 }
 
-// LoadMCPFile reads an MCP servers file; a file that does not exist holds
-// no servers. Unknown fields are refused, so that a typo is not a server
-// silently misconfigured.
-func LoadMCPFile(path string) ([]MCPServer, error) {
-	data, err := os.ReadFile(path)
-	if os.IsNotExist(err) {
+// maxMCPFile bounds an MCP servers file.
+const maxMCPFile = 1 << 20
+
+// LoadMCPFile reads an MCP servers file through safefs (a file that is a
+// symlink out of its folder is refused); a file that does not exist holds
+// no servers.
+func LoadMCPFile(p string) ([]MCPServer, error) {
+	data, err := safefs.ReadFile(filepath.Dir(p), filepath.Base(p), maxMCPFile)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 	}
-	if len(data) > 1<<20 {
-		return nil, fmt.Errorf("%w: %s is over 1 MiB", ErrConfig, path)
+	return ParseMCP(data, p)
+}
+
+// ParseMCP reads the content of an MCP servers file (name says which, in
+// errors). Unknown fields are refused, so that a typo is not a server
+// silently misconfigured.
+func ParseMCP(data []byte, name string) ([]MCPServer, error) {
+	if len(data) > maxMCPFile {
+		return nil, fmt.Errorf("%w: %s is over 1 MiB", ErrConfig, name)
 	}
 	var f mcpFile
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v; the file holds {\"mcpServers\": {\"NAME\": {\"command\": \"...\"}}}", ErrConfig, path, err)
+		return nil, fmt.Errorf("%w: %s: %v; the file holds {\"mcpServers\": {\"NAME\": {\"command\": \"...\"}}}", ErrConfig, name, err)
 	}
 	var out []MCPServer
 	for n, s := range f.Servers {
 		s.Name = n
 		if err := s.validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		out = append(out, s)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// CommandLine is what the server runs, for a person to judge: its
+// environment settings, then its words shell-quoted (a stdio server), or
+// its URL (an HTTP one).
+func (s MCPServer) CommandLine() string {
+	if s.isHTTP() {
+		return s.URL
+	}
+	var parts []string
+	keys := make([]string, 0, len(s.Env))
+	for k := range s.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		parts = append(parts, shellWord(k+"="+s.Env[k]))
+	}
+	w, err := s.argv()
+	if err != nil {
+		w = append([]string{s.Command}, s.Args...)
+	}
+	for _, x := range w {
+		parts = append(parts, shellWord(x))
+	}
+	return strings.Join(parts, " ")
+}
+
+// shellWord quotes a word as a POSIX shell reads it back.
+func shellWord(w string) string {
+	if w != "" && strings.IndexFunc(w, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@%=,", r))
+	}) < 0 {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 }
 
 // ProjectMCPFile is the project's MCP servers file.

@@ -84,8 +84,8 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 		return "", fmt.Errorf("shell: %w", err)
 	}
 	cmd := exec.Command("/bin/sh", "-c", a.Command)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = pw, pw // a file: Wait returns when the shell exits, not when the pipe drains
+	cmd.Dir, cmd.Env = dir, toolEnv() // env.go: no secret of the node's
+	cmd.Stdout, cmd.Stderr = pw, pw   // a file: Wait returns when the shell exits, not when the pipe drains
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	err = cmd.Start()
 	_ = pw.Close()

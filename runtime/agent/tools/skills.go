@@ -2,16 +2,18 @@ package tools
 
 import (
 	"bufio"
-	"bytes"
+	"errors"
 	"fmt"
-	"io"
+	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
 
+	"github.com/harn-dev/harn/util/safefs"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -86,20 +88,54 @@ func UserSkillsDir() string {
 	return ""
 }
 
-// LoadSkills reads the skills of the folders in order; a name found twice
-// keeps its first (so the project's shadows the user's). A folder that does
-// not exist is skipped; a bad SKILL.md is logged and skipped.
+// Files are a directory's files read as the trust check saw them (the
+// node's snapshot of a trusted project's .harn) or through safefs (the
+// user's folders): slash names relative to it, never a symlink out of it.
+type Files interface {
+	ReadDir(name string) ([]fs.DirEntry, error)
+	ReadFile(name string, max int64) ([]byte, error)
+}
+
+// SkillSource is one folder of skills: Sub in Files, shown as Dir.
+type SkillSource struct {
+	Files Files
+	Sub   string // the folder of skills in Files ("." or "skills")
+	Dir   string // where it is on disk, for Skill.Dir
+}
+
+// LoadSkills reads the skills of the folders in order, each through
+// safefs (a SKILL.md that is a symlink out of its folder is skipped); a
+// name found twice keeps its first (so the project's shadows the
+// user's). A folder that does not exist is skipped; a bad SKILL.md is
+// logged and skipped.
 func LoadSkills(dirs []string, log *slog.Logger) []Skill {
+	var srcs []SkillSource
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		sd, err := safefs.Open(d)
+		if err != nil {
+			continue
+		}
+		defer sd.Close()
+		srcs = append(srcs, SkillSource{Files: sd, Sub: ".", Dir: d})
+	}
+	return LoadSkillsFrom(srcs, log)
+}
+
+// LoadSkillsFrom reads the skills of the sources in order, as LoadSkills.
+func LoadSkillsFrom(srcs []SkillSource, log *slog.Logger) []Skill {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	seen := map[string]bool{}
 	var out []Skill
-	for _, d := range dirs {
-		if d == "" {
+	for _, src := range srcs {
+		if src.Files == nil {
 			continue
 		}
-		ents, err := os.ReadDir(d)
+		ents, err := src.Files.ReadDir(src.Sub)
 		if err != nil {
 			continue
 		}
@@ -107,9 +143,12 @@ func LoadSkills(dirs []string, log *slog.Logger) []Skill {
 			if !e.IsDir() || len(out) == maxSkills {
 				continue
 			}
-			dir := filepath.Join(d, e.Name())
-			data, err := readSmall(filepath.Join(dir, "SKILL.md"), maxSkillBytes)
+			dir := filepath.Join(src.Dir, e.Name())
+			data, err := src.Files.ReadFile(path.Join(src.Sub, e.Name(), "SKILL.md"), maxSkillBytes)
 			if err != nil {
+				if !errors.Is(err, fs.ErrNotExist) {
+					log.Warn("skill skipped", "dir", dir, "err", err)
+				}
 				continue
 			}
 			s, err := ParseSkill(data, dir)
@@ -126,22 +165,6 @@ func LoadSkills(dirs []string, log *slog.Logger) []Skill {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
-}
-
-func readSmall(p string, n int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var b bytes.Buffer
-	if _, err := b.ReadFrom(io.LimitReader(f, n+1)); err != nil {
-		return nil, err
-	}
-	if int64(b.Len()) > n {
-		return nil, fmt.Errorf("%w: %s is over %d bytes", ErrConfig, p, n)
-	}
-	return b.Bytes(), nil
 }
 
 // skillRefs finds the /name words of a prompt that name a known skill, in

@@ -97,5 +97,6 @@ func specsOf(bs []builtin) []Spec {
 func (b builtin) capability() runtime.Capability {
 	return runtime.Capability{Name: b.spec.Name, Kind: runtime.KindTool, Description: b.spec.Description,
 		ContractHash: b.spec.Hash, Provider: b.spec.Provider, ReadOnly: !b.spec.Mutating,
-		Tokens: EstimateTokens(b.spec.Name, b.spec.Description, string(b.spec.Schema)), Core: true, Subject: b.subject}
+		Tokens: EstimateTokens(b.spec.Name, b.spec.Description, string(b.spec.Schema)), Core: true, Subject: b.subject,
+		Guarded: b.spec.Mutating && b.subject == runtime.SubjectPath}
 }

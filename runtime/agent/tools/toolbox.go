@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/util/safefs"
 )
 
 // DefaultCatalog is the runtime catalog a Toolbox publishes into unless
@@ -25,9 +27,15 @@ const DefaultCatalog = "harn"
 type Config struct {
 	Runtime *runtime.Runtime // required: where the catalog goes and every capability check is asked
 	Catalog string           // the runtime catalog name (DefaultCatalog); sessions open with it
-	Project string           // the project folder: .harn/skills and .harn/mcp.json; stdio servers run here
+	Project string           // the project folder: stdio servers run here
+	// ProjectFiles are the project's .harn files as the node's trust
+	// check read them (skills/, mcp.json); nil: the project is not
+	// trusted, and none of its skills or servers load. The box never
+	// reads them from the project itself.
+	ProjectFiles Files
 	// SkillDirs replaces the default skills folders: the project's
-	// .harn/skills, then UserSkillsDir(). The first of a name wins.
+	// skills (ProjectFiles), then UserSkillsDir(). The first of a name
+	// wins.
 	SkillDirs []string
 	// MCP are the node's servers and the run's (--mcp), after the
 	// project's file and the user's file: a later one of a name wins.
@@ -66,6 +74,7 @@ type Toolbox struct {
 	rt           *runtime.Runtime
 	catalog      string
 	project      string
+	files        Files // the project's trusted .harn files, nil: untrusted
 	skillDirs    []string
 	servers      []MCPServer
 	noFiles      bool
@@ -119,7 +128,7 @@ func New(cfg Config) (*Toolbox, error) {
 			return nil, fmt.Errorf("%w: extra tool %q needs a name of its own and a Run", ErrConfig, x.Spec.Name)
 		}
 	}
-	b := &Toolbox{rt: cfg.Runtime, catalog: cfg.Catalog, project: cfg.Project, skillDirs: cfg.SkillDirs,
+	b := &Toolbox{rt: cfg.Runtime, catalog: cfg.Catalog, project: cfg.Project, files: cfg.ProjectFiles, skillDirs: cfg.SkillDirs,
 		servers: cfg.MCP, noFiles: cfg.NoMCPFiles, clock: cfg.Clock, log: cfg.Logger, maxOut: cfg.MaxOutput,
 		shellTimeout: cfg.ShellTimeout, shellGrace: cfg.ShellGrace, mcpTimeout: cfg.MCPTimeout, extra: append([]Extra(nil), cfg.Extra...),
 		wake: make(chan struct{}, 1), skills: map[string]Skill{}, tasks: map[string]*taskState{}}
@@ -143,12 +152,6 @@ func New(cfg Config) (*Toolbox, error) {
 	}
 	if b.mcpTimeout <= 0 {
 		b.mcpTimeout = DefaultMCPTimeout
-	}
-	if b.skillDirs == nil {
-		if b.project != "" {
-			b.skillDirs = append(b.skillDirs, filepath.Join(b.project, ".harn", "skills"))
-		}
-		b.skillDirs = append(b.skillDirs, UserSkillsDir())
 	}
 	return b, nil
 }
@@ -176,18 +179,21 @@ func (b *Toolbox) Open(ctx context.Context) error {
 	b.mu.Unlock()
 
 	var errs []error
-	skills := LoadSkills(b.skillDirs, b.log)
+	skills := b.loadSkills()
 	servers := b.servers
 	if !b.noFiles {
 		var lists [][]MCPServer
-		for _, f := range []string{UserMCPFile(), ProjectMCPFile(b.project)} {
-			if f == "" || (f == ProjectMCPFile("") && b.project == "") {
-				continue
-			}
+		if f := UserMCPFile(); f != "" {
 			l, err := LoadMCPFile(f)
 			if err != nil {
 				errs = append(errs, err)
-				continue
+			}
+			lists = append(lists, l)
+		}
+		if b.files != nil {
+			l, err := projectServers(b.files, ProjectMCPFile(b.project))
+			if err != nil {
+				errs = append(errs, err)
 			}
 			lists = append(lists, l)
 		}
@@ -228,6 +234,38 @@ func (b *Toolbox) Open(ctx context.Context) error {
 	b.wg.Add(1)
 	go b.refresher(rctx)
 	return errors.Join(errs...)
+}
+
+// loadSkills reads the skills: Config.SkillDirs when set, else the
+// trusted project's, then the user's.
+func (b *Toolbox) loadSkills() []Skill {
+	if b.skillDirs != nil {
+		return LoadSkills(b.skillDirs, b.log)
+	}
+	var srcs []SkillSource
+	if b.files != nil {
+		srcs = append(srcs, SkillSource{Files: b.files, Sub: "skills", Dir: filepath.Join(b.project, ".harn", "skills")})
+	}
+	if d := UserSkillsDir(); d != "" {
+		if sd, err := safefs.Open(d); err == nil {
+			defer sd.Close()
+			srcs = append(srcs, SkillSource{Files: sd, Sub: ".", Dir: d})
+		}
+	}
+	return LoadSkillsFrom(srcs, b.log)
+}
+
+// projectServers are the servers of a trusted project's mcp.json (name
+// is its path, for errors); none when it has none.
+func projectServers(files Files, name string) ([]MCPServer, error) {
+	data, err := files.ReadFile("mcp.json", maxMCPFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, name, err)
+	}
+	return ParseMCP(data, name)
 }
 
 // Servers names the MCP servers Open connected, in the order it started

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -193,5 +194,27 @@ func TestProjectSkillShadowsTheUsers(t *testing.T) {
 	sk := LoadSkills([]string{filepath.Join(project, ".harn", "skills"), user}, nil)
 	if len(sk) != 2 || sk[0].Name != "other" || sk[1].Description != "project" {
 		t.Fatalf("%+v", sk)
+	}
+}
+
+// TestASkillLinkedOutOfItsFolderIsNotLoaded: a SKILL.md that is a symlink
+// to a file outside its skills folder (an environment, a key) is skipped;
+// one linked inside the folder loads.
+func TestASkillLinkedOutOfItsFolderIsNotLoaded(t *testing.T) {
+	base := t.TempDir()
+	writeFileT(t, filepath.Join(base, "secret"), "---\nname: leak\n---\nPRIVATE KEY")
+	skills := filepath.Join(base, "skills")
+	writeFileT(t, filepath.Join(skills, "shared.md"), "---\nname: fine\n---\nOK")
+	for name, target := range map[string]string{"leak": filepath.Join(base, "secret"), "env": "/proc/self/environ", "fine": "../shared.md"} {
+		if err := os.MkdirAll(filepath.Join(skills, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(target, filepath.Join(skills, name, "SKILL.md")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sk := LoadSkills([]string{skills}, nil)
+	if len(sk) != 1 || sk[0].Name != "fine" || sk[0].Body != "OK" {
+		t.Fatalf("%+v; want the skill linked inside alone", sk)
 	}
 }

@@ -17,6 +17,24 @@ type CallFields struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Command   string          `json:"command"` // Cursor's beforeShellExecution
 	Server    string          `json:"server"`  // Cursor's beforeMCPExecution
+	// Cwd and Roots (Cursor's workspace_roots) are read leniently: a
+	// value of another type fails no call.
+	Cwd   json.RawMessage `json:"cwd"`
+	Roots json.RawMessage `json:"workspace_roots"`
+}
+
+// dir is the payload's working directory: cwd, else the first workspace
+// root, else "".
+func (p CallFields) dir() string {
+	var s string
+	if json.Unmarshal(p.Cwd, &s) == nil && s != "" {
+		return s
+	}
+	var roots []string
+	if json.Unmarshal(p.Roots, &roots) == nil && len(roots) > 0 {
+		return roots[0]
+	}
+	return ""
 }
 
 // ReadCall decodes stdin's call fields: the Call without a phase, and the
@@ -27,7 +45,7 @@ func ReadCall(stdin []byte) (adapter.Call, CallFields, bool) {
 	if len(stdin) == 0 || json.Unmarshal(stdin, &p) != nil {
 		return adapter.Call{}, p, false
 	}
-	c := adapter.Call{Event: p.Event, Session: p.Session, Tool: p.Tool, Input: p.Input, ID: p.ToolUseID}
+	c := adapter.Call{Event: p.Event, Session: p.Session, Tool: p.Tool, Input: p.Input, ID: p.ToolUseID, Cwd: p.dir()}
 	if c.Session == "" {
 		c.Session = p.Conv
 	}
