@@ -24,7 +24,7 @@ import (
 // servers and read replicas) follows the registry from a server over the
 // cluster gRPC. The server sends a snapshot when the follower's index is
 // not in its feed, then every entry it applies, and a progress report
-// (leader, indexes, the raft configuration) every WatchProgress and at a
+// (leader, indexes, the raft configuration) every WatchProgress (5 s) and at a
 // leader change. The follower replays them into its Mirror, so its reads
 // are a server's replica as of the last entry, and resumes from its index
 // at the next server when the stream breaks.
