@@ -72,13 +72,13 @@ type noPeer struct {
 
 // errNoLog answers a registry call that needs the raft log on a node
 // that holds none.
-func (c *Cluster) errNoLog() error {
-	return status.Error(codes.FailedPrecondition, "node: "+c.name+" is not a server and holds no raft log; ask a server")
+func errNoLog(name string) error {
+	return status.Error(codes.FailedPrecondition, "node: "+name+" is not a server and holds no raft log; ask a server")
 }
 
 func (s *service) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyResponse, error) {
 	if s.c.store == nil {
-		return nil, s.c.errNoLog()
+		return nil, errNoLog(s.c.name)
 	}
 	cmd, err := raftstore.DecodeCommand(req.Command)
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *service) Apply(ctx context.Context, req *api.ApplyRequest) (*api.ApplyR
 
 func (s *service) ConsistentList(ctx context.Context, _ *api.ConsistentListRequest) (*api.RegistryResponse, error) {
 	if s.c.store == nil {
-		return nil, s.c.errNoLog()
+		return nil, errNoLog(s.c.name)
 	}
 	if err := s.c.store.VerifyRead(ctx); err != nil {
 		return nil, status.Error(codes.FailedPrecondition, err.Error())
@@ -141,7 +141,7 @@ func (s *service) RemoveServer(ctx context.Context, req *api.RemoveServerRequest
 		}
 	}
 	if s.c.store == nil {
-		return nil, s.c.errNoLog()
+		return nil, errNoLog(s.c.name)
 	}
 	if err := s.c.store.RemoveServer(req.Id); err != nil {
 		if errors.Is(err, raftstore.ErrNotLeader) {

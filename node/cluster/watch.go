@@ -46,7 +46,7 @@ var privateKV = []string{meshtrust.KVTokenPrefix, meshtrust.KVCA}
 func (s *service) Watch(req *api.WatchRequest, stream apigrpc.Cluster_WatchServer) error {
 	c := s.c
 	if c.store == nil {
-		return status.Error(codes.FailedPrecondition, "node: "+c.name+" holds no raft log; watch a server")
+		return errNoLog(c.name)
 	}
 	server := true
 	if c.trust != nil {
@@ -60,7 +60,7 @@ func (s *service) Watch(req *api.WatchRequest, stream apigrpc.Cluster_WatchServe
 	w := c.store.Watch(req.FromIndex)
 	t := c.clock.NewTicker(c.cfg.WatchProgress)
 	defer t.Stop()
-	if err := stream.Send(&api.WatchEvent{Progress: c.progress()}); err != nil {
+	if err := stream.Send(&api.WatchEvent{Progress: c.progressCache.get(c)}); err != nil {
 		return err
 	}
 	for {
@@ -80,9 +80,9 @@ func (s *service) Watch(req *api.WatchRequest, stream apigrpc.Cluster_WatchServe
 		}
 		ev := &api.WatchEvent{}
 		if len(es) == 0 {
-			ev.Progress = c.progress() // a tick, or a new leader
+			ev.Progress = c.progressCache.get(c) // a tick, or a new leader
 		} else {
-			ev.Progress = c.lightProgress()
+			ev.Progress = lightProgress(c)
 		}
 		for _, e := range es {
 			we := &api.WatchEntry{Index: e.Index, AppendedAtUnixNano: api.UnixNano(e.AppendedAt)}
@@ -107,7 +107,7 @@ func (s *service) sendSnapshot(w *raftstore.Watch, stream apigrpc.Cluster_WatchS
 		end := min(off+watchChunk, len(b))
 		ev := &api.WatchEvent{Snapshot: b[off:end], SnapshotIndex: idx, SnapshotLast: end == len(b)}
 		if ev.SnapshotLast {
-			ev.Progress = s.c.lightProgress()
+			ev.Progress = lightProgress(s.c)
 		}
 		if err := stream.Send(ev); err != nil {
 			return err
@@ -131,21 +131,20 @@ type progressCache struct {
 // progress is this server's full report (its raft state and
 // configuration), read again when older than half a WatchProgress or when
 // the leader changed. The message is shared: it is only read.
-func (c *Cluster) progress() *api.WatchProgress {
+func (pc *progressCache) get(c *Cluster) *api.WatchProgress {
 	leader, _ := c.store.Leader()
 	now := c.clock.Now()
-	pc := &c.progressCache
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.p != nil && pc.leader == leader && now.Sub(pc.at) < c.cfg.WatchProgress/2 {
 		return pc.p
 	}
-	pc.p, pc.at, pc.leader = c.readProgress(), now, leader
+	pc.p, pc.at, pc.leader = readProgress(c), now, leader
 	return pc.p
 }
 
 // readProgress reads the server's raft state and configuration.
-func (c *Cluster) readProgress() *api.WatchProgress {
+func readProgress(c *Cluster) *api.WatchProgress {
 	st := c.store.Stats()
 	p := &api.WatchProgress{Server: c.name, AppliedIndex: st.AppliedIndex, Leader: st.LeaderID, Term: st.Term,
 		CommitIndex: st.CommitIndex, Stale: st.Read.Stale, LeaderContactMs: -1}
@@ -159,7 +158,7 @@ func (c *Cluster) readProgress() *api.WatchProgress {
 }
 
 // lightProgress is the report sent with entries: what costs no raft call.
-func (c *Cluster) lightProgress() *api.WatchProgress {
+func lightProgress(c *Cluster) *api.WatchProgress {
 	r := c.store.Staleness()
 	p := &api.WatchProgress{Server: c.name, AppliedIndex: r.AppliedIndex, Leader: r.LeaderID, Stale: r.Stale, LeaderContactMs: -1}
 	if r.LastContact >= 0 {

@@ -377,14 +377,14 @@ func (t *Trust) Attach(host Host, srv *grpc.Server) {
 				}
 				return json.Marshal(k)
 			},
-			CheckName:   t.checkJoinName,
+			CheckName:   func(name string) error { return checkJoinName(t, name) },
 			Revocations: t.revs,
 			Clock:       t.clock,
 			Log:         t.log,
 		}
 		trust.RegisterService(srv, t.join)
 	}
-	renew := t.renewAtServer
+	renew := func(ctx context.Context) (*trust.Bundle, error) { return renewAtServer(ctx, t) }
 	if t.Authority() != nil {
 		renew = func(ctx context.Context) (*trust.Bundle, error) {
 			return trust.SelfRenew(t.Authority(), t.holder, 0)(ctx)
@@ -395,7 +395,7 @@ func (t *Trust) Attach(host Host, srv *grpc.Server) {
 			if err := b.Save(t.dir); err != nil {
 				return err
 			}
-			t.goLoop(func() { t.dropConnsAfterRenewal(trust.SerialString(b.Cert)) })
+			t.goLoop(func() { dropConnsAfterRenewal(t, trust.SerialString(b.Cert)) })
 			if t.Authority() != nil {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -450,7 +450,7 @@ func (t *Trust) stopContext() (context.Context, context.CancelFunc) {
 }
 
 // checkJoinName refuses a name that an alive member holds.
-func (t *Trust) checkJoinName(name string) error {
+func checkJoinName(t *Trust, name string) error {
 	if name == t.cfg.Name {
 		return fmt.Errorf("the name %q is this server's", name)
 	}
@@ -463,7 +463,7 @@ func (t *Trust) checkJoinName(name string) error {
 }
 
 // renewAtServer renews this node's certificate at an alive server.
-func (t *Trust) renewAtServer(ctx context.Context) (*trust.Bundle, error) {
+func renewAtServer(ctx context.Context, t *Trust) (*trust.Bundle, error) {
 	var last error = errors.New("node: no alive server to renew the certificate at")
 	for _, m := range t.host.Members() {
 		if m.Status != mesh.StatusAlive || m.Meta.Role != mesh.RoleServer || m.Meta.RPCAddr == "" || m.Name == t.cfg.Name {
@@ -496,7 +496,7 @@ type revokedRecord struct {
 // dropConnsAfterRenewal closes the cached peer connections once the holder
 // presents the renewed certificate, so that the next calls handshake with
 // it: the old one would be refused per call once it expires.
-func (t *Trust) dropConnsAfterRenewal(serial string) {
+func dropConnsAfterRenewal(t *Trust, serial string) {
 	for i := 0; i < 100; i++ {
 		if leaf := t.holder.Leaf(); leaf != nil && trust.SerialString(leaf) == serial {
 			break
