@@ -45,8 +45,8 @@ run: build
 	./$(BIN) node
 
 proto:
-	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --go_out=. --go_opt=paths=source_relative values.proto hook.proto task.proto harn.proto cluster.proto local.proto dirtrust.proto
-	cd node/api/apigrpc && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc -I . -I .. --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative services.proto
+	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --go_out=. --go_opt=paths=source_relative values.proto hook.proto task.proto harn.proto cluster.proto local.proto dirtrust.proto hosted.proto
+	cd node/api/apigrpc && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc -I . -I .. --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative services.proto hosted_services.proto
 	python3 scripts/gen-localclient.py .
 
 fuzz:

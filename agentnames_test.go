@@ -26,6 +26,8 @@ var agentNameSpots = map[string]string{
 	// data folder, not an agent's hooks.
 	"cli/claude_desktop_cmd.go": "Claude Desktop's sidebar",
 	"cli/desktop/":              "Claude Desktop's sidebar",
+	// The screen model's cursor (vt's CursorPosition), not the agent.
+	"node/hosted/screen.go": "a terminal's cursor",
 }
 
 // TestCliAndNodeNameNoAgent: adding an agent touches its adapter folder

@@ -44,8 +44,9 @@ var allowed = map[string]struct {
 	"cmd":    {inner: []string{"cli", "node", "util"}, outer: []string{"*"}},
 	"deploy": {},
 	// internal/testsupport (and its modeltest, the scripted model server):
-	// shared test helpers, imported by _test.go files only.
-	"internal": {inner: []string{"internal"}, outer: []string{"github.com/anishathalye/porcupine"}},
+	// shared test helpers, imported by _test.go files only; its fakeagent
+	// (an interactive agent for hosted terminals) reads its terminal raw.
+	"internal": {inner: []string{"internal"}, outer: []string{"github.com/anishathalye/porcupine", "golang.org/x/term"}},
 	// internal/testsupport/barelist: a bare memberlist process, the
 	// yardstick of the mesh's benchmarks (built by them; never shipped).
 	"internal/testsupport/barelist": {outer: []string{"github.com/hashicorp/memberlist"}},

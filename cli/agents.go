@@ -35,6 +35,7 @@ func newAgentsCmd() *cobra.Command {
 	addPendingCmds(c)
 	addWaitCmd(c)
 	addCoordCmds(c)
+	addHostedAgentCmds(c)
 	return c
 }
 

@@ -70,16 +70,28 @@ history.
 }
 
 func newAttachCmd() *cobra.Command {
-	return &cobra.Command{
+	c := &cobra.Command{
 		Use:   "attach SESSION",
-		Short: "attach the TUI to a harn session on any node of the mesh, through its owner",
-		Long: `attach opens the TUI of harn chat on a harn session anywhere in the mesh, named
-by id, prefix or name as other commands take sessions. Its reads and keys go
-to the session's owner through the local node, under the owner's
---remote-control policy: a caller it does not permit is refused (exit 16).`,
+		Short: "sit down at a hosted agent's terminal, or attach the TUI to a harn session, on any node, through its owner",
+		Long: `attach opens, on a hosted session (harn run), that agent's own terminal, full
+screen: what it draws comes back, what you type goes in, resizes follow.
+Ctrl+] detaches and leaves the agent running. Several people may attach at
+once; --read-only watches without typing. On harn's own sessions it opens the
+TUI of harn chat. A session is named by id, prefix or name as other commands
+take sessions. Reads and keys go to the session's owner through the local
+node, under the owner's --remote-control policy: a caller it does not permit
+is refused (exit 16); one only its --remote-watch names may watch.`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(c *cobra.Command, args []string) error { return runChat(c, args[0], true) },
+		RunE: func(c *cobra.Command, args []string) error {
+			ro, _ := c.Flags().GetBool("read-only")
+			if err := attachHosted(c, args[0], ro); !errors.Is(err, errNotHosted) {
+				return err
+			}
+			return runChat(c, args[0], true)
+		},
 	}
+	c.Flags().Bool("read-only", false, "watch a hosted terminal without typing into it")
+	return c
 }
 
 // nodeChat is the node as the TUI sees it (tui.Node): task actions and

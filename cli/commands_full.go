@@ -14,7 +14,7 @@ func commandSet() []func() *cobra.Command {
 	return []func() *cobra.Command{
 		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
 		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
-		newNotifyCmd, newTaskCmd, newTokenCmd, newDirTrustCmd, newUsageCmd, newWebCmd,
+		newNotifyCmd, newTaskCmd, newTokenCmd, newDirTrustCmd, newUsageCmd, newWebCmd, newRunCmd, newWorktreesCmd,
 	}
 }
 

@@ -79,6 +79,16 @@ func (v detailView) write(w io.Writer, r *rosterRow) error {
 	if r.ParentSessionId != "" {
 		line("parent", safe(r.ParentSessionId))
 	}
+	if h := r.GetHosted(); h != nil {
+		where := "a terminal of " + dash(safe(r.Node))
+		if h.Worktree != "" {
+			where += ", worktree " + safe(h.Worktree) + " (branch " + dash(safe(h.Branch)) + ")"
+		}
+		line("hosted", fmt.Sprintf("%s; %d attached, %d follow-ups held", where, h.Attached, h.Queued))
+		for _, l := range h.Peek {
+			line("screen", safe(l))
+		}
+	}
 	line("last", humanTime(v.now, r.evidenceAt(), v.loc))
 	if r.Ended {
 		line("ended", fmt.Sprintf("%s (%s)", humanTime(v.now, r.endedAt(), v.loc), dash(safe(r.EndReason))))

@@ -86,7 +86,18 @@ var examples = withAgents(map[string]string{
   harn ask --provider anthropic --model sonnet-4.5 --mcp fs="npx @modelcontextprotocol/server-filesystem ." "list the docs"`,
 	"harn chat": `  HARN_PROVIDER_KEY=sk-... harn chat --provider-url http://127.0.0.1:8080/v1 --model qwen3
   harn chat --session h-01J   # attach to a session of the local node`,
-	"harn attach": `  harn attach h-01J           # a harn session on another node, through its owner`,
+	"harn attach": `  harn attach h-01J           # a harn session on another node, through its owner
+  harn attach hs-01J          # a hosted agent's terminal (Ctrl+] detaches; it runs on)
+  harn attach --read-only hs-01J`,
+	"harn run": `  harn run {agent} "fix the flaky test"                  # here, in this directory
+  harn run {agent} --node buildbox --dir /src/app --worktree fix/flaky "fix the flaky test"
+  harn run mylauncher --node buildbox --dir /src/app --json`,
+	"harn worktrees": `  harn worktrees
+  harn worktrees --node buildbox --json`,
+	"harn worktrees remove": `  harn worktrees remove fix/flaky --node buildbox
+  harn worktrees remove /src/app/.harn/worktrees/fix--flaky --force`,
+	"harn agents interrupt": `  harn agents interrupt hs-01J   # its current step stops (Esc); the session goes on`,
+	"harn agents stop":      `  harn agents stop hs-01J        # SIGTERM, then SIGKILL after the grace period`,
 	"harn usage": `  harn usage
   harn usage --by agent --since 24h --json
   harn usage --by node --prices prices.json`,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -170,7 +171,11 @@ func unknownFlags(c *cobra.Command, argv []string) []string {
 // hook (the nearest ancestor that is not a transient shell).
 func stampEvents(evs []presence.Event, now time.Time) {
 	agent, perr := procinfo.AgentOfSelf()
+	hosted := hostedID()
 	for i := range evs {
+		if hosted != "" {
+			evs[i].SetAttr(attrHostedID, hosted)
+		}
 		if evs[i].ID == "" {
 			evs[i].ID = ids.New(now)
 		}
@@ -369,4 +374,28 @@ func (b *lockedBuffer) bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
+}
+
+// envHostedID names the hosted session (node/hosted) of an agent a node
+// runs in a terminal it owns; the hook forwards it as attrHostedID, and
+// the node ties the events to that session after checking that the agent
+// process runs below the hosted one.
+const (
+	envHostedID  = "HARN_HOSTED_ID"
+	attrHostedID = "hosted_id"
+)
+
+// hostedID is the hosted session this hook's agent runs in, "" for none
+// (or a value that is no hosted session id).
+func hostedID() string {
+	v := os.Getenv(envHostedID)
+	if len(v) < 4 || len(v) > 64 || !strings.HasPrefix(v, "hs-") {
+		return ""
+	}
+	for _, c := range v {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return ""
+		}
+	}
+	return v
 }

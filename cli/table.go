@@ -129,7 +129,9 @@ func activityCell(r *rosterRow, now time.Time) cell {
 			c.s += " " + text.Age(now, at)
 			c.keep = utf8.RuneCountInString(c.s)
 		}
-		if on := safe(r.WaitingOn); on != "" {
+		if q := peekQuestion(r.GetHosted()); q != "" {
+			c.s += ": " + text.Clip(q, 2*waitingOnMax)
+		} else if on := safe(r.WaitingOn); on != "" {
 			c.s += ": " + text.Clip(on, waitingOnMax)
 		}
 	case r.silent():
@@ -354,4 +356,18 @@ func taskCell(r *rosterRow) cell {
 		c.s += ": " + t
 	}
 	return c
+}
+
+// peekQuestion is what a hosted terminal that waits for input shows: the
+// last line of its peek with more than a prompt on it.
+func peekQuestion(h *api.HostedView) string {
+	if h == nil {
+		return ""
+	}
+	for i := len(h.Peek) - 1; i >= 0; i-- {
+		if l := safe(h.Peek[i]); len([]rune(l)) > 2 {
+			return l
+		}
+	}
+	return ""
 }

@@ -22,4 +22,5 @@ func addWebFlags(c *cobra.Command) {
 	f.Duration("http-idle-timeout", d.IdleTimeout, "close a board connection idle this long between requests")
 	f.Int("http-max-streams", d.MaxStreams, "most live event streams the board holds; one more gets 429")
 	f.Int("http-max-client-streams", d.MaxClientStreams, "most live event streams of one client address; one more gets 429")
+	f.Int("http-max-peer-conns", d.MaxPeerConns, "most board connections one peer (a local user on loopback, else an address) holds before one of its requests proves the token; one more is closed at accept")
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/harn-dev/harn/mesh"
@@ -106,7 +107,8 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
 		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerService{n},
-		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: n.gossipNotifier, Decorate: n.decorateEntry})
+		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: n.gossipNotifier, Decorate: n.decorateEntry,
+		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, &hostedPeer{n: n}) }})
 	if err != nil {
 		return nil, err
 	}

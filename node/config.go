@@ -15,6 +15,7 @@ import (
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/exec"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -64,6 +65,14 @@ type Config struct {
 	// deterministic fallback only, once over budget, unless a run asks
 	// for LLM compaction (harn ask --compaction).
 	NoCompaction bool
+	// AgentBounds limit what a model can make harn's own agent hold or do
+	// (zero fields take the defaults; agent.Bounds).
+	AgentBounds AgentBounds
+	// ToolGuard is the binary that leads the process group of each tool
+	// harn's agent runs, so that it dies with the node (util/procguard:
+	// harnd itself, which runs a guard when given procguard.Arg). "": the
+	// command leads its group itself.
+	ToolGuard string
 
 	// Claims is the write-claim mode: off, warn or enforce ("" is
 	// enforce).
@@ -77,6 +86,9 @@ type Config struct {
 	// Cluster configures the mesh: gossip, the Raft registry and the
 	// cluster gRPC service.
 	Cluster ClusterConfig
+
+	// Hosted configures the hosting room (hosted_wire.go).
+	Hosted HostedConfig
 
 	// Provider is the node's own model provider (--provider,
 	// --provider-url, HARN_PROVIDER_KEY or --provider-key-file,
@@ -134,6 +146,7 @@ func DefaultConfig() Config {
 		Logger:           slog.Default(),
 		Clock:            clock.Real{},
 		Cluster:          DefaultClusterConfig(),
+		Hosted:           HostedConfig{Max: DefaultMaxHosted},
 		Notify:           NotifyConfig{Desktop: true},
 		Remote:           remotepolicy.DefaultConfig(),
 	}
@@ -147,6 +160,11 @@ const (
 	// "and N more" line.
 	minPeerContextBytes = 512
 )
+
+// AgentBounds are the bounds of harn's own agent on a model's output
+// (--agent.max-answer-bytes, --agent.max-tool-calls, --agent.max-steps,
+// --agent.tool-preview-bytes).
+type AgentBounds = agent.Bounds
 
 // Errors of configuration and startup.
 var (
@@ -176,6 +194,12 @@ func (c Config) Validate() error {
 	}
 	if err := c.Remote.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.AgentBounds.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := c.Hosted.validate(); err != nil {
+		return err
 	}
 	return c.Cluster.Validate()
 }

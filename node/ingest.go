@@ -29,11 +29,17 @@ const (
 // durably (idempotent by id) and folds them into the live states
 // (node/sessions). It returns after the events are in a synced WAL.
 func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
+	if err := n.tieHosted(evs); err != nil {
+		return ledger.AppendResult{}, err
+	}
 	return n.sess.Ingest(context.Background(), evs)
 }
 
 // IngestContext is Ingest traced under ctx's span.
 func (n *Node) IngestContext(ctx context.Context, evs []presence.Event) (ledger.AppendResult, error) {
+	if err := n.tieHosted(evs); err != nil {
+		return ledger.AppendResult{}, err
+	}
 	return n.sess.Ingest(ctx, evs)
 }
 
@@ -60,6 +66,11 @@ func (n *Node) subscribe() {
 	n.sess.Subscribe(func(b sessions.Batch) {
 		if n.tasks != nil {
 			n.tasks.Observe(b.Stored) // an external agent's turn ending ends its harn task
+		}
+	})
+	n.sess.Subscribe(func(b sessions.Batch) {
+		if n.hosted != nil {
+			n.hosted.Observe(b.Stored) // a hosted agent's turn ending types its held follow-up
 		}
 	})
 	n.sess.Subscribe(func(b sessions.Batch) {

@@ -55,7 +55,10 @@ type localMux struct {
 	grpc *chanListener
 	wire *apigrpc.LocalWire
 	base context.Context
-	wg   sync.WaitGroup
+	// attach serves a connection that opens with api.AttachPreface
+	// (hosted_attach.go); it closes the connection.
+	attach func(ctx context.Context, c net.Conn)
+	wg     sync.WaitGroup
 }
 
 func newLocalMux(lis net.Listener, wire *apigrpc.LocalWire, base context.Context) *localMux {
@@ -97,6 +100,11 @@ func (m *localMux) route(c net.Conn) {
 	if err == nil && string(buf) == api.LocalPreface {
 		ctx := grpcpeer.NewContext(m.base, &grpcpeer.Peer{Addr: c.RemoteAddr(), LocalAddr: c.LocalAddr(), AuthInfo: lc.peer})
 		m.wire.ServeConn(ctx, lc)
+		return
+	}
+	if err == nil && string(buf) == api.AttachPreface && m.attach != nil {
+		ctx := grpcpeer.NewContext(m.base, &grpcpeer.Peer{Addr: c.RemoteAddr(), LocalAddr: c.LocalAddr(), AuthInfo: lc.peer})
+		m.attach(ctx, lc)
 		return
 	}
 	if n == 0 {

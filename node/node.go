@@ -42,6 +42,7 @@ import (
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
+	"github.com/harn-dev/harn/node/hosted"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
@@ -72,7 +73,8 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks *tasks.Host // the task runtimes (node/tasks)
+	tasks  *tasks.Host  // the task runtimes (node/tasks)
+	hosted *hosted.Room // agents in terminals the node owns (node/hosted; hosted_wire.go)
 	// remotePol is what a caller on another node may choose for a task
 	// here (node/remotepolicy; remote_policy.go); set by openTasks.
 	remotePol remotepolicy.Config
@@ -204,6 +206,9 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.openTasks(); err != nil {
 		return err
 	}
+	if err := n.openHosted(); err != nil {
+		return err
+	}
 	if err := n.listen(); err != nil {
 		return err
 	}
@@ -263,12 +268,16 @@ func (n *Node) listen() error {
 	local, admin := &localService{n: n}, &adminService{n: n}
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
+	hs := &hostedService{n: n}
+	apigrpc.RegisterHostedServer(n.grpc, hs)
 	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
-		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin})
+		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin},
+		apigrpc.Service{Desc: &apigrpc.Hosted_ServiceDesc, Impl: hs})
 	if n.cfg.TracerProvider != nil {
 		wire.Wrap = traceLocal(n.tracer)
 	}
 	n.mux = newLocalMux(lis, wire, context.Background())
+	n.mux.attach = n.serveAttach
 	return nil
 }
 
@@ -302,6 +311,9 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
 		n.closeWeb()
+		if n.hosted != nil {
+			n.hosted.Close() // its processes end; their ends are recorded while the ledger is open
+		}
 		if n.grpc != nil {
 			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
 		}

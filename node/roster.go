@@ -29,6 +29,8 @@ type RosterEntry struct {
 	Source string
 	// HarnTask is the session's harn task, if it has one.
 	HarnTask *api.HarnTask
+	// Hosted is the session's hosted terminal, if its node hosts it.
+	Hosted *api.HostedView
 	// Project, when set, is the project the owner worked out (a gossiped
 	// row's, whose cwd may not have travelled); else the state's.
 	Project string
@@ -43,6 +45,7 @@ func (r *RosterEntry) Row() *api.SessionRow {
 	}
 	row.Reachable, row.UnreachableSinceUnixNano, row.Source = r.Reachable, api.UnixNano(r.UnreachableSince), r.Source
 	row.HarnTask = r.HarnTask
+	row.Hosted = r.Hosted
 	return row
 }
 
@@ -54,7 +57,7 @@ func (r *RosterEntry) Encode() ([]byte, error) { return api.MarshalRowJSON(r.Row
 func entryOfRow(row *api.SessionRow) RosterEntry {
 	return RosterEntry{State: row.State(), Reachable: row.GetReachable(),
 		UnreachableSince: api.TimeOf(row.GetUnreachableSinceUnixNano()), Source: row.GetSource(),
-		HarnTask: row.GetHarnTask(), Project: row.GetProject()}
+		HarnTask: row.GetHarnTask(), Project: row.GetProject(), Hosted: row.GetHosted()}
 }
 
 // localEntries are this node's sessions as roster entries, each with its
@@ -65,6 +68,7 @@ func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 		re := RosterEntry{State: *st, Reachable: true, Source: "local"}
 		re.State.SilentSince = presence.SilentSince(st, now, n.cfg.SilenceAfter)
 		re.HarnTask = n.harnTask(st.SessionID)
+		re.Hosted = n.hostedView(st)
 		out = append(out, re)
 	})
 	return out
@@ -200,7 +204,7 @@ func (n *Node) roster(ctx context.Context, all, consistent, ordered bool) ([]Ros
 				continue
 			}
 			out = append(out, RosterEntry{State: st, Reachable: true, Source: "gossip",
-				HarnTask: ne.Entry.GetHarnTask(), Project: ne.Entry.GetProject()})
+				HarnTask: ne.Entry.GetHarnTask(), Project: ne.Entry.GetProject(), Hosted: ne.Entry.GetHosted()})
 		}
 	}
 	for i := range recs {
@@ -283,6 +287,9 @@ func (n *Node) decorateRecords(out []RosterEntry) {
 				e.State.Repo, e.State.Branch, e.State.Cwd = st.Repo, st.Branch, st.Cwd
 			}
 			e.HarnTask = n.harnTask(id)
+			if st, ok := n.sess.State(id); ok {
+				e.Hosted = n.hostedView(&st)
+			}
 			continue
 		}
 		if n.remote == nil {
@@ -290,6 +297,7 @@ func (n *Node) decorateRecords(out []RosterEntry) {
 		}
 		if ge, ok := n.remote.Get(e.State.Node, id); ok {
 			e.State.Repo, e.State.Branch, e.Project, e.HarnTask = ge.GetRepo(), ge.GetBranch(), ge.GetProject(), ge.GetHarnTask()
+			e.Hosted = ge.GetHosted()
 		}
 	}
 }
@@ -312,7 +320,7 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 	ask func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error)) (readResult, error) {
 	st, err := n.resolveLocal(handle)
 	if err == nil {
-		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.harnTask(st.SessionID)}, local: true}, nil
+		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.harnTask(st.SessionID), Hosted: n.hostedView(&st)}, local: true}, nil
 	}
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return readResult{}, err
@@ -331,6 +339,7 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 				e := RosterEntry{State: st, Reachable: true, Source: "owner"}
 				if ge, ok := n.remote.Get(rec.Node, rec.SessionID); ok {
 					e.HarnTask = ge.HarnTask // the owner's task view, as gossiped
+					e.Hosted = ge.Hosted
 				}
 				return readResult{entry: e}, nil
 			}

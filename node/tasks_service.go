@@ -56,13 +56,14 @@ func (n *Node) openTasks() error {
 		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
+		Bounds:   n.cfg.AgentBounds,
 		Provider: n.cfg.Provider,
 		// Each harn session gets its own tool box: the core and discovery
 		// tools, the skills of its project (when trusted) and of the user,
 		// the servers of the user's (this node's) and the trusted
 		// project's mcp.json, then its own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace)}),
+			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.recordToolGroup}),
 		// A project's .harn files load only where this node trusts it.
 		Trust: projectTrust{n}})
 	if err != nil {
@@ -71,6 +72,8 @@ func (n *Node) openTasks() error {
 	n.tasks = h
 	n.remotePol = n.remotePolicy()
 	n.wireApprovals()
+	// What tools of the previous run still run (it died) goes first.
+	n.reapToolGroups()
 	// Runtime sessions are memory-only: end those the previous run left.
 	live := n.sess.Live()
 	if _, err := h.Recover(live); err != nil {
@@ -120,6 +123,13 @@ func (n *Node) decorateEntry(e *gossip.Entry) {
 	if t := n.harnTask(e.GetSessionId()); t != nil {
 		e.HarnTask = t
 		e.Hash = gossip.WithTask(e.Hash, t)
+	}
+	if e.SessionRow != nil {
+		st := e.SessionRow.State()
+		if v := n.hostedView(&st); v != nil {
+			e.Hosted = gossip.BoundedHosted(v)
+			e.Hash = gossip.WithHosted(e.Hash, e.Hosted)
+		}
 	}
 }
 
@@ -264,6 +274,9 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 		} else {
 			local = true
 		}
+	}
+	if res, ok, err := n.hostedTask(a); ok {
+		return res, err
 	}
 	res, err := n.doTask(a)
 	if err == nil || local || tasks.KindOf(err) != tasks.KindNotFound {
@@ -489,6 +502,9 @@ func (s peerService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskR
 	}
 	s.n.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
+	if res, ok, err := s.n.hostedTask(a); ok {
+		return res, err
+	}
 	res, err := h.Do(a)
 	if err != nil {
 		return nil, taskStatus(err)

@@ -276,7 +276,7 @@ func (rt *Runtime) Begin(taskID string, req CallRequest) (*Call, error) {
 	if confirm {
 		status = "pending"
 	}
-	if err := rt.rec(t, Record{Kind: RecBegin, Call: id, Capability: c.Name, Status: status, Input: in}); err != nil {
+	if err := rt.rec(t, Record{Kind: RecBegin, Call: id, Capability: c.Name, Status: status, Input: in, ReadOnly: c.ReadOnly}); err != nil {
 		return nil, err
 	}
 	req.Input = nil

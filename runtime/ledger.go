@@ -68,9 +68,9 @@ type Record struct {
 	Reason     string     `json:"reason,omitempty"`
 	Input      string     `json:"input,omitempty"`
 	Output     string     `json:"output,omitempty"`
-	// ReadOnly (call.end): the call's capability is read-only, so an
-	// unknown outcome holds nothing. A call.end without it is taken as
-	// mutating when holds are rebuilt (fail closed).
+	// ReadOnly (call.begin, call.end): the call's capability is
+	// read-only, so an unknown outcome holds nothing. A call without it is
+	// taken as mutating when holds are rebuilt (fail closed).
 	ReadOnly bool `json:"read_only,omitempty"`
 	// Usage (model.call): the tokens of one model call, as estimated
 	// before it and as the provider reported them.

@@ -1,6 +1,9 @@
 package runtime
 
-import "fmt"
+import (
+	"fmt"
+	"unicode/utf8"
+)
 
 // Usage is what one model call of harn's agent loop cost, in tokens: the
 // loop's own estimate of the input before the call and what the provider
@@ -16,6 +19,9 @@ type Usage struct {
 	CacheWrite int    `json:"cache_write,omitempty"`
 	Retries    int    `json:"retries,omitempty"`
 	Error      string `json:"error,omitempty"` // the call failed: its error class
+	// Reason says in words why the call failed or was not made (a bound
+	// the model went over); it is the record's Reason, not part of usage.
+	Reason string `json:"-"`
 }
 
 // ModelCall records one model call of a task (model names the model) with
@@ -34,10 +40,23 @@ func (rt *Runtime) ModelCall(taskID, model string, u Usage, input, output []byte
 	if t.state == StateTerminal {
 		return fmt.Errorf("%w: %s", ErrTaskTerminal, t.id)
 	}
-	return rt.rec(t, Record{Kind: RecModel, Capability: model, Usage: &u, Input: rt.dig.Digest(input), Output: rt.dig.Digest(output)})
+	reason := clipBytes(u.Reason, MaxReasonBytes)
+	u.Reason = ""
+	return rt.rec(t, Record{Kind: RecModel, Capability: model, Usage: &u, Reason: reason, Input: rt.dig.Digest(input), Output: rt.dig.Digest(output)})
 }
 
 // ModelCall records a model call of the task (see Runtime.ModelCall).
 func (r *Run) ModelCall(model string, u Usage, input, output []byte) error {
 	return r.rt.ModelCall(r.Task, model, u, input, output)
+}
+
+// clipBytes cuts s to at most n bytes, at a rune boundary.
+func clipBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

@@ -53,6 +53,19 @@ func groupMembers(pgid int) []int {
 	return out
 }
 
+// pgidOf is the process group of pid, from /proc.
+func pgidOf(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	g, _ := strconv.Atoi(f[2])
+	return g
+}
+
 // TestAskCancelKillsTheShellsProcessGroup: `harn task cancel` of a turn
 // whose shell call runs a background child ends the call as aborted,
 // the task as cancelled, and leaves no process of the shell's group.
@@ -63,7 +76,7 @@ func TestAskCancelKillsTheShellsProcessGroup(t *testing.T) {
 		Args: `{"command":"echo $$ > ` + pidf + `; sleep 120 & wait"}`}))
 	ch, _ := askJSON(t, e, modelArgs(m, "--profile", "full", "sleep"))
 	task := waitFor(t, ch, "tool.pre")["task"].(string)
-	pgid := readPID(t, pidf) // the shell leads its own group
+	pgid := pgidOf(t, readPID(t, pidf)) // the shell's group, led by its guard
 	if len(groupMembers(pgid)) < 2 {
 		t.Fatalf("group %d: %v; want the shell and its sleep", pgid, groupMembers(pgid))
 	}

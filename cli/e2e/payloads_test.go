@@ -191,6 +191,9 @@ func runHelper() int {
 	if os.Getenv(helperEnv) == helperOtherUser {
 		return runOtherUserHelper()
 	}
+	if os.Getenv(helperEnv) == helperSlowFlood {
+		return runSlowFlood()
+	}
 	if os.Getenv(helperEnv) == helperAgentRuns {
 		return runAgentHelper()
 	}

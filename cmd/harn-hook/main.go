@@ -13,8 +13,15 @@ import (
 	"os"
 
 	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/util/procguard"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == procguard.Arg {
+		// a tool's process group leader (util/procguard): the node runs
+		// this small binary rather than itself, which starts in a tenth
+		// of the time
+		os.Exit(procguard.Main(os.Args[2:]))
+	}
 	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

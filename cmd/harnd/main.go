@@ -9,8 +9,13 @@ import (
 	"os"
 
 	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/util/procguard"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == procguard.Arg {
+		// a tool's process group leader (see util/procguard)
+		os.Exit(procguard.Main(os.Args[2:]))
+	}
 	os.Exit(cli.DaemonMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, daemon()))
 }

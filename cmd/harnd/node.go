@@ -80,6 +80,9 @@ func runNode(c *cobra.Command) error {
 	if on, err := c.Flags().GetBool("compaction.enabled"); err == nil {
 		cfg.NoCompaction = !on
 	}
+	if err := agentBoundsConfig(c, &cfg); err != nil {
+		return err
+	}
 	if _, err := claims.ParseMode(cfg.Claims); err != nil {
 		return cli.UsageErr(err)
 	}
@@ -112,6 +115,7 @@ func runNode(c *cobra.Command) error {
 	if err := agentConfig(c, &cfg); err != nil { // agent_config.go
 		return err
 	}
+	hostedConfig(c, &cfg)
 	stopTracing, err := openTracing(c, &cfg) // tracing.go
 	if err != nil {
 		return err
@@ -371,7 +375,7 @@ func webConfig(c *cobra.Command, cfg *node.Config) error {
 	for _, n := range []struct {
 		flag string
 		v    *int
-	}{{"http-max-streams", &l.MaxStreams}, {"http-max-client-streams", &l.MaxClientStreams}} {
+	}{{"http-max-streams", &l.MaxStreams}, {"http-max-client-streams", &l.MaxClientStreams}, {"http-max-peer-conns", &l.MaxPeerConns}} {
 		*n.v, _ = f.GetInt(n.flag)
 		if *n.v <= 0 {
 			return cli.UsageErr(errors.New("--" + n.flag + " must be at least 1"))
@@ -421,3 +425,17 @@ func gossipKeyFromFile(c *cobra.Command, cc *node.ClusterConfig) error {
 // setPrivateUmask makes every file the process creates private to its
 // user (`harn node`: Pebble's and raft's files).
 func setPrivateUmask() { unix.Umask(0o077) }
+
+// hostedConfig reads the hosting flags (--max-hosted, --remote-watch)
+// into cfg; node.New validates them. A remote run's directory is checked
+// against --workspace (agentConfig's cfg.Remote).
+func hostedConfig(c *cobra.Command, cfg *node.Config) {
+	f := c.Flags()
+	if m, err := f.GetInt("max-hosted"); err == nil {
+		cfg.Hosted.Max = m
+	}
+	cfg.Hosted.RemoteWatch, _ = f.GetString("remote-watch")
+	if g, err := time.ParseDuration(os.Getenv("HARN_TASK_GRACE")); err == nil && g > 0 {
+		cfg.Hosted.Grace = g
+	}
+}

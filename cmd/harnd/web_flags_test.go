@@ -7,8 +7,9 @@ import (
 )
 
 // TestBadWebFlagsAreUsageErrors: both board tokens at once, a
-// non-positive timeout and a stream cap under 1 refuse the start, exit 2,
-// before the node opens anything.
+// non-positive timeout, a stream or connection cap under 1, and a bound of
+// harn's own agent out of its range refuse the start, exit 2, before the
+// node opens anything.
 func TestBadWebFlagsAreUsageErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
@@ -21,6 +22,12 @@ func TestBadWebFlagsAreUsageErrors(t *testing.T) {
 		{[]string{"--http-idle-timeout", "0s"}, "--http-idle-timeout"},
 		{[]string{"--http-max-streams", "0"}, "--http-max-streams"},
 		{[]string{"--http-max-client-streams", "0"}, "--http-max-client-streams"},
+		{[]string{"--http-max-peer-conns", "0"}, "--http-max-peer-conns"},
+		{[]string{"--agent.max-answer-bytes", "0"}, "--agent.max-answer-bytes"},
+		{[]string{"--agent.max-answer-bytes", "67108865"}, "--agent.max-answer-bytes"},
+		{[]string{"--agent.max-tool-calls", "4097"}, "--agent.max-tool-calls"},
+		{[]string{"--agent.max-steps", "-1"}, "--agent.max-steps"},
+		{[]string{"--agent.tool-preview-bytes", "255"}, "--agent.tool-preview-bytes"},
 		{[]string{"--http-public-url", "ftp://board.example/"}, "--http-public-url"},
 		{[]string{"--http-public-url", "https://user:pw@board.example/"}, "--http-public-url"},
 		{[]string{"--http-public-url", "https://board.example/?token=x"}, "--http-public-url"},

@@ -3903,8 +3903,10 @@ type SessionRow struct {
 	UnreachableSinceUnixNano int64     `protobuf:"varint,41,opt,name=unreachable_since_unix_nano,json=unreachableSinceUnixNano,proto3" json:"unreachable_since_unix_nano,omitempty"`
 	Source                   string    `protobuf:"bytes,42,opt,name=source,proto3" json:"source,omitempty"`
 	HarnTask                 *HarnTask `protobuf:"bytes,43,opt,name=harn_task,json=harnTask,proto3" json:"harn_task,omitempty"`
-	unknownFields            protoimpl.UnknownFields
-	sizeCache                protoimpl.SizeCache
+	// hosted: the session runs in a terminal its node hosts (node/hosted).
+	Hosted        *HostedView `protobuf:"bytes,48,opt,name=hosted,proto3" json:"hosted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *SessionRow) Reset() {
@@ -4210,6 +4212,13 @@ func (x *SessionRow) GetHarnTask() *HarnTask {
 	return nil
 }
 
+func (x *SessionRow) GetHosted() *HostedView {
+	if x != nil {
+		return x.Hosted
+	}
+	return nil
+}
+
 // HarnTask is the compact view of a session's harn task that travels with
 // its row (`harn_task` in the JSON), bounded to fit one gossip frame.
 type HarnTask struct {
@@ -4441,7 +4450,7 @@ const file_harn_proto_rawDesc = "" +
 	"\n" +
 	"\n" +
 	"harn.proto\x12\aharn.v1\x1a\n" +
-	"hook.proto\x1a\fvalues.proto\"\xa3\x01\n" +
+	"hook.proto\x1a\fvalues.proto\x1a\fhosted.proto\"\xa3\x01\n" +
 	"\x0fDiagnoseRequest\x12\x14\n" +
 	"\x05agent\x18\x01 \x01(\tR\x05agent\x12\x14\n" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12 \n" +
@@ -4747,7 +4756,7 @@ const file_harn_proto_rawDesc = "" +
 	"\x05stale\x18\t \x01(\bR\x05stale\x12!\n" +
 	"\flast_contact\x18\n" +
 	" \x01(\tR\vlastContact\x12\x18\n" +
-	"\amembers\x18\v \x01(\x05R\amembers\"\xaa\v\n" +
+	"\amembers\x18\v \x01(\x05R\amembers\"\xd7\v\n" +
 	"\n" +
 	"SessionRow\x12\x1d\n" +
 	"\n" +
@@ -4794,7 +4803,8 @@ const file_harn_proto_rawDesc = "" +
 	"\treachable\x18( \x01(\bR\treachable\x12=\n" +
 	"\x1bunreachable_since_unix_nano\x18) \x01(\x03R\x18unreachableSinceUnixNano\x12\x16\n" +
 	"\x06source\x18* \x01(\tR\x06source\x12.\n" +
-	"\tharn_task\x18+ \x01(\v2\x11.harn.v1.HarnTaskR\bharnTask\"\xa2\x01\n" +
+	"\tharn_task\x18+ \x01(\v2\x11.harn.v1.HarnTaskR\bharnTask\x12+\n" +
+	"\x06hosted\x180 \x01(\v2\x13.harn.v1.HostedViewR\x06hosted\"\xa2\x01\n" +
 	"\bHarnTask\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x16\n" +
@@ -4894,6 +4904,7 @@ var file_harn_proto_goTypes = []any{
 	(*PermissionRequest)(nil),    // 61: harn.v1.PermissionRequest
 	(*PathClaim)(nil),            // 62: harn.v1.PathClaim
 	(*Time)(nil),                 // 63: harn.v1.Time
+	(*HostedView)(nil),           // 64: harn.v1.HostedView
 }
 var file_harn_proto_depIdxs = []int32{
 	55, // 0: harn.v1.ListResponse.rows:type_name -> harn.v1.SessionRow
@@ -4921,12 +4932,13 @@ var file_harn_proto_depIdxs = []int32{
 	16, // 22: harn.v1.DoctorResponse.newest_diagnostic:type_name -> harn.v1.Diagnostic
 	63, // 23: harn.v1.DoctorTLS.not_after:type_name -> harn.v1.Time
 	56, // 24: harn.v1.SessionRow.harn_task:type_name -> harn.v1.HarnTask
-	55, // 25: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
-	26, // [26:26] is the sub-list for method output_type
-	26, // [26:26] is the sub-list for method input_type
-	26, // [26:26] is the sub-list for extension type_name
-	26, // [26:26] is the sub-list for extension extendee
-	0,  // [0:26] is the sub-list for field type_name
+	64, // 25: harn.v1.SessionRow.hosted:type_name -> harn.v1.HostedView
+	55, // 26: harn.v1.GossipEntry.row:type_name -> harn.v1.SessionRow
+	27, // [27:27] is the sub-list for method output_type
+	27, // [27:27] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_harn_proto_init() }
@@ -4936,6 +4948,7 @@ func file_harn_proto_init() {
 	}
 	file_hook_proto_init()
 	file_values_proto_init()
+	file_hosted_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -170,6 +170,18 @@ type RowJSON struct {
 	UnreachableSince     string        `json:"unreachable_since,omitempty"`
 	Source               string        `json:"source,omitempty"`
 	HarnTask             *HarnTaskJSON `json:"harn_task,omitempty"`
+	Hosted               *HostedJSON   `json:"hosted,omitempty"`
+}
+
+// HostedJSON is a hosted session's JSON form (`hosted`): its terminal's
+// node-side facts, and while it needs input the last lines of its screen.
+type HostedJSON struct {
+	Worktree   string   `json:"worktree,omitempty"`
+	Branch     string   `json:"branch,omitempty"`
+	LaunchedAs string   `json:"launched_as,omitempty"`
+	Attached   int32    `json:"attached"`
+	Queued     int32    `json:"queued"`
+	Peek       []string `json:"peek,omitempty"`
 }
 
 // HarnTaskJSON is a harn task's JSON form (`harn_task`).
@@ -217,6 +229,10 @@ func (r *SessionRow) JSON() RowJSON {
 		j.HarnTask = &HarnTaskJSON{ID: t.Id, State: t.State, Status: t.Status, Text: t.Text,
 			QueueDepth: t.QueueDepth, PendingCalls: t.PendingCalls}
 	}
+	if h := r.GetHosted(); h != nil {
+		j.Hosted = &HostedJSON{Worktree: h.Worktree, Branch: h.Branch, LaunchedAs: h.LaunchedAs, Attached: h.Attached,
+			Queued: h.Queued, Peek: h.Peek}
+	}
 	return j
 }
 
@@ -240,6 +256,10 @@ func (j *RowJSON) Row() *SessionRow {
 	if t := j.HarnTask; t != nil {
 		r.HarnTask = &HarnTask{Id: t.ID, State: t.State, Status: t.Status, Text: t.Text,
 			QueueDepth: t.QueueDepth, PendingCalls: t.PendingCalls}
+	}
+	if h := j.Hosted; h != nil {
+		r.Hosted = &HostedView{Worktree: h.Worktree, Branch: h.Branch, LaunchedAs: h.LaunchedAs, Attached: h.Attached,
+			Queued: h.Queued, Peek: h.Peek}
 	}
 	return r
 }

@@ -126,6 +126,9 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			}
 			r.URL.RawQuery = v.Encode()
 		}
+		if a != authNone {
+			ownerConn(r.Context()) // its slot no longer counts as pending
+		}
 		switch a {
 		case authNone:
 			s.unauthorized(w)

@@ -20,8 +20,6 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -129,13 +127,17 @@ type Limits struct {
 	// MaxClientStreams those of one client (one remote address); a stream
 	// over either gets 429.
 	MaxStreams, MaxClientStreams int
-	// MaxConns caps the open connections; one more waits to be accepted.
-	MaxConns int
+	// MaxConns caps the open connections. Connections not yet proven by
+	// the token hold at most three quarters of it together, and
+	// MaxPeerConns per peer (a local user on loopback, else an address);
+	// see conns.go for who is closed when they are full.
+	MaxConns     int
+	MaxPeerConns int
 }
 
 // DefaultLimits are the limits of a board configured with none.
 var DefaultLimits = Limits{
-	ReadHeaderTimeout: 10 * time.Second,
+	ReadHeaderTimeout: 3 * time.Second,
 	ReadTimeout:       30 * time.Second,
 	WriteTimeout:      60 * time.Second,
 	IdleTimeout:       60 * time.Second,
@@ -144,6 +146,7 @@ var DefaultLimits = Limits{
 	MaxStreams:        64,
 	MaxClientStreams:  8,
 	MaxConns:          256,
+	MaxPeerConns:      16,
 }
 
 // withDefaults fills the zero fields of l from DefaultLimits.
@@ -168,7 +171,7 @@ func (l Limits) withDefaults() Limits {
 		v   *int
 		def int
 	}{{&l.MaxHeader, d.MaxHeader}, {&l.MaxStreams, d.MaxStreams},
-		{&l.MaxClientStreams, d.MaxClientStreams}, {&l.MaxConns, d.MaxConns}} {
+		{&l.MaxClientStreams, d.MaxClientStreams}, {&l.MaxConns, d.MaxConns}, {&l.MaxPeerConns, d.MaxPeerConns}} {
 		if *p.v <= 0 {
 			*p.v = p.def
 		}
@@ -239,7 +242,8 @@ type Server struct {
 
 	mu     sync.Mutex
 	srv    *http.Server
-	addr   string // the bound address once open
+	addr   string   // the bound address once open
+	conns  *tracker // admits connections once open
 	opened bool
 	closed bool
 }
@@ -319,8 +323,12 @@ func (s *Server) Open() error {
 	s.opened = true
 	s.addr = ln.Addr().String()
 	lim := s.cfg.Limits
-	ln = netutil.LimitListener(ln, lim.MaxConns)
+	s.conns = newTracker(lim, peerOf)
+	ln = &fairListener{Listener: ln, t: s.conns}
 	s.srv = &http.Server{
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		},
 		Handler:           s.handler,
 		ReadHeaderTimeout: lim.ReadHeaderTimeout,
 		ReadTimeout:       lim.ReadTimeout,

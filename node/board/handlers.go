@@ -47,6 +47,11 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /s/{id}", s.detailPage)
 	mux.HandleFunc("GET /s/{id}/fragment", s.detailFragment)
 	mux.HandleFunc("POST /action", s.action)
+	mux.HandleFunc("GET /h/{id}", s.hostedPageH)
+	mux.HandleFunc("GET /h/{id}/screen", s.hostedScreenH)
+	mux.HandleFunc("POST /hosted", s.hostedAction)
+	mux.HandleFunc("GET /run", s.runPage)
+	mux.HandleFunc("POST /run", s.runAction)
 	if s.cfg.Metrics != nil {
 		mux.Handle("GET "+metricsPath, s.cfg.Metrics)
 	}

@@ -67,12 +67,22 @@ type Row struct {
 	// HarnTask is the session's harn task, when it has one; it gets Steer,
 	// Follow-up and Cancel buttons.
 	HarnTask *HarnTask
+	// Hosted is the session's terminal when its node hosts it.
+	Hosted *Hosted
 }
 
 // RowOf is a roster row as the board shows it: the one function from the
 // row (api.SessionRow) to the board's view. A harn task's text stands in
 // for a missing task, and its pending calls become confirmation requests.
 func RowOf(s *api.SessionRow) Row {
+	r := rowOfAPI(s)
+	if h := s.GetHosted(); h != nil {
+		r.Hosted = &Hosted{Worktree: h.Worktree, Branch: h.Branch, Peek: append([]string(nil), h.Peek...)}
+	}
+	return r
+}
+
+func rowOfAPI(s *api.SessionRow) Row {
 	t := api.TimeOf
 	r := Row{SessionID: s.GetSessionId(), ParentSessionID: s.GetParentSessionId(), Name: s.GetName(),
 		Agent: s.GetAgent(), Node: s.GetNode(), Task: s.GetTask(), Cwd: s.GetCwd(), Project: s.ProjectName(),
@@ -446,6 +456,10 @@ func clean(r Row) Row {
 		t.ID, t.State, t.Status, t.Text = c(t.ID), c(t.State), c(t.Status), c(t.Text)
 		t.PendingCalls = cleanList(t.PendingCalls)
 		r.HarnTask = &t
+	}
+	if r.Hosted != nil {
+		h := Hosted{Worktree: c(r.Hosted.Worktree), Branch: c(r.Hosted.Branch), Peek: cleanList(r.Hosted.Peek)}
+		r.Hosted = &h
 	}
 	return r
 }

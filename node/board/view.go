@@ -75,6 +75,7 @@ type card struct {
 	Project, Branch              string
 	Unreachable                  bool
 	Requests                     []Request
+	Hosted                       *Hosted   // a hosted session's terminal (its peek while it needs input)
 	Actions                      bool      // render the action buttons
 	CSRF                         string    // for the forms that work without the script
 	HarnTask                     *HarnTask // the harn task when it can be steered
@@ -169,6 +170,7 @@ func cardOf(now time.Time, r Row) card {
 	if r.HasTask() {
 		c.HarnTask = r.HarnTask
 	}
+	c.Hosted = r.Hosted
 	return c
 }
 

@@ -66,6 +66,9 @@ type Deps struct {
 	// Decorate adds to each gossiped entry what the node knows beside
 	// the session (its harn task); nil adds nothing.
 	Decorate func(*gossip.Entry)
+	// Register adds the node's other services to the cluster gRPC
+	// server before it serves (nil: none).
+	Register func(*grpc.Server)
 }
 
 // replica is the registry this node reads: the raft store's replica on a
@@ -201,6 +204,9 @@ func (c *Cluster) Open() error {
 	c.rpcSrv = grpc.NewServer(opts...)
 	c.conns.trace = tracing.DialOptions(c.deps.Tracer)
 	apigrpc.RegisterClusterServer(c.rpcSrv, &service{c: c, peer: c.deps.Peer})
+	if c.deps.Register != nil {
+		c.deps.Register(c.rpcSrv)
+	}
 	if c.trust != nil {
 		c.trust.Attach(trustHost{c}, c.rpcSrv)
 	}

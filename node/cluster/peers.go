@@ -71,13 +71,24 @@ func (c *Cluster) member(name string) (mesh.Member, bool) {
 	return mesh.Member{}, false
 }
 
-// ClientOf returns a Cluster client for the named node.
-func (c *Cluster) ClientOf(name string) (apigrpc.ClusterClient, error) {
+// ErrNotMember: a call to a node that is not a known mesh member (or
+// advertises no rpc address).
+var ErrNotMember = errors.New("node: not a known mesh member")
+
+// Conn is the (cached) connection to the named member's cluster gRPC,
+// over mutual TLS that expects its certificate: the Cluster service's
+// client (ClientOf) and the node's other services on that port.
+func (c *Cluster) Conn(name string) (*grpc.ClientConn, error) {
 	m, ok := c.member(name)
 	if !ok || m.Meta.RPCAddr == "" {
-		return nil, fmt.Errorf("node: %q is not a known mesh member", name)
+		return nil, fmt.Errorf("%w: %q", ErrNotMember, name)
 	}
-	cc, err := c.conns.get(name, m.Meta.RPCAddr)
+	return c.conns.get(name, m.Meta.RPCAddr)
+}
+
+// ClientOf returns a Cluster client for the named node.
+func (c *Cluster) ClientOf(name string) (apigrpc.ClusterClient, error) {
+	cc, err := c.Conn(name)
 	if err != nil {
 		return nil, err
 	}

@@ -82,6 +82,19 @@ type trimStep struct {
 // reader needs least goes first; the ids, the two axes and their times
 // are never given up.
 var TrimOrder = []trimStep{
+	{"a hosted terminal's peek to 2 lines of 60 runes", func(r *api.SessionRow) {
+		if h := r.Hosted; h != nil {
+			peek := h.Peek
+			if len(peek) > 2 {
+				peek = peek[len(peek)-2:]
+			}
+			v := &api.HostedView{Worktree: text.Clip(h.Worktree, 60), Branch: h.Branch, LaunchedAs: h.LaunchedAs, Attached: h.Attached, Queued: h.Queued}
+			for _, l := range peek {
+				v.Peek = append(v.Peek, text.Clip(l, 60))
+			}
+			r.Hosted = v
+		}
+	}},
 	{"pending claims and the agent's process", func(r *api.SessionRow) {
 		r.PendingClaims, r.AgentPid, r.AgentPidStart = nil, 0, 0
 	}},

@@ -91,6 +91,9 @@ func (l *Ledger) markUnwritable(cause error) {
 	if !l.ready.Load() {
 		return // Open is still opening: it reports its own failure
 	}
+	if ue := (*UnwritableError)(nil); errors.As(cause, &ue) && l.state.Load() != nil {
+		return // a write that ended on a frozen store: the freeze said so
+	}
 	e := classify(cause, l.cfg.Clock.Now())
 	if !l.state.CompareAndSwap(nil, e) {
 		l.rearm.Store(true)
@@ -174,13 +177,13 @@ func (l *Ledger) reopenLocked(readOnly bool) error {
 		if err := guarded(l.db.Close); err != nil {
 			l.cfg.Logger.Warn("ledger close of the faulted store", "err", err)
 		}
-		l.db = nil
+		l.db, l.g = nil, nil
 	}
-	db, err := l.openDB(context.Background(), readOnly)
+	db, g, err := l.openDB(context.Background(), readOnly)
 	if err != nil {
 		return err
 	}
-	l.db, l.ro = db, readOnly
+	l.db, l.g, l.ro = db, g, readOnly
 	return nil
 }
 
@@ -198,7 +201,7 @@ func (l *Ledger) resume() error {
 	// A batch whose sync failed may have reached the WAL: it is replayed
 	// now, and the flush makes it durable before any duplicate of it is
 	// acknowledged.
-	err := guarded(l.db.Flush)
+	err := l.write(l.db.Flush)
 	if err == nil {
 		err = l.writePending()
 	}
@@ -250,7 +253,7 @@ func (l *Ledger) writePending() error {
 		}
 		_ = b.Set(binary.BigEndian.AppendUint64([]byte{pfxDiag, 0}, d.Seq), v, nil)
 	}
-	if err := guarded(func() error { return l.db.Apply(b, pebble.Sync) }); err != nil {
+	if err := l.write(func() error { return l.db.Apply(b, pebble.Sync) }); err != nil {
 		return err
 	}
 	l.mu.Lock()
@@ -283,6 +286,21 @@ func (l *Ledger) noteRefused(events int) {
 	l.refused.events += events
 	l.refused.last = now
 	l.mu.Unlock()
+}
+
+// write runs fn, a write into the store that beginWrite (or the swap
+// lock) holds. When the store froze meanwhile (a disk error, gateFS), it
+// returns the ledger's *UnwritableError even if Pebble reported the write
+// done: on a frozen store that write never reached the disk.
+func (l *Ledger) write(fn func() error) error {
+	err := guarded(fn)
+	if frozen, cause := l.g.Frozen(); frozen {
+		if e := l.state.Load(); e != nil {
+			return e
+		}
+		return classify(cause, l.cfg.Clock.Now())
+	}
+	return err
 }
 
 // beginWrite admits a write: it fails fast while the ledger is closed or

@@ -51,7 +51,7 @@ func (l *Ledger) putKV(space string, key, val []byte, opt *pebble.WriteOptions) 
 	if err != nil {
 		return err
 	}
-	err = guarded(func() error { return db.Set(append(p, key...), val, opt) })
+	err = l.write(func() error { return db.Set(append(p, key...), val, opt) })
 	l.endWrite()
 	if err != nil {
 		l.markUnwritable(err)
@@ -60,11 +60,21 @@ func (l *Ledger) putKV(space string, key, val []byte, opt *pebble.WriteOptions) 
 	return nil
 }
 
+// DeleteKV removes key from the named keyspace without an fsync (as
+// PutKV writes). Removing a missing key is not an error.
+func (l *Ledger) DeleteKV(space string, key []byte) error {
+	return l.deleteKV(space, key, pebble.NoSync)
+}
+
 // DeleteKVSync removes key from the named keyspace, with an fsync of the
 // WAL before it returns (a record that is gone must stay gone across a
 // kill -9, or a rebuild would bring it back). Removing a missing key is
 // not an error.
 func (l *Ledger) DeleteKVSync(space string, key []byte) error {
+	return l.deleteKV(space, key, pebble.Sync)
+}
+
+func (l *Ledger) deleteKV(space string, key []byte, opt *pebble.WriteOptions) error {
 	p, err := kvPrefix(space)
 	if err != nil {
 		return err
@@ -73,7 +83,7 @@ func (l *Ledger) DeleteKVSync(space string, key []byte) error {
 	if err != nil {
 		return err
 	}
-	err = guarded(func() error { return db.Delete(append(p, key...), pebble.Sync) })
+	err = l.write(func() error { return db.Delete(append(p, key...), opt) })
 	l.endWrite()
 	if err != nil {
 		l.markUnwritable(err)

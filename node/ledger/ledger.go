@@ -131,6 +131,7 @@ type Ledger struct {
 	// to replace it (recovery, Close).
 	swap sync.RWMutex
 	db   *pebble.DB // nil when closed or when a reopen failed
+	g    *gateFS    // db's file system: frozen after a disk error
 	ro   bool
 
 	state atomic.Pointer[UnwritableError] // nil: writable
@@ -192,11 +193,11 @@ func OpenContext(ctx context.Context, cfg Config) (*Ledger, error) {
 	if err := probe(l.fs, cfg.Dir, probeBytes, cfg.MinFreeBytes); err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", cfg.Dir, classify(err, cfg.Clock.Now()))
 	}
-	db, err := l.openDB(ctx, false)
+	db, g, err := l.openDB(ctx, false)
 	if err != nil {
 		return nil, fmt.Errorf("open ledger %s: %w", cfg.Dir, err)
 	}
-	l.db = db
+	l.db, l.g = db, g
 	if err := l.loadDiagSeq(); err != nil {
 		_ = guarded(db.Close)
 		return nil, err
@@ -244,7 +245,10 @@ func (l *Ledger) Close() error {
 		return nil
 	}
 	err := guarded(l.db.Close)
-	l.db = nil
+	if frozen, _ := l.g.Frozen(); frozen {
+		err = nil // what it could not write was refused already
+	}
+	l.db, l.g = nil, nil
 	return err
 }
 
@@ -363,7 +367,7 @@ func (l *Ledger) Append(evs []presence.Event) (AppendResult, error) {
 	}
 
 	if len(mine) > 0 {
-		if cerr := guarded(func() error { return db.Apply(b, l.wopt) }); cerr != nil {
+		if cerr := l.write(func() error { return db.Apply(b, l.wopt) }); cerr != nil {
 			l.markUnwritable(cerr)
 			l.noteRefused(len(evs))
 			if e := l.state.Load(); e != nil {
@@ -540,7 +544,7 @@ func metaKey(key string) []byte { return append([]byte{pfxMeta, 0}, key...) }
 func (l *Ledger) PutMeta(key string, val []byte) error {
 	db, err := l.beginWrite()
 	if err == nil {
-		err = guarded(func() error { return db.Set(metaKey(key), val, pebble.NoSync) })
+		err = l.write(func() error { return db.Set(metaKey(key), val, pebble.NoSync) })
 		l.endWrite()
 		if err == nil {
 			return nil
@@ -616,7 +620,7 @@ func (l *Ledger) AddDiagnostic(d Diagnostic) (Diagnostic, error) {
 	k := binary.BigEndian.AppendUint64([]byte{pfxDiag, 0}, d.Seq)
 	db, err := l.beginWrite()
 	if err == nil {
-		err = guarded(func() error { return db.Set(k, v, l.wopt) })
+		err = l.write(func() error { return db.Set(k, v, l.wopt) })
 		l.endWrite()
 		if err == nil {
 			return d, nil
@@ -674,7 +678,7 @@ func (l *Ledger) ClearDiagnostics() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = guarded(func() error { return db.DeleteRange([]byte{pfxDiag, 0}, []byte{pfxDiag, 1}, l.wopt) })
+	err = l.write(func() error { return db.DeleteRange([]byte{pfxDiag, 0}, []byte{pfxDiag, 1}, l.wopt) })
 	l.endWrite()
 	if err != nil {
 		l.markUnwritable(err)

@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"reflect"
 	"runtime"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -83,8 +81,11 @@ func probe(fs vfs.FS, dir string, size, minFree int64) error {
 // that instance for good, so it neither spins nor writes nor logs, and its
 // directory lock is released so that a later attempt can open. The parked
 // goroutine is the one leak, one per abandoned attempt; see docs/design.md.
-func (l *Ledger) openDB(ctx context.Context, readOnly bool) (*pebble.DB, error) {
-	g := &gateFS{FS: l.fs, parked: make(chan struct{})}
+//
+// Once open, the instance is armed: a disk error freezes it (gateFS)
+// rather than reaching Pebble.
+func (l *Ledger) openDB(ctx context.Context, readOnly bool) (*pebble.DB, *gateFS, error) {
+	g := newGateFS(l.fs, l.markUnwritable)
 	opts := &pebble.Options{
 		FormatMajorVersion: pebble.FormatNewest,
 		FS:                 g,
@@ -131,7 +132,11 @@ func (l *Ledger) openDB(ctx context.Context, readOnly bool) (*pebble.DB, error) 
 	var why error
 	select {
 	case r := <-done:
-		return r.db, r.err
+		if r.err != nil {
+			return nil, nil, r.err
+		}
+		g.armed.Store(true)
+		return r.db, g, nil
 	case <-timer.C():
 		why = fmt.Errorf("%w after %s", ErrOpenTimeout, l.cfg.OpenTimeout)
 	case <-ctx.Done():
@@ -148,182 +153,7 @@ func (l *Ledger) openDB(ctx context.Context, readOnly bool) (*pebble.DB, error) 
 		}
 	default:
 	}
-	return nil, why
-}
-
-// gateFS passes every call to FS until abandon; after it, every write
-// parks forever (reads go on failing fast with ErrClosed) and the
-// directory lock is released.
-type gateFS struct {
-	vfs.FS
-	abandoned atomic.Bool
-	parked    chan struct{} // closed by unpark: writes fail instead of parking
-	unparkOne sync.Once
-
-	mu   sync.Mutex
-	lock *onceCloser
-}
-
-func (g *gateFS) abandon() {
-	g.abandoned.Store(true)
-	g.mu.Lock()
-	lk := g.lock
-	g.mu.Unlock()
-	if lk != nil {
-		_ = lk.Close()
-	}
-}
-
-func (g *gateFS) unpark() { g.unparkOne.Do(func() { close(g.parked) }) }
-
-// gate parks a write of an abandoned instance.
-func (g *gateFS) gate() error {
-	if !g.abandoned.Load() {
-		return nil
-	}
-	<-g.parked
-	return ErrClosed
-}
-
-func (g *gateFS) Create(name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	if err := g.gate(); err != nil {
-		return nil, err
-	}
-	f, err := g.FS.Create(name, c)
-	return g.wrap(f), err
-}
-
-func (g *gateFS) OpenReadWrite(name string, c vfs.DiskWriteCategory, o ...vfs.OpenOption) (vfs.File, error) {
-	if err := g.gate(); err != nil {
-		return nil, err
-	}
-	f, err := g.FS.OpenReadWrite(name, c, o...)
-	return g.wrap(f), err
-}
-
-func (g *gateFS) ReuseForWrite(old, name string, c vfs.DiskWriteCategory) (vfs.File, error) {
-	if err := g.gate(); err != nil {
-		return nil, err
-	}
-	f, err := g.FS.ReuseForWrite(old, name, c)
-	return g.wrap(f), err
-}
-
-func (g *gateFS) Link(a, b string) error {
-	if err := g.gate(); err != nil {
-		return err
-	}
-	return g.FS.Link(a, b)
-}
-
-func (g *gateFS) Remove(name string) error {
-	if err := g.gate(); err != nil {
-		return err
-	}
-	return g.FS.Remove(name)
-}
-
-func (g *gateFS) RemoveAll(name string) error {
-	if err := g.gate(); err != nil {
-		return err
-	}
-	return g.FS.RemoveAll(name)
-}
-
-func (g *gateFS) Rename(a, b string) error {
-	if err := g.gate(); err != nil {
-		return err
-	}
-	return g.FS.Rename(a, b)
-}
-
-func (g *gateFS) MkdirAll(dir string, perm os.FileMode) error {
-	if err := g.gate(); err != nil {
-		return err
-	}
-	return g.FS.MkdirAll(dir, perm)
-}
-
-// Lock hands Pebble a lock that closes once: whichever of abandon and
-// Pebble closes it first releases it.
-func (g *gateFS) Lock(name string) (io.Closer, error) {
-	if err := g.gate(); err != nil {
-		return nil, err
-	}
-	c, err := g.FS.Lock(name)
-	if err != nil {
-		return nil, err
-	}
-	oc := &onceCloser{c: c}
-	g.mu.Lock()
-	g.lock = oc
-	g.mu.Unlock()
-	return oc, nil
-}
-
-func (g *gateFS) wrap(f vfs.File) vfs.File {
-	if f == nil {
-		return nil
-	}
-	return &gateFile{File: f, g: g}
-}
-
-type gateFile struct {
-	vfs.File
-	g *gateFS
-}
-
-func (f *gateFile) Write(p []byte) (int, error) {
-	if err := f.g.gate(); err != nil {
-		return 0, err
-	}
-	return f.File.Write(p)
-}
-
-func (f *gateFile) WriteAt(p []byte, off int64) (int, error) {
-	if err := f.g.gate(); err != nil {
-		return 0, err
-	}
-	return f.File.WriteAt(p, off)
-}
-
-func (f *gateFile) Sync() error {
-	if err := f.g.gate(); err != nil {
-		return err
-	}
-	return f.File.Sync()
-}
-
-func (f *gateFile) SyncData() error {
-	if err := f.g.gate(); err != nil {
-		return err
-	}
-	return f.File.SyncData()
-}
-
-func (f *gateFile) SyncTo(length int64) (bool, error) {
-	if err := f.g.gate(); err != nil {
-		return false, err
-	}
-	return f.File.SyncTo(length)
-}
-
-func (f *gateFile) Preallocate(off, n int64) error {
-	if err := f.g.gate(); err != nil {
-		return err
-	}
-	return f.File.Preallocate(off, n)
-}
-
-type onceCloser struct {
-	once sync.Once
-	c    io.Closer
-	err  error
-}
-
-func (o *onceCloser) Close() error {
-	o.once.Do(func() { o.err = o.c.Close() })
-	return o.err
+	return nil, nil, why
 }
 
 // fatalError is what pebbleLogger.Fatalf panics with inside guarded.

@@ -83,6 +83,10 @@ func (c Config) refused(format string, args ...any) error {
 	return fmt.Errorf("%w by node %s: %s", ErrRefused, c.Node, fmt.Sprintf(format, args...))
 }
 
+// Workdir is workdir for a caller outside this package: a hosted run
+// from another node (node/hosted) passes the same rule as a harn session.
+func (c Config) Workdir(dir string) (string, error) { return c.workdir(dir) }
+
 // workdir admits a new session's directory: inside a workspace root
 // (symlinks resolved), and neither the data dir nor a secret file's
 // place, inside one, nor holding one.

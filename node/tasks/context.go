@@ -43,7 +43,7 @@ func (h *Host) sharedSync() bool {
 // newContexts is the node's context room: every harn session's history.
 func (h *Host) newContexts() *rcontext.Space {
 	return rcontext.NewSpace(&contextStore{kv: h.cfg.KV}, rcontext.Options{Compaction: true, Clock: h.cfg.Clock,
-		Logger: h.log, OnCompact: h.compacted})
+		Logger: h.log, OnCompact: h.compacted, PreviewBytes: h.cfg.Bounds.Norm().ToolPreviewBytes})
 }
 
 // compacted records a compaction as the session's context.compacted

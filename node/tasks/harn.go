@@ -246,7 +246,7 @@ func (h *Host) openHarn(o HarnOptions, workdir string, kid *kidStart) (string, e
 		return "", fmt.Errorf("%w: %w", ErrBadAction, err)
 	}
 	h.withNodeProvider(&o) // provider.go: the node's key goes to its own provider only
-	pc := agent.ProviderConfig{BaseURL: o.URL, Key: h.providerKey(&o)}
+	pc := agent.ProviderConfig{BaseURL: o.URL, Key: h.providerKey(&o), Bounds: h.cfg.Bounds}
 	var prov agent.Provider
 	if o.Provider == "anthropic" {
 		prov = agent.NewAnthropic(pc)
@@ -391,6 +391,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 		notice: notice}
 	ag, err := agent.New(agent.Config{Runtime: h.rt, Session: id, Provider: prov, Box: loopBox, Context: lane, Model: model, Dir: workdir,
 		Node: h.cfg.Node, Grace: h.cfg.Grace, Clock: h.cfg.Clock, Logger: h.log.With("session", id), Tracer: h.cfg.Tracer, System: system,
+		Bounds:  h.cfg.Bounds,
 		OnEvent: func(e agent.Event) { h.harnEvent(hs, e) },
 		// the turn start's prompt event and Finish's terminal record are
 		// synced writes to the ledger that holds the context

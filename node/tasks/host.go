@@ -63,6 +63,11 @@ type Config struct {
 	// NoCompaction is the node's compaction.enabled = false: a harn
 	// session's LLM compaction is off unless its run turns it on.
 	NoCompaction bool
+	// Bounds limit what a model can make a harn session hold or do: its
+	// provider meters each answer, its loop counts steps, its context
+	// shows at most ToolPreviewBytes of a tool result (zero fields take
+	// agent.DefaultBounds).
+	Bounds agent.Bounds
 	// OnFirstByte observes the start→first byte metric of every task.
 	OnFirstByte func(exec.FirstByte)
 	// Launchers are the node's named agent commands (a start names one
@@ -181,6 +186,10 @@ func New(cfg Config) (*Host, error) {
 	if cfg.Grace <= 0 {
 		cfg.Grace = exec.DefaultGrace
 	}
+	if err := cfg.Bounds.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Bounds = cfg.Bounds.Norm()
 	rt, err := runtime.New(runtime.Config{Clock: cfg.Clock, Ledger: NewLedger(cfg.KV), Key: cfg.Key,
 		Grace: cfg.Grace, Logger: cfg.Logger})
 	if err != nil {

@@ -3,6 +3,7 @@ package tasks
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/harn-dev/harn/presence"
@@ -48,6 +49,23 @@ func (h *Host) Recover(live []presence.State) (Recovered, error) {
 	}
 	l := NewLedger(h.cfg.KV)
 	for _, o := range open {
+		// A call the node's death cut short settles first: one that ran
+		// (its tool process died with the node, or outlived it) as
+		// outcome_unknown, which holds the session's mutations until
+		// `harn task ack` when it was mutating; one that waited for a
+		// confirmation, never run, as denied.
+		for _, c := range o.calls {
+			o.seq++
+			st := runtime.OutcomeUnknown
+			if c.pending {
+				st = runtime.OutcomeDenied
+			}
+			r := runtime.Record{V: runtime.RecordVersion, Seq: o.seq, TS: now, Session: o.session, Task: o.task, Kind: runtime.RecEnd,
+				Call: c.id, Capability: c.capability, Status: string(st), ReadOnly: c.readOnly, Reason: ReasonNodeRestart}
+			if err := l.Append(r); err != nil {
+				errs = append(errs, fmt.Errorf("tasks: settle call %s of task %s: %w", c.id, o.task, err))
+			}
+		}
 		r := runtime.Record{V: runtime.RecordVersion, Seq: o.seq + 1, TS: now, Session: o.session, Task: o.task, Kind: runtime.RecState,
 			State: runtime.StateTerminal, Status: string(runtime.StatusFailed), Reason: ReasonNodeRestart}
 		if err := l.Append(r); err != nil {
@@ -64,10 +82,19 @@ func (h *Host) Recover(live []presence.State) (Recovered, error) {
 	return out, errors.Join(errs...)
 }
 
-// openTask is a task of the runtime ledger whose last state is not terminal.
+// openTask is a task of the runtime ledger whose last state is not
+// terminal, with its calls that never settled, in the order they began.
 type openTask struct {
 	task, session string
 	seq           uint64
+	calls         []openCall
+}
+
+// openCall is a call begun and not ended: running, or pending a
+// confirmation.
+type openCall struct {
+	id, capability    string
+	readOnly, pending bool
 }
 
 // openTasks scans the runtime ledger for the tasks whose last record
@@ -78,6 +105,7 @@ func (h *Host) openTasks() ([]openTask, error) {
 		session  string
 		seq      uint64
 		terminal bool
+		calls    []openCall
 	}
 	byTask := map[string]*last{}
 	var order []string
@@ -99,8 +127,21 @@ func (h *Host) openTasks() ([]openTask, error) {
 		if r.Session != "" {
 			t.session = r.Session
 		}
-		if r.Kind == runtime.RecState {
+		switch r.Kind {
+		case runtime.RecState:
 			t.terminal = r.State == runtime.StateTerminal
+		case runtime.RecBegin:
+			if r.Call != "" {
+				t.calls = append(t.calls, openCall{id: r.Call, capability: r.Capability, readOnly: r.ReadOnly, pending: r.Status == "pending"})
+			}
+		case runtime.RecConfirm:
+			for i := range t.calls {
+				if t.calls[i].id == r.Call {
+					t.calls[i].pending = false
+				}
+			}
+		case runtime.RecEnd:
+			t.calls = slices.DeleteFunc(t.calls, func(c openCall) bool { return c.id == r.Call })
 		}
 		return nil
 	})
@@ -110,7 +151,7 @@ func (h *Host) openTasks() ([]openTask, error) {
 	var out []openTask
 	for _, id := range order {
 		if t := byTask[id]; !t.terminal {
-			out = append(out, openTask{task: id, session: t.session, seq: t.seq})
+			out = append(out, openTask{task: id, session: t.session, seq: t.seq, calls: t.calls})
 		}
 	}
 	return out, nil

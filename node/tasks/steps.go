@@ -32,6 +32,9 @@ func Steps(recs []runtime.Record) (steps []taskwire.Step, omitted int) {
 		case runtime.RecEnd:
 			if i, ok := byCall[r.Call]; ok && r.Call != "" {
 				steps[i].Outcome, steps[i].OutputDigest = r.Status, r.Output
+				if r.Reason != "" { // settled by a restart: node_restart
+					steps[i].Reason = r.Reason
+				}
 				continue
 			}
 			s.Kind, s.Name, s.Outcome, s.OutputDigest = taskwire.StepTool, r.Capability, r.Status, r.Output

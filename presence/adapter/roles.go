@@ -268,3 +268,50 @@ type TrustCheck struct {
 	OK          bool
 	Detail, Fix string
 }
+
+// Hoster is implemented by an adapter whose agent a node can host in a
+// pseudo-terminal it owns (`harn run AGENT`): how the agent is started
+// and how its terminal takes input. Pure data; the node's hosting room
+// (node/hosted) asks it and names no agent.
+type Hoster interface {
+	Host() HostSpec
+}
+
+// HostSpec is how an agent runs in a terminal a node hosts.
+type HostSpec struct {
+	// Binary is the agent's interactive command, found on the node's PATH.
+	Binary string
+	// PromptFlag is the flag before an initial prompt ("-i" for an agent
+	// that takes `agent -i PROMPT`); "" passes the prompt as the last
+	// positional argument (`agent PROMPT`).
+	PromptFlag string
+	// Interrupt is what the agent reads as "stop the current step" (Esc).
+	Interrupt []byte
+	// Submit ends a typed message (a carriage return, as Enter sends).
+	Submit []byte
+	// DropEnv names variables of the node's environment the agent must
+	// not inherit (the agent's own "running inside me" markers, so that a
+	// node started from inside the agent can still host it).
+	DropEnv []string
+}
+
+// Args is the agent's argv for an initial prompt ("" for none).
+func (s HostSpec) Args(prompt string) []string {
+	argv := []string{s.Binary}
+	if prompt == "" {
+		return argv
+	}
+	if s.PromptFlag != "" {
+		argv = append(argv, s.PromptFlag)
+	} else if len(prompt) > 0 && prompt[0] == '-' {
+		argv = append(argv, "--") // a prompt is never read as a flag
+	}
+	return append(argv, prompt)
+}
+
+// Escape is the interrupt key of the agents that hosted terminals know
+// (Esc), and Enter is the carriage return a terminal sends for Enter.
+var (
+	Escape = []byte{0x1b}
+	Enter  = []byte{'\r'}
+)

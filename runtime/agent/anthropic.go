@@ -19,6 +19,7 @@ import (
 type Anthropic struct {
 	client anthropic.Client
 	retry  Retry
+	bounds Bounds
 }
 
 // NewAnthropic builds the Anthropic provider. It does no I/O. The SDK
@@ -27,14 +28,15 @@ type Anthropic struct {
 // key and URL are the session's, so no credential of the node's goes to
 // a URL a caller named.
 func NewAnthropic(cfg ProviderConfig) *Anthropic {
-	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(0), option.WithAPIKey(cfg.Key)}
+	opts := []option.RequestOption{option.WithoutEnvironmentDefaults(), option.WithMaxRetries(0), option.WithAPIKey(cfg.Key),
+		option.WithMiddleware(boundStreams(cfg.Bounds))}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
 	}
 	if cfg.HTTPClient != nil {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
-	return &Anthropic{client: anthropic.NewClient(opts...), retry: cfg.Retry.norm()}
+	return &Anthropic{client: anthropic.NewClient(opts...), retry: cfg.Retry.norm(), bounds: cfg.Bounds.Norm()}
 }
 
 // Name is "anthropic".
@@ -55,10 +57,36 @@ func (p *Anthropic) Complete(ctx context.Context, req Request, onText func(strin
 
 func (p *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParams, onText func(string)) (Response, error) {
 	s := p.client.Messages.NewStreaming(ctx, params)
-	defer s.Close()
+	defer s.Close() // over a bound: stops the read and drops the connection
 	var msg anthropic.Message
+	m := newMeter(p.bounds)
+	calls := 0
 	for s.Next() {
 		ev := s.Current()
+		switch ev.Type {
+		case "content_block_delta":
+			d := ev.Delta
+			if err := m.add(len(d.Text) + len(d.PartialJSON) + len(d.Thinking) + len(d.Signature) + len(d.JSON.Citation.Raw())); err != nil {
+				return Response{}, err
+			}
+		case "message_start":
+			if err := m.add(rawLen(ev.Message.JSON.Content.Raw())); err != nil {
+				return Response{}, err
+			}
+		case "content_block_start":
+			cb := ev.ContentBlock
+			n := len(cb.ID) + len(cb.Name) + len(cb.Text) + len(cb.Thinking) + len(cb.Signature) + len(cb.Data) +
+				rawLen(cb.JSON.Input.Raw()) + rawLen(cb.JSON.Content.Raw())
+			if err := m.add(n); err != nil {
+				return Response{}, err
+			}
+			if cb.Type == "tool_use" || cb.Type == "server_tool_use" {
+				calls++
+				if err := m.calls(calls); err != nil {
+					return Response{}, err
+				}
+			}
+		}
 		if err := msg.Accumulate(ev); err != nil {
 			return Response{}, err
 		}
@@ -86,6 +114,15 @@ func (p *Anthropic) stream(ctx context.Context, params anthropic.MessageNewParam
 	}
 	r.Text = b.String()
 	return r, nil
+}
+
+// rawLen is the length of a raw JSON value, 0 for an empty one ({}, [],
+// null or absent).
+func rawLen(raw string) int {
+	if len(raw) <= 4 {
+		return 0
+	}
+	return len(raw)
 }
 
 func anthropicError(err error) error {

@@ -19,7 +19,6 @@ import (
 const (
 	DefaultGrace    = 10 * time.Second
 	DefaultParallel = 4
-	DefaultMaxSteps = 64
 	// SystemPrompt is the base of every request.
 	SystemPrompt = "You are harn's coding agent. Work in the session's directory with the tools you are given. " +
 		"Call tools when you need to; answer plainly when the task is done."
@@ -38,9 +37,13 @@ type Config struct {
 	System   string           // default SystemPrompt
 	Grace    time.Duration    // how long a cancelled tool may take to stop; default DefaultGrace (keep it the runtime's)
 	Parallel int              // tool calls of one step run at once; default DefaultParallel
-	MaxSteps int              // model calls per task; default DefaultMaxSteps
-	Clock    clock.Clock      // default clock.Real{}
-	Logger   *slog.Logger
+	// Bounds limit the model's output: an answer's bytes and tool calls,
+	// a task's model calls (zero fields take DefaultBounds). The loop
+	// checks the first two on every answer too, for a provider that does
+	// not meter its stream; ToolPreviewBytes is the Context's.
+	Bounds Bounds
+	Clock  clock.Clock // default clock.Real{}
+	Logger *slog.Logger
 	// OnEvent observes the turn's events, on the loop's goroutines; it
 	// must not block.
 	OnEvent func(Event)
@@ -94,9 +97,13 @@ func New(cfg Config) (*Executor, error) {
 		return nil, fmt.Errorf("%w: a runtime, a session, a provider and a tool box are required", ErrBadConfig)
 	case cfg.Model.Name == "" || cfg.Model.UsableInput() <= 0:
 		return nil, fmt.Errorf("%w: name a model with a usable input budget", ErrBadConfig)
-	case cfg.Grace < 0 || cfg.Parallel < 0 || cfg.MaxSteps < 0:
-		return nil, fmt.Errorf("%w: negative grace, parallelism or step limit", ErrBadConfig)
+	case cfg.Grace < 0 || cfg.Parallel < 0:
+		return nil, fmt.Errorf("%w: negative grace or parallelism", ErrBadConfig)
 	}
+	if err := cfg.Bounds.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Bounds = cfg.Bounds.Norm()
 	if cfg.Context == nil {
 		cfg.Context = NewMemContext()
 	}
@@ -108,9 +115,6 @@ func New(cfg Config) (*Executor, error) {
 	}
 	if cfg.Parallel == 0 {
 		cfg.Parallel = DefaultParallel
-	}
-	if cfg.MaxSteps == 0 {
-		cfg.MaxSteps = DefaultMaxSteps
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = clock.Real{}

@@ -91,7 +91,7 @@ func newFixture(t *testing.T, replies ...reply) *fixture {
 }
 
 // newFixtureWith runs a session's loop with provider p.
-func newFixtureWith(t *testing.T, p agent.Provider) *fixture {
+func newFixtureWith(t *testing.T, p agent.Provider, opts ...func(*agent.Config)) *fixture {
 	t.Helper()
 	f := &fixture{ledger: runtime.NewMemLedger(), clock: runtime.NewFakeClock(), box: newTestBox(),
 		events: make(chan agent.Event, 1024), done: make(chan struct{})}
@@ -107,14 +107,18 @@ func newFixtureWith(t *testing.T, p agent.Provider) *fixture {
 	if err := f.rt.OpenSession(sess, runtime.SessionConfig{Catalog: agent.Catalog, Workdir: t.TempDir(), Budget: m.Budget(0)}); err != nil {
 		t.Fatal(err)
 	}
-	f.ex, err = agent.New(agent.Config{Runtime: f.rt, Session: sess, Provider: p, Box: f.box, Model: m,
+	cfg := agent.Config{Runtime: f.rt, Session: sess, Provider: p, Box: f.box, Model: m,
 		Grace: 10 * time.Second, Clock: f.clock,
 		OnEvent: func(e agent.Event) {
 			select {
 			case f.events <- e:
 			default:
 			}
-		}})
+		}}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	f.ex, err = agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

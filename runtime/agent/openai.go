@@ -21,6 +21,9 @@ type ProviderConfig struct {
 	Key        string // the API key (from HARN_PROVIDER_KEY or a key file, never a flag)
 	Retry      Retry
 	HTTPClient *http.Client
+	// Bounds: the answer's bytes and tool calls are metered as they
+	// stream in (zero fields take the defaults).
+	Bounds Bounds
 }
 
 // OpenAI speaks OpenAI chat completions with streaming and tool calls: it
@@ -28,11 +31,13 @@ type ProviderConfig struct {
 type OpenAI struct {
 	client openai.Client
 	retry  Retry
+	bounds Bounds
 }
 
 // NewOpenAI builds the OpenAI provider. It does no I/O.
 func NewOpenAI(cfg ProviderConfig) *OpenAI {
-	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(cfg.Key)}
+	opts := []option.RequestOption{option.WithMaxRetries(0), option.WithAPIKey(cfg.Key),
+		option.WithMiddleware(boundStreams(cfg.Bounds))}
 	if cfg.BaseURL != "" {
 		opts = append(opts, option.WithBaseURL(strings.TrimRight(cfg.BaseURL, "/")+"/"))
 	}
@@ -40,7 +45,7 @@ func NewOpenAI(cfg ProviderConfig) *OpenAI {
 		opts = append(opts, option.WithHTTPClient(cfg.HTTPClient))
 	}
 	opts = append(opts, option.WithMiddleware(sessionCredential(cfg.Key))) // credential.go
-	return &OpenAI{client: openai.NewClient(opts...), retry: cfg.Retry.norm()}
+	return &OpenAI{client: openai.NewClient(opts...), retry: cfg.Retry.norm(), bounds: cfg.Bounds.Norm()}
 }
 
 // Name is "openai".
@@ -61,8 +66,9 @@ func (p *OpenAI) Complete(ctx context.Context, req Request, onText func(string))
 
 func (p *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewParams, onText func(string)) (Response, error) {
 	s := p.client.Chat.Completions.NewStreaming(ctx, params)
-	defer s.Close()
+	defer s.Close() // over a bound: stops the read and drops the connection
 	var acc accumulator
+	m := newMeter(p.bounds)
 	for s.Next() {
 		ch := s.Current()
 		if ch.JSON.Usage.Valid() && (ch.Usage.PromptTokens > 0 || ch.Usage.CompletionTokens > 0) {
@@ -73,6 +79,9 @@ func (p *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 			if c.Index != 0 {
 				continue
 			}
+			if err := m.add(len(c.Delta.Content) + len(c.Delta.Refusal) + len(c.Delta.JSON.ExtraFields["reasoning_content"].Raw())); err != nil {
+				return Response{}, err
+			}
 			if c.Delta.Content != "" {
 				acc.text.WriteString(c.Delta.Content)
 				if onText != nil {
@@ -80,7 +89,13 @@ func (p *OpenAI) stream(ctx context.Context, params openai.ChatCompletionNewPara
 				}
 			}
 			for _, tc := range c.Delta.ToolCalls {
+				if err := m.add(len(tc.ID) + len(tc.Function.Name) + len(tc.Function.Arguments)); err != nil {
+					return Response{}, err
+				}
 				acc.add(tc.JSON.Index.Valid(), int(tc.Index), tc.ID, tc.Function.Name, tc.Function.Arguments)
+				if err := m.calls(len(acc.calls)); err != nil {
+					return Response{}, err
+				}
 			}
 			if c.FinishReason != "" {
 				acc.resp.Stop = c.FinishReason

@@ -77,7 +77,6 @@ var (
 	ErrContextLength = errors.New("agent: the request is over the model's context window")
 	ErrProvider      = errors.New("agent: the model provider failed")
 	ErrNoKey         = errors.New("agent: no provider key; set HARN_PROVIDER_KEY or name a 0600 key file")
-	ErrSteps         = errors.New("agent: the turn reached its step limit")
 )
 
 // StatusError is a provider's HTTP error answer.

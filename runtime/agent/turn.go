@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
 
@@ -52,9 +51,11 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 		if gctx.Err() != nil {
 			return e.finish(ctx, run, res, runtime.StatusFailed, "")
 		}
-		if step > e.cfg.MaxSteps {
-			res.Err = ErrSteps
-			return e.finish(ctx, run, res, runtime.StatusFailed, fmt.Sprintf("the turn stopped after %d model calls (its step limit)", e.cfg.MaxSteps))
+		if step > e.cfg.Bounds.Steps {
+			be := &BoundError{Kind: ErrStepsBound, Bound: e.cfg.Bounds.Steps, Got: step}
+			res.Err = be
+			e.refused(run, step, be)
+			return e.finish(ctx, run, res, runtime.StatusFailed, be.Error())
 		}
 		resp, err := e.modelCall(gctx, run, step)
 		e.endStep(run)
@@ -78,14 +79,36 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 			res.Steps = step
 			return e.finish(ctx, run, res, runtime.StatusSucceeded, resp.Text)
 		}
-		_ = e.cfg.Context.Append(Message{Role: RoleAssistant, Text: resp.Text, Calls: resp.Calls, Task: task})
+		if err := e.cfg.Context.Append(Message{Role: RoleAssistant, Text: resp.Text, Calls: resp.Calls, Task: task}); err != nil {
+			res.Err = err
+			return e.finish(ctx, run, res, runtime.StatusFailed, contextRefused(err))
+		}
 		if resp.Text != "" {
 			if err := run.Say(clip(resp.Text)); err == nil {
 				e.emit(Event{Type: EvMessage, Task: task, Step: step, Text: resp.Text})
 			}
 		}
-		_ = e.cfg.Context.Append(e.runCalls(gctx, run, step, gen, resp.Calls)...)
+		if err := e.cfg.Context.Append(e.runCalls(gctx, run, step, gen, resp.Calls)...); err != nil {
+			res.Err = err
+			return e.finish(ctx, run, res, runtime.StatusFailed, contextRefused(err))
+		}
 	}
+}
+
+// contextRefused is a task's final message when its context refused a
+// write (a full disk): the turn cannot go on without its history.
+func contextRefused(err error) string {
+	return "the context refused a write, so the turn stopped: " + text.Clip(text.OneLine(err.Error()), 512)
+}
+
+// refused records a model call the loop did not make, or whose answer it
+// stopped reading, because a bound was reached.
+func (e *Executor) refused(run *runtime.Run, step int, be *BoundError) {
+	u := runtime.Usage{Provider: e.cfg.Provider.Name(), Node: e.cfg.Node, Agent: "harn", Error: be.class(), Reason: be.Error()}
+	if err := run.ModelCall(e.cfg.Model.Name, u, nil, nil); err != nil {
+		e.log.Debug("agent: refused model call not recorded", "task", run.Task, "err", err)
+	}
+	e.emit(Event{Type: EvModel, Task: run.Task, Step: step, Usage: &u})
 }
 
 // appendDeferred appends m leaving its fsync to the next synced write when
@@ -138,12 +161,20 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 		est := Estimate(req)
 		cctx, end := e.traceCall(ctx, req, task, step, attempt, est)
 		resp, err = e.cfg.Provider.Complete(cctx, req, onText)
+		if err == nil {
+			if berr := e.cfg.Bounds.check(resp); berr != nil {
+				resp, err = Response{Usage: resp.Usage, Retries: resp.Retries}, berr
+			}
+		}
 		end(ModelCallEnd{Input: resp.Usage.Input, Output: resp.Usage.Output, CacheRead: resp.Usage.CacheRead, Err: err, ErrClass: errClassOf(err)})
 		u := runtime.Usage{Provider: e.cfg.Provider.Name(), Node: e.cfg.Node, Agent: "harn", Estimated: est,
 			Input: resp.Usage.Input, Output: resp.Usage.Output, CacheRead: resp.Usage.CacheRead,
 			CacheWrite: resp.Usage.CacheWrite, Retries: resp.Retries}
 		if err != nil {
 			u.Error = errClass(err)
+			if be := (*BoundError)(nil); errors.As(err, &be) {
+				u.Reason = be.Error()
+			}
 		}
 		if rerr := run.ModelCall(e.cfg.Model.Name, u, evidence(req.Messages), answerEvidence(resp)); rerr != nil {
 			e.log.Debug("agent: model call not recorded", "task", task, "err", rerr)
@@ -200,8 +231,15 @@ func errClassOf(err error) string {
 }
 
 func errClass(err error) string {
-	var se *StatusError
+	var (
+		se *StatusError
+		be *BoundError
+	)
 	switch {
+	case errors.As(err, &be):
+		return be.class()
+	case errors.Is(err, ErrStreamBound):
+		return "stream_over_bound"
 	case errors.Is(err, ErrContextLength):
 		return "context_length"
 	case errors.As(err, &se):

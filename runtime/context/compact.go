@@ -234,7 +234,8 @@ func unitLine(u unit) (string, int) {
 
 func makeLine(u unit) string {
 	if u.kind == uWork {
-		return fmt.Sprintf("- [%x] answer: %s", u.items[0].rec.Seq, text.Clip(text.OneLine(u.items[0].rec.Msg.Text), maxLineBytes))
+		t := u.items[0].rec.Msg.Text
+		return fmt.Sprintf("- [%x] answer: %s", u.items[0].rec.Seq, text.Clip(text.OneLine(t[:min(len(t), lineArgBytes)]), maxLineBytes))
 	}
 	return exchangeLine(u)
 }
@@ -252,16 +253,7 @@ func (l *lane) cacheLine() {
 	case m.Role == agent.RoleAssistant && len(m.Calls) == 0:
 		u = unit{kind: uWork, items: []*item{last}}
 	case m.Role == agent.RoleTool:
-		j := n - 1
-		for j > 0 && l.msgs[j-1].rec.Msg.Role == agent.RoleTool {
-			j--
-		}
-		if j > 0 {
-			if p := l.msgs[j-1].rec.Msg; p.Role == agent.RoleAssistant && len(p.Calls) > 0 {
-				j--
-			}
-		}
-		u.items = l.msgs[j:]
+		u.items = l.msgs[l.unitStart(n-1):]
 	default:
 		u.items = []*item{last}
 	}
@@ -270,14 +262,54 @@ func (l *lane) cacheLine() {
 	last.lineFrom, last.lineN = u.items[0].rec.Seq, len(u.items)
 }
 
+// unitStart is the index of the first item of the exchange that the tool
+// result at index i ends: the one before it keeps its unit's start, so
+// that appending the results of a step with many calls is linear, not a
+// walk back over every result already there.
+func (l *lane) unitStart(i int) int {
+	if i > 0 {
+		if p := l.msgs[i-1]; p.rec.Msg.Role == agent.RoleTool && p.lineN > 0 {
+			if j := i - p.lineN; j >= 0 && l.msgs[j].rec.Seq == p.lineFrom {
+				return j
+			}
+		}
+	}
+	j := i
+	for j > 0 && l.msgs[j-1].rec.Msg.Role == agent.RoleTool {
+		j--
+	}
+	if j > 0 {
+		if p := l.msgs[j-1].rec.Msg; p.Role == agent.RoleAssistant && len(p.Calls) > 0 {
+			j--
+		}
+	}
+	return j
+}
+
+// lineCap is where a reference line stops being written: past it the
+// line is clipped to maxLineBytes+128 runes anyway (a rune is at most 4
+// bytes), so what follows never shows and a line costs the same for an
+// exchange of 2 items or 20,000.
+const lineCap = 4*(maxLineBytes+128) + 4
+
+// lineArgBytes bounds how much of a call's arguments a line reads.
+const lineArgBytes = 4 << 10
+
 func exchangeLine(u unit) string {
 	var b strings.Builder
 	m := u.items[0].rec.Msg
 	fmt.Fprintf(&b, "- [%x]", u.items[0].rec.Seq)
 	for _, call := range m.Calls {
-		fmt.Fprintf(&b, " %s %s", text.Clip(call.Name, 64), text.Clip(text.OneLine(string(call.Args)), 96))
+		if b.Len() > lineCap {
+			break
+		}
+		args := call.Args[:min(len(call.Args), lineArgBytes)]
+		fmt.Fprintf(&b, " %s %s", text.Clip(call.Name, 64), text.Clip(text.OneLine(string(args)), 96))
 	}
 	for _, it := range u.items[1:] {
+		if b.Len() > lineCap {
+			break
+		}
 		status := "ok"
 		if it.rec.Msg.IsError {
 			status = "error"

@@ -219,7 +219,7 @@ func TestPropertyLoopOverHTTPWithinBudget(t *testing.T) {
 		srv.SetFallback(func(map[string]any) modeltest.Reply { return modeltest.Reply{Func: answer} })
 		prov := agent.NewOpenAI(agent.ProviderConfig{BaseURL: srv.URL(), Key: "k", Retry: agent.Retry{Base: time.Millisecond, Max: 5 * time.Millisecond}})
 		ex, err := agent.New(agent.Config{Runtime: r, Session: session, Provider: prov, Box: tb, Model: model, Context: lane,
-			Dir: work, MaxSteps: loopSteps + 2})
+			Dir: work, Bounds: agent.Bounds{Steps: loopSteps + 2}})
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -31,6 +32,11 @@ type Reply struct {
 	// Hold, when set, makes the stream wait on it after its first chunk
 	// (a generation in progress) until it is closed or the client goes.
 	Hold <-chan struct{}
+	// Gen, when set, streams the chunks it makes after Chunks, one per
+	// call with i from 0, until it returns false or a write fails (the
+	// client stopped reading): a stream of any size that is never held
+	// whole. Sent counts the bytes the server wrote.
+	Gen func(i int) (chunk string, more bool)
 }
 
 // Server is the scripted model server. Safe for concurrent use.
@@ -44,6 +50,7 @@ type Server struct {
 	raw      []string
 	headers  []http.Header
 	arrived  chan struct{}
+	sent     atomic.Int64 // bytes of streamed answers written
 	// anthropic: the server speaks Anthropic's Messages API
 	// (POST /v1/messages, named SSE events, no [DONE]) instead.
 	anthropic bool
@@ -93,6 +100,14 @@ func (s *Server) Raw() []string {
 	defer s.mu.Unlock()
 	return append([]string(nil), s.raw...)
 }
+
+// Close stops the server and waits for the requests in flight to end (it
+// runs at cleanup too).
+func (s *Server) Close() { s.srv.Close() }
+
+// Sent is the bytes of streamed answers the server wrote so far: with a
+// Gen reply, how far the client read before it stopped.
+func (s *Server) Sent() int64 { return s.sent.Load() }
 
 // Headers returns the request headers so far, in arrival order (the
 // credential a client sent: Authorization, x-api-key).
@@ -154,13 +169,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl, _ := w.(http.Flusher)
-	for i, c := range rp.Chunks {
+	send := func(c string) bool {
+		var n int
+		var err error
 		if s.anthropic {
-			fmt.Fprintf(w, "event: %s\n", eventType(c))
+			n, err = fmt.Fprintf(w, "event: %s\n", eventType(c))
+			s.sent.Add(int64(n))
 		}
-		fmt.Fprintf(w, "data: %s\n\n", c)
-		if fl != nil {
+		if err == nil {
+			n, err = fmt.Fprintf(w, "data: %s\n\n", c)
+			s.sent.Add(int64(n))
+		}
+		if fl != nil && err == nil {
 			fl.Flush()
+		}
+		return err == nil && r.Context().Err() == nil
+	}
+	for i, c := range rp.Chunks {
+		if !send(c) {
+			return
 		}
 		if i == 0 && rp.Hold != nil {
 			select {
@@ -168,6 +195,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			case <-r.Context().Done():
 				return
 			}
+		}
+	}
+	for i := 0; rp.Gen != nil; i++ {
+		c, more := rp.Gen(i)
+		if !more {
+			break
+		}
+		if !send(c) {
+			return
 		}
 	}
 	if !s.anthropic {

@@ -216,6 +216,17 @@
     });
   }
 
+  // ---- a hosted terminal's screen, live -----------------------------
+  var screen = document.getElementById('screen');
+  if (screen && screen.dataset.poll) {
+    setInterval(function () {
+      fetch(screen.dataset.poll, { credentials: 'same-origin', cache: 'no-store', headers: { 'Accept': 'text/html' } })
+        .then(function (r) { return r.ok ? r.text() : null; })
+        .then(function (html) { if (html !== null) screen.innerHTML = html; })
+        .catch(function () {});
+    }, 1000);
+  }
+
   title();
   readSkew();
   ages();

@@ -120,6 +120,31 @@ func ReportsCallEnds(name string) bool {
 	return ok && c.ReportsCallEnds()
 }
 
+// Host returns how a node hosts the agent named name in a terminal; ok is
+// false for an unknown name or an adapter that is no adapter.Hoster.
+func Host(name string) (adapter.HostSpec, bool) {
+	a, ok := Lookup(name)
+	if !ok {
+		return adapter.HostSpec{}, false
+	}
+	h, ok := a.(adapter.Hoster)
+	if !ok {
+		return adapter.HostSpec{}, false
+	}
+	return h.Host(), true
+}
+
+// Hostable lists, sorted, the agents a node can host in a terminal.
+func Hostable() []string {
+	var out []string
+	for _, n := range Names() {
+		if _, ok := Host(n); ok {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Describe is what agent's call of tool asks, for the operator who
 // approves it: its adapter's reading (adapter.Describer), or, for an
 // agent no adapter describes, the common spellings (a "command" is a

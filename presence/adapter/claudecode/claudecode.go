@@ -135,6 +135,16 @@ func Tools() []adapter.ToolSpec {
 	}
 }
 
+// Host is how a node hosts Claude Code in a terminal: `claude PROMPT`;
+// Enter sends a message (during a turn, Claude Code queues it into the
+// running turn); one Esc interrupts the current step (two open the rewind
+// menu). CLAUDECODE marks a shell inside Claude Code, where it refuses to
+// start again.
+func (claudeCode) Host() adapter.HostSpec {
+	return adapter.HostSpec{Binary: "claude", Interrupt: adapter.Escape, Submit: adapter.Enter,
+		DropEnv: []string{"CLAUDECODE", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_SESSION_ID"}}
+}
+
 // Describe reads a call for its operator (adapter.Describer): Bash's
 // command, the file and edits of Write, Edit, MultiEdit and NotebookEdit.
 func (claudeCode) Describe(tool string, input json.RawMessage) adapter.Asked {

@@ -222,6 +222,13 @@ func Tools() []adapter.ToolSpec {
 	}
 }
 
+// Host is how a node hosts Codex's interactive TUI in a terminal: `codex
+// PROMPT`; Enter during a turn sends the message into it; Esc interrupts.
+func (hooks) Host() adapter.HostSpec {
+	return adapter.HostSpec{Binary: "codex", Interrupt: adapter.Escape, Submit: adapter.Enter,
+		DropEnv: []string{"CODEX_SESSION_ID", "CODEX_THREAD_ID"}}
+}
+
 // Describe reads a call for its operator (adapter.Describer): a shell
 // call's whole command (an argv joined) and its workdir; apply_patch's
 // patch as written, and the first file it names.

@@ -87,3 +87,12 @@ const frontMatter = "---\ndescription: harn coordination with other agents\nalwa
 
 // SessionEnv is Cursor's session variable (adapter.SessionEnver).
 func (cursor) SessionEnv() []string { return []string{"CURSOR_CONVERSATION_ID"} }
+
+// Host is how a node hosts Cursor's CLI in a terminal: `cursor-agent
+// PROMPT`, interactive with a first prompt. Cursor documents no interrupt
+// key for a running turn; Esc is what its TUI binds to cancel, as the
+// other agents'.
+func (cursor) Host() adapter.HostSpec {
+	return adapter.HostSpec{Binary: "cursor-agent", Interrupt: adapter.Escape, Submit: adapter.Enter,
+		DropEnv: []string{"CURSOR_CONVERSATION_ID"}}
+}

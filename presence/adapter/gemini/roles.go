@@ -81,3 +81,11 @@ func (gemini) Install() adapter.InstallSpec {
 
 // SessionEnv is Gemini CLI's session variable (adapter.SessionEnver).
 func (gemini) SessionEnv() []string { return []string{"GEMINI_SESSION_ID"} }
+
+// Host is how a node hosts Gemini CLI in a terminal: `gemini -i PROMPT`
+// starts it interactive with a first prompt; Esc cancels the running
+// request.
+func (gemini) Host() adapter.HostSpec {
+	return adapter.HostSpec{Binary: "gemini", PromptFlag: "-i", Interrupt: adapter.Escape, Submit: adapter.Enter,
+		DropEnv: []string{"GEMINI_SESSION_ID"}}
+}

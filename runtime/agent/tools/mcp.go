@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/harn-dev/harn/util/procguard"
 	"github.com/harn-dev/harn/util/text"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -61,6 +62,7 @@ type mcpConn struct {
 
 	cmd      *exec.Cmd
 	done     chan struct{} // closed when the stdio process has been waited for
+	release  func()        // the recorded process group's (OnGroup); nil: none
 	stopOnce sync.Once
 }
 
@@ -108,12 +110,19 @@ func (c *mcpConn) startProcess() (mcp.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd, ready, err := procguard.Command(c.b.guard, argv)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if ready != nil {
+			_ = ready.Close()
+		}
+	}()
 	cmd.Dir = c.b.project
 	if cmd.Env, err = mcpEnv(c.cfg.Name, c.cfg.Env); err != nil { // env.go: no secret it does not name
 		return nil, err
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Stderr = &logWriter{log: c.b.log, server: c.cfg.Name}
 	cmd.WaitDelay = mcpStopGrace
 	stdin, err := cmd.StdinPipe()
@@ -124,14 +133,23 @@ func (c *mcpConn) startProcess() (mcp.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
+	waited, err := procguard.Start(cmd)
+	procguard.Started(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("%w: %s: start %s: %v", ErrServer, c.cfg.Name, argv[0], err)
 	}
 	c.cmd, c.done = cmd, make(chan struct{})
 	go func() {
-		_ = cmd.Wait()
+		<-waited
 		close(c.done)
 	}()
+	release, err := c.b.recordGroup(cmd.Process.Pid, ready)
+	ready = nil // recordGroup closed it
+	if err != nil {
+		c.stopProcess()
+		return nil, fmt.Errorf("%w: %s: %v", ErrServer, c.cfg.Name, err)
+	}
+	c.release = release
 	return &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: mcpMaxFrame}, nil
 }
 
@@ -146,6 +164,11 @@ func (c *mcpConn) stopProcess() {
 }
 
 func (c *mcpConn) stop() {
+	defer func() {
+		if c.release != nil {
+			c.release()
+		}
+	}()
 	pg := -c.cmd.Process.Pid
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		select {

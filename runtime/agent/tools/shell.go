@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/harn-dev/harn/util/procguard"
 )
 
 // Shell bounds.
@@ -83,14 +85,21 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 	if err != nil {
 		return "", fmt.Errorf("shell: %w", err)
 	}
-	cmd := exec.Command("/bin/sh", "-c", a.Command)
+	cmd, ready, err := procguard.Command(b.guard, []string{"/bin/sh", "-c", a.Command})
+	if err != nil {
+		_, _ = pr.Close(), pw.Close()
+		return "", fmt.Errorf("shell: %w", err)
+	}
 	cmd.Dir, cmd.Env = dir, toolEnv() // env.go: no secret of the node's
 	cmd.Stdout, cmd.Stderr = pw, pw   // a file: Wait returns when the shell exits, not when the pipe drains
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	done, err := procguard.Start(cmd)
+	procguard.Started(cmd)
 	_ = pw.Close()
 	if err != nil {
 		_ = pr.Close()
+		if ready != nil {
+			_ = ready.Close()
+		}
 		return "", fmt.Errorf("shell: %w", err)
 	}
 	copied := make(chan struct{})
@@ -99,8 +108,15 @@ func (b *Toolbox) runShell(ctx context.Context, dir string, raw json.RawMessage)
 		_, _ = io.Copy(out, pr)
 	}()
 	pgid := cmd.Process.Pid
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	release, err := b.recordGroup(pgid, ready)
+	if err != nil {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-done
+		_ = pr.Close()
+		<-copied
+		return "", fmt.Errorf("shell: %w", err)
+	}
+	defer release()
 	// drain ends the call: what is left in the group is killed, and the
 	// output is read until the pipe closes (bounded, in case a process
 	// left the group holding it).
@@ -158,4 +174,27 @@ func exitText(out string, err error) string {
 		return out + fmt.Sprintf("\n[exit status %d]", ee.ExitCode())
 	}
 	return out + "\n[" + err.Error() + "]"
+}
+
+// recordGroup tells OnGroup of the group pgid leads, then lets its
+// command run (the guard's go-ahead). It returns the group's release.
+func (b *Toolbox) recordGroup(pgid int, ready *os.File) (func(), error) {
+	release := func() {}
+	if b.onGroup != nil {
+		g, err := procguard.GroupOf(pgid)
+		if err == nil {
+			release, err = b.onGroup(g)
+		}
+		if err != nil {
+			if ready != nil {
+				_ = ready.Close()
+			}
+			return nil, fmt.Errorf("the tool's process group was not recorded, so it does not run: %w", err)
+		}
+	}
+	if ready != nil {
+		_, _ = ready.Write([]byte{1})
+		_ = ready.Close()
+	}
+	return release, nil
 }

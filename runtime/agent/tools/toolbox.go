@@ -15,6 +15,7 @@ import (
 
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/util/procguard"
 	"github.com/harn-dev/harn/util/safefs"
 )
 
@@ -52,6 +53,16 @@ type Config struct {
 	// subagents' agent and handoff) the box serves as core tools: always
 	// loaded, published with the core, run by their own Run.
 	Extra []Extra
+	// Guard is the binary that leads a tool's process group (the shell's
+	// commands, the stdio MCP servers) and kills it when the node dies
+	// (util/procguard: the node's own binary). "": the command leads its
+	// group itself, with SIGKILL as its parent death signal on Linux.
+	Guard string
+	// OnGroup, when set, is told each tool group before its command runs
+	// (the node records it, to reap it at its next start should it die
+	// first); a tool whose group cannot be recorded does not run. The func
+	// it returns is called once the group is gone.
+	OnGroup func(procguard.Group) (func(), error)
 }
 
 // Extra is a core tool another room provides. It is always in the
@@ -85,6 +96,8 @@ type Toolbox struct {
 	shellGrace   time.Duration
 	mcpTimeout   time.Duration
 	extra        []Extra
+	guard        string
+	onGroup      func(procguard.Group) (func(), error)
 
 	wake   chan struct{} // a server's tool list changed
 	cancel context.CancelFunc
@@ -131,6 +144,7 @@ func New(cfg Config) (*Toolbox, error) {
 	b := &Toolbox{rt: cfg.Runtime, catalog: cfg.Catalog, project: cfg.Project, files: cfg.ProjectFiles, skillDirs: cfg.SkillDirs,
 		servers: cfg.MCP, noFiles: cfg.NoMCPFiles, clock: cfg.Clock, log: cfg.Logger, maxOut: cfg.MaxOutput,
 		shellTimeout: cfg.ShellTimeout, shellGrace: cfg.ShellGrace, mcpTimeout: cfg.MCPTimeout, extra: append([]Extra(nil), cfg.Extra...),
+		guard: cfg.Guard, onGroup: cfg.OnGroup,
 		wake: make(chan struct{}, 1), skills: map[string]Skill{}, tasks: map[string]*taskState{}}
 	if b.catalog == "" {
 		b.catalog = DefaultCatalog

@@ -1,0 +1,272 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// The HostedPeer service: another node's run, action, worktree list and
+// attach, over the mutually authenticated cluster gRPC, under this
+// node's --remote-control policy (and --remote-watch for an attach that
+// only watches). Every refusal is logged here, at the target.
+
+// hostedNode is what the cluster part needs of the node for hosting.
+type hostedNode interface {
+	runHosted(req *api.HostedRunRequest, remote bool) (*api.HostedRunResponse, error)
+	actHosted(id, op, t, by string) (*api.HostedActResponse, error)
+	worktrees(req *api.WorktreesRequest) (*api.WorktreesResponse, error)
+	attachHosted(id string, readOnly bool, rows, cols uint32, by string) (*hosted.Sub, []byte, error)
+	screenHosted(id string) (*api.HostedScreenResponse, error)
+	RemoteWatch() trust.RemoteControl
+}
+
+type hostedPeer struct {
+	apigrpc.UnimplementedHostedPeerServer
+	n *Node
+}
+
+func (s *hostedPeer) node() (hostedNode, error) {
+	var h hostedNode = s.n
+	return h, nil
+}
+
+func (s *hostedPeer) Run(ctx context.Context, req *api.HostedRunRequest) (*api.HostedRunResponse, error) {
+	h, err := s.node()
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.n.authorizeRemote(ctx, "hosted run")
+	if err != nil {
+		return nil, hostedStatus(err)
+	}
+	r := cloneRun(req)
+	r.By = remoteBy(req.By, id)
+	res, err := h.runHosted(r, true)
+	if err != nil {
+		s.n.log.Warn("remote hosted run refused", "caller", id.String(), "agent", text.Clip(text.OneLine(req.Agent), 64), "err", err)
+		return nil, err
+	}
+	s.n.log.Info("remote hosted run", "by", r.By, "agent", text.Clip(text.OneLine(req.Agent), 64), "session", res.Session)
+	return res, nil
+}
+
+func (s *hostedPeer) Act(ctx context.Context, req *api.HostedActRequest) (*api.HostedActResponse, error) {
+	h, err := s.node()
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.n.authorizeRemote(ctx, "hosted "+text.Clip(text.OneLine(req.Op), 16))
+	if err != nil {
+		return nil, hostedStatus(err)
+	}
+	return h.actHosted(req.Session, req.Op, req.Text, remoteBy(req.By, id))
+}
+
+func (s *hostedPeer) Worktrees(ctx context.Context, req *api.WorktreesRequest) (*api.WorktreesResponse, error) {
+	h, err := s.node()
+	if err != nil {
+		return nil, err
+	}
+	if req.Remove != "" {
+		id, err := s.n.authorizeRemote(ctx, "worktree remove")
+		if err != nil {
+			return nil, hostedStatus(err)
+		}
+		r := &api.WorktreesRequest{Remove: req.Remove, Force: req.Force, By: remoteBy(req.By, id)}
+		return h.worktrees(r)
+	}
+	if _, _, err := s.n.authorizeAttach(ctx, h, "worktrees"); err != nil {
+		return nil, hostedStatus(err)
+	}
+	return h.worktrees(&api.WorktreesRequest{})
+}
+
+func (s *hostedPeer) Screen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
+	h, err := s.node()
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := s.n.authorizeAttach(ctx, h, "screen"); err != nil {
+		return nil, hostedStatus(err)
+	}
+	return h.screenHosted(req.Session)
+}
+
+// authorizeAttach admits a remote attach (or a read of this node's
+// worktrees): a caller --remote-control allows may type; one only
+// --remote-watch allows may watch (readOnly).
+func (n *Node) authorizeAttach(ctx context.Context, h hostedNode, what string) (trust.Identity, bool, error) {
+	id, err := trust.PeerFromContext(ctx)
+	if err != nil {
+		n.log.Warn("remote attach refused", "action", what, "err", err)
+		return id, false, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w)", ErrRemoteRefused, n.cfg.Name, err)
+	}
+	if n.remoteAllowed(ctx) {
+		return id, false, nil
+	}
+	if werr := h.RemoteWatch().Allow(id); werr == nil {
+		return id, true, nil
+	}
+	_, err = n.authorizeRemote(ctx, what) // the refusal, logged, naming the policy
+	if err == nil {
+		err = fmt.Errorf("%w by node %s", ErrRemoteRefused, n.cfg.Name)
+	}
+	return id, false, fmt.Errorf("%w (nor does its --remote-watch name %s)", err, id.Name)
+}
+
+// Attach is a remote attach: the first frame names the session; the
+// answer is the screen, then the terminal's bytes until its end.
+func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
+	h, err := s.node()
+	if err != nil {
+		return err
+	}
+	ctx := stream.Context()
+	first, err := stream.Recv()
+	if err != nil {
+		return err
+	}
+	open := first.GetOpen()
+	if open == nil {
+		return status.Error(codes.InvalidArgument, "attach: the first frame must open the attach")
+	}
+	id, watchOnly, err := s.n.authorizeAttach(ctx, h, "attach")
+	if err != nil {
+		return hostedStatus(err)
+	}
+	sub, screen, err := h.attachHosted(open.Session, open.ReadOnly || watchOnly, open.Rows, open.Cols, remoteBy(open.By, id))
+	if err != nil {
+		return hostedStatus(err)
+	}
+	s.n.log.Info("remote attach", "session", open.Session, "by", remoteBy(open.By, id), "read_only", sub.ReadOnly())
+	if err := stream.Send(&api.AttachFrame{Screen: screen, ReadOnly: sub.ReadOnly(), Session: open.Session}); err != nil {
+		sub.Close()
+		return err
+	}
+	pumpAttach(sub, func(f *api.AttachFrame) error { return stream.Send(f) }, stream.Recv, nil)
+	return nil
+}
+
+// attachHosted attaches to a hosted session of this node.
+func (n *Node) attachHosted(id string, readOnly bool, rows, cols uint32, by string) (*hosted.Sub, []byte, error) {
+	if n.hosted == nil {
+		return nil, nil, hosted.ErrClosed
+	}
+	if !n.hosted.Has(id) {
+		return nil, nil, fmt.Errorf("%w: session %s on node %s is not a live hosted session (started with harn run)", errNotHosted, id, n.cfg.Name)
+	}
+	return n.hosted.Attach(id, readOnly, uint16(min(rows, 500)), uint16(min(cols, 1000)), by)
+}
+
+// hostedPeerOf is the HostedPeer client of a member.
+func (n *Node) hostedPeerOf(node string) (apigrpc.HostedPeerClient, error) {
+	if n.cl == nil {
+		return nil, status.Error(codes.Unimplemented, fmt.Sprintf("hosted: --node %s needs the mesh on; this node runs alone", node))
+	}
+	cc, err := n.cl.Conn(node)
+	if errors.Is(err, cluster.ErrNotMember) {
+		return nil, status.Error(codes.NotFound, fmt.Sprintf("hosted: %q is not a known mesh member", node))
+	}
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, err.Error())
+	}
+	return apigrpc.NewHostedPeerClient(cc), nil
+}
+
+// maxCoalesce bounds the output one data frame carries.
+const maxCoalesce = 64 << 10
+
+// pumpAttach moves an attach's bytes until it ends: the terminal's output
+// to send, and what recv brings (typed bytes, sizes, a detach) to the
+// terminal. It ends with an end frame saying why, and detaches. recv's
+// goroutine ends when recv fails: with stopRecv set, pumpAttach calls it
+// (closing the caller's connection) and waits for that goroutine; without
+// (a gRPC stream, whose Recv ends when its handler returns) it does not.
+func pumpAttach(sub *hosted.Sub, send func(*api.AttachFrame) error, recv func() (*api.AttachFrame, error), stopRecv func()) {
+	gone := make(chan struct{})
+	if stopRecv != nil {
+		defer func() {
+			stopRecv()
+			<-gone
+		}()
+	}
+	go func() {
+		defer close(gone)
+		for {
+			f, err := recv()
+			if err != nil {
+				sub.Close()
+				return
+			}
+			switch {
+			case f.Detach:
+				sub.Close()
+				return
+			case f.Size != nil:
+				_ = sub.Resize(uint16(min(f.Size.Rows, 500)), uint16(min(f.Size.Cols, 1000)))
+			case len(f.Data) > 0:
+				if err := sub.Write(f.Data); err != nil && !errors.Is(err, hosted.ErrReadOnly) {
+					sub.Close()
+					return
+				}
+			}
+		}
+	}()
+	for {
+		select {
+		case b := <-sub.Output():
+			buf := append([]byte(nil), b...)
+		more:
+			for len(buf) < maxCoalesce {
+				select {
+				case b := <-sub.Output():
+					buf = append(buf, b...)
+				default:
+					break more
+				}
+			}
+			if err := send(&api.AttachFrame{Data: buf}); err != nil {
+				sub.Close()
+				return
+			}
+		case <-sub.Done():
+			for {
+				select {
+				case b := <-sub.Output():
+					if send(&api.AttachFrame{Data: b}) != nil {
+						return
+					}
+					continue
+				default:
+				}
+				break
+			}
+			_ = send(&api.AttachFrame{End: &api.AttachEnd{Reason: sub.Reason()}})
+			return
+		}
+	}
+}
+
+// endOf is the end frame of an attach refused with err.
+func endOf(err error) *api.AttachFrame {
+	st := apigrpc.Status(hostedStatus(err))
+	e := &api.AttachEnd{Reason: st.Message(), Code: uint32(st.Code())}
+	if r := apigrpc.Reason(st.Err()); r != "" {
+		e.ErrorReason = r
+	}
+	if e.Code == 0 {
+		e.Code = uint32(codes.Unknown)
+	}
+	return &api.AttachFrame{End: e}
+}

@@ -1,0 +1,71 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"google.golang.org/grpc/status"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/presence/adapter/all"
+	"github.com/harn-dev/harn/util/text"
+)
+
+// The board's hosted pages (board.Hoster): the same calls as the CLI's
+// (Hosted.Run, Act, Screen), as the operator board@<this node>, so that
+// every target's rules (remote control, --remote-exec, workspace roots)
+// apply unchanged.
+
+var _ board.Hoster = webActions{}
+
+func (a webActions) Screen(ctx context.Context, session string) ([]string, error) {
+	res, err := a.n.hostedScreen(ctx, &api.HostedScreenRequest{Session: session})
+	if err != nil {
+		return nil, boardErr(err)
+	}
+	return res.Lines, nil
+}
+
+func (a webActions) Act(ctx context.Context, op string, r board.ActionRequest) (string, error) {
+	res, err := a.n.hostedAct(ctx, &api.HostedActRequest{Session: r.SessionID, Op: op, Text: r.Text}, a.by())
+	if err != nil {
+		return "", boardErr(err)
+	}
+	return res.Message, nil
+}
+
+func (a webActions) Run(ctx context.Context, r board.RunRequest) (string, error) {
+	res, err := a.n.hostedRun(ctx, &api.HostedRunRequest{Agent: r.Agent, Node: r.Node, Dir: r.Dir, Worktree: r.Worktree,
+		Base: r.Base, Prompt: r.Prompt}, a.by())
+	if err != nil {
+		return "", boardErr(err)
+	}
+	return res.Session, nil
+}
+
+func (a webActions) Targets(ctx context.Context) board.RunTargets {
+	t := board.RunTargets{Nodes: []string{a.n.cfg.Name}, Agents: append(all.Hostable(), HarnAgent)}
+	for l := range a.n.cfg.Launchers {
+		t.Agents = append(t.Agents, l)
+	}
+	slices.Sort(t.Agents)
+	var others []string
+	for name, m := range a.n.reachability() {
+		if name != a.n.cfg.Name && reachable(m, true) {
+			others = append(others, name)
+		}
+	}
+	slices.Sort(others)
+	t.Nodes = append(t.Nodes, others...)
+	return t
+}
+
+// boardErr is a call's error as the board shows it: its message.
+func boardErr(err error) error {
+	if st, ok := status.FromError(err); ok {
+		return errors.New(text.OneLine(st.Message()))
+	}
+	return err
+}
