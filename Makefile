@@ -27,9 +27,15 @@ install: build
 test:
 	$(GO) test -race -timeout 15m ./...
 
+# bench: every benchmark, the mesh's first (docs/perf-mesh.md): a real
+# mesh's idle CPU and memory per node and the server's against bare
+# memberlist processes at 5 and 50 nodes, then the simulation's table at
+# 10, 100 and 1,000 nodes (about 25 minutes of both cores together).
 bench: build
+	HARN_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'MeshIdle' -benchtime 1x -timeout 30m ./cli/e2e/
+	$(GO) test -run '^$$' -bench 'MeshSimulation' -benchtime 1x -timeout 60m ./node/cluster/
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench Fold -benchmem ./presence/
-	HARN_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -timeout 30m ./node/... ./cli/...
+	HARN_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -skip 'MeshIdle|MeshSimulation' -timeout 60m ./node/... ./cli/...
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -47,6 +47,9 @@ var allowed = map[string]struct {
 	// shared test helpers, imported by _test.go files only; its fakeagent
 	// (an interactive agent for hosted terminals) reads its terminal raw.
 	"internal": {inner: []string{"internal"}, outer: []string{"github.com/anishathalye/porcupine", "golang.org/x/term"}},
+	// internal/testsupport/barelist: a bare memberlist process, the
+	// yardstick of the mesh's benchmarks (built by them; never shipped).
+	"internal/testsupport/barelist": {outer: []string{"github.com/hashicorp/memberlist"}},
 }
 
 func TestImportDirection(t *testing.T) {
@@ -156,6 +159,46 @@ func TestNodeRoomsDoNotImportNode(t *testing.T) {
 		for _, imp := range f.Imports {
 			if p, _ := strconv.Unquote(imp.Path.Value); p == module+"node" {
 				t.Errorf("%s imports %s: a room must not import the composition root", path, p)
+			}
+		}
+	}
+}
+
+// roomBelow names, for a room under node/, the rooms it must not import:
+// the cluster room (node/cluster) wires the mesh's trust (node/meshtrust),
+// never the other way, and neither reaches the local half's feature rooms.
+var roomBelow = map[string][]string{
+	"node/meshtrust": {"node/cluster", "node/sessions", "node/tasks", "node/alerts", "node/board"},
+	"node/cluster":   {"node/sessions", "node/tasks", "node/alerts", "node/board", "node/heartbeat"},
+}
+
+// TestClusterRoomsPointDown: node/meshtrust does not import node/cluster,
+// and the cluster rooms import none of the local half's rooms (the node
+// hands them what they need through interfaces they declare).
+func TestClusterRoomsPointDown(t *testing.T) {
+	for room, banned := range roomBelow {
+		files, err := filepath.Glob(room + "/*.go")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(files) == 0 {
+			t.Fatalf("no %s", room)
+		}
+		for _, path := range files {
+			if strings.HasSuffix(path, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				p, _ := strconv.Unquote(imp.Path.Value)
+				for _, b := range banned {
+					if p == module+b || strings.HasPrefix(p, module+b+"/") {
+						t.Errorf("%s imports %s: the arrow points up", path, p)
+					}
+				}
 			}
 		}
 	}
@@ -303,7 +346,8 @@ func TestTestsupportOnlyInTests(t *testing.T) {
 // (Pebble, raft, memberlist, OTel's SDK, Prometheus) or harn's agent loop
 // and its provider SDKs: harnd's, never harn's.
 var daemonPackages = []string{"node", "node/ledger", "node/tracing", "node/metrics", "node/claims",
-	"node/registry", "node/alerts", "node/gossip", "mesh", "raftstore", "node/tasks", "runtime/agent"}
+	"node/registry", "node/alerts", "node/gossip", "mesh", "raftstore", "node/tasks", "runtime/agent",
+	"node/cluster", "node/meshtrust"}
 
 // daemonModules are the outside modules harn must not link: the node's
 // stores and telemetry, and the provider and tool SDKs of harn's agent

@@ -57,6 +57,13 @@ type nodeRaft struct {
 	Quorum     bool     `json:"quorum"`
 	StalePeers []string `json:"stale_peers"`
 	Voter      bool     `json:"voter"`
+	// Watch is the server this node follows the registry from ("" on a
+	// server or replica); Stale and LastContact say how fresh its reads
+	// are; Members counts the mesh's alive members.
+	Watch       string `json:"watch,omitempty"`
+	Stale       bool   `json:"stale"`
+	LastContact string `json:"last_contact,omitempty"`
+	Members     int    `json:"members"`
 }
 
 // askDoctor asks the running node for its setup; nil when it cannot say
@@ -98,7 +105,8 @@ func nodeReportOf(dr *api.DoctorResponse) *nodeReport {
 	}
 	if rf := dr.Raft; rf != nil {
 		r.Raft = &nodeRaft{Leader: rf.Leader, State: rf.State, Voters: int(rf.Voters), Alive: int(rf.Alive),
-			Quorum: rf.Quorum, StalePeers: append([]string{}, rf.StalePeers...), Voter: rf.Voter}
+			Quorum: rf.Quorum, StalePeers: append([]string{}, rf.StalePeers...), Voter: rf.Voter,
+			Watch: rf.Watch, Stale: rf.Stale, LastContact: rf.LastContact, Members: int(rf.Members)}
 	}
 	return r
 }
@@ -183,6 +191,34 @@ func checkRaft(r *api.DoctorRaft) []check {
 	for _, s := range r.StalePeers {
 		out = append(out, check{"raft peer", checkFinding, "stale address " + text.Sanitize(s),
 			"restart that server so that it updates its address, or remove it with `harn mesh remove NODE` and rejoin it"})
+	}
+	return append(out, checkRegistryView(r)...)
+}
+
+// ServersHold is how many nodes a set of three to five servers holds
+// comfortably (docs/perf-mesh.md): past it, watch the servers' CPU and
+// the registry's apply lag.
+const ServersHold = 2000
+
+// checkRegistryView says where this node reads the registry from and how
+// fresh it is, and how many nodes the servers carry.
+func checkRegistryView(r *api.DoctorRaft) []check {
+	var out []check
+	switch {
+	case r.Watch == "" && r.State == "Watch":
+		out = append(out, check{"registry", checkFinding, "no server answers this node's registry watch; its reads show its last view",
+			"check that a server of the mesh is reachable (`harn mesh raft`)"})
+	case r.Watch != "" && r.Stale:
+		out = append(out, check{"registry", checkFinding,
+			fmt.Sprintf("follows server %s, but its view is stale (leader last heard %s ago); reads show the last view", text.Sanitize(r.Watch), orDash(text.Sanitize(r.LastContact))),
+			"check the servers (`harn mesh raft`): a majority must be up and reachable"})
+	case r.Watch != "":
+		out = append(out, check{"registry", checkOK, fmt.Sprintf("follows server %s's watch (holds no raft log); view fresh", text.Sanitize(r.Watch)), ""})
+	}
+	if r.Voters > 0 && int(r.Members) > ServersHold {
+		out = append(out, check{"registry load", checkFinding,
+			fmt.Sprintf("%d nodes on %d servers: past about %d nodes, watch the servers' CPU and the registry's apply lag", r.Members, r.Voters, ServersHold),
+			"watch `harn mesh raft` (commit against applied index) on each server; add read replicas (--replica) near far nodes"})
 	}
 	return out
 }

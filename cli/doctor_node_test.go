@@ -58,3 +58,33 @@ func TestDoctorCertificateExpiry(t *testing.T) {
 		t.Errorf("no mesh: %+v", c)
 	}
 }
+
+// TestDoctorSaysWhereTheRegistryIsReadAndHowManyNodesTheServersHold: a
+// node that follows a server's watch is told so; a stale view, or no
+// server answering, is a finding; past ServersHold nodes the servers'
+// load is one.
+func TestDoctorSaysWhereTheRegistryIsReadAndHowManyNodesTheServersHold(t *testing.T) {
+	find := func(r *api.DoctorRaft, name string) (check, bool) {
+		for _, c := range checkRegistryView(r) {
+			if c.Check == name {
+				return c, true
+			}
+		}
+		return check{}, false
+	}
+	if c, ok := find(&api.DoctorRaft{State: "Watch", Watch: "s1", Voters: 3, Members: 40}, "registry"); !ok || c.Status != checkOK {
+		t.Fatalf("a fresh watch: %+v %v", c, ok)
+	}
+	if c, ok := find(&api.DoctorRaft{State: "Watch", Watch: "s1", Stale: true, LastContact: "9s"}, "registry"); !ok || c.Status != checkFinding {
+		t.Fatalf("a stale watch: %+v %v", c, ok)
+	}
+	if c, ok := find(&api.DoctorRaft{State: "Watch"}, "registry"); !ok || c.Status != checkFinding {
+		t.Fatalf("no server answering: %+v %v", c, ok)
+	}
+	if _, ok := find(&api.DoctorRaft{State: "Leader", Voters: 3, Members: ServersHold}, "registry load"); ok {
+		t.Fatal("a load finding at ServersHold nodes")
+	}
+	if c, ok := find(&api.DoctorRaft{State: "Leader", Voters: 3, Members: ServersHold + 1}, "registry load"); !ok || c.Status != checkFinding {
+		t.Fatalf("past ServersHold nodes: %+v %v", c, ok)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -92,6 +93,7 @@ func (n *MemNetwork) route(from, addr string) (*MemTransport, error) {
 type MemTransport struct {
 	net      *MemNetwork
 	addr     string
+	sent     atomic.Int64 // bytes this end sent: packets and streams
 	packetCh chan *memberlist.Packet
 	streamCh chan net.Conn
 	done     chan struct{}
@@ -102,6 +104,10 @@ var _ memberlist.NodeAwareTransport = (*MemTransport)(nil)
 
 // Addr is the transport's "host:port".
 func (t *MemTransport) Addr() string { return t.addr }
+
+// SentBytes is how many bytes this end sent, packets and streams (the
+// simulation's bytes per node).
+func (t *MemTransport) SentBytes() int64 { return t.sent.Load() }
 
 func (t *MemTransport) stopped() bool {
 	select {
@@ -142,6 +148,7 @@ func (t *MemTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 	if t.stopped() {
 		return now, fmt.Errorf("memnet: transport stopped")
 	}
+	t.sent.Add(int64(len(b)))
 	dest, err := t.net.route(t.addr, a.Addr)
 	if err != nil {
 		return now, nil
@@ -192,8 +199,8 @@ func (t *MemTransport) DialAddressTimeout(a memberlist.Address, timeout time.Dur
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case dest.streamCh <- &memConn{Conn: remote, local: memAddr(dest.addr), remote: memAddr(t.addr)}:
-		return &memConn{Conn: local, local: memAddr(t.addr), remote: memAddr(dest.addr)}, nil
+	case dest.streamCh <- &memConn{Conn: remote, local: memAddr(dest.addr), remote: memAddr(t.addr), sent: &dest.sent}:
+		return &memConn{Conn: local, local: memAddr(t.addr), remote: memAddr(dest.addr), sent: &t.sent}, nil
 	case <-dest.done:
 	case <-t.done:
 	case <-timer.C:
@@ -222,10 +229,20 @@ func (t *MemTransport) Shutdown() error {
 	return nil
 }
 
-// memConn gives a net.Pipe end the addresses of its two transports.
+// memConn gives a net.Pipe end the addresses of its two transports, and
+// counts what it writes.
 type memConn struct {
 	net.Conn
 	local, remote net.Addr
+	sent          *atomic.Int64
+}
+
+func (c *memConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	if c.sent != nil {
+		c.sent.Add(int64(n))
+	}
+	return n, err
 }
 
 func (c *memConn) LocalAddr() net.Addr  { return c.local }

@@ -10,8 +10,12 @@ import (
 type Role string
 
 const (
-	RoleServer Role = "server" // a Raft voter
-	RoleClient Role = "client" // a non-voting replica
+	RoleServer  Role = "server"  // a Raft voter
+	RoleReplica Role = "replica" // a non-voting Raft replica (a read replica)
+	// RoleClient is every other node. A node of this landing holds no
+	// raft log (it advertises no raft address); one of an earlier landing
+	// was a non-voting replica and advertises one.
+	RoleClient Role = "client"
 )
 
 // NodeMeta is what every member tells the others about itself. It travels
@@ -27,17 +31,18 @@ type NodeMeta struct {
 
 func (nm NodeMeta) validate() error {
 	switch nm.Role {
-	case "", RoleServer, RoleClient:
+	case "", RoleServer, RoleReplica, RoleClient:
 		return nil
 	}
-	return fmt.Errorf("%w: Meta.Role %q is unknown; use %q or %q", ErrConfig, nm.Role, RoleServer, RoleClient)
+	return fmt.Errorf("%w: Meta.Role %q is unknown; use %q, %q or %q", ErrConfig, nm.Role, RoleServer, RoleReplica, RoleClient)
 }
 
 // metaVersion is the first byte of an encoded NodeMeta.
 const metaVersion = 1
 
 // encode lays out: version, instance (8 bytes), role (0 none, 1 server,
-// 2 client), then RaftAddr, RPCAddr, HTTPAddr and Version, each as a uvarint
+// 2 client, 3 replica: a node of an earlier landing reads 3 as no role),
+// then RaftAddr, RPCAddr, HTTPAddr and Version, each as a uvarint
 // length and bytes. The instance is random per process: it tells a restarted
 // node from the one before it (see leave intents).
 func (nm NodeMeta) encode(instance uint64) []byte {
@@ -50,6 +55,8 @@ func (nm NodeMeta) encode(instance uint64) []byte {
 		role = 1
 	case RoleClient:
 		role = 2
+	case RoleReplica:
+		role = 3
 	}
 	b = append(b, role)
 	for _, s := range []string{nm.RaftAddr, nm.RPCAddr, nm.HTTPAddr, nm.Version} {
@@ -76,6 +83,8 @@ func decodeMeta(b []byte) (NodeMeta, uint64, error) {
 		nm.Role = RoleServer
 	case 2:
 		nm.Role = RoleClient
+	case 3:
+		nm.Role = RoleReplica
 	}
 	r := reader{b: b[10:]}
 	nm.RaftAddr = r.string()

@@ -52,11 +52,11 @@ func BenchmarkTUIKeystrokeToSteer(b *testing.B) {
 	session, task := r.Session, r.Task.ID
 	mesh.WaitFor(b, fbWait, "the model call is held", func() bool { return len(m.Requests()) == 1 })
 	mesh.WaitFor(b, fbWait, "the caller routes to the owner", func() bool {
-		rec, ok := f.caller.cl.store.Get(session)
-		_, cerr := f.caller.cl.clusterClientOf(ownerName)
+		rec, ok := f.caller.cl.Registry().Get(session)
+		_, cerr := f.caller.cl.ClientOf(ownerName)
 		return ok && rec.Node == ownerName && cerr == nil
 	})
-	if f.peer, err = f.caller.cl.clusterClientOf(ownerName); err != nil {
+	if f.peer, err = f.caller.cl.ClientOf(ownerName); err != nil {
 		b.Fatal(err)
 	}
 	steer := func(cl apigrpc.LocalClient) time.Duration {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
@@ -29,7 +30,7 @@ func (n *Node) openClaims() error {
 				Error: "claims: a pending claim's record in the ledger was not written (" + err.Error() + "); it is retried until the node stops, not after a restart"})
 		}}
 	if n.cl != nil {
-		cfg.Table, cfg.Writer = n.cl.claimsTable(), claimWriter{n.cl}
+		cfg.Table, cfg.Writer = n.cl.Registry(), claimWriter{n.cl}
 	} else {
 		l := claims.NewLocal()
 		cfg.Table, cfg.Writer = l, l
@@ -46,14 +47,14 @@ func (n *Node) openClaims() error {
 
 // claimWriter writes claim commands through the leader and waits until
 // this node's replica reflects them.
-type claimWriter struct{ c *cluster }
+type claimWriter struct{ c *cluster.Cluster }
 
 func (w claimWriter) Write(ctx context.Context, cmd raftstore.Command) error {
-	idx, err := w.c.applyCommand(ctx, cmd)
+	idx, err := w.c.Apply(ctx, cmd)
 	if err != nil {
 		return err
 	}
-	return w.c.store.WaitForApplied(ctx, idx)
+	return w.c.Registry().WaitForApplied(ctx, idx)
 }
 
 // claimRows tells a session's row what became of its claims: it ingests
@@ -101,7 +102,7 @@ func (d claimDescriber) Describe(session, node string) claims.Holder {
 	}
 	h := claims.Holder{Node: node}
 	if n.cl != nil {
-		if rec, ok := n.cl.record(session); ok {
+		if rec, ok := n.cl.Registry().Get(session); ok {
 			h.Name, h.Agent, h.Task, h.Ended = rec.Name, rec.Agent, rec.Task, rec.Ended
 			if rec.Node != "" {
 				h.Node = rec.Node

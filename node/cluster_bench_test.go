@@ -151,7 +151,7 @@ func (c *cbCluster) kill(i int) {
 // aliveCount is how many members node i lists alive (itself included).
 func (c *cbCluster) aliveCount(i int) int {
 	k := 0
-	for _, m := range c.nodes[i].cl.mesh.Members() {
+	for _, m := range c.nodes[i].cl.Parts().Mesh.Members() {
 		if m.Status == mesh.StatusAlive {
 			k++
 		}
@@ -176,7 +176,7 @@ func (c *cbCluster) membersConverged(want int) bool {
 // leader returns the index of the node whose registry leads, or -1.
 func (c *cbCluster) leader() int {
 	for i, nd := range c.nodes {
-		if nd != nil && !c.closed[i] && nd.cl.store.IsLeader() {
+		if nd != nil && !c.closed[i] && nd.cl.Registry().IsLeader() {
 			return i
 		}
 	}
@@ -190,20 +190,32 @@ func (c *cbCluster) raftServers() int {
 	if l < 0 {
 		return 0
 	}
-	s, err := c.nodes[l].cl.store.Servers()
+	s, err := c.nodes[l].cl.Parts().Store.Servers()
 	if err != nil {
 		return 0
 	}
 	return len(s)
 }
 
+// raftMembers is how many nodes hold the raft log (servers and
+// replicas): the configuration the leader converges to.
+func (c *cbCluster) raftMembers() int {
+	k := 0
+	for i, nd := range c.nodes {
+		if nd != nil && !c.closed[i] && nd.cl.Parts().Store != nil {
+			k++
+		}
+	}
+	return k
+}
+
 // waitConverged waits until every node lists n alive members and the
-// leader's configuration holds n servers.
+// leader's configuration holds every server.
 func (c *cbCluster) waitConverged(timeout time.Duration) {
 	c.tb.Helper()
 	n := len(c.nodes)
 	mesh.WaitFor(c.tb, timeout, fmt.Sprintf("%d nodes converged (members and registry)", n), func() bool {
-		return c.membersConverged(n) && c.raftServers() == n
+		return c.membersConverged(n) && c.raftServers() == c.raftMembers()
 	})
 }
 
@@ -217,7 +229,7 @@ func cbIngest(tb testing.TB, nd *Node, session, typ string, attrs map[string]any
 
 // sentVersion is the gossip version node nd last broadcast for session.
 func sentVersion(nd *Node, session string) uint64 {
-	v, _ := nd.cl.pub.SentVersion(session)
+	v, _ := nd.cl.Parts().Pub.SentVersion(session)
 	return v
 }
 
@@ -467,8 +479,8 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 	cbIngest(b, fn, session, presence.TypeSessionStart, nil)
 	cbIngest(b, fn, quiet, presence.TypeSessionStart, nil)
 	mesh.WaitFor(b, 30*time.Second, "sessions in the registry", func() bool {
-		_, ok1 := ln.cl.store.Get(session)
-		_, ok2 := ln.cl.store.Get(quiet)
+		_, ok1 := ln.cl.Registry().Get(session)
+		_, ok2 := ln.cl.Registry().Get(quiet)
 		return ok1 && ok2
 	})
 
@@ -533,7 +545,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 			},
 			func() { // the registry write alone, forwarded from fn to the leader
 				t := time.Now()
-				if _, err := fn.cl.applyCommand(ctx, regCmd(fwdSession, reason)); err != nil {
+				if _, err := fn.cl.Apply(ctx, regCmd(fwdSession, reason)); err != nil {
 					b.Fatal(err)
 				}
 				if record {
@@ -542,7 +554,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 			},
 			func() { // the registry write alone, on the leader
 				t := time.Now()
-				if _, err := ln.cl.store.Apply(ctx, regCmd(storeSession, reason)); err != nil {
+				if _, err := ln.cl.Parts().Store.Apply(ctx, regCmd(storeSession, reason)); err != nil {
 					b.Fatal(err)
 				}
 				if record {
@@ -557,7 +569,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 	for i := range warm {
 		op(i, false)
 	}
-	applied0 := ln.cl.store.Stats().AppliedIndex
+	applied0 := ln.cl.Parts().Store.Stats().AppliedIndex
 	b.ResetTimer()
 	for i := range ops {
 		op(i, true)
@@ -565,7 +577,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 	b.StopTimer()
 	time.Sleep(100 * time.Millisecond) // let a trailing background write land
 	// Entries per op beyond the two direct registry writes of each op.
-	entries := float64(ln.cl.store.Stats().AppliedIndex-applied0)/ops - 2
+	entries := float64(ln.cl.Parts().Store.Stats().AppliedIndex-applied0)/ops - 2
 	if c.leader() != l {
 		b.Logf("leadership moved during the run (from %s)", ln.Name())
 	}
@@ -597,9 +609,10 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 }
 
 // BenchmarkConvergence20: a cold start of 20 nodes (3 servers and 17
-// non-voters, all joining node 0, node 0 first and the rest concurrently)
-// until every node lists 20 alive members and the registry's leader has 20
-// servers in its configuration; then one non-voter is killed (Node.Close:
+// nodes that follow the registry's watch, all joining node 0, node 0
+// first and the rest concurrently) until every node lists 20 alive
+// members and the registry's leader has its 3 servers in its
+// configuration; then one node that is not a server is killed (Node.Close:
 // its mesh shuts down without a graceful leave) and the time until every
 // other node lists it dead. Beside it, in the same run: a bare memberlist
 // mesh of 20 (mesh.StartBareMesh: its start until all see 20, and one node
@@ -627,7 +640,7 @@ func BenchmarkConvergence20(b *testing.B) {
 		if leader == 0 && c.leader() >= 0 {
 			leader = el
 		}
-		if raftFull == 0 && c.raftServers() == n {
+		if raftFull == 0 && c.raftServers() == c.raftMembers() {
 			raftFull = el
 		}
 		time.Sleep(poll)
@@ -642,7 +655,7 @@ func BenchmarkConvergence20(b *testing.B) {
 	victim := n - 1 // a non-voter
 	name := cbName(victim)
 	dead := func(i int) bool {
-		for _, m := range c.nodes[i].cl.mesh.Members() {
+		for _, m := range c.nodes[i].cl.Parts().Mesh.Members() {
 			if m.Name == name {
 				return m.Status == mesh.StatusDead
 			}

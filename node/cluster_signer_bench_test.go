@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
@@ -150,7 +151,7 @@ func startSigningMesh(b *testing.B, n int, unsignedGossip bool) *trustMesh {
 		cc := &cfg.Cluster
 		cc.MeshProfile, cc.RaftProfile = d.MeshProfile, d.RaftProfile
 		cc.PresenceRefresh, cc.ActivityFlush, cc.TrustSync = d.PresenceRefresh, d.ActivityFlush, d.TrustSync
-		cc.unsignedGossip = unsignedGossip
+		cc.UnsignedGossip = unsignedGossip
 	}
 	tm, _ := startTrustMeshWith(b, lan)
 	tok := tm.token(false, 0, 0)
@@ -159,7 +160,7 @@ func startSigningMesh(b *testing.B, n int, unsignedGossip bool) *trustMesh {
 	}
 	mesh.WaitFor(b, 60*time.Second, "every node alive everywhere", func() bool {
 		for _, nd := range tm.nodes {
-			if nd.cl.mesh.NumAlive() != n {
+			if nd.cl.Parts().Mesh.NumAlive() != n {
 				return false
 			}
 		}
@@ -169,7 +170,7 @@ func startSigningMesh(b *testing.B, n int, unsignedGossip bool) *trustMesh {
 		mesh.WaitFor(b, 90*time.Second, "every node knows every other's certificate", func() bool {
 			for _, a := range tm.nodes {
 				for _, o := range tm.nodes {
-					if a != o && !a.cl.signer.known(o.Name()) {
+					if a != o && !a.cl.Parts().Signer.Known(o.Name()) {
 						return false
 					}
 				}
@@ -227,8 +228,8 @@ func BenchmarkGossipSignVerify(b *testing.B) {
 	}
 	tc := trust.TLSCertificate(c, key)
 	roots := trust.NewRoots(ca.Cert)
-	s := newGossipSigner(trust.NewHolder(&tc, roots), trust.NewRevocationList(), clock.Real{})
-	peer := newGossipSigner(trust.NewHolder(&tc, roots), trust.NewRevocationList(), clock.Real{})
+	s := meshtrust.NewSigner(trust.NewHolder(&tc, roots), trust.NewRevocationList(), clock.Real{})
+	peer := meshtrust.NewSigner(trust.NewHolder(&tc, roots), trust.NewRevocationList(), clock.Real{})
 	if err := peer.Learn("a", s.Credentials()); err != nil {
 		b.Fatal(err)
 	}

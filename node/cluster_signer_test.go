@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"strconv"
@@ -17,9 +16,9 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
-	"github.com/harn-dev/harn/util/clock"
 )
 
 // rawForger is a raw memberlist member that holds the mesh's gossip key
@@ -108,7 +107,7 @@ func forgedEntry(t *testing.T, id string) []byte {
 
 // refusals is what a node's mesh refused so far.
 func refusals(n *Node) int64 {
-	d := n.cl.mesh.Drops()
+	d := n.cl.Parts().Mesh.Drops()
 	return d.Unsigned + d.BadSignature + d.UnknownSigner
 }
 
@@ -117,7 +116,7 @@ func signersKnowEachOther(t *testing.T, nodes ...*Node) {
 	waitFor(t, 30*time.Second, "every node knows every other's certificate", func() bool {
 		for _, a := range nodes {
 			for _, b := range nodes {
-				if a != b && !a.cl.signer.known(b.Name()) {
+				if a != b && !a.cl.Parts().Signer.Known(b.Name()) {
 					return false
 				}
 			}
@@ -144,13 +143,13 @@ func TestForgedPresenceFromAGossipKeyHolderIsNotApplied(t *testing.T) {
 		return remoteVersion(n0, "tw1", sid) > 0 && remoteVersion(n2, "tw1", sid) > 0
 	})
 
-	key, _, err := n0.cl.mesh.Keys()
+	key, _, err := n0.cl.Parts().Mesh.Keys()
 	if err != nil {
 		t.Fatal(err)
 	}
 	const forged = uint64(1) << 62
 	foreign := foreignCert(t, "tw1", trust.RoleNode, time.Now(), time.Hour)
-	rogue := newGossipSigner(trust.NewHolder(&foreign, nil), trust.NewRevocationList(), n0.cfg.Clock)
+	rogue := meshtrust.NewSigner(trust.NewHolder(&foreign, nil), trust.NewRevocationList(), n0.cfg.Clock)
 	blob, _ := json.Marshal(gossip.Blob{Node: "tw1", At: forged, Entries: []gossip.Entry{{SessionRow: &api.SessionRow{SessionId: sid, Task: "forged"}}},
 		Versions: []uint64{forged}})
 	state, err := mesh.EncodeStateFrame("tw1", blob, rogue.Credentials(), rogue.Sign)
@@ -163,7 +162,7 @@ func TestForgedPresenceFromAGossipKeyHolderIsNotApplied(t *testing.T) {
 	entry := forgedEntry(t, sid)
 	unsigned, _ := mesh.EncodeDeltaFrame("tw1", sid, forged, entry, nil)
 	foreignSigned, _ := mesh.EncodeDeltaFrame("tw1", sid, forged, entry, rogue.Sign)
-	otherSigned, _ := mesh.EncodeDeltaFrame("tw1", sid, forged, entry, n2.cl.signer.Sign)
+	otherSigned, _ := mesh.EncodeDeltaFrame("tw1", sid, forged, entry, n2.cl.Parts().Signer.Sign)
 	for _, fr := range [][]byte{unsigned, foreignSigned, otherSigned} {
 		f.sendAll(t, fr, n0, n1, n2)
 	}
@@ -173,7 +172,7 @@ func TestForgedPresenceFromAGossipKeyHolderIsNotApplied(t *testing.T) {
 	for deadline := time.Now().Add(60 * time.Second); !refused(); time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the forged frames were not all refused on tw0 and tw2: tw0 %+v (before %d), tw2 %+v (before %d)",
-				n0.cl.mesh.Drops(), before0, n2.cl.mesh.Drops(), before2)
+				n0.cl.Parts().Mesh.Drops(), before0, n2.cl.Parts().Mesh.Drops(), before2)
 		}
 	}
 	for _, n := range []*Node{n0, n2} {
@@ -208,9 +207,9 @@ func TestRevokedNodesPresenceIsRefusedAndDropped(t *testing.T) {
 	signersKnowEachOther(t, n0, n1, n2)
 	cbIngest(t, n2, "sess-2", presence.TypeSessionStart, nil)
 	waitFor(t, 30*time.Second, "tw2's session on tw0", func() bool { return remoteVersion(n0, "tw2", "sess-2") > 0 })
-	id, _ := n2.cl.trust.holder.Identity()
+	id, _ := n2.cl.Parts().Trust.Holder().Identity()
 	waitFor(t, 10*time.Second, "tw2's certificate recorded", func() bool {
-		_, ok := n0.cl.store.KVGet(kvIssuedPrefix + id.Serial)
+		_, ok := n0.cl.Registry().KVGet(meshtrust.KVIssuedPrefix + id.Serial)
 		return ok
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -220,7 +219,7 @@ func TestRevokedNodesPresenceIsRefusedAndDropped(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the revocation on tw0 and tw1", func() bool {
-		return n0.cl.trust.revs.IsRevoked(id.Serial) && n1.cl.trust.revs.IsRevoked(id.Serial)
+		return n0.cl.Parts().Trust.Revocations().IsRevoked(id.Serial) && n1.cl.Parts().Trust.Revocations().IsRevoked(id.Serial)
 	})
 	waitFor(t, 10*time.Second, "tw2's presence dropped on tw0 and tw1", func() bool {
 		return remoteVersion(n0, "tw2", "sess-2") == 0 && remoteVersion(n1, "tw2", "sess-2") == 0
@@ -229,7 +228,7 @@ func TestRevokedNodesPresenceIsRefusedAndDropped(t *testing.T) {
 	// refused as signed by an unknown certificate (or a revoked one).
 	before := refusals(n0)
 	const forged = uint64(1) << 62
-	if err := n2.cl.mesh.Broadcast("sess-2", forged, forgedEntry(t, "sess-2")); err != nil {
+	if err := n2.cl.Parts().Mesh.Broadcast("sess-2", forged, forgedEntry(t, "sess-2")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "tw2's delta refused on tw0", func() bool { return refusals(n0) > before })
@@ -240,68 +239,5 @@ func TestRevokedNodesPresenceIsRefusedAndDropped(t *testing.T) {
 	waitFor(t, 30*time.Second, "tw1's session on tw0", func() bool { return remoteVersion(n0, "tw1", "sess-1") > 0 })
 	if remoteVersion(n0, "tw2", "sess-2") != 0 || remoteVersion(n1, "tw2", "sess-2") != 0 {
 		t.Fatal("a revoked node's presence came back")
-	}
-}
-
-// TestGossipSignerAcceptsOnlyTheOriginsOwnValidCertificate: the signer
-// keeps a certificate only when it chains to the mesh CA, and checks a
-// signature only as the certificate's own node's, while it is valid (at
-// the fake clock) and not revoked.
-func TestGossipSignerAcceptsOnlyTheOriginsOwnValidCertificate(t *testing.T) {
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(now)
-	ca, err := trust.NewCA(now.Add(-time.Hour), trust.DefaultCATTL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := trust.NewRoots(ca.Cert)
-	mk := func(name string) *gossipSigner {
-		c := issue(t, ca, name, trust.RoleNode, now, time.Hour)
-		return newGossipSigner(trust.NewHolder(&c, roots), trust.NewRevocationList(), clk)
-	}
-	a, b := mk("a"), mk("b")
-	revs := trust.NewRevocationList()
-	self := issue(t, ca, "me", trust.RoleNode, now, time.Hour)
-	me := newGossipSigner(trust.NewHolder(&self, roots), revs, clk)
-	msg := []byte("delta")
-	sigA, _ := a.Sign(msg)
-	if err := me.Verify("a", msg, sigA); !errors.Is(err, mesh.ErrUnknownSigner) {
-		t.Fatalf("before learning: %v", err)
-	}
-	if err := me.Learn("b", b.Credentials()); err != nil {
-		t.Fatal(err)
-	}
-	if err := me.Learn("x", a.Credentials()); err != nil {
-		t.Fatal(err)
-	}
-	if err := me.Verify("a", msg, sigA); err != nil {
-		t.Fatalf("a's own signature: %v", err)
-	}
-	if err := me.Verify("b", msg, sigA); !errors.Is(err, mesh.ErrBadSignature) {
-		t.Fatalf("a's signature claiming b: %v", err)
-	}
-	if err := me.Verify("a", []byte("other"), sigA); !errors.Is(err, mesh.ErrBadSignature) {
-		t.Fatalf("a's signature over another message: %v", err)
-	}
-	foreign := foreignCert(t, "c", trust.RoleNode, now, time.Hour)
-	fs := newGossipSigner(trust.NewHolder(&foreign, nil), trust.NewRevocationList(), clk)
-	if err := me.Learn("c", fs.Credentials()); !errors.Is(err, mesh.ErrBadSignature) || me.known("c") {
-		t.Fatalf("a certificate of another CA was kept: %v", err)
-	}
-	clk.Advance(2 * time.Hour)
-	if err := me.Verify("a", msg, sigA); !errors.Is(err, mesh.ErrBadSignature) {
-		t.Fatalf("an expired certificate's signature: %v", err)
-	}
-	clk.Set(now)
-	id, _ := a.holder.Identity()
-	revs.Add(id.Serial)
-	if err := me.Verify("a", msg, sigA); !errors.Is(err, mesh.ErrBadSignature) {
-		t.Fatalf("a revoked certificate's signature: %v", err)
-	}
-	if got := me.prune(); len(got) != 1 || got[0] != "a" {
-		t.Fatalf("prune named %v, want [a]", got)
-	}
-	if err := me.Learn("a", a.Credentials()); !errors.Is(err, mesh.ErrBadSignature) || me.known("a") {
-		t.Fatalf("a revoked certificate was learnt again: %v", err)
 	}
 }

@@ -59,7 +59,7 @@ func (c *cbCluster) stableLeader(t *testing.T) string {
 			if c.closed[i] {
 				continue
 			}
-			id, _ := n.cl.store.Leader()
+			id, _ := n.cl.Registry().Leader()
 			if id == "" || (leader != "" && id != leader) {
 				return false
 			}
@@ -112,7 +112,8 @@ func TestPresenceReachesEveryNode(t *testing.T) {
 
 func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 	// The LAN profile's push/pull runs every 30 s: a repair within the
-	// bound below can only come from the digest pull.
+	// bound below can only come from the digest pull, which follows a
+	// change of the node's presence.
 	c := startTestCluster(t, 3, "lan")
 	now := time.Now()
 	mustIngest(t, c.nodes[0], presence.Event{SessionID: "m1", Type: presence.TypeUserPromptSubmit, TS: now})
@@ -124,7 +125,7 @@ func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 	// (checkDigest returns before pulling when they are equal).
 	waitFor(t, clusterWait, "the digests to agree", func() bool {
 		for _, from := range c.nodes {
-			want := from.cl.local.localDigest()
+			want := from.localDigest()
 			for _, n := range c.nodes {
 				if n != from && n.remote.Digest(from.Name()) != want {
 					return false
@@ -133,15 +134,17 @@ func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 		}
 		return true
 	})
-	// Node 1 misses a delta: its copy of m1 is lost.
-	before := c.nodes[1].cl.pulls.Load()
+	// Node 1 misses a delta: its copy of m1 is lost. The digests that
+	// follow node 0's next change (of another session) show it.
+	before := c.nodes[1].cl.Parts().Pulls
 	r := c.nodes[1].remote
 	r.Forget(c.nodes[0].Name(), "m1")
+	mustIngest(t, c.nodes[0], presence.Event{SessionID: "m2", Type: presence.TypeUserPromptSubmit, TS: now.Add(time.Second)})
 	waitFor(t, clusterWait, "the digest pull to restore m1", func() bool {
 		_, ok := r.Get(c.nodes[0].Name(), "m1")
 		return ok
 	})
-	if c.nodes[1].cl.pulls.Load() == before {
+	if c.nodes[1].cl.Parts().Pulls == before {
 		t.Fatal("m1 came back without a pull")
 	}
 }
@@ -157,7 +160,7 @@ func TestLifecycleFromNonLeaderIsInEveryReplica(t *testing.T) {
 		}
 	}
 	mustIngest(t, follower, presence.Event{SessionID: "l1", Type: presence.TypeSessionStart, TS: time.Now()})
-	term := follower.cl.store.Stats().Term
+	term := follower.cl.Parts().Store.Stats().Term
 	res, err := follower.Lifecycle(context.Background(), "l1", presence.TaskBlocked, "waiting on review")
 	if err != nil || !res.Recorded {
 		t.Fatalf("lifecycle: %+v %v", res, err)
@@ -166,14 +169,14 @@ func TestLifecycleFromNonLeaderIsInEveryReplica(t *testing.T) {
 	// during the call (a new term) may leave it pending, and then the
 	// registry writer retries it in the background.
 	if res.Note != "" {
-		if now := follower.cl.store.Stats().Term; now == term {
+		if now := follower.cl.Parts().Store.Stats().Term; now == term {
 			t.Fatalf("lifecycle pending with a steady leader (term %d): %s", term, res.Note)
 		}
 		t.Logf("an election ran during the call; the write was left to the background: %s", res.Note)
 	}
 	for _, n := range c.nodes {
 		waitFor(t, clusterWait, "the record on "+n.Name(), func() bool {
-			r, ok := n.cl.store.Get("l1")
+			r, ok := n.cl.Registry().Get("l1")
 			return ok && r.TaskState == "blocked" && r.BlockerReason == "waiting on review" && r.Node == follower.Name()
 		})
 	}
@@ -190,13 +193,13 @@ func TestRemoveDeadServer(t *testing.T) {
 	dead := c.nodes[2]
 	dead.Close()
 	c.closed[2] = true
-	leader, _ := c.nodes[0].cl.store.Leader()
+	leader, _ := c.nodes[0].cl.Registry().Leader()
 	from := c.nodes[0]
 	if leader == from.Name() {
 		from = c.nodes[1]
 	}
 	waitFor(t, clusterWait, "a leader among the living", func() bool {
-		id, _ := from.cl.store.Leader()
+		id, _ := from.cl.Registry().Leader()
 		return id != "" && id != dead.Name()
 	})
 	// Removing is idempotent: retry while the living elect a leader.

@@ -172,7 +172,7 @@ type AgentBounds = agent.Bounds
 
 // Errors of configuration and startup.
 var (
-	ErrConfig = errors.New("invalid node config")
+	ErrConfig = layout.ErrConfig
 	ErrLocked = errors.New("another harn node is running on this data dir")
 )
 

@@ -29,7 +29,7 @@ func TestRemoteForkOfAContextFollowsTheRemoteControlPolicy(t *testing.T) {
 	n1 := m.join("tw1", m.token(false, 0, 0), false)
 	var cl apigrpc.ClusterClient
 	mesh.WaitFor(t, 15*time.Second, "tw1 knows tw0's cluster address", func() bool {
-		c, err := n1.cl.clusterClientOf("tw0")
+		c, err := n1.cl.ClientOf("tw0")
 		cl = c
 		return err == nil
 	})

@@ -94,7 +94,7 @@ func (n *Node) claimSession(handle string) (string, error) {
 		return "", err
 	}
 	if n.cl != nil {
-		rec, rerr := n.cl.resolveRecord(handle)
+		rec, rerr := n.resolveRecord(handle)
 		if rerr == nil {
 			return rec.SessionID, nil
 		}
@@ -172,14 +172,14 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return nil, taskStatus(err)
 	}
-	rec, rerr := n.cl.resolveRecord(b.Session)
+	rec, rerr := n.resolveRecord(b.Session)
 	if rerr != nil {
 		return nil, taskStatus(rerr)
 	}
 	if rec.Node == "" || rec.Node == n.cfg.Name {
 		return nil, taskStatus(err)
 	}
-	cl, cerr := n.cl.clusterClientOf(rec.Node)
+	cl, cerr := n.cl.ClientOf(rec.Node)
 	if cerr != nil {
 		return nil, apigrpc.WithReason(codes.Unavailable, api.ReasonOwnerUnreachable,
 			fmt.Sprintf("coord: the owner of %s, node %s, is unreachable: %v", rec.SessionID, rec.Node, cerr))
@@ -257,21 +257,18 @@ type coordNode interface {
 
 // ---- the cluster service ----
 
-func (s *clusterService) Coord(ctx context.Context, req *api.CoordRequest) (*api.CoordResponse, error) {
+func (s peerService) Coord(ctx context.Context, req *api.CoordRequest) (*api.CoordResponse, error) {
 	if req.Op != CoordEnd && req.Op != CoordPing {
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("coord: op %q is not routed between nodes", req.Op))
 	}
 	b := coordBodyOf(req)
-	ln, ok := s.c.local.(coordNode)
-	if !ok {
-		return nil, status.Error(codes.Unimplemented, "coord: this node runs no sessions")
-	}
+	ln := s.n
 	st, err := ln.resolveLocal(b.Session)
 	if err != nil {
 		return nil, taskStatus(err)
 	}
 	if req.Op == CoordEnd {
-		id, err := s.c.authorizeRemote(ctx, "end")
+		id, err := s.n.authorizeRemote(ctx, "end")
 		if err != nil {
 			return nil, taskStatus(err)
 		}
@@ -281,5 +278,5 @@ func (s *clusterService) Coord(ctx context.Context, req *api.CoordRequest) (*api
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	return coordResponse(res, s.c.name)
+	return coordResponse(res, s.n.cfg.Name)
 }

@@ -25,14 +25,16 @@ func (n *Node) Doctor() *api.DoctorResponse {
 		switch {
 		case n.cfg.Cluster.Server:
 			out.Role = "server"
+		case n.cfg.Cluster.Replica:
+			out.Role = "replica"
 		case len(n.cfg.Cluster.Join) > 0:
 			out.Role = "node"
 		} // else a lone machine: its mesh has no one else
 		out.GossipAddr, out.RaftAddr, out.RpcAddr = n.MeshAddr(), n.RaftAddr(), n.RPCAddr()
 	}
 	if n.cl != nil {
-		out.Tls = n.cl.tlsView()
-		out.GossipEncrypted = n.cl.gossipEncrypted()
+		out.Tls = n.cl.TLSView()
+		out.GossipEncrypted = n.cl.GossipEncrypted()
 		out.Raft = n.doctorRaft()
 	}
 	if ds, err := n.ledger.Diagnostics(0); err == nil {
@@ -59,7 +61,8 @@ func (n *Node) doctorRaft() *api.DoctorRaft {
 	if err != nil {
 		return nil
 	}
-	v := &api.DoctorRaft{Leader: st.Leader, State: st.State}
+	v := &api.DoctorRaft{Leader: st.Leader, State: st.State, Watch: n.cl.WatchSource(), Stale: st.Stale,
+		LastContact: st.LastContact}
 	alive := map[string]bool{n.cfg.Name: true}
 	if ms, err := n.Members(); err == nil {
 		for _, m := range ms {
@@ -68,6 +71,7 @@ func (n *Node) doctorRaft() *api.DoctorRaft {
 			}
 		}
 	}
+	v.Members = int32(len(alive))
 	for _, sv := range st.Servers { // RaftStats marked the stale ones
 		if sv.Voter {
 			v.Voters++

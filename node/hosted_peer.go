@@ -10,6 +10,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/hosted"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/text"
@@ -32,14 +33,12 @@ type hostedNode interface {
 
 type hostedPeer struct {
 	apigrpc.UnimplementedHostedPeerServer
-	c *cluster
+	n *Node
 }
 
 func (s *hostedPeer) node() (hostedNode, error) {
-	if h, ok := s.c.local.(hostedNode); ok {
-		return h, nil
-	}
-	return nil, status.Error(codes.Unimplemented, "hosted: this node hosts no terminals")
+	var h hostedNode = s.n
+	return h, nil
 }
 
 func (s *hostedPeer) Run(ctx context.Context, req *api.HostedRunRequest) (*api.HostedRunResponse, error) {
@@ -47,7 +46,7 @@ func (s *hostedPeer) Run(ctx context.Context, req *api.HostedRunRequest) (*api.H
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.c.authorizeRemote(ctx, "hosted run")
+	id, err := s.n.authorizeRemote(ctx, "hosted run")
 	if err != nil {
 		return nil, hostedStatus(err)
 	}
@@ -55,10 +54,10 @@ func (s *hostedPeer) Run(ctx context.Context, req *api.HostedRunRequest) (*api.H
 	r.By = remoteBy(req.By, id)
 	res, err := h.runHosted(r, true)
 	if err != nil {
-		s.c.log.Warn("remote hosted run refused", "caller", id.String(), "agent", text.Clip(text.OneLine(req.Agent), 64), "err", err)
+		s.n.log.Warn("remote hosted run refused", "caller", id.String(), "agent", text.Clip(text.OneLine(req.Agent), 64), "err", err)
 		return nil, err
 	}
-	s.c.log.Info("remote hosted run", "by", r.By, "agent", text.Clip(text.OneLine(req.Agent), 64), "session", res.Session)
+	s.n.log.Info("remote hosted run", "by", r.By, "agent", text.Clip(text.OneLine(req.Agent), 64), "session", res.Session)
 	return res, nil
 }
 
@@ -67,7 +66,7 @@ func (s *hostedPeer) Act(ctx context.Context, req *api.HostedActRequest) (*api.H
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.c.authorizeRemote(ctx, "hosted "+text.Clip(text.OneLine(req.Op), 16))
+	id, err := s.n.authorizeRemote(ctx, "hosted "+text.Clip(text.OneLine(req.Op), 16))
 	if err != nil {
 		return nil, hostedStatus(err)
 	}
@@ -80,14 +79,14 @@ func (s *hostedPeer) Worktrees(ctx context.Context, req *api.WorktreesRequest) (
 		return nil, err
 	}
 	if req.Remove != "" {
-		id, err := s.c.authorizeRemote(ctx, "worktree remove")
+		id, err := s.n.authorizeRemote(ctx, "worktree remove")
 		if err != nil {
 			return nil, hostedStatus(err)
 		}
 		r := &api.WorktreesRequest{Remove: req.Remove, Force: req.Force, By: remoteBy(req.By, id)}
 		return h.worktrees(r)
 	}
-	if _, _, err := s.c.authorizeAttach(ctx, h, "worktrees"); err != nil {
+	if _, _, err := s.n.authorizeAttach(ctx, h, "worktrees"); err != nil {
 		return nil, hostedStatus(err)
 	}
 	return h.worktrees(&api.WorktreesRequest{})
@@ -98,7 +97,7 @@ func (s *hostedPeer) Screen(ctx context.Context, req *api.HostedScreenRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := s.c.authorizeAttach(ctx, h, "screen"); err != nil {
+	if _, _, err := s.n.authorizeAttach(ctx, h, "screen"); err != nil {
 		return nil, hostedStatus(err)
 	}
 	return h.screenHosted(req.Session)
@@ -107,21 +106,21 @@ func (s *hostedPeer) Screen(ctx context.Context, req *api.HostedScreenRequest) (
 // authorizeAttach admits a remote attach (or a read of this node's
 // worktrees): a caller --remote-control allows may type; one only
 // --remote-watch allows may watch (readOnly).
-func (c *cluster) authorizeAttach(ctx context.Context, h hostedNode, what string) (trust.Identity, bool, error) {
+func (n *Node) authorizeAttach(ctx context.Context, h hostedNode, what string) (trust.Identity, bool, error) {
 	id, err := trust.PeerFromContext(ctx)
 	if err != nil {
-		c.log.Warn("remote attach refused", "action", what, "err", err)
-		return id, false, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w)", ErrRemoteRefused, c.name, err)
+		n.log.Warn("remote attach refused", "action", what, "err", err)
+		return id, false, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w)", ErrRemoteRefused, n.cfg.Name, err)
 	}
-	if c.remoteAllowed(ctx) {
+	if n.remoteAllowed(ctx) {
 		return id, false, nil
 	}
 	if werr := h.RemoteWatch().Allow(id); werr == nil {
 		return id, true, nil
 	}
-	_, err = c.authorizeRemote(ctx, what) // the refusal, logged, naming the policy
+	_, err = n.authorizeRemote(ctx, what) // the refusal, logged, naming the policy
 	if err == nil {
-		err = fmt.Errorf("%w by node %s", ErrRemoteRefused, c.name)
+		err = fmt.Errorf("%w by node %s", ErrRemoteRefused, n.cfg.Name)
 	}
 	return id, false, fmt.Errorf("%w (nor does its --remote-watch name %s)", err, id.Name)
 }
@@ -142,7 +141,7 @@ func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "attach: the first frame must open the attach")
 	}
-	id, watchOnly, err := s.c.authorizeAttach(ctx, h, "attach")
+	id, watchOnly, err := s.n.authorizeAttach(ctx, h, "attach")
 	if err != nil {
 		return hostedStatus(err)
 	}
@@ -150,7 +149,7 @@ func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
 	if err != nil {
 		return hostedStatus(err)
 	}
-	s.c.log.Info("remote attach", "session", open.Session, "by", remoteBy(open.By, id), "read_only", sub.ReadOnly())
+	s.n.log.Info("remote attach", "session", open.Session, "by", remoteBy(open.By, id), "read_only", sub.ReadOnly())
 	if err := stream.Send(&api.AttachFrame{Screen: screen, ReadOnly: sub.ReadOnly(), Session: open.Session}); err != nil {
 		sub.Close()
 		return err
@@ -175,11 +174,10 @@ func (n *Node) hostedPeerOf(node string) (apigrpc.HostedPeerClient, error) {
 	if n.cl == nil {
 		return nil, status.Error(codes.Unimplemented, fmt.Sprintf("hosted: --node %s needs the mesh on; this node runs alone", node))
 	}
-	m, ok := n.cl.member(node)
-	if !ok || m.Meta.RPCAddr == "" {
+	cc, err := n.cl.Conn(node)
+	if errors.Is(err, cluster.ErrNotMember) {
 		return nil, status.Error(codes.NotFound, fmt.Sprintf("hosted: %q is not a known mesh member", node))
 	}
-	cc, err := n.cl.peerConn(node, m.Meta.RPCAddr)
 	if err != nil {
 		return nil, status.Error(codes.Unavailable, err.Error())
 	}

@@ -54,7 +54,7 @@ func (n *Node) subscribe() {
 	n.sess.Subscribe(func(b sessions.Batch) {
 		if n.cl != nil {
 			for _, c := range b.Changed {
-				n.cl.publish(published{state: c.State, hash: c.Hash, changed: true})
+				n.cl.Publish(c.State, c.Hash, true, true)
 			}
 		}
 	})
@@ -129,13 +129,6 @@ func (n *Node) newWatcher() *remint.Watcher {
 func (n *Node) PendingName(session string) string {
 	n.seen.Settle(session)
 	return n.sess.PendingName(session)
-}
-
-// published is a session state change to tell the mesh about.
-type published struct {
-	state   presence.State
-	hash    string
-	changed bool
 }
 
 // Sessions copies the states of all sessions (all) or the live ones,

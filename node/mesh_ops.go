@@ -19,7 +19,7 @@ func (n *Node) Members() ([]MemberView, error) {
 		return nil, ErrNoMesh
 	}
 	var out []MemberView
-	for _, m := range n.cl.members() {
+	for _, m := range n.cl.Members() {
 		v := MemberView{Name: m.Name, Addr: m.Address(), Status: string(m.Status), Role: string(m.Meta.Role),
 			RPC: m.Meta.RPCAddr, Raft: m.Meta.RaftAddr}
 		if !m.Since.IsZero() {
@@ -61,7 +61,7 @@ func (n *Node) RaftStats() (RaftView, error) {
 	if n.cl == nil {
 		return RaftView{}, ErrNoMesh
 	}
-	st := n.cl.raftStats()
+	st := n.cl.RaftStats()
 	ms, _ := n.Members()
 	v := RaftView{Leader: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex, Applied: st.AppliedIndex,
 		State: st.State, Servers: markStale(st.Servers, ms), Stale: st.Read.Stale}
@@ -91,10 +91,10 @@ func (n *Node) LeaveWithin(budget time.Duration) error {
 	}
 	// Tell the leader's reconciler first, so that it does not add this
 	// node back between its removal and its leave.
-	if err := n.cl.announceLeaving(left(2 * time.Second)); err != nil {
+	if err := n.cl.AnnounceLeaving(left(2 * time.Second)); err != nil {
 		n.log.Warn("leave: could not announce leaving", "err", err)
 	}
-	if servers, err := n.cl.raftServers(); err == nil && len(servers) > 1 {
+	if servers, err := n.cl.RaftServers(); err == nil && len(servers) > 1 {
 		for _, s := range servers {
 			if s.ID != n.cfg.Name {
 				continue
@@ -107,7 +107,7 @@ func (n *Node) LeaveWithin(budget time.Duration) error {
 			}
 		}
 	}
-	err := n.cl.leaveMesh(max(left(5*time.Second), 100*time.Millisecond))
+	err := n.cl.LeaveMesh(max(left(5*time.Second), 100*time.Millisecond))
 	if errors.Is(err, mesh.ErrShutdown) {
 		return nil
 	}
@@ -121,5 +121,5 @@ func (n *Node) RemoveServer(ctx context.Context, id string) error {
 	if n.cl == nil {
 		return ErrNoMesh
 	}
-	return n.cl.removeServer(ctx, id)
+	return n.cl.RemoveServer(ctx, id)
 }

@@ -109,7 +109,7 @@ func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string,
 		Type: presence.TypeTaskState, TS: n.cfg.Clock.Now(), Agent: st.Agent, Attrs: decl.Attrs}
 	if n.cl != nil {
 		// This declaration writes the registry itself, below.
-		defer n.cl.holdRecord(st.SessionID)()
+		defer n.cl.Writer().Hold(st.SessionID)()
 	}
 	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
 		return LifecycleResult{}, err
@@ -122,7 +122,7 @@ func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string,
 	if n.cl != nil {
 		// The acknowledgement means the change survives this node's loss.
 		sctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.RegistrySyncTimeout)
-		if err := n.cl.syncRecord(sctx, st); errors.Is(err, raftstore.ErrSessionTaken) || errors.Is(err, raftstore.ErrSessionQuota) {
+		if err := n.cl.Writer().Sync(sctx, st); errors.Is(err, raftstore.ErrSessionTaken) || errors.Is(err, raftstore.ErrSessionQuota) {
 			res.Note = "recorded in this node's ledger; the mesh's registry refuses this session (" + text.OneLine(err.Error()) + ")"
 		} else if err != nil {
 			res.Note = "recorded in this node's ledger; the registry write is pending (" + text.OneLine(err.Error()) + ")"

@@ -7,11 +7,12 @@
 // naming, ingest and resolution), which tells its subscribers (the
 // heartbeat files, the cluster's publish, the task host, the alerts, the
 // transcript watcher, the metrics) after each write; node/ledger the
-// durable record; node/tasks the task runtimes; the cluster part
-// (cluster*.go) joins the gossip mesh (mesh) and the Raft registry
-// (raftstore) and builds presence gossip (node/gossip), the registry
-// writer (node/registry), the leader-forwarding path (node/forward) on
-// them; the node reaches the cluster only through its methods. See
+// durable record; node/tasks the task runtimes; node/cluster joins the
+// gossip mesh (mesh) and the registry (raftstore) and builds presence
+// gossip (node/gossip), the registry writer (node/registry) and the
+// leader-forwarding path (node/forward) on them, with the mesh's trust
+// wired to the registry by node/meshtrust; the node reaches the cluster
+// only through its methods (cluster_wire.go). See
 // DESIGN.md in this folder, and docs/design.md, "The house".
 package node
 
@@ -36,6 +37,7 @@ import (
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
+	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/dirtrust"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
@@ -89,8 +91,8 @@ type Node struct {
 	// hooksSaved is the registry index of the webhook set kept in the
 	// ledger (notifywire.go).
 	hooksSaved atomic.Uint64
-	cl         *cluster      // nil without the mesh
-	remote     *gossip.Table // what other nodes gossip
+	cl         *cluster.Cluster // nil without the mesh
+	remote     *gossip.Table    // what other nodes gossip
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]
@@ -118,7 +120,7 @@ func New(cfg Config) (*Node, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	cfg.Cluster = cfg.Cluster.withDefaults()
+	cfg.Cluster = cfg.Cluster.WithDefaults()
 	procs, git := cfg.Procs, cfg.Git
 	if procs == nil {
 		procs = systemProcs{}
@@ -216,12 +218,12 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	if n.cfg.Cluster.Enabled {
-		c, err := n.openCluster()
-		if err != nil {
-			c.close() // what it opened, even when n.cl is not set yet
+		if c, err := n.openCluster(); err != nil {
+			if c != nil {
+				c.Close() // what it opened
+			}
 			return err
 		}
-		n.cl.decorate(n.decorateEntry)
 	}
 	// Tighten again what Pebble and raft created under a loose umask.
 	if err := privateDataDir(n.cfg.DataDir); err != nil {
@@ -318,7 +320,7 @@ func (n *Node) Close() error {
 			n.hosted.Close() // its processes end; their ends are recorded while the ledger is open
 		}
 		if n.grpc != nil {
-			stopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
+			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
 		}
 		if n.mux != nil {
 			n.mux.Close() // after gRPC, which closed its listener: Serve ends cleanly
@@ -334,7 +336,7 @@ func (n *Node) Close() error {
 			n.seen.Close() // its reads record into the ledger
 		}
 		if n.cl != nil {
-			n.cl.close()
+			n.cl.Close()
 		}
 		n.wg.Wait()
 		if n.alerts != nil {

@@ -128,10 +128,10 @@ func (m alertsMesh) Leading() bool {
 	if m.n.cl == nil {
 		return false
 	}
-	if m.n.cl.leading() {
+	if m.n.cl.Registry().IsLeader() {
 		return true
 	}
-	if m.n.cl.leaderID() != "" {
+	if id, _ := m.n.cl.Registry().Leader(); id != "" {
 		return false
 	}
 	return m.n.cfg.Cluster.Voter() && firstServer(m.n.cfg.Name, m.n.reachability())
@@ -152,7 +152,8 @@ func (m alertsMesh) Leader() string {
 	if m.n.cl == nil {
 		return ""
 	}
-	return m.n.cl.leaderID()
+	id, _ := m.n.cl.Registry().Leader()
+	return id
 }
 
 // Webhooks are the registry's webhooks. Until the local replica holds
@@ -166,7 +167,7 @@ func (m alertsMesh) Webhooks() ([]raftstore.NotifyHook, uint64) {
 		}
 		return nil, 0
 	}
-	hooks, at := m.n.cl.notifyHooks()
+	hooks, at := m.n.cl.Registry().NotifyHooks()
 	if at == 0 {
 		return m.n.savedWebhooks()
 	}
@@ -233,7 +234,7 @@ func (m alertsMesh) Unreachable() []alerts.Remote {
 		return nil
 	}
 	var out []alerts.Remote
-	for _, rec := range m.n.cl.sortedRecords() {
+	for _, rec := range m.n.cl.Registry().List() {
 		if rec.Ended || rec.Node == "" || rec.Node == m.n.cfg.Name {
 			continue
 		}
@@ -258,7 +259,7 @@ func (n *Node) meshHooks() ([]notify.Webhook, error) {
 	if n.cl == nil {
 		return nil, ErrNoMesh
 	}
-	raw, _ := n.cl.notifyHooks()
+	raw, _ := n.cl.Registry().NotifyHooks()
 	hooks, err := alerts.DecodeHooks(raw)
 	if err != nil {
 		n.log.Warn("notify: unusable webhooks in the registry", "err", err)
@@ -345,7 +346,7 @@ func (n *Node) NotifyRemove(ctx context.Context, id string) error {
 func (n *Node) notifyWrite(ctx context.Context, cmd raftstore.Command) error {
 	ctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.RegistrySyncTimeout)
 	defer cancel()
-	idx, err := n.cl.applyCommand(ctx, cmd)
+	idx, err := n.cl.Apply(ctx, cmd)
 	if errors.Is(err, raftstore.ErrNotifyFull) {
 		return fmt.Errorf("%w: %w", ErrRefused, err)
 	}
@@ -355,7 +356,7 @@ func (n *Node) notifyWrite(ctx context.Context, cmd raftstore.Command) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
-	if err := n.cl.waitApplied(ctx, idx); err != nil {
+	if err := n.cl.Registry().WaitForApplied(ctx, idx); err != nil {
 		return fmt.Errorf("%w: %w", ErrNoLeader, err)
 	}
 	n.alerts.Sync()

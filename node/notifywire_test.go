@@ -148,7 +148,7 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 	mustIngest(t, c.nodes[owner], presence.Event{SessionID: "d1", Type: presence.TypeSessionStart, TS: now},
 		presence.Event{SessionID: "d1", Type: presence.TypeUserPromptSubmit, TS: now.Add(time.Millisecond)})
 	waitFor(t, 10*time.Second, "the leader's registry has d1", func() bool {
-		r, ok := c.nodes[lead].cl.store.Get("d1")
+		r, ok := c.nodes[lead].cl.Registry().Get("d1")
 		return ok && r.Node == c.nodes[owner].Name()
 	})
 	c.kill(owner)
@@ -162,7 +162,7 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 				t.Skipf("leadership moved from %d to %d during the test", lead, now)
 			}
 			t.Fatalf("no unreachable message about d1 within 30 s; leader then %d, now %d; the leader sees %+v, members %+v",
-				lead, now, alertsMesh{c.nodes[lead]}.Unreachable(), c.nodes[lead].cl.mesh.Members())
+				lead, now, alertsMesh{c.nodes[lead]}.Unreachable(), c.nodes[lead].cl.Parts().Mesh.Members())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

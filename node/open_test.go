@@ -85,12 +85,3 @@ func TestOpenWithTakenPortClosesWhatItOpened(t *testing.T) {
 		})
 	}
 }
-
-// TestClusterCloseIsSafeHalfBuiltAndTwice: a cluster that never got past
-// its first step closes, twice.
-func TestClusterCloseIsSafeHalfBuiltAndTwice(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	c := &cluster{stop: make(chan struct{})}
-	c.close()
-	c.close()
-}

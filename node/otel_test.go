@@ -139,13 +139,13 @@ func TestClusterCallsTracedAcrossNodes(t *testing.T) {
 	cfg.TracerProvider = tp
 	n := openNode(t, cfg)
 
-	conn, err := n.cl.peerConn(cfg.Name, n.cl.rpcLis.Addr().String())
+	cl, err := n.cl.ClientOf(cfg.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := apigrpc.NewClusterClient(conn).Presence(ctx, &api.PresenceRequest{}); err != nil {
+	if _, err := cl.Presence(ctx, &api.PresenceRequest{}); err != nil {
 		t.Fatal(err)
 	}
 	var client, server *tracetest.SpanStub

@@ -2,21 +2,15 @@ package node
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
-	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/tasks"
-	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/runtime"
 )
@@ -28,46 +22,14 @@ import (
 // TrustSync, and at once after its own write). A node without a mesh holds
 // them in memory.
 
-// kvOverridePrefix keys a switch: override/<kind>/<hex of the name>.
-const kvOverridePrefix = "override/"
-
 // The kinds of switches.
 const (
-	OverrideCapability = "capability"
-	OverrideProvider   = "provider"
+	OverrideCapability = meshtrust.SwitchCapability
+	OverrideProvider   = meshtrust.SwitchProvider
 )
 
 // ErrBadOverride refuses a switch with a bad kind or name.
-var ErrBadOverride = errors.New("node: bad capability or provider switch")
-
-// override is one switch's registry value. On false records a lifted
-// switch (restore, enable), with who lifted it.
-type override struct {
-	Kind   string    `json:"kind"`
-	Name   string    `json:"name"`
-	On     bool      `json:"on"`
-	By     string    `json:"by"`
-	Reason string    `json:"reason,omitempty"`
-	At     time.Time `json:"at"`
-}
-
-func overrideKey(kind, name string) string {
-	return kvOverridePrefix + kind + "/" + hex.EncodeToString([]byte(name))
-}
-
-// checkOverride validates a switch's kind and name: a capability name or
-// pattern, or a provider name; printable, no white space, at most 256
-// bytes.
-func checkOverride(kind, name string) error {
-	if kind != OverrideCapability && kind != OverrideProvider {
-		return fmt.Errorf("%w: kind %q; use capability or provider", ErrBadOverride, kind)
-	}
-	if name == "" || len(name) > 256 || !utf8.ValidString(name) || strings.ContainsAny(name, "()") ||
-		strings.IndexFunc(name, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
-		return fmt.Errorf("%w: %s name %q must be 1 to 256 printable bytes without spaces or parentheses", ErrBadOverride, kind, name)
-	}
-	return nil
-}
+var ErrBadOverride = meshtrust.ErrBadSwitch
 
 // Reduce shrinks a task's ceiling on the node that owns the task.
 func (s *localService) Reduce(ctx context.Context, req *api.ReduceRequest) (*api.TaskResponse, error) {
@@ -83,7 +45,7 @@ func (s *localService) Reduce(ctx context.Context, req *api.ReduceRequest) (*api
 // Override sets or lifts a switch: in the registry when this node is in a
 // mesh, else on this node's runtimes.
 func (s *localService) Override(ctx context.Context, req *api.OverrideRequest) (*api.OverrideResponse, error) {
-	if err := checkOverride(req.Kind, req.Name); err != nil {
+	if err := meshtrust.CheckSwitch(req.Kind, req.Name); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if len(req.Reason) > runtime.MaxReasonBytes {
@@ -102,19 +64,21 @@ func (s *localService) Override(ctx context.Context, req *api.OverrideRequest) (
 		}
 		out.Changed = len(rt.SetOverrides(o, by)) > 0
 	} else {
-		v := override{Kind: req.Kind, Name: req.Name, On: !req.Lift, By: by, Reason: req.Reason, At: n.cfg.Clock.Now().UTC()}
+		v := meshtrust.Switch{Kind: req.Kind, Name: req.Name, On: !req.Lift, By: by, Reason: req.Reason, At: n.cfg.Clock.Now().UTC()}
 		b, _ := json.Marshal(v)
-		was := n.cl.overrideOn(req.Kind, req.Name)
+		key := meshtrust.SwitchKey(req.Kind, req.Name)
+		prev, _ := meshtrust.Switches(n.cl.Registry().KVList(meshtrust.SwitchPrefix))[key]
+		was := prev.On
 		ctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.ForwardTimeout)
 		defer cancel()
-		idx, err := n.cl.applyCommand(ctx, raftstore.KVCommand(raftstore.KVOp{Key: overrideKey(req.Kind, req.Name), Value: b}))
+		idx, err := n.cl.Apply(ctx, raftstore.KVCommand(raftstore.KVOp{Key: key, Value: b}))
 		if err != nil {
 			return nil, status.Error(codes.Unavailable, fmt.Sprintf("%s %s: the mesh registry did not take the switch (%v); retry when it has a leader", req.Kind, req.Name, err))
 		}
-		if err := n.cl.waitApplied(ctx, idx); err != nil {
+		if err := n.cl.Registry().WaitForApplied(ctx, idx); err != nil {
 			return nil, status.Error(codes.Unavailable, fmt.Sprintf("%s %s: written, but not yet applied here: %v", req.Kind, req.Name, err))
 		}
-		n.cl.syncOverrides()
+		n.ApplySwitches(meshtrust.Switches(n.cl.Registry().KVList(meshtrust.SwitchPrefix)))
 		out.Mesh, out.Changed = true, was != !req.Lift
 	}
 	o := rt.Overrides()
@@ -136,32 +100,14 @@ func toggle(list []string, name string, on bool) []string {
 	return out
 }
 
-// overrides reads the registry's switches (the local replica).
-func (c *cluster) overrides() map[string]override {
-	out := map[string]override{}
-	for _, e := range c.store.KVList(kvOverridePrefix) {
-		var v override
-		if json.Unmarshal(e.Value, &v) != nil || checkOverride(v.Kind, v.Name) != nil || e.Key != overrideKey(v.Kind, v.Name) {
-			continue
-		}
-		out[e.Key] = v
-	}
-	return out
-}
-
-func (c *cluster) overrideOn(kind, name string) bool {
-	v, ok := c.overrides()[overrideKey(kind, name)]
-	return ok && v.On
-}
-
-// syncOverrides makes this node's runtimes apply the registry's switches,
-// each change recorded in the ledgers of the live tasks with who made it.
-func (c *cluster) syncOverrides() {
-	h := c.host()
+// ApplySwitches makes this node's runtimes apply the registry's switches
+// (all, by key), each change recorded in the ledgers of the live tasks
+// with who made it.
+func (n *Node) ApplySwitches(all map[string]meshtrust.Switch) {
+	h := n.tasks
 	if h == nil {
 		return
 	}
-	all := c.overrides()
 	var o runtime.Overrides
 	for _, v := range all {
 		if !v.On {
@@ -178,41 +124,9 @@ func (c *cluster) syncOverrides() {
 		if kind == runtime.RecProviderOff || kind == runtime.RecProviderOn {
 			k = OverrideProvider
 		}
-		if v, ok := all[overrideKey(k, name)]; ok {
+		if v, ok := all[meshtrust.SwitchKey(k, name)]; ok {
 			return v.By
 		}
 		return "registry"
 	})
-}
-
-// authorizeOverride admits a forwarded switch write: any verified mesh
-// member may set a switch (it only takes authority away), in its own name
-// (the value's by ends in "@" and the caller's node). Lifting a switch
-// (restore, enable) gives authority back, so only the node that set it or
-// a server may lift it. prev reads the switch's current value.
-func authorizeOverride(caller trust.Identity, cmd raftstore.Command, prev func(key string) (override, bool)) (bool, error) {
-	for _, o := range cmd.KV {
-		if !strings.HasPrefix(o.Key, kvOverridePrefix) {
-			return false, nil
-		}
-	}
-	for _, o := range cmd.KV {
-		var v override
-		if o.Delete || o.IfAbsent || o.IfIndex != 0 || json.Unmarshal(o.Value, &v) != nil || o.Key != overrideKey(v.Kind, v.Name) {
-			return true, &trust.RefusalError{Caller: caller, Err: trust.ErrNotOwner, Detail: "a switch is written whole, under its own key"}
-		}
-		if _, node := splitBy(v.By); node != caller.Name {
-			return true, &trust.RefusalError{Caller: caller, Err: trust.ErrNotOwner, Detail: fmt.Sprintf("a switch written by node %q must name it (by %q)", caller.Name, v.By)}
-		}
-		if v.On || caller.Role == trust.RoleServer || prev == nil {
-			continue
-		}
-		if was, ok := prev(o.Key); ok && was.On {
-			if _, setter := splitBy(was.By); setter != caller.Name {
-				return true, &trust.RefusalError{Caller: caller, Err: trust.ErrNotOwner,
-					Detail: fmt.Sprintf("%s %q was set by %q: only that node or a server may lift it", v.Kind, v.Name, was.By)}
-			}
-		}
-	}
-	return true, nil
 }

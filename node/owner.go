@@ -41,7 +41,7 @@ func (n *Node) ownerErr(handle string, err error) error {
 // registry's records, else in what other nodes gossip.
 func (n *Node) remoteOwner(handle string) (id, owner string, ok bool) {
 	if n.cl != nil {
-		if rec, err := n.cl.resolveRecord(handle); err == nil && rec.Node != "" && rec.Node != n.cfg.Name {
+		if rec, err := n.resolveRecord(handle); err == nil && rec.Node != "" && rec.Node != n.cfg.Name {
 			return rec.SessionID, rec.Node, true
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"strconv"
 	"strings"
+
+	"github.com/harn-dev/harn/node/layout"
 )
 
 // PortsError says that several of the node's ports cannot be bound: each
@@ -20,7 +22,7 @@ func (e *PortsError) Error() string {
 	inUse := true
 	for _, le := range e.Busy {
 		p := fmt.Sprintf("%s %s (%s)", le.Listener, le.Addr, le.Flag)
-		if !isAddrInUse(le.Err) {
+		if !layout.IsAddrInUse(le.Err) {
 			inUse = false
 			p = fmt.Sprintf("%s %s (%v; %s)", le.Listener, le.Addr, le.Err, le.Flag)
 		}
@@ -54,11 +56,12 @@ type portProbe struct {
 func (n *Node) probes() []portProbe {
 	var out []portProbe
 	if cc := n.cfg.Cluster; cc.Enabled {
-		bind := cc.bindAddr()
-		out = append(out,
-			portProbe{"gossip", "--gossip-port", bind, cc.GossipPort, true},
-			portProbe{"raft", "--raft-port", bind, cc.RaftPort, false},
-			portProbe{"rpc", "--rpc-port", bind, cc.RPCPort, false})
+		bind := cc.BindAddr()
+		out = append(out, portProbe{"gossip", "--gossip-port", bind, cc.GossipPort, true})
+		if cc.RaftMember() { // only servers and read replicas listen for raft
+			out = append(out, portProbe{"raft", "--raft-port", bind, cc.RaftPort, false})
+		}
+		out = append(out, portProbe{"rpc", "--rpc-port", bind, cc.RPCPort, false})
 	}
 	if n.cfg.HTTPAddr != "" {
 		if h, p, err := net.SplitHostPort(n.cfg.HTTPAddr); err == nil {

@@ -44,18 +44,14 @@ func (s hostSessions) Grants(task string) ([]runtime.Grant, error) { return s.h.
 // admitRemote applies the node's remotepolicy to an admitted caller's
 // action, and fills in what the caller may not choose. Every refusal is
 // logged here, at the target.
-func (c *cluster) admitRemote(id trust.Identity, a *tasks.Action) error {
-	h := c.host()
+func (n *Node) admitRemote(id trust.Identity, a *tasks.Action) error {
+	h := n.tasks
 	if h == nil {
 		return nil
 	}
-	p := remotepolicy.DefaultConfig()
-	p.Node = c.name
-	if l, ok := c.local.(interface{ RemotePolicy() remotepolicy.Config }); ok {
-		p = l.RemotePolicy()
-	}
+	p := n.RemotePolicy()
 	if err := p.Admit(hostSessions{h}, a); err != nil {
-		c.log.Warn("remote task action refused", "op", a.Op, "caller", id.String(), "err", text.Clip(text.OneLine(err.Error()), 300))
+		n.log.Warn("remote task action refused", "op", a.Op, "caller", id.String(), "err", text.Clip(text.OneLine(err.Error()), 300))
 		return err
 	}
 	return nil

@@ -97,7 +97,7 @@ func TestHistoryOfAnotherNodesSessionIsRefusedWithoutRemoteControl(t *testing.T)
 	// not answer it at all.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cc := mustDial(t, n0.RPCAddr(), credentials.NewTLS(trust.ClientTLS(n1.cl.trust.holder)))
+	cc := mustDial(t, n0.RPCAddr(), credentials.NewTLS(trust.ClientTLS(n1.cl.Parts().Trust.Holder())))
 	if err := cc.Invoke(ctx, "/harn.v1.Cluster/Context", &api.ContextRequest{Session: res.Session}, &api.ContextResponse{}); status.Code(err) != codes.Unimplemented {
 		t.Errorf("context over the cluster service: %v, want Unimplemented", err)
 	}

@@ -114,7 +114,7 @@ func (n *Node) reachability() map[string]mesh.Member {
 	if n.cl == nil {
 		return out
 	}
-	for _, m := range n.cl.members() {
+	for _, m := range n.cl.Members() {
 		out[m.Name] = m
 	}
 	return out
@@ -131,42 +131,23 @@ func (n *Node) registryRecords(ctx context.Context, consistent bool) ([]raftstor
 	if n.cl == nil {
 		return nil, info, nil
 	}
-	st := n.cl.staleness()
-	info.LeaderID, info.AppliedIndex, info.Stale = st.LeaderID, st.AppliedIndex, st.Stale
-	if st.LastContact >= 0 {
-		info.LastContact = st.LastContact.Round(time.Millisecond).String()
+	fill := func(st raftstore.ReadInfo) {
+		info.LeaderID, info.AppliedIndex, info.Stale = st.LeaderID, st.AppliedIndex, st.Stale
+		info.LastContact = ""
+		if st.LastContact >= 0 {
+			info.LastContact = st.LastContact.Round(time.Millisecond).String()
+		}
 	}
 	if !consistent {
-		return n.cl.records(), info, nil // the roster sorts them
+		reg := n.cl.Registry()
+		fill(reg.Staleness())
+		return reg.Records(), info, nil // the roster sorts them
 	}
-	if n.cl.leading() {
-		if err := n.cl.verifyRead(ctx); err != nil {
-			return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
-		}
-		info.Stale = false
-		return n.cl.sortedRecords(), info, nil
-	}
-	if st.LeaderID == "" {
-		return nil, info, ErrNoLeader
-	}
-	cl, err := n.cl.clusterClientOf(st.LeaderID)
+	recs, st, err := n.cl.ConsistentRecords(ctx)
+	fill(st)
 	if err != nil {
-		return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
-	}
-	fctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.ForwardTimeout)
-	res, err := cl.ConsistentList(fctx, &api.ConsistentListRequest{})
-	cancel()
-	if err != nil {
-		return nil, info, fmt.Errorf("%w: %w", ErrNoLeader, err)
-	}
-	if err := checkPeerList("node "+st.LeaderID, "registry records", len(res.Records)); err != nil {
 		return nil, info, err
 	}
-	recs := make([]raftstore.Record, 0, len(res.Records))
-	for _, r := range res.Records {
-		recs = append(recs, RecordFromAPI(r))
-	}
-	info.Stale, info.LeaderID, info.AppliedIndex = false, res.Leader, res.Index
 	return recs, info, nil
 }
 
@@ -344,13 +325,13 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return readResult{}, err
 	}
-	rec, err := n.cl.resolveRecord(handle)
+	rec, err := n.resolveRecord(handle)
 	if err != nil {
 		return readResult{}, err
 	}
 	m, known := n.reachability()[rec.Node]
 	if reachable(m, known) {
-		if cl, cerr := n.cl.clusterClientOf(rec.Node); cerr == nil {
+		if cl, cerr := n.cl.ClientOf(rec.Node); cerr == nil {
 			rctx, cancel := context.WithTimeout(ctx, timeout)
 			st, rerr := ask(rctx, cl, rec.SessionID)
 			cancel()
@@ -450,11 +431,12 @@ func (n *Node) sessionEvents(id string) ([]presence.Event, error) {
 }
 
 // resolveRecord finds a registry record by handle (pickHandle).
-func (c *cluster) resolveRecord(handle string) (raftstore.Record, error) {
-	if r, ok := c.store.Get(handle); ok {
+func (n *Node) resolveRecord(handle string) (raftstore.Record, error) {
+	reg := n.cl.Registry()
+	if r, ok := reg.Get(handle); ok {
 		return r, nil
 	}
-	recs := c.store.List()
+	recs := reg.List()
 	cands := make([]candidate, len(recs))
 	for i := range recs {
 		cands[i] = candidate{id: recs[i].SessionID, name: recs[i].Name, ended: recs[i].Ended}

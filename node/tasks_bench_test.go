@@ -106,14 +106,14 @@ func startFBMesh(b *testing.B) *fbMesh {
 	// The caller routes by its replica of the registry, over its cached
 	// connection to the owner.
 	mesh.WaitFor(b, fbWait, "the caller's registry replica holds the owner's runtime session", func() bool {
-		r, ok := f.caller.cl.store.Get(sid)
+		r, ok := f.caller.cl.Registry().Get(sid)
 		return ok && r.Node == ownerName
 	})
 	mesh.WaitFor(b, fbWait, "the caller knows the owner's rpc address", func() bool {
-		_, err := f.caller.cl.clusterClientOf(ownerName)
+		_, err := f.caller.cl.ClientOf(ownerName)
 		return err == nil
 	})
-	if f.peer, err = f.caller.cl.clusterClientOf(ownerName); err != nil {
+	if f.peer, err = f.caller.cl.ClientOf(ownerName); err != nil {
 		b.Fatal(err)
 	}
 	return f

@@ -138,7 +138,7 @@ func (n *Node) decorateEntry(e *gossip.Entry) {
 func (n *Node) taskChanged(session string) {
 	st, hash, ok := n.sess.Invalidate(session)
 	if ok && n.cl != nil && !st.Ended {
-		n.cl.republish(&st, hash)
+		n.cl.Publish(st, hash, true, false)
 	}
 }
 
@@ -186,23 +186,20 @@ var ErrRemoteRefused = errors.New("node: remote control refused")
 // with a verified mesh client certificate, and only when this node's
 // remote-control policy allows it. Every refusal is logged here, at the
 // target.
-func (c *cluster) authorizeRemote(ctx context.Context, what string) (trust.Identity, error) {
+func (n *Node) authorizeRemote(ctx context.Context, what string) (trust.Identity, error) {
 	id, err := trust.PeerFromContext(ctx)
 	if err != nil {
-		c.log.Warn("remote control refused", "action", what, "err", err)
+		n.log.Warn("remote control refused", "action", what, "err", err)
 		return id, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w); remote task actions need mTLS between the nodes",
-			ErrRemoteRefused, c.name, err)
+			ErrRemoteRefused, n.cfg.Name, err)
 	}
 	// The node's --remote-control policy (default off), applied only to a
 	// caller whose certificate the handshake verified: without mutual TLS
 	// nobody may act on this node's agents, whatever the policy says.
-	var rc trust.RemoteControl // off
-	if p, ok := c.local.(interface{ RemoteControl() trust.RemoteControl }); ok {
-		rc = p.RemoteControl()
-	}
+	rc := n.RemoteControl()
 	if err := rc.Allow(id); err != nil {
-		c.log.Warn("remote control refused", "action", what, "caller", id.Name, "err", err)
-		return id, fmt.Errorf("%w by node %s: %w", ErrRemoteRefused, c.name, err)
+		n.log.Warn("remote control refused", "action", what, "caller", id.Name, "err", err)
+		return id, fmt.Errorf("%w by node %s: %w", ErrRemoteRefused, n.cfg.Name, err)
 	}
 	return id, nil
 }
@@ -215,42 +212,29 @@ var ErrRemoteExec = errors.New("node: remote start refused")
 // command the caller wrote (a free --exec), only a launcher of this node
 // that its --remote-exec lists. Other ops pass. Every refusal is logged
 // here, at the target.
-func (c *cluster) authorizeRemoteStart(id trust.Identity, a tasks.Action) error {
+func (n *Node) authorizeRemoteStart(id trust.Identity, a tasks.Action) error {
 	if a.Op == tasks.OpStart && a.Harn != nil && len(a.Harn.MCP) > 0 {
-		c.log.Warn("remote start refused: harn --mcp commands", "caller", id.String())
+		n.log.Warn("remote start refused: harn --mcp commands", "caller", id.String())
 		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--mcp NAME=COMMAND); configure MCP servers on node %s itself",
-			ErrRemoteExec, c.name, c.name)
+			ErrRemoteExec, n.cfg.Name, n.cfg.Name)
 	}
 	if a.Op != tasks.OpStart || (a.Command == "" && a.Launcher == "") {
 		return nil
 	}
 	if a.Command != "" {
-		c.log.Warn("remote start refused: a free command", "caller", id.String())
+		n.log.Warn("remote start refused: a free command", "caller", id.String())
 		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--exec); name a launcher that node %s lists in --remote-exec (--launcher NAME)",
-			ErrRemoteExec, c.name, c.name)
+			ErrRemoteExec, n.cfg.Name, n.cfg.Name)
 	}
-	var allowed []string
-	if p, ok := c.local.(interface{ RemoteExec() []string }); ok {
-		allowed = p.RemoteExec()
-	}
+	allowed := n.RemoteExec()
 	if !slices.Contains(allowed, a.Launcher) {
 		list := strings.Join(allowed, ",")
 		if list == "" {
 			list = "none"
 		}
-		c.log.Warn("remote start refused: launcher not in --remote-exec", "caller", id.String(), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
-		return fmt.Errorf("%w by node %s: launcher %q is not in its --remote-exec (%s)", ErrRemoteExec, c.name,
+		n.log.Warn("remote start refused: launcher not in --remote-exec", "caller", id.String(), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
+		return fmt.Errorf("%w by node %s: launcher %q is not in its --remote-exec (%s)", ErrRemoteExec, n.cfg.Name,
 			text.Clip(text.OneLine(a.Launcher), 64), list)
-	}
-	return nil
-}
-
-// taskNode is what the cluster service needs of the local half for tasks.
-type taskNode interface{ tasksHost() *tasks.Host }
-
-func (c *cluster) host() *tasks.Host {
-	if t, ok := c.local.(taskNode); ok {
-		return t.tasksHost()
 	}
 	return nil
 }
@@ -285,7 +269,7 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 			local = true
 		} else if _, err := n.resolveLocal(a.Session); err == nil || !errors.Is(err, ErrUnknownSession) {
 			local = true
-		} else if rec, rerr := n.cl.resolveRecord(a.Session); rerr == nil && rec.Node != n.cfg.Name {
+		} else if rec, rerr := n.resolveRecord(a.Session); rerr == nil && rec.Node != n.cfg.Name {
 			return n.remoteTask(ctx, rec.Node, a)
 		} else {
 			local = true
@@ -326,7 +310,7 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 	if n.cl == nil {
 		return nil, status.Error(codes.Unimplemented, fmt.Sprintf("task: --node %s needs the mesh on; this node runs alone", node))
 	}
-	cl, err := n.cl.clusterClientOf(node)
+	cl, err := n.cl.ClientOf(node)
 	if err != nil {
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
@@ -432,7 +416,7 @@ func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*a
 		if name == s.n.cfg.Name || !reachable(m, true) {
 			continue
 		}
-		cl, err := s.n.cl.clusterClientOf(name)
+		cl, err := s.n.cl.ClientOf(name)
 		if err != nil {
 			out.Unreachable = append(out.Unreachable, name)
 			continue
@@ -465,7 +449,7 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 		if name == s.n.cfg.Name || !reachable(m, true) {
 			continue
 		}
-		cl, cerr := s.n.cl.clusterClientOf(name)
+		cl, cerr := s.n.cl.ClientOf(name)
 		if cerr != nil {
 			continue
 		}
@@ -484,12 +468,12 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 
 // ---- the cluster service ----
 
-func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
+func (s peerService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
 	a, err := tasks.ActionFromAPI(req.Action)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
 	}
-	h := s.c.host()
+	h := s.n.tasks
 	if h == nil {
 		return nil, status.Error(codes.Unavailable, "task: this node hosts no task runtimes")
 	}
@@ -497,14 +481,14 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 	// that a caller's search goes on to the next node.
 	if !tasks.IsSessionOp(a.Op) && a.Op != tasks.OpUsage {
 		if _, ok := h.SessionOfTask(a.Task); !ok {
-			return nil, status.Error(codes.NotFound, fmt.Sprintf("task: no task %q on node %s", a.Task, s.c.name))
+			return nil, status.Error(codes.NotFound, fmt.Sprintf("task: no task %q on node %s", a.Task, s.n.cfg.Name))
 		}
 	}
-	id, err := s.c.authorizeRemote(ctx, "task "+a.Op)
+	id, err := s.n.authorizeRemote(ctx, "task "+a.Op)
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	if err := s.c.authorizeRemoteStart(id, a); err != nil {
+	if err := s.n.authorizeRemoteStart(id, a); err != nil {
 		return nil, taskStatus(err)
 	}
 	a.By = remoteBy(a.By, id)
@@ -513,23 +497,19 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 		o.Key = ""
 		a.Harn = &o
 	}
-	if err := s.c.admitRemote(id, &a); err != nil { // remote_policy.go: provider, workdir, grants
+	if err := s.n.admitRemote(id, &a); err != nil { // remote_policy.go: provider, workdir, grants
 		return nil, taskStatus(err)
 	}
-	s.c.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
+	s.n.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
-	if ht, ok := s.c.local.(interface {
-		hostedTask(tasks.Action) (*api.TaskResponse, bool, error)
-	}); ok {
-		if res, ok, err := ht.hostedTask(a); ok {
-			return res, err
-		}
+	if res, ok, err := s.n.hostedTask(a); ok {
+		return res, err
 	}
 	res, err := h.Do(a)
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: s.c.name}, nil
+	return &api.TaskResponse{Result: tasks.ResultToAPI(res), Node: s.n.cfg.Name}, nil
 }
 
 // Pending lists this node's open permission requests and confirmations
@@ -538,18 +518,14 @@ func (s *clusterService) Task(ctx context.Context, req *api.TaskRequest) (*api.T
 // policy allows, who may answer it; any other member gets the summary, as
 // the gossiped trace carries it, and so still learns which session waits
 // where.
-func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
+func (s peerService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
-	h := s.c.host()
+	h := s.n.tasks
 	if h == nil {
 		return out, nil
 	}
-	full := s.c.remoteAllowed(ctx)
-	var facts func(*tasks.Request)
-	if n, ok := s.c.local.(interface{ requestFacts(*tasks.Request) }); ok {
-		facts = n.requestFacts
-	}
-	for _, r := range waitingOf(h, facts) {
+	full := s.n.remoteAllowed(ctx)
+	for _, r := range waitingOf(h, s.n.requestFacts) {
 		if !full {
 			r = r.Summarized()
 		}
@@ -561,20 +537,16 @@ func (s *clusterService) Pending(ctx context.Context, _ *api.PendingRequest) (*a
 // remoteAllowed is authorizeRemote's decision without its refusal's log
 // line, for reads that answer a refused caller with less rather than
 // nothing (a listing polled by every board).
-func (c *cluster) remoteAllowed(ctx context.Context) bool {
+func (n *Node) remoteAllowed(ctx context.Context) bool {
 	id, err := trust.PeerFromContext(ctx)
 	if err != nil {
 		return false
 	}
-	var rc trust.RemoteControl // off
-	if p, ok := c.local.(interface{ RemoteControl() trust.RemoteControl }); ok {
-		rc = p.RemoteControl()
-	}
-	return rc.Allow(id) == nil
+	return n.RemoteControl().Allow(id) == nil
 }
 
-func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
-	h := s.c.host()
+func (s peerService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
+	h := s.n.tasks
 	if h == nil {
 		return nil, status.Error(codes.NotFound, tasks.ErrNoRequest.Error())
 	}
@@ -583,7 +555,7 @@ func (s *clusterService) Answer(ctx context.Context, req *api.AnswerRequest) (*a
 	if !h.Approvals().Has(req.Request) {
 		return nil, status.Error(codes.NotFound, fmt.Sprintf("%s %q", tasks.ErrNoRequest, req.Request))
 	}
-	id, err := s.c.authorizeRemote(ctx, "answer")
+	id, err := s.n.authorizeRemote(ctx, "answer")
 	if err != nil {
 		return nil, taskStatus(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harn-dev/harn/node/api/wire"
 	"time"
+
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/cluster"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -36,7 +38,7 @@ func adminStatus(err error) error {
 }
 
 // adminRun runs op and asserts its answer's type.
-func adminRun[T any](ctx context.Context, s *adminService, op string, args adminArgs) (T, error) {
+func adminRun[T any](ctx context.Context, s *adminService, op string, args cluster.AdminArgs) (T, error) {
 	var zero T
 	out, err := s.n.meshAdmin(ctx, op, args)
 	if err != nil {
@@ -51,7 +53,7 @@ func adminRun[T any](ctx context.Context, s *adminService, op string, args admin
 
 func (s *adminService) TokenCreate(ctx context.Context, req *api.TokenCreateRequest) (*api.TokenCreated, error) {
 	a := TokenCreateArgs{Server: req.Server, TTL: time.Duration(req.TtlMs) * time.Millisecond, Uses: int(req.Uses)}
-	t, err := adminRun[TokenCreated](ctx, s, AdminTokenCreate, adminArgs{token: a})
+	t, err := adminRun[TokenCreated](ctx, s, AdminTokenCreate, cluster.AdminArgs{Token: a})
 	if err != nil {
 		return nil, err
 	}
@@ -59,7 +61,7 @@ func (s *adminService) TokenCreate(ctx context.Context, req *api.TokenCreateRequ
 }
 
 func (s *adminService) TokenList(ctx context.Context, _ *api.AdminEmpty) (*api.TokenListResponse, error) {
-	recs, err := adminRun[[]trust.TokenRecord](ctx, s, AdminTokenList, adminArgs{})
+	recs, err := adminRun[[]trust.TokenRecord](ctx, s, AdminTokenList, cluster.AdminArgs{})
 	if err != nil {
 		return nil, err
 	}
@@ -67,14 +69,14 @@ func (s *adminService) TokenList(ctx context.Context, _ *api.AdminEmpty) (*api.T
 }
 
 func (s *adminService) TokenRevoke(ctx context.Context, req *api.TokenRevokeRequest) (*api.AdminEmpty, error) {
-	if _, err := adminRun[string](ctx, s, AdminTokenRevoke, adminArgs{name: req.Id}); err != nil {
+	if _, err := adminRun[string](ctx, s, AdminTokenRevoke, cluster.AdminArgs{Name: req.Id}); err != nil {
 		return nil, err
 	}
 	return &api.AdminEmpty{}, nil
 }
 
 func (s *adminService) KeyringList(ctx context.Context, _ *api.AdminEmpty) (*api.KeyringView, error) {
-	v, err := adminRun[KeyringView](ctx, s, AdminKeyringList, adminArgs{})
+	v, err := adminRun[KeyringView](ctx, s, AdminKeyringList, cluster.AdminArgs{})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +84,7 @@ func (s *adminService) KeyringList(ctx context.Context, _ *api.AdminEmpty) (*api
 }
 
 func (s *adminService) KeyringChange(ctx context.Context, req *api.KeyringChangeRequest) (*api.KeyringView, error) {
-	v, err := adminRun[KeyringView](ctx, s, AdminKeyringOp, adminArgs{keyring: KeyringChange{Op: req.Op, Key: req.Key}})
+	v, err := adminRun[KeyringView](ctx, s, AdminKeyringOp, cluster.AdminArgs{Keyring: KeyringChange{Op: req.Op, Key: req.Key}})
 	if err != nil {
 		return nil, err
 	}
@@ -90,7 +92,7 @@ func (s *adminService) KeyringChange(ctx context.Context, req *api.KeyringChange
 }
 
 func (s *adminService) RevokeNode(ctx context.Context, req *api.RevokeNodeRequest) (*api.Revoked, error) {
-	v, err := adminRun[Revoked](ctx, s, AdminRevokeNode, adminArgs{name: req.Node})
+	v, err := adminRun[Revoked](ctx, s, AdminRevokeNode, cluster.AdminArgs{Name: req.Node})
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +112,7 @@ func (s *adminService) CAStatus(ctx context.Context, _ *api.AdminEmpty) (*api.CA
 }
 
 func (s *adminService) ca(ctx context.Context, op string) (*api.CAStatusResponse, error) {
-	v, err := adminRun[CAStatus](ctx, s, op, adminArgs{})
+	v, err := adminRun[CAStatus](ctx, s, op, cluster.AdminArgs{})
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -65,18 +66,18 @@ func plaintextGetsSettings(t *testing.T, addr string) bool {
 
 func TestLoneNodeMakesItsOwnCAAtFirstStart(t *testing.T) {
 	n := openLone(t, t.TempDir(), "lone", nil)
-	if n.cl.trust == nil || n.cl.trust.authority() == nil {
+	if n.cl.Parts().Trust == nil || n.cl.Parts().Trust.Authority() == nil {
 		t.Fatal("a lone node without a CA started without mesh trust")
 	}
-	id, err := n.cl.trust.holder.Identity()
+	id, err := n.cl.Parts().Trust.Holder().Identity()
 	if err != nil || id.Name != "lone" || id.Role != trust.RoleServer {
 		t.Fatalf("lone node's identity %v, %v; want server lone", id, err)
 	}
-	if !loneCA(n.cl.trust.dir) {
+	if !meshtrust.LoneCA(n.cl.Parts().Trust.Dir()) {
 		t.Fatal("the CA made at the first start is not marked lone")
 	}
-	for _, f := range []string{trust.FileRoots, trust.FileCAKey, trust.FileNode, keyringFile} {
-		if err := trust.CheckSecretFile(filepath.Join(n.cl.trust.dir, f)); err != nil {
+	for _, f := range []string{trust.FileRoots, trust.FileCAKey, trust.FileNode, "keyring.json"} {
+		if err := trust.CheckSecretFile(filepath.Join(n.cl.Parts().Trust.Dir(), f)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -155,7 +156,7 @@ func TestLoneCAReplacedByAJoinToken(t *testing.T) {
 	m, _ := startTrustMesh(t)
 	base := t.TempDir()
 	lone := openLone(t, base, "tw1", nil)
-	own := lone.cl.trust.authority().Fingerprint()
+	own := lone.cl.Parts().Trust.Authority().Fingerprint()
 	lone.Close()
 	// Asked to join without a token, it refuses and keeps its CA.
 	cfg := m.joinCfg("tw1", "", false)
@@ -178,35 +179,28 @@ func TestLoneCAReplacedByAJoinToken(t *testing.T) {
 	}
 	defer n.Close()
 	dir := TrustDir(cfg.DataDir)
-	if loneCA(dir) || n.cl.trust.authority() != nil {
+	if meshtrust.LoneCA(dir) || n.cl.Parts().Trust.Authority() != nil {
 		t.Fatal("the joined node still holds a lone CA")
 	}
 	if _, err := os.Stat(filepath.Join(dir, trust.FileCAKey)); err == nil {
 		t.Fatal("the lone CA's key stayed after the join")
 	}
-	roots := n.cl.trust.holder.Roots()
-	if roots.Contains(own) || !roots.Contains(m.nodes[0].cl.trust.authority().Fingerprint()) {
+	roots := n.cl.Parts().Trust.Holder().Roots()
+	if roots.Contains(own) || !roots.Contains(m.nodes[0].cl.Parts().Trust.Authority().Fingerprint()) {
 		t.Fatal("the joined node does not trust the mesh's CA alone")
 	}
-	if id, _ := n.cl.trust.holder.Identity(); id.Role != trust.RoleNode {
+	if id, _ := n.cl.Parts().Trust.Holder().Identity(); id.Role != trust.RoleNode {
 		t.Fatalf("joined with a node token: role %s", id.Role)
 	}
 	// Its registry is the mesh's: the one-node registry it led is gone, so
-	// it never names itself a voter (and never elects itself).
-	if ss, _ := n.cl.store.Servers(); len(ss) == 1 && ss[0].ID == "tw1" && ss[0].Voter {
-		t.Fatalf("the joined node still holds the registry it led alone: %v", ss)
+	// it never names itself a voter (and never elects itself). Not a
+	// server, it holds no raft log and is not in the configuration.
+	if _, err := os.Stat(filepath.Join(cfg.DataDir, "raft")); err == nil || n.cl.Parts().Store != nil {
+		t.Fatal("the joined node still holds the registry it led alone")
 	}
-	mesh.WaitFor(t, 30*time.Second, "the joined node's registry names tw0 the only voter", func() bool {
-		ss, err := n.cl.store.Servers()
-		if err != nil {
-			return false
-		}
-		for _, s := range ss {
-			if s.Voter != (s.ID == "tw0") {
-				return false
-			}
-		}
-		return len(ss) == 2
+	mesh.WaitFor(t, 30*time.Second, "the joined node's registry names tw0 the only server", func() bool {
+		ss, err := n.cl.RaftServers()
+		return err == nil && len(ss) == 1 && ss[0].ID == "tw0" && ss[0].Voter
 	})
 }
 
@@ -219,7 +213,7 @@ func TestTokenMakesTheLoneCATheMeshs(t *testing.T) {
 	if tc := out.(TokenCreated); tc.Role != string(trust.RoleNode) {
 		t.Fatalf("token role %s", tc.Role)
 	}
-	if loneCA(n.cl.trust.dir) {
+	if meshtrust.LoneCA(n.cl.Parts().Trust.Dir()) {
 		t.Fatal("a CA that made a join token is still marked lone: a join token could replace it")
 	}
 }
@@ -227,9 +221,9 @@ func TestTokenMakesTheLoneCATheMeshs(t *testing.T) {
 func TestServerTokenGivesNodeCertToAJoinerWithoutServer(t *testing.T) {
 	m, _ := startTrustMesh(t)
 	n := m.join("tw1", m.token(true, 0, 0), false)
-	id, _ := n.cl.trust.holder.Identity()
-	if id.Role != trust.RoleNode || n.cl.trust.authority() != nil {
-		t.Fatalf("a server token redeemed without --server: role %s, CA %v", id.Role, n.cl.trust.authority() != nil)
+	id, _ := n.cl.Parts().Trust.Holder().Identity()
+	if id.Role != trust.RoleNode || n.cl.Parts().Trust.Authority() != nil {
+		t.Fatalf("a server token redeemed without --server: role %s, CA %v", id.Role, n.cl.Parts().Trust.Authority() != nil)
 	}
 	if _, err := os.Stat(filepath.Join(TrustDir(n.cfg.DataDir), trust.FileCAKey)); err == nil {
 		t.Fatal("ca-key.pem reached a node started without --server")
@@ -246,7 +240,7 @@ func BenchmarkLoneCAMake(b *testing.B) {
 	base := b.TempDir()
 	for i := 0; i < b.N; i++ {
 		dir := filepath.Join(base, strconv.Itoa(i), "tls")
-		if _, _, err := initTrustDir(dir, "lone", nil, clock.Real{}); err != nil {
+		if _, _, err := meshtrust.InitTrustDir(dir, "lone", nil, clock.Real{}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -37,7 +37,7 @@ func BenchmarkLifecycleCommitTLS(b *testing.B) {
 	tm.join("tw1", tm.token(true, 0, 0), true)
 	tm.join("tw2", tm.token(true, 0, 0), true)
 	mesh.WaitFor(b, 60*time.Second, "three voters on the TLS mesh", func() bool {
-		ss, err := tm.nodes[0].cl.store.Servers()
+		ss, err := tm.nodes[0].cl.Parts().Store.Servers()
 		n := 0
 		for _, s := range ss {
 			if s.Voter {
@@ -52,7 +52,7 @@ func BenchmarkLifecycleCommitTLS(b *testing.B) {
 	// A follower of each mesh, and another node that watches its gossip.
 	pick := func(nodes []*Node) (f, other *Node) {
 		for _, n := range nodes {
-			if !n.cl.store.IsLeader() && f == nil {
+			if !n.cl.Registry().IsLeader() && f == nil {
 				f = n
 			} else if other == nil {
 				other = n
@@ -67,8 +67,8 @@ func BenchmarkLifecycleCommitTLS(b *testing.B) {
 		cbIngest(b, n, session, presence.TypeSessionStart, nil)
 	}
 	mesh.WaitFor(b, 30*time.Second, "the session in both registries", func() bool {
-		_, ok1 := pf.cl.store.Get(session)
-		_, ok2 := tf.cl.store.Get(session)
+		_, ok1 := pf.cl.Registry().Get(session)
+		_, ok2 := tf.cl.Registry().Get(session)
 		return ok1 && ok2
 	})
 	ctx := context.Background()

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -34,7 +35,7 @@ func InitMesh(dataDir, name string, opts TokenCreateArgs, clk clock.Clock) (Mesh
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
 	}
-	a, created, err := initTrustDir(dir, name, nil, clk)
+	a, created, err := meshtrust.InitTrustDir(dir, name, nil, clk)
 	if err != nil {
 		return MeshInit{}, err
 	}
@@ -57,7 +58,7 @@ func CreatePendingToken(dataDir string, opts TokenCreateArgs, clk clock.Clock) (
 	if opts.Server {
 		role = trust.RoleServer
 	}
-	store, err := OpenPendingTokens(dataDir)
+	store, err := meshtrust.OpenPendingTokens(dataDir)
 	if err != nil {
 		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
 	}
@@ -68,7 +69,7 @@ func CreatePendingToken(dataDir string, opts TokenCreateArgs, clk clock.Clock) (
 	if err := store.Create(rec); err != nil {
 		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
 	}
-	if err := shareCA(TrustDir(dataDir)); err != nil {
+	if err := meshtrust.ShareCA(TrustDir(dataDir)); err != nil {
 		return TokenCreated{}, err
 	}
 	return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses}, nil

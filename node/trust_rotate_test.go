@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -18,10 +19,10 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 	n0 := m.nodes[0]
 	n1 := m.join("tw1", m.token(true, 0, 0), true)
 	n2 := m.join("tw2", m.token(false, 0, 0), false)
-	oldCA := n0.cl.trust.authority().CA()
+	oldCA := n0.cl.Parts().Trust.Authority().CA()
 	oldCert := issue(t, oldCA, "tw9", trust.RoleServer, time.Now(), time.Hour)
 	waitFor(t, 10*time.Second, "tw2 in the registry", func() bool {
-		_, ok := n2.cl.store.KVGet(kvIssuedPrefix + mustSerial(t, n0))
+		_, ok := n2.cl.Registry().KVGet(meshtrust.KVIssuedPrefix + mustSerial(t, n0))
 		return ok
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -29,12 +30,12 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 	if _, err := n0.MeshAdmin(ctx, AdminCARotate, nil); err != nil {
 		t.Fatal(err)
 	}
-	newFP := n0.cl.trust.authority().Fingerprint()
+	newFP := n0.cl.Parts().Trust.Authority().Fingerprint()
 	waitFor(t, 10*time.Second, "tw1 holds the new CA", func() bool {
-		a := n1.cl.trust.authority()
+		a := n1.cl.Parts().Trust.Authority()
 		return a != nil && a.Fingerprint().Equal(newFP) && a.Rotating()
 	})
-	waitFor(t, 10*time.Second, "tw2 renewed onto the new CA", func() bool { return n2.cl.caStatus().OnCurrent })
+	waitFor(t, 10*time.Second, "tw2 renewed onto the new CA", func() bool { return n2.cl.Parts().Trust.CAStatus().OnCurrent })
 	// During the overlap an old-CA certificate still works.
 	if _, err := dialCluster(t, n0.RPCAddr(), credentials.NewTLS(rawTLS(&oldCert))).Presence(ctx, &api.PresenceRequest{}); err != nil {
 		t.Fatalf("an old-CA certificate was refused during the overlap: %v", err)
@@ -42,15 +43,15 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 	// Servers move at their renewer's next check (a minute): make it now.
 	for _, n := range []*Node{n0, n1} {
 		waitFor(t, 20*time.Second, n.Name()+" renewed onto the new CA", func() bool {
-			_, err := n.cl.trust.renewer.Check(ctx)
-			return err == nil && n.cl.caStatus().OnCurrent
+			_, err := n.cl.Parts().Trust.Renewer().Check(ctx)
+			return err == nil && n.cl.Parts().Trust.CAStatus().OnCurrent
 		})
 	}
 	if _, err := n1.MeshAdmin(ctx, AdminCAFinish, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range m.nodes {
-		waitFor(t, 10*time.Second, n.Name()+" trusts only the new CA", func() bool { return len(n.cl.trust.holder.Roots().Certs()) == 1 })
+		waitFor(t, 10*time.Second, n.Name()+" trusts only the new CA", func() bool { return len(n.cl.Parts().Trust.Holder().Roots().Certs()) == 1 })
 	}
 	if _, err := dialCluster(t, n0.RPCAddr(), credentials.NewTLS(rawTLS(&oldCert))).Presence(ctx, &api.PresenceRequest{}); err == nil {
 		t.Fatal("an old-CA certificate was accepted after the rotation finished")
@@ -66,7 +67,7 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 	if _, err := n2.MeshAdmin(ctx, AdminKeyringList, b); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n2.cl.applyCommand(ctx, raftstore.UpsertCommand(raftstore.Upsert{SessionID: "after-rotation", TS: time.Now(),
+	if _, err := n2.cl.Apply(ctx, raftstore.UpsertCommand(raftstore.Upsert{SessionID: "after-rotation", TS: time.Now(),
 		Identity: &raftstore.IdentityPatch{Node: "tw2"}})); err != nil {
 		t.Fatalf("a node's write after the rotation: %v", err)
 	}
@@ -74,7 +75,7 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 
 func mustSerial(t *testing.T, n *Node) string {
 	t.Helper()
-	id, err := n.cl.trust.holder.Identity()
+	id, err := n.cl.Parts().Trust.Holder().Identity()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -33,7 +34,7 @@ func keyringOp(t *testing.T, n *Node, op, key string) {
 }
 
 func nodeKeys(n *Node) (string, map[string]bool) {
-	p, all, err := n.cl.mesh.Keys()
+	p, all, err := n.cl.Parts().Mesh.Keys()
 	if err != nil {
 		return "", nil
 	}
@@ -53,7 +54,7 @@ func TestGossipKeyRotationUnderTrafficLosesNoPresenceUpdate(t *testing.T) {
 	waitFor(t, 20*time.Second, "three alive members everywhere", func() bool {
 		for _, n := range m.nodes {
 			alive := 0
-			for _, mb := range n.cl.mesh.Members() {
+			for _, mb := range n.cl.Parts().Mesh.Members() {
 				if mb.Status == mesh.StatusAlive {
 					alive++
 				}
@@ -66,7 +67,7 @@ func TestGossipKeyRotationUnderTrafficLosesNoPresenceUpdate(t *testing.T) {
 	})
 	oldKey, _ := nodeKeys(m.nodes[0])
 	waitFor(t, 10*time.Second, "the keyring in the registry", func() bool {
-		_, ok := m.nodes[2].cl.store.KVGet(kvKeyring)
+		_, ok := m.nodes[2].cl.Registry().KVGet(meshtrust.KVKeyring)
 		return ok
 	})
 
@@ -93,7 +94,7 @@ func TestGossipKeyRotationUnderTrafficLosesNoPresenceUpdate(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				for _, mb := range n.cl.mesh.Members() {
+				for _, mb := range n.cl.Parts().Mesh.Members() {
 					if mb.Status != mesh.StatusAlive {
 						mu.Lock()
 						downs = append(downs, fmt.Sprintf("%s saw %s %s", n.Name(), mb.Name, mb.Status))

@@ -22,6 +22,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/clock"
@@ -91,7 +92,7 @@ func startTrustMeshWith(t testing.TB, adjust func(*Config)) (*trustMesh, string)
 		t.Fatal(err)
 	}
 	m.nodes = append(m.nodes, n)
-	mesh.WaitFor(t, 15*time.Second, "a leader", func() bool { return n.cl.store.IsLeader() })
+	mesh.WaitFor(t, 15*time.Second, "a leader", func() bool { return n.cl.Registry().IsLeader() })
 	return m, init.Token.Token
 }
 
@@ -153,7 +154,7 @@ func dialCluster(t *testing.T, addr string, creds credentials.TransportCredentia
 
 // asMember dials node n's cluster gRPC with member's certificate.
 func asMember(t *testing.T, member, n *Node) apigrpc.ClusterClient {
-	return dialCluster(t, n.RPCAddr(), credentials.NewTLS(trust.ClientTLS(member.cl.trust.holder)))
+	return dialCluster(t, n.RPCAddr(), credentials.NewTLS(trust.ClientTLS(member.cl.Parts().Trust.Holder())))
 }
 
 func forgedUpsert(t *testing.T, session, owner string) []byte {
@@ -250,7 +251,7 @@ func TestPlaintextAndForeignClientsRefusedAtTheHandshake(t *testing.T) {
 			t.Errorf("%s: raft AppendEntries accepted", name)
 		}
 	}
-	for _, rec := range n0.cl.store.List() {
+	for _, rec := range n0.cl.Registry().List() {
 		t.Errorf("a refused client wrote %s", rec.SessionID)
 	}
 }
@@ -272,7 +273,7 @@ func TestExpiredCertificateIsRefused(t *testing.T) {
 	m, _ := startTrustMesh(t)
 	n0 := m.nodes[0]
 	past := time.Now().Add(-48 * time.Hour)
-	old := issue(t, n0.cl.trust.authority().CA(), "tw9", trust.RoleServer, past, time.Hour)
+	old := issue(t, n0.cl.Parts().Trust.Authority().CA(), "tw9", trust.RoleServer, past, time.Hour)
 	cl := dialCluster(t, n0.RPCAddr(), credentials.NewTLS(rawTLS(&old)))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
@@ -298,7 +299,7 @@ func TestNodeCertificateCannotWriteAnotherNodesSession(t *testing.T) {
 		t.Fatalf("tw1 could not write its own session: %v", err)
 	}
 	// An existing session of tw0 cannot be ended or moved by tw1 either.
-	if _, err := n0.cl.applyCommand(ctx, raftstore.UpsertCommand(raftstore.Upsert{SessionID: "s0", TS: time.Now(),
+	if _, err := n0.cl.Apply(ctx, raftstore.UpsertCommand(raftstore.Upsert{SessionID: "s0", TS: time.Now(),
 		Identity: &raftstore.IdentityPatch{Node: "tw0"}})); err != nil {
 		t.Fatal(err)
 	}
@@ -310,14 +311,14 @@ func TestNodeCertificateCannotWriteAnotherNodesSession(t *testing.T) {
 	if _, err := cl.Apply(ctx, &api.ApplyRequest{Command: forgedUpsert(t, "s0", "tw1")}); err == nil {
 		t.Fatal("tw1 took over a session of tw0")
 	}
-	kv, _ := raftstore.EncodeCommand(raftstore.KVCommand(raftstore.KVOp{Key: kvRevokedPrefix + "00", Value: []byte("{}")}))
+	kv, _ := raftstore.EncodeCommand(raftstore.KVCommand(raftstore.KVOp{Key: meshtrust.KVRevokedPrefix + "00", Value: []byte("{}")}))
 	if _, err := cl.Apply(ctx, &api.ApplyRequest{Command: kv}); err == nil {
 		t.Fatal("a node (not a server) wrote a trust record")
 	}
-	if rec, _ := n0.cl.store.Get("s0"); rec.Ended || rec.Node != "tw0" {
+	if rec, _ := n0.cl.Registry().Get("s0"); rec.Ended || rec.Node != "tw0" {
 		t.Fatalf("s0 changed: %+v", rec)
 	}
-	if _, ok := n0.cl.store.Get("theirs"); ok {
+	if _, ok := n0.cl.Registry().Get("theirs"); ok {
 		t.Fatal("the refused write is in the registry")
 	}
 }
@@ -375,13 +376,13 @@ func TestRemovedNodeIsRefusedAndCannotRejoinWithItsCertificate(t *testing.T) {
 	m, initTok := startTrustMesh(t)
 	n0 := m.nodes[0]
 	n1 := m.join("tw1", initTok, false) // the init token, from the data dir or the registry
-	holder := n1.cl.trust.holder
+	holder := n1.cl.Parts().Trust.Holder()
 	cl := asMember(t, n1, n0)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	waitFor(t, 10*time.Second, "tw1's certificate recorded", func() bool {
 		id, _ := holder.Identity()
-		_, ok := n0.cl.store.KVGet(kvIssuedPrefix + id.Serial)
+		_, ok := n0.cl.Registry().KVGet(meshtrust.KVIssuedPrefix + id.Serial)
 		return ok
 	})
 	if _, err := cl.ConsistentList(ctx, &api.ConsistentListRequest{}); err != nil {
@@ -396,7 +397,7 @@ func TestRemovedNodeIsRefusedAndCannotRejoinWithItsCertificate(t *testing.T) {
 		t.Fatalf("revoked %v", rv)
 	}
 	id, _ := holder.Identity()
-	waitFor(t, 5*time.Second, "the revocation applied", func() bool { return n0.cl.trust.revs.IsRevoked(id.Serial) })
+	waitFor(t, 5*time.Second, "the revocation applied", func() bool { return n0.cl.Parts().Trust.Revocations().IsRevoked(id.Serial) })
 	// The open connection is refused per call; a new one at the handshake.
 	if _, err := cl.ConsistentList(ctx, &api.ConsistentListRequest{}); err == nil {
 		t.Fatal("a revoked certificate read over its open connection")
@@ -430,7 +431,7 @@ func TestInsecureMeshRunsPlaintextOnAnyAddress(t *testing.T) {
 		t.Fatalf("--insecure-mesh: %v", err)
 	}
 	defer n.Close()
-	if n.cl.trust != nil {
+	if n.cl.Parts().Trust != nil {
 		t.Fatal("--insecure-mesh: the node made a CA")
 	}
 }
@@ -471,7 +472,7 @@ func callWithPolicy(t *testing.T, target, caller *Node) error {
 		ch <- err
 	})
 	defer srv.Stop()
-	cl := apigrpc.NewClusterClient(mustDial(t, lis, credentials.NewTLS(trust.ClientTLS(caller.cl.trust.holder))))
+	cl := apigrpc.NewClusterClient(mustDial(t, lis, credentials.NewTLS(trust.ClientTLS(caller.cl.Parts().Trust.Holder()))))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := cl.Presence(ctx, &api.PresenceRequest{}); err != nil {
@@ -498,7 +499,7 @@ func authServer(t *testing.T, n *Node, fn func(context.Context)) (string, *grpc.
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(n.cl.serverOptions()...)
+	srv := grpc.NewServer(n.cl.Parts().Trust.ServerOptions()...)
 	apigrpc.RegisterClusterServer(srv, &presenceHook{fn: fn})
 	go srv.Serve(lis)
 	return lis.Addr().String(), srv

@@ -184,8 +184,8 @@ func (n *Node) watchRegistry() {
 	ctx, cancel := stopContext(context.Background(), n.stop)
 	defer cancel()
 	for ctx.Err() == nil {
-		idx := n.cl.staleness().AppliedIndex
-		if err := n.cl.waitApplied(ctx, idx+1); err != nil {
+		idx := n.cl.Registry().Staleness().AppliedIndex
+		if err := n.cl.Registry().WaitForApplied(ctx, idx+1); err != nil {
 			if ctx.Err() != nil {
 				return
 			}

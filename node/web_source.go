@@ -175,7 +175,7 @@ func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
 	if m, known := n.reachability()[node]; !reachable(m, known) {
 		return nil
 	}
-	cl, err := n.cl.clusterClientOf(node)
+	cl, err := n.cl.ClientOf(node)
 	if err != nil {
 		return nil
 	}
@@ -308,10 +308,10 @@ func (m metricsSource) Mesh() (metrics.Mesh, bool) {
 		return metrics.Mesh{}, false
 	}
 	out := metrics.Mesh{Members: map[string]int{}}
-	for _, mb := range c.members() {
+	for _, mb := range c.Members() {
 		out.Members[string(mb.Status)]++
 	}
-	st := c.raftStats()
+	st := c.RaftStats()
 	out.RaftState, out.Term, out.CommitIndex, out.AppliedIndex = st.State, st.Term, st.CommitIndex, st.AppliedIndex
 	out.LastContact = st.Read.LastContact
 	return out, true

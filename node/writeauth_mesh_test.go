@@ -50,7 +50,7 @@ func TestNodeCertificateCannotClaimReleaseOrChangeWebhooksOfOthers(t *testing.T)
 		raftstore.ClaimCmd("theirs", "tw0", "repo", now, "a.go"),
 		raftstore.NotifySetCommand("wh-1", []byte(`{"url":"https://example.com/a"}`)),
 	} {
-		if _, err := n0.cl.applyCommand(ctx, cmd); err != nil {
+		if _, err := n0.cl.Apply(ctx, cmd); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -69,15 +69,15 @@ func TestNodeCertificateCannotClaimReleaseOrChangeWebhooksOfOthers(t *testing.T)
 			t.Errorf("%s: answered %v, want PermissionDenied", name, code)
 		}
 	}
-	if c, ok := n0.cl.store.ClaimOf("repo", "a.go"); !ok || c.SessionID != "theirs" {
+	if c, ok := n0.cl.Registry().ClaimOf("repo", "a.go"); !ok || c.SessionID != "theirs" {
 		t.Fatalf("the claim on a.go changed: %+v %v", c, ok)
 	}
 	for _, p := range []string{"b.go", "c.go"} {
-		if c, ok := n0.cl.store.ClaimOf("repo", p); ok {
+		if c, ok := n0.cl.Registry().ClaimOf("repo", p); ok {
 			t.Fatalf("a refused claim on %s is held: %+v", p, c)
 		}
 	}
-	if hooks, _ := n0.cl.store.NotifyHooks(); len(hooks) != 1 || hooks[0].ID != "wh-1" || !strings.Contains(string(hooks[0].Spec), "example.com") {
+	if hooks, _ := n0.cl.Registry().NotifyHooks(); len(hooks) != 1 || hooks[0].ID != "wh-1" || !strings.Contains(string(hooks[0].Spec), "example.com") {
 		t.Fatalf("the webhooks changed: %+v", hooks)
 	}
 	// The legitimate owner's ops still work, forwarded.
@@ -89,13 +89,13 @@ func TestNodeCertificateCannotClaimReleaseOrChangeWebhooksOfOthers(t *testing.T)
 			t.Fatalf("%s: %v", name, code)
 		}
 	}
-	if c, ok := n0.cl.store.ClaimOf("repo", "d.go"); !ok || c.SessionID != "mine" {
+	if c, ok := n0.cl.Registry().ClaimOf("repo", "d.go"); !ok || c.SessionID != "mine" {
 		t.Fatalf("the owner's claim is not held: %+v", c)
 	}
 	if code := applyAs(t, cl, raftstore.ReleaseCmd("mine", "", true)); code != codes.OK {
 		t.Fatalf("own release: %v", code)
 	}
-	if _, ok := n0.cl.store.ClaimOf("repo", "d.go"); ok {
+	if _, ok := n0.cl.Registry().ClaimOf("repo", "d.go"); ok {
 		t.Fatal("the owner's release did not drop its claim")
 	}
 }
@@ -128,12 +128,12 @@ func TestSquattedSessionIsRefusedAtTheOwnersNode(t *testing.T) {
 		t.Fatalf("tw2's own write: %v", code)
 	}
 	waitFor(t, 10*time.Second, "the squat on tw1's replica", func() bool {
-		rec, ok := n1.cl.store.Get("victim")
+		rec, ok := n1.cl.Registry().Get("victim")
 		return ok && rec.Node == "tw2"
 	})
 	mustIngest(t, n1, ev("victim", "v1", presence.TypeSessionStart, 1, nil), ev("bystander", "b1", presence.TypeSessionStart, 1, nil))
 	waitFor(t, 10*time.Second, "tw1's other session in the registry", func() bool {
-		rec, ok := n0.cl.store.Get("bystander")
+		rec, ok := n0.cl.Registry().Get("bystander")
 		return ok && rec.Node == "tw1"
 	})
 	waitFor(t, 10*time.Second, "a diagnostic on tw1", func() bool {
@@ -146,12 +146,12 @@ func TestSquattedSessionIsRefusedAtTheOwnersNode(t *testing.T) {
 		}
 		return false
 	})
-	if rec, _ := n0.cl.store.Get("victim"); rec.Node != "tw2" {
+	if rec, _ := n0.cl.Registry().Get("victim"); rec.Node != "tw2" {
 		t.Fatalf("victim moved: %+v", rec)
 	}
 	// The refusal is told once, not at every flush.
-	n1.cl.writer.Flush()
-	n1.cl.writer.Flush()
+	n1.cl.Writer().Flush()
+	n1.cl.Writer().Flush()
 	ds, _ := n1.ledger.Diagnostics(50)
 	count := 0
 	for _, d := range ds {
@@ -168,9 +168,9 @@ func TestSessionQuotaRefusesTheNodesSessionOverIt(t *testing.T) {
 	m, _ := startTrustMeshWith(t, func(c *Config) { c.Cluster.SessionQuota = 2 })
 	n0 := m.nodes[0]
 	n1 := m.join("tw1", m.token(false, 0, 0), false)
-	waitFor(t, 10*time.Second, "the quota on tw1's replica", func() bool { return n1.cl.store.SessionQuota() == 2 })
+	waitFor(t, 10*time.Second, "the quota on tw1's replica", func() bool { return n1.cl.Registry().SessionQuota() == 2 })
 	mustIngest(t, n1, ev("q1", "1", presence.TypeSessionStart, 1, nil), ev("q2", "2", presence.TypeSessionStart, 1, nil))
-	waitFor(t, 10*time.Second, "two sessions of tw1", func() bool { return n0.cl.store.LiveSessions("tw1") == 2 })
+	waitFor(t, 10*time.Second, "two sessions of tw1", func() bool { return n0.cl.Registry().LiveSessions("tw1") == 2 })
 	mustIngest(t, n1, ev("q3", "3", presence.TypeSessionStart, 2, nil))
 	waitFor(t, 10*time.Second, "the quota diagnostic on tw1", func() bool {
 		ds, _ := n1.ledger.Diagnostics(10)
@@ -189,15 +189,15 @@ func TestSessionQuotaRefusesTheNodesSessionOverIt(t *testing.T) {
 		t.Fatalf("the leader answered %v to a write over the quota", code)
 	}
 	for _, id := range []string{"q3", "q4"} {
-		if _, ok := n0.cl.store.Get(id); ok {
+		if _, ok := n0.cl.Registry().Get(id); ok {
 			t.Fatalf("%s over the quota is in the registry", id)
 		}
 	}
 	// Ending a session makes room.
 	mustIngest(t, n1, ev("q1", "1e", presence.TypeSessionEnd, 3, nil))
 	waitFor(t, 15*time.Second, "q3 written once q1 ended", func() bool {
-		n1.cl.writer.Observe(mustResolve(t, n1, "q3"))
-		_, ok := n0.cl.store.Get("q3")
+		n1.cl.Writer().Observe(mustResolve(t, n1, "q3"))
+		_, ok := n0.cl.Registry().Get("q3")
 		return ok
 	})
 }

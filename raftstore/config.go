@@ -56,6 +56,10 @@ type Config struct {
 	// StaleAfter: a follower whose last contact with a leader is older
 	// than this reports its reads as stale. Zero means 3 × HeartbeatTimeout.
 	StaleAfter time.Duration
+	// PrivateKV are key-value prefixes withheld from watchers that are
+	// not servers (Watch.Snapshot(false), FeedEntry.Private): secrets a
+	// server needs and no other node does.
+	PrivateKV []string
 	// NoSync skips fsync of the bolt log (benchmarks of a bare path only;
 	// a crash can lose acknowledged writes).
 	NoSync bool

@@ -92,6 +92,7 @@ func (r *Registry) applyKV(index uint64, ops []KVOp) error {
 			return fmt.Errorf("%w: %s", ErrKVConflict, o.Key)
 		}
 	}
+	r.kvIndex = index
 	for _, o := range ops {
 		if o.Delete {
 			delete(r.kv, o.Key)
@@ -104,6 +105,15 @@ func (r *Registry) applyKV(index uint64, ops []KVOp) error {
 		r.kv[o.Key] = KVEntry{Key: o.Key, Value: v, Index: index}
 	}
 	return nil
+}
+
+// KVIndex is the index of the last entry that changed the key-value
+// space (0: none since the registry was restored or made): a follower of
+// the mesh-wide settings reads them again only when it moves.
+func (r *Registry) KVIndex() uint64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.kvIndex
 }
 
 // KVGet returns one key.
@@ -143,3 +153,6 @@ func (s *Store) KVGet(key string) (KVEntry, bool) { return s.reg.KVGet(key) }
 
 // KVList returns the keys with prefix of the local replica, sorted.
 func (s *Store) KVList(prefix string) []KVEntry { return s.reg.KVList(prefix) }
+
+// KVIndex is the local replica's Registry.KVIndex.
+func (s *Store) KVIndex() uint64 { return s.reg.KVIndex() }

@@ -72,6 +72,7 @@ type Registry struct {
 	mu      sync.RWMutex
 	records map[string]Record
 	kv      map[string]KVEntry
+	kvIndex uint64 // the last entry that changed kv (kv.go)
 	index   uint64
 	claims  claimTable     // write claims (claimcmd.go)
 	notify  notifyState    // webhook configurations (notifycmd.go)
@@ -301,14 +302,30 @@ type snapshotBody struct {
 // the applied index and the records in session-id order. Equal registries
 // give equal bytes.
 func (r *Registry) Snapshot() ([]byte, error) {
+	b, _, err := r.SnapshotAt()
+	return b, err
+}
+
+// SnapshotAt is Snapshot and the index it reflects, without the
+// key-value entries under the prefixes hide.
+func (r *Registry) SnapshotAt(hide ...string) ([]byte, uint64, error) {
 	r.mu.RLock()
 	body := snapshotBody{Index: r.index, Records: r.listLocked(), Claims: r.claimsLocked(false), notifySnapshot: r.notifyLocked(), KV: r.kvListLocked()}
 	r.mu.RUnlock()
+	if len(hide) > 0 {
+		kv := body.KV[:0:0]
+		for _, e := range body.KV {
+			if !hasPrefix(e.Key, hide) {
+				kv = append(kv, e)
+			}
+		}
+		body.KV = kv
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
-		return nil, fmt.Errorf("encode registry snapshot: %w", err)
+		return nil, 0, fmt.Errorf("encode registry snapshot: %w", err)
 	}
-	return append([]byte{SnapshotVersion}, b...), nil
+	return append([]byte{SnapshotVersion}, b...), body.Index, nil
 }
 
 // Restore replaces the registry's content with a snapshot's.
@@ -333,6 +350,7 @@ func (r *Registry) Restore(b []byte) error {
 	}
 	r.mu.Lock()
 	r.records, r.kv, r.index, r.claims, r.notify = records, kv, body.Index, restoreClaims(body.Claims), restoreNotify(body.notifySnapshot)
+	r.kvIndex = body.Index // a restore may change anything
 	r.recount()
 	r.mu.Unlock()
 	return nil

@@ -61,10 +61,11 @@ const (
 // Store is one raft server holding a replica of the registry. It is safe
 // for concurrent use.
 type Store struct {
-	cfg Config
-	log *slog.Logger
-	reg *Registry
-	fsm *fsm
+	cfg  Config
+	log  *slog.Logger
+	reg  *Registry
+	fsm  *fsm
+	feed *feed // the fsm's: entries for the watchers
 
 	mu     sync.RWMutex // guards state and the fields set by Open
 	state  storeState
@@ -79,6 +80,14 @@ type Store struct {
 	stop chan struct{} // closed by Close
 	// futures counts goroutines waiting on raft futures (see wait).
 	futures sync.WaitGroup
+
+	// leaderMu guards leaderCh, closed and replaced when raft observes a
+	// new leader (the watchers report it at once); observing is the
+	// goroutine that reads raft's observations, waited for by Close.
+	leaderMu  sync.Mutex
+	leaderCh  chan struct{}
+	observer  *raft.Observer
+	observing sync.WaitGroup
 }
 
 // New checks cfg and returns a Store. It does no I/O; call Open.
@@ -91,7 +100,9 @@ func New(cfg Config) (*Store, error) {
 	}
 	log := cfg.Logger.With(slog.String(keyID, cfg.ID))
 	reg := NewRegistry()
-	return &Store{cfg: cfg, log: log, reg: reg, fsm: newFSM(reg, log), stop: make(chan struct{})}, nil
+	f := newFSM(reg, log)
+	f.private = cfg.PrivateKV
+	return &Store{cfg: cfg, log: log, reg: reg, fsm: f, feed: f.feed, stop: make(chan struct{}), leaderCh: make(chan struct{})}, nil
 }
 
 // Open opens the stores and the transport and starts raft. The registry
@@ -141,6 +152,7 @@ func (s *Store) Open() (err error) {
 		return fmt.Errorf("start raft %s: %w", s.cfg.ID, err)
 	}
 	s.raft = r
+	s.observe(r)
 	s.state = stateOpen
 	s.log.Info("raft store open", slog.String(keyAddr, string(s.trans.LocalAddr())))
 	return nil
@@ -164,6 +176,8 @@ func (s *Store) Close() error {
 		return nil
 	}
 	var errs []error
+	r.DeregisterObserver(s.observer)
+	s.observing.Wait()
 	if err := r.Shutdown().Error(); err != nil {
 		errs = append(errs, fmt.Errorf("raft shutdown: %w", err))
 	}
@@ -190,6 +204,38 @@ func (s *Store) Close() error {
 	}
 	s.log.Info("raft store closed")
 	return errors.Join(errs...)
+}
+
+// observe watches raft's leader observations until the store closes.
+func (s *Store) observe(r *raft.Raft) {
+	ch := make(chan raft.Observation, 4)
+	s.observer = raft.NewObserver(ch, false, func(o *raft.Observation) bool {
+		_, ok := o.Data.(raft.LeaderObservation)
+		return ok
+	})
+	r.RegisterObserver(s.observer)
+	s.observing.Add(1)
+	go func() {
+		defer s.observing.Done()
+		for {
+			select {
+			case <-ch:
+				s.leaderMu.Lock()
+				close(s.leaderCh)
+				s.leaderCh = make(chan struct{})
+				s.leaderMu.Unlock()
+			case <-s.stop:
+				return
+			}
+		}
+	}()
+}
+
+// LeaderChanged is closed when raft next observes a leader change.
+func (s *Store) LeaderChanged() <-chan struct{} {
+	s.leaderMu.Lock()
+	defer s.leaderMu.Unlock()
+	return s.leaderCh
 }
 
 // running returns raft, or ErrClosed when the store is not open.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -497,4 +498,44 @@ func BareLeader(tb testing.TB, rafts []*raft.Raft) *raft.Raft {
 	}
 	tb.Fatal("no bare raft leader")
 	return nil
+}
+
+// FollowInProcess makes m follow s's feed the way a node's watch does over
+// the cluster gRPC (a snapshot when the feed does not reach m, then the
+// entries after it, and a progress report every wake), until ctx ends or
+// s closes. It is exported for the node's simulation and tests.
+func FollowInProcess(ctx context.Context, s *Store, m *Mirror, every time.Duration) error {
+	w := s.Watch(m.Applied())
+	t := time.NewTicker(every)
+	defer t.Stop()
+	report := func() {
+		st := s.Stats()
+		m.Report(Progress{Server: s.ID(), Leader: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex,
+			Applied: st.AppliedIndex, Stale: st.Read.Stale, LeaderContact: st.Read.LastContact, Servers: st.Servers})
+	}
+	report()
+	for {
+		if w.NeedSnapshot() {
+			b, _, err := w.Snapshot(true)
+			if err != nil {
+				return err
+			}
+			if err := m.Restore(b); err != nil {
+				return err
+			}
+		}
+		es, err := w.Next(ctx, 256, t.C)
+		if errors.Is(err, ErrFeedGap) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			m.Apply(e)
+		}
+		if len(es) == 0 {
+			report()
+		}
+	}
 }

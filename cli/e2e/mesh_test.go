@@ -396,8 +396,11 @@ func TestMeshWrongGossipKey(t *testing.T) {
 	}
 }
 
-// TestMeshNonVoterJoins: a node without --server joins as a non-voting
-// replica and serves the roster of the others' sessions.
+// TestMeshNonVoterJoins: a node without --server holds no raft log: it
+// is in no node's raft configuration (`harn mesh raft --json` lists the
+// servers alone), follows the registry from a server, and serves the
+// roster of the others' sessions; a node with --replica is a non-voting
+// raft member.
 func TestMeshNonVoterJoins(t *testing.T) {
 	nodes := startServers(t, 3)
 	a := nodes[0]
@@ -406,29 +409,36 @@ func TestMeshNonVoterJoins(t *testing.T) {
 	startClaudeSession(a, sid, cwd)
 
 	d := newMeshNode(t, "replica-d", "--insecure-mesh")
+	rep := newMeshNode(t, "replica-r", "--insecure-mesh", "--replica")
 	for _, m := range nodes {
 		d.flags = append(d.flags, "--join", m.gossipAddr)
+		rep.flags = append(rep.flags, "--join", m.gossipAddr)
 	}
 	d.start()
-	all := append(append([]*meshNode(nil), nodes...), d)
-	eventually(t, meshTimeout, "the replica is a non-voter everywhere", func() (bool, string) {
+	rep.start()
+	all := append(append([]*meshNode(nil), nodes...), d, rep)
+	eventually(t, meshTimeout, "the node is in no raft configuration, the replica a non-voter in every one", func() (bool, string) {
 		for _, m := range all {
 			r, ok, why := m.raftState()
 			if !ok {
 				return false, why
 			}
-			found := false
+			found, node := false, false
 			for _, s := range r.Servers {
-				if s.ID == d.name {
-					found = !s.Voter && s.Addr == d.raftStr
+				if s.ID == rep.name {
+					found = !s.Voter && s.Addr == rep.raftStr
 				}
+				node = node || s.ID == d.name
 			}
-			if !found || len(r.voters()) != 3 || r.Leader == "" {
+			if !found || node || len(r.voters()) != 3 || len(r.Servers) != 4 || r.Leader == "" {
 				return false, fmt.Sprintf("%s: %+v", m.name, r)
 			}
 		}
 		return true, ""
 	})
+	if r, _, _ := d.raftState(); r.State != "Watch" {
+		t.Errorf("the node's raft state %q, want Watch", r.State)
+	}
 	eventually(t, meshTimeout, a.name+" sees the replica as an alive client", func() (bool, string) {
 		ms, ok, why := a.members()
 		if !ok {

@@ -29,6 +29,12 @@ const exitTrust = 12
 // (KEY=VALUE) is added to s0's environment: its node's, and so its agents'.
 func trustedMesh(t *testing.T, s0Env ...string) (s0, n1 *meshNode) {
 	t.Helper()
+	return trustedMeshN1(t, nil, s0Env...)
+}
+
+// trustedMeshN1 is trustedMesh with n1Flags added to n1's command line.
+func trustedMeshN1(t *testing.T, n1Flags []string, s0Env ...string) (s0, n1 *meshNode) {
+	t.Helper()
 	s0 = newMeshNode(t, "s0", "--server")
 	s0.base = append(s0.base, s0Env...)
 	var init struct {
@@ -44,7 +50,7 @@ func trustedMesh(t *testing.T, s0Env ...string) (s0, n1 *meshNode) {
 		return ok && r.Leader == "s0", why
 	})
 	rpc := net.JoinHostPort("127.0.0.1", strconv.Itoa(s0.rpc))
-	n1 = newMeshNode(t, "n1", "--join", s0.gossipAddr, "--join-rpc", rpc)
+	n1 = newMeshNode(t, "n1", append([]string{"--join", s0.gossipAddr, "--join-rpc", rpc}, n1Flags...)...)
 	n1.flags = append(n1.flags, "--join-token", init.JoinToken)
 	n1.start()
 	n1.flags = n1.flags[:len(n1.flags)-2] // a restart needs no token
@@ -226,12 +232,13 @@ func inRaft(m *meshNode, id string) (bool, string) {
 }
 
 // TestMeshRemoveTakesTheNodeOutOfRaft: `harn mesh remove n1` revokes n1
-// and takes it out of the raft configuration, and the leader does not add
-// it back although n1, which still holds the gossip key, stays alive in
-// gossip. The barrier is a third node's join: the leader's reconciler adds
-// n2 in a pass that also sees n1, so n1 must still be out once n2 is in.
+// (a read replica, a raft member) and takes it out of the raft
+// configuration, and the leader does not add it back although n1, which
+// still holds the gossip key, stays alive in gossip. The barrier is a
+// third node's join: the leader's reconciler adds the replica n2 in a
+// pass that also sees n1, so n1 must still be out once n2 is in.
 func TestMeshRemoveTakesTheNodeOutOfRaft(t *testing.T) {
-	s0, _ := trustedMesh(t)
+	s0, _ := trustedMeshN1(t, []string{"--replica"})
 	eventually(t, meshTimeout, "n1 in the raft configuration", func() (bool, string) { return inRaft(s0, "n1") })
 	eventually(t, meshTimeout, "n1's certificate recorded and revoked", func() (bool, string) {
 		r := s0.harn("", "mesh", "remove", "n1")
@@ -247,7 +254,7 @@ func TestMeshRemoveTakesTheNodeOutOfRaft(t *testing.T) {
 	}
 	mustJSON(t, s0.ok("token", "create", "--json"), &created)
 	n2 := newMeshNode(t, "n2", "--join", s0.gossipAddr, "--join-rpc", net.JoinHostPort("127.0.0.1", strconv.Itoa(s0.rpc)),
-		"--join-token", created.JoinToken)
+		"--join-token", created.JoinToken, "--replica")
 	n2.start()
 	eventually(t, meshTimeout, "n2 in the raft configuration", func() (bool, string) { return inRaft(s0, "n2") })
 	if in, why := inRaft(s0, "n1"); in {

@@ -20,10 +20,50 @@ import (
 	"maps"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
 )
+
+// startCPUProfile writes a CPU profile of the node's whole run to path
+// (HARN_CPU_PROFILE, a diagnostic: where an idle node's CPU goes; see
+// docs/perf-mesh.md); "" profiles nothing.
+func startCPUProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// writeHeapProfile writes the heap's profile to path as the node stops
+// (HARN_HEAP_PROFILE, a diagnostic: where an idle node's memory goes);
+// "" writes nothing.
+func writeHeapProfile(path string, log *slog.Logger) {
+	if path == "" {
+		return
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		log.Warn("heap profile", "err", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		log.Warn("heap profile", "err", err)
+	}
+}
 
 // runNode runs the node in the foreground until SIGINT or SIGTERM.
 func runNode(c *cobra.Command) error {
@@ -81,6 +121,12 @@ func runNode(c *cobra.Command) error {
 		return err
 	}
 	defer stopTracing()
+	stopProfile, err := startCPUProfile(os.Getenv("HARN_CPU_PROFILE"))
+	if err != nil {
+		return cli.UsageErr(fmt.Errorf("HARN_CPU_PROFILE: %v", err))
+	}
+	defer stopProfile()
+	defer writeHeapProfile(os.Getenv("HARN_HEAP_PROFILE"), cfg.Logger)
 	n, err := node.New(cfg)
 	if err != nil {
 		return cli.UsageErr(err)
@@ -209,6 +255,7 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.HTTPPort = port
 	cc.Join, _ = f.GetStringSlice("join")
 	cc.Server, _ = f.GetBool("server")
+	cc.Replica, _ = f.GetBool("replica")
 	cc.BootstrapExpect, _ = f.GetInt("bootstrap-expect")
 	mp, _ := f.GetString("mesh-profile")
 	rp, _ := f.GetString("raft-profile")

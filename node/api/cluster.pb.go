@@ -1306,6 +1306,365 @@ func (x *CAStatusResponse) GetMembersOnCurrent() map[string]bool {
 	return nil
 }
 
+// WatchRequest follows the registry from a server: a node that holds no
+// raft log keeps its view of the registry this way. from_index is the
+// index the caller's view reflects; the server sends the entries after
+// it, or a snapshot first when it no longer holds them (or from_index is
+// 0).
+type WatchRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	FromIndex     uint64                 `protobuf:"varint,1,opt,name=from_index,json=fromIndex,proto3" json:"from_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchRequest) Reset() {
+	*x = WatchRequest{}
+	mi := &file_cluster_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchRequest) ProtoMessage() {}
+
+func (x *WatchRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
+func (*WatchRequest) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *WatchRequest) GetFromIndex() uint64 {
+	if x != nil {
+		return x.FromIndex
+	}
+	return 0
+}
+
+// WatchEvent is one message of the watch stream: a chunk of a snapshot,
+// or entries, and what the server knows of the registry now.
+type WatchEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// snapshot is a chunk of the registry's snapshot (raftstore's
+	// encoding) at snapshot_index; the caller replaces its view with it
+	// when the last chunk (snapshot_last) arrives.
+	Snapshot      []byte `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	SnapshotIndex uint64 `protobuf:"varint,2,opt,name=snapshot_index,json=snapshotIndex,proto3" json:"snapshot_index,omitempty"`
+	SnapshotLast  bool   `protobuf:"varint,3,opt,name=snapshot_last,json=snapshotLast,proto3" json:"snapshot_last,omitempty"`
+	// entries are registry log entries after the caller's index, in order.
+	Entries       []*WatchEntry  `protobuf:"bytes,4,rep,name=entries,proto3" json:"entries,omitempty"`
+	Progress      *WatchProgress `protobuf:"bytes,5,opt,name=progress,proto3" json:"progress,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEvent) Reset() {
+	*x = WatchEvent{}
+	mi := &file_cluster_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEvent) ProtoMessage() {}
+
+func (x *WatchEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEvent.ProtoReflect.Descriptor instead.
+func (*WatchEvent) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WatchEvent) GetSnapshot() []byte {
+	if x != nil {
+		return x.Snapshot
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetSnapshotIndex() uint64 {
+	if x != nil {
+		return x.SnapshotIndex
+	}
+	return 0
+}
+
+func (x *WatchEvent) GetSnapshotLast() bool {
+	if x != nil {
+		return x.SnapshotLast
+	}
+	return false
+}
+
+func (x *WatchEvent) GetEntries() []*WatchEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+func (x *WatchEvent) GetProgress() *WatchProgress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
+}
+
+type WatchEntry struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	Index              uint64                 `protobuf:"varint,1,opt,name=index,proto3" json:"index,omitempty"`
+	AppendedAtUnixNano int64                  `protobuf:"varint,2,opt,name=appended_at_unix_nano,json=appendedAtUnixNano,proto3" json:"appended_at_unix_nano,omitempty"`
+	// command is the entry's registry command (raftstore's encoding); empty
+	// for an entry that changes nothing the caller holds.
+	Command       []byte `protobuf:"bytes,3,opt,name=command,proto3" json:"command,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchEntry) Reset() {
+	*x = WatchEntry{}
+	mi := &file_cluster_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchEntry) ProtoMessage() {}
+
+func (x *WatchEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchEntry.ProtoReflect.Descriptor instead.
+func (*WatchEntry) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *WatchEntry) GetIndex() uint64 {
+	if x != nil {
+		return x.Index
+	}
+	return 0
+}
+
+func (x *WatchEntry) GetAppendedAtUnixNano() int64 {
+	if x != nil {
+		return x.AppendedAtUnixNano
+	}
+	return 0
+}
+
+func (x *WatchEntry) GetCommand() []byte {
+	if x != nil {
+		return x.Command
+	}
+	return nil
+}
+
+// WatchProgress is the answering server's view of the registry.
+type WatchProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// server is the answering server's name.
+	Server       string `protobuf:"bytes,1,opt,name=server,proto3" json:"server,omitempty"`
+	AppliedIndex uint64 `protobuf:"varint,2,opt,name=applied_index,json=appliedIndex,proto3" json:"applied_index,omitempty"`
+	Leader       string `protobuf:"bytes,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	Term         uint64 `protobuf:"varint,4,opt,name=term,proto3" json:"term,omitempty"`
+	CommitIndex  uint64 `protobuf:"varint,5,opt,name=commit_index,json=commitIndex,proto3" json:"commit_index,omitempty"`
+	// stale: the server itself has not heard from a leader lately.
+	Stale bool `protobuf:"varint,6,opt,name=stale,proto3" json:"stale,omitempty"`
+	// leader_contact_ms is how long ago the server last heard from the
+	// leader: 0 on the leader, -1 when never.
+	LeaderContactMs int64 `protobuf:"varint,7,opt,name=leader_contact_ms,json=leaderContactMs,proto3" json:"leader_contact_ms,omitempty"`
+	// servers are the raft configuration's members.
+	Servers       []*WatchServer `protobuf:"bytes,8,rep,name=servers,proto3" json:"servers,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchProgress) Reset() {
+	*x = WatchProgress{}
+	mi := &file_cluster_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchProgress) ProtoMessage() {}
+
+func (x *WatchProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchProgress.ProtoReflect.Descriptor instead.
+func (*WatchProgress) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *WatchProgress) GetServer() string {
+	if x != nil {
+		return x.Server
+	}
+	return ""
+}
+
+func (x *WatchProgress) GetAppliedIndex() uint64 {
+	if x != nil {
+		return x.AppliedIndex
+	}
+	return 0
+}
+
+func (x *WatchProgress) GetLeader() string {
+	if x != nil {
+		return x.Leader
+	}
+	return ""
+}
+
+func (x *WatchProgress) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *WatchProgress) GetCommitIndex() uint64 {
+	if x != nil {
+		return x.CommitIndex
+	}
+	return 0
+}
+
+func (x *WatchProgress) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *WatchProgress) GetLeaderContactMs() int64 {
+	if x != nil {
+		return x.LeaderContactMs
+	}
+	return 0
+}
+
+func (x *WatchProgress) GetServers() []*WatchServer {
+	if x != nil {
+		return x.Servers
+	}
+	return nil
+}
+
+type WatchServer struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Addr          string                 `protobuf:"bytes,2,opt,name=addr,proto3" json:"addr,omitempty"`
+	Voter         bool                   `protobuf:"varint,3,opt,name=voter,proto3" json:"voter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WatchServer) Reset() {
+	*x = WatchServer{}
+	mi := &file_cluster_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WatchServer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WatchServer) ProtoMessage() {}
+
+func (x *WatchServer) ProtoReflect() protoreflect.Message {
+	mi := &file_cluster_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WatchServer.ProtoReflect.Descriptor instead.
+func (*WatchServer) Descriptor() ([]byte, []int) {
+	return file_cluster_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *WatchServer) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *WatchServer) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
+}
+
+func (x *WatchServer) GetVoter() bool {
+	if x != nil {
+		return x.Voter
+	}
+	return false
+}
+
 var File_cluster_proto protoreflect.FileDescriptor
 
 const file_cluster_proto_rawDesc = "" +
@@ -1406,7 +1765,35 @@ const file_cluster_proto_rawDesc = "" +
 	"\x12members_on_current\x18\x04 \x03(\v2/.harn.v1.CAStatusResponse.MembersOnCurrentEntryR\x10membersOnCurrent\x1aC\n" +
 	"\x15MembersOnCurrentEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01B'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\"-\n" +
+	"\fWatchRequest\x12\x1d\n" +
+	"\n" +
+	"from_index\x18\x01 \x01(\x04R\tfromIndex\"\xd7\x01\n" +
+	"\n" +
+	"WatchEvent\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\fR\bsnapshot\x12%\n" +
+	"\x0esnapshot_index\x18\x02 \x01(\x04R\rsnapshotIndex\x12#\n" +
+	"\rsnapshot_last\x18\x03 \x01(\bR\fsnapshotLast\x12-\n" +
+	"\aentries\x18\x04 \x03(\v2\x13.harn.v1.WatchEntryR\aentries\x122\n" +
+	"\bprogress\x18\x05 \x01(\v2\x16.harn.v1.WatchProgressR\bprogress\"o\n" +
+	"\n" +
+	"WatchEntry\x12\x14\n" +
+	"\x05index\x18\x01 \x01(\x04R\x05index\x121\n" +
+	"\x15appended_at_unix_nano\x18\x02 \x01(\x03R\x12appendedAtUnixNano\x12\x18\n" +
+	"\acommand\x18\x03 \x01(\fR\acommand\"\x8d\x02\n" +
+	"\rWatchProgress\x12\x16\n" +
+	"\x06server\x18\x01 \x01(\tR\x06server\x12#\n" +
+	"\rapplied_index\x18\x02 \x01(\x04R\fappliedIndex\x12\x16\n" +
+	"\x06leader\x18\x03 \x01(\tR\x06leader\x12\x12\n" +
+	"\x04term\x18\x04 \x01(\x04R\x04term\x12!\n" +
+	"\fcommit_index\x18\x05 \x01(\x04R\vcommitIndex\x12\x14\n" +
+	"\x05stale\x18\x06 \x01(\bR\x05stale\x12*\n" +
+	"\x11leader_contact_ms\x18\a \x01(\x03R\x0fleaderContactMs\x12.\n" +
+	"\aservers\x18\b \x03(\v2\x14.harn.v1.WatchServerR\aservers\"G\n" +
+	"\vWatchServer\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
+	"\x04addr\x18\x02 \x01(\tR\x04addr\x12\x14\n" +
+	"\x05voter\x18\x03 \x01(\bR\x05voterB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_cluster_proto_rawDescOnce sync.Once
@@ -1420,7 +1807,7 @@ func file_cluster_proto_rawDescGZIP() []byte {
 	return file_cluster_proto_rawDescData
 }
 
-var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_cluster_proto_goTypes = []any{
 	(*MoveServerRequest)(nil),     // 0: harn.v1.MoveServerRequest
 	(*MoveServerResponse)(nil),    // 1: harn.v1.MoveServerResponse
@@ -1443,31 +1830,39 @@ var file_cluster_proto_goTypes = []any{
 	(*RevokeNodeRequest)(nil),     // 18: harn.v1.RevokeNodeRequest
 	(*Revoked)(nil),               // 19: harn.v1.Revoked
 	(*CAStatusResponse)(nil),      // 20: harn.v1.CAStatusResponse
-	nil,                           // 21: harn.v1.CAStatusResponse.MembersOnCurrentEntry
-	(*Time)(nil),                  // 22: harn.v1.Time
+	(*WatchRequest)(nil),          // 21: harn.v1.WatchRequest
+	(*WatchEvent)(nil),            // 22: harn.v1.WatchEvent
+	(*WatchEntry)(nil),            // 23: harn.v1.WatchEntry
+	(*WatchProgress)(nil),         // 24: harn.v1.WatchProgress
+	(*WatchServer)(nil),           // 25: harn.v1.WatchServer
+	nil,                           // 26: harn.v1.CAStatusResponse.MembersOnCurrentEntry
+	(*Time)(nil),                  // 27: harn.v1.Time
 }
 var file_cluster_proto_depIdxs = []int32{
 	8,  // 0: harn.v1.RegistryResponse.records:type_name -> harn.v1.RegistryRecord
-	22, // 1: harn.v1.RegistryRecord.ended_at:type_name -> harn.v1.Time
-	22, // 2: harn.v1.RegistryRecord.activity_updated_at:type_name -> harn.v1.Time
-	22, // 3: harn.v1.RegistryRecord.started_at:type_name -> harn.v1.Time
-	22, // 4: harn.v1.RegistryRecord.updated_at:type_name -> harn.v1.Time
+	27, // 1: harn.v1.RegistryRecord.ended_at:type_name -> harn.v1.Time
+	27, // 2: harn.v1.RegistryRecord.activity_updated_at:type_name -> harn.v1.Time
+	27, // 3: harn.v1.RegistryRecord.started_at:type_name -> harn.v1.Time
+	27, // 4: harn.v1.RegistryRecord.updated_at:type_name -> harn.v1.Time
 	9,  // 5: harn.v1.RegistryRecord.clocks:type_name -> harn.v1.RecordClocks
-	22, // 6: harn.v1.RecordClocks.identity:type_name -> harn.v1.Time
-	22, // 7: harn.v1.RecordClocks.task:type_name -> harn.v1.Time
-	22, // 8: harn.v1.RecordClocks.lifecycle:type_name -> harn.v1.Time
-	22, // 9: harn.v1.RecordClocks.activity:type_name -> harn.v1.Time
-	22, // 10: harn.v1.RecordClocks.end:type_name -> harn.v1.Time
-	22, // 11: harn.v1.TokenCreated.expires:type_name -> harn.v1.Time
+	27, // 6: harn.v1.RecordClocks.identity:type_name -> harn.v1.Time
+	27, // 7: harn.v1.RecordClocks.task:type_name -> harn.v1.Time
+	27, // 8: harn.v1.RecordClocks.lifecycle:type_name -> harn.v1.Time
+	27, // 9: harn.v1.RecordClocks.activity:type_name -> harn.v1.Time
+	27, // 10: harn.v1.RecordClocks.end:type_name -> harn.v1.Time
+	27, // 11: harn.v1.TokenCreated.expires:type_name -> harn.v1.Time
 	14, // 12: harn.v1.TokenListResponse.tokens:type_name -> harn.v1.TokenRecord
-	22, // 13: harn.v1.TokenRecord.created:type_name -> harn.v1.Time
-	22, // 14: harn.v1.TokenRecord.expires:type_name -> harn.v1.Time
-	21, // 15: harn.v1.CAStatusResponse.members_on_current:type_name -> harn.v1.CAStatusResponse.MembersOnCurrentEntry
-	16, // [16:16] is the sub-list for method output_type
-	16, // [16:16] is the sub-list for method input_type
-	16, // [16:16] is the sub-list for extension type_name
-	16, // [16:16] is the sub-list for extension extendee
-	0,  // [0:16] is the sub-list for field type_name
+	27, // 13: harn.v1.TokenRecord.created:type_name -> harn.v1.Time
+	27, // 14: harn.v1.TokenRecord.expires:type_name -> harn.v1.Time
+	26, // 15: harn.v1.CAStatusResponse.members_on_current:type_name -> harn.v1.CAStatusResponse.MembersOnCurrentEntry
+	23, // 16: harn.v1.WatchEvent.entries:type_name -> harn.v1.WatchEntry
+	24, // 17: harn.v1.WatchEvent.progress:type_name -> harn.v1.WatchProgress
+	25, // 18: harn.v1.WatchProgress.servers:type_name -> harn.v1.WatchServer
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_cluster_proto_init() }
@@ -1482,7 +1877,7 @@ func file_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cluster_proto_rawDesc), len(file_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   22,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

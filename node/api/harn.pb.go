@@ -3725,8 +3725,17 @@ type DoctorRaft struct {
 	// stale_peers are servers whose address in the raft configuration
 	// differs from the raft address they advertise in the mesh: "id: old
 	// (advertises new)".
-	StalePeers    []string `protobuf:"bytes,6,rep,name=stale_peers,json=stalePeers,proto3" json:"stale_peers,omitempty"`
-	Voter         bool     `protobuf:"varint,7,opt,name=voter,proto3" json:"voter,omitempty"`
+	StalePeers []string `protobuf:"bytes,6,rep,name=stale_peers,json=stalePeers,proto3" json:"stale_peers,omitempty"`
+	Voter      bool     `protobuf:"varint,7,opt,name=voter,proto3" json:"voter,omitempty"`
+	// watch is the server whose registry watch this node follows; "" on a
+	// server or read replica (it holds the raft log).
+	Watch string `protobuf:"bytes,8,opt,name=watch,proto3" json:"watch,omitempty"`
+	// stale: this node's registry reads may be stale (no leader heard from
+	// lately); last_contact is the time since (a Go duration), "" unknown.
+	Stale       bool   `protobuf:"varint,9,opt,name=stale,proto3" json:"stale,omitempty"`
+	LastContact string `protobuf:"bytes,10,opt,name=last_contact,json=lastContact,proto3" json:"last_contact,omitempty"`
+	// members is the mesh's alive members, this node included.
+	Members       int32 `protobuf:"varint,11,opt,name=members,proto3" json:"members,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -3808,6 +3817,34 @@ func (x *DoctorRaft) GetVoter() bool {
 		return x.Voter
 	}
 	return false
+}
+
+func (x *DoctorRaft) GetWatch() string {
+	if x != nil {
+		return x.Watch
+	}
+	return ""
+}
+
+func (x *DoctorRaft) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
+func (x *DoctorRaft) GetLastContact() string {
+	if x != nil {
+		return x.LastContact
+	}
+	return ""
+}
+
+func (x *DoctorRaft) GetMembers() int32 {
+	if x != nil {
+		return x.Members
+	}
+	return 0
 }
 
 // SessionRow is one roster row: a session as every reader sees it (the
@@ -4704,7 +4741,7 @@ const file_harn_proto_rawDesc = "" +
 	"\asubject\x18\x02 \x01(\tR\asubject\x12 \n" +
 	"\vfingerprint\x18\x03 \x01(\tR\vfingerprint\x12*\n" +
 	"\tnot_after\x18\x04 \x01(\v2\r.harn.v1.TimeR\bnotAfter\x12\x0e\n" +
-	"\x02ca\x18\x05 \x01(\tR\x02ca\"\xb7\x01\n" +
+	"\x02ca\x18\x05 \x01(\tR\x02ca\"\xa0\x02\n" +
 	"\n" +
 	"DoctorRaft\x12\x16\n" +
 	"\x06leader\x18\x01 \x01(\tR\x06leader\x12\x14\n" +
@@ -4714,7 +4751,12 @@ const file_harn_proto_rawDesc = "" +
 	"\x06quorum\x18\x05 \x01(\bR\x06quorum\x12\x1f\n" +
 	"\vstale_peers\x18\x06 \x03(\tR\n" +
 	"stalePeers\x12\x14\n" +
-	"\x05voter\x18\a \x01(\bR\x05voter\"\xd7\v\n" +
+	"\x05voter\x18\a \x01(\bR\x05voter\x12\x14\n" +
+	"\x05watch\x18\b \x01(\tR\x05watch\x12\x14\n" +
+	"\x05stale\x18\t \x01(\bR\x05stale\x12!\n" +
+	"\flast_contact\x18\n" +
+	" \x01(\tR\vlastContact\x12\x18\n" +
+	"\amembers\x18\v \x01(\x05R\amembers\"\xd7\v\n" +
 	"\n" +
 	"SessionRow\x12\x1d\n" +
 	"\n" +

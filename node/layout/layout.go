@@ -23,6 +23,10 @@ import (
 	"time"
 )
 
+// ErrConfig is the error of a bad node configuration: node and its
+// rooms wrap it, and harnd maps it to its exit code.
+var ErrConfig = errors.New("invalid node config")
+
 // Default cluster ports.
 const (
 	DefaultGossipPort = 7710

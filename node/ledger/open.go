@@ -103,6 +103,9 @@ func (l *Ledger) openDB(ctx context.Context, readOnly bool) (*pebble.DB, *gateFS
 			},
 		},
 	}
+	// An idle ledger wakes nothing: Pebble's own compaction scheduler
+	// ticks every 100 ms (scheduler.go).
+	opts.Experimental.CompactionScheduler = newCompactionScheduler(l.cfg.Clock)
 	// Every Append looks its event ids up in the index, and almost always
 	// finds nothing: bloom filters answer those misses without reading
 	// data blocks, so an Append's cost does not grow with the ledger.

@@ -235,6 +235,7 @@ func (h *Host) openHarnAs(o HarnOptions, workdir string, kid *kidStart, re *reop
 	if err := validateHarn(o); err != nil {
 		return "", err
 	}
+	h.warmTokens()
 	if workdir == "" {
 		workdir, _ = os.Getwd()
 	}

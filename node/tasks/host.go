@@ -140,6 +140,7 @@ type Host struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	warm   sync.Once // the token vocabulary, at the first harn session
 
 	mu       sync.Mutex
 	sessions map[string]*hosted
@@ -214,13 +215,22 @@ func New(cfg Config) (*Host, error) {
 		return nil, err
 	}
 	h.subs = subs
-	h.wg.Add(2)
+	h.wg.Add(1)
 	go h.watch()
-	go func() { // the vocabulary, for the first harn session's estimates
-		defer h.wg.Done()
-		agent.WarmTokens()
-	}()
 	return h, nil
+}
+
+// warmTokens loads the token vocabulary in the background the first time
+// a harn session opens, for its estimates: not at start, so that a node
+// that runs no harn session does not hold it (it is about 8 MiB).
+func (h *Host) warmTokens() {
+	h.warm.Do(func() {
+		h.wg.Add(1)
+		go func() {
+			defer h.wg.Done()
+			agent.WarmTokens()
+		}()
+	})
 }
 
 // project asks the node's trust for dir's .harn files (none without it).

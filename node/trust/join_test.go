@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -392,34 +393,141 @@ func TestJoinGuessesAreRateLimited(t *testing.T) {
 	}
 }
 
+// TestSuccessfulJoinsAreNotRateLimited: a fleet joining from one address
+// (a rollout script, a NAT) is bounded by its token's uses, not by the
+// limit meant for guesses: 100 joins with one token from one address all
+// pass, concurrently, within the same instant of the fake clock, and the
+// guesses after them still meet a full bucket, then the limit.
+func TestSuccessfulJoinsAreNotRateLimited(t *testing.T) {
+	m := newTestMesh(t)
+	e := startJoinServer(t, m, m.issue("srv1", RoleServer, 0))
+	const fleet = 100
+	good := e.token(t, TokenOptions{Uses: fleet})
+	errs := make(chan error, fleet)
+	var wg sync.WaitGroup
+	for i := range fleet {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, err := Join(ctx(t), e.addr, good, fmt.Sprintf("box%d", i), JoinClock(m.clk))
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a join of the fleet: %v", err)
+		}
+	}
+	wrong := e.token(t, TokenOptions{Uses: 1})
+	wrong.Secret = good.Secret
+	burst := DefaultJoinPerSource.Burst
+	for i := range burst + 1 {
+		_, err := Join(ctx(t), e.addr, wrong, fmt.Sprintf("guess%d", i), JoinClock(m.clk))
+		if want := ErrTokenSecret; i == burst {
+			want = ErrJoinRateLimited
+			if !errors.Is(err, want) {
+				t.Fatalf("guess %d after the fleet: %v, want %v", i, err, want)
+			}
+		} else if !errors.Is(err, want) {
+			t.Fatalf("guess %d after the fleet: %v, want %v", i, err, want)
+		}
+	}
+}
+
 func TestJoinRateLimitIsPerSourceWithAGlobalCap(t *testing.T) {
 	clk := time.Unix(1_700_000_000, 0)
 	l := newJoinLimiter(JoinLimits{PerSource: Rate{Burst: 2, Every: time.Second}, Global: Rate{Burst: 5, Every: time.Second}, MaxSources: 3}, clk)
+	now := func() time.Time { return clk }
+	// fail is one attempt that fails (its token stays spent).
+	fail := func(src string) error {
+		settle, err := l.allow(context.Background(), src, now)
+		if err == nil {
+			settle(false)
+		}
+		return err
+	}
 	for _, src := range []string{"a", "a"} {
-		if err := l.allow(src, clk); err != nil {
+		if err := fail(src); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := l.allow("a", clk); !errors.Is(err, ErrJoinRateLimited) {
+	if err := fail("a"); !errors.Is(err, ErrJoinRateLimited) {
 		t.Fatalf("a's third: %v", err)
 	}
 	// a's refusal took nothing from the global bucket: b and c get 3.
 	for _, src := range []string{"b", "b", "c"} {
-		if err := l.allow(src, clk); err != nil {
+		if err := fail(src); err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
 	}
-	if err := l.allow("c", clk); !errors.Is(err, ErrJoinRateLimited) {
+	if err := fail("c"); !errors.Is(err, ErrJoinRateLimited) {
 		t.Fatalf("over the global cap: %v", err)
 	}
-	if err := l.allow("d", clk); !errors.Is(err, ErrJoinRateLimited) {
+	if err := fail("d"); !errors.Is(err, ErrJoinRateLimited) {
 		t.Fatalf("a fourth address past MaxSources: %v", err)
 	}
 	clk = clk.Add(3 * time.Second) // every bucket full again: forgotten
-	if err := l.allow("d", clk); err != nil {
+	if err := fail("d"); err != nil {
 		t.Fatalf("d after the window: %v", err)
 	}
 	if len(l.sources) != 1 {
 		t.Fatalf("%d sources tracked, want the full ones forgotten", len(l.sources))
+	}
+}
+
+// TestAJoinGivesItsAttemptBack: a join that succeeds costs its source
+// nothing; one that fails spends a token; an attempt that finds the
+// bucket empty while others are under way waits for them, and is refused
+// when none is.
+func TestAJoinGivesItsAttemptBack(t *testing.T) {
+	clk := time.Unix(1_700_000_000, 0)
+	l := newJoinLimiter(JoinLimits{PerSource: Rate{Burst: 1, Every: time.Hour}, Global: Rate{Burst: -1}}, clk)
+	now := func() time.Time { return clk }
+	for i := range 5 {
+		settle, err := l.allow(context.Background(), "nat", now)
+		if err != nil {
+			t.Fatalf("join %d: %v", i, err)
+		}
+		settle(true)
+	}
+	settle, err := l.allow(context.Background(), "nat", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() {
+		s, err := l.allow(context.Background(), "nat", now)
+		if err == nil {
+			s(true)
+		}
+		waited <- err
+	}()
+	for i := 0; ; i++ {
+		l.mu.Lock()
+		w := l.waiting
+		l.mu.Unlock()
+		if w == 1 {
+			break
+		}
+		select {
+		case err := <-waited:
+			t.Fatalf("an attempt behind one under way did not wait: %v", err)
+		default:
+		}
+		if i > 5000 {
+			t.Fatal("the second attempt neither waited nor ended")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	settle(true) // the one under way joined: its token comes back
+	if err := <-waited; err != nil {
+		t.Fatalf("the waiting attempt after a join: %v", err)
+	}
+	settle, _ = l.allow(context.Background(), "nat", now)
+	settle(false)
+	if _, err := l.allow(context.Background(), "nat", now); !errors.Is(err, ErrJoinRateLimited) {
+		t.Fatalf("after a failed attempt: %v, want ErrJoinRateLimited", err)
 	}
 }

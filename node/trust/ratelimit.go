@@ -11,13 +11,16 @@ import (
 	"google.golang.org/grpc/peer"
 )
 
-// Join attempts are rate limited. The call is open to anyone who reaches
-// the rpc port, and a token's secret is 160 bits, so guessing cannot win;
-// the limit keeps a guesser from costing the server CPU (each attempt is a
-// CSR check) and its log. Every attempt takes one from two token buckets:
-// its source address's, then the server's. An empty bucket refuses the
-// attempt at once, before the request is decoded, with ErrJoinRateLimited
-// (gRPC ResourceExhausted).
+// Failed join attempts are rate limited. The call is open to anyone who
+// reaches the rpc port, and a token's secret is 160 bits, so guessing
+// cannot win; the limit keeps a guesser from costing the server CPU (each
+// attempt is a CSR check) and its log. Every attempt takes one from two
+// token buckets, its source address's, then the server's, and a join that
+// succeeds gives it back: a fleet joining at once from one address (a
+// rollout script, a NAT) is bounded by its token's uses, not by the limit,
+// while a guesser, who never succeeds, empties its bucket. An empty bucket
+// refuses the attempt at once, before the request is decoded, with
+// ErrJoinRateLimited (gRPC ResourceExhausted).
 
 // ErrJoinRateLimited: too many join attempts from this address, or in all.
 var ErrJoinRateLimited = errors.New("trust: too many join attempts; wait and retry")
@@ -63,10 +66,12 @@ func (l JoinLimits) withDefaults() JoinLimits {
 	return l
 }
 
-// bucket is a token bucket's state: tokens at time at.
+// bucket is a token bucket's state: tokens at time at, and the attempts
+// that took one and have not ended yet.
 type bucket struct {
-	tokens float64
-	at     time.Time
+	tokens   float64
+	at       time.Time
+	inflight int
 }
 
 // refill brings b to now under r and reports whether it is full.
@@ -78,7 +83,7 @@ func (b *bucket) refill(r Rate, now time.Time) bool {
 		b.tokens = float64(r.Burst)
 	}
 	b.at = now
-	return b.tokens >= float64(r.Burst)
+	return b.tokens >= float64(r.Burst) && b.inflight == 0
 }
 
 // joinLimiter applies JoinLimits. Safe for concurrent use.
@@ -87,17 +92,53 @@ type joinLimiter struct {
 	mu      sync.Mutex
 	global  bucket
 	sources map[string]*bucket
+	// ended is closed and replaced when an attempt ends: an attempt that
+	// found its bucket empty while others of it were under way waits for
+	// them (they may give their token back) instead of being refused.
+	ended   chan struct{}
+	waiting int // attempts waiting on ended (tests)
 }
 
 func newJoinLimiter(l JoinLimits, now time.Time) *joinLimiter {
 	l = l.withDefaults()
-	return &joinLimiter{lim: l, global: bucket{tokens: float64(l.Global.Burst), at: now}, sources: map[string]*bucket{}}
+	return &joinLimiter{lim: l, global: bucket{tokens: float64(l.Global.Burst), at: now}, sources: map[string]*bucket{},
+		ended: make(chan struct{})}
 }
 
 // allow takes one attempt from source's bucket and the global one, or
 // refuses (taking nothing from the global bucket when the source's is
-// empty, so one address cannot spend the others' share).
-func (j *joinLimiter) allow(source string, now time.Time) error {
+// empty, so one address cannot spend the others' share). When a bucket is
+// empty only because attempts are under way, it waits (within ctx) for
+// one of them to end. The returned settle ends the attempt: a successful
+// join gives its token back, a failed one keeps it spent.
+func (j *joinLimiter) allow(ctx context.Context, source string, now func() time.Time) (settle func(joined bool), err error) {
+	for {
+		wait, err := j.take(source, now())
+		if err != nil {
+			return nil, err
+		}
+		if wait == nil {
+			return func(joined bool) { j.settle(source, joined) }, nil
+		}
+		j.mu.Lock()
+		j.waiting++
+		j.mu.Unlock()
+		select {
+		case <-wait:
+		case <-ctx.Done():
+		}
+		j.mu.Lock()
+		j.waiting--
+		j.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w: %w", ErrJoinRateLimited, ctx.Err())
+		}
+	}
+}
+
+// take takes one attempt, or returns a channel to wait on (attempts are
+// under way), or refuses.
+func (j *joinLimiter) take(source string, now time.Time) (<-chan struct{}, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	var b *bucket
@@ -108,26 +149,56 @@ func (j *joinLimiter) allow(source string, now time.Time) error {
 				j.forgetFull(now)
 			}
 			if len(j.sources) >= j.lim.MaxSources {
-				return fmt.Errorf("%w: the server tracks %d addresses already", ErrJoinRateLimited, j.lim.MaxSources)
+				return nil, fmt.Errorf("%w: the server tracks %d addresses already", ErrJoinRateLimited, j.lim.MaxSources)
 			}
 			b = &bucket{tokens: float64(per.Burst), at: now}
 			j.sources[source] = b
 		}
 		if b.refill(per, now); b.tokens < 1 {
-			return fmt.Errorf("%w: more than %d from %s within %v", ErrJoinRateLimited, per.Burst,
+			if b.inflight > 0 {
+				return j.ended, nil
+			}
+			return nil, fmt.Errorf("%w: more than %d failed from %s within %v", ErrJoinRateLimited, per.Burst,
 				source, time.Duration(per.Burst)*per.Every)
 		}
 	}
 	if g := j.lim.Global; g.Burst >= 0 {
 		if j.global.refill(g, now); j.global.tokens < 1 {
-			return fmt.Errorf("%w: the server takes at most %d at once", ErrJoinRateLimited, g.Burst)
+			if j.global.inflight > 0 {
+				return j.ended, nil
+			}
+			return nil, fmt.Errorf("%w: the server takes at most %d failed at once", ErrJoinRateLimited, g.Burst)
 		}
 		j.global.tokens--
+		j.global.inflight++
 	}
 	if b != nil {
 		b.tokens--
+		b.inflight++
 	}
-	return nil
+	return nil, nil
+}
+
+// settle ends an attempt of source; a join gives its token back.
+func (j *joinLimiter) settle(source string, joined bool) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if g := j.lim.Global; g.Burst >= 0 {
+		j.global.inflight--
+		if joined {
+			j.global.tokens = min(j.global.tokens+1, float64(g.Burst))
+		}
+	}
+	if per := j.lim.PerSource; per.Burst >= 0 {
+		if b := j.sources[source]; b != nil {
+			b.inflight--
+			if joined {
+				b.tokens = min(b.tokens+1, float64(per.Burst))
+			}
+		}
+	}
+	close(j.ended)
+	j.ended = make(chan struct{})
 }
 
 // forgetFull drops the sources whose bucket has refilled: they are as new.

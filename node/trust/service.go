@@ -128,10 +128,12 @@ func (s *JoinServer) init() {
 // check it, redeem the token, sign the requested name with the token's
 // role, and answer with the certificate, the roots, the keyring, and the
 // CA for a server.
-func (s *JoinServer) Join(ctx context.Context, req []byte) ([]byte, error) {
+func (s *JoinServer) Join(ctx context.Context, req []byte) (_ []byte, err error) {
 	s.init()
 	s.joins.Add(1)
-	if err := s.limiter.allow(sourceOf(ctx), s.Clock.Now()); err != nil {
+	source := sourceOf(ctx)
+	settle, err := s.limiter.allow(ctx, source, s.Clock.Now)
+	if err != nil {
 		s.refused.Add(1)
 		// One line per limited attempt would let a guesser fill the log.
 		if n := s.limited.Add(1); n == 1 || n%100 == 0 {
@@ -139,6 +141,7 @@ func (s *JoinServer) Join(ctx context.Context, req []byte) ([]byte, error) {
 		}
 		return nil, err
 	}
+	defer func() { settle(err == nil) }() // only failed attempts count
 	select {
 	case s.sem <- struct{}{}:
 		defer func() { <-s.sem }()

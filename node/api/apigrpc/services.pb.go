@@ -57,7 +57,7 @@ const file_services_proto_rawDesc = "" +
 	"\x06Reduce\x12\x16.harn.v1.ReduceRequest\x1a\x15.harn.v1.TaskResponse\x12?\n" +
 	"\bOverride\x12\x18.harn.v1.OverrideRequest\x1a\x19.harn.v1.OverrideResponse\x12<\n" +
 	"\aContext\x12\x17.harn.v1.ContextRequest\x1a\x18.harn.v1.ContextResponse\x12?\n" +
-	"\bDirTrust\x12\x18.harn.v1.DirTrustRequest\x1a\x19.harn.v1.DirTrustResponse2\xc8\x05\n" +
+	"\bDirTrust\x12\x18.harn.v1.DirTrustRequest\x1a\x19.harn.v1.DirTrustResponse2\xff\x05\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
@@ -70,7 +70,8 @@ const file_services_proto_rawDesc = "" +
 	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x12<\n" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
 	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x126\n" +
-	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse2\xbd\x04\n" +
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse\x125\n" +
+	"\x05Watch\x12\x15.harn.v1.WatchRequest\x1a\x13.harn.v1.WatchEvent0\x012\xbd\x04\n" +
 	"\tMeshAdmin\x12A\n" +
 	"\vTokenCreate\x12\x1b.harn.v1.TokenCreateRequest\x1a\x15.harn.v1.TokenCreated\x12<\n" +
 	"\tTokenList\x12\x13.harn.v1.AdminEmpty\x1a\x1a.harn.v1.TokenListResponse\x12?\n" +
@@ -113,45 +114,47 @@ var file_services_proto_goTypes = []any{
 	(*api.ConsistentListRequest)(nil), // 26: harn.v1.ConsistentListRequest
 	(*api.MoveServerRequest)(nil),     // 27: harn.v1.MoveServerRequest
 	(*api.PresenceRequest)(nil),       // 28: harn.v1.PresenceRequest
-	(*api.TokenCreateRequest)(nil),    // 29: harn.v1.TokenCreateRequest
-	(*api.AdminEmpty)(nil),            // 30: harn.v1.AdminEmpty
-	(*api.TokenRevokeRequest)(nil),    // 31: harn.v1.TokenRevokeRequest
-	(*api.KeyringChangeRequest)(nil),  // 32: harn.v1.KeyringChangeRequest
-	(*api.RevokeNodeRequest)(nil),     // 33: harn.v1.RevokeNodeRequest
-	(*api.DoctorResponse)(nil),        // 34: harn.v1.DoctorResponse
-	(*api.AppendResponse)(nil),        // 35: harn.v1.AppendResponse
-	(*api.DiagnoseResponse)(nil),      // 36: harn.v1.DiagnoseResponse
-	(*api.ListResponse)(nil),          // 37: harn.v1.ListResponse
-	(*api.SessionResponse)(nil),       // 38: harn.v1.SessionResponse
-	(*api.TraceResponse)(nil),         // 39: harn.v1.TraceResponse
-	(*api.LifecycleResponse)(nil),     // 40: harn.v1.LifecycleResponse
-	(*api.MutateResponse)(nil),        // 41: harn.v1.MutateResponse
-	(*api.ErrorsResponse)(nil),        // 42: harn.v1.ErrorsResponse
-	(*api.StatusResponse)(nil),        // 43: harn.v1.StatusResponse
-	(*api.MembersResponse)(nil),       // 44: harn.v1.MembersResponse
-	(*api.RaftResponse)(nil),          // 45: harn.v1.RaftResponse
-	(*api.LeaveResponse)(nil),         // 46: harn.v1.LeaveResponse
-	(*api.RemoveServerResponse)(nil),  // 47: harn.v1.RemoveServerResponse
-	(*api.TaskResponse)(nil),          // 48: harn.v1.TaskResponse
-	(*api.DecideResponse)(nil),        // 49: harn.v1.DecideResponse
-	(*api.ApprovalResponse)(nil),      // 50: harn.v1.ApprovalResponse
-	(*api.PendingResponse)(nil),       // 51: harn.v1.PendingResponse
-	(*api.AnswerResponse)(nil),        // 52: harn.v1.AnswerResponse
-	(*api.NotifyResponse)(nil),        // 53: harn.v1.NotifyResponse
-	(*api.WaitResponse)(nil),          // 54: harn.v1.WaitResponse
-	(*api.CoordResponse)(nil),         // 55: harn.v1.CoordResponse
-	(*api.OverrideResponse)(nil),      // 56: harn.v1.OverrideResponse
-	(*api.ContextResponse)(nil),       // 57: harn.v1.ContextResponse
-	(*api.DirTrustResponse)(nil),      // 58: harn.v1.DirTrustResponse
-	(*api.ApplyResponse)(nil),         // 59: harn.v1.ApplyResponse
-	(*api.RegistryResponse)(nil),      // 60: harn.v1.RegistryResponse
-	(*api.MoveServerResponse)(nil),    // 61: harn.v1.MoveServerResponse
-	(*api.PresenceResponse)(nil),      // 62: harn.v1.PresenceResponse
-	(*api.TokenCreated)(nil),          // 63: harn.v1.TokenCreated
-	(*api.TokenListResponse)(nil),     // 64: harn.v1.TokenListResponse
-	(*api.KeyringView)(nil),           // 65: harn.v1.KeyringView
-	(*api.Revoked)(nil),               // 66: harn.v1.Revoked
-	(*api.CAStatusResponse)(nil),      // 67: harn.v1.CAStatusResponse
+	(*api.WatchRequest)(nil),          // 29: harn.v1.WatchRequest
+	(*api.TokenCreateRequest)(nil),    // 30: harn.v1.TokenCreateRequest
+	(*api.AdminEmpty)(nil),            // 31: harn.v1.AdminEmpty
+	(*api.TokenRevokeRequest)(nil),    // 32: harn.v1.TokenRevokeRequest
+	(*api.KeyringChangeRequest)(nil),  // 33: harn.v1.KeyringChangeRequest
+	(*api.RevokeNodeRequest)(nil),     // 34: harn.v1.RevokeNodeRequest
+	(*api.DoctorResponse)(nil),        // 35: harn.v1.DoctorResponse
+	(*api.AppendResponse)(nil),        // 36: harn.v1.AppendResponse
+	(*api.DiagnoseResponse)(nil),      // 37: harn.v1.DiagnoseResponse
+	(*api.ListResponse)(nil),          // 38: harn.v1.ListResponse
+	(*api.SessionResponse)(nil),       // 39: harn.v1.SessionResponse
+	(*api.TraceResponse)(nil),         // 40: harn.v1.TraceResponse
+	(*api.LifecycleResponse)(nil),     // 41: harn.v1.LifecycleResponse
+	(*api.MutateResponse)(nil),        // 42: harn.v1.MutateResponse
+	(*api.ErrorsResponse)(nil),        // 43: harn.v1.ErrorsResponse
+	(*api.StatusResponse)(nil),        // 44: harn.v1.StatusResponse
+	(*api.MembersResponse)(nil),       // 45: harn.v1.MembersResponse
+	(*api.RaftResponse)(nil),          // 46: harn.v1.RaftResponse
+	(*api.LeaveResponse)(nil),         // 47: harn.v1.LeaveResponse
+	(*api.RemoveServerResponse)(nil),  // 48: harn.v1.RemoveServerResponse
+	(*api.TaskResponse)(nil),          // 49: harn.v1.TaskResponse
+	(*api.DecideResponse)(nil),        // 50: harn.v1.DecideResponse
+	(*api.ApprovalResponse)(nil),      // 51: harn.v1.ApprovalResponse
+	(*api.PendingResponse)(nil),       // 52: harn.v1.PendingResponse
+	(*api.AnswerResponse)(nil),        // 53: harn.v1.AnswerResponse
+	(*api.NotifyResponse)(nil),        // 54: harn.v1.NotifyResponse
+	(*api.WaitResponse)(nil),          // 55: harn.v1.WaitResponse
+	(*api.CoordResponse)(nil),         // 56: harn.v1.CoordResponse
+	(*api.OverrideResponse)(nil),      // 57: harn.v1.OverrideResponse
+	(*api.ContextResponse)(nil),       // 58: harn.v1.ContextResponse
+	(*api.DirTrustResponse)(nil),      // 59: harn.v1.DirTrustResponse
+	(*api.ApplyResponse)(nil),         // 60: harn.v1.ApplyResponse
+	(*api.RegistryResponse)(nil),      // 61: harn.v1.RegistryResponse
+	(*api.MoveServerResponse)(nil),    // 62: harn.v1.MoveServerResponse
+	(*api.PresenceResponse)(nil),      // 63: harn.v1.PresenceResponse
+	(*api.WatchEvent)(nil),            // 64: harn.v1.WatchEvent
+	(*api.TokenCreated)(nil),          // 65: harn.v1.TokenCreated
+	(*api.TokenListResponse)(nil),     // 66: harn.v1.TokenListResponse
+	(*api.KeyringView)(nil),           // 67: harn.v1.KeyringView
+	(*api.Revoked)(nil),               // 68: harn.v1.Revoked
+	(*api.CAStatusResponse)(nil),      // 69: harn.v1.CAStatusResponse
 }
 var file_services_proto_depIdxs = []int32{
 	0,  // 0: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
@@ -193,65 +196,67 @@ var file_services_proto_depIdxs = []int32{
 	16, // 36: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
 	17, // 37: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
 	20, // 38: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
-	29, // 39: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
-	30, // 40: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
-	31, // 41: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
-	30, // 42: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
-	32, // 43: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
-	33, // 44: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
-	30, // 45: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
-	30, // 46: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
-	30, // 47: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
-	34, // 48: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
-	35, // 49: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	36, // 50: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	37, // 51: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	38, // 52: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	39, // 53: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	38, // 54: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	40, // 55: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	41, // 56: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	41, // 57: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	42, // 58: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	43, // 59: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	44, // 60: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	45, // 61: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	46, // 62: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	47, // 63: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	48, // 64: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	49, // 65: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	50, // 66: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	51, // 67: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	52, // 68: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	53, // 69: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	54, // 70: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	55, // 71: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	48, // 72: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	56, // 73: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	57, // 74: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
-	58, // 75: harn.v1.Local.DirTrust:output_type -> harn.v1.DirTrustResponse
-	59, // 76: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	60, // 77: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	38, // 78: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	39, // 79: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	47, // 80: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	61, // 81: harn.v1.Cluster.MoveServer:output_type -> harn.v1.MoveServerResponse
-	62, // 82: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	48, // 83: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
-	51, // 84: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
-	52, // 85: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
-	55, // 86: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
-	63, // 87: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
-	64, // 88: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
-	30, // 89: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
-	65, // 90: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
-	65, // 91: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
-	66, // 92: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
-	67, // 93: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
-	67, // 94: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
-	67, // 95: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
-	48, // [48:96] is the sub-list for method output_type
-	0,  // [0:48] is the sub-list for method input_type
+	29, // 39: harn.v1.Cluster.Watch:input_type -> harn.v1.WatchRequest
+	30, // 40: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
+	31, // 41: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
+	32, // 42: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
+	31, // 43: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
+	33, // 44: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
+	34, // 45: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
+	31, // 46: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
+	31, // 47: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
+	31, // 48: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
+	35, // 49: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
+	36, // 50: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	37, // 51: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	38, // 52: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	39, // 53: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	40, // 54: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	39, // 55: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	41, // 56: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	42, // 57: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	42, // 58: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	43, // 59: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	44, // 60: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	45, // 61: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	46, // 62: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	47, // 63: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	48, // 64: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	49, // 65: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	50, // 66: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	51, // 67: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	52, // 68: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	53, // 69: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	54, // 70: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	55, // 71: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	56, // 72: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	49, // 73: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	57, // 74: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	58, // 75: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
+	59, // 76: harn.v1.Local.DirTrust:output_type -> harn.v1.DirTrustResponse
+	60, // 77: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	61, // 78: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	39, // 79: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	40, // 80: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	48, // 81: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	62, // 82: harn.v1.Cluster.MoveServer:output_type -> harn.v1.MoveServerResponse
+	63, // 83: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	49, // 84: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
+	52, // 85: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
+	53, // 86: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
+	56, // 87: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
+	64, // 88: harn.v1.Cluster.Watch:output_type -> harn.v1.WatchEvent
+	65, // 89: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
+	66, // 90: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
+	31, // 91: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
+	67, // 92: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
+	67, // 93: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
+	68, // 94: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
+	69, // 95: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
+	69, // 96: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
+	69, // 97: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
+	49, // [49:98] is the sub-list for method output_type
+	0,  // [0:49] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name

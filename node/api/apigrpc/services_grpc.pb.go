@@ -1213,6 +1213,7 @@ const (
 	Cluster_Pending_FullMethodName        = "/harn.v1.Cluster/Pending"
 	Cluster_Answer_FullMethodName         = "/harn.v1.Cluster/Answer"
 	Cluster_Coord_FullMethodName          = "/harn.v1.Cluster/Coord"
+	Cluster_Watch_FullMethodName          = "/harn.v1.Cluster/Watch"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -1220,8 +1221,9 @@ const (
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 //
 // Cluster is the node-to-node service on the rpc port: registry writes
-// forwarded to the leader, consistent reads through the leader, and remote
-// peer reads of a session's live detail from its owning node.
+// forwarded to the leader, consistent reads through the leader, the
+// registry's watch from a server, and remote peer reads of a session's
+// live detail from its owning node.
 type ClusterClient interface {
 	// Apply applies a registry command on the leader. A non-leader answers
 	// FailedPrecondition with the leader's address in the message metadata.
@@ -1255,6 +1257,11 @@ type ClusterClient interface {
 	// node; end is accepted under the same authentication and policy as
 	// Task.
 	Coord(ctx context.Context, in *api.CoordRequest, opts ...grpc.CallOption) (*api.CoordResponse, error)
+	// Watch follows the registry from a server (a raft voter or read
+	// replica): a node that holds no raft log reads the registry from this
+	// stream, which resumes from the index its view reflects. Accepted only
+	// from a verified mesh member over mutual TLS.
+	Watch(ctx context.Context, in *api.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[api.WatchEvent], error)
 }
 
 type clusterClient struct {
@@ -1375,13 +1382,33 @@ func (c *clusterClient) Coord(ctx context.Context, in *api.CoordRequest, opts ..
 	return out, nil
 }
 
+func (c *clusterClient) Watch(ctx context.Context, in *api.WatchRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[api.WatchEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &Cluster_ServiceDesc.Streams[0], Cluster_Watch_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[api.WatchRequest, api.WatchEvent]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Cluster_WatchClient = grpc.ServerStreamingClient[api.WatchEvent]
+
 // ClusterServer is the server API for Cluster service.
 // All implementations must embed UnimplementedClusterServer
 // for forward compatibility.
 //
 // Cluster is the node-to-node service on the rpc port: registry writes
-// forwarded to the leader, consistent reads through the leader, and remote
-// peer reads of a session's live detail from its owning node.
+// forwarded to the leader, consistent reads through the leader, the
+// registry's watch from a server, and remote peer reads of a session's
+// live detail from its owning node.
 type ClusterServer interface {
 	// Apply applies a registry command on the leader. A non-leader answers
 	// FailedPrecondition with the leader's address in the message metadata.
@@ -1415,6 +1442,11 @@ type ClusterServer interface {
 	// node; end is accepted under the same authentication and policy as
 	// Task.
 	Coord(context.Context, *api.CoordRequest) (*api.CoordResponse, error)
+	// Watch follows the registry from a server (a raft voter or read
+	// replica): a node that holds no raft log reads the registry from this
+	// stream, which resumes from the index its view reflects. Accepted only
+	// from a verified mesh member over mutual TLS.
+	Watch(*api.WatchRequest, grpc.ServerStreamingServer[api.WatchEvent]) error
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -1457,6 +1489,9 @@ func (UnimplementedClusterServer) Answer(context.Context, *api.AnswerRequest) (*
 }
 func (UnimplementedClusterServer) Coord(context.Context, *api.CoordRequest) (*api.CoordResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Coord not implemented")
+}
+func (UnimplementedClusterServer) Watch(*api.WatchRequest, grpc.ServerStreamingServer[api.WatchEvent]) error {
+	return status.Error(codes.Unimplemented, "method Watch not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -1677,6 +1712,17 @@ func _Cluster_Coord_Handler(srv interface{}, ctx context.Context, dec func(inter
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_Watch_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(api.WatchRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ClusterServer).Watch(m, &grpc.GenericServerStream[api.WatchRequest, api.WatchEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type Cluster_WatchServer = grpc.ServerStreamingServer[api.WatchEvent]
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -1729,7 +1775,13 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 			Handler:    _Cluster_Coord_Handler,
 		},
 	},
-	Streams:  []grpc.StreamDesc{},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Watch",
+			Handler:       _Cluster_Watch_Handler,
+			ServerStreams: true,
+		},
+	},
 	Metadata: "services.proto",
 }
 
