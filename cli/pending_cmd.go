@@ -293,10 +293,14 @@ func newAnswerCmd(allow bool) *cobra.Command {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				id := args[0]
 				var reqs []taskwire.Request
-				if rs, err := pendingRequests(ctx, cl, p, nil); err == nil {
-					reqs = rs
-					if id, err = resolveRequest(reqs, id); err != nil {
-						return err
+				// A whole id names its node: the answer goes there alone,
+				// without listing every node's requests first.
+				if _, named := taskwire.RequestNode(id); !named {
+					if rs, err := pendingRequests(ctx, cl, p, nil); err == nil {
+						reqs = rs
+						if id, err = resolveRequest(reqs, id); err != nil {
+							return err
+						}
 					}
 				}
 				for _, q := range reqs {

@@ -19,6 +19,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/runtime/agent"
@@ -438,13 +439,18 @@ func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*a
 
 func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
 	by := s.n.operatorBy(ctx, req.By)
+	owner, named := taskwire.RequestNode(req.Request)
+	if named && owner != s.n.cfg.Name && !req.LocalOnly && s.n.cl != nil {
+		return s.n.answerAt(ctx, owner, req, by) // the id names its node: ask it alone
+	}
 	r, err := s.n.tasks.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, by, req.Reason)
-	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.n.cl == nil {
+	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.n.cl == nil || named {
 		if err != nil {
 			return nil, taskStatus(err)
 		}
 		return &api.AnswerResponse{Request: tasks.RequestToAPI(r)}, nil
 	}
+	// An id without its node (an older node's): ask each member in turn.
 	for name, m := range s.n.reachability() {
 		if name == s.n.cfg.Name || !reachable(m, true) {
 			continue
@@ -464,6 +470,22 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 		return res, rerr
 	}
 	return nil, taskStatus(err)
+}
+
+// answerAt routes an answer to the node its request id names: that node
+// alone, within taskRouteTimeout.
+func (n *Node) answerAt(ctx context.Context, owner string, req *api.AnswerRequest, by string) (*api.AnswerResponse, error) {
+	if m, known := n.reachability()[owner]; !reachable(m, known) {
+		return nil, status.Error(codes.Unavailable, fmt.Sprintf("request %s: its node %s is not reachable now; answer it once the node is back", text.OneLine(req.Request), text.OneLine(owner)))
+	}
+	cl, err := n.cl.ClientOf(owner)
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, fmt.Sprintf("request %s: node %s: %v", text.OneLine(req.Request), text.OneLine(owner), err))
+	}
+	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+	defer cancel()
+	return cl.Answer(rctx, &api.AnswerRequest{Request: req.Request, Allow: req.Allow, Reason: req.Reason, LocalOnly: true,
+		SessionWide: req.SessionWide, By: operatorPart(by)})
 }
 
 // ---- the cluster service ----
