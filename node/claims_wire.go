@@ -10,6 +10,7 @@ import (
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -109,8 +110,8 @@ func (d claimDescriber) Describe(session, node string) claims.Holder {
 			}
 		}
 		if h.Node != "" && h.Node != n.cfg.Name {
-			m, ok := n.reachability()[h.Node]
-			h.Unreachable = !reachable(m, ok)
+			m, ok := n.roster.Reachability()[h.Node]
+			h.Unreachable = !roster.Reachable(m, ok)
 		}
 	}
 	return h

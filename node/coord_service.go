@@ -94,7 +94,7 @@ func (n *Node) claimSession(handle string) (string, error) {
 		return "", err
 	}
 	if n.cl != nil {
-		rec, rerr := n.resolveRecord(handle)
+		rec, rerr := n.roster.ResolveRecord(handle)
 		if rerr == nil {
 			return rec.SessionID, nil
 		}
@@ -172,7 +172,7 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return nil, taskStatus(err)
 	}
-	rec, rerr := n.resolveRecord(b.Session)
+	rec, rerr := n.roster.ResolveRecord(b.Session)
 	if rerr != nil {
 		return nil, taskStatus(rerr)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -52,8 +53,8 @@ func (a webActions) Targets(ctx context.Context) board.RunTargets {
 	}
 	slices.Sort(t.Agents)
 	var others []string
-	for name, m := range a.n.reachability() {
-		if name != a.n.cfg.Name && reachable(m, true) {
+	for name, m := range a.n.roster.Reachability() {
+		if name != a.n.cfg.Name && roster.Reachable(m, true) {
 			others = append(others, name)
 		}
 	}

@@ -312,7 +312,7 @@ func (n *Node) placeHosted(handle string) (id, node string, err error) {
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return "", "", err
 	}
-	if rec, rerr := n.resolveRecord(handle); rerr == nil {
+	if rec, rerr := n.roster.ResolveRecord(handle); rerr == nil {
 		return rec.SessionID, rec.Node, nil
 	} else if !errors.Is(rerr, ErrUnknownSession) {
 		return "", "", rerr

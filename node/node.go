@@ -47,6 +47,7 @@ import (
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/remotepolicy"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tracing"
@@ -93,6 +94,7 @@ type Node struct {
 	hooksSaved atomic.Uint64
 	cl         *cluster.Cluster // nil without the mesh
 	remote     *gossip.Table    // what other nodes gossip
+	roster     *roster.Roster   // every session on every node (node/roster; roster_wire.go)
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]
@@ -134,6 +136,7 @@ func New(cfg Config) (*Node, error) {
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
+	n.roster = n.newRoster()
 	return n, nil
 }
 

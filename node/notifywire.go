@@ -18,6 +18,8 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/notify"
+	"github.com/harn-dev/harn/node/roster"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -100,7 +102,7 @@ func (n *Node) sessionLink(session string) string {
 // with what it asks, as a message tells it.
 func (n *Node) waitingPermission(session string) *notify.Permission {
 	var out *notify.Permission
-	for _, r := range n.waiting() {
+	for _, r := range roster.WaitingOf(n.tasks, n.roster.Facts) {
 		if r.Session == session {
 			out = &notify.Permission{ID: r.ID, Kind: r.Kind, Tool: r.Tool, Summary: r.Summary, Detail: r.Detail,
 				Command: r.Command, CommandCut: r.CommandCut, Cwd: r.Cwd, Path: r.Path, Diff: r.Diff, DiffCut: r.DiffCut,
@@ -134,14 +136,14 @@ func (m alertsMesh) Leading() bool {
 	if id, _ := m.n.cl.Registry().Leader(); id != "" {
 		return false
 	}
-	return m.n.cfg.Cluster.Voter() && firstServer(m.n.cfg.Name, m.n.reachability())
+	return m.n.cfg.Cluster.Voter() && firstServer(m.n.cfg.Name, m.n.roster.Reachability())
 }
 
 // firstServer reports whether self is the first by name of the reachable
 // servers in members (self counts as reachable).
 func firstServer(self string, members map[string]mesh.Member) bool {
 	for name, mb := range members {
-		if name != self && name < self && mb.Meta.Role == mesh.RoleServer && reachable(mb, true) {
+		if name != self && name < self && mb.Meta.Role == mesh.RoleServer && roster.Reachable(mb, true) {
 			return false
 		}
 	}
@@ -222,10 +224,10 @@ func (m alertsMesh) Unreachable() []alerts.Remote {
 	if m.n.cl == nil {
 		return nil
 	}
-	members := m.n.reachability()
+	members := m.n.roster.Reachability()
 	down := false
 	for name, mb := range members {
-		if name != m.n.cfg.Name && !reachable(mb, true) {
+		if name != m.n.cfg.Name && !roster.Reachable(mb, true) {
 			down = true
 			break
 		}
@@ -238,8 +240,8 @@ func (m alertsMesh) Unreachable() []alerts.Remote {
 		if rec.Ended || rec.Node == "" || rec.Node == m.n.cfg.Name {
 			continue
 		}
-		if mb, known := members[rec.Node]; known && !reachable(mb, known) {
-			out = append(out, alerts.Remote{State: recordState(&rec), Since: mb.Since})
+		if mb, known := members[rec.Node]; known && !roster.Reachable(mb, known) {
+			out = append(out, alerts.Remote{State: roster.RecordState(&rec), Since: mb.Since})
 		}
 	}
 	return out
@@ -368,37 +370,37 @@ func (n *Node) notifyWrite(ctx context.Context, cmd raftstore.Command) error {
 // at the roster on every change of this node's sessions and every
 // WaitPoll; it ends with ctx (ctx.Err) or when the session ended without
 // coming to the state (ErrWaitEnded).
-func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.WaitFor) (RosterEntry, error) {
+func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.WaitFor) (roster.Entry, error) {
 	id := ""
 	if !any {
-		entries, _, err := n.Roster(ctx, true, false)
+		entries, _, err := n.roster.List(ctx, true, false, true)
 		if err != nil {
-			return RosterEntry{}, err
+			return roster.Entry{}, err
 		}
-		cands := make([]candidate, len(entries))
+		cands := make([]sessions.Candidate, len(entries))
 		for i := range entries {
-			cands[i] = candidate{id: entries[i].State.SessionID, name: entries[i].State.Name, ended: entries[i].State.Ended}
+			cands[i] = sessions.Candidate{ID: entries[i].State.SessionID, Name: entries[i].State.Name, Ended: entries[i].State.Ended}
 		}
-		if id, err = pickHandle(handle, cands); err != nil {
-			return RosterEntry{}, err
+		if id, err = sessions.PickHandle(handle, cands); err != nil {
+			return roster.Entry{}, err
 		}
 	}
 	t := n.cfg.Clock.NewTicker(WaitPoll)
 	defer t.Stop()
 	for {
 		changed := n.alerts.Changes()
-		entries, _, err := n.Roster(ctx, !any, false)
+		entries, _, err := n.roster.List(ctx, !any, false, true)
 		if err != nil {
-			return RosterEntry{}, err
+			return roster.Entry{}, err
 		}
 		if e, found, err := pickWaited(entries, id, want); err != nil || found {
 			return e, err
 		}
 		select {
 		case <-ctx.Done():
-			return RosterEntry{}, ctx.Err()
+			return roster.Entry{}, ctx.Err()
 		case <-n.stop:
-			return RosterEntry{}, ErrClosed
+			return roster.Entry{}, ErrClosed
 		case <-changed:
 		case <-t.C():
 		}
@@ -408,7 +410,7 @@ func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.Wa
 // pickWaited finds, in a roster, the session id (or, when id is empty,
 // the first live session) in the state want, as `harn agents list` shows
 // states (a subagent's input request surfaces on its parent).
-func pickWaited(entries []RosterEntry, id string, want alerts.WaitFor) (RosterEntry, bool, error) {
+func pickWaited(entries []roster.Entry, id string, want alerts.WaitFor) (roster.Entry, bool, error) {
 	states := make([]presence.State, len(entries))
 	for i := range entries {
 		states[i] = entries[i].State
@@ -430,10 +432,10 @@ func pickWaited(entries []RosterEntry, id string, want alerts.WaitFor) (RosterEn
 			return e, true, nil
 		}
 		if id != "" && want.Never(st) {
-			return RosterEntry{}, false, fmt.Errorf("%w: %s ended without being %s; %w", ErrWaitEnded, id, want, ErrRefused)
+			return roster.Entry{}, false, fmt.Errorf("%w: %s ended without being %s; %w", ErrWaitEnded, id, want, ErrRefused)
 		}
 	}
-	return RosterEntry{}, false, nil
+	return roster.Entry{}, false, nil
 }
 
 // Notify serves `harn notify add|list|remove`.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
@@ -31,9 +32,9 @@ func TestARequestIdNamesItsNodeAndOnlyThatNodeIsAsked(t *testing.T) {
 	m.join("tw1", m.token(false, 0, 0), false)
 	n2 := m.join("tw2", m.token(false, 0, 0), false)
 	mesh.WaitFor(t, 15*time.Second, "tw0 sees tw1 and tw2 alive", func() bool {
-		r := n0.reachability()
+		r := n0.roster.Reachability()
 		a, b := r["tw1"], r["tw2"]
-		return reachable(a, a.Name != "") && reachable(b, b.Name != "")
+		return roster.Reachable(a, a.Name != "") && roster.Reachable(b, b.Name != "")
 	})
 	const asks = 6 // the old fan-out, in map order, missed tw1 with odds 1/64
 	var ids []string

@@ -18,6 +18,7 @@ import (
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/remotepolicy"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/trust"
@@ -270,7 +271,7 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 			local = true
 		} else if _, err := n.resolveLocal(a.Session); err == nil || !errors.Is(err, ErrUnknownSession) {
 			local = true
-		} else if rec, rerr := n.resolveRecord(a.Session); rerr == nil && rec.Node != n.cfg.Name {
+		} else if rec, rerr := n.roster.ResolveRecord(a.Session); rerr == nil && rec.Node != n.cfg.Name {
 			return n.remoteTask(ctx, rec.Node, a)
 		} else {
 			local = true
@@ -284,8 +285,8 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 		return res, err
 	}
 	// A task id this node does not know: ask the reachable peers.
-	for name, m := range n.reachability() {
-		if name == n.cfg.Name || !reachable(m, true) {
+	for name, m := range n.roster.Reachability() {
+		if name == n.cfg.Name || !roster.Reachable(m, true) {
 			continue
 		}
 		out, rerr := n.remoteTask(ctx, name, a)
@@ -383,7 +384,7 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 	r := tasks.Request{Session: req.Session, Agent: req.Agent, Tool: req.Tool, Summary: tasks.Summarize(req.Tool, req.Input),
 		Detail: tasks.Detail(req.Tool, req.Input), SessionWide: req.SessionWide,
 		Key: text.Clip(req.RequestKey, presence.MaxIDLen+8), Parent: text.Clip(req.ParentSession, presence.MaxIDLen)}
-	s.n.requestFacts(&r)
+	s.n.roster.Facts(&r)
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd = r.Cwd // the session's
@@ -407,14 +408,14 @@ func (s *localService) AwaitApproval(ctx context.Context, req *api.ApprovalReque
 
 func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
-	for _, r := range s.n.waiting() {
+	for _, r := range roster.WaitingOf(s.n.tasks, s.n.roster.Facts) {
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}
 	if req.LocalOnly || s.n.cl == nil {
 		return out, nil
 	}
-	for name, m := range s.n.reachability() {
-		if name == s.n.cfg.Name || !reachable(m, true) {
+	for name, m := range s.n.roster.Reachability() {
+		if name == s.n.cfg.Name || !roster.Reachable(m, true) {
 			continue
 		}
 		cl, err := s.n.cl.ClientOf(name)
@@ -451,8 +452,8 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 		return &api.AnswerResponse{Request: tasks.RequestToAPI(r)}, nil
 	}
 	// An id without its node (an older node's): ask each member in turn.
-	for name, m := range s.n.reachability() {
-		if name == s.n.cfg.Name || !reachable(m, true) {
+	for name, m := range s.n.roster.Reachability() {
+		if name == s.n.cfg.Name || !roster.Reachable(m, true) {
 			continue
 		}
 		cl, cerr := s.n.cl.ClientOf(name)
@@ -475,7 +476,7 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 // answerAt routes an answer to the node its request id names: that node
 // alone, within taskRouteTimeout.
 func (n *Node) answerAt(ctx context.Context, owner string, req *api.AnswerRequest, by string) (*api.AnswerResponse, error) {
-	if m, known := n.reachability()[owner]; !reachable(m, known) {
+	if m, known := n.roster.Reachability()[owner]; !roster.Reachable(m, known) {
 		return nil, status.Error(codes.Unavailable, fmt.Sprintf("request %s: its node %s is not reachable now; answer it once the node is back", text.OneLine(req.Request), text.OneLine(owner)))
 	}
 	cl, err := n.cl.ClientOf(owner)
@@ -547,7 +548,7 @@ func (s peerService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.P
 		return out, nil
 	}
 	full := s.n.remoteAllowed(ctx)
-	for _, r := range waitingOf(h, s.n.requestFacts) {
+	for _, r := range roster.WaitingOf(h, s.n.roster.Facts) {
 		if !full {
 			r = r.Summarized()
 		}
@@ -609,11 +610,11 @@ func (n *Node) usageMesh(ctx context.Context, a tasks.Action) (*api.TaskResponse
 	var missing []string
 	ch := make(chan answer)
 	asked := 0
-	for name, m := range n.reachability() {
+	for name, m := range n.roster.Reachability() {
 		if name == n.cfg.Name {
 			continue
 		}
-		if !reachable(m, true) {
+		if !roster.Reachable(m, true) {
 			missing = append(missing, name+" (unreachable)")
 			continue
 		}

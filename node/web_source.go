@@ -15,6 +15,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/metrics"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/spool"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
@@ -35,7 +36,7 @@ func urgencyKeyOf(r *board.Row) presence.UrgencyKey {
 type webSource struct{ n *Node }
 
 func (s webSource) Roster(ctx context.Context) ([]board.Row, error) {
-	entries, _, err := s.n.Roster(ctx, true, false)
+	entries, _, err := s.n.roster.List(ctx, true, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (s webSource) Roster(ctx context.Context) ([]board.Row, error) {
 }
 
 func (s webSource) Session(ctx context.Context, handle string) (board.Row, error) {
-	e, _, err := s.n.ReadSession(ctx, handle)
+	e, _, err := s.n.roster.ReadSession(ctx, handle)
 	if err != nil {
 		return board.Row{}, notFound(err)
 	}
@@ -63,7 +64,7 @@ func (s webSource) Session(ctx context.Context, handle string) (board.Row, error
 }
 
 func (s webSource) Trace(ctx context.Context, handle string) ([]presence.Event, error) {
-	_, evs, _, err := s.n.ReadTrace(ctx, handle)
+	_, evs, _, err := s.n.roster.ReadTrace(ctx, handle)
 	if err != nil {
 		return nil, notFound(err)
 	}
@@ -87,7 +88,7 @@ func notFound(err error) error {
 
 // rowOf is a roster entry as the board shows it (the roster already
 // applied the node's silence rule, as `harn agents list` shows it).
-func rowOf(e *RosterEntry, _ time.Time) board.Row { return board.RowOf(e.Row()) }
+func rowOf(e *roster.Entry, _ time.Time) board.Row { return board.RowOf(e.Row()) }
 
 // pendingTTL is how long a peer's list of open permission requests is
 // reused by board reads.
@@ -112,7 +113,7 @@ type pendingEntry struct {
 // session waiting on input). A confirmation the row already names (its
 // harn task's pending calls) gets its facts in place.
 func (n *Node) addPending(ctx context.Context, rows []board.Row, asking map[string]bool) {
-	reqs := n.waiting()
+	reqs := roster.WaitingOf(n.tasks, n.roster.Facts)
 	if n.cl != nil {
 		for node, ask := range asking {
 			if ask && node != n.cfg.Name {
@@ -172,7 +173,7 @@ func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
 		return e.reqs
 	}
 	n.pending.mu.Unlock()
-	if m, known := n.reachability()[node]; !reachable(m, known) {
+	if m, known := n.roster.Reachability()[node]; !roster.Reachable(m, known) {
 		return nil
 	}
 	cl, err := n.cl.ClientOf(node)

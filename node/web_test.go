@@ -21,6 +21,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 )
@@ -387,7 +388,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 func TestRowOfHarnTaskGetsTaskButtonsAndConfirmations(t *testing.T) {
 	st := presence.NewState("s")
 	st.Events = 1
-	e := RosterEntry{State: st, Reachable: true, Source: "local",
+	e := roster.Entry{State: st, Reachable: true, Source: "local",
 		HarnTask: &api.HarnTask{Id: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
 	r := rowOf(&e, t0)
 	if !r.HasTask() || r.Task != "fix it" {
