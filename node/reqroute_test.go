@@ -72,6 +72,8 @@ func TestARequestIdNamesItsNodeAndOnlyThatNodeIsAsked(t *testing.T) {
 		}
 		return n
 	}
+	// A server span ends just after its reply is sent.
+	waitFor(t, 10*time.Second, "tw2's server spans of every answer", func() bool { return serverAnswers("tw2") >= asks })
 	if got := serverAnswers("tw2"); got != asks {
 		t.Errorf("tw2 served %d answers, want %d", got, asks)
 	}
