@@ -346,7 +346,7 @@ func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen 
 	}
 	cl, err := run.Begin(runtime.CallRequest{ID: c.ID, Capability: c.Name, Input: c.Args, Generation: gen, ContractHash: spec.Hash})
 	if err != nil {
-		e.emit(Event{Type: EvToolRefused, Task: task, Step: step, Call: c.ID, Tool: c.Name, Text: err.Error()})
+		e.emit(Event{Type: EvToolRefused, Task: task, Step: step, Call: c.ID, Tool: c.Name, Args: string(c.Args), Text: err.Error()})
 		return toolMsg(task, c.ID, "refused by harn: "+err.Error(), true)
 	}
 	args, diff := string(c.Args), ""
