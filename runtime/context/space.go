@@ -559,6 +559,11 @@ func (c *Lane) appendLocked(ms []agent.Message, pinned, sync bool) error {
 	var recs []itemRec
 	for _, m := range ms {
 		if m.Role == agent.RoleUser && m.Task != "" && m.Task != l.task {
+			// a new task: the earlier tasks' tool traffic leaves the
+			// working set (handoff.go)
+			if cp := c.handoffLocked(); cp != nil && len(recs) == 0 {
+				recs = append(recs, itemRec{Lane: l.name, Kind: KindCheckpoint, Ckpt: cp})
+			}
 			if text := readInstructions(c.dir); l.instr == nil || l.instr.rec.Text != text {
 				if text != "" || l.instr != nil {
 					recs = append(recs, itemRec{Lane: l.name, Kind: KindInstructions, Text: text})
