@@ -13,6 +13,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 )
@@ -61,7 +62,7 @@ func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.C
 	case CoordRelease, CoordClaims, CoordCheck:
 		res, err = s.n.coordClaims(ctx, req.Op, b)
 	case CoordEnd, CoordPing:
-		b.By = s.n.operatorBy(ctx, b.By)
+		b.By = operator.By(ctx, s.n.cfg.Name, b.By)
 		return s.n.routeCoord(ctx, req.Op, b)
 	default:
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("coord: unknown op %q: use release, claims, check, end or ping", req.Op))
@@ -191,7 +192,7 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	rctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	b.Session = rec.SessionID
-	b.By = operatorPart(b.By)
+	b.By = operator.Part(b.By)
 	req := CoordRequestOf(op, b)
 	req.Node = rec.Node
 	out, err := cl.Coord(rctx, req)
@@ -268,11 +269,11 @@ func (s peerService) Coord(ctx context.Context, req *api.CoordRequest) (*api.Coo
 		return nil, taskStatus(err)
 	}
 	if req.Op == CoordEnd {
-		id, err := s.n.authorizeRemote(ctx, "end")
+		id, err := s.n.gate.Authorize(ctx, "end")
 		if err != nil {
 			return nil, taskStatus(err)
 		}
-		b.By = remoteBy(b.By, id)
+		b.By = operator.Remote(b.By, id)
 	}
 	res, err := ln.coordLocal(req.Op, st, b)
 	if err != nil {

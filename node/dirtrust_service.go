@@ -9,12 +9,12 @@ import (
 	"syscall"
 
 	"google.golang.org/grpc/codes"
-	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/dirtrust"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/util/safefs"
 	"github.com/harn-dev/harn/util/text"
@@ -78,23 +78,11 @@ func (p projectTrust) Project(dir string) (tasks.ProjectFiles, string, error) {
 	return v.Files, "", nil
 }
 
-// localOwner reports whether ctx is a call on the local socket from this
-// node's own user: the only caller the trust op answers (never a remote
-// node, never another local uid, not even root for another user's node).
-func localOwner(ctx context.Context) bool {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok {
-		return false
-	}
-	lp, ok := p.AuthInfo.(localPeer)
-	return ok && lp.known && lp.uid == os.Geteuid()
-}
-
 // DirTrust is `harn trust`: check, add, remove or list the trusted
 // project directories.
 func (s *localService) DirTrust(ctx context.Context, req *api.DirTrustRequest) (*api.DirTrustResponse, error) {
 	n := s.n
-	if !localOwner(ctx) {
+	if !operator.Owner(ctx, os.Geteuid()) { // this node's own user, on its local socket
 		return nil, status.Error(codes.PermissionDenied, "trust: only this node's own user, on its local socket, may trust a directory")
 	}
 	if n.dirTrust == nil {
@@ -119,7 +107,7 @@ func (s *localService) DirTrust(ctx context.Context, req *api.DirTrustRequest) (
 		return &api.DirTrustResponse{Check: checkToAPI(v)}, nil
 	case "add":
 		e, v, err := n.dirTrust.Add(dir, dirtrust.AddOptions{AllowOtherOwner: req.GetAllowOtherOwner(), Digest: req.GetDigest(),
-			By: n.operatorBy(ctx, "")})
+			By: operator.By(ctx, n.cfg.Name, "")})
 		if err != nil {
 			return nil, dirTrustStatus(err)
 		}

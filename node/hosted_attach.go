@@ -9,6 +9,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/operator"
 )
 
 // The attach stream on the local socket: a connection that opens with
@@ -48,7 +49,7 @@ func (n *Node) serveAttach(ctx context.Context, conn net.Conn) {
 		send(endOf(fmt.Errorf("%w: the first frame must open the attach", hosted.ErrBadStart)))
 		return
 	}
-	by := n.operatorBy(ctx, "")
+	by := operator.By(ctx, n.cfg.Name, "")
 	id, target, err := n.placeHosted(open.Session)
 	if err != nil {
 		send(endOf(err))
@@ -56,7 +57,7 @@ func (n *Node) serveAttach(ctx context.Context, conn net.Conn) {
 	}
 	if target != n.cfg.Name {
 		n.relayAttach(ctx, target, &api.AttachOpen{Session: id, Rows: open.Rows, Cols: open.Cols, ReadOnly: open.ReadOnly,
-			By: operatorPart(by)}, send, recv, conn)
+			By: operator.Part(by)}, send, recv, conn)
 		return
 	}
 	sub, screen, err := n.attachHosted(id, open.ReadOnly, open.Rows, open.Cols, by)

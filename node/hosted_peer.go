@@ -12,7 +12,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/hosted"
-	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -28,7 +28,6 @@ type hostedNode interface {
 	worktrees(req *api.WorktreesRequest) (*api.WorktreesResponse, error)
 	attachHosted(id string, readOnly bool, rows, cols uint32, by string) (*hosted.Sub, []byte, error)
 	screenHosted(id string) (*api.HostedScreenResponse, error)
-	RemoteWatch() trust.RemoteControl
 }
 
 type hostedPeer struct {
@@ -46,12 +45,12 @@ func (s *hostedPeer) Run(ctx context.Context, req *api.HostedRunRequest) (*api.H
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.n.authorizeRemote(ctx, "hosted run")
+	id, err := s.n.gate.Authorize(ctx, "hosted run")
 	if err != nil {
 		return nil, hostedStatus(err)
 	}
 	r := cloneRun(req)
-	r.By = remoteBy(req.By, id)
+	r.By = operator.Remote(req.By, id)
 	res, err := h.runHosted(r, true)
 	if err != nil {
 		s.n.log.Warn("remote hosted run refused", "caller", id.String(), "agent", text.Clip(text.OneLine(req.Agent), 64), "err", err)
@@ -66,11 +65,11 @@ func (s *hostedPeer) Act(ctx context.Context, req *api.HostedActRequest) (*api.H
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.n.authorizeRemote(ctx, "hosted "+text.Clip(text.OneLine(req.Op), 16))
+	id, err := s.n.gate.Authorize(ctx, "hosted "+text.Clip(text.OneLine(req.Op), 16))
 	if err != nil {
 		return nil, hostedStatus(err)
 	}
-	return h.actHosted(req.Session, req.Op, req.Text, remoteBy(req.By, id))
+	return h.actHosted(req.Session, req.Op, req.Text, operator.Remote(req.By, id))
 }
 
 func (s *hostedPeer) Worktrees(ctx context.Context, req *api.WorktreesRequest) (*api.WorktreesResponse, error) {
@@ -79,14 +78,14 @@ func (s *hostedPeer) Worktrees(ctx context.Context, req *api.WorktreesRequest) (
 		return nil, err
 	}
 	if req.Remove != "" {
-		id, err := s.n.authorizeRemote(ctx, "worktree remove")
+		id, err := s.n.gate.Authorize(ctx, "worktree remove")
 		if err != nil {
 			return nil, hostedStatus(err)
 		}
-		r := &api.WorktreesRequest{Remove: req.Remove, Force: req.Force, By: remoteBy(req.By, id)}
+		r := &api.WorktreesRequest{Remove: req.Remove, Force: req.Force, By: operator.Remote(req.By, id)}
 		return h.worktrees(r)
 	}
-	if _, _, err := s.n.authorizeAttach(ctx, h, "worktrees"); err != nil {
+	if _, _, err := s.n.gate.AuthorizeAttach(ctx, "worktrees"); err != nil {
 		return nil, hostedStatus(err)
 	}
 	return h.worktrees(&api.WorktreesRequest{})
@@ -97,32 +96,10 @@ func (s *hostedPeer) Screen(ctx context.Context, req *api.HostedScreenRequest) (
 	if err != nil {
 		return nil, err
 	}
-	if _, _, err := s.n.authorizeAttach(ctx, h, "screen"); err != nil {
+	if _, _, err := s.n.gate.AuthorizeAttach(ctx, "screen"); err != nil {
 		return nil, hostedStatus(err)
 	}
 	return h.screenHosted(req.Session)
-}
-
-// authorizeAttach admits a remote attach (or a read of this node's
-// worktrees): a caller --remote-control allows may type; one only
-// --remote-watch allows may watch (readOnly).
-func (n *Node) authorizeAttach(ctx context.Context, h hostedNode, what string) (trust.Identity, bool, error) {
-	id, err := trust.PeerFromContext(ctx)
-	if err != nil {
-		n.log.Warn("remote attach refused", "action", what, "err", err)
-		return id, false, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w)", ErrRemoteRefused, n.cfg.Name, err)
-	}
-	if n.remoteAllowed(ctx) {
-		return id, false, nil
-	}
-	if werr := h.RemoteWatch().Allow(id); werr == nil {
-		return id, true, nil
-	}
-	_, err = n.authorizeRemote(ctx, what) // the refusal, logged, naming the policy
-	if err == nil {
-		err = fmt.Errorf("%w by node %s", ErrRemoteRefused, n.cfg.Name)
-	}
-	return id, false, fmt.Errorf("%w (nor does its --remote-watch name %s)", err, id.Name)
 }
 
 // Attach is a remote attach: the first frame names the session; the
@@ -141,15 +118,15 @@ func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "attach: the first frame must open the attach")
 	}
-	id, watchOnly, err := s.n.authorizeAttach(ctx, h, "attach")
+	id, watchOnly, err := s.n.gate.AuthorizeAttach(ctx, "attach")
 	if err != nil {
 		return hostedStatus(err)
 	}
-	sub, screen, err := h.attachHosted(open.Session, open.ReadOnly || watchOnly, open.Rows, open.Cols, remoteBy(open.By, id))
+	sub, screen, err := h.attachHosted(open.Session, open.ReadOnly || watchOnly, open.Rows, open.Cols, operator.Remote(open.By, id))
 	if err != nil {
 		return hostedStatus(err)
 	}
-	s.n.log.Info("remote attach", "session", open.Session, "by", remoteBy(open.By, id), "read_only", sub.ReadOnly())
+	s.n.log.Info("remote attach", "session", open.Session, "by", operator.Remote(open.By, id), "read_only", sub.ReadOnly())
 	if err := stream.Send(&api.AttachFrame{Screen: screen, ReadOnly: sub.ReadOnly(), Session: open.Session}); err != nil {
 		sub.Close()
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -65,12 +66,6 @@ func (c HostedConfig) validate() error {
 		return fmt.Errorf("%w: --remote-watch: %w", ErrConfig, err)
 	}
 	return nil
-}
-
-// RemoteWatch is this node's --remote-watch policy.
-func (n *Node) RemoteWatch() trust.RemoteControl {
-	rc, _ := trust.ParseRemoteControl(n.cfg.Hosted.RemoteWatch) // checked by Validate
-	return rc
 }
 
 // Hosted is the hosting room (tests).
@@ -344,7 +339,7 @@ type hostedService struct {
 }
 
 func (s *hostedService) Run(ctx context.Context, req *api.HostedRunRequest) (*api.HostedRunResponse, error) {
-	return s.n.hostedRun(ctx, req, s.n.operatorBy(ctx, ""))
+	return s.n.hostedRun(ctx, req, operator.By(ctx, s.n.cfg.Name, ""))
 }
 
 // hostedRun starts a hosted session here or on req.Node, for by.
@@ -356,7 +351,7 @@ func (n *Node) hostedRun(ctx context.Context, req *api.HostedRunRequest, by stri
 			return nil, err
 		}
 		r := cloneRun(req)
-		r.By = operatorPart(req.By)
+		r.By = operator.Part(req.By)
 		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 		defer cancel()
 		return peerAnswer(cl.Run(rctx, r))
@@ -373,7 +368,7 @@ func cloneRun(r *api.HostedRunRequest) *api.HostedRunRequest {
 }
 
 func (s *hostedService) Act(ctx context.Context, req *api.HostedActRequest) (*api.HostedActResponse, error) {
-	return s.n.hostedAct(ctx, req, s.n.operatorBy(ctx, ""))
+	return s.n.hostedAct(ctx, req, operator.By(ctx, s.n.cfg.Name, ""))
 }
 
 // hostedAct acts on a hosted session here or on its owner, for by.
@@ -394,7 +389,7 @@ func (n *Node) hostedAct(ctx context.Context, req *api.HostedActRequest, by stri
 	}
 	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 	defer cancel()
-	return peerAnswer(cl.Act(rctx, &api.HostedActRequest{Session: id, Node: target, Op: req.Op, Text: req.Text, By: operatorPart(by)}))
+	return peerAnswer(cl.Act(rctx, &api.HostedActRequest{Session: id, Node: target, Op: req.Op, Text: req.Text, By: operator.Part(by)}))
 }
 
 func (s *hostedService) Screen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
@@ -444,7 +439,7 @@ func (s *hostedService) Worktrees(ctx context.Context, req *api.WorktreesRequest
 		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 		defer cancel()
 		return peerAnswer(cl.Worktrees(rctx, &api.WorktreesRequest{Node: req.Node, Remove: req.Remove, Force: req.Force,
-			By: operatorPart(n.operatorBy(ctx, ""))}))
+			By: operator.Part(operator.By(ctx, n.cfg.Name, ""))}))
 	}
 	return n.worktrees(req)
 }

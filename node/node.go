@@ -45,6 +45,7 @@ import (
 	"github.com/harn-dev/harn/node/hosted"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/sessions"
@@ -83,6 +84,7 @@ type Node struct {
 	// reads (util/safefs).
 	dirTrust *dirtrust.Store
 	undeny   func()
+	gate     *operator.Gate  // who on other nodes may act here (node/operator)
 	acts     *acttoken.Store // notifications' one-decision tokens (actwire.go)
 	alerts   *alerts.Room    // notifications (node/alerts; notifywire.go)
 	// desktopOn: desktop notifications are asked for and a program to show
@@ -134,6 +136,10 @@ func New(cfg Config) (*Node, error) {
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
+	n.gate = &operator.Gate{Node: cfg.Name, Log: n.log, HasTrust: func() bool { return n.cl != nil && n.cl.HasTrust() },
+		Policy: func() operator.Policy {
+			return operator.Policy{Control: n.cfg.Cluster.RemoteControl, Watch: n.cfg.Hosted.RemoteWatch, Exec: n.cfg.Cluster.RemoteExec}
+		}}
 	return n, nil
 }
 
@@ -269,7 +275,7 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(localCreds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
+	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(operator.Creds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
 	local, admin := &localService{n: n}, &adminService{n: n}
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)

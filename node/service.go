@@ -14,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -216,7 +217,7 @@ func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api
 }
 
 func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
-	res, err := s.n.LifecycleFrom(ctx, Caller{PID: localCallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
+	res, err := s.n.LifecycleFrom(ctx, Caller{PID: operator.CallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
 	if err != nil {
 		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/harn-dev/harn/node/callfacts"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/trust"
@@ -178,67 +179,6 @@ func taskStatus(err error) error {
 	return status.Error(codes.Internal, err.Error())
 }
 
-// ErrRemoteRefused refuses a remote action that did not arrive over the
-// mutually authenticated mesh channel.
-var ErrRemoteRefused = errors.New("node: remote control refused")
-
-// authorizeRemote admits a remote task action or approval: only a caller
-// with a verified mesh client certificate, and only when this node's
-// remote-control policy allows it. Every refusal is logged here, at the
-// target.
-func (n *Node) authorizeRemote(ctx context.Context, what string) (trust.Identity, error) {
-	id, err := trust.PeerFromContext(ctx)
-	if err != nil {
-		n.log.Warn("remote control refused", "action", what, "err", err)
-		return id, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w); remote task actions need mTLS between the nodes",
-			ErrRemoteRefused, n.cfg.Name, err)
-	}
-	// The node's --remote-control policy (default off), applied only to a
-	// caller whose certificate the handshake verified: without mutual TLS
-	// nobody may act on this node's agents, whatever the policy says.
-	rc := n.RemoteControl()
-	if err := rc.Allow(id); err != nil {
-		n.log.Warn("remote control refused", "action", what, "caller", id.Name, "err", err)
-		return id, fmt.Errorf("%w by node %s: %w", ErrRemoteRefused, n.cfg.Name, err)
-	}
-	return id, nil
-}
-
-// ErrRemoteExec refuses a remote start of a command: a free --exec
-// command, or a launcher the target's --remote-exec does not list.
-var ErrRemoteExec = errors.New("node: remote start refused")
-
-// authorizeRemoteStart admits what a remote start would run: never a
-// command the caller wrote (a free --exec), only a launcher of this node
-// that its --remote-exec lists. Other ops pass. Every refusal is logged
-// here, at the target.
-func (n *Node) authorizeRemoteStart(id trust.Identity, a tasks.Action) error {
-	if a.Op == tasks.OpStart && a.Harn != nil && len(a.Harn.MCP) > 0 {
-		n.log.Warn("remote start refused: harn --mcp commands", "caller", id.String())
-		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--mcp NAME=COMMAND); configure MCP servers on node %s itself",
-			ErrRemoteExec, n.cfg.Name, n.cfg.Name)
-	}
-	if a.Op != tasks.OpStart || (a.Command == "" && a.Launcher == "") {
-		return nil
-	}
-	if a.Command != "" {
-		n.log.Warn("remote start refused: a free command", "caller", id.String())
-		return fmt.Errorf("%w by node %s: a start from another node never runs a command it sends (--exec); name a launcher that node %s lists in --remote-exec (--launcher NAME)",
-			ErrRemoteExec, n.cfg.Name, n.cfg.Name)
-	}
-	allowed := n.RemoteExec()
-	if !slices.Contains(allowed, a.Launcher) {
-		list := strings.Join(allowed, ",")
-		if list == "" {
-			list = "none"
-		}
-		n.log.Warn("remote start refused: launcher not in --remote-exec", "caller", id.String(), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
-		return fmt.Errorf("%w by node %s: launcher %q is not in its --remote-exec (%s)", ErrRemoteExec, n.cfg.Name,
-			text.Clip(text.OneLine(a.Launcher), 64), list)
-	}
-	return nil
-}
-
 // ---- the local service ----
 
 func (s *localService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
@@ -246,7 +186,7 @@ func (s *localService) Task(ctx context.Context, req *api.TaskRequest) (*api.Tas
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
 	}
-	a.By = s.n.operatorBy(ctx, a.By)
+	a.By = operator.By(ctx, s.n.cfg.Name, a.By)
 	if a.Op == tasks.OpUsage && req.Node == "" {
 		return s.n.usageMesh(ctx, a)
 	}
@@ -314,7 +254,7 @@ func (n *Node) remoteTask(ctx context.Context, node string, a tasks.Action) (*ap
 	if err != nil {
 		return nil, status.Error(codes.NotFound, err.Error())
 	}
-	a.By = operatorPart(a.By)
+	a.By = operator.Part(a.By)
 	if a.Harn != nil { // a provider key never leaves the node it was given to
 		o := *a.Harn
 		o.Key = ""
@@ -437,7 +377,7 @@ func (s *localService) Pending(ctx context.Context, req *api.PendingRequest) (*a
 }
 
 func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
-	by := s.n.operatorBy(ctx, req.By)
+	by := operator.By(ctx, s.n.cfg.Name, req.By)
 	r, err := s.n.tasks.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, by, req.Reason)
 	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.n.cl == nil {
 		if err != nil {
@@ -456,7 +396,7 @@ func (s *localService) Answer(ctx context.Context, req *api.AnswerRequest) (*api
 		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
 		res, rerr := cl.Answer(rctx, &api.AnswerRequest{Request: req.Request, Allow: req.Allow, Reason: req.Reason, LocalOnly: true,
 			SessionWide: req.SessionWide,
-			By:          operatorPart(by)})
+			By:          operator.Part(by)})
 		cancel()
 		if status.Code(rerr) == codes.NotFound {
 			continue
@@ -484,14 +424,14 @@ func (s peerService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskR
 			return nil, status.Error(codes.NotFound, fmt.Sprintf("task: no task %q on node %s", a.Task, s.n.cfg.Name))
 		}
 	}
-	id, err := s.n.authorizeRemote(ctx, "task "+a.Op)
+	id, err := s.n.gate.Authorize(ctx, "task "+a.Op)
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	if err := s.n.authorizeRemoteStart(id, a); err != nil {
+	if err := s.n.gate.AuthorizeStart(id, a); err != nil {
 		return nil, taskStatus(err)
 	}
-	a.By = remoteBy(a.By, id)
+	a.By = operator.Remote(a.By, id)
 	if a.Harn != nil { // the node's own key, never a caller's
 		o := *a.Harn
 		o.Key = ""
@@ -524,7 +464,7 @@ func (s peerService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.P
 	if h == nil {
 		return out, nil
 	}
-	full := s.n.remoteAllowed(ctx)
+	full := s.n.gate.Allowed(ctx)
 	for _, r := range waitingOf(h, s.n.requestFacts) {
 		if !full {
 			r = r.Summarized()
@@ -532,17 +472,6 @@ func (s peerService) Pending(ctx context.Context, _ *api.PendingRequest) (*api.P
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
 	}
 	return out, nil
-}
-
-// remoteAllowed is authorizeRemote's decision without its refusal's log
-// line, for reads that answer a refused caller with less rather than
-// nothing (a listing polled by every board).
-func (n *Node) remoteAllowed(ctx context.Context) bool {
-	id, err := trust.PeerFromContext(ctx)
-	if err != nil {
-		return false
-	}
-	return n.RemoteControl().Allow(id) == nil
 }
 
 func (s peerService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
@@ -555,11 +484,11 @@ func (s peerService) Answer(ctx context.Context, req *api.AnswerRequest) (*api.A
 	if !h.Approvals().Has(req.Request) {
 		return nil, status.Error(codes.NotFound, fmt.Sprintf("%s %q", tasks.ErrNoRequest, req.Request))
 	}
-	id, err := s.n.authorizeRemote(ctx, "answer")
+	id, err := s.n.gate.Authorize(ctx, "answer")
 	if err != nil {
 		return nil, taskStatus(err)
 	}
-	r, err := h.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, remoteBy(req.By, id), req.Reason)
+	r, err := h.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, operator.Remote(req.By, id), req.Reason)
 	if err != nil {
 		return nil, taskStatus(err)
 	}

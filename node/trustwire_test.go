@@ -463,12 +463,12 @@ func TestRemoteControlPolicy(t *testing.T) {
 }
 
 // callWithPolicy makes one mutual-TLS call from caller to target and runs
-// AuthorizeRemoteControl in the handler.
+// the gate's AuthorizeControl in the handler.
 func callWithPolicy(t *testing.T, target, caller *Node) error {
 	t.Helper()
 	ch := make(chan error, 1)
 	lis, srv := authServer(t, target, func(ctx context.Context) {
-		_, err := target.AuthorizeRemoteControl(ctx)
+		_, err := target.gate.AuthorizeControl(ctx)
 		ch <- err
 	})
 	defer srv.Stop()
