@@ -108,7 +108,7 @@ func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
 		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerService{n},
 		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: n.gossipNotifier, Decorate: n.decorateEntry,
-		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, &hostedPeer{n: n}) }})
+		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
 		return nil, err
 	}

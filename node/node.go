@@ -42,7 +42,7 @@ import (
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
-	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/operator"
@@ -51,6 +51,7 @@ import (
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tracing"
+	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
 
@@ -74,8 +75,8 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks  *tasks.Host  // the task runtimes (node/tasks)
-	hosted *hosted.Room // agents in terminals the node owns (node/hosted; hosted_wire.go)
+	tasks *tasks.Host     // the task runtimes (node/tasks)
+	hosts *hostedsvc.Host // agents in terminals the node owns (node/hosted/hostedsvc)
 	// remotePol is what a caller on another node may choose for a task
 	// here (node/remotepolicy; remote_policy.go); set by openTasks.
 	remotePol remotepolicy.Config
@@ -217,7 +218,7 @@ func (n *Node) open(ctx context.Context) error {
 	if err := n.openTasks(); err != nil {
 		return err
 	}
-	if err := n.openHosted(); err != nil {
+	if n.hosts, err = hostedsvc.Open(n.cfg.Hosted, n.hostedDeps()); err != nil {
 		return err
 	}
 	if err := n.listen(); err != nil {
@@ -279,7 +280,7 @@ func (n *Node) listen() error {
 	local, admin := &localService{n: n}, &adminService{n: n}
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
-	hs := &hostedService{n: n}
+	hs := n.hosts.Local()
 	apigrpc.RegisterHostedServer(n.grpc, hs)
 	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
 		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin},
@@ -288,7 +289,7 @@ func (n *Node) listen() error {
 		wire.Wrap = traceLocal(n.tracer)
 	}
 	n.mux = newLocalMux(lis, wire, context.Background())
-	n.mux.attach = n.serveAttach
+	n.mux.attach = n.hosts.ServeAttach
 	return nil
 }
 
@@ -322,9 +323,7 @@ func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
 		n.closeWeb()
-		if n.hosted != nil {
-			n.hosted.Close() // its processes end; their ends are recorded while the ledger is open
-		}
+		n.hosts.Close() // its processes end; their ends are recorded while the ledger is open
 		if n.grpc != nil {
 			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
 		}
@@ -384,4 +383,35 @@ func stopContext(parent context.Context, stop <-chan struct{}) (context.Context,
 		}
 	}()
 	return ctx, cancel
+}
+
+// hostedDeps wires the hosting room to the rest of the node.
+func (n *Node) hostedDeps() hostedsvc.Deps {
+	return hostedsvc.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Socket: n.cfg.Socket, Key: n.key,
+		Launchers: n.cfg.Launchers, Clock: n.cfg.Clock, Log: n.log, Gate: n.gate, Sessions: n.sess, Gossip: n.remote,
+		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }), OnChange: n.taskChanged,
+		Policy: n.policy, Record: n.resolveRecord, Stop: n.stop,
+		Mesh: func() hostedsvc.Mesh {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl
+		},
+		Reachable: func() []string {
+			var out []string
+			for name, m := range n.reachability() {
+				if reachable(m, true) {
+					out = append(out, name)
+				}
+			}
+			return out
+		}}
+}
+
+// policy is the node's remote policy (set at Open; computed before).
+func (n *Node) policy() remotepolicy.Config {
+	if n.remotePol.Node != "" {
+		return n.remotePol
+	}
+	return n.remotePolicy()
 }

@@ -127,7 +127,7 @@ func (n *Node) decorateEntry(e *gossip.Entry) {
 	}
 	if e.SessionRow != nil {
 		st := e.SessionRow.State()
-		if v := n.hostedView(&st); v != nil {
+		if v := n.hosts.View(&st); v != nil {
 			e.Hosted = gossip.BoundedHosted(v)
 			e.Hash = gossip.WithHosted(e.Hash, e.Hosted)
 		}
@@ -215,7 +215,7 @@ func (n *Node) routeTask(ctx context.Context, target string, a tasks.Action) (*a
 			local = true
 		}
 	}
-	if res, ok, err := n.hostedTask(a); ok {
+	if res, ok, err := n.hosts.Task(a); ok {
 		return res, err
 	}
 	res, err := n.doTask(a)
@@ -442,7 +442,7 @@ func (s peerService) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskR
 	}
 	s.n.log.Info("remote task action", "op", a.Op, "by", a.By, "session", text.Clip(text.OneLine(a.Session), 64),
 		"task", text.Clip(text.OneLine(a.Task), 64), "launcher", text.Clip(text.OneLine(a.Launcher), 64))
-	if res, ok, err := s.n.hostedTask(a); ok {
+	if res, ok, err := s.n.hosts.Task(a); ok {
 		return res, err
 	}
 	res, err := h.Do(a)

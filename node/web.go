@@ -120,7 +120,7 @@ func (n *Node) openWeb() error {
 	if err != nil {
 		return err
 	}
-	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n}, Decider: actDecider{n},
+	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n, n.hosts.Board()}, Decider: actDecider{n},
 		Less: urgencyLess, Logger: n.log.With("room", "board"),
 		Metrics: n.metrics.Handler(), MetricsToken: n.cfg.Web.MetricsToken, Limits: n.cfg.Web.Limits})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/spool"
 	"github.com/harn-dev/harn/node/tasks"
@@ -203,7 +204,10 @@ func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
 // webActions are the board's actions: the same local service methods the
 // CLI calls (`harn agents approve|deny`, `harn task ...`), so that the
 // routing and the mesh's authority rules are the CLI's.
-type webActions struct{ n *Node }
+type webActions struct {
+	n               *Node
+	hostedsvc.Board // the hosted pages
+}
 
 func (a webActions) by() string { return "board@" + a.n.cfg.Name }
 

@@ -363,7 +363,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 	if req.Kind != "permission" || !strings.Contains(req.Summary, "Bash") {
 		t.Fatalf("request %+v", req)
 	}
-	msg, err := (webActions{n}).Approve(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind, By: "board"})
+	msg, err := (webActions{n: n}).Approve(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind, By: "board"})
 	if err != nil || !strings.Contains(msg, "approved") {
 		t.Fatalf("approve: %q %v", msg, err)
 	}
@@ -375,7 +375,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting hook got no answer")
 	}
-	if _, err := (webActions{n}).Deny(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind}); err == nil ||
+	if _, err := (webActions{n: n}).Deny(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind}); err == nil ||
 		!strings.Contains(err.Error(), "already answered") {
 		t.Fatalf("a second answer: %v, want a refusal naming the first", err)
 	}

@@ -1,46 +1,56 @@
-package node
+package hostedsvc
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remotepolicy"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
+	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
 )
 
-// The hosting room's wiring (node/hosted): its config, its open and
-// close, the hooks' tie to hosted rows (Ingest), its turn watch (a
-// subscriber), the Hosted service on the local socket and its routing to
-// the owner, and hosted sessions' steer and follow-up through the task
-// path. The HostedPeer service and the attach relay are in
-// hosted_peer.go, the local attach upgrade in hosted_attach.go.
+// The Host's part: the hooks' tie to hosted rows, a row's view, each
+// start's spec (an adapter's Hoster role, harn, or a launcher; the remote
+// rules), the actions, the placement of a handle, the Hosted service on
+// the local socket and its routing to the owner, and hosted sessions'
+// steer and follow-up through the task path. The HostedPeer service and
+// the attach pump are in peer.go, the local attach upgrade in attach.go.
 
 // HarnAgent is the built-in `harn run harn`: harn's own TUI (harn chat).
 const HarnAgent = "harn"
 
-// HostedConfig configures the hosting room.
-type HostedConfig struct {
+// RouteTimeout bounds one routed call to the owner.
+const RouteTimeout = 10 * time.Second
+
+// Config configures the hosting room (the node's flags).
+type Config struct {
 	// Max caps the node's live hosted sessions (--max-hosted).
 	Max int
 	// RemoteWatch is the --remote-watch policy (the syntax of
@@ -55,81 +65,143 @@ type HostedConfig struct {
 	HarnBin string
 }
 
-// DefaultMaxHosted is --max-hosted's default.
-const DefaultMaxHosted = 8
+// DefaultMax is --max-hosted's default.
+const DefaultMax = 8
 
-func (c HostedConfig) validate() error {
+// Validate checks the flags.
+func (c Config) Validate() error {
 	if c.Max < 1 {
-		return fmt.Errorf("%w: --max-hosted %d: give at least 1 (default %d)", ErrConfig, c.Max, DefaultMaxHosted)
+		return fmt.Errorf("%w: --max-hosted %d: give at least 1 (default %d)", layout.ErrConfig, c.Max, DefaultMax)
 	}
 	if _, err := trust.ParseRemoteControl(c.RemoteWatch); err != nil {
-		return fmt.Errorf("%w: --remote-watch: %w", ErrConfig, err)
+		return fmt.Errorf("%w: --remote-watch: %w", layout.ErrConfig, err)
 	}
 	return nil
 }
 
-// Hosted is the hosting room (tests).
-func (n *Node) Hosted() *hosted.Room { return n.hosted }
+// Sessions is what the Host reads of this node's sessions.
+type Sessions interface {
+	Resolve(handle string) (presence.State, error)
+}
 
-// openHosted opens the hosting room: after the ledger and the sessions
-// (it records the ends of what a killed node left), before the socket.
-func (n *Node) openHosted() error {
+// Mesh is what the Host needs of the mesh.
+type Mesh interface {
+	Conn(node string) (*grpc.ClientConn, error)
+}
+
+// Deps wires a Host to the rest of the node.
+type Deps struct {
+	Node      string
+	DataDir   string
+	Socket    string
+	Key       []byte
+	Launchers map[string][]string
+	Sink      hosted.Sink
+	OnChange  func(session string)
+	Clock     clock.Clock
+	Log       *slog.Logger
+	Gate      *operator.Gate
+	// Policy is the node's policy for callers on other nodes.
+	Policy   func() remotepolicy.Config
+	Sessions Sessions
+	// Mesh is the mesh, nil without it; Record resolves a handle in the
+	// registry and Gossip holds what other nodes gossip (with the mesh).
+	Mesh      func() Mesh
+	Record    func(handle string) (raftstore.Record, error)
+	Gossip    *gossip.Table
+	Reachable func() []string
+	// Stop closes when the node stops (attaches end).
+	Stop <-chan struct{}
+}
+
+// Host is the hosting room's service: it owns the room (node/hosted).
+type Host struct {
+	Deps
+	cfg  Config
+	room *hosted.Room
+}
+
+// Open opens the hosting room: after the ledger and the sessions (it
+// records the ends of what a killed node left), before the socket.
+func Open(c Config, d Deps) (*Host, error) {
 	cfg := hosted.DefaultConfig()
-	cfg.Node, cfg.StateDir, cfg.Max = n.cfg.Name, filepath.Join(n.cfg.DataDir, "hosted"), n.cfg.Hosted.Max
-	if n.cfg.Hosted.Grace > 0 {
-		cfg.Grace = n.cfg.Hosted.Grace
+	cfg.Node, cfg.StateDir, cfg.Max = d.Node, filepath.Join(d.DataDir, "hosted"), c.Max
+	if c.Grace > 0 {
+		cfg.Grace = c.Grace
 	}
 	cfg.Environ = os.Environ()
-	cfg.Env = []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket}
-	cfg.Sink = sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err })
-	if d, err := runtime.NewDigester(n.key); err == nil {
-		cfg.Digest = d.Digest
+	cfg.Env = []string{"HARN_DATA_DIR=" + d.DataDir, "HARN_SOCKET=" + d.Socket}
+	cfg.Sink = d.Sink
+	if dg, err := runtime.NewDigester(d.Key); err == nil {
+		cfg.Digest = dg.Digest
 	}
-	cfg.OnChange = n.taskChanged
-	cfg.Clock, cfg.Logger = n.cfg.Clock, n.log.With("room", "hosted")
+	cfg.OnChange = d.OnChange
+	cfg.Clock, cfg.Logger = d.Clock, d.Log.With("room", "hosted")
 	r, err := hosted.New(cfg)
 	if err != nil {
-		return fmt.Errorf("%w: %w", ErrConfig, err)
+		return nil, fmt.Errorf("%w: %w", layout.ErrConfig, err)
 	}
 	if err := r.Open(); err != nil {
-		return err
+		return nil, err
 	}
-	n.hosted = r
-	return nil
+	return &Host{Deps: d, cfg: c, room: r}, nil
 }
 
-// tieHosted ties hook events to hosted rows (hosted.Room.Tie). Events that
-// claim a hosted session from outside its process tree are invalid.
-func (n *Node) tieHosted(evs []presence.Event) error {
-	if n.hosted == nil {
+// Room is the hosting room (tests); nil on a nil Host.
+func (h *Host) Room() *hosted.Room {
+	if h == nil {
 		return nil
 	}
-	if err := n.hosted.Tie(evs); err != nil {
+	return h.room
+}
+
+// Close closes the room: its processes end (SIGTERM, then SIGKILL).
+func (h *Host) Close() {
+	if h != nil {
+		h.room.Close()
+	}
+}
+
+// Observe tells the room of stored events: a hosted agent's turn ending
+// types its held follow-up.
+func (h *Host) Observe(evs []presence.Event) {
+	if h != nil {
+		h.room.Observe(evs)
+	}
+}
+
+// Tie ties hook events to hosted rows (hosted.Room.Tie). Events that
+// claim a hosted session from outside its process tree are invalid.
+func (h *Host) Tie(evs []presence.Event) error {
+	if h == nil {
+		return nil
+	}
+	if err := h.room.Tie(evs); err != nil {
 		return fmt.Errorf("%w: %w", presence.ErrInvalidEvent, err)
 	}
 	return nil
 }
 
-// hostedView is the row's view of a hosted session of this node, nil for
+// View is the row's view of a hosted session of this node, nil for
 // any other; peek is set while the session needs input.
-func (n *Node) hostedView(st *presence.State) *api.HostedView {
-	if n.hosted == nil || !strings.HasPrefix(st.SessionID, "hs-") {
+func (h *Host) View(st *presence.State) *api.HostedView {
+	if h == nil || !strings.HasPrefix(st.SessionID, "hs-") {
 		return nil
 	}
-	in, ok := n.hosted.Get(st.SessionID)
+	in, ok := h.room.Get(st.SessionID)
 	if !ok {
 		return nil
 	}
 	v := &api.HostedView{Worktree: text.Clip(in.Worktree, 240), Branch: text.Clip(in.Branch, 120), LaunchedAs: text.Clip(in.Name, 64),
 		Attached: int32(min(in.Attached, 1<<20)), Queued: int32(in.Queued)}
 	if st.Activity == presence.ActivityNeedsInput {
-		v.Peek = n.hosted.Peek(st.SessionID)
+		v.Peek = h.room.Peek(st.SessionID)
 	}
 	return v
 }
 
-// hostedStatus maps the room's errors to statuses (and so exit codes).
-func hostedStatus(err error) error {
+// Status maps the room's errors to statuses (and so exit codes).
+func Status(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -140,9 +212,9 @@ func hostedStatus(err error) error {
 	switch {
 	case errors.Is(err, hosted.ErrTooMany):
 		return apigrpc.WithReason(codes.ResourceExhausted, api.ReasonHostedFull, msg)
-	case errors.Is(err, hosted.ErrNoSession), errors.Is(err, ErrUnknownSession):
+	case errors.Is(err, hosted.ErrNoSession), errors.Is(err, sessions.ErrUnknownSession):
 		return status.Error(codes.NotFound, msg)
-	case errors.Is(err, ErrAmbiguous):
+	case errors.Is(err, sessions.ErrAmbiguous):
 		return status.Error(codes.Aborted, msg)
 	case errors.Is(err, hosted.ErrBadStart), errors.Is(err, taskwire.ErrBadAction):
 		return status.Error(codes.InvalidArgument, msg)
@@ -150,7 +222,7 @@ func hostedStatus(err error) error {
 		return apigrpc.WithReason(codes.FailedPrecondition, reasonNotHosted, msg)
 	case errors.Is(err, hosted.ErrQueueFull), errors.Is(err, hosted.ErrWorktree):
 		return status.Error(codes.FailedPrecondition, msg)
-	case errors.Is(err, hosted.ErrReadOnly), errors.Is(err, ErrRemoteExec), errors.Is(err, ErrRemoteRefused), errors.Is(err, trust.ErrRemoteControl),
+	case errors.Is(err, hosted.ErrReadOnly), errors.Is(err, operator.ErrRemoteExec), errors.Is(err, operator.ErrRemoteRefused), errors.Is(err, trust.ErrRemoteControl),
 		errors.Is(err, remotepolicy.ErrRefused):
 		return status.Error(codes.PermissionDenied, msg)
 	case errors.Is(err, hosted.ErrClosed):
@@ -165,23 +237,23 @@ var errNotHosted = errors.New("node: not a hosted session")
 // then opens harn chat's TUI on the session instead.
 const reasonNotHosted = "NOT_HOSTED"
 
-// hostedSpec turns a run's agent name into what the room starts: a
+// Spec turns a run's agent name into what the room starts: a
 // built-in agent (an adapter that hosts, or harn) or a launcher of this
 // node's config. remote says the run came from another node: a launcher
 // must then be in --remote-exec, and the directory inside a workspace
 // root.
-func (n *Node) hostedSpec(req *api.HostedRunRequest, remote bool) (hosted.Spec, error) {
+func (h *Host) Spec(req *api.HostedRunRequest, remote bool) (hosted.Spec, error) {
 	name := req.Agent
 	sp := hosted.Spec{Name: name, Dir: req.Dir, Worktree: req.Worktree, Base: req.Base, By: req.By,
 		Rows: uint16(min(req.Rows, 500)), Cols: uint16(min(req.Cols, 1000)), Busy: req.Prompt != ""}
 	if len(req.Prompt) > hosted.MaxText {
 		return sp, fmt.Errorf("%w: the prompt is %d bytes; at most %d", hosted.ErrBadStart, len(req.Prompt), hosted.MaxText)
 	}
-	launcher, isLauncher := n.cfg.Launchers[name]
+	launcher, isLauncher := h.Launchers[name]
 	hs, isAgent := all.Host(name)
 	switch {
 	case name == HarnAgent:
-		bin, err := n.harnBin()
+		bin, err := h.harnBin()
 		if err != nil {
 			return sp, err
 		}
@@ -190,12 +262,10 @@ func (n *Node) hostedSpec(req *api.HostedRunRequest, remote bool) (hosted.Spec, 
 	case isAgent:
 		sp.Agent, sp.Argv, sp.Interrupt, sp.Submit, sp.DropEnv = name, hs.Args(req.Prompt), hs.Interrupt, hs.Submit, hs.DropEnv
 	case isLauncher:
-		if remote && !slices.Contains(n.cfg.Cluster.RemoteExec, name) {
-			list := strings.Join(n.cfg.Cluster.RemoteExec, ",")
-			if list == "" {
-				list = "none"
+		if remote {
+			if err := h.Gate.Launcher(name, "a remote hosted run"); err != nil {
+				return sp, err
 			}
-			return sp, fmt.Errorf("%w by node %s: launcher %q is not in its --remote-exec (%s)", ErrRemoteExec, n.cfg.Name, text.Clip(text.OneLine(name), 64), list)
 		}
 		sp.Agent, sp.Argv = name, slices.Clone(launcher)
 		if req.Prompt != "" {
@@ -210,18 +280,18 @@ func (n *Node) hostedSpec(req *api.HostedRunRequest, remote bool) (hosted.Spec, 
 		}
 	default:
 		names := append(all.Hostable(), HarnAgent)
-		for l := range n.cfg.Launchers {
+		for l := range h.Launchers {
 			names = append(names, l)
 		}
 		slices.Sort(names)
 		return sp, fmt.Errorf("%w: no agent or launcher %q on node %s; give one of %s", hosted.ErrBadStart,
-			text.Clip(text.OneLine(name), 64), n.cfg.Name, strings.Join(names, ", "))
+			text.Clip(text.OneLine(name), 64), h.Node, strings.Join(names, ", "))
 	}
 	if remote {
 		// The same rule as harn's own sessions from another node: inside
 		// a --workspace root, never the data dir or a secret file's place
 		// (node/remotepolicy); no --dir is the first root.
-		dir, err := n.policy().Workdir(sp.Dir)
+		dir, err := h.Policy().Workdir(sp.Dir)
 		if err != nil {
 			return sp, err
 		}
@@ -230,17 +300,9 @@ func (n *Node) hostedSpec(req *api.HostedRunRequest, remote bool) (hosted.Spec, 
 	return sp, nil
 }
 
-// policy is the node's remote policy (set at Open; computed before).
-func (n *Node) policy() remotepolicy.Config {
-	if n.remotePol.Node != "" {
-		return n.remotePol
-	}
-	return n.remotePolicy()
-}
-
 // harnBin is the harn binary `harn run harn` starts.
-func (n *Node) harnBin() (string, error) {
-	if b := n.cfg.Hosted.HarnBin; b != "" {
+func (h *Host) harnBin() (string, error) {
+	if b := h.cfg.HarnBin; b != "" {
 		return b, nil
 	}
 	if self, err := os.Executable(); err == nil {
@@ -253,68 +315,68 @@ func (n *Node) harnBin() (string, error) {
 	return "harn", nil
 }
 
-// runHosted starts a hosted session here; remote says a peer asked.
-func (n *Node) runHosted(req *api.HostedRunRequest, remote bool) (*api.HostedRunResponse, error) {
-	if n.hosted == nil {
-		return nil, hostedStatus(hosted.ErrClosed)
+// Start starts a hosted session here; remote says a peer asked.
+func (h *Host) Start(req *api.HostedRunRequest, remote bool) (*api.HostedRunResponse, error) {
+	if h == nil {
+		return nil, Status(hosted.ErrClosed)
 	}
-	sp, err := n.hostedSpec(req, remote)
+	sp, err := h.Spec(req, remote)
 	if err != nil {
-		return nil, hostedStatus(err)
+		return nil, Status(err)
 	}
-	in, err := n.hosted.Start(sp)
+	in, err := h.room.Start(sp)
 	if err != nil {
-		return nil, hostedStatus(err)
+		return nil, Status(err)
 	}
-	return &api.HostedRunResponse{Session: in.ID, Node: n.cfg.Name, Worktree: in.Worktree, Branch: in.Branch, Dir: in.Dir,
+	return &api.HostedRunResponse{Session: in.ID, Node: h.Node, Worktree: in.Worktree, Branch: in.Branch, Dir: in.Dir,
 		Pid: int64(in.PID), Agent: sp.Agent}, nil
 }
 
 // actHosted acts on hosted session id of this node.
-func (n *Node) actHosted(id, op, t, by string) (*api.HostedActResponse, error) {
-	if n.hosted == nil || !n.hosted.Has(id) {
-		return nil, hostedStatus(fmt.Errorf("%w: session %s on node %s is not a live hosted session (started with harn run); its agent takes no input from harn", errNotHosted, id, n.cfg.Name))
+func (h *Host) actHosted(id, op, t, by string) (*api.HostedActResponse, error) {
+	if h == nil || !h.room.Has(id) {
+		return nil, Status(fmt.Errorf("%w: session %s on node %s is not a live hosted session (started with harn run); its agent takes no input from harn", errNotHosted, id, h.Node))
 	}
 	var res hosted.Result
 	var err error
 	switch op {
 	case "steer":
-		res, err = n.hosted.Steer(id, t, by)
+		res, err = h.room.Steer(id, t, by)
 	case "follow_up":
-		res, err = n.hosted.FollowUp(id, t, by)
+		res, err = h.room.FollowUp(id, t, by)
 	case "interrupt":
-		res, err = n.hosted.Interrupt(id, by)
+		res, err = h.room.Interrupt(id, by)
 	case "stop":
-		res, err = n.hosted.Stop(id, by)
+		res, err = h.room.Stop(id, by)
 	default:
 		err = fmt.Errorf("%w: unknown op %q; use steer, follow_up, interrupt or stop", hosted.ErrBadStart, text.Clip(text.OneLine(op), 32))
 	}
 	if err != nil {
-		return nil, hostedStatus(err)
+		return nil, Status(err)
 	}
-	n.log.Info("hosted action", "op", op, "session", id, "by", by)
-	return &api.HostedActResponse{Session: id, Node: n.cfg.Name, Mode: res.Mode, Queued: int32(res.Queued), Message: res.Message}, nil
+	h.Log.Info("hosted action", "op", op, "session", id, "by", by)
+	return &api.HostedActResponse{Session: id, Node: h.Node, Mode: res.Mode, Queued: int32(res.Queued), Message: res.Message}, nil
 }
 
-// placeHosted finds where a session handle lives: this node's own first,
+// Place finds where a session handle lives: this node's own first,
 // then the registry, then what peers gossip (a session started a moment
 // ago may not be in this node's replica yet).
-func (n *Node) placeHosted(handle string) (id, node string, err error) {
-	st, err := n.resolveLocal(handle)
+func (h *Host) Place(handle string) (id, node string, err error) {
+	st, err := h.Sessions.Resolve(handle)
 	if err == nil {
-		return st.SessionID, n.cfg.Name, nil
+		return st.SessionID, h.Node, nil
 	}
-	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
+	if !errors.Is(err, sessions.ErrUnknownSession) || h.Mesh() == nil {
 		return "", "", err
 	}
-	if rec, rerr := n.resolveRecord(handle); rerr == nil {
+	if rec, rerr := h.Record(handle); rerr == nil {
 		return rec.SessionID, rec.Node, nil
-	} else if !errors.Is(rerr, ErrUnknownSession) {
+	} else if !errors.Is(rerr, sessions.ErrUnknownSession) {
 		return "", "", rerr
 	}
 	var found []string
 	var where string
-	for _, ne := range n.remote.All() {
+	for _, ne := range h.Gossip.All() {
 		sid := ne.Entry.GetSessionId()
 		if sid == handle {
 			return sid, ne.Node, nil
@@ -327,7 +389,7 @@ func (n *Node) placeHosted(handle string) (id, node string, err error) {
 		return found[0], where, nil
 	}
 	if len(found) > 1 {
-		return "", "", fmt.Errorf("%w: %q names %d sessions (%s)", ErrAmbiguous, handle, len(found), strings.Join(found[:min(len(found), 5)], ", "))
+		return "", "", fmt.Errorf("%w: %q names %d sessions (%s)", sessions.ErrAmbiguous, handle, len(found), strings.Join(found[:min(len(found), 5)], ", "))
 	}
 	return "", "", err
 }
@@ -335,31 +397,34 @@ func (n *Node) placeHosted(handle string) (id, node string, err error) {
 // hostedService is the Hosted service on the local socket.
 type hostedService struct {
 	apigrpc.UnimplementedHostedServer
-	n *Node
+	h *Host
 }
 
+// Local is the Hosted service on the local socket.
+func (h *Host) Local() apigrpc.HostedServer { return &hostedService{h: h} }
+
 func (s *hostedService) Run(ctx context.Context, req *api.HostedRunRequest) (*api.HostedRunResponse, error) {
-	return s.n.hostedRun(ctx, req, operator.By(ctx, s.n.cfg.Name, ""))
+	return s.h.hostedRun(ctx, req, operator.By(ctx, s.h.Node, ""))
 }
 
 // hostedRun starts a hosted session here or on req.Node, for by.
-func (n *Node) hostedRun(ctx context.Context, req *api.HostedRunRequest, by string) (*api.HostedRunResponse, error) {
+func (h *Host) hostedRun(ctx context.Context, req *api.HostedRunRequest, by string) (*api.HostedRunResponse, error) {
 	req.By = by
-	if req.Node != "" && req.Node != n.cfg.Name {
-		cl, err := n.hostedPeerOf(req.Node)
+	if req.Node != "" && req.Node != h.Node {
+		cl, err := h.hostedPeerOf(req.Node)
 		if err != nil {
 			return nil, err
 		}
 		r := cloneRun(req)
 		r.By = operator.Part(req.By)
-		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+		rctx, cancel := context.WithTimeout(ctx, RouteTimeout)
 		defer cancel()
 		return peerAnswer(cl.Run(rctx, r))
 	}
 	if req.Dir == "" {
-		return nil, hostedStatus(fmt.Errorf("%w: name the directory (--dir DIR)", hosted.ErrBadStart))
+		return nil, Status(fmt.Errorf("%w: name the directory (--dir DIR)", hosted.ErrBadStart))
 	}
-	return n.runHosted(req, false)
+	return h.Start(req, false)
 }
 
 func cloneRun(r *api.HostedRunRequest) *api.HostedRunRequest {
@@ -368,100 +433,100 @@ func cloneRun(r *api.HostedRunRequest) *api.HostedRunRequest {
 }
 
 func (s *hostedService) Act(ctx context.Context, req *api.HostedActRequest) (*api.HostedActResponse, error) {
-	return s.n.hostedAct(ctx, req, operator.By(ctx, s.n.cfg.Name, ""))
+	return s.h.hostedAct(ctx, req, operator.By(ctx, s.h.Node, ""))
 }
 
 // hostedAct acts on a hosted session here or on its owner, for by.
-func (n *Node) hostedAct(ctx context.Context, req *api.HostedActRequest, by string) (*api.HostedActResponse, error) {
+func (h *Host) hostedAct(ctx context.Context, req *api.HostedActRequest, by string) (*api.HostedActResponse, error) {
 	target, id := req.Node, req.Session
-	if target == "" || target == n.cfg.Name {
+	if target == "" || target == h.Node {
 		var err error
-		if id, target, err = n.placeHosted(req.Session); err != nil {
-			return nil, hostedStatus(err)
+		if id, target, err = h.Place(req.Session); err != nil {
+			return nil, Status(err)
 		}
 	}
-	if target == n.cfg.Name {
-		return n.actHosted(id, req.Op, req.Text, by)
+	if target == h.Node {
+		return h.actHosted(id, req.Op, req.Text, by)
 	}
-	cl, err := n.hostedPeerOf(target)
+	cl, err := h.hostedPeerOf(target)
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+	rctx, cancel := context.WithTimeout(ctx, RouteTimeout)
 	defer cancel()
 	return peerAnswer(cl.Act(rctx, &api.HostedActRequest{Session: id, Node: target, Op: req.Op, Text: req.Text, By: operator.Part(by)}))
 }
 
 func (s *hostedService) Screen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
-	return s.n.hostedScreen(ctx, req)
+	return s.h.hostedScreen(ctx, req)
 }
 
 // hostedScreen reads a hosted terminal's screen, here or from its owner.
-func (n *Node) hostedScreen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
+func (h *Host) hostedScreen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
 	target, id := req.Node, req.Session
-	if target == "" || target == n.cfg.Name {
+	if target == "" || target == h.Node {
 		var err error
-		if id, target, err = n.placeHosted(req.Session); err != nil {
-			return nil, hostedStatus(err)
+		if id, target, err = h.Place(req.Session); err != nil {
+			return nil, Status(err)
 		}
 	}
-	if target == n.cfg.Name {
-		return n.screenHosted(id)
+	if target == h.Node {
+		return h.screenHosted(id)
 	}
-	cl, err := n.hostedPeerOf(target)
+	cl, err := h.hostedPeerOf(target)
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+	rctx, cancel := context.WithTimeout(ctx, RouteTimeout)
 	defer cancel()
 	return peerAnswer(cl.Screen(rctx, &api.HostedScreenRequest{Session: id, Node: target}))
 }
 
 // screenHosted is the screen of hosted session id of this node.
-func (n *Node) screenHosted(id string) (*api.HostedScreenResponse, error) {
-	if n.hosted == nil {
-		return nil, hostedStatus(hosted.ErrClosed)
+func (h *Host) screenHosted(id string) (*api.HostedScreenResponse, error) {
+	if h == nil {
+		return nil, Status(hosted.ErrClosed)
 	}
-	lines, ok := n.hosted.Screen(id)
+	lines, ok := h.room.Screen(id)
 	if !ok {
-		return nil, hostedStatus(fmt.Errorf("%w: session %s on node %s is not a live hosted session", errNotHosted, id, n.cfg.Name))
+		return nil, Status(fmt.Errorf("%w: session %s on node %s is not a live hosted session", errNotHosted, id, h.Node))
 	}
-	return &api.HostedScreenResponse{Session: id, Node: n.cfg.Name, Lines: lines}, nil
+	return &api.HostedScreenResponse{Session: id, Node: h.Node, Lines: lines}, nil
 }
 
 func (s *hostedService) Worktrees(ctx context.Context, req *api.WorktreesRequest) (*api.WorktreesResponse, error) {
-	n := s.n
-	if req.Node != "" && req.Node != n.cfg.Name {
-		cl, err := n.hostedPeerOf(req.Node)
+	h := s.h
+	if req.Node != "" && req.Node != h.Node {
+		cl, err := h.hostedPeerOf(req.Node)
 		if err != nil {
 			return nil, err
 		}
-		rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+		rctx, cancel := context.WithTimeout(ctx, RouteTimeout)
 		defer cancel()
 		return peerAnswer(cl.Worktrees(rctx, &api.WorktreesRequest{Node: req.Node, Remove: req.Remove, Force: req.Force,
-			By: operator.Part(operator.By(ctx, n.cfg.Name, ""))}))
+			By: operator.Part(operator.By(ctx, h.Node, ""))}))
 	}
-	return n.worktrees(req)
+	return h.worktrees(req)
 }
 
 // worktrees lists or removes this node's worktrees.
-func (n *Node) worktrees(req *api.WorktreesRequest) (*api.WorktreesResponse, error) {
-	if n.hosted == nil {
-		return nil, hostedStatus(hosted.ErrClosed)
+func (h *Host) worktrees(req *api.WorktreesRequest) (*api.WorktreesResponse, error) {
+	if h == nil {
+		return nil, Status(hosted.ErrClosed)
 	}
-	out := &api.WorktreesResponse{Node: n.cfg.Name}
+	out := &api.WorktreesResponse{Node: h.Node}
 	if req.Remove != "" {
-		msg, err := n.hosted.RemoveWorktree(req.Remove, req.Force)
+		msg, err := h.room.RemoveWorktree(req.Remove, req.Force)
 		if err != nil {
-			return nil, hostedStatus(err)
+			return nil, Status(err)
 		}
-		n.log.Info("hosted worktree removed", "which", req.Remove, "force", req.Force, "by", req.By)
+		h.Log.Info("hosted worktree removed", "which", req.Remove, "force", req.Force, "by", req.By)
 		out.Message = msg
 		return out, nil
 	}
-	for _, w := range n.hosted.Worktrees() {
+	for _, w := range h.room.Worktrees() {
 		out.Worktrees = append(out.Worktrees, &api.HostedWorktree{Path: w.Path, Branch: w.Branch, Base: w.Base, Repo: w.Repo,
-			Session: w.Session, Live: w.Live, Clean: w.Clean, Unpushed: int32(w.Unpushed), Node: n.cfg.Name,
+			Session: w.Session, Live: w.Live, Clean: w.Clean, Unpushed: int32(w.Unpushed), Node: h.Node,
 			CreatedUnixNano: w.Created.UnixNano(), Error: w.Error})
 	}
 	return out, nil
@@ -479,15 +544,15 @@ func peerAnswer[T any](res T, err error) (T, error) {
 	return res, err
 }
 
-// hostedTask runs a task path's steer or follow-up on a hosted session of
+// Task runs a task path's steer or follow-up on a hosted session of
 // this node: typed into its terminal (steer now, follow-up at its turn's
 // stop). ok is false for any other action or session.
-func (n *Node) hostedTask(a tasks.Action) (res *api.TaskResponse, ok bool, err error) {
-	if n.hosted == nil || (a.Op != tasks.OpSteer && a.Op != tasks.OpFollowUp) || a.Session == "" {
+func (h *Host) Task(a tasks.Action) (res *api.TaskResponse, ok bool, err error) {
+	if h == nil || (a.Op != tasks.OpSteer && a.Op != tasks.OpFollowUp) || a.Session == "" {
 		return nil, false, nil
 	}
-	st, rerr := n.resolveLocal(a.Session)
-	if rerr != nil || !n.hosted.Has(st.SessionID) {
+	st, rerr := h.Sessions.Resolve(a.Session)
+	if rerr != nil || !h.room.Has(st.SessionID) {
 		return nil, false, nil
 	}
 	op := "steer"
@@ -496,9 +561,9 @@ func (n *Node) hostedTask(a tasks.Action) (res *api.TaskResponse, ok bool, err e
 	}
 	by := a.By
 	if by == "" {
-		by = "operator@" + n.cfg.Name
+		by = "operator@" + h.Node
 	}
-	out, err := n.actHosted(st.SessionID, op, a.Text, by)
+	out, err := h.actHosted(st.SessionID, op, a.Text, by)
 	if err != nil {
 		return nil, true, err
 	}
@@ -506,7 +571,7 @@ func (n *Node) hostedTask(a tasks.Action) (res *api.TaskResponse, ok bool, err e
 	if out.Mode == "queued" {
 		mode = exec.SteerFollowUp
 	}
-	r := tasks.Result{Node: n.cfg.Name, Session: st.SessionID, Message: out.Message,
+	r := tasks.Result{Node: h.Node, Session: st.SessionID, Message: out.Message,
 		Steer: &exec.SteerResult{Mode: mode, Message: out.Message}}
-	return &api.TaskResponse{Result: tasks.ResultToAPI(r), Node: n.cfg.Name}, true, nil
+	return &api.TaskResponse{Result: tasks.ResultToAPI(r), Node: h.Node}, true, nil
 }
