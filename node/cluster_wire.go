@@ -17,6 +17,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/meshtrust"
+	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -106,7 +107,7 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 // opened; Close releases it.
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
-		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerService{n},
+		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer()},
 		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: n.gossipNotifier, Decorate: n.decorateEntry,
 		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
@@ -134,7 +135,7 @@ func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.Apply
 // sessions and tasks (cluster.PeerService).
 type peerService struct{ n *Node }
 
-var _ cluster.PeerService = peerService{}
+var _ cluster.PeerService = peerServer{}
 
 // MeshAddr is the "host:port" other nodes reach this node's gossip at (a
 // seed for Join); "" without the mesh.
@@ -228,4 +229,11 @@ func ParseNotifyAdmins(s string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// peerServer is the cluster gRPC's peer service: peerService and the
+// rooms' own parts.
+type peerServer struct {
+	peerService
+	*tasksvc.Peer
 }

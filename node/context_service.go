@@ -7,6 +7,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasksvc"
 )
 
 // maxContextID bounds the session id of a context request.
@@ -24,7 +25,7 @@ func (s *localService) Context(ctx context.Context, req *api.ContextRequest) (*a
 	}
 	v, err := s.n.tasks.Context(req.Session, req.ProviderView)
 	if err != nil {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	return &api.ContextResponse{ReportJson: v.Report, ProviderJson: v.Provider}, nil
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -74,7 +75,7 @@ func (s *localService) Coord(ctx context.Context, req *api.CoordRequest) (*api.C
 		return nil, writeRefusedStatus(err)
 	}
 	if err != nil {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	return coordResponse(res, s.n.cfg.Name)
 }
@@ -166,19 +167,19 @@ func (n *Node) routeCoord(ctx context.Context, op string, b CoordBody) (*api.Coo
 	if err == nil {
 		res, err := n.coordLocal(op, st, b)
 		if err != nil {
-			return nil, taskStatus(err)
+			return nil, tasksvc.Status(err)
 		}
 		return coordResponse(res, n.cfg.Name)
 	}
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	rec, rerr := n.resolveRecord(b.Session)
 	if rerr != nil {
-		return nil, taskStatus(rerr)
+		return nil, tasksvc.Status(rerr)
 	}
 	if rec.Node == "" || rec.Node == n.cfg.Name {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	cl, cerr := n.cl.ClientOf(rec.Node)
 	if cerr != nil {
@@ -266,18 +267,18 @@ func (s peerService) Coord(ctx context.Context, req *api.CoordRequest) (*api.Coo
 	ln := s.n
 	st, err := ln.resolveLocal(b.Session)
 	if err != nil {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	if req.Op == CoordEnd {
 		id, err := s.n.gate.Authorize(ctx, "end")
 		if err != nil {
-			return nil, taskStatus(err)
+			return nil, tasksvc.Status(err)
 		}
 		b.By = operator.Remote(b.By, id)
 	}
 	res, err := ln.coordLocal(req.Op, st, b)
 	if err != nil {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	return coordResponse(res, s.n.cfg.Name)
 }

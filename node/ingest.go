@@ -75,7 +75,7 @@ func (n *Node) subscribe() {
 		// A write announced in a turn that ended without its end did not
 		// run: the claims room releases what it took.
 		if len(b.Stored) > 0 {
-			n.observeClaimCalls(context.Background(), b.Stored)
+			n.taskSvc.ObserveClaimCalls(context.Background(), b.Stored)
 		}
 	})
 	n.sess.Subscribe(func(b sessions.Batch) { n.noteClamped(b.Clamped, b.Stored) })

@@ -50,6 +50,7 @@ import (
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/tracing"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
@@ -75,8 +76,9 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks *tasks.Host     // the task runtimes (node/tasks)
-	hosts *hostedsvc.Host // agents in terminals the node owns (node/hosted/hostedsvc)
+	tasks   *tasks.Host      // the task runtimes (node/tasks)
+	taskSvc *tasksvc.Service // their service (node/tasksvc); nil until openTasks
+	hosts   *hostedsvc.Host  // agents in terminals the node owns (node/hosted/hostedsvc)
 	// remotePol is what a caller on another node may choose for a task
 	// here (node/remotepolicy; remote_policy.go); set by openTasks.
 	remotePol remotepolicy.Config
@@ -221,6 +223,7 @@ func (n *Node) open(ctx context.Context) error {
 	if n.hosts, err = hostedsvc.Open(n.cfg.Hosted, n.hostedDeps()); err != nil {
 		return err
 	}
+	n.taskSvc.Hosted = n.hosts // a hosted session's steer and follow-up
 	if err := n.listen(); err != nil {
 		return err
 	}
@@ -277,7 +280,7 @@ func (n *Node) listen() error {
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(operator.Creds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localService{n: n}, &adminService{n: n}
+	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local()}, &adminService{n: n}
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
 	hs := n.hosts.Local()
@@ -414,4 +417,11 @@ func (n *Node) policy() remotepolicy.Config {
 		return n.remotePol
 	}
 	return n.remotePolicy()
+}
+
+// localServer is the Local service: the adapters of service.go and the
+// rooms' own parts.
+type localServer struct {
+	*localService
+	*tasksvc.Local
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/runtime"
 )
@@ -36,9 +37,9 @@ var ErrBadOverride = meshtrust.ErrBadSwitch
 func (s *localService) Reduce(ctx context.Context, req *api.ReduceRequest) (*api.TaskResponse, error) {
 	a := tasks.Action{Op: tasks.OpReduce, Task: req.Task, Capability: req.Capability, Level: req.Level,
 		Reason: req.Reason, By: operator.By(ctx, s.n.cfg.Name, "")}
-	res, err := s.n.routeTask(ctx, req.Node, a)
+	res, err := s.n.taskSvc.Route(ctx, req.Node, a)
 	if err != nil {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	return res, nil
 }

@@ -148,7 +148,7 @@ func (s *localService) appendDecide(ctx context.Context, q *api.DecideQuery) *ap
 	if q == nil {
 		return nil
 	}
-	return s.n.decideInAppend(ctx, q)
+	return s.n.taskSvc.DecideInAppend(ctx, q)
 }
 
 func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (*api.DiagnoseResponse, error) {
