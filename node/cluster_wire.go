@@ -14,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/meshtrust"
@@ -107,7 +108,7 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 // opened; Close releases it.
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
-		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer()},
+		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer(), n.coord.Peer()},
 		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: n.gossipNotifier, Decorate: n.decorateEntry,
 		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
@@ -235,5 +236,6 @@ func ParseNotifyAdmins(s string) ([]string, error) {
 // rooms' own parts.
 type peerServer struct {
 	peerService
-	*tasksvc.Peer
+	*tasksvc.TaskPeer
+	*coordsvc.CoordPeer
 }

@@ -38,6 +38,7 @@ import (
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/dirtrust"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
@@ -76,9 +77,10 @@ type Node struct {
 	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
 	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
 
-	tasks   *tasks.Host      // the task runtimes (node/tasks)
-	taskSvc *tasksvc.Service // their service (node/tasksvc); nil until openTasks
-	hosts   *hostedsvc.Host  // agents in terminals the node owns (node/hosted/hostedsvc)
+	tasks   *tasks.Host       // the task runtimes (node/tasks)
+	taskSvc *tasksvc.Service  // their service (node/tasksvc); nil until openTasks
+	coord   *coordsvc.Service // claims, end, ping (node/coordsvc); nil until openTasks
+	hosts   *hostedsvc.Host   // agents in terminals the node owns (node/hosted/hostedsvc)
 	// remotePol is what a caller on another node may choose for a task
 	// here (node/remotepolicy; remote_policy.go); set by openTasks.
 	remotePol remotepolicy.Config
@@ -239,9 +241,11 @@ func (n *Node) open(ctx context.Context) error {
 	if err := privateDataDir(n.cfg.DataDir); err != nil {
 		return err
 	}
-	if err := n.openClaims(); err != nil {
+	d, err := n.coord.OpenClaims()
+	if err != nil {
 		return err
 	}
+	n.claims.Store(d)
 	if err := n.openWeb(); err != nil {
 		return err
 	}
@@ -280,7 +284,7 @@ func (n *Node) listen() error {
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(operator.Creds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local()}, &adminService{n: n}
+	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local()}, &adminService{n: n}
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
 	hs := n.hosts.Local()
@@ -423,5 +427,6 @@ func (n *Node) policy() remotepolicy.Config {
 // rooms' own parts.
 type localServer struct {
 	*localService
-	*tasksvc.Local
+	*tasksvc.TaskLocal
+	*coordsvc.CoordLocal
 }

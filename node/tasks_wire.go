@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
@@ -61,6 +62,15 @@ func (n *Node) openTasks() error {
 		},
 		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, Claims: n.claims.Load, Diagnose: n.addDiagnostic,
 		Facts: n.requestFacts, Waiting: n.waiting})
+	n.coord = coordsvc.New(coordsvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Mode: n.cfg.Claims, Gate: n.gate,
+		Tasks: h, Procs: n.procs, Sessions: n.sess, Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
+		Mesh: func() coordsvc.Mesh {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl
+		},
+		Record: n.resolveRecord, Members: n.taskSvc.Members, Claims: n.claims.Load, Journal: n.ledger, Diagnose: n.addDiagnostic})
 	n.wireApprovals()
 	// What tools of the previous run still run (it died) goes first.
 	n.reapToolGroups()

@@ -219,7 +219,7 @@ func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow boo
 		}
 		return a.task(ctx, tasks.Action{Op: op, Task: r.TaskID, Call: r.RequestID, Reason: r.Text})
 	}
-	res, err := (&localService{n: a.n}).Answer(ctx, &api.AnswerRequest{Request: r.RequestID, Allow: allow,
+	res, err := a.n.taskSvc.Local().Answer(ctx, &api.AnswerRequest{Request: r.RequestID, Allow: allow,
 		Reason: r.Text, By: a.by(), SessionWide: allow && r.SessionWide})
 	if err != nil {
 		return "", actionErr(err)
@@ -234,7 +234,7 @@ func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow boo
 
 func (a webActions) task(ctx context.Context, act tasks.Action) (string, error) {
 	act.By = a.by()
-	res, err := (&localService{n: a.n}).Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(act)})
+	res, err := a.n.taskSvc.Local().Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(act)})
 	if err != nil {
 		return "", actionErr(err)
 	}

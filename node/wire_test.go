@@ -7,7 +7,9 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/api/wiretest"
+	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
@@ -37,12 +39,12 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 	wiretest.Fill(&rec)
 	check("record", rec, RecordToAPI(&rec), func(m proto.Message) any { return RecordFromAPI(m.(*api.RegistryRecord)) })
 
-	var body CoordBody
+	var body coordsvc.CoordBody
 	wiretest.Fill(&body)
-	check("coord body", body, CoordRequestOf(CoordRelease, body), func(m proto.Message) any { return coordBodyOf(m.(*api.CoordRequest)) })
-	var res CoordResult
+	check("coord body", body, wire.CoordRequestOf(coordsvc.CoordRelease, body), func(m proto.Message) any { return coordsvc.BodyOf(m.(*api.CoordRequest)) })
+	var res coordsvc.CoordResult
 	wiretest.Fill(&res)
-	check("coord result", res, CoordResultToAPI(res), func(m proto.Message) any { return CoordResultFromAPI(m.(*api.CoordResult)) })
+	check("coord result", res, coordsvc.ResultToAPI(res), func(m proto.Message) any { return wire.CoordResultFromAPI(m.(*api.CoordResult)) })
 
 	var d ledger.Diagnostic
 	wiretest.Fill(&d)

@@ -89,17 +89,17 @@ type Service struct{ Deps }
 // New builds the service. It does no I/O.
 func New(d Deps) *Service { return &Service{Deps: d} }
 
-// Local is the task part of the Local service on the local socket.
-type Local struct{ *Service }
+// TaskLocal is the task part of the Local service on the local socket.
+type TaskLocal struct{ *Service }
 
-// Peer is the task part of the cluster gRPC's peer service.
-type Peer struct{ *Service }
+// TaskPeer is the task part of the cluster gRPC's peer service.
+type TaskPeer struct{ *Service }
 
 // Local is the service's part of the local socket.
-func (s *Service) Local() *Local { return &Local{s} }
+func (s *Service) Local() *TaskLocal { return &TaskLocal{s} }
 
 // Peer is the service's part of the cluster gRPC.
-func (s *Service) Peer() *Peer { return &Peer{s} }
+func (s *Service) Peer() *TaskPeer { return &TaskPeer{s} }
 
 // hostSessions is what the policy reads of the task host.
 type hostSessions struct{ h *tasks.Host }
@@ -175,7 +175,7 @@ func Status(err error) error {
 
 // ---- the local service ----
 
-func (s *Local) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
+func (s *TaskLocal) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
 	a, err := tasks.ActionFromAPI(req.Action)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
@@ -267,7 +267,7 @@ func (s *Service) remoteTask(ctx context.Context, node string, a tasks.Action) (
 	return res, nil
 }
 
-func (s *Local) Decide(ctx context.Context, req *api.DecideRequest) (*api.DecideResponse, error) {
+func (s *TaskLocal) Decide(ctx context.Context, req *api.DecideRequest) (*api.DecideResponse, error) {
 	if req.Query == nil {
 		return nil, status.Error(codes.InvalidArgument, "decide: no query")
 	}
@@ -311,7 +311,7 @@ func (s *Service) DecideInAppend(ctx context.Context, query *api.DecideQuery) *a
 	return s.decide(ctx, q, claims.FromAPI(query.Claims))
 }
 
-func (s *Local) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*api.ApprovalResponse, error) {
+func (s *TaskLocal) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*api.ApprovalResponse, error) {
 	wait := min(time.Duration(max(req.WaitMs, 0))*time.Millisecond, maxApproveWait)
 	r := tasks.Request{Session: req.Session, Agent: req.Agent, Tool: req.Tool, Summary: tasks.Summarize(req.Tool, req.Input),
 		Detail: tasks.Detail(req.Tool, req.Input), SessionWide: req.SessionWide,
@@ -338,7 +338,7 @@ func (s *Local) AwaitApproval(ctx context.Context, req *api.ApprovalRequest) (*a
 	return &api.ApprovalResponse{Decision: d, Reason: ans.Reason, Request: r.ID, By: ans.By, SessionWide: ans.SessionWide}, nil
 }
 
-func (s *Local) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
+func (s *TaskLocal) Pending(ctx context.Context, req *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
 	for _, r := range s.Waiting() {
 		out.Requests = append(out.Requests, tasks.RequestToAPI(r))
@@ -370,7 +370,7 @@ func (s *Local) Pending(ctx context.Context, req *api.PendingRequest) (*api.Pend
 	return out, nil
 }
 
-func (s *Local) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
+func (s *TaskLocal) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
 	by := operator.By(ctx, s.Node, req.By)
 	r, err := s.Tasks.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, by, req.Reason)
 	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.Mesh() == nil {
@@ -402,7 +402,7 @@ func (s *Local) Answer(ctx context.Context, req *api.AnswerRequest) (*api.Answer
 
 // ---- the cluster service ----
 
-func (s *Peer) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
+func (s *TaskPeer) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskResponse, error) {
 	a, err := tasks.ActionFromAPI(req.Action)
 	if err != nil {
 		return nil, status.Error(codes.InvalidArgument, "task: malformed action: "+err.Error())
@@ -452,7 +452,7 @@ func (s *Peer) Task(ctx context.Context, req *api.TaskRequest) (*api.TaskRespons
 // policy allows, who may answer it; any other member gets the summary, as
 // the gossiped trace carries it, and so still learns which session waits
 // where.
-func (s *Peer) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
+func (s *TaskPeer) Pending(ctx context.Context, _ *api.PendingRequest) (*api.PendingResponse, error) {
 	out := &api.PendingResponse{}
 	h := s.Tasks
 	if h == nil {
@@ -468,7 +468,7 @@ func (s *Peer) Pending(ctx context.Context, _ *api.PendingRequest) (*api.Pending
 	return out, nil
 }
 
-func (s *Peer) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
+func (s *TaskPeer) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
 	h := s.Tasks
 	if h == nil {
 		return nil, status.Error(codes.NotFound, tasks.ErrNoRequest.Error())
