@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -70,7 +69,7 @@ var (
 	// ErrJoinNeedsToken: a node asked to --join a mesh has no certificate
 	// of it and no join token (and plaintext was not asked for).
 	ErrJoinNeedsToken = meshtrust.ErrJoinNeedsToken
-	ErrNoMesh         = errors.New("node: this node runs without the mesh")
+	ErrNoMesh         = cluster.ErrNoMesh
 )
 
 // PeerReplyError is a peer's reply over MaxPeerListItems entries.

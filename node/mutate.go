@@ -9,28 +9,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/harn-dev/harn/node/gitcheck"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/text"
 )
 
-// ErrRefused wraps every refusal of an operator declaration. A refusal
-// writes no event.
-var ErrRefused = errors.New("node: refused")
-
-// ErrBadRequest wraps operator input that is malformed.
-var ErrBadRequest = errors.New("node: bad request")
+// The refusals of an operator declaration and of bad input (node/operator).
+var (
+	ErrRefused    = operator.ErrRefused
+	ErrBadRequest = operator.ErrBadRequest
+)
 
 // RefusedError names the check that refused a declaration.
-type RefusedError struct {
-	Check string
-	Err   error
-}
-
-func (e *RefusedError) Error() string { return e.Check + ": " + e.Err.Error() }
-
-// Unwrap returns both the sentinel and the cause.
-func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
+type RefusedError = operator.RefusedError
 
 // GitChecker runs the git finalization check.
 type GitChecker interface {

@@ -31,8 +31,8 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 
-	"github.com/harn-dev/harn/node/acttoken"
 	"github.com/harn-dev/harn/node/alerts"
+	"github.com/harn-dev/harn/node/alerts/notifysvc"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
@@ -89,17 +89,11 @@ type Node struct {
 	// reads (util/safefs).
 	dirTrust *dirtrust.Store
 	undeny   func()
-	gate     *operator.Gate  // who on other nodes may act here (node/operator)
-	acts     *acttoken.Store // notifications' one-decision tokens (actwire.go)
-	alerts   *alerts.Room    // notifications (node/alerts; notifywire.go)
-	// desktopOn: desktop notifications are asked for and a program to show
-	// them exists (notify-send or osascript).
-	desktopOn bool
-	// hooksSaved is the registry index of the webhook set kept in the
-	// ledger (notifywire.go).
-	hooksSaved atomic.Uint64
-	cl         *cluster.Cluster // nil without the mesh
-	remote     *gossip.Table    // what other nodes gossip
+	gate     *operator.Gate     // who on other nodes may act here (node/operator)
+	notes    *notifysvc.Service // notifications' service (node/alerts/notifysvc)
+	alerts   *alerts.Room       // notifications (node/alerts), the service's room
+	cl       *cluster.Cluster   // nil without the mesh
+	remote   *gossip.Table      // what other nodes gossip
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]
@@ -213,8 +207,8 @@ func (n *Node) open(ctx context.Context) error {
 	n.seen.Start()
 	n.proj.OnWrite(n.changes.Notify)
 	n.proj.Reset(n.sess.Live())
-	n.openActTokens()
-	n.openAlerts()
+	n.notes = notifysvc.Open(n.cfg.Notify, n.notifyDeps())
+	n.alerts = n.notes.Room()
 	n.drainSpool()
 	if err := n.openDirTrust(); err != nil {
 		return err
@@ -284,7 +278,7 @@ func (n *Node) listen() error {
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(operator.Creds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local()}, &adminService{n: n}
+	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local()}, &adminService{n: n}
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
 	hs := n.hosts.Local()
@@ -429,4 +423,22 @@ type localServer struct {
 	*localService
 	*tasksvc.TaskLocal
 	*coordsvc.CoordLocal
+	*notifysvc.NotifyLocal
+}
+
+// notifyDeps wires the notifications' service to the rest of the node.
+func (n *Node) notifyDeps() notifysvc.Deps {
+	return notifysvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Meta: n.ledger,
+		MeshOn: n.cfg.Cluster.Enabled, Voter: n.cfg.Cluster.Voter(),
+		Mesh: func() notifysvc.Mesh {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl
+		},
+		Members: n.reachability, Reachable: reachable, RecordState: recordState,
+		SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
+		Own:         func() []presence.State { return n.Sessions(false) }, Waiting: n.waiting,
+		Tasks: func() *tasks.Host { return n.tasks }, BoardBase: n.BoardBaseURL, OnApprovals: n.changes.Notify,
+		Status: statusErr}
 }

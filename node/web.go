@@ -110,7 +110,7 @@ func (n *Node) webToken() (string, error) {
 // --http-port.
 func (n *Node) openWeb() error {
 	if n.tasks != nil {
-		n.tasks.Approvals().OnChange(n.approvalsChanged)
+		n.tasks.Approvals().OnChange(n.notes.ApprovalsChanged)
 	}
 	if n.cfg.HTTPAddr == "" {
 		os.Remove(WebURLPath(n.cfg.DataDir)) // a killed node's
@@ -120,7 +120,7 @@ func (n *Node) openWeb() error {
 	if err != nil {
 		return err
 	}
-	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n, n.hosts.Board()}, Decider: actDecider{n},
+	b, err := board.New(board.Config{Addr: n.cfg.HTTPAddr, Token: tok, Source: webSource{n}, Actions: webActions{n, n.hosts.Board()}, Decider: n.notes.Decider(),
 		Less: urgencyLess, Logger: n.log.With("room", "board"),
 		Metrics: n.metrics.Handler(), MetricsToken: n.cfg.Web.MetricsToken, Limits: n.cfg.Web.Limits})
 	if err != nil {
