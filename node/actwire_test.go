@@ -45,7 +45,7 @@ func TestButtonsAnswerTheRequestOnceByTheirUse(t *testing.T) {
 	id, got := awaitOpen(t, n, tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Key: "k1"})
 	bs := n.notes.Buttons(needsInputWith(id))
 	if len(bs) != 2 || bs[0].Label != "Approve" || bs[1].Label != "Deny" ||
-		bs[0].URL != strings.TrimSuffix(n.BoardBaseURL(), "/")+board.ActPath {
+		bs[0].URL != strings.TrimSuffix(n.web.BaseURL(), "/")+board.ActPath {
 		t.Fatalf("buttons %+v", bs)
 	}
 	var body board.ActBody

@@ -19,6 +19,7 @@ import (
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -108,7 +109,7 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
 		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer(), n.coord.Peer()},
-		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: n.gossipNotifier, Decorate: n.decorateEntry,
+		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: func(h *gossip.Handler) mesh.Handler { return web.GossipNotifier(h, n.changes.Notify) }, Decorate: n.decorateEntry,
 		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/operator"
+	"github.com/harn-dev/harn/node/web"
 )
 
 // ListenError says that one of the node's listeners could not bind
@@ -18,3 +19,18 @@ var (
 	ErrRemoteRefused = operator.ErrRemoteRefused
 	ErrRemoteExec    = operator.ErrRemoteExec
 )
+
+// The web room's config and errors (node/web).
+type WebConfig = web.Config
+
+// The web room's errors and bounds (node/web).
+var (
+	ErrHTTPAddr      = web.ErrHTTPAddr
+	ErrTokenFile     = web.ErrTokenFile
+	ErrWebTokenShort = web.ErrWebTokenShort
+	ErrPublicURL     = web.ErrPublicURL
+	ParsePublicURL   = web.ParsePublicURL
+)
+
+// MinWebToken is the shortest token the board accepts.
+const MinWebToken = web.MinWebToken

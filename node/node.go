@@ -53,6 +53,7 @@ import (
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/tracing"
+	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -101,8 +102,7 @@ type Node struct {
 	proj     *heartbeat.Projector
 	changes  *changes.Broadcaster // heartbeat, gossip and registry changes (web.go)
 	metrics  *metrics.Metrics     // /metrics (node/metrics)
-	board    *board.Server        // nil without --http-port
-	pending  pendingCache         // peers' open permission requests (web_source.go)
+	web      *web.Web             // the board and /metrics (node/web); nil without Open
 	tracer   trace.Tracer         // no-op unless Config.TracerProvider is set
 	grpc     *grpc.Server
 	lis      net.Listener
@@ -240,7 +240,10 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.claims.Store(d)
-	if err := n.openWeb(); err != nil {
+	if n.tasks != nil {
+		n.tasks.Approvals().OnChange(n.notes.ApprovalsChanged)
+	}
+	if n.web, err = web.Open(n.cfg.Web, n.webDeps()); err != nil {
 		return err
 	}
 	n.serve()
@@ -323,7 +326,8 @@ func (n *Node) start(fns ...func()) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
-		n.closeWeb()
+		n.changes.Close() // first: the board's streams end
+		n.web.Close()
 		n.hosts.Close() // its processes end; their ends are recorded while the ledger is open
 		if n.grpc != nil {
 			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
@@ -439,6 +443,48 @@ func (n *Node) notifyDeps() notifysvc.Deps {
 		Members: n.reachability, Reachable: reachable, RecordState: recordState,
 		SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
 		Own:         func() []presence.State { return n.Sessions(false) }, Waiting: n.waiting,
-		Tasks: func() *tasks.Host { return n.tasks }, BoardBase: n.BoardBaseURL, OnApprovals: n.changes.Notify,
+		Tasks: func() *tasks.Host { return n.tasks }, BoardBase: func() string { return n.web.BaseURL() }, OnApprovals: n.changes.Notify,
 		Status: statusErr}
 }
+
+// webDeps wires the web room to the rest of the node.
+func (n *Node) webDeps() web.Deps {
+	return web.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Addr: n.cfg.HTTPAddr, Token: n.cfg.HTTPToken,
+		Log: n.log, Clock: n.cfg.Clock, Changes: n.changes, Metrics: n.metrics.Handler(),
+		Rows: func(ctx context.Context) ([]board.Row, error) {
+			entries, _, err := n.Roster(ctx, true, false)
+			rows := make([]board.Row, len(entries))
+			for i := range entries {
+				rows[i] = board.RowOf(entries[i].Row())
+			}
+			return rows, err
+		},
+		Row: func(ctx context.Context, handle string) (board.Row, error) {
+			e, _, err := n.ReadSession(ctx, handle)
+			return board.RowOf(e.Row()), err
+		},
+		Trace: func(ctx context.Context, handle string) ([]presence.Event, error) {
+			_, evs, _, err := n.ReadTrace(ctx, handle)
+			out := make([]presence.Event, 0, len(evs))
+			for _, e := range evs {
+				if ev, err := EventFromAPI(e); err == nil {
+					out = append(out, ev)
+				}
+			}
+			return out, err
+		},
+		Waiting: n.waiting, Members: n.taskSvc.Members, OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout,
+		Mesh: func() web.Mesh {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl
+		},
+		Tasks: n.taskSvc.Local(), Hoster: n.hosts.Board(), Decider: n.notes.Decider()}
+}
+
+// BoardURL is the board's URL with ?token=, or "" without a board.
+func (n *Node) BoardURL() string { return n.web.URL() }
+
+// Changes subscribes to the node's changes (see node/changes).
+func (n *Node) Changes() (<-chan struct{}, func()) { return n.changes.Subscribe() }
