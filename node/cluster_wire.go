@@ -11,7 +11,6 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
-	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/gossip"
@@ -189,16 +188,6 @@ func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) 
 	}
 	return out, nil
 }
-
-// Admin operations of a CA rotation, in wire.
-const (
-	AdminCARotate = wire.AdminCARotate
-	AdminCAFinish = wire.AdminCAFinish
-	AdminCAStatus = wire.AdminCAStatus
-)
-
-// CAStatus is wire.CAStatus.
-type CAStatus = wire.CAStatus
 
 // ReasonWriteRefused is the ErrorInfo reason of a registry write the
 // leader's write authority refused (the caller's node may not make it).

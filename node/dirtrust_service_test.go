@@ -27,7 +27,7 @@ func peerCtx(info credentials.AuthInfo) context.Context {
 // read or recorded.
 func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 	n := openNode(t, testConfig(t, t.TempDir()))
-	s := &localService{n: n}
+	s := n.trust.Local()
 	project := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(project, ".harn"), 0o700); err != nil {
 		t.Fatal(err)
@@ -44,7 +44,7 @@ func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 			t.Errorf("%s: %v; want PermissionDenied", name, err)
 		}
 	}
-	if len(n.dirTrust.List()) != 0 {
+	if len(n.trust.Dirs().List()) != 0 {
 		t.Fatal("a refused caller trusted a directory")
 	}
 	own := peerCtx(operator.Peer{UID: os.Geteuid(), Known: true})

@@ -3,6 +3,7 @@ package node
 import (
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/operator"
+	"github.com/harn-dev/harn/node/trustadmin"
 	"github.com/harn-dev/harn/node/web"
 )
 
@@ -34,3 +35,9 @@ var (
 
 // MinWebToken is the shortest token the board accepts.
 const MinWebToken = web.MinWebToken
+
+// Mesh init, before a node runs (node/trustadmin).
+var (
+	InitMesh           = trustadmin.InitMesh
+	CreatePendingToken = trustadmin.CreatePendingToken
+)

@@ -39,7 +39,6 @@ import (
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/coordsvc"
-	"github.com/harn-dev/harn/node/dirtrust"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
@@ -53,6 +52,7 @@ import (
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/tracing"
+	"github.com/harn-dev/harn/node/trustadmin"
 	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
@@ -85,16 +85,12 @@ type Node struct {
 	// remotePol is what a caller on another node may choose for a task
 	// here (node/remotepolicy; remote_policy.go); set by openTasks.
 	remotePol remotepolicy.Config
-	// dirTrust is the trusted project directories (node/dirtrust;
-	// dirtrust_service.go); undeny lifts the data dir's denial to safe
-	// reads (util/safefs).
-	dirTrust *dirtrust.Store
-	undeny   func()
-	gate     *operator.Gate     // who on other nodes may act here (node/operator)
-	notes    *notifysvc.Service // notifications' service (node/alerts/notifysvc)
-	alerts   *alerts.Room       // notifications (node/alerts), the service's room
-	cl       *cluster.Cluster   // nil without the mesh
-	remote   *gossip.Table      // what other nodes gossip
+	trust     *trustadmin.Service // mesh and directory trust (node/trustadmin)
+	gate      *operator.Gate      // who on other nodes may act here (node/operator)
+	notes     *notifysvc.Service  // notifications' service (node/alerts/notifysvc)
+	alerts    *alerts.Room        // notifications (node/alerts), the service's room
+	cl        *cluster.Cluster    // nil without the mesh
+	remote    *gossip.Table       // what other nodes gossip
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]
@@ -135,6 +131,12 @@ func New(cfg Config) (*Node, error) {
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
+	n.trust = trustadmin.New(trustadmin.Deps{Node: cfg.Name, DataDir: cfg.DataDir, Log: n.log, Mesh: func() trustadmin.Mesh {
+		if n.cl == nil {
+			return nil
+		}
+		return n.cl
+	}})
 	n.gate = &operator.Gate{Node: cfg.Name, Log: n.log, HasTrust: func() bool { return n.cl != nil && n.cl.HasTrust() },
 		Policy: func() operator.Policy {
 			return operator.Policy{Control: n.cfg.Cluster.RemoteControl, Watch: n.cfg.Hosted.RemoteWatch, Exec: n.cfg.Cluster.RemoteExec}
@@ -210,7 +212,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.notes = notifysvc.Open(n.cfg.Notify, n.notifyDeps())
 	n.alerts = n.notes.Room()
 	n.drainSpool()
-	if err := n.openDirTrust(); err != nil {
+	if err := n.trust.Open(); err != nil {
 		return err
 	}
 	if err := n.openTasks(); err != nil {
@@ -281,7 +283,7 @@ func (n *Node) listen() error {
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
 	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(operator.Creds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local()}, &adminService{n: n}
+	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local()}, n.trust.Admin()
 	apigrpc.RegisterLocalServer(n.grpc, local)
 	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
 	hs := n.hosts.Local()
@@ -341,7 +343,7 @@ func (n *Node) Close() error {
 		if n.tasks != nil {
 			n.tasks.Close()
 		}
-		n.closeDirTrust()
+		n.trust.Close()
 		if n.seen != nil {
 			n.seen.Close() // its reads record into the ledger
 		}
@@ -428,6 +430,7 @@ type localServer struct {
 	*tasksvc.TaskLocal
 	*coordsvc.CoordLocal
 	*notifysvc.NotifyLocal
+	*trustadmin.TrustLocal
 }
 
 // notifyDeps wires the notifications' service to the rest of the node.

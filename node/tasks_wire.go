@@ -39,7 +39,7 @@ func (n *Node) openTasks() error {
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
 			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.recordToolGroup}),
 		// A project's .harn files load only where this node trusts it.
-		Trust: projectTrust{n}})
+		Trust: n.trust.ProjectTrust()})
 	if err != nil {
 		return err
 	}
