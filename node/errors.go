@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/harn-dev/harn/node/declare"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/trustadmin"
@@ -41,3 +42,30 @@ var (
 	InitMesh           = trustadmin.InitMesh
 	CreatePendingToken = trustadmin.CreatePendingToken
 )
+
+// Declarations about a session (node/declare).
+type (
+	// GitChecker runs the git finalization check.
+	GitChecker = declare.GitChecker
+	// Caller is the process that asked for a lifecycle declaration.
+	Caller = declare.Caller
+	// Proc is a process of a caller's ancestry.
+	Proc = declare.Proc
+	// LifecycleResult is the outcome of a declaration.
+	LifecycleResult = declare.LifecycleResult
+)
+
+// The caller refusals of a lifecycle declaration (node/declare).
+var (
+	ErrHarnRun       = declare.ErrHarnRun
+	ErrNotOwnSession = declare.ErrNotOwnSession
+)
+
+// The refusals of an operator declaration and of bad input (node/operator).
+var (
+	ErrRefused    = operator.ErrRefused
+	ErrBadRequest = operator.ErrBadRequest
+)
+
+// RefusedError names the check that refused a declaration.
+type RefusedError = operator.RefusedError

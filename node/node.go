@@ -39,6 +39,7 @@ import (
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/coordsvc"
+	"github.com/harn-dev/harn/node/declare"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
@@ -69,14 +70,14 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	procs ProcChecker
-	git   GitChecker
 
 	ledger *ledger.Ledger
 	lock   *os.File
 	key    []byte
 
-	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
-	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
+	sess *sessions.Store   // this node's sessions (node/sessions); nil until Open
+	decl *declare.Declarer // declarations about them (node/declare); nil until Open
+	seen *remint.Watcher   // whether agents showed their re-minted names (node/remint)
 
 	tasks   *tasks.Host       // the task runtimes (node/tasks)
 	taskSvc *tasksvc.Service  // their service (node/tasksvc); nil until openTasks
@@ -118,15 +119,15 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.Cluster = cfg.Cluster.WithDefaults()
-	procs, git := cfg.Procs, cfg.Git
+	procs := cfg.Procs
 	if procs == nil {
 		procs = systemProcs{}
 	}
-	if git == nil {
-		git = realGit{cfg: gitcheck.DefaultConfig()}
+	if cfg.Git == nil {
+		cfg.Git = declare.GitCLI{Config: gitcheck.DefaultConfig()}
 	}
 	n := &Node{
-		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs,
 		remote:  gossip.NewTable(),
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
@@ -201,6 +202,14 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.sess = sessions.New(sessions.Config{Node: n.cfg.Name, Ledger: n.ledger, Clock: n.cfg.Clock,
 		Logger: n.log, Tracer: n.tracer})
+	n.decl = declare.New(declare.Deps{Clock: n.cfg.Clock, Sessions: n.sess, Ledger: n.ledger, Git: n.cfg.Git,
+		Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }, SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
+		Writer: func() declare.Writer {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl.Writer()
+		}})
 	n.seen = n.newWatcher()
 	n.subscribe()
 	if err := n.sess.Rebuild(); err != nil {
