@@ -46,7 +46,7 @@ func TestARequestIdNamesItsNodeAndOnlyThatNodeIsAsked(t *testing.T) {
 		}
 		ids, answered = append(ids, id), append(answered, got)
 	}
-	svc := &localService{n: n0}
+	svc := n0.taskSvc.Local()
 	for i, id := range ids {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		res, err := svc.Answer(ctx, &api.AnswerRequest{Request: id, Allow: true, By: "op"})

@@ -43,7 +43,8 @@ func (h rosterHost) Registry() roster.Registry {
 func (h rosterHost) Ledger() roster.Ledger                         { return h.n.ledger }
 func (h rosterHost) Settle(session string)                         { h.n.seen.Settle(session) }
 func (h rosterHost) HarnTask(session string) *api.HarnTask         { return h.n.harnTask(session) }
-func (h rosterHost) HostedView(st *presence.State) *api.HostedView { return h.n.hostedView(st) }
+func (h rosterHost) HostedView(st *presence.State) *api.HostedView { return h.n.hosts.View(st) }
+func (h rosterHost) Tasks() *tasks.Host                            { return h.n.tasks }
 
 // wireApprovals makes each answer to a permission request a recorded
 // event (tasks.AnswerEvent).

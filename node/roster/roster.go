@@ -11,6 +11,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/sessions"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/clock"
@@ -81,6 +82,8 @@ type Host interface {
 	Settle(session string)
 	HarnTask(session string) *api.HarnTask
 	HostedView(st *presence.State) *api.HostedView
+	// Tasks is the node's task host (node/tasks), nil until it opens.
+	Tasks() *tasks.Host
 }
 
 // Roster is the roster room. Build it with New; it holds no goroutine.

@@ -11,6 +11,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/sessions"
+	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/util/clock"
@@ -36,6 +37,7 @@ func (h *fakeHost) Ledger() Ledger                             { return nil }
 func (h *fakeHost) Settle(string)                              {}
 func (h *fakeHost) HarnTask(string) *api.HarnTask              { return nil }
 func (h *fakeHost) HostedView(*presence.State) *api.HostedView { return nil }
+func (h *fakeHost) Tasks() *tasks.Host                         { return nil }
 func (h *fakeHost) Members() []mesh.Member                     { return h.members }
 func (h *fakeHost) ClientOf(string) (apigrpc.ClusterClient, error) {
 	return nil, errors.New("no peers here")

@@ -42,3 +42,7 @@ func WaitingOf(h *tasks.Host, facts func(*tasks.Request)) []tasks.Request {
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Opened.Before(out[j].Opened) })
 	return out
 }
+
+// Waiting are this node's calls that wait for an operator, each with its
+// session's facts (WaitingOf).
+func (ro *Roster) Waiting() []tasks.Request { return WaitingOf(ro.host.Tasks(), ro.Facts) }
