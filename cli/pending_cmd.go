@@ -350,7 +350,9 @@ func answerConfirmation(c *cobra.Command, ctx context.Context, cl *client, p pla
 	if allow {
 		op = taskwire.OpConfirm
 	}
-	res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(taskwire.Action{Op: op, Task: q.Task, Call: q.Call, Reason: reason})})
+	// The listing names the confirmation's node: the answer goes there
+	// alone, not through a search of every member for the task.
+	res, err := cl.api.Task(ctx, &api.TaskRequest{Node: q.Node, Action: taskwire.ActionToAPI(taskwire.Action{Op: op, Task: q.Task, Call: q.Call, Reason: reason})})
 	if err != nil {
 		return taskErr(err, p)
 	}
