@@ -9,12 +9,12 @@ import (
 	"syscall"
 
 	"google.golang.org/grpc/codes"
-	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/dirtrust"
+	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/util/safefs"
 	"github.com/harn-dev/harn/util/text"
@@ -82,12 +82,8 @@ func (p projectTrust) Project(dir string) (tasks.ProjectFiles, string, error) {
 // node's own user: the only caller the trust op answers (never a remote
 // node, never another local uid, not even root for another user's node).
 func localOwner(ctx context.Context) bool {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok {
-		return false
-	}
-	lp, ok := p.AuthInfo.(localPeer)
-	return ok && lp.known && lp.uid == os.Geteuid()
+	lp, ok := localapi.PeerFrom(ctx)
+	return ok && lp.Known && lp.UID == os.Geteuid()
 }
 
 // DirTrust is `harn trust`: check, add, remove or list the trusted

@@ -13,11 +13,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/localapi"
 )
 
-func peerCtx(info credentials.AuthInfo) context.Context {
-	return grpcpeer.NewContext(context.Background(), &grpcpeer.Peer{Addr: &net.UnixAddr{Name: "s", Net: "unix"}, AuthInfo: info})
-}
+func peerCtx(p localapi.Peer) context.Context { return localapi.WithPeer(context.Background(), p) }
 
 // TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory: the trust op
 // answers the node's own uid on the local socket; another uid (root for
@@ -34,10 +33,10 @@ func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(project, ".harn", "mcp.json"), []byte(`{"mcpServers":{"x":{"command":"/bin/true"}}}`), 0o600)
 	add := &api.DirTrustRequest{Op: "add", Dir: project}
 	for name, ctx := range map[string]context.Context{
-		"another uid":  peerCtx(localPeer{uid: os.Geteuid() + 1, known: true}),
-		"unknown peer": peerCtx(localPeer{}),
+		"another uid":  peerCtx(localapi.Peer{UID: os.Geteuid() + 1, Known: true}),
+		"unknown peer": peerCtx(localapi.Peer{}),
 		"no peer":      context.Background(),
-		"mesh peer":    peerCtx(credentials.TLSInfo{}),
+		"mesh peer":    grpcpeer.NewContext(context.Background(), &grpcpeer.Peer{Addr: &net.UnixAddr{Name: "s", Net: "unix"}, AuthInfo: credentials.TLSInfo{}}),
 	} {
 		if _, err := s.DirTrust(ctx, add); status.Code(err) != codes.PermissionDenied {
 			t.Errorf("%s: %v; want PermissionDenied", name, err)
@@ -46,7 +45,7 @@ func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 	if len(n.dirTrust.List()) != 0 {
 		t.Fatal("a refused caller trusted a directory")
 	}
-	own := peerCtx(localPeer{uid: os.Geteuid(), known: true})
+	own := peerCtx(localapi.Peer{UID: os.Geteuid(), Known: true})
 	res, err := s.DirTrust(own, add)
 	if err != nil || len(res.GetDirs()) != 1 || !res.GetCheck().GetTrusted() {
 		t.Fatalf("the owner's add: %v %v", res, err)

@@ -339,7 +339,6 @@ func (n *Node) placeHosted(handle string) (id, node string, err error) {
 
 // hostedService is the Hosted service on the local socket.
 type hostedService struct {
-	apigrpc.UnimplementedHostedServer
 	n *Node
 }
 

@@ -29,11 +29,10 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/acttoken"
 	"github.com/harn-dev/harn/node/alerts"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
@@ -44,13 +43,13 @@ import (
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/hosted"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tracing"
-	"github.com/harn-dev/harn/util/clock"
 )
 
 // ProcChecker tells whether an agent process still exists.
@@ -103,9 +102,8 @@ type Node struct {
 	board    *board.Server        // nil without --http-port
 	pending  pendingCache         // peers' open permission requests (web_source.go)
 	tracer   trace.Tracer         // no-op unless Config.TracerProvider is set
-	grpc     *grpc.Server
 	lis      net.Listener
-	mux      *localMux // the socket's two protocols: the local wire and gRPC
+	local    *localapi.Server // the local socket's server (the local wire)
 	sockInfo os.FileInfo
 	started  time.Time
 
@@ -269,20 +267,12 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(localCreds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localService{n: n}, &adminService{n: n}
-	apigrpc.RegisterLocalServer(n.grpc, local)
-	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
-	hs := &hostedService{n: n}
-	apigrpc.RegisterHostedServer(n.grpc, hs)
-	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
-		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin},
-		apigrpc.Service{Desc: &apigrpc.Hosted_ServiceDesc, Impl: hs})
+	n.local = localapi.New(lis, api.LocalMethods(&localService{n: n}), api.MeshAdminMethods(&adminService{n: n}),
+		api.HostedMethods(&hostedService{n: n}))
 	if n.cfg.TracerProvider != nil {
-		wire.Wrap = traceLocal(n.tracer)
+		n.local.Wrap = localapi.Trace(n.tracer)
 	}
-	n.mux = newLocalMux(lis, wire, context.Background())
-	n.mux.attach = n.serveAttach
+	n.local.Attach = n.serveAttach
 	return nil
 }
 
@@ -292,11 +282,7 @@ func (n *Node) listen() error {
 // ("runs without the mesh", "serves no board") and a hook that cannot
 // wait spools as it does for a node that is down.
 func (n *Node) serve() {
-	n.start(n.mux.run, func() {
-		if err := n.grpc.Serve(n.mux.grpc); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			n.log.Error("grpc serve", "err", err)
-		}
-	})
+	n.start(n.local.Run)
 }
 
 // start runs each fn in a goroutine the node owns.
@@ -319,11 +305,8 @@ func (n *Node) Close() error {
 		if n.hosted != nil {
 			n.hosted.Close() // its processes end; their ends are recorded while the ledger is open
 		}
-		if n.grpc != nil {
-			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
-		}
-		if n.mux != nil {
-			n.mux.Close() // after gRPC, which closed its listener: Serve ends cleanly
+		if n.local != nil {
+			n.local.Close()
 		}
 		if d := n.claims.Load(); d != nil {
 			d.Close() // its retries write through the mesh and into the ledger

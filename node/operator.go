@@ -3,14 +3,11 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
 	"os/user"
 	"strconv"
 	"strings"
 
-	"google.golang.org/grpc/credentials"
-	grpcpeer "google.golang.org/grpc/peer"
-
+	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -25,75 +22,22 @@ import (
 // maxOperatorLen bounds the operator part of an action's record (runes).
 const maxOperatorLen = 96
 
-// localPeer is the AuthInfo of a connection on the local socket: the uid
-// of the process at the other end, when the system tells.
-type localPeer struct {
-	credentials.CommonAuthInfo
-	uid   int
-	known bool
-	// pid is the peer's process id at connect (0 when the system does
-	// not tell): the caller whose ancestry a lifecycle declaration checks.
-	pid int
-}
-
-func (localPeer) AuthType() string { return "unix-peer" }
-
-// localCreds is the local socket's transport credentials: no security
-// (the socket's mode and directory guard it), but every connection learns
-// its peer's uid (SO_PEERCRED, LOCAL_PEERCRED) once, at accept.
-type localCreds struct{}
-
-func (localCreds) ClientHandshake(_ context.Context, _ string, c net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return c, localPeer{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}, nil
-}
-
-func (localCreds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	if lc, ok := c.(*localConn); ok { // the mux read the peer at accept
-		return c, lc.peer, nil
-	}
-	p := localPeer{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}
-	if uc, ok := c.(*net.UnixConn); ok {
-		if uid, known, err := peerUID(uc); err == nil && known {
-			p.uid, p.known = uid, true
-		}
-		p.pid = peerPID(uc)
-	}
-	return c, p, nil
-}
-
-func (localCreds) Info() credentials.ProtocolInfo {
-	return credentials.ProtocolInfo{SecurityProtocol: "insecure"}
-}
-func (c localCreds) Clone() credentials.TransportCredentials { return c }
-func (localCreds) OverrideServerName(string) error           { return nil }
-
 // localCallerPID is the process id of the local socket's peer, 0 when
 // ctx is not a local socket call or the system does not tell.
 func localCallerPID(ctx context.Context) int {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok {
-		return 0
-	}
-	lp, ok := p.AuthInfo.(localPeer)
-	if !ok {
-		return 0
-	}
-	return lp.pid
+	lp, _ := localapi.PeerFrom(ctx)
+	return lp.PID
 }
 
 // localOperator names the process that called on the local socket
 // (`alice (uid 1000)`), or "" when ctx is not a local socket call or its
 // peer is unknown.
 func localOperator(ctx context.Context) string {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok {
+	lp, ok := localapi.PeerFrom(ctx)
+	if !ok || !lp.Known {
 		return ""
 	}
-	lp, ok := p.AuthInfo.(localPeer)
-	if !ok || !lp.known {
-		return ""
-	}
-	id := strconv.Itoa(lp.uid)
+	id := strconv.Itoa(lp.UID)
 	if u, err := user.LookupId(id); err == nil && u.Username != "" {
 		return CleanOperator(u.Username + " (uid " + id + ")")
 	}
@@ -133,11 +77,7 @@ func (n *Node) operatorBy(ctx context.Context, given string) string {
 
 // fromSocket reports whether ctx is a call on the local socket.
 func fromSocket(ctx context.Context) bool {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok {
-		return false
-	}
-	_, ok = p.AuthInfo.(localPeer)
+	_, ok := localapi.PeerFrom(ctx)
 	return ok
 }
 

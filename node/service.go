@@ -17,13 +17,13 @@ import (
 	"github.com/harn-dev/harn/presence"
 )
 
-// localService adapts the node to the generated gRPC server interface.
+// localService adapts the node to the local wire's generated server
+// interface (api.LocalServer).
 type localService struct {
-	apigrpc.UnimplementedLocalServer
 	n *Node
 }
 
-var _ apigrpc.LocalServer = (*localService)(nil)
+var _ api.LocalServer = (*localService)(nil)
 
 // statusErr maps the node's errors to gRPC codes; the CLI maps the codes to
 // exit codes: InvalidArgument (bad input), NotFound (unknown session),

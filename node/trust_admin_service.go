@@ -13,14 +13,12 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/trust"
 )
 
 // adminService adapts MeshAdmin to the node: each method reads its
 // request into the operation's arguments, runs it, and writes the answer.
 type adminService struct {
-	apigrpc.UnimplementedMeshAdminServer
 	n *Node
 }
 
