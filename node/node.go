@@ -241,7 +241,7 @@ func (n *Node) open(ctx context.Context) error {
 }
 
 func (n *Node) listen() error {
-	if err := ensureSocketDir(n.cfg.Socket); err != nil {
+	if err := localapi.EnsureSocketDir(n.cfg.Socket); err != nil {
 		return err
 	}
 	// A socket that answers belongs to another node (on another data

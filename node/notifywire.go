@@ -462,9 +462,9 @@ func (s *localService) Notify(ctx context.Context, req *api.NotifyRequest) (*api
 		return nil, statusErr(err)
 	}
 	for i := range views {
-		out.Webhooks = append(out.Webhooks, WebhookToAPI(&views[i]))
+		out.Webhooks = append(out.Webhooks, wire.WebhookToAPI(&views[i]))
 	}
-	out.Desktop = DesktopToAPI(desk)
+	out.Desktop = wire.DesktopToAPI(desk)
 	return out, nil
 }
 

@@ -258,7 +258,7 @@ func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api
 	}
 	out := &api.ErrorsResponse{}
 	for _, d := range ds {
-		out.Diagnostics = append(out.Diagnostics, DiagnosticToAPI(d))
+		out.Diagnostics = append(out.Diagnostics, wire.DiagnosticToAPI(d))
 	}
 	return out, nil
 }
@@ -283,7 +283,7 @@ func (s *localService) Members(ctx context.Context, _ *api.MeshRequest) (*api.Me
 	}
 	out := &api.MembersResponse{}
 	for i := range ms {
-		out.Members = append(out.Members, MemberToAPI(ms[i]))
+		out.Members = append(out.Members, wire.MemberToAPI(ms[i]))
 	}
 	return out, nil
 }
@@ -293,7 +293,7 @@ func (s *localService) Raft(ctx context.Context, _ *api.MeshRequest) (*api.RaftR
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	return &api.RaftResponse{Stats: RaftToAPI(st)}, nil
+	return &api.RaftResponse{Stats: wire.RaftToAPI(st)}, nil
 }
 
 func (s *localService) Leave(ctx context.Context, _ *api.MeshRequest) (*api.LeaveResponse, error) {
