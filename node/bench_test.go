@@ -30,6 +30,7 @@ import (
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -173,13 +174,13 @@ func BenchmarkIngest(b *testing.B) {
 				start := &api.AppendRequest{}
 				for _, e := range hookEvents(b, "SessionStart", s, `,"source":"startup","model":"claude-sonnet-4-6"`) {
 					e.ID = ids.New(time.Now())
-					start.Events = append(start.Events, node.EventToAPI(&e))
+					start.Events = append(start.Events, wire.EventToAPI(&e))
 				}
 				if _, err := cl.Append(ctx, start); err != nil {
 					b.Fatal(err)
 				}
 				pre := hookEvents(b, "PreToolUse", s, preToolUse)[0]
-				ws[i] = &writer{cl: cl, session: s, tmpl: node.EventToAPI(&pre), ids: benchrun.NewIDGen()}
+				ws[i] = &writer{cl: cl, session: s, tmpl: wire.EventToAPI(&pre), ids: benchrun.NewIDGen()}
 			}
 			// The bare value is the size of what the ledger stores.
 			stored := hookEvents(b, "PreToolUse", ws[0].session, preToolUse)[0]

@@ -183,7 +183,7 @@ func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) 
 	}
 	out := &api.TraceResponse{Session: api.RowOf(&st)}
 	for i := range evs {
-		out.Events = append(out.Events, EventToAPI(&evs[i]))
+		out.Events = append(out.Events, wire.EventToAPI(&evs[i]))
 	}
 	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -39,7 +40,7 @@ func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
 			if i == 0 {
 				e = ev("s-dec", c.id, "session.start", i+1, map[string]any{"cwd": "/tmp"})
 			}
-			res, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}, Decide: c.decide})
+			res, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{wire.EventToAPI(&e)}, Decide: c.decide})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -145,7 +145,7 @@ func dirTrustStatus(err error) error {
 	case errors.Is(err, syscall.ENOSPC):
 		// The record is unchanged and checks still answer; the CLI says
 		// so as for the ledger (exit 17).
-		return apigrpc.WithReason(codes.ResourceExhausted, ReasonLedgerUnwritable, err.Error())
+		return apigrpc.WithReason(codes.ResourceExhausted, api.ReasonLedgerUnwritable, err.Error())
 	case errors.Is(err, safefs.ErrDenied):
 		return status.Error(codes.InvalidArgument, "trust: the node's data dir is never trusted")
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, dirtrust.ErrNotDir):

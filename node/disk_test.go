@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
 )
@@ -48,7 +49,7 @@ func dialClient(t testing.TB, sock string) *api.Client {
 
 func appendReq(n *Node, session, id, typ string) *api.AppendRequest {
 	e := at(n, session, id, typ, nil)
-	return &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}}
+	return &api.AppendRequest{Events: []*api.Event{wire.EventToAPI(&e)}}
 }
 
 // waitUntil polls cond, bounded by d.

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tracing"
 )
 
@@ -77,7 +78,7 @@ func TestIngestSpansUnderTheAppendCall(t *testing.T) {
 	e := ev("s-traced", "01JTRACE0000000000000000001", "session.start", 1, map[string]any{"cwd": "/tmp"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}}); err != nil {
+	if _, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{wire.EventToAPI(&e)}}); err != nil {
 		t.Fatal(err)
 	}
 	spans := spansOnceEnded(t, exp, "harn.v1.Local/Append", spanIngest, spanAppend, spanFold)

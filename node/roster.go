@@ -10,6 +10,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -415,7 +416,7 @@ func (n *Node) traceEvents(id string) ([]*api.Event, error) {
 	}
 	out := make([]*api.Event, 0, len(evs))
 	for i := range evs {
-		out = append(out, EventToAPI(&evs[i]))
+		out = append(out, wire.EventToAPI(&evs[i]))
 	}
 	return out, nil
 }

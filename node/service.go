@@ -65,25 +65,10 @@ func statusErr(err error) error {
 	if errors.Is(err, ledger.ErrUnwritable) || errors.Is(err, ledger.ErrNoSpace) {
 		// Say it in a way a client can match without reading the text:
 		// ResourceExhausted also means "no leader".
-		return apigrpc.WithReason(c, ReasonLedgerUnwritable, err.Error())
+		return apigrpc.WithReason(c, api.ReasonLedgerUnwritable, err.Error())
 	}
 	return status.Error(c, err.Error())
 }
-
-// Reasons in the errdetails.ErrorInfo that some refusals carry.
-const (
-	// ErrorDomain is the ErrorInfo domain of the node's reasons.
-	ErrorDomain = api.ErrorDomain
-	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
-	// disk, or a data dir it cannot write); reads still work.
-	ReasonLedgerUnwritable = api.ReasonLedgerUnwritable
-)
-
-// EventFromAPI is wire.EventFromAPI.
-func EventFromAPI(e *api.Event) (presence.Event, error) { return wire.EventFromAPI(e) }
-
-// EventToAPI is wire.EventToAPI.
-func EventToAPI(e *presence.Event) *api.Event { return wire.EventToAPI(e) }
 
 // Append is the hook's RPC. It runs four steps, each with one job: ingest
 // the events, then answer what the hook asked beside them (the peers'
@@ -106,7 +91,7 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 func (s *localService) appendIngest(ctx context.Context, in []*api.Event) (*api.AppendResponse, error) {
 	evs := make([]presence.Event, 0, len(in))
 	for _, e := range in {
-		ev, err := EventFromAPI(e)
+		ev, err := wire.EventFromAPI(e)
 		if err != nil {
 			return nil, statusErr(err)
 		}

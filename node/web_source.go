@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/spool"
@@ -69,7 +70,7 @@ func (s webSource) Trace(ctx context.Context, handle string) ([]presence.Event, 
 	}
 	out := make([]presence.Event, 0, len(evs))
 	for _, e := range evs {
-		if ev, err := EventFromAPI(e); err == nil {
+		if ev, err := wire.EventFromAPI(e); err == nil {
 			out = append(out, ev)
 		}
 	}
