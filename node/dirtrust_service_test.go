@@ -13,10 +13,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/localapi"
+	"github.com/harn-dev/harn/node/operator"
 )
 
-func peerCtx(p localapi.Peer) context.Context { return localapi.WithPeer(context.Background(), p) }
+func peerCtx(p operator.Peer) context.Context { return operator.WithPeer(context.Background(), p) }
 
 // TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory: the trust op
 // answers the node's own uid on the local socket; another uid (root for
@@ -25,7 +25,7 @@ func peerCtx(p localapi.Peer) context.Context { return localapi.WithPeer(context
 // read or recorded.
 func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 	n := openNode(t, testConfig(t, t.TempDir()))
-	s := &localService{n: n}
+	s := n.trust.Local()
 	project := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(project, ".harn"), 0o700); err != nil {
 		t.Fatal(err)
@@ -33,8 +33,8 @@ func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(project, ".harn", "mcp.json"), []byte(`{"mcpServers":{"x":{"command":"/bin/true"}}}`), 0o600)
 	add := &api.DirTrustRequest{Op: "add", Dir: project}
 	for name, ctx := range map[string]context.Context{
-		"another uid":  peerCtx(localapi.Peer{UID: os.Geteuid() + 1, Known: true}),
-		"unknown peer": peerCtx(localapi.Peer{}),
+		"another uid":  peerCtx(operator.Peer{UID: os.Geteuid() + 1, Known: true}),
+		"unknown peer": peerCtx(operator.Peer{}),
 		"no peer":      context.Background(),
 		"mesh peer":    grpcpeer.NewContext(context.Background(), &grpcpeer.Peer{Addr: &net.UnixAddr{Name: "s", Net: "unix"}, AuthInfo: credentials.TLSInfo{}}),
 	} {
@@ -42,10 +42,10 @@ func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 			t.Errorf("%s: %v; want PermissionDenied", name, err)
 		}
 	}
-	if len(n.dirTrust.List()) != 0 {
+	if len(n.trust.Dirs().List()) != 0 {
 		t.Fatal("a refused caller trusted a directory")
 	}
-	own := peerCtx(localapi.Peer{UID: os.Geteuid(), Known: true})
+	own := peerCtx(operator.Peer{UID: os.Geteuid(), Known: true})
 	res, err := s.DirTrust(own, add)
 	if err != nil || len(res.GetDirs()) != 1 || !res.GetCheck().GetTrusted() {
 		t.Fatalf("the owner's add: %v %v", res, err)

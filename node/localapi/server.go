@@ -1,7 +1,8 @@
 // Package localapi is the room of the node's local API: the local wire
 // (node/api/local.proto), the one protocol between a client (harn,
 // harn-hook) and its node on the unix socket. Server accepts on the
-// socket, learns each connection's peer (uid, pid) once, reads its
+// socket, learns each connection's peer (uid, pid) once (operator.PeerOf,
+// given to each call's context: operator.WithPeer), reads its
 // preface and serves it: the local wire's calls, one call and one reply
 // at a time, through the handler tables protoc-gen-harnlocal writes from
 // the .proto (api.LocalMethods, api.MeshAdminMethods, api.HostedMethods),
@@ -23,6 +24,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/operator"
 )
 
 // PrefaceWait bounds how long an accepted connection may take to send its
@@ -110,10 +112,7 @@ func (s *Server) untrack(c net.Conn) {
 
 // route reads a connection's preface and serves it by its protocol.
 func (s *Server) route(c net.Conn) {
-	var p Peer
-	if uc, ok := c.(*net.UnixConn); ok {
-		p = peerOf(uc)
-	}
+	p := operator.PeerOf(c)
 	buf := make([]byte, len(api.LocalPreface))
 	c.SetReadDeadline(time.Now().Add(PrefaceWait)) //clock:real a socket's deadline is wall time
 	_, err := io.ReadFull(c, buf)
@@ -125,7 +124,7 @@ func (s *Server) route(c net.Conn) {
 	if base == nil {
 		base = context.Background()
 	}
-	ctx := WithPeer(base, p)
+	ctx := operator.WithPeer(base, p)
 	switch string(buf) {
 	case api.LocalPreface:
 		s.serveConn(ctx, c)

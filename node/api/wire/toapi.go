@@ -25,14 +25,3 @@ func RaftToAPI(v RaftView) *api.RaftStats {
 	}
 	return out
 }
-
-// WebhookToAPI is a webhook's view on the wire.
-func WebhookToAPI(w *WebhookView) *api.Webhook {
-	return &api.Webhook{Id: w.ID, Url: w.URL, Format: w.Format, On: w.On, Queued: int32(w.Queued), Sent: w.Sent,
-		Failed: w.Failed, Dropped: w.Dropped, Retries: w.Retries, LastError: w.LastError, LastErrorAt: w.LastErrorAt}
-}
-
-// DesktopToAPI is the desktop notifier's view on the wire.
-func DesktopToAPI(d DesktopView) *api.Desktop {
-	return &api.Desktop{Enabled: d.Enabled, Asked: d.Asked, Shown: d.Shown, Failed: d.Failed, Dropped: d.Dropped}
-}
