@@ -186,7 +186,7 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 	if c.Provider == "" {
 		return c, false, refuse(CheckBinding, name, ErrUnbound, "no provider")
 	}
-	if g.disabled[c.Provider] {
+	if g.isOff(c.Provider) {
 		return c, false, refuse(CheckProvider, name, ErrProviderDisabled, "provider %q is disabled", c.Provider)
 	}
 	if c.Kind != KindTool {

@@ -87,7 +87,7 @@ func (rt *Runtime) capFor(t *task, name string, kind Kind, need Level) (Capabili
 	if c.Provider == "" {
 		return c, refuse(CheckBinding, name, ErrUnbound, "no provider")
 	}
-	if g.disabled[c.Provider] {
+	if g.isOff(c.Provider) {
 		return c, refuse(CheckProvider, name, ErrProviderDisabled, "provider %q is disabled", c.Provider)
 	}
 	if c.Kind != kind {
@@ -123,7 +123,7 @@ func discoverable(g *global, t *task) []string {
 	var out []string
 	for i := range t.snap.list {
 		c := &t.snap.list[i]
-		if g.isRevoked(c.Name) || g.disabled[c.Provider] {
+		if g.isRevoked(c.Name) || g.isOff(c.Provider) {
 			continue
 		}
 		if lvl, _ := ceiling(t.grants, t.limits, c, "", modeNoCall, t.s.cfg.Workdir); lvl >= Discover {
