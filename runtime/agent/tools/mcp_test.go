@@ -374,3 +374,26 @@ func TestAnUntrustedProjectStartsNoServerAndLoadsNoSkill(t *testing.T) {
 		}
 	}
 }
+
+// A discovered tool the task has not loaded is not in the loop's tools,
+// so a model that calls it anyway states no contract hash: it is told to
+// load it first, naming the call to make, not that its contract differs.
+func TestCallingAnUnloadedToolAnswersLoadItFirstWithToolsLoad(t *testing.T) {
+	f := newFixture(t, fixOpts{cfg: Config{MCP: []MCPServer{testServerFlag(t, "t")}}})
+	want := `tools_load {"name":"mcp__t__echo"}`
+	_, err := f.call("mcp__t__echo", map[string]any{"text": "hi"}) // as the loop calls: no spec, no hash
+	if !errors.Is(err, runtime.ErrNotLoaded) || errors.Is(err, runtime.ErrContractHash) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a call of an unloaded tool: %v; want %v naming %s", err, runtime.ErrNotLoaded, want)
+	}
+	if _, err := f.box.Run(context.Background(), Call{Name: "mcp__t__echo", Args: []byte(`{"text":"hi"}`), Task: f.task, Dir: f.dir}); !errors.Is(err, ErrNotLoaded) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("box before load: %v", err)
+	}
+	// A wrong hash stated for it is still a contract mismatch.
+	if _, err := f.rt.Check(f.task, runtime.CallRequest{Capability: "mcp__t__echo", Input: []byte(`{}`), ContractHash: "bogus"}); !errors.Is(err, runtime.ErrContractHash) {
+		t.Fatalf("a wrong hash: %v", err)
+	}
+	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__echo"})
+	if out := f.mustCall("mcp__t__echo", map[string]any{"text": "hi"}); out != "echo: hi\n" {
+		t.Fatalf("%q", out)
+	}
+}

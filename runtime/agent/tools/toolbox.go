@@ -566,7 +566,7 @@ func (b *Toolbox) runMCP(ctx context.Context, c Call) (Result, error) {
 	b.mu.Unlock()
 	if l == nil {
 		if _, _, ok := b.mcpTool(c.Name); ok {
-			return fail(fmt.Errorf("%w: %s; call tools_load first", ErrNotLoaded, c.Name), b.maxOut)
+			return fail(fmt.Errorf("%w: %s: %s", ErrNotLoaded, c.Name, runtime.LoadFirst(c.Name)), b.maxOut)
 		}
 		return fail(fmt.Errorf("%w: %s", ErrUnknownTool, c.Name), b.maxOut)
 	}
