@@ -7,9 +7,11 @@ import (
 
 // Budget is a model's input budget for admission, in tokens. The ceiling is
 // CeilingPercent (default 80) of the usable input budget; the margin is
-// MarginPercent (default 5) of the ceiling; Base is the minimal model base
-// (system prompt and core instructions). A zero UsableInput turns admission
-// off (an external agent manages its own context).
+// MarginPercent (default 5) of the ceiling; Base is the minimal model base:
+// the system prompt and the core tools' schemas, as a request carries them.
+// Core tools are loaded when a task starts and are not charged again to its
+// active tokens: only what tools_load and skills add is. A zero UsableInput
+// turns admission off (an external agent manages its own context).
 type Budget struct {
 	UsableInput    int `json:"usable_input"`
 	CeilingPercent int `json:"ceiling_percent,omitempty"`
