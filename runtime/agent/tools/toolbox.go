@@ -527,7 +527,9 @@ func (b *Toolbox) reconcile(task string) []loadedTool {
 	}
 	if len(gone) > 0 {
 		b.mu.Lock()
-		ts.loaded = slices.DeleteFunc(ts.loaded, func(l loadedTool) bool { return !slices.ContainsFunc(keep, func(k loadedTool) bool { return k.name == l.name }) })
+		ts.loaded = slices.DeleteFunc(ts.loaded, func(l loadedTool) bool {
+			return !slices.ContainsFunc(keep, func(k loadedTool) bool { return k.name == l.name })
+		})
 		for _, g := range gone {
 			if len(ts.withdrawn) < maxWithdrawn && !slices.Contains(ts.withdrawn, g) {
 				ts.withdrawn = append(ts.withdrawn, g)
