@@ -509,7 +509,7 @@ func (b *Toolbox) reconcile(task string) []loadedTool {
 	loaded := append([]loadedTool(nil), ts.loaded...)
 	b.mu.Unlock()
 	var keep []loadedTool
-	var gone []string
+	var gone, names []string // notes, and the names withdrawn
 	for _, l := range loaded {
 		c, t, ok := b.mcpTool(l.name)
 		switch {
@@ -522,14 +522,13 @@ func (b *Toolbox) reconcile(task string) []loadedTool {
 			keep = append(keep, l)
 			continue
 		}
+		names = append(names, l.name)
 		_ = b.rt.Unload(task, l.name)
 		b.log.Info("MCP tool withdrawn from a task: its contract changed", "task", task, "tool", l.name)
 	}
 	if len(gone) > 0 {
 		b.mu.Lock()
-		ts.loaded = slices.DeleteFunc(ts.loaded, func(l loadedTool) bool {
-			return !slices.ContainsFunc(keep, func(k loadedTool) bool { return k.name == l.name })
-		})
+		ts.loaded = slices.DeleteFunc(ts.loaded, func(l loadedTool) bool { return slices.Contains(names, l.name) })
 		for _, g := range gone {
 			if len(ts.withdrawn) < maxWithdrawn && !slices.Contains(ts.withdrawn, g) {
 				ts.withdrawn = append(ts.withdrawn, g)
