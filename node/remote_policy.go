@@ -40,6 +40,9 @@ func (s hostSessions) Workdir(handle string) (string, bool)        { return s.h.
 func (s hostSessions) Head(handle string) string                   { return s.h.HeadTask(handle) }
 func (s hostSessions) SessionOf(task string) (string, bool)        { return s.h.SessionOfTask(task) }
 func (s hostSessions) Grants(task string) ([]runtime.Grant, error) { return s.h.TaskGrants(task) }
+func (s hostSessions) SessionGrants(handle string) ([]runtime.Grant, bool) {
+	return s.h.HeldGrants(handle)
+}
 
 // admitRemote applies the node's remotepolicy to an admitted caller's
 // action, and fills in what the caller may not choose. Every refusal is
