@@ -11,6 +11,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/gossip"
@@ -184,7 +185,7 @@ func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) 
 	}
 	out := &api.TraceResponse{Session: api.RowOf(&st)}
 	for i := range evs {
-		out.Events = append(out.Events, EventToAPI(&evs[i]))
+		out.Events = append(out.Events, wire.EventToAPI(&evs[i]))
 	}
 	return out, nil
 }

@@ -1,6 +1,6 @@
 // Package node is the harn daemon's composition root: it only wires. Open
 // opens its rooms in order and Close closes them; it holds the service
-// adapters (the local gRPC on the unix socket, the cluster gRPC) that turn
+// adapters (the local wire on the unix socket, the cluster gRPC) that turn
 // requests into calls on the rooms.
 //
 // The rooms: node/sessions is the local half (this node's sessions, their
@@ -29,11 +29,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/alerts/notifysvc"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
@@ -45,6 +45,7 @@ import (
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remint"
@@ -57,7 +58,6 @@ import (
 	"github.com/harn-dev/harn/node/trustadmin"
 	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
-	"github.com/harn-dev/harn/util/clock"
 )
 
 // ProcChecker tells whether an agent process still exists.
@@ -103,9 +103,8 @@ type Node struct {
 	metrics  *metrics.Metrics     // /metrics (node/metrics)
 	web      *web.Web             // the board and /metrics (node/web); nil without Open
 	tracer   trace.Tracer         // no-op unless Config.TracerProvider is set
-	grpc     *grpc.Server
 	lis      net.Listener
-	mux      *localMux // the socket's two protocols: the local wire and gRPC
+	local    *localapi.Server // the local socket's server (the local wire)
 	sockInfo os.FileInfo
 	started  time.Time
 
@@ -268,7 +267,7 @@ func (n *Node) open(ctx context.Context) error {
 }
 
 func (n *Node) listen() error {
-	if err := ensureSocketDir(n.cfg.Socket); err != nil {
+	if err := localapi.EnsureSocketDir(n.cfg.Socket); err != nil {
 		return err
 	}
 	// A socket that answers belongs to another node (on another data
@@ -294,20 +293,12 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(operator.Creds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local()}, n.trust.Admin()
-	apigrpc.RegisterLocalServer(n.grpc, local)
-	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
-	hs := n.hosts.Local()
-	apigrpc.RegisterHostedServer(n.grpc, hs)
-	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
-		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin},
-		apigrpc.Service{Desc: &apigrpc.Hosted_ServiceDesc, Impl: hs})
+	local := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local()}
+	n.local = localapi.New(lis, api.LocalMethods(local), api.MeshAdminMethods(n.trust.Admin()), api.HostedMethods(n.hosts.Local()))
 	if n.cfg.TracerProvider != nil {
-		wire.Wrap = traceLocal(n.tracer)
+		n.local.Wrap = localapi.Trace(n.tracer)
 	}
-	n.mux = newLocalMux(lis, wire, context.Background())
-	n.mux.attach = n.hosts.ServeAttach
+	n.local.Attach = n.hosts.ServeAttach
 	return nil
 }
 
@@ -317,11 +308,7 @@ func (n *Node) listen() error {
 // ("runs without the mesh", "serves no board") and a hook that cannot
 // wait spools as it does for a node that is down.
 func (n *Node) serve() {
-	n.start(n.mux.run, func() {
-		if err := n.grpc.Serve(n.mux.grpc); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			n.log.Error("grpc serve", "err", err)
-		}
-	})
+	n.start(n.local.Run)
 }
 
 // start runs each fn in a goroutine the node owns.
@@ -343,11 +330,8 @@ func (n *Node) Close() error {
 		n.changes.Close() // first: the board's streams end
 		n.web.Close()
 		n.hosts.Close() // its processes end; their ends are recorded while the ledger is open
-		if n.grpc != nil {
-			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
-		}
-		if n.mux != nil {
-			n.mux.Close() // after gRPC, which closed its listener: Serve ends cleanly
+		if n.local != nil {
+			n.local.Close()
 		}
 		if d := n.claims.Load(); d != nil {
 			d.Close() // its retries write through the mesh and into the ledger
@@ -482,7 +466,7 @@ func (n *Node) webDeps() web.Deps {
 			_, evs, _, err := n.roster.ReadTrace(ctx, handle)
 			out := make([]presence.Event, 0, len(evs))
 			for _, e := range evs {
-				if ev, err := EventFromAPI(e); err == nil {
+				if ev, err := wire.EventFromAPI(e); err == nil {
 					out = append(out, ev)
 				}
 			}

@@ -19,13 +19,13 @@ import (
 	"github.com/harn-dev/harn/presence"
 )
 
-// localService adapts the node to the generated gRPC server interface.
+// localService adapts the node to the local wire's generated server
+// interface (api.LocalServer).
 type localService struct {
-	apigrpc.UnimplementedLocalServer
 	n *Node
 }
 
-var _ apigrpc.LocalServer = (*localService)(nil)
+var _ api.LocalServer = (*localServer)(nil)
 
 // statusErr maps the node's errors to gRPC codes; the CLI maps the codes to
 // exit codes: InvalidArgument (bad input), NotFound (unknown session),
@@ -67,25 +67,10 @@ func statusErr(err error) error {
 	if errors.Is(err, ledger.ErrUnwritable) || errors.Is(err, ledger.ErrNoSpace) {
 		// Say it in a way a client can match without reading the text:
 		// ResourceExhausted also means "no leader".
-		return apigrpc.WithReason(c, ReasonLedgerUnwritable, err.Error())
+		return apigrpc.WithReason(c, api.ReasonLedgerUnwritable, err.Error())
 	}
 	return status.Error(c, err.Error())
 }
-
-// Reasons in the errdetails.ErrorInfo that some refusals carry.
-const (
-	// ErrorDomain is the ErrorInfo domain of the node's reasons.
-	ErrorDomain = api.ErrorDomain
-	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
-	// disk, or a data dir it cannot write); reads still work.
-	ReasonLedgerUnwritable = api.ReasonLedgerUnwritable
-)
-
-// EventFromAPI is wire.EventFromAPI.
-func EventFromAPI(e *api.Event) (presence.Event, error) { return wire.EventFromAPI(e) }
-
-// EventToAPI is wire.EventToAPI.
-func EventToAPI(e *presence.Event) *api.Event { return wire.EventToAPI(e) }
 
 // Append is the hook's RPC. It runs four steps, each with one job: ingest
 // the events, then answer what the hook asked beside them (the peers'
@@ -108,7 +93,7 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 func (s *localService) appendIngest(ctx context.Context, in []*api.Event) (*api.AppendResponse, error) {
 	evs := make([]presence.Event, 0, len(in))
 	for _, e := range in {
-		ev, err := EventFromAPI(e)
+		ev, err := wire.EventFromAPI(e)
 		if err != nil {
 			return nil, statusErr(err)
 		}
@@ -260,7 +245,7 @@ func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api
 	}
 	out := &api.ErrorsResponse{}
 	for _, d := range ds {
-		out.Diagnostics = append(out.Diagnostics, DiagnosticToAPI(d))
+		out.Diagnostics = append(out.Diagnostics, wire.DiagnosticToAPI(d))
 	}
 	return out, nil
 }
@@ -285,7 +270,7 @@ func (s *localService) Members(ctx context.Context, _ *api.MeshRequest) (*api.Me
 	}
 	out := &api.MembersResponse{}
 	for i := range ms {
-		out.Members = append(out.Members, MemberToAPI(ms[i]))
+		out.Members = append(out.Members, wire.MemberToAPI(ms[i]))
 	}
 	return out, nil
 }
@@ -295,7 +280,7 @@ func (s *localService) Raft(ctx context.Context, _ *api.MeshRequest) (*api.RaftR
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	return &api.RaftResponse{Stats: RaftToAPI(st)}, nil
+	return &api.RaftResponse{Stats: wire.RaftToAPI(st)}, nil
 }
 
 func (s *localService) Leave(ctx context.Context, _ *api.MeshRequest) (*api.LeaveResponse, error) {
