@@ -179,7 +179,7 @@ func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) 
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	evs, err := s.n.sessionEvents(st.SessionID)
+	evs, err := s.n.roster.Events(st.SessionID)
 	if err != nil {
 		return nil, statusErr(err)
 	}

@@ -50,6 +50,7 @@ import (
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/remotepolicy"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
@@ -92,6 +93,7 @@ type Node struct {
 	alerts    *alerts.Room        // notifications (node/alerts), the service's room
 	cl        *cluster.Cluster    // nil without the mesh
 	remote    *gossip.Table       // what other nodes gossip
+	roster    *roster.Roster      // every session on every node (node/roster; roster_wire.go)
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]
@@ -131,6 +133,7 @@ func New(cfg Config) (*Node, error) {
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
+	n.roster = n.newRoster()
 	n.trust = trustadmin.New(trustadmin.Deps{Node: cfg.Name, DataDir: cfg.DataDir, Log: n.log, Mesh: func() trustadmin.Mesh {
 		if n.cl == nil {
 			return nil
@@ -390,7 +393,7 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 	return hostedsvc.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Socket: n.cfg.Socket, Key: n.key,
 		Launchers: n.cfg.Launchers, Clock: n.cfg.Clock, Log: n.log, Gate: n.gate, Sessions: n.sess, Gossip: n.remote,
 		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }), OnChange: n.taskChanged,
-		Policy: n.policy, Record: n.resolveRecord, Stop: n.stop,
+		Policy: n.policy, Record: n.roster.ResolveRecord, Stop: n.stop,
 		Mesh: func() hostedsvc.Mesh {
 			if n.cl == nil {
 				return nil
@@ -399,8 +402,8 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 		},
 		Reachable: func() []string {
 			var out []string
-			for name, m := range n.reachability() {
-				if reachable(m, true) {
+			for name, m := range n.roster.Reachability() {
+				if roster.Reachable(m, true) {
 					out = append(out, name)
 				}
 			}
@@ -436,9 +439,9 @@ func (n *Node) notifyDeps() notifysvc.Deps {
 			}
 			return n.cl
 		},
-		Members: n.reachability, Reachable: reachable, RecordState: recordState,
+		Members: n.roster.Reachability, Reachable: roster.Reachable, RecordState: roster.RecordState,
 		SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
-		Own:         func() []presence.State { return n.Sessions(false) }, Waiting: n.waiting,
+		Own:         func() []presence.State { return n.Sessions(false) }, Waiting: n.roster.Waiting,
 		Tasks: func() *tasks.Host { return n.tasks }, BoardBase: func() string { return n.web.BaseURL() }, OnApprovals: n.changes.Notify,
 		Status: statusErr}
 }
@@ -448,7 +451,7 @@ func (n *Node) webDeps() web.Deps {
 	return web.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Addr: n.cfg.HTTPAddr, Token: n.cfg.HTTPToken,
 		Log: n.log, Clock: n.cfg.Clock, Changes: n.changes, Metrics: n.metrics.Handler(),
 		Rows: func(ctx context.Context) ([]board.Row, error) {
-			entries, _, err := n.Roster(ctx, true, false)
+			entries, _, err := n.roster.List(ctx, true, false, true)
 			rows := make([]board.Row, len(entries))
 			for i := range entries {
 				rows[i] = board.RowOf(entries[i].Row())
@@ -456,11 +459,11 @@ func (n *Node) webDeps() web.Deps {
 			return rows, err
 		},
 		Row: func(ctx context.Context, handle string) (board.Row, error) {
-			e, _, err := n.ReadSession(ctx, handle)
+			e, _, err := n.roster.ReadSession(ctx, handle)
 			return board.RowOf(e.Row()), err
 		},
 		Trace: func(ctx context.Context, handle string) ([]presence.Event, error) {
-			_, evs, _, err := n.ReadTrace(ctx, handle)
+			_, evs, _, err := n.roster.ReadTrace(ctx, handle)
 			out := make([]presence.Event, 0, len(evs))
 			for _, e := range evs {
 				if ev, err := wire.EventFromAPI(e); err == nil {
@@ -469,7 +472,7 @@ func (n *Node) webDeps() web.Deps {
 			}
 			return out, err
 		},
-		Waiting: n.waiting, Members: n.taskSvc.Members, OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout,
+		Waiting: n.roster.Waiting, Members: n.taskSvc.Members, OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout,
 		Mesh: func() web.Mesh {
 			if n.cl == nil {
 				return nil

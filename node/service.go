@@ -15,6 +15,7 @@ import (
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/operator"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -115,7 +116,7 @@ func (s *localService) appendPeerContext(session string) string {
 	if session == "" {
 		return ""
 	}
-	return s.n.peerContext(session)
+	return s.n.roster.PeerContext(session)
 }
 
 // appendPendingName is the name waiting for session, or "" when the hook
@@ -153,13 +154,13 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.ListResponse, error) {
 	// The array is sorted by urgency where it is written: the roster's
 	// own order would be undone.
-	entries, info, err := s.n.roster(ctx, req.All, req.Consistent, !req.JsonArray)
+	entries, info, err := s.n.roster.List(ctx, req.All, req.Consistent, !req.JsonArray)
 	if err != nil {
 		return nil, statusErr(err)
 	}
 	out := &api.ListResponse{Node: s.n.cfg.Name, Read: info.API()}
 	if req.JsonArray {
-		out.Rows = s.n.rosterRows(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
+		out.Rows = s.n.roster.Rows(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
 		return out, nil
 	}
 	out.Rows = make([]*api.SessionRow, len(entries))
@@ -173,12 +174,12 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	e := RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: s.n.harnTask(st.SessionID)}
+	e := roster.Entry{State: st, Reachable: true, Source: "local", HarnTask: s.n.harnTask(st.SessionID)}
 	return &api.SessionResponse{Session: e.Row(), Live: !st.Ended}, nil
 }
 
 func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	e, note, err := s.n.ReadSession(ctx, req.Id)
+	e, note, err := s.n.roster.ReadSession(ctx, req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -186,7 +187,7 @@ func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.S
 }
 
 func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	e, evs, note, err := s.n.ReadTrace(ctx, req.Id)
+	e, evs, note, err := s.n.roster.ReadTrace(ctx, req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -204,7 +205,7 @@ func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api
 func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
 	res, err := s.n.decl.LifecycleFrom(ctx, Caller{PID: operator.CallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
 	if err != nil {
-		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
+		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(res.State)
 	out := &api.LifecycleResponse{SessionJson: b, Recorded: res.Recorded, Note: res.Note}
@@ -217,7 +218,7 @@ func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest)
 func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*api.MutateResponse, error) {
 	st, warn, err := s.n.decl.SetTask(req.SessionId, req.Task)
 	if err != nil {
-		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
+		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(st)
 	return &api.MutateResponse{SessionJson: b, Warning: warn}, nil
@@ -226,7 +227,7 @@ func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*a
 func (s *localService) Claim(ctx context.Context, req *api.ClaimRequest) (*api.MutateResponse, error) {
 	st, err := s.n.decl.Claim(req.SessionId, req.Paths)
 	if err != nil {
-		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
+		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(st)
 	return &api.MutateResponse{SessionJson: b}, nil
