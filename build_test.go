@@ -83,3 +83,40 @@ func TestHarnHookLinksOnlyTheHook(t *testing.T) {
 		}
 	}
 }
+
+// serverCode are the packages only harnd links: the board (and with it
+// html/template), gRPC, the external agents' process runner and the
+// stores. A client that links one pays its inits at every start.
+var serverCode = []string{
+	"html/template", "google.golang.org/grpc", "github.com/harn-dev/harn/node/board",
+	"github.com/harn-dev/harn/runtime/exec", "github.com/cockroachdb/pebble",
+	"github.com/hashicorp/raft", "github.com/hashicorp/memberlist",
+}
+
+// TestClientsLinkNoServerCode: `go list -deps` of harn and of harn-hook,
+// with no build tags, names none of serverCode, nor a package below one
+// outside this module (node/board/boardlimits, the board's numbers, is
+// the client's).
+func TestClientsLinkNoServerCode(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to list the dependencies")
+	}
+	for _, bin := range []string{"./cmd/harn", "./cmd/harn-hook"} {
+		args := []string{"list", "-deps", bin}
+		if bin == "./cmd/harn-hook" {
+			args = []string{"list", "-deps", "-tags", "harn_hook", bin}
+		}
+		out, err := exec.Command(goTool, args...).Output()
+		if err != nil {
+			t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range serverCode {
+				if dep == b || strings.HasPrefix(dep, b+"/") && !strings.HasPrefix(b, "github.com/harn-dev/") {
+					t.Errorf("%s links %s, server code", bin, dep)
+				}
+			}
+		}
+	}
+}

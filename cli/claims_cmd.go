@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/util/text"
@@ -148,7 +148,7 @@ func coordErr(err error, p place) error {
 		switch {
 		case errors.Is(se, api.ErrWriteRefused):
 			return rpcErr(err, p) // the registry's write authority: exit 12
-		case api.Code(se) == codes.PermissionDenied:
+		case hookwire.CodeOf(se) == hookwire.PermissionDenied:
 			return withCode(ExitRemoteRefused, msg)
 		case errors.Is(se, api.ErrOwnerUnreachable):
 			return withCode(ExitUnavailable, msg)

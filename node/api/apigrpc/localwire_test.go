@@ -18,6 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 )
 
 // wireServer serves w on a fresh unix socket until the test ends, and
@@ -147,7 +148,7 @@ func TestLocalWireEndsACallWhoseClientWent(t *testing.T) {
 		t.Fatal("the handler never ran")
 	}
 	cancel()
-	if err := <-errc; api.Code(err) != codes.Canceled || !errors.Is(err, context.Canceled) {
+	if err := <-errc; api.Code(err) != hookwire.Canceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("the client's end: %v", err)
 	}
 	select {
@@ -180,7 +181,7 @@ func TestLocalWireCloseEndsCallsInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end the call in flight")
 	}
-	if err := <-errc; !errors.Is(err, api.ErrInternal) && api.Code(err) != codes.Canceled {
+	if err := <-errc; !errors.Is(err, api.ErrInternal) && api.Code(err) != hookwire.Canceled {
 		t.Fatalf("the call's end: %v", err)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/runtime"
-	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/runtime/execwire"
 )
 
 // The task runtime's values on the wire (node/api): one function each way
@@ -214,7 +214,7 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 			Input: int(u.GetInput()), Output: int(u.GetOutput()), CacheRead: int(u.GetCacheRead()), CacheWrite: int(u.GetCacheWrite()), Node: u.GetNode()})
 	}
 	if s := r.Steer; s != nil {
-		out.Steer = &exec.SteerResult{Mode: exec.SteerMode(s.Mode), Task: s.Task, Steered: s.Steered, Message: s.Message}
+		out.Steer = &execwire.SteerResult{Mode: execwire.SteerMode(s.Mode), Task: s.Task, Steered: s.Steered, Message: s.Message}
 	}
 	if g := r.Grants; g != nil {
 		gs, err := GrantsFromAPI(g.Grants)
