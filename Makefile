@@ -1,7 +1,7 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS   := -s -w -X github.com/harn-dev/harn/cli.version=$(VERSION) -X github.com/harn-dev/harn/cli.commit=$(COMMIT)
+LDFLAGS   := -s -w -X github.com/harn-dev/harn/cli/hook.version=$(VERSION) -X github.com/harn-dev/harn/cli/hook.commit=$(COMMIT)
 BINDIR    ?= bin
 BIN       ?= $(BINDIR)/harn
 PREFIX    ?= $(HOME)/.local
@@ -16,7 +16,7 @@ TAGS      ?= grpcnotrace
 # reachable. cmd/<bin>/depaware.txt lists what each links (make depaware).
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn
-	CGO_ENABLED=0 $(GO) build -trimpath -tags 'harn_hook $(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harnd
 
 # install: harn and harnd into $(PREFIX)/bin (default ~/.local/bin).
@@ -60,7 +60,7 @@ fuzz:
 # docker: the static binaries into deploy/ and the FROM scratch image harn:dev.
 docker:
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn
-	CGO_ENABLED=0 $(GO) build -trimpath -tags 'harn_hook $(TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn-hook
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn-hook
 	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harnd
 	docker build -t harn:dev deploy
 

@@ -39,34 +39,38 @@ func TestTheClientBuildLeavesOutGRPCTrace(t *testing.T) {
 	}
 }
 
-// TestHarnHookLinksOnlyTheHook: harn-hook (cmd/harn-hook with the harn_hook
-// tag, as make build writes it) links neither gRPC, nor the protobuf
-// runtime, nor node/api, nor the TUI: the process that every tool call of
-// every agent starts pays for the hook alone. And harn itself links no
-// gRPC: it speaks the local wire.
+// TestHarnHookLinksOnlyTheHook: harn-hook (cmd/harn-hook, which links
+// cli/hook and not cli) links neither gRPC, nor the protobuf runtime, nor
+// node/api, nor the TUI: the process that every tool call of every agent
+// starts pays for the hook alone. And harn itself links no gRPC: it
+// speaks the local wire.
 func TestHarnHookLinksOnlyTheHook(t *testing.T) {
 	mk, err := os.ReadFile("Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(mk), "-tags 'harn_hook $(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook") {
-		t.Error("Makefile: make build does not write bin/harn-hook with the harn_hook tag")
+	if !strings.Contains(string(mk), "-o $(BINDIR)/ ./cmd/harn-hook") {
+		t.Error("Makefile: make build does not write bin/harn-hook")
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool to list the dependencies")
 	}
-	out, err := exec.Command(goTool, "list", "-deps", "-tags", "harn_hook", "./cmd/harn-hook").Output()
+	out, err := exec.Command(goTool, "list", "-deps", "./cmd/harn-hook").Output()
 	if err != nil {
-		t.Fatalf("go list -deps -tags harn_hook ./cmd/harn-hook: %v", err)
+		t.Fatalf("go list -deps ./cmd/harn-hook: %v", err)
 	}
 	banned := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/charmbracelet",
-		"github.com/harn-dev/harn/node/api/wire", "github.com/cockroachdb/pebble", "github.com/hashicorp"}
+		"github.com/harn-dev/harn/node/api/wire", "github.com/cockroachdb/pebble", "github.com/hashicorp",
+		"github.com/harn-dev/harn/cli/tui"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, b := range banned {
 			if dep == b || strings.HasPrefix(dep, b+"/") {
 				t.Errorf("harn-hook links %s", dep)
 			}
+		}
+		if dep == "github.com/harn-dev/harn/cli" {
+			t.Error("harn-hook links cli; it links cli/hook alone")
 		}
 		if dep == "github.com/harn-dev/harn/node/api" {
 			t.Error("harn-hook links node/api (its descriptors); the hook speaks node/api/hookwire")
@@ -103,9 +107,6 @@ func TestClientsLinkNoServerCode(t *testing.T) {
 	}
 	for _, bin := range []string{"./cmd/harn", "./cmd/harn-hook"} {
 		args := []string{"list", "-deps", bin}
-		if bin == "./cmd/harn-hook" {
-			args = []string{"list", "-deps", "-tags", "harn_hook", bin}
-		}
 		out, err := exec.Command(goTool, args...).Output()
 		if err != nil {
 			t.Fatalf("go %s: %v", strings.Join(args, " "), err)

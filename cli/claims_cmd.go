@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -228,7 +226,7 @@ a second.`,
 				if !asJSON(c) {
 					fmt.Fprintf(c.OutOrStdout(), "%s on node %s: agent process gone\n", text.Sanitize(res.Session), text.Sanitize(res.Node))
 				}
-				return &silentError{code: ExitNotFound}
+				return &silentError{Code: ExitNotFound}
 			}
 			if !asJSON(c) && res.Hosted {
 				fmt.Fprintf(c.OutOrStdout(), "%s on node %s: alive (a harn runtime session; the node, pid %d, holds it)\n", text.Sanitize(res.Session), text.Sanitize(res.Node), res.PID)
