@@ -7,8 +7,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/api/wiretest"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 // TestEveryFieldCrossesTheWire: an action, a result and a permission
