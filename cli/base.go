@@ -1,3 +1,7 @@
+// Package cli is harn's command line: the cobra commands beside the hook,
+// the client's views of the node, as tables or --json. Its base (the
+// root, finding and dialing the node, exit codes) is cli/hook's; the TUI
+// is cli/tui's. os.Exit is never called here; Main returns the exit code.
 package cli
 
 import (

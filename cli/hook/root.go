@@ -1,6 +1,10 @@
-// Package cli is harn's command line: cobra commands, the client that finds
-// or starts the local node, and output as tables or --json. os.Exit is never
-// called here; Main returns the exit code.
+// Package hook is the agents' hook and the command line's base that every
+// harn binary shares: its room is what `harn-hook hook AGENT` needs and no
+// more — the root command and its errors and exit codes, finding the node
+// (flags, environment, config file), dialing or starting it over the
+// local wire, output as text or --json, and the hook itself. harn-hook
+// links this package alone; package cli (harn) adds every other command
+// with SetCommands. os.Exit is never called here; Main returns the code.
 package hook
 
 import (
