@@ -499,7 +499,7 @@ func BenchmarkLifecycleCommit(b *testing.B) {
 		steps := []func(){
 			func() { // harn
 				t := time.Now()
-				res, err := fn.Lifecycle(ctx, session, presence.TaskBlocked, reason)
+				res, err := fn.decl.Lifecycle(ctx, session, presence.TaskBlocked, reason)
 				d := time.Since(t)
 				if err != nil {
 					b.Fatal(err)

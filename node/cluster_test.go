@@ -161,7 +161,7 @@ func TestLifecycleFromNonLeaderIsInEveryReplica(t *testing.T) {
 	}
 	mustIngest(t, follower, presence.Event{SessionID: "l1", Type: presence.TypeSessionStart, TS: time.Now()})
 	term := follower.cl.Parts().Store.Stats().Term
-	res, err := follower.Lifecycle(context.Background(), "l1", presence.TaskBlocked, "waiting on review")
+	res, err := follower.decl.Lifecycle(context.Background(), "l1", presence.TaskBlocked, "waiting on review")
 	if err != nil || !res.Recorded {
 		t.Fatalf("lifecycle: %+v %v", res, err)
 	}

@@ -18,8 +18,8 @@ const diagWindow = time.Hour
 func (n *Node) Doctor() *api.DoctorResponse {
 	out := &api.DoctorResponse{Node: n.cfg.Name, Role: "lone", DataDir: n.cfg.DataDir, Socket: n.cfg.Socket,
 		Version: n.cfg.Version, Mesh: n.cfg.Cluster.Enabled, Tls: &api.DoctorTLS{Mode: "off"}}
-	if n.board != nil {
-		out.HttpAddr = n.board.Addr()
+	if a := n.web.ListenAddr(); a != "" {
+		out.HttpAddr = a
 	}
 	if n.cfg.Cluster.Enabled {
 		switch {

@@ -12,11 +12,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc/credentials"
 	grpcpeer "google.golang.org/grpc/peer"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/operator"
 )
 
 // The local socket speaks two protocols. harn (the client, which links no
@@ -24,7 +24,7 @@ import (
 // and MeshAdmin handlers over the local wire; anything else (a gRPC
 // client's HTTP/2 preface) goes to the gRPC server. Both learn the peer's
 // uid and pid once, at accept, and a handler reads them the same way
-// (localOperator, localCallerPID).
+// (node/operator).
 
 // prefaceWait bounds how long an accepted connection may take to send its
 // first bytes.
@@ -34,9 +34,12 @@ const prefaceWait = 10 * time.Second
 // tell its protocol, which Read gives back first.
 type localConn struct {
 	net.Conn
-	peer   localPeer
+	peer   operator.Peer
 	prefix []byte
 }
+
+// Peer is the connection's peer, read at accept.
+func (c *localConn) Peer() operator.Peer { return c.peer }
 
 func (c *localConn) Read(b []byte) (int, error) {
 	if len(c.prefix) > 0 {
@@ -86,13 +89,7 @@ func (m *localMux) run() {
 
 // route reads a connection's first bytes and serves it by its protocol.
 func (m *localMux) route(c net.Conn) {
-	lc := &localConn{Conn: c, peer: localPeer{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}}
-	if uc, ok := c.(*net.UnixConn); ok {
-		if uid, known, err := peerUID(uc); err == nil && known {
-			lc.peer.uid, lc.peer.known = uid, true
-		}
-		lc.peer.pid = peerPID(uc)
-	}
+	lc := &localConn{Conn: c, peer: operator.PeerOf(c)}
 	buf := make([]byte, len(api.LocalPreface))
 	c.SetReadDeadline(time.Now().Add(prefaceWait)) //clock:real a socket's deadline is wall time
 	n, err := io.ReadFull(c, buf)

@@ -18,7 +18,7 @@ func TestLifecycleOfAnotherNodesSessionNamesTheOwner(t *testing.T) {
 	n := openNode(t, testConfig(t, t.TempDir()))
 	n.remote.Apply("nodeC", 1, gossip.Entry{SessionRow: &api.SessionRow{SessionId: "remote-sess-1", Name: "Quartz"}})
 	for _, h := range []string{"remote-sess-1", "remote-s", "Quartz"} {
-		_, err := n.Lifecycle(t.Context(), h, presence.TaskBlocked, "waiting")
+		_, err := n.decl.Lifecycle(t.Context(), h, presence.TaskBlocked, "waiting")
 		err = n.ownerErr(h, err)
 		var re *RemoteSessionError
 		if !errors.Is(err, ErrUnknownSession) || !errors.As(err, &re) || re.Owner != "nodeC" ||
@@ -26,7 +26,7 @@ func TestLifecycleOfAnotherNodesSessionNamesTheOwner(t *testing.T) {
 			t.Errorf("%q: %v", h, err)
 		}
 	}
-	_, err := n.Lifecycle(t.Context(), "nosuch", presence.TaskBlocked, "waiting")
+	_, err := n.decl.Lifecycle(t.Context(), "nosuch", presence.TaskBlocked, "waiting")
 	var re *RemoteSessionError
 	if err = n.ownerErr("nosuch", err); !errors.Is(err, ErrUnknownSession) || errors.As(err, &re) {
 		t.Errorf("an unknown handle: %v", err)

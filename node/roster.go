@@ -68,7 +68,7 @@ func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 		re := RosterEntry{State: *st, Reachable: true, Source: "local"}
 		re.State.SilentSince = presence.SilentSince(st, now, n.cfg.SilenceAfter)
 		re.HarnTask = n.harnTask(st.SessionID)
-		re.Hosted = n.hostedView(st)
+		re.Hosted = n.hosts.View(st)
 		out = append(out, re)
 	})
 	return out
@@ -288,7 +288,7 @@ func (n *Node) decorateRecords(out []RosterEntry) {
 			}
 			e.HarnTask = n.harnTask(id)
 			if st, ok := n.sess.State(id); ok {
-				e.Hosted = n.hostedView(&st)
+				e.Hosted = n.hosts.View(&st)
 			}
 			continue
 		}
@@ -320,7 +320,7 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 	ask func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error)) (readResult, error) {
 	st, err := n.resolveLocal(handle)
 	if err == nil {
-		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.harnTask(st.SessionID), Hosted: n.hostedView(&st)}, local: true}, nil
+		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.harnTask(st.SessionID), Hosted: n.hosts.View(&st)}, local: true}, nil
 	}
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return readResult{}, err

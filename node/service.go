@@ -14,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -147,7 +148,7 @@ func (s *localService) appendDecide(ctx context.Context, q *api.DecideQuery) *ap
 	if q == nil {
 		return nil
 	}
-	return s.n.decideInAppend(ctx, q)
+	return s.n.taskSvc.DecideInAppend(ctx, q)
 }
 
 func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (*api.DiagnoseResponse, error) {
@@ -212,11 +213,11 @@ func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api
 	for _, p := range req.Ancestry {
 		anc = append(anc, Proc{PID: int(p.Pid), Start: p.Start})
 	}
-	return s.session(s.n.Whoami(anc))
+	return s.session(s.n.decl.Whoami(anc))
 }
 
 func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
-	res, err := s.n.LifecycleFrom(ctx, Caller{PID: localCallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
+	res, err := s.n.decl.LifecycleFrom(ctx, Caller{PID: operator.CallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
 	if err != nil {
 		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
 	}
@@ -229,7 +230,7 @@ func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest)
 }
 
 func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*api.MutateResponse, error) {
-	st, warn, err := s.n.SetTask(req.SessionId, req.Task)
+	st, warn, err := s.n.decl.SetTask(req.SessionId, req.Task)
 	if err != nil {
 		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
 	}
@@ -238,7 +239,7 @@ func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*a
 }
 
 func (s *localService) Claim(ctx context.Context, req *api.ClaimRequest) (*api.MutateResponse, error) {
-	st, err := s.n.Claim(req.SessionId, req.Paths)
+	st, err := s.n.decl.Claim(req.SessionId, req.Paths)
 	if err != nil {
 		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
 	}

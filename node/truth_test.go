@@ -118,11 +118,11 @@ func TestWhoamiResolvesSubagentToItself(t *testing.T) {
 	pre := at(n, "c", "3", presence.TypeToolPreUse, map[string]any{presence.AttrAgentPID: 4242, presence.AttrAgentStart: 99, presence.AttrTool: "Bash"})
 	pre.ParentSessionID = "p"
 	mustIngest(t, n, pre)
-	st, err := n.Whoami([]Proc{{PID: 1}, {PID: 4242, Start: 99}})
+	st, err := n.decl.Whoami([]Proc{{PID: 1}, {PID: 4242, Start: 99}})
 	if err != nil || st.SessionID != "c" {
 		t.Fatalf("whoami: %s %v, want the subagent", st.SessionID, err)
 	}
-	_, err = n.Lifecycle(context.Background(), st.SessionID, presence.TaskBlocked, "waiting")
+	_, err = n.decl.Lifecycle(context.Background(), st.SessionID, presence.TaskBlocked, "waiting")
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Check != "top_level_only" {
 		t.Fatalf("lifecycle from the subagent: %v", err)
@@ -130,7 +130,7 @@ func TestWhoamiResolvesSubagentToItself(t *testing.T) {
 	// The parent's own later command resolves to the parent.
 	clk.Advance(time.Second)
 	mustIngest(t, n, at(n, "p", "4", presence.TypeToolPreUse, map[string]any{presence.AttrAgentPID: 4242, presence.AttrAgentStart: 99, presence.AttrTool: "Bash"}))
-	if st, err := n.Whoami([]Proc{{PID: 4242, Start: 99}}); err != nil || st.SessionID != "p" {
+	if st, err := n.decl.Whoami([]Proc{{PID: 4242, Start: 99}}); err != nil || st.SessionID != "p" {
 		t.Fatalf("whoami after the parent's call: %s %v", st.SessionID, err)
 	}
 }
@@ -138,10 +138,10 @@ func TestWhoamiResolvesSubagentToItself(t *testing.T) {
 // remintName gives session s a task and declares blocked: a re-minted name.
 func remintName(t *testing.T, n *Node, s, reason string) string {
 	t.Helper()
-	if _, _, err := n.SetTask(s, "fix rounding"); err != nil {
+	if _, _, err := n.decl.SetTask(s, "fix rounding"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := n.Lifecycle(context.Background(), s, presence.TaskBlocked, reason)
+	res, err := n.decl.Lifecycle(context.Background(), s, presence.TaskBlocked, reason)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestPendingNameOncePerRemint(t *testing.T) {
 	if got := n.PendingName("s"); got != "" {
 		t.Fatalf("asked again after a restart: %q", got)
 	}
-	res, err := n.Lifecycle(context.Background(), "s", presence.TaskActive, "")
+	res, err := n.decl.Lifecycle(context.Background(), "s", presence.TaskActive, "")
 	if err != nil {
 		t.Fatal(err)
 	}

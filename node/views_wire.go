@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/harn-dev/harn/node/alerts/notifysvc"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
@@ -50,18 +51,13 @@ func RaftToAPI(v RaftView) *api.RaftStats {
 func RaftFromAPI(v *api.RaftStats) RaftView { return wire.RaftFromAPI(v) }
 
 // WebhookToAPI is a webhook's view on the wire.
-func WebhookToAPI(w *WebhookView) *api.Webhook {
-	return &api.Webhook{Id: w.ID, Url: w.URL, Format: w.Format, On: w.On, Queued: int32(w.Queued), Sent: w.Sent,
-		Failed: w.Failed, Dropped: w.Dropped, Retries: w.Retries, LastError: w.LastError, LastErrorAt: w.LastErrorAt}
-}
+var WebhookToAPI = notifysvc.WebhookToAPI
 
 // WebhookFromAPI is wire.WebhookFromAPI.
 func WebhookFromAPI(w *api.Webhook) WebhookView { return wire.WebhookFromAPI(w) }
 
 // DesktopToAPI is the desktop notifier's view on the wire.
-func DesktopToAPI(d DesktopView) *api.Desktop {
-	return &api.Desktop{Enabled: d.Enabled, Asked: d.Asked, Shown: d.Shown, Failed: d.Failed, Dropped: d.Dropped}
-}
+var DesktopToAPI = notifysvc.DesktopToAPI
 
 // DesktopFromAPI is wire.DesktopFromAPI.
 func DesktopFromAPI(d *api.Desktop) DesktopView { return wire.DesktopFromAPI(d) }

@@ -1,4 +1,4 @@
-package node
+package trustadmin
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"io/fs"
 
 	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/clock"
@@ -21,19 +22,19 @@ type MeshInit = wire.MeshInit
 // again, it keeps what exists and makes one more token.
 func InitMesh(dataDir, name string, opts TokenCreateArgs, clk clock.Clock) (MeshInit, error) {
 	if err := trust.ValidName(name); err != nil {
-		return MeshInit{}, fmt.Errorf("%w: --name: %w", ErrConfig, err)
+		return MeshInit{}, fmt.Errorf("%w: --name: %w", layout.ErrConfig, err)
 	}
-	dir := TrustDir(dataDir)
+	dir := layout.TrustDir(dataDir)
 	if cert, err := trust.LoadNodeCert(dir); err == nil {
 		id, err := trust.CertIdentity(cert.Leaf)
 		if err != nil {
-			return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+			return MeshInit{}, fmt.Errorf("%w: %w", meshtrust.ErrTrust, err)
 		}
 		if id.Name != name || id.Role != trust.RoleServer {
-			return MeshInit{}, fmt.Errorf("%w: %s already holds the certificate of %s; mesh init runs on a fresh server", ErrTrust, dir, id)
+			return MeshInit{}, fmt.Errorf("%w: %s already holds the certificate of %s; mesh init runs on a fresh server", meshtrust.ErrTrust, dir, id)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return MeshInit{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		return MeshInit{}, fmt.Errorf("%w: %w", meshtrust.ErrTrust, err)
 	}
 	a, created, err := meshtrust.InitTrustDir(dir, name, nil, clk)
 	if err != nil {
@@ -50,9 +51,9 @@ func InitMesh(dataDir, name string, opts TokenCreateArgs, clk clock.Clock) (Mesh
 // running: its record waits in the data dir until the node starts and moves
 // it into the registry (the node redeems it from there meanwhile).
 func CreatePendingToken(dataDir string, opts TokenCreateArgs, clk clock.Clock) (TokenCreated, error) {
-	a, err := trust.LoadAuthority(TrustDir(dataDir), clk)
+	a, err := trust.LoadAuthority(layout.TrustDir(dataDir), clk)
 	if err != nil {
-		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		return TokenCreated{}, fmt.Errorf("%w: %w", meshtrust.ErrTrust, err)
 	}
 	role := trust.RoleNode
 	if opts.Server {
@@ -60,16 +61,16 @@ func CreatePendingToken(dataDir string, opts TokenCreateArgs, clk clock.Clock) (
 	}
 	store, err := meshtrust.OpenPendingTokens(dataDir)
 	if err != nil {
-		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		return TokenCreated{}, fmt.Errorf("%w: %w", meshtrust.ErrTrust, err)
 	}
 	tok, rec, err := trust.NewToken(a.Fingerprint(), trust.TokenOptions{Role: role, TTL: opts.TTL, Uses: opts.Uses}, clk.Now())
 	if err != nil {
-		return TokenCreated{}, fmt.Errorf("%w: %w", ErrConfig, err)
+		return TokenCreated{}, fmt.Errorf("%w: %w", layout.ErrConfig, err)
 	}
 	if err := store.Create(rec); err != nil {
-		return TokenCreated{}, fmt.Errorf("%w: %w", ErrTrust, err)
+		return TokenCreated{}, fmt.Errorf("%w: %w", meshtrust.ErrTrust, err)
 	}
-	if err := meshtrust.ShareCA(TrustDir(dataDir)); err != nil {
+	if err := meshtrust.ShareCA(layout.TrustDir(dataDir)); err != nil {
 		return TokenCreated{}, err
 	}
 	return TokenCreated{Token: tok.String(), ID: tok.ID, Role: string(role), Expires: rec.Expires, Uses: rec.Uses}, nil

@@ -1,4 +1,4 @@
-package node
+package notifysvc
 
 import (
 	"context"
@@ -25,36 +25,36 @@ import (
 const ActionBy = "ntfy-action"
 
 // openActTokens opens the token store on the ledger.
-func (n *Node) openActTokens() {
-	n.acts = acttoken.Open(acttoken.Config{Clock: n.cfg.Clock, KV: n.ledger, Logger: n.log.With("room", "acttoken")})
+func (s *Service) openActTokens() {
+	s.acts = acttoken.Open(acttoken.Config{Clock: s.Clock, KV: s.Meta, Logger: s.Log.With("room", "acttoken")})
 }
 
-// approvalsChanged is told when a request opens, is answered or expires:
+// ApprovalsChanged is told when a request opens, is answered or expires:
 // the board repaints, and the tokens of closed requests close.
-func (n *Node) approvalsChanged() {
-	n.changes.Notify()
-	if n.acts == nil || n.tasks == nil {
+func (s *Service) ApprovalsChanged() {
+	s.OnApprovals()
+	if s.acts == nil || s.Tasks() == nil {
 		return
 	}
 	open := map[string]bool{}
-	for _, r := range n.tasks.Approvals().List() {
+	for _, r := range s.Tasks().Approvals().List() {
 		open[r.ID] = true
 	}
-	n.acts.Retain(func(id string) bool { return open[id] })
+	s.acts.Retain(func(id string) bool { return open[id] })
 }
 
-// actionButtons are the buttons of t's message: Approve and Deny, each
+// Buttons are the buttons of t's message: Approve and Deny, each
 // posting its own token to this node's board. None without a board (a
 // button must reach the node that holds the request), or when the
 // request is no longer open.
-func (n *Node) actionButtons(t notify.Transition) []notify.Action {
+func (s *Service) Buttons(t notify.Transition) []notify.Action {
 	p := t.Session.Permission
-	base := n.BoardBaseURL()
-	if p == nil || base == "" || n.acts == nil || n.tasks == nil {
+	base := s.BoardBase()
+	if p == nil || base == "" || s.acts == nil || s.Tasks() == nil {
 		return nil
 	}
 	open := false
-	for _, r := range n.tasks.Approvals().List() {
+	for _, r := range s.Tasks().Approvals().List() {
 		open = open || r.ID == p.ID
 	}
 	if !open {
@@ -66,9 +66,9 @@ func (n *Node) actionButtons(t notify.Transition) []notify.Action {
 		label string
 		d     acttoken.Decision
 	}{{"Approve", acttoken.Allow}, {"Deny", acttoken.Deny}} {
-		tok, err := n.acts.Mint(p.ID, b.d)
+		tok, err := s.acts.Mint(p.ID, b.d)
 		if err != nil {
-			n.log.Warn("notify: no action buttons", "request", p.ID, "err", err)
+			s.Log.Warn("notify: no action buttons", "request", p.ID, "err", err)
 			return nil
 		}
 		body, _ := json.Marshal(board.ActBody{Request: p.ID, Decision: string(b.d)})
@@ -79,23 +79,26 @@ func (n *Node) actionButtons(t notify.Transition) []notify.Action {
 }
 
 // actDecider is the board's POST /act.
-type actDecider struct{ n *Node }
+type actDecider struct{ s *Service }
+
+// Decider is the board's POST /act.
+func (s *Service) Decider() board.Decider { return actDecider{s} }
 
 // Decide spends the token on that request and decision, then answers the
 // request on this node.
 func (a actDecider) Decide(_ context.Context, token, request string, d acttoken.Decision) (string, error) {
-	n := a.n
-	if n.acts == nil || n.tasks == nil {
+	s := a.s
+	if s.acts == nil || s.Tasks() == nil {
 		return "", fmt.Errorf("%w: this node holds no permission requests", board.ErrNotWaiting)
 	}
-	if err := n.acts.Use(token, request, d); err != nil {
+	if err := s.acts.Use(token, request, d); err != nil {
 		return "", err
 	}
 	label := "Approve"
 	if d != acttoken.Allow {
 		label = "Deny"
 	}
-	r, err := n.tasks.Approvals().Answer(request, d == acttoken.Allow, ActionBy+"@"+n.cfg.Name,
+	r, err := s.Tasks().Approvals().Answer(request, d == acttoken.Allow, ActionBy+"@"+s.Node,
 		"the "+label+" button of a notification")
 	switch {
 	case errors.Is(err, tasks.ErrAnswered):

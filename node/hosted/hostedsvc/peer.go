@@ -1,4 +1,4 @@
-package node
+package hostedsvc
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/hosted"
-	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -21,117 +21,68 @@ import (
 // node's --remote-control policy (and --remote-watch for an attach that
 // only watches). Every refusal is logged here, at the target.
 
-// hostedNode is what the cluster part needs of the node for hosting.
-type hostedNode interface {
-	runHosted(req *api.HostedRunRequest, remote bool) (*api.HostedRunResponse, error)
-	actHosted(id, op, t, by string) (*api.HostedActResponse, error)
-	worktrees(req *api.WorktreesRequest) (*api.WorktreesResponse, error)
-	attachHosted(id string, readOnly bool, rows, cols uint32, by string) (*hosted.Sub, []byte, error)
-	screenHosted(id string) (*api.HostedScreenResponse, error)
-	RemoteWatch() trust.RemoteControl
-}
-
 type hostedPeer struct {
 	apigrpc.UnimplementedHostedPeerServer
-	n *Node
+	h *Host
 }
 
-func (s *hostedPeer) node() (hostedNode, error) {
-	var h hostedNode = s.n
-	return h, nil
-}
+// Peer is the HostedPeer service on the cluster gRPC.
+func (h *Host) Peer() apigrpc.HostedPeerServer { return &hostedPeer{h: h} }
 
 func (s *hostedPeer) Run(ctx context.Context, req *api.HostedRunRequest) (*api.HostedRunResponse, error) {
-	h, err := s.node()
+	h := s.h
+	id, err := s.h.Gate.Authorize(ctx, "hosted run")
 	if err != nil {
-		return nil, err
-	}
-	id, err := s.n.authorizeRemote(ctx, "hosted run")
-	if err != nil {
-		return nil, hostedStatus(err)
+		return nil, Status(err)
 	}
 	r := cloneRun(req)
-	r.By = remoteBy(req.By, id)
-	res, err := h.runHosted(r, true)
+	r.By = operator.Remote(req.By, id)
+	res, err := h.Start(r, true)
 	if err != nil {
-		s.n.log.Warn("remote hosted run refused", "caller", id.String(), "agent", text.Clip(text.OneLine(req.Agent), 64), "err", err)
+		s.h.Log.Warn("remote hosted run refused", "caller", id.String(), "agent", text.Clip(text.OneLine(req.Agent), 64), "err", err)
 		return nil, err
 	}
-	s.n.log.Info("remote hosted run", "by", r.By, "agent", text.Clip(text.OneLine(req.Agent), 64), "session", res.Session)
+	s.h.Log.Info("remote hosted run", "by", r.By, "agent", text.Clip(text.OneLine(req.Agent), 64), "session", res.Session)
 	return res, nil
 }
 
 func (s *hostedPeer) Act(ctx context.Context, req *api.HostedActRequest) (*api.HostedActResponse, error) {
-	h, err := s.node()
+	h := s.h
+	id, err := s.h.Gate.Authorize(ctx, "hosted "+text.Clip(text.OneLine(req.Op), 16))
 	if err != nil {
-		return nil, err
+		return nil, Status(err)
 	}
-	id, err := s.n.authorizeRemote(ctx, "hosted "+text.Clip(text.OneLine(req.Op), 16))
-	if err != nil {
-		return nil, hostedStatus(err)
-	}
-	return h.actHosted(req.Session, req.Op, req.Text, remoteBy(req.By, id))
+	return h.actHosted(req.Session, req.Op, req.Text, operator.Remote(req.By, id))
 }
 
 func (s *hostedPeer) Worktrees(ctx context.Context, req *api.WorktreesRequest) (*api.WorktreesResponse, error) {
-	h, err := s.node()
-	if err != nil {
-		return nil, err
-	}
+	h := s.h
 	if req.Remove != "" {
-		id, err := s.n.authorizeRemote(ctx, "worktree remove")
+		id, err := s.h.Gate.Authorize(ctx, "worktree remove")
 		if err != nil {
-			return nil, hostedStatus(err)
+			return nil, Status(err)
 		}
-		r := &api.WorktreesRequest{Remove: req.Remove, Force: req.Force, By: remoteBy(req.By, id)}
+		r := &api.WorktreesRequest{Remove: req.Remove, Force: req.Force, By: operator.Remote(req.By, id)}
 		return h.worktrees(r)
 	}
-	if _, _, err := s.n.authorizeAttach(ctx, h, "worktrees"); err != nil {
-		return nil, hostedStatus(err)
+	if _, _, err := s.h.Gate.AuthorizeAttach(ctx, "worktrees"); err != nil {
+		return nil, Status(err)
 	}
 	return h.worktrees(&api.WorktreesRequest{})
 }
 
 func (s *hostedPeer) Screen(ctx context.Context, req *api.HostedScreenRequest) (*api.HostedScreenResponse, error) {
-	h, err := s.node()
-	if err != nil {
-		return nil, err
-	}
-	if _, _, err := s.n.authorizeAttach(ctx, h, "screen"); err != nil {
-		return nil, hostedStatus(err)
+	h := s.h
+	if _, _, err := s.h.Gate.AuthorizeAttach(ctx, "screen"); err != nil {
+		return nil, Status(err)
 	}
 	return h.screenHosted(req.Session)
-}
-
-// authorizeAttach admits a remote attach (or a read of this node's
-// worktrees): a caller --remote-control allows may type; one only
-// --remote-watch allows may watch (readOnly).
-func (n *Node) authorizeAttach(ctx context.Context, h hostedNode, what string) (trust.Identity, bool, error) {
-	id, err := trust.PeerFromContext(ctx)
-	if err != nil {
-		n.log.Warn("remote attach refused", "action", what, "err", err)
-		return id, false, fmt.Errorf("%w by node %s: the mesh channel is not mutually authenticated (%w)", ErrRemoteRefused, n.cfg.Name, err)
-	}
-	if n.remoteAllowed(ctx) {
-		return id, false, nil
-	}
-	if werr := h.RemoteWatch().Allow(id); werr == nil {
-		return id, true, nil
-	}
-	_, err = n.authorizeRemote(ctx, what) // the refusal, logged, naming the policy
-	if err == nil {
-		err = fmt.Errorf("%w by node %s", ErrRemoteRefused, n.cfg.Name)
-	}
-	return id, false, fmt.Errorf("%w (nor does its --remote-watch name %s)", err, id.Name)
 }
 
 // Attach is a remote attach: the first frame names the session; the
 // answer is the screen, then the terminal's bytes until its end.
 func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
-	h, err := s.node()
-	if err != nil {
-		return err
-	}
+	h := s.h
 	ctx := stream.Context()
 	first, err := stream.Recv()
 	if err != nil {
@@ -141,15 +92,15 @@ func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
 	if open == nil {
 		return status.Error(codes.InvalidArgument, "attach: the first frame must open the attach")
 	}
-	id, watchOnly, err := s.n.authorizeAttach(ctx, h, "attach")
+	id, watchOnly, err := s.h.Gate.AuthorizeAttach(ctx, "attach")
 	if err != nil {
-		return hostedStatus(err)
+		return Status(err)
 	}
-	sub, screen, err := h.attachHosted(open.Session, open.ReadOnly || watchOnly, open.Rows, open.Cols, remoteBy(open.By, id))
+	sub, screen, err := h.attachHosted(open.Session, open.ReadOnly || watchOnly, open.Rows, open.Cols, operator.Remote(open.By, id))
 	if err != nil {
-		return hostedStatus(err)
+		return Status(err)
 	}
-	s.n.log.Info("remote attach", "session", open.Session, "by", remoteBy(open.By, id), "read_only", sub.ReadOnly())
+	s.h.Log.Info("remote attach", "session", open.Session, "by", operator.Remote(open.By, id), "read_only", sub.ReadOnly())
 	if err := stream.Send(&api.AttachFrame{Screen: screen, ReadOnly: sub.ReadOnly(), Session: open.Session}); err != nil {
 		sub.Close()
 		return err
@@ -159,22 +110,23 @@ func (s *hostedPeer) Attach(stream apigrpc.HostedPeer_AttachServer) error {
 }
 
 // attachHosted attaches to a hosted session of this node.
-func (n *Node) attachHosted(id string, readOnly bool, rows, cols uint32, by string) (*hosted.Sub, []byte, error) {
-	if n.hosted == nil {
+func (h *Host) attachHosted(id string, readOnly bool, rows, cols uint32, by string) (*hosted.Sub, []byte, error) {
+	if h == nil {
 		return nil, nil, hosted.ErrClosed
 	}
-	if !n.hosted.Has(id) {
-		return nil, nil, fmt.Errorf("%w: session %s on node %s is not a live hosted session (started with harn run)", errNotHosted, id, n.cfg.Name)
+	if !h.room.Has(id) {
+		return nil, nil, fmt.Errorf("%w: session %s on node %s is not a live hosted session (started with harn run)", errNotHosted, id, h.Node)
 	}
-	return n.hosted.Attach(id, readOnly, uint16(min(rows, 500)), uint16(min(cols, 1000)), by)
+	return h.room.Attach(id, readOnly, uint16(min(rows, 500)), uint16(min(cols, 1000)), by)
 }
 
 // hostedPeerOf is the HostedPeer client of a member.
-func (n *Node) hostedPeerOf(node string) (apigrpc.HostedPeerClient, error) {
-	if n.cl == nil {
+func (h *Host) hostedPeerOf(node string) (apigrpc.HostedPeerClient, error) {
+	m := h.Mesh()
+	if m == nil {
 		return nil, status.Error(codes.Unimplemented, fmt.Sprintf("hosted: --node %s needs the mesh on; this node runs alone", node))
 	}
-	cc, err := n.cl.Conn(node)
+	cc, err := m.Conn(node)
 	if errors.Is(err, cluster.ErrNotMember) {
 		return nil, status.Error(codes.NotFound, fmt.Sprintf("hosted: %q is not a known mesh member", node))
 	}
@@ -260,7 +212,7 @@ func pumpAttach(sub *hosted.Sub, send func(*api.AttachFrame) error, recv func() 
 
 // endOf is the end frame of an attach refused with err.
 func endOf(err error) *api.AttachFrame {
-	st := apigrpc.Status(hostedStatus(err))
+	st := apigrpc.Status(Status(err))
 	e := &api.AttachEnd{Reason: st.Message(), Code: uint32(st.Code())}
 	if r := apigrpc.Reason(st.Err()); r != "" {
 		e.ErrorReason = r

@@ -1,4 +1,11 @@
-package node
+// Package declare is the room of an agent's and an operator's
+// declarations about a session of this node: its lifecycle (`harn agents
+// lifecycle`, with the caller rules, the top-level and current-task
+// rules and the git finalization check for done), its task text, its
+// claimed paths, and which live session a process belongs to (whoami).
+// Each is one event, ingested; a lifecycle change also goes to the
+// registry at once. It reads the rest of the node through Deps.
+package declare
 
 import (
 	"context"
@@ -6,41 +13,61 @@ import (
 	"fmt"
 	"path/filepath"
 	"sort"
+	"time"
 	"unicode/utf8"
 
 	"github.com/harn-dev/harn/node/gitcheck"
+	"github.com/harn-dev/harn/node/operator"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
+	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
 )
 
-// ErrRefused wraps every refusal of an operator declaration. A refusal
-// writes no event.
-var ErrRefused = errors.New("node: refused")
-
-// ErrBadRequest wraps operator input that is malformed.
-var ErrBadRequest = errors.New("node: bad request")
-
-// RefusedError names the check that refused a declaration.
-type RefusedError struct {
-	Check string
-	Err   error
+// Writer is the registry writer's part a declaration uses.
+type Writer interface {
+	Hold(id string) func()
+	Sync(ctx context.Context, s presence.State) error
 }
 
-func (e *RefusedError) Error() string { return e.Check + ": " + e.Err.Error() }
+// Ledger is what a declaration reads of the ledger.
+type Ledger interface {
+	Session(id string) ([]presence.Event, error)
+}
 
-// Unwrap returns both the sentinel and the cause.
-func (e *RefusedError) Unwrap() []error { return []error{ErrRefused, e.Err} }
+// Deps wires the room to the rest of the node.
+type Deps struct {
+	Clock    clock.Clock
+	Sessions *sessions.Store
+	Ledger   Ledger
+	Git      GitChecker
+	// Ingest records events; Writer is the registry writer, nil without
+	// the mesh; SyncTimeout bounds a lifecycle's registry write.
+	Ingest      func([]presence.Event) error
+	Writer      func() Writer
+	SyncTimeout time.Duration
+}
+
+// Declarer is the declarations' room.
+type Declarer struct{ Deps }
+
+// New builds the room. It does no I/O.
+func New(d Deps) *Declarer { return &Declarer{Deps: d} }
+
+func (d *Declarer) ingest(evs []presence.Event) (struct{}, error) { return struct{}{}, d.Ingest(evs) }
 
 // GitChecker runs the git finalization check.
 type GitChecker interface {
 	Check(ctx context.Context, cwd string, paths []string) error
 }
 
-type realGit struct{ cfg gitcheck.Config }
+// GitCLI runs the check with the git CLI.
+type GitCLI struct{ Config gitcheck.Config }
 
-func (g realGit) Check(ctx context.Context, cwd string, paths []string) error {
-	return gitcheck.Check(ctx, g.cfg, cwd, paths)
+// Check runs the git finalization check.
+func (g GitCLI) Check(ctx context.Context, cwd string, paths []string) error {
+	return gitcheck.Check(ctx, g.Config, cwd, paths)
 }
 
 // LifecycleResult is the outcome of a declaration.
@@ -59,19 +86,19 @@ type LifecycleResult struct {
 // Declarations about one session are serialized; those about different
 // sessions run side by side (a slow git check or registry write stalls
 // only its own session).
-func (n *Node) Lifecycle(ctx context.Context, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
-	return n.LifecycleFrom(ctx, Caller{}, session, to, reason)
+func (d *Declarer) Lifecycle(ctx context.Context, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
+	return d.LifecycleFrom(ctx, Caller{}, session, to, reason)
 }
 
 // LifecycleFrom is Lifecycle asked by caller: the caller rules
 // (checkCaller) apply before the target's own.
-func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
-	st, unlock, err := n.sess.Lock(session)
+func (d *Declarer) LifecycleFrom(ctx context.Context, caller Caller, session string, to presence.TaskState, reason string) (LifecycleResult, error) {
+	st, unlock, err := d.Sessions.Lock(session)
 	if err != nil {
 		return LifecycleResult{}, err
 	}
 	defer unlock()
-	if err := n.checkCaller(caller, st); err != nil {
+	if err := d.checkCaller(caller, st); err != nil {
 		return LifecycleResult{}, err
 	}
 	decl, err := presence.Declare(&st, to, reason)
@@ -79,7 +106,7 @@ func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string,
 		check := "lifecycle"
 		switch {
 		case errors.Is(err, presence.ErrUnknownState), errors.Is(err, presence.ErrReasonTooLong):
-			return LifecycleResult{}, fmt.Errorf("%w: %w", ErrBadRequest, err)
+			return LifecycleResult{}, fmt.Errorf("%w: %w", operator.ErrBadRequest, err)
 		case errors.Is(err, presence.ErrReasonRequired):
 			check = "reason_required"
 		case errors.Is(err, presence.ErrSubagent):
@@ -87,42 +114,43 @@ func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string,
 		case errors.Is(err, presence.ErrNoTask):
 			check = "current_task"
 		}
-		return LifecycleResult{}, &RefusedError{Check: check, Err: err}
+		return LifecycleResult{}, &operator.RefusedError{Check: check, Err: err}
 	}
 	if decl.Noop {
 		return LifecycleResult{State: st}, nil
 	}
 	if to == presence.TaskDone {
-		paths, err := n.claimHistory(st.SessionID)
+		paths, err := d.claimHistory(st.SessionID)
 		if err != nil {
 			return LifecycleResult{}, err
 		}
-		if err := n.git.Check(ctx, st.Cwd, paths); err != nil {
+		if err := d.Git.Check(ctx, st.Cwd, paths); err != nil {
 			var ce *gitcheck.CheckError
 			if errors.As(err, &ce) {
-				return LifecycleResult{}, &RefusedError{Check: "git_" + ce.Check, Err: err}
+				return LifecycleResult{}, &operator.RefusedError{Check: "git_" + ce.Check, Err: err}
 			}
-			return LifecycleResult{}, &RefusedError{Check: "git", Err: err}
+			return LifecycleResult{}, &operator.RefusedError{Check: "git", Err: err}
 		}
 	}
 	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
-		Type: presence.TypeTaskState, TS: n.cfg.Clock.Now(), Agent: st.Agent, Attrs: decl.Attrs}
-	if n.cl != nil {
+		Type: presence.TypeTaskState, TS: d.Clock.Now(), Agent: st.Agent, Attrs: decl.Attrs}
+	w := d.Writer()
+	if w != nil {
 		// This declaration writes the registry itself, below.
-		defer n.cl.Writer().Hold(st.SessionID)()
+		defer w.Hold(st.SessionID)()
 	}
-	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+	if _, err := d.ingest([]presence.Event{ev}); err != nil {
 		return LifecycleResult{}, err
 	}
-	st, err = n.Resolve(st.SessionID)
+	st, err = d.Sessions.Resolve(st.SessionID)
 	if err != nil {
 		return LifecycleResult{}, err
 	}
 	res := LifecycleResult{State: st, Recorded: true}
-	if n.cl != nil {
+	if w != nil {
 		// The acknowledgement means the change survives this node's loss.
-		sctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.RegistrySyncTimeout)
-		if err := n.cl.Writer().Sync(sctx, st); errors.Is(err, raftstore.ErrSessionTaken) || errors.Is(err, raftstore.ErrSessionQuota) {
+		sctx, cancel := context.WithTimeout(ctx, d.SyncTimeout)
+		if err := w.Sync(sctx, st); errors.Is(err, raftstore.ErrSessionTaken) || errors.Is(err, raftstore.ErrSessionQuota) {
 			res.Note = "recorded in this node's ledger; the mesh's registry refuses this session (" + text.OneLine(err.Error()) + ")"
 		} else if err != nil {
 			res.Note = "recorded in this node's ledger; the registry write is pending (" + text.OneLine(err.Error()) + ")"
@@ -134,8 +162,8 @@ func (n *Node) LifecycleFrom(ctx context.Context, caller Caller, session string,
 
 // claimHistory is the session's durable write-claim history from the
 // ledger (the live state keeps a bounded set).
-func (n *Node) claimHistory(session string) ([]string, error) {
-	evs, err := n.ledger.Session(session)
+func (d *Declarer) claimHistory(session string) ([]string, error) {
+	evs, err := d.Ledger.Session(session)
 	if err != nil {
 		return nil, err
 	}
@@ -157,14 +185,14 @@ func (n *Node) claimHistory(session string) ([]string, error) {
 
 // SetTask sets the task text. It is lifecycle-neutral: while blocked or
 // done it records the text and returns a warning, and does not reopen.
-func (n *Node) SetTask(session, task string) (presence.State, string, error) {
+func (d *Declarer) SetTask(session, task string) (presence.State, string, error) {
 	if task == "" {
-		return presence.State{}, "", fmt.Errorf("%w: task text is empty; pass the task as an argument", ErrBadRequest)
+		return presence.State{}, "", fmt.Errorf("%w: task text is empty; pass the task as an argument", operator.ErrBadRequest)
 	}
 	if c := utf8.RuneCountInString(task); c > presence.MaxTaskChars {
-		return presence.State{}, "", fmt.Errorf("%w: task is %d characters; at most %d", ErrBadRequest, c, presence.MaxTaskChars)
+		return presence.State{}, "", fmt.Errorf("%w: task is %d characters; at most %d", operator.ErrBadRequest, c, presence.MaxTaskChars)
 	}
-	st, unlock, err := n.sess.Lock(session)
+	st, unlock, err := d.Sessions.Lock(session)
 	if err != nil {
 		return st, "", err
 	}
@@ -177,39 +205,39 @@ func (n *Node) SetTask(session, task string) (presence.State, string, error) {
 		return st, warn, nil
 	}
 	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
-		Type: presence.TypeTaskSet, TS: n.cfg.Clock.Now(), Agent: st.Agent,
+		Type: presence.TypeTaskSet, TS: d.Clock.Now(), Agent: st.Agent,
 		Attrs: map[string]any{presence.AttrTask: task}}
-	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+	if _, err := d.ingest([]presence.Event{ev}); err != nil {
 		return st, "", err
 	}
-	st, err = n.Resolve(st.SessionID)
+	st, err = d.Sessions.Resolve(st.SessionID)
 	return st, warn, err
 }
 
 // Claim records write claims (absolute paths) for a session.
-func (n *Node) Claim(session string, paths []string) (presence.State, error) {
+func (d *Declarer) Claim(session string, paths []string) (presence.State, error) {
 	if len(paths) == 0 {
-		return presence.State{}, fmt.Errorf("%w: no paths; pass the files the session writes", ErrBadRequest)
+		return presence.State{}, fmt.Errorf("%w: no paths; pass the files the session writes", operator.ErrBadRequest)
 	}
 	for _, p := range paths {
 		if !filepath.IsAbs(p) {
-			return presence.State{}, fmt.Errorf("%w: path %q is not absolute", ErrBadRequest, p)
+			return presence.State{}, fmt.Errorf("%w: path %q is not absolute", operator.ErrBadRequest, p)
 		}
 	}
-	st, err := n.Resolve(session)
+	st, err := d.Sessions.Resolve(session)
 	if err != nil {
 		return st, err
 	}
 	ev := presence.Event{SessionID: st.SessionID, ParentSessionID: st.ParentSessionID,
-		Type: presence.TypeClaimWrite, TS: n.cfg.Clock.Now(), Agent: st.Agent,
+		Type: presence.TypeClaimWrite, TS: d.Clock.Now(), Agent: st.Agent,
 		Attrs: map[string]any{presence.AttrPaths: paths}}
-	if _, err := n.Ingest([]presence.Event{ev}); err != nil {
+	if _, err := d.ingest([]presence.Event{ev}); err != nil {
 		if errors.Is(err, presence.ErrInvalidEvent) {
-			return st, fmt.Errorf("%w: %w", ErrBadRequest, err)
+			return st, fmt.Errorf("%w: %w", operator.ErrBadRequest, err)
 		}
 		return st, err
 	}
-	return n.Resolve(st.SessionID)
+	return d.Sessions.Resolve(st.SessionID)
 }
 
 // Proc is a process in a caller's ancestry.
@@ -224,8 +252,8 @@ type Proc struct {
 // event is the caller (a command runs inside the tool call its session
 // just announced), and on a tie the subagent. So a subagent resolves to
 // itself, never to its parent, and its operator declarations are refused.
-func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
-	live := n.sess.Live()
+func (d *Declarer) Whoami(ancestry []Proc) (presence.State, error) {
+	live := d.Sessions.Live()
 	for _, p := range ancestry {
 		var best *presence.State
 		for i := range live {
@@ -241,7 +269,7 @@ func (n *Node) Whoami(ancestry []Proc) (presence.State, error) {
 			return *best, nil
 		}
 	}
-	return presence.State{}, fmt.Errorf("%w: no live session belongs to a process above this one; pass --session or set HARN_SESSION", ErrUnknownSession)
+	return presence.State{}, fmt.Errorf("%w: no live session belongs to a process above this one; pass --session or set HARN_SESSION", sessions.ErrUnknownSession)
 }
 
 // callerBefore orders the sessions of one agent process by how likely

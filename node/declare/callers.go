@@ -1,10 +1,11 @@
-package node
+package declare
 
 import (
 	"errors"
 	"fmt"
 	"os"
 
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/procinfo"
 )
@@ -41,7 +42,7 @@ type Caller struct{ PID int }
 // A subagent shares its parent's process, so it cannot be told apart from
 // its parent by the tree; the subagent rule on the target (and whoami,
 // which resolves a subagent to itself) covers it.
-func (n *Node) checkCaller(c Caller, target presence.State) error {
+func (d *Declarer) checkCaller(c Caller, target presence.State) error {
 	if c.PID <= 0 {
 		return nil
 	}
@@ -52,10 +53,10 @@ func (n *Node) checkCaller(c Caller, target presence.State) error {
 	self := os.Getpid()
 	for _, p := range anc {
 		if p.PID == self {
-			return &RefusedError{Check: "top_level_only", Err: ErrHarnRun}
+			return &operator.RefusedError{Check: "top_level_only", Err: ErrHarnRun}
 		}
 	}
-	live := n.sess.Live()
+	live := d.Sessions.Live()
 	for _, p := range anc {
 		var hosted []string
 		own := false
@@ -73,7 +74,7 @@ func (n *Node) checkCaller(c Caller, target presence.State) error {
 		if own {
 			return nil
 		}
-		return &RefusedError{Check: "own_session", Err: fmt.Errorf("%w: this command runs inside session %s's agent (pid %d), not %s's",
+		return &operator.RefusedError{Check: "own_session", Err: fmt.Errorf("%w: this command runs inside session %s's agent (pid %d), not %s's",
 			ErrNotOwnSession, hosted[0], p.PID, target.SessionID)}
 	}
 	return nil

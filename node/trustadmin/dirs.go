@@ -1,4 +1,4 @@
-package node
+package trustadmin
 
 import (
 	"context"
@@ -9,12 +9,12 @@ import (
 	"syscall"
 
 	"google.golang.org/grpc/codes"
-	grpcpeer "google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/dirtrust"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/util/safefs"
 	"github.com/harn-dev/harn/util/text"
@@ -28,40 +28,43 @@ import (
 // maxTrustDir bounds a directory named to the trust op.
 const maxTrustDir = 4096
 
-// openDirTrust opens the record of trusted directories and denies the data
+// Open opens the record of trusted directories and denies the data
 // dir to every safe read of this process while the node is open.
-func (n *Node) openDirTrust() error {
-	s, err := dirtrust.New(dirtrust.DefaultConfig(n.cfg.DataDir))
+func (s *Service) Open() error {
+	d, err := dirtrust.New(dirtrust.DefaultConfig(s.DataDir))
 	if err != nil {
 		return err
 	}
-	if err := s.Open(); err != nil {
+	if err := d.Open(); err != nil {
 		return err
 	}
-	n.dirTrust = s
-	n.undeny = safefs.Deny(n.cfg.DataDir)
+	s.dirs = d
+	s.undeny = safefs.Deny(s.DataDir)
 	return nil
 }
 
-// closeDirTrust undoes openDirTrust.
-func (n *Node) closeDirTrust() {
-	if n.dirTrust != nil {
-		n.dirTrust.Close()
+// Close undoes Open.
+func (s *Service) Close() {
+	if s.dirs != nil {
+		s.dirs.Close()
 	}
-	if n.undeny != nil {
-		n.undeny()
+	if s.undeny != nil {
+		s.undeny()
 	}
 }
 
 // projectTrust is the node's directory trust as its task host asks it.
-type projectTrust struct{ n *Node }
+type projectTrust struct{ s *Service }
+
+// ProjectTrust is what the task runtimes ask of the trusted directories.
+func (s *Service) ProjectTrust() tasks.ProjectTrust { return projectTrust{s} }
 
 var _ tasks.ProjectTrust = projectTrust{}
 
 // Project answers a harn session's open: the trusted snapshot of dir's
 // .harn files, or none and the line that says what did not load.
 func (p projectTrust) Project(dir string) (tasks.ProjectFiles, string, error) {
-	s := p.n.dirTrust
+	s := p.s.dirs
 	if s == nil {
 		return nil, "", nil
 	}
@@ -73,31 +76,19 @@ func (p projectTrust) Project(dir string) (tasks.ProjectFiles, string, error) {
 		return nil, "", err
 	}
 	if !v.Trusted || v.Files == nil {
-		return nil, v.Notice(p.n.cfg.Name), nil
+		return nil, v.Notice(p.s.Node), nil
 	}
 	return v.Files, "", nil
 }
 
-// localOwner reports whether ctx is a call on the local socket from this
-// node's own user: the only caller the trust op answers (never a remote
-// node, never another local uid, not even root for another user's node).
-func localOwner(ctx context.Context) bool {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok {
-		return false
-	}
-	lp, ok := p.AuthInfo.(localPeer)
-	return ok && lp.known && lp.uid == os.Geteuid()
-}
-
 // DirTrust is `harn trust`: check, add, remove or list the trusted
 // project directories.
-func (s *localService) DirTrust(ctx context.Context, req *api.DirTrustRequest) (*api.DirTrustResponse, error) {
-	n := s.n
-	if !localOwner(ctx) {
+func (t *TrustLocal) DirTrust(ctx context.Context, req *api.DirTrustRequest) (*api.DirTrustResponse, error) {
+	s := t.Service
+	if !operator.Owner(ctx, os.Geteuid()) { // this node's own user, on its local socket
 		return nil, status.Error(codes.PermissionDenied, "trust: only this node's own user, on its local socket, may trust a directory")
 	}
-	if n.dirTrust == nil {
+	if s.dirs == nil {
 		return nil, status.Error(codes.Unavailable, "trust: the node is not open")
 	}
 	dir := req.GetDir()
@@ -107,31 +98,31 @@ func (s *localService) DirTrust(ctx context.Context, req *api.DirTrustRequest) (
 	switch req.GetOp() {
 	case "list":
 		out := &api.DirTrustResponse{}
-		for _, e := range n.dirTrust.List() {
+		for _, e := range s.dirs.List() {
 			out.Dirs = append(out.Dirs, trustedDirToAPI(e))
 		}
 		return out, nil
 	case "check":
-		v, err := n.dirTrust.Check(dir)
+		v, err := s.dirs.Check(dir)
 		if err != nil {
 			return nil, dirTrustStatus(err)
 		}
 		return &api.DirTrustResponse{Check: checkToAPI(v)}, nil
 	case "add":
-		e, v, err := n.dirTrust.Add(dir, dirtrust.AddOptions{AllowOtherOwner: req.GetAllowOtherOwner(), Digest: req.GetDigest(),
-			By: n.operatorBy(ctx, "")})
+		e, v, err := s.dirs.Add(dir, dirtrust.AddOptions{AllowOtherOwner: req.GetAllowOtherOwner(), Digest: req.GetDigest(),
+			By: operator.By(ctx, s.Node, "")})
 		if err != nil {
 			return nil, dirTrustStatus(err)
 		}
-		n.log.Info("directory trusted", "dir", e.Dir, "digest", e.Digest, "by", e.By, "other_owner", e.OtherOwner)
+		s.Log.Info("directory trusted", "dir", e.Dir, "digest", e.Digest, "by", e.By, "other_owner", e.OtherOwner)
 		return &api.DirTrustResponse{Dirs: []*api.TrustedDir{trustedDirToAPI(e)}, Check: checkToAPI(v)}, nil
 	case "remove":
-		ok, err := n.dirTrust.Remove(dir)
+		ok, err := s.dirs.Remove(dir)
 		if err != nil {
 			return nil, dirTrustStatus(err)
 		}
 		if ok {
-			n.log.Info("directory no longer trusted", "dir", dir)
+			s.Log.Info("directory no longer trusted", "dir", dir)
 		}
 		return &api.DirTrustResponse{Removed: ok}, nil
 	}
@@ -149,7 +140,7 @@ func dirTrustStatus(err error) error {
 	case errors.Is(err, syscall.ENOSPC):
 		// The record is unchanged and checks still answer; the CLI says
 		// so as for the ledger (exit 17).
-		return apigrpc.WithReason(codes.ResourceExhausted, ReasonLedgerUnwritable, err.Error())
+		return apigrpc.WithReason(codes.ResourceExhausted, api.ReasonLedgerUnwritable, err.Error())
 	case errors.Is(err, safefs.ErrDenied):
 		return status.Error(codes.InvalidArgument, "trust: the node's data dir is never trusted")
 	case errors.Is(err, os.ErrNotExist), errors.Is(err, dirtrust.ErrNotDir):
@@ -171,3 +162,6 @@ func checkToAPI(v dirtrust.Verdict) *api.DirTrustCheck {
 	}
 	return c
 }
+
+// Dirs is the record of trusted directories (tests); nil until Open.
+func (s *Service) Dirs() *dirtrust.Store { return s.dirs }

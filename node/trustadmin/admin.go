@@ -1,37 +1,145 @@
-package node
+// Package trustadmin is the room of the operator's trust operations on
+// the local socket: the mesh's (the MeshAdmin service: join tokens, the
+// gossip keyring, a removed node's revocation, the CA's rotation; and
+// `harn mesh init` before a node runs) and the project directories'
+// (`harn trust`: the DirTrust call on the trusted directories of
+// node/dirtrust, which it opens, and the tasks' ProjectTrust). It reaches
+// the mesh only through Mesh, declared here.
+package trustadmin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
-
-	"github.com/harn-dev/harn/node/api/wire"
-	"github.com/harn-dev/harn/node/cluster"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/dirtrust"
+	"github.com/harn-dev/harn/node/layout"
+	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 )
+
+// Mesh is what the room needs of the mesh: its admin operations.
+type Mesh interface {
+	Admin(ctx context.Context, op string, args cluster.AdminArgs) (any, error)
+}
+
+// Deps wires the room to the rest of the node.
+type Deps struct {
+	Node    string
+	DataDir string
+	Log     *slog.Logger
+	// Mesh is the mesh, nil without it.
+	Mesh func() Mesh
+}
+
+// Service is the trust room.
+type Service struct {
+	Deps
+	dirs   *dirtrust.Store
+	undeny func()
+}
+
+// New builds the room. It does no I/O.
+func New(d Deps) *Service { return &Service{Deps: d} }
+
+// TrustLocal is the room's part of the Local service.
+type TrustLocal struct{ *Service }
+
+// Local is the room's part of the local socket.
+func (s *Service) Local() *TrustLocal { return &TrustLocal{s} }
+
+// AdminCA operations, in wire.
+const (
+	AdminCARotate = wire.AdminCARotate
+	AdminCAFinish = wire.AdminCAFinish
+	AdminCAStatus = wire.AdminCAStatus
+)
+
+// CAStatus is the CA rotation's state, in wire.
+type CAStatus = wire.CAStatus
+
+// The operator's mesh trust operations, served on the local socket only
+// (MeshAdmin): join tokens, the gossip keyring, revocation of a removed
+// node's certificates.
+
+// Admin operations and their bodies, in wire.
+const (
+	AdminTokenCreate = wire.AdminTokenCreate
+	AdminTokenList   = wire.AdminTokenList
+	AdminTokenRevoke = wire.AdminTokenRevoke
+	AdminKeyringList = wire.AdminKeyringList
+	AdminKeyringOp   = wire.AdminKeyringOp
+	AdminRevokeNode  = wire.AdminRevokeNode
+)
+
+// The MeshAdmin bodies, in wire.
+type (
+	TokenCreateArgs = wire.TokenCreateArgs
+	TokenCreated    = wire.TokenCreated
+	KeyringChange   = wire.KeyringChange
+	KeyringView     = wire.KeyringView
+	Revoked         = wire.Revoked
+)
+
+// ErrNoTrust: the operation needs a mesh with a CA.
+var ErrNoTrust = cluster.ErrNoTrust
+
+// MeshAdmin runs one operator operation (see the Admin constants) with
+// its arguments as JSON: an in-process form of the MeshAdmin service.
+func (s *Service) MeshAdmin(ctx context.Context, op string, args []byte) (any, error) {
+	var a cluster.AdminArgs
+	var err error
+	switch op {
+	case AdminKeyringOp:
+		err = json.Unmarshal(args, &a.Keyring)
+	case AdminTokenCreate:
+		err = json.Unmarshal(args, &a.Token)
+	case AdminTokenRevoke, AdminRevokeNode:
+		err = json.Unmarshal(args, &a.Name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", layout.ErrConfig, err)
+	}
+	return s.run(ctx, op, a)
+}
+
+// run runs one operator operation.
+func (s *Service) run(ctx context.Context, op string, args cluster.AdminArgs) (any, error) {
+	m := s.Mesh()
+	if m == nil {
+		return nil, cluster.ErrNoMesh
+	}
+	return m.Admin(ctx, op, args)
+}
 
 // adminService adapts MeshAdmin to the node: each method reads its
 // request into the operation's arguments, runs it, and writes the answer.
 type adminService struct {
 	apigrpc.UnimplementedMeshAdminServer
-	n *Node
+	s *Service
 }
+
+// Admin is the MeshAdmin service on the local socket.
+func (s *Service) Admin() apigrpc.MeshAdminServer { return &adminService{s: s} }
 
 // adminStatus is an admin operation's refusal: bad arguments
 // InvalidArgument, trust PermissionDenied, the rest FailedPrecondition.
 func adminStatus(err error) error {
 	code := codes.FailedPrecondition
 	switch {
-	case errors.Is(err, ErrConfig):
+	case errors.Is(err, layout.ErrConfig):
 		code = codes.InvalidArgument
-	case errors.Is(err, ErrTrust), errors.Is(err, ErrNotServer), errors.Is(err, ErrNoTrust):
+	case errors.Is(err, meshtrust.ErrTrust), errors.Is(err, meshtrust.ErrNotServer), errors.Is(err, ErrNoTrust):
 		code = codes.PermissionDenied
 	}
 	return status.Error(code, err.Error())
@@ -40,7 +148,7 @@ func adminStatus(err error) error {
 // adminRun runs op and asserts its answer's type.
 func adminRun[T any](ctx context.Context, s *adminService, op string, args cluster.AdminArgs) (T, error) {
 	var zero T
-	out, err := s.n.meshAdmin(ctx, op, args)
+	out, err := s.s.run(ctx, op, args)
 	if err != nil {
 		return zero, adminStatus(err)
 	}

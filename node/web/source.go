@@ -1,4 +1,4 @@
-package node
+package web
 
 import (
 	"context"
@@ -14,14 +14,14 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
-	"github.com/harn-dev/harn/node/metrics"
-	"github.com/harn-dev/harn/node/spool"
+	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 )
 
-// urgencyLess is the order of `harn agents list`: presence.CompareUrgency.
-func urgencyLess(a, b board.Row) bool {
+// UrgencyLess is the order of `harn agents list`: presence.CompareUrgency.
+func UrgencyLess(a, b board.Row) bool {
 	return presence.CompareUrgency(urgencyKeyOf(&a), urgencyKeyOf(&b)) < 0
 }
 
@@ -32,62 +32,49 @@ func urgencyKeyOf(r *board.Row) presence.UrgencyKey {
 }
 
 // webSource is the board's Source over the node's mesh-wide roster.
-type webSource struct{ n *Node }
+type webSource struct{ w *Web }
 
 func (s webSource) Roster(ctx context.Context) ([]board.Row, error) {
-	entries, _, err := s.n.Roster(ctx, true, false)
+	rows, err := s.w.Rows(ctx)
 	if err != nil {
 		return nil, err
 	}
-	now := s.n.cfg.Clock.Now()
-	rows := make([]board.Row, len(entries))
 	asking := map[string]bool{} // nodes with a session waiting on input
-	for i := range entries {
-		rows[i] = rowOf(&entries[i], now)
-		if !entries[i].State.Ended && entries[i].State.Activity == presence.ActivityNeedsInput {
-			asking[entries[i].State.Node] = true
+	for i := range rows {
+		if !rows[i].Ended && rows[i].Activity == string(presence.ActivityNeedsInput) {
+			asking[rows[i].Node] = true
 		}
 	}
-	s.n.addPending(ctx, rows, asking)
+	s.w.addPending(ctx, rows, asking)
 	return rows, nil
 }
 
 func (s webSource) Session(ctx context.Context, handle string) (board.Row, error) {
-	e, _, err := s.n.ReadSession(ctx, handle)
+	r, err := s.w.Row(ctx, handle)
 	if err != nil {
 		return board.Row{}, notFound(err)
 	}
-	rows := []board.Row{rowOf(&e, s.n.cfg.Clock.Now())}
-	s.n.addPending(ctx, rows, map[string]bool{e.State.Node: e.State.Activity == presence.ActivityNeedsInput})
+	rows := []board.Row{r}
+	s.w.addPending(ctx, rows, map[string]bool{r.Node: r.Activity == string(presence.ActivityNeedsInput)})
 	return rows[0], nil
 }
 
 func (s webSource) Trace(ctx context.Context, handle string) ([]presence.Event, error) {
-	_, evs, _, err := s.n.ReadTrace(ctx, handle)
+	evs, err := s.w.Trace(ctx, handle)
 	if err != nil {
 		return nil, notFound(err)
 	}
-	out := make([]presence.Event, 0, len(evs))
-	for _, e := range evs {
-		if ev, err := EventFromAPI(e); err == nil {
-			out = append(out, ev)
-		}
-	}
-	return out, nil
+	return evs, nil
 }
 
-func (s webSource) Changes() (<-chan struct{}, func()) { return s.n.changes.Subscribe() }
+func (s webSource) Changes() (<-chan struct{}, func()) { return s.w.Changes.Subscribe() }
 
 func notFound(err error) error {
-	if errors.Is(err, ErrUnknownSession) {
+	if errors.Is(err, sessions.ErrUnknownSession) {
 		return fmt.Errorf("%w: %w", board.ErrNotFound, err)
 	}
 	return err
 }
-
-// rowOf is a roster entry as the board shows it (the roster already
-// applied the node's silence rule, as `harn agents list` shows it).
-func rowOf(e *RosterEntry, _ time.Time) board.Row { return board.RowOf(e.Row()) }
 
 // pendingTTL is how long a peer's list of open permission requests is
 // reused by board reads.
@@ -111,12 +98,12 @@ type pendingEntry struct {
 // this node's own, and those of the peers in asking (the nodes with a
 // session waiting on input). A confirmation the row already names (its
 // harn task's pending calls) gets its facts in place.
-func (n *Node) addPending(ctx context.Context, rows []board.Row, asking map[string]bool) {
-	reqs := n.waiting()
-	if n.cl != nil {
+func (w *Web) addPending(ctx context.Context, rows []board.Row, asking map[string]bool) {
+	reqs := w.Waiting()
+	if w.Mesh() != nil {
 		for node, ask := range asking {
-			if ask && node != n.cfg.Name {
-				reqs = append(reqs, n.peerPending(ctx, node)...)
+			if ask && node != w.Node {
+				reqs = append(reqs, w.peerPending(ctx, node)...)
 			}
 		}
 	}
@@ -164,26 +151,26 @@ func boardRequest(r tasks.Request) board.Request {
 
 // peerPending returns a reachable peer's open permission requests, from
 // the cache when fresh.
-func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
-	now := n.cfg.Clock.Now()
-	n.pending.mu.Lock()
-	if e, ok := n.pending.nodes[node]; ok && now.Sub(e.at) < pendingTTL {
-		n.pending.mu.Unlock()
+func (w *Web) peerPending(ctx context.Context, node string) []tasks.Request {
+	now := w.Clock.Now()
+	w.pending.mu.Lock()
+	if e, ok := w.pending.nodes[node]; ok && now.Sub(e.at) < pendingTTL {
+		w.pending.mu.Unlock()
 		return e.reqs
 	}
-	n.pending.mu.Unlock()
-	if m, known := n.reachability()[node]; !reachable(m, known) {
+	w.pending.mu.Unlock()
+	if up, known := w.Members()[node]; !known || !up {
 		return nil
 	}
-	cl, err := n.cl.ClientOf(node)
+	cl, err := w.Mesh().ClientOf(node)
 	if err != nil {
 		return nil
 	}
-	rctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.OwnerReadTimeout)
+	rctx, cancel := context.WithTimeout(ctx, w.OwnerReadTimeout)
 	res, err := cl.Pending(rctx, &api.PendingRequest{LocalOnly: true})
 	cancel()
 	if err == nil {
-		err = checkPeerList("node "+node, "pending requests", len(res.Requests))
+		err = cluster.CheckPeerList("node "+node, "pending requests", len(res.Requests))
 	}
 	var out []tasks.Request
 	if err == nil {
@@ -191,21 +178,24 @@ func (n *Node) peerPending(ctx context.Context, node string) []tasks.Request {
 			out = append(out, tasks.RequestFromAPI(r))
 		}
 	}
-	n.pending.mu.Lock()
-	if n.pending.nodes == nil {
-		n.pending.nodes = map[string]pendingEntry{}
+	w.pending.mu.Lock()
+	if w.pending.nodes == nil {
+		w.pending.nodes = map[string]pendingEntry{}
 	}
-	n.pending.nodes[node] = pendingEntry{at: now, reqs: out}
-	n.pending.mu.Unlock()
+	w.pending.nodes[node] = pendingEntry{at: now, reqs: out}
+	w.pending.mu.Unlock()
 	return out
 }
 
 // webActions are the board's actions: the same local service methods the
 // CLI calls (`harn agents approve|deny`, `harn task ...`), so that the
 // routing and the mesh's authority rules are the CLI's.
-type webActions struct{ n *Node }
+type webActions struct {
+	w            *Web
+	board.Hoster // the hosted pages
+}
 
-func (a webActions) by() string { return "board@" + a.n.cfg.Name }
+func (a webActions) by() string { return "board@" + a.w.Node }
 
 func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow bool) (string, error) {
 	if r.Kind == "confirmation" {
@@ -215,7 +205,7 @@ func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow boo
 		}
 		return a.task(ctx, tasks.Action{Op: op, Task: r.TaskID, Call: r.RequestID, Reason: r.Text})
 	}
-	res, err := (&localService{n: a.n}).Answer(ctx, &api.AnswerRequest{Request: r.RequestID, Allow: allow,
+	res, err := a.w.Tasks.Answer(ctx, &api.AnswerRequest{Request: r.RequestID, Allow: allow,
 		Reason: r.Text, By: a.by(), SessionWide: allow && r.SessionWide})
 	if err != nil {
 		return "", actionErr(err)
@@ -230,7 +220,7 @@ func (a webActions) answer(ctx context.Context, r board.ActionRequest, allow boo
 
 func (a webActions) task(ctx context.Context, act tasks.Action) (string, error) {
 	act.By = a.by()
-	res, err := (&localService{n: a.n}).Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(act)})
+	res, err := a.w.Tasks.Task(ctx, &api.TaskRequest{Action: tasks.ActionToAPI(act)})
 	if err != nil {
 		return "", actionErr(err)
 	}
@@ -276,43 +266,4 @@ func (a webActions) FollowUp(ctx context.Context, r board.ActionRequest) (string
 
 func (a webActions) Cancel(ctx context.Context, r board.ActionRequest) (string, error) {
 	return a.task(ctx, tasks.Action{Op: tasks.OpCancel, Task: r.TaskID, Reason: r.Text})
-}
-
-// metricsSource is what /metrics reads at scrape time.
-type metricsSource struct{ n *Node }
-
-func (m metricsSource) SpoolDepth() int {
-	files, err := spool.Pending(SpoolDir(m.n.cfg.DataDir))
-	if err != nil {
-		return 0
-	}
-	return len(files)
-}
-
-func (m metricsSource) Sessions() []metrics.SessionCount {
-	type key struct{ a, l string }
-	counts := map[key]int{}
-	m.n.sess.EachLive(func(st *presence.State, _ string) {
-		counts[key{string(st.Activity), string(st.TaskState)}]++
-	})
-	out := make([]metrics.SessionCount, 0, len(counts))
-	for k, c := range counts {
-		out = append(out, metrics.SessionCount{Activity: k.a, Lifecycle: k.l, N: c})
-	}
-	return out
-}
-
-func (m metricsSource) Mesh() (metrics.Mesh, bool) {
-	c := m.n.cl
-	if c == nil {
-		return metrics.Mesh{}, false
-	}
-	out := metrics.Mesh{Members: map[string]int{}}
-	for _, mb := range c.Members() {
-		out.Members[string(mb.Status)]++
-	}
-	st := c.RaftStats()
-	out.RaftState, out.Term, out.CommitIndex, out.AppliedIndex = st.State, st.Term, st.CommitIndex, st.AppliedIndex
-	out.LastContact = st.Read.LastContact
-	return out, true
 }

@@ -1,4 +1,4 @@
-package node
+package hostedsvc
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/operator"
 )
 
 // The attach stream on the local socket: a connection that opens with
@@ -26,8 +27,8 @@ const (
 	attachWriteWait = 10 * time.Second
 )
 
-// serveAttach serves one attach connection; it closes conn.
-func (n *Node) serveAttach(ctx context.Context, conn net.Conn) {
+// ServeAttach serves one attach connection; it closes conn.
+func (h *Host) ServeAttach(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
 	var wmu sync.Mutex
 	send := func(f *api.AttachFrame) error {
@@ -48,18 +49,18 @@ func (n *Node) serveAttach(ctx context.Context, conn net.Conn) {
 		send(endOf(fmt.Errorf("%w: the first frame must open the attach", hosted.ErrBadStart)))
 		return
 	}
-	by := n.operatorBy(ctx, "")
-	id, target, err := n.placeHosted(open.Session)
+	by := operator.By(ctx, h.Node, "")
+	id, target, err := h.Place(open.Session)
 	if err != nil {
 		send(endOf(err))
 		return
 	}
-	if target != n.cfg.Name {
-		n.relayAttach(ctx, target, &api.AttachOpen{Session: id, Rows: open.Rows, Cols: open.Cols, ReadOnly: open.ReadOnly,
-			By: operatorPart(by)}, send, recv, conn)
+	if target != h.Node {
+		h.relayAttach(ctx, target, &api.AttachOpen{Session: id, Rows: open.Rows, Cols: open.Cols, ReadOnly: open.ReadOnly,
+			By: operator.Part(by)}, send, recv, conn)
 		return
 	}
-	sub, screen, err := n.attachHosted(id, open.ReadOnly, open.Rows, open.Cols, by)
+	sub, screen, err := h.attachHosted(id, open.ReadOnly, open.Rows, open.Cols, by)
 	if err != nil {
 		send(endOf(err))
 		return
@@ -75,7 +76,7 @@ func (n *Node) serveAttach(ctx context.Context, conn net.Conn) {
 	}()
 	select {
 	case <-done:
-	case <-n.stop:
+	case <-h.Stop:
 		sub.Close()
 		<-done
 	}
@@ -84,15 +85,22 @@ func (n *Node) serveAttach(ctx context.Context, conn net.Conn) {
 
 // relayAttach carries an attach between the local client and target's
 // HostedPeer.Attach.
-func (n *Node) relayAttach(ctx context.Context, target string, open *api.AttachOpen,
+func (h *Host) relayAttach(ctx context.Context, target string, open *api.AttachOpen,
 	send func(*api.AttachFrame) error, recv func() (*api.AttachFrame, error), conn net.Conn) {
-	cl, err := n.hostedPeerOf(target)
+	cl, err := h.hostedPeerOf(target)
 	if err != nil {
 		send(endOf(err))
 		return
 	}
-	sctx, cancel := stopContext(ctx, n.stop)
+	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	go func() { // ends with sctx
+		select {
+		case <-h.Stop:
+			cancel()
+		case <-sctx.Done():
+		}
+	}()
 	st, err := cl.Attach(sctx)
 	if err != nil {
 		send(endOf(err))
