@@ -19,6 +19,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/operator"
 )
 
@@ -160,7 +161,7 @@ func TestServerEndsACallWhoseClientWent(t *testing.T) {
 		t.Fatal("the handler never ran")
 	}
 	cancel()
-	if err := <-errc; api.Code(err) != codes.Canceled || !errors.Is(err, context.Canceled) {
+	if err := <-errc; api.Code(err) != hookwire.Canceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("the client's end: %v", err)
 	}
 	select {
@@ -192,7 +193,7 @@ func TestServerCloseEndsCallsInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end the call in flight")
 	}
-	if err := <-errc; !errors.Is(err, api.ErrInternal) && api.Code(err) != codes.Canceled {
+	if err := <-errc; !errors.Is(err, api.ErrInternal) && api.Code(err) != hookwire.Canceled {
 		t.Fatalf("the call's end: %v", err)
 	}
 }

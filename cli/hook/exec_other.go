@@ -1,6 +1,6 @@
 //go:build !unix
 
-package cli
+package hook
 
 import (
 	"errors"
@@ -8,9 +8,9 @@ import (
 	"os/exec"
 )
 
-// execInPlace runs path as a child with this process's streams and
+// ExecInPlace runs path as a child with this process's streams and
 // returns its exit code (this system has no exec in place).
-func execInPlace(path string, argv []string) error {
+func ExecInPlace(path string, argv []string) error {
 	cmd := exec.Command(path, argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	err := cmd.Run()

@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"context"
@@ -147,7 +147,7 @@ func (h *hookRun) decideOutput(c *cobra.Command, pl callPlan, answer *hookwire.D
 // decideQuery is the question of a tool call's hook: the task runtime's
 // query, its claims beside it.
 func decideQuery(q taskwire.Query, cr []claimwire.Request) *hookwire.DecideQuery {
-	// As taskwire.QueryToAPI and claimwire.ToAPI, in the hook's codec.
+	// As taskapi.QueryToAPI and claimwire.ToAPI, in the hook's codec.
 	out := &hookwire.DecideQuery{Phase: q.Phase, Session: q.Session, Task: q.Task, Tool: q.Tool, Input: q.Input,
 		Call: q.Call, Failed: q.Failed, WaitMs: q.Wait.Milliseconds(), Cwd: q.Cwd}
 	for _, r := range cr {
@@ -263,7 +263,7 @@ func (h *hookRun) remoteApprove(agent string, ap adapter.Approver, pl callPlan, 
 
 // addRemoteApproveFlags adds --remote-approve and --approve-wait to `harn
 // hook install`.
-func addRemoteApproveFlags(c *cobra.Command, use string) {
+func AddRemoteApproveFlags(c *cobra.Command, use string) {
 	if use != "install" {
 		return
 	}
@@ -272,7 +272,7 @@ func addRemoteApproveFlags(c *cobra.Command, use string) {
 }
 
 // remoteApproveOptions reads the install flags into o.
-func remoteApproveOptions(c *cobra.Command, o *install.Options) error {
+func RemoteApproveOptions(c *cobra.Command, o *install.Options) error {
 	if c.Flags().Lookup("remote-approve") == nil {
 		return nil
 	}
@@ -280,15 +280,15 @@ func remoteApproveOptions(c *cobra.Command, o *install.Options) error {
 	o.ApproveWait, _ = c.Flags().GetDuration("approve-wait")
 	if !o.RemoteApprove {
 		if o.ApproveWait != 0 {
-			return usageErr(errors.New("--approve-wait needs --remote-approve"))
+			return UsageErr(errors.New("--approve-wait needs --remote-approve"))
 		}
 		return nil
 	}
-	if !approves(o.Agent) {
-		return usageErr(fmt.Errorf("--remote-approve works for %s, not %q", strings.Join(approverNames(), " and "), o.Agent))
+	if !Approves(o.Agent) {
+		return UsageErr(fmt.Errorf("--remote-approve works for %s, not %q", strings.Join(ApproverNames(), " and "), o.Agent))
 	}
 	if o.ApproveWait < 0 || o.ApproveWait > maxApproveWait {
-		return usageErr(fmt.Errorf("--approve-wait %s: give a duration between 1s and %s", o.ApproveWait, maxApproveWait))
+		return UsageErr(fmt.Errorf("--approve-wait %s: give a duration between 1s and %s", o.ApproveWait, maxApproveWait))
 	}
 	return nil
 }
@@ -296,7 +296,7 @@ func remoteApproveOptions(c *cobra.Command, o *install.Options) error {
 // approves reports whether agent's adapter answers a permission request
 // decided elsewhere (adapter.Approver) and its hook install knows where
 // that request waits.
-func approves(agent string) bool {
+func Approves(agent string) bool {
 	ad, ok := all.Lookup(agent)
 	if _, ap := ad.(adapter.Approver); !ok || !ap {
 		return false
@@ -306,14 +306,14 @@ func approves(agent string) bool {
 }
 
 // approverNames lists the agents --remote-approve works for.
-func approverNames() []string {
+func ApproverNames() []string {
 	var out []string
 	for _, n := range all.Installable() {
-		if approves(n) {
+		if Approves(n) {
 			out = append(out, n)
 		}
 	}
 	return out
 }
 
-func approvers() string { return strings.Join(approverNames(), ", ") }
+func approvers() string { return strings.Join(ApproverNames(), ", ") }

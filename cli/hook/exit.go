@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import "errors"
 
@@ -46,18 +46,18 @@ func (e *codedError) Error() string { return e.err.Error() }
 func (e *codedError) Unwrap() error { return e.err }
 
 // silentError exits with a code without printing (the command printed).
-type silentError struct{ code int }
+type SilentError struct{ Code int }
 
-func (e *silentError) Error() string { return "" }
+func (e *SilentError) Error() string { return "" }
 
-func withCode(code int, err error) error {
+func WithCode(code int, err error) error {
 	if err == nil {
 		return nil
 	}
 	return &codedError{code: code, err: err}
 }
 
-func usageErr(err error) error { return withCode(ExitUsage, err) }
+func UsageErr(err error) error { return WithCode(ExitUsage, err) }
 
 // ExitCode maps an error to the process exit code.
 func ExitCode(err error) int {
@@ -65,9 +65,9 @@ func ExitCode(err error) int {
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	var se *silentError
+	var se *SilentError
 	if errors.As(err, &se) {
-		return se.code
+		return se.Code
 	}
 	return ExitError
 }

@@ -1,7 +1,11 @@
-// Package cli is harn's command line: cobra commands, the client that finds
-// or starts the local node, and output as tables or --json. os.Exit is never
-// called here; Main returns the exit code.
-package cli
+// Package hook is the agents' hook and the command line's base that every
+// harn binary shares: its room is what `harn-hook hook AGENT` needs and no
+// more — the root command and its errors and exit codes, finding the node
+// (flags, environment, config file), dialing or starting it over the
+// local wire, output as text or --json, and the hook itself. harn-hook
+// links this package alone; package cli (harn) adds every other command
+// with SetCommands. os.Exit is never called here; Main returns the code.
+package hook
 
 import (
 	"context"
@@ -61,16 +65,16 @@ func Commit() string { return commit }
 
 // Main runs the command line and returns the process exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return run(context.Background(), args, stdin, stdout, stderr)
+	return Run(context.Background(), args, stdin, stdout, stderr)
 }
 
 // run is Main in ctx (which holds harnd's Daemon, in harnd).
-func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var root *cobra.Command
-	if len(args) > 0 && soleRoots[args[0]] != nil {
-		root = buildRoot(stdin, stdout, stderr, soleRoots[args[0]])
+	if len(args) > 0 && commands.SoleRoots[args[0]] != nil {
+		root = buildRoot(stdin, stdout, stderr, commands.SoleRoots[args[0]])
 	} else {
-		root = newRoot(stdin, stdout, stderr)
+		root = NewRoot(stdin, stdout, stderr)
 	}
 	root.SetArgs(args)
 	cmd, err := root.ExecuteContextC(withRawArgs(ctx, args))
@@ -78,9 +82,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return ExitOK
 	}
 	code := ExitCode(err)
-	var silent *silentError
+	var silent *SilentError
 	if !errors.As(err, &silent) {
-		fmt.Fprintln(stderr, "harn: "+userText(err))
+		fmt.Fprintln(stderr, "harn: "+UserText(err))
 	}
 	// A hook never fails its agent, which reads exit 2 as "block this
 	// action": bad flags, environment or config still exit 0.
@@ -90,7 +94,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return code
 }
 
-func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
+func NewRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	return buildRoot(stdin, stdout, stderr, nil)
 }
 
@@ -104,7 +108,7 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 		SilenceErrors: true,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr(fmt.Errorf("unknown command %q%s; run `harn --help` for the list", args[0], didYouMean(c.SuggestionsFor(args[0]))))
+				return UsageErr(fmt.Errorf("unknown command %q%s; run `harn --help` for the list", args[0], didYouMean(c.SuggestionsFor(args[0]))))
 			}
 			return nil
 		},
@@ -112,24 +116,24 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 		// (harn chat); elsewhere it prints the help.
 		RunE: func(c *cobra.Command, _ []string) error {
 			if only == nil {
-				return bareRoot(c)
+				return commands.BareRoot(c)
 			}
 			return c.Help()
 		},
 	}
 	addPlaceFlags(root)
-	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return applySettings(c) }
+	root.PersistentPreRunE = func(c *cobra.Command, _ []string) error { return ApplySettings(c) }
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr(fmt.Errorf("%w%s", err, flagSuggestion(c, err)))
+		return UsageErr(fmt.Errorf("%w%s", err, flagSuggestion(c, err)))
 	})
 	if only != nil {
 		root.AddCommand(only())
 	} else {
 		root.AddCommand(newVersionCmd())
-		for _, add := range commandSet() {
+		for _, add := range commands.Set() {
 			root.AddCommand(add())
 		}
 		// cobra adds help and completion when it runs; add them now so
@@ -137,11 +141,11 @@ func buildRoot(stdin io.Reader, stdout, stderr io.Writer, only func() *cobra.Com
 		root.InitDefaultHelpCmd()
 		root.InitDefaultCompletionCmd()
 	}
-	walkCommands(root, func(c *cobra.Command) {
+	WalkCommands(root, func(c *cobra.Command) {
 		c.SuggestionsMinimumDistance = suggestDistance
 		usageArgs(c)
 	})
-	applyExamples(root)
+	commands.ApplyExamples(root)
 	return root
 }
 
@@ -198,7 +202,7 @@ func flagSuggestion(c *cobra.Command, err error) string {
 			return
 		}
 		seen[f.Name] = true
-		if editDistance(typed, f.Name) <= suggestDistance || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
+		if EditDistance(typed, f.Name) <= suggestDistance || (len(typed) >= 3 && strings.HasPrefix(f.Name, typed)) {
 			out = append(out, "--"+f.Name)
 		}
 	}
@@ -209,7 +213,7 @@ func flagSuggestion(c *cobra.Command, err error) string {
 }
 
 // editDistance is the Levenshtein distance of a and b, ignoring case.
-func editDistance(a, b string) int {
+func EditDistance(a, b string) int {
 	a, b = strings.ToLower(a), strings.ToLower(b)
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
@@ -238,7 +242,7 @@ func withRawArgs(ctx context.Context, args []string) context.Context {
 	return context.WithValue(ctx, rawArgsKey{}, args)
 }
 
-func rawArgs(ctx context.Context) []string {
+func RawArgs(ctx context.Context) []string {
 	if ctx == nil {
 		return nil
 	}
@@ -250,31 +254,31 @@ func newVersionCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "version",
 		Short: "print the version and the commit it was built from",
-		Args:  noArgs,
+		Args:  NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if asJSON(c) {
-				return writeJSON(c, map[string]string{"version": version, "commit": commit})
+			if AsJSON(c) {
+				return WriteJSON(c, map[string]string{"version": version, "commit": commit})
 			}
 			fmt.Fprintf(c.OutOrStdout(), "harn %s (commit %s)\n", version, commit)
 			return nil
 		},
 	}
-	addJSONFlag(c)
+	AddJSONFlag(c)
 	return c
 }
 
 // noArgs is cobra.NoArgs with the usage exit code: an unknown subcommand
 // or a stray argument is bad input (exit 2), not an unexpected failure. A
 // command with subcommands suggests the closest ones.
-func noArgs(c *cobra.Command, args []string) error {
+func NoArgs(c *cobra.Command, args []string) error {
 	if len(args) == 0 {
 		return nil
 	}
 	if c.HasSubCommands() {
-		return usageErr(fmt.Errorf("unknown command %q for %q%s; run `%s --help` for the list",
+		return UsageErr(fmt.Errorf("unknown command %q for %q%s; run `%s --help` for the list",
 			args[0], c.CommandPath(), didYouMean(sameInitial(args[0], c.SuggestionsFor(args[0]))), c.CommandPath()))
 	}
-	return usageErr(cobra.NoArgs(c, args))
+	return UsageErr(cobra.NoArgs(c, args))
 }
 
 // walkCommands calls fn on c and every command below it.
@@ -290,13 +294,13 @@ func usageArgs(c *cobra.Command) {
 		if err == nil || ExitCode(err) == ExitUsage {
 			return err
 		}
-		return usageErr(fmt.Errorf("%s: %w; run `%s --help` for its arguments", cmd.CommandPath(), err, cmd.CommandPath()))
+		return UsageErr(fmt.Errorf("%s: %w; run `%s --help` for its arguments", cmd.CommandPath(), err, cmd.CommandPath()))
 	}
 }
 
-func walkCommands(c *cobra.Command, fn func(*cobra.Command)) {
+func WalkCommands(c *cobra.Command, fn func(*cobra.Command)) {
 	fn(c)
 	for _, sub := range c.Commands() {
-		walkCommands(sub, fn)
+		WalkCommands(sub, fn)
 	}
 }

@@ -1,12 +1,10 @@
-package cli
+package hook
 
 import (
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/harn-dev/harn/node/api/wire"
 )
 
 // TestRecordConfigKeepsTheRest: mesh init's name and role go into the
@@ -22,11 +20,11 @@ func TestRecordConfigKeepsTheRest(t *testing.T) {
 	if err := os.WriteFile(lines, []byte(in), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if err := recordConfig(lines, keys, set); err != nil {
+	if err := RecordConfig(lines, keys, set); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := os.ReadFile(lines)
-	got, err := parseConfigFile(b)
+	got, err := ParseConfigFile(b)
 	if err != nil {
 		t.Fatalf("%v:\n%s", err, b)
 	}
@@ -44,11 +42,11 @@ func TestRecordConfigKeepsTheRest(t *testing.T) {
 	if err := os.WriteFile(js, []byte(`{"http_port": "0", "name": "x", "join": ["a:1", "b:2"]}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := recordConfig(js, keys, set); err != nil {
+	if err := RecordConfig(js, keys, set); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(js)
-	got, err = parseConfigFile(b)
+	got, err = ParseConfigFile(b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +55,11 @@ func TestRecordConfigKeepsTheRest(t *testing.T) {
 	}
 
 	fresh := filepath.Join(dir, "new", "harn", "config.json")
-	if err := recordConfig(fresh, keys, set); err != nil {
+	if err := RecordConfig(fresh, keys, set); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(fresh)
-	if got, err := parseConfig(b); err != nil || got["name"] != "nodeA" || got["server"] != "true" {
+	if got, err := ParseConfig(b); err != nil || got["name"] != "nodeA" || got["server"] != "true" {
 		t.Errorf("a new file: %v %v\n%s", got, err, b)
 	}
 	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o600 {
@@ -70,7 +68,7 @@ func TestRecordConfigKeepsTheRest(t *testing.T) {
 
 	// A new lines file (HARN_CONFIG=/etc/harn/harn.conf, say) is made too.
 	freshLines := filepath.Join(dir, "etc", "harn", "harn.conf")
-	if err := recordConfig(freshLines, keys, set); err != nil {
+	if err := RecordConfig(freshLines, keys, set); err != nil {
 		t.Fatal(err)
 	}
 	b, _ = os.ReadFile(freshLines)
@@ -83,21 +81,7 @@ func TestRecordConfigKeepsTheRest(t *testing.T) {
 
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"name": `), 0o600)
-	if err := recordConfig(bad, keys, set); err == nil {
+	if err := RecordConfig(bad, keys, set); err == nil {
 		t.Error("a broken JSON file was overwritten")
-	}
-}
-
-// TestJoinHintNamesTheRole: the printed join command carries --server for
-// a server token only, the address given, --join-rpc when the gRPC port
-// is not the gossip port plus 2, and the token itself.
-func TestJoinHintNamesTheRole(t *testing.T) {
-	srv := joinHint(wire.TokenCreated{Token: "harn1.abc", Role: "server"}, "10.0.0.5:7810", "10.0.0.5:7812")
-	if srv != "harn node --server --join 10.0.0.5:7810 --join-token harn1.abc" {
-		t.Errorf("server token: %q", srv)
-	}
-	nd := joinHint(wire.TokenCreated{Token: "harn1.abc", Role: "node"}, "[fd00::1]:7710", "[fd00::1]:9000")
-	if nd != "harn node --join '[fd00::1]:7710' --join-rpc '[fd00::1]:9000' --join-token harn1.abc" {
-		t.Errorf("node token: %q", nd)
 	}
 }

@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"path/filepath"
@@ -16,7 +16,7 @@ import (
 // names), each made relative to its repository's top level. Paths outside
 // any repository are not claimed. The lookup reads files only
 // (gitinfo.go): no git process runs.
-func claimRequests(agent string, in []byte, evs []presence.Event) []claimwire.Request {
+func ClaimRequests(agent string, in []byte, evs []presence.Event) []claimwire.Request {
 	ad, _ := all.Lookup(agent)
 	planner, ok := ad.(adapter.Planner)
 	if !ok {
@@ -33,7 +33,7 @@ func claimRequests(agent string, in []byte, evs []presence.Event) []claimwire.Re
 	}
 	var out []claimwire.Request
 	byRepo := map[string]int{}
-	dirs := map[string]*gitInfo{}
+	dirs := map[string]*GitInfo{}
 	for _, abs := range paths {
 		if !filepath.IsAbs(abs) {
 			continue
@@ -41,7 +41,7 @@ func claimRequests(agent string, in []byte, evs []presence.Event) []claimwire.Re
 		dir := filepath.Dir(abs)
 		info, seen := dirs[dir]
 		if !seen {
-			if gi, ok := repoOf(dir); ok {
+			if gi, ok := RepoOf(dir); ok {
 				info = &gi
 			}
 			dirs[dir] = info

@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"slices"
@@ -8,7 +8,7 @@ import (
 // TestConfigWorkspacesSection: [workspaces] holds one directory a line,
 // bare or quoted, before or after [launchers]; JSON takes "workspaces".
 func TestConfigWorkspacesSection(t *testing.T) {
-	c, err := parseConfigFile([]byte(`name = n1
+	c, err := ParseConfigFile([]byte(`name = n1
 [workspaces]
 /srv/work
 "/srv/with = sign"
@@ -22,12 +22,12 @@ claude = ["claude", "-p"]
 	if !slices.Equal(c.workspaces, []string{"/srv/work", "/srv/with = sign"}) || len(c.launchers) != 1 || c.vals["name"] != "n1" {
 		t.Fatalf("parsed %+v", c)
 	}
-	j, err := parseConfigFile([]byte(`{"workspaces": ["/a", "/b"]}`))
+	j, err := ParseConfigFile([]byte(`{"workspaces": ["/a", "/b"]}`))
 	if err != nil || !slices.Equal(j.workspaces, []string{"/a", "/b"}) {
 		t.Fatalf("JSON: %+v %v", j, err)
 	}
 	for _, bad := range []string{"[workspaces]\n[workspaces]\n", "[workspaces]\n\"unterminated\n", `{"workspaces": "/a"}`, `{"workspaces": [1]}`, "[other]\n"} {
-		if _, err := parseConfigFile([]byte(bad)); err == nil {
+		if _, err := ParseConfigFile([]byte(bad)); err == nil {
 			t.Errorf("%q parsed", bad)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build unix
 
-package cli
+package hook
 
 import (
 	"os"
@@ -9,6 +9,6 @@ import (
 
 // execInPlace replaces this process with path: the same pid, signals and
 // terminal, so that `harn node` stops, and is stopped, as harnd.
-func execInPlace(path string, argv []string) error {
+func ExecInPlace(path string, argv []string) error {
 	return syscall.Exec(path, argv, os.Environ())
 }

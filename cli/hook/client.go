@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"context"
@@ -24,7 +24,7 @@ import (
 var ErrNoNode = errors.New("no harn node answers")
 
 // place is where a client finds its node.
-type place struct {
+type Place struct {
 	DataDir string
 	Socket  string
 }
@@ -35,14 +35,14 @@ func addPlaceFlags(c *cobra.Command) {
 	c.PersistentFlags().String("socket", "", "unix socket of the local node (default: derived from the data dir)")
 }
 
-func placeOf(c *cobra.Command) place {
+func PlaceOf(c *cobra.Command) Place {
 	dd, _ := c.Flags().GetString("data-dir")
-	return placeAt(c, dd)
+	return PlaceAt(c, dd)
 }
 
 // placeAt is the node's place for data dir dd ("" for the default) and
 // the command's --socket.
-func placeAt(c *cobra.Command, dd string) place {
+func PlaceAt(c *cobra.Command, dd string) Place {
 	if dd == "" {
 		dd = layout.DefaultDataDir()
 	}
@@ -53,29 +53,29 @@ func placeAt(c *cobra.Command, dd string) place {
 	if sock == "" {
 		sock = layout.DefaultSocket(dd)
 	}
-	return place{DataDir: dd, Socket: sock}
+	return Place{DataDir: dd, Socket: sock}
 }
 
 // maxReply bounds one reply from the node (a whole roster).
-const maxReply = 512 << 20
+const MaxReply = 512 << 20
 
 // dialConn makes the hook's connection to the node on p.Socket (the
 // local wire, without the full client). It refuses a socket that is not
 // this user's (a symlink, another owner) before connecting, and a peer
 // that runs as another user before sending anything: another local user
 // who made the socket path first must not receive hook events.
-func dialConn(p place) (*hookwire.Conn, error) {
+func dialConn(p Place) (*hookwire.Conn, error) {
 	if err := layout.CheckSocket(p.Socket); err != nil {
-		return nil, withCode(ExitPermission, err)
+		return nil, WithCode(ExitPermission, err)
 	}
-	return hookwire.Dial(p.Socket, maxReply, func(ctx context.Context, _ string) (net.Conn, error) {
-		return dialSocket(ctx, p.Socket)
+	return hookwire.Dial(p.Socket, MaxReply, func(ctx context.Context, _ string) (net.Conn, error) {
+		return DialSocket(ctx, p.Socket)
 	}), nil
 }
 
 // dialSocket connects to the socket after checking its owner, and checks
 // the peer's user before returning the connection.
-func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
+func DialSocket(ctx context.Context, sock string) (net.Conn, error) {
 	if err := layout.CheckSocket(sock); err != nil {
 		return nil, err
 	}
@@ -95,26 +95,26 @@ func dialSocket(ctx context.Context, sock string) (net.Conn, error) {
 // nothing listens on), answering, or a permission problem (err, with
 // ExitPermission): not this user's socket, or one that refuses this user.
 // It sends nothing.
-func probeSocket(sock string) (dead bool, err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
+func ProbeSocket(sock string) (dead bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), ProbeWait)
 	defer cancel()
-	conn, err := dialSocket(ctx, sock)
+	conn, err := DialSocket(ctx, sock)
 	if err != nil {
-		return dialState(err)
+		return DialState(err)
 	}
 	conn.Close()
 	return false, nil
 }
 
 // probeWait bounds a probe of the socket.
-const probeWait = 200 * time.Millisecond
+const ProbeWait = 200 * time.Millisecond
 
 // dialState reads a failed dial of the socket: dead (absent, or a stale
 // file nothing listens on), or a permission problem (err, with
 // ExitPermission); anything else is a node that is busy.
-func dialState(err error) (dead bool, _ error) {
+func DialState(err error) (dead bool, _ error) {
 	if errors.Is(err, layout.ErrSocketPermission) {
-		return false, withCode(ExitPermission, err)
+		return false, WithCode(ExitPermission, err)
 	}
 	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOENT), nil
 }
@@ -122,8 +122,8 @@ func dialState(err error) (dead bool, _ error) {
 // socketDead reports whether nothing listens on the socket (absent, or a
 // stale file), as opposed to a node that is busy. A socket with a
 // permission problem is not dead: no node is started over it.
-func socketDead(sock string) bool {
-	dead, _ := probeSocket(sock)
+func SocketDead(sock string) bool {
+	dead, _ := ProbeSocket(sock)
 	return dead
 }
 
@@ -131,8 +131,8 @@ func socketDead(sock string) bool {
 // PATH) in the background, detached, logging to <data-dir>/node.log. A node
 // already holding the data dir makes the new one exit at once, so racing
 // starters are harmless.
-func startNode(p place) error {
-	exe, err := findDaemon()
+func StartNode(p Place) error {
+	exe, err := FindDaemon()
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ func startNode(p place) error {
 	}
 	defer logf.Close()
 	cmd := exec.Command(exe, "node", "--data-dir", p.DataDir, "--socket", p.Socket)
-	cmd.Env = startedNodeEnv(os.Environ())
+	cmd.Env = StartedNodeEnv(os.Environ())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -158,31 +158,31 @@ func startNode(p place) error {
 // a hook): the caller's, without its provider key. The TUI sends its key
 // with each start it makes, to this node only; the node never takes it
 // as its own key, to send for sessions other callers start.
-func startedNodeEnv(env []string) []string {
+func StartedNodeEnv(env []string) []string {
 	return secretenv.Without(env, secretenv.ProviderKey, secretenv.ProviderKeyFile)
 }
 
 // noNode is the error of a command that found no node at p: it names the
 // socket and the command that starts a node there.
-func noNode(p place) error {
-	return withCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `%s`", ErrNoNode, p.Socket, startHint(p)))
+func NoNode(p Place) error {
+	return WithCode(ExitUnavailable, fmt.Errorf("%w on %s; start one with `%s`", ErrNoNode, p.Socket, StartHint(p)))
 }
 
 // startHint is the exact command that starts a node at p: `harn node`,
 // with --data-dir and --socket when they are not the defaults.
-func startHint(p place) string {
+func StartHint(p Place) string {
 	args := []string{"harn", "node"}
 	if def, err := filepath.Abs(layout.DefaultDataDir()); err != nil || def != p.DataDir {
-		args = append(args, "--data-dir", shellQuote(p.DataDir))
+		args = append(args, "--data-dir", ShellQuote(p.DataDir))
 	}
 	if p.Socket != layout.DefaultSocket(p.DataDir) {
-		args = append(args, "--socket", shellQuote(p.Socket))
+		args = append(args, "--socket", ShellQuote(p.Socket))
 	}
 	return strings.Join(args, " ")
 }
 
 // shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
+func ShellQuote(s string) string {
 	if s != "" && strings.IndexFunc(s, func(r rune) bool {
 		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r == ':' || r == '@' || r == '=' || r == ',' ||
 			'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
@@ -194,42 +194,42 @@ func shellQuote(s string) string {
 
 // rpcErr maps a node's answer (an api.StatusError) to an error with the
 // right exit code, by its sentinel.
-func rpcErr(err error, p place) error {
+func RpcErr(err error, p Place) error {
 	if err == nil {
 		return nil
 	}
 	var se *hookwire.StatusError
 	if !errors.As(err, &se) {
-		return withCode(ExitError, err)
+		return WithCode(ExitError, err)
 	}
 	msg := text.OneLine(se.Message()) // it may quote agent or peer text
 	switch {
 	case errors.Is(err, hookwire.ErrLedgerUnwritable):
-		return withCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
+		return WithCode(ExitDiskFull, fmt.Errorf("the node refuses writes: %s; free space in its data dir (reads still work)", msg))
 	case errors.Is(err, hookwire.ErrWriteRefused):
-		return withCode(ExitTrust, errors.New(msg))
+		return WithCode(ExitTrust, errors.New(msg))
 	case errors.Is(err, hookwire.ErrNotFound):
-		return withCode(ExitNotFound, errors.New(msg))
+		return WithCode(ExitNotFound, errors.New(msg))
 	case errors.Is(err, hookwire.ErrInvalid):
-		return withCode(ExitUsage, errors.New(msg))
+		return WithCode(ExitUsage, errors.New(msg))
 	case errors.Is(err, hookwire.ErrRefused):
-		return withCode(ExitRefused, errors.New(msg))
+		return WithCode(ExitRefused, errors.New(msg))
 	case errors.Is(err, hookwire.ErrAmbiguous):
-		return withCode(ExitAmbiguous, errors.New(msg))
+		return WithCode(ExitAmbiguous, errors.New(msg))
 	case errors.Is(err, hookwire.ErrNoLeader):
-		return withCode(ExitNoLeader, errors.New(msg))
+		return WithCode(ExitNoLeader, errors.New(msg))
 	case errors.Is(err, hookwire.ErrUnimplemented):
-		return withCode(ExitUsage, errors.New(msg))
+		return WithCode(ExitUsage, errors.New(msg))
 	case errors.Is(err, hookwire.ErrNoLocalWire):
-		return withCode(ExitUnavailable, fmt.Errorf("%w (%s); it may be a harnd older than this harn, which does not speak its local wire: stop that node, then run `%s`",
-			hookwire.ErrNoLocalWire, p.Socket, startHint(p)))
+		return WithCode(ExitUnavailable, fmt.Errorf("%w (%s); it may be a harnd older than this harn, which does not speak its local wire: stop that node, then run `%s`",
+			hookwire.ErrNoLocalWire, p.Socket, StartHint(p)))
 	case errors.Is(err, hookwire.ErrUnavailable):
 		// A socket that refuses this user is a permission problem, not
 		// a missing node.
-		if _, perr := probeSocket(p.Socket); perr != nil {
+		if _, perr := ProbeSocket(p.Socket); perr != nil {
 			return perr
 		}
-		return noNode(p)
+		return NoNode(p)
 	}
-	return withCode(ExitError, errors.New(msg))
+	return WithCode(ExitError, errors.New(msg))
 }

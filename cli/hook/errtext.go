@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"strings"
@@ -19,7 +19,7 @@ var pkgPrefixes = map[string]bool{
 
 // userText is the one line a failed command prints after "harn: ": the
 // error's first line with harn's own package prefixes taken off the front.
-func userText(err error) string {
+func UserText(err error) string {
 	s := text.FirstLine(err.Error())
 	for {
 		name, rest, ok := strings.Cut(s, ": ")

@@ -1,4 +1,4 @@
-package taskwire
+package taskapi
 
 import (
 	"reflect"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wiretest"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
 // TestEveryFieldCrossesTheWire: an action, a result and a permission
@@ -15,7 +16,7 @@ import (
 // the protobuf encoding) as they went: a field added to one of these
 // types and not to its message fails here.
 func TestEveryFieldCrossesTheWire(t *testing.T) {
-	var a Action
+	var a taskwire.Action
 	wiretest.Fill(&a)
 	var ma api.TaskAction
 	roundTrip(t, ActionToAPI(a), &ma)
@@ -24,7 +25,7 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 		t.Errorf("action: %+v (%v), want %+v", back, err, a)
 	}
 
-	var r Result
+	var r taskwire.Result
 	wiretest.Fill(&r)
 	var mr api.TaskResult
 	roundTrip(t, ResultToAPI(r), &mr)
@@ -33,7 +34,7 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 		t.Errorf("result: %+v (%v), want %+v", rb, err, r)
 	}
 
-	var q Request
+	var q taskwire.Request
 	wiretest.Fill(&q)
 	var mq api.PermissionRequest
 	roundTrip(t, RequestToAPI(q), &mq)
@@ -41,7 +42,7 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 		t.Errorf("request: %+v, want %+v", qb, q)
 	}
 
-	var d Query
+	var d taskwire.Query
 	wiretest.Fill(&d)
 	d.Wait = wiretest.When.Sub(wiretest.When.Add(-3e9)) // whole milliseconds cross
 	var md api.DecideQuery
@@ -54,9 +55,9 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 // TestAnActionWithoutGrantsKeepsTheDefaultProfile: nil grants (the
 // default profile) and an empty list (no grants) stay apart on the wire.
 func TestAnActionWithoutGrantsKeepsTheDefaultProfile(t *testing.T) {
-	for _, g := range [][]Grant{nil, {}} {
+	for _, g := range [][]taskwire.Grant{nil, {}} {
 		var m api.TaskAction
-		roundTrip(t, ActionToAPI(Action{Op: OpStart, Grants: g}), &m)
+		roundTrip(t, ActionToAPI(taskwire.Action{Op: taskwire.OpStart, Grants: g}), &m)
 		a, err := ActionFromAPI(&m)
 		if err != nil || (a.Grants == nil) != (g == nil) || len(a.Grants) != 0 {
 			t.Errorf("grants %#v came back as %#v (%v)", g, a.Grants, err)
@@ -78,11 +79,11 @@ func roundTrip(t *testing.T, in, out proto.Message) {
 // FuzzFromAPI: whatever bytes a peer sends as a task action, result or
 // permission request, reading them never panics.
 func FuzzFromAPI(f *testing.F) {
-	var r Result
+	var r taskwire.Result
 	wiretest.Fill(&r)
 	b, _ := proto.Marshal(ResultToAPI(r))
 	f.Add(b)
-	var a Action
+	var a taskwire.Action
 	wiretest.Fill(&a)
 	b, _ = proto.Marshal(ActionToAPI(a))
 	f.Add(b)

@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"errors"
@@ -17,7 +17,7 @@ var ErrNoDaemon = errors.New("harnd not found")
 
 // findDaemon is harnd beside this executable (its symlink, then its real
 // path), else on PATH.
-func findDaemon() (string, error) {
+func FindDaemon() (string, error) {
 	var tried []string
 	if exe, err := os.Executable(); err == nil {
 		dirs := []string{filepath.Dir(exe)}
@@ -35,6 +35,6 @@ func findDaemon() (string, error) {
 	if p, err := exec.LookPath(DaemonName); err == nil {
 		return p, nil
 	}
-	return "", withCode(ExitNoDaemon, fmt.Errorf("%w beside harn (in %s) or on PATH; install both with `make install`, or put harnd on PATH",
+	return "", WithCode(ExitNoDaemon, fmt.Errorf("%w beside harn (in %s) or on PATH; install both with `make install`, or put harnd on PATH",
 		ErrNoDaemon, strings.Join(tried, ", ")))
 }

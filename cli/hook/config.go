@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"encoding/json"
@@ -31,10 +31,10 @@ func EnvName(flag string) string {
 // line, first from its environment variable, then from the config file;
 // what is left keeps its default. So the precedence is flag, environment,
 // config file, default.
-func applySettings(c *cobra.Command) error {
+func ApplySettings(c *cobra.Command) error {
 	// A bad config file is reported, but the environment still applies,
 	// so that a hook going on after the error still finds its node.
-	file, cerr := loadConfigFile(c)
+	file, cerr := LoadConfigFile(c)
 	var ferr error
 	visit := func(f *pflag.Flag) {
 		if f.Changed || f.Name == "help" || f.Name == "config" || len(f.Annotations[annotCommandLineOnly]) > 0 {
@@ -43,18 +43,18 @@ func applySettings(c *cobra.Command) error {
 		if v, ok := os.LookupEnv(EnvName(f.Name)); ok {
 			if sv, whole := f.Value.(pflag.SliceValue); whole && wholeValue(f) {
 				if err := sv.Replace([]string{v}); err != nil && ferr == nil {
-					ferr = usageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
+					ferr = UsageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
 				}
 				return
 			}
-			if err := setFlag(c, f, v); err != nil && ferr == nil {
-				ferr = usageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
+			if err := SetFlag(c, f, v); err != nil && ferr == nil {
+				ferr = UsageErr(fmt.Errorf("%s=%q: %v; fix or unset it", EnvName(f.Name), v, err))
 			}
 			return
 		}
-		if v, ok := file.lookup(f.Name); ok {
-			if err := setFlag(c, f, v); err != nil && ferr == nil {
-				ferr = usageErr(fmt.Errorf("config %s: key %q: %v", file.path, f.Name, err))
+		if v, ok := file.Lookup(f.Name); ok {
+			if err := SetFlag(c, f, v); err != nil && ferr == nil {
+				ferr = UsageErr(fmt.Errorf("config %s: key %q: %v", file.path, f.Name, err))
 			}
 		}
 	}
@@ -63,9 +63,9 @@ func applySettings(c *cobra.Command) error {
 	if cerr != nil {
 		var ie *secretfile.InsecureFileError
 		if errors.As(cerr, &ie) {
-			return withCode(ExitPermission, cerr)
+			return WithCode(ExitPermission, cerr)
 		}
-		return usageErr(cerr)
+		return UsageErr(cerr)
 	}
 	return ferr
 }
@@ -73,10 +73,10 @@ func applySettings(c *cobra.Command) error {
 // annotWritesConfig marks a command that writes the config file (harn
 // mesh init): a config file it is named (--config, HARN_CONFIG) that does
 // not exist yet reads as empty, and the command makes it.
-const annotWritesConfig = "harn-writes-config"
+const AnnotWritesConfig = "harn-writes-config"
 
 // writesConfig says whether c writes the config file it reads.
-func writesConfig(c *cobra.Command) bool { return c.Annotations[annotWritesConfig] != "" }
+func writesConfig(c *cobra.Command) bool { return c.Annotations[AnnotWritesConfig] != "" }
 
 // annotCommandLineOnly marks a flag that applySettings never fills from the
 // environment or the config file: a choice that must be made on the
@@ -85,13 +85,13 @@ func writesConfig(c *cobra.Command) bool { return c.Annotations[annotWritesConfi
 const annotCommandLineOnly = "harn-command-line-only"
 
 // commandLineOnly marks c's flag name as read from the command line only.
-func commandLineOnly(c *cobra.Command, name string) {
+func CommandLineOnly(c *cobra.Command, name string) {
 	if err := c.Flags().SetAnnotation(name, annotCommandLineOnly, []string{"true"}); err != nil {
 		panic(err) // a programming error: no such flag
 	}
 }
 
-func setFlag(c *cobra.Command, f *pflag.Flag, v string) error {
+func SetFlag(c *cobra.Command, f *pflag.Flag, v string) error {
 	if sv, ok := f.Value.(pflag.SliceValue); ok {
 		parts := strings.Split(v, ",")
 		for i := range parts {
@@ -106,14 +106,14 @@ func setFlag(c *cobra.Command, f *pflag.Flag, v string) error {
 	return nil
 }
 
-type configFile struct {
+type ConfigFile struct {
 	path       string
 	vals       map[string]string
-	launchers  taskwire.Launchers
-	workspaces []string
+	Launchers  taskwire.Launchers
+	Workspaces []string
 }
 
-func (f configFile) lookup(flag string) (string, bool) {
+func (f ConfigFile) Lookup(flag string) (string, bool) {
 	if f.vals == nil {
 		return "", false
 	}
@@ -127,38 +127,38 @@ func (f configFile) lookup(flag string) (string, bool) {
 // loadConfigFile reads --config, else HARN_CONFIG, else the default
 // $XDG_CONFIG_HOME/harn/config.json when it exists. The file is a JSON
 // object of flag names, or lines of `key = value` (# starts a comment).
-func loadConfigFile(c *cobra.Command) (configFile, error) {
-	path, explicit, _ := configPath(c)
+func LoadConfigFile(c *cobra.Command) (ConfigFile, error) {
+	path, explicit, _ := ConfigPath(c)
 	if path == "" {
-		return configFile{}, nil
+		return ConfigFile{}, nil
 	}
 	b, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) && (!explicit || writesConfig(c)) {
-			return configFile{}, nil
+			return ConfigFile{}, nil
 		}
-		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
+		return ConfigFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
 	}
-	parsed, err := parseConfigFile(b)
+	parsed, err := ParseConfigFile(b)
 	if err != nil {
-		return configFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
+		return ConfigFile{}, fmt.Errorf("%w %s: %v", ErrConfigFile, path, err)
 	}
 	vals := parsed.vals
 	// A config that holds a secret is refused whole when others may read
 	// it, as ssh refuses a private key.
 	if secrets := secretKeys(vals); len(secrets) > 0 {
 		if err := secretfile.Check(path); err != nil {
-			return configFile{}, &secretFileError{what: "config " + path + " holds " + strings.Join(secrets, ", "), err: err}
+			return ConfigFile{}, &secretFileError{what: "config " + path + " holds " + strings.Join(secrets, ", "), err: err}
 		}
 	}
-	return configFile{path: path, vals: vals, launchers: parsed.launchers, workspaces: parsed.workspaces}, nil
+	return ConfigFile{path: path, vals: vals, Launchers: parsed.launchers, Workspaces: parsed.workspaces}, nil
 }
 
 // secretKeys lists, sorted, the keys of a config whose values are secrets.
 func secretKeys(vals map[string]string) []string {
 	var out []string
 	for k := range vals {
-		if isSecretKey(k) {
+		if IsSecretKey(k) {
 			out = append(out, k)
 		}
 	}
@@ -188,7 +188,7 @@ func (e *secretFileError) Error() string {
 func (e *secretFileError) Unwrap() error { return e.err }
 
 // maxSecretFile bounds a secret file (a key, a token).
-const maxSecretFile = 64 << 10
+const MaxSecretFile = 64 << 10
 
 // readSecretFile reads a secret (a gossip key, a join token) from a file so
 // that it stays out of the process list. The file must be a regular file of
@@ -196,9 +196,9 @@ const maxSecretFile = 64 << 10
 // a private key; its content, trimmed of surrounding white space, must not
 // be empty. Every error carries ExitPermission and is one line naming the
 // fix.
-func readSecretFile(path string) (string, error) {
+func ReadSecretFile(path string) (string, error) {
 	fail := func(err error) (string, error) {
-		return "", withCode(ExitPermission, &secretFileError{what: "secret file " + text.OneLine(path), err: err})
+		return "", WithCode(ExitPermission, &secretFileError{what: "secret file " + text.OneLine(path), err: err})
 	}
 	if err := secretfile.Check(path); err != nil {
 		var ie *secretfile.InsecureFileError
@@ -212,12 +212,12 @@ func readSecretFile(path string) (string, error) {
 		return fail(err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxSecretFile+1))
 	if err != nil {
 		return fail(err)
 	}
-	if len(b) > maxSecretFile {
-		return fail(fmt.Errorf("%w: it is over %d bytes; a secret file holds one key or token", ErrSecretFile, maxSecretFile))
+	if len(b) > MaxSecretFile {
+		return fail(fmt.Errorf("%w: it is over %d bytes; a secret file holds one key or token", ErrSecretFile, MaxSecretFile))
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
@@ -230,14 +230,14 @@ func readSecretFile(path string) (string, error) {
 var ErrSecretFile = errors.New("cli: bad secret file")
 
 // addSecretFileFlags adds the flags that read secrets from files.
-func addSecretFileFlags(c *cobra.Command) {
+func AddSecretFileFlags(c *cobra.Command) {
 	c.Flags().String("gossip-key-file", "", "file holding the gossip key (mode 0600; keeps the key out of ps)")
 }
 
 // parseConfig reads a config file's flag values (parseConfigFile without
 // its launchers).
-func parseConfig(b []byte) (map[string]string, error) {
-	c, err := parseConfigFile(b)
+func ParseConfig(b []byte) (map[string]string, error) {
+	c, err := ParseConfigFile(b)
 	return c.vals, err
 }
 
@@ -256,7 +256,7 @@ type parsedConfig struct {
 // of `NAME = ["argv", ...]` lines and a `[workspaces]` line the section
 // of one directory a line; a section runs to the next one or the end of
 // the file (# starts a comment line).
-func parseConfigFile(b []byte) (parsedConfig, error) {
+func ParseConfigFile(b []byte) (parsedConfig, error) {
 	s := strings.TrimSpace(string(b))
 	out := parsedConfig{vals: map[string]string{}}
 	if strings.HasPrefix(s, "{") {
@@ -432,13 +432,13 @@ func jsonLaunchers(v any) (taskwire.Launchers, error) {
 // annWhole marks a repeatable flag whose environment variable holds one
 // whole value, not a comma-separated list (a launcher's argv may hold a
 // comma).
-const annWhole = "harn-whole-value"
+const AnnWhole = "harn-whole-value"
 
 // wholeValue reports whether f's environment variable is one whole value.
-func wholeValue(f *pflag.Flag) bool { return len(f.Annotations[annWhole]) > 0 }
+func wholeValue(f *pflag.Flag) bool { return len(f.Annotations[AnnWhole]) > 0 }
 
 // isSecretKey reports config keys whose values are secrets.
-func isSecretKey(k string) bool {
+func IsSecretKey(k string) bool {
 	k = strings.ToLower(strings.ReplaceAll(k, "_", "-"))
 	if strings.HasSuffix(k, "-file") {
 		return false

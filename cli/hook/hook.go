@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-func newHookCmd() *cobra.Command {
+func NewHookCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hook AGENT",
 		Short: "receive one agent hook (" + strings.Join(all.Names(), ", ") + ") on stdin",
@@ -47,7 +47,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 	// a diagnostic. Its subcommands (install, uninstall) fail as usual.
 	var settingsErr error
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		err := applySettings(cmd)
+		err := ApplySettings(cmd)
 		if cmd != c {
 			return err
 		}
@@ -65,7 +65,7 @@ started in the background; bad input becomes a diagnostic (harn node errors).`,
 	}
 	c.Flags().Duration("timeout", 1500*time.Millisecond, "how long to wait for the node before spooling")
 	addDecideFlags(c)
-	c.AddCommand(hookSubcommands()...)
+	c.AddCommand(commands.HookSubcommands()...)
 	return c
 }
 
@@ -74,7 +74,7 @@ const hookInputWait = 2 * time.Second
 
 func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	now := time.Now()
-	p := placeOf(c)
+	p := PlaceOf(c)
 	timeout, _ := c.Flags().GetDuration("timeout")
 	stderr := c.ErrOrStderr()
 	agent := "(none)"
@@ -100,7 +100,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	if settingsErr != nil {
 		h.diagnose("settings: "+text.FirstLine(settingsErr.Error())+"; the hook went on with the rest", nil)
 	}
-	if bad := unknownFlags(c, rawArgs(c.Context())); len(bad) > 0 {
+	if bad := unknownFlags(c, RawArgs(c.Context())); len(bad) > 0 {
 		h.diagnose(fmt.Sprintf("unknown flag %s, ignored; run `harn hook --help` for the flags this harn knows, or reinstall the hooks with `harn hook install AGENT`",
 			strings.Join(bad, ", ")), nil)
 	}
@@ -116,7 +116,7 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 	}
 	var in []byte
 	if len(args) == 1 {
-		in = readPayload(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
+		in = ReadPayload(c.InOrStdin(), adapter.MaxInputBytes+1, hookInputWait)
 	}
 	key, err := layout.LoadOrCreateKey(p.DataDir)
 	if err != nil {
@@ -132,8 +132,8 @@ func runHook(c *cobra.Command, args []string, settingsErr error) error {
 		return nil
 	}
 	stampEvents(res.Events, now)
-	stampRepo(res.Events)
-	pl := h.planCall(in, claimRequests(h.agent, in, res.Events))
+	StampRepo(res.Events)
+	pl := h.planCall(in, ClaimRequests(h.agent, in, res.Events))
 	pl.request = requestEvent(res.Events)
 	reply, answer := h.send(res, asksName(ad, res), pl.body)
 	if out := h.decideOutput(c, pl, answer, ad.Output(res, reply)); len(out) > 0 {
@@ -187,7 +187,7 @@ func stampEvents(evs []presence.Event, now time.Time) {
 }
 
 type hookRun struct {
-	p       place
+	p       Place
 	now     time.Time
 	timeout time.Duration
 	stderr  io.Writer
@@ -271,8 +271,8 @@ func (h *hookRun) spool(rec spool.Record, name string) {
 		h.lost(rec, err)
 		return
 	}
-	if socketDead(h.p.Socket) {
-		if err := startNode(h.p); err != nil {
+	if SocketDead(h.p.Socket) {
+		if err := StartNode(h.p); err != nil {
 			fmt.Fprintln(h.stderr, "harn hook: could not start a node:", err)
 		}
 	}
@@ -335,7 +335,7 @@ func (h *hookRun) diagnose(msg string, in []byte) {
 // too many bytes) comes back as the bytes read so far, for the adapter to
 // refuse with a diagnostic. The reader goroutine is owned by the hook
 // process, which exits right after.
-func readPayload(r io.Reader, max int64, wait time.Duration) []byte {
+func ReadPayload(r io.Reader, max int64, wait time.Duration) []byte {
 	buf := &lockedBuffer{}
 	ch := make(chan []byte, 1)
 	go func() {

@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"encoding/json"
@@ -6,18 +6,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func addJSONFlag(c *cobra.Command) {
+func AddJSONFlag(c *cobra.Command) {
 	c.Flags().Bool("json", false, "print JSON with stable field names")
 }
 
-func asJSON(c *cobra.Command) bool {
+func AsJSON(c *cobra.Command) bool {
 	v, _ := c.Flags().GetBool("json")
 	return v
 }
 
 // writeSortedJSON writes v as JSON with every object's keys sorted (the
 // form a task action's answer has always printed in).
-func writeSortedJSON(c *cobra.Command, v any) error {
+func WriteSortedJSON(c *cobra.Command, v any) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -26,10 +26,10 @@ func writeSortedJSON(c *cobra.Command, v any) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
-	return writeJSON(c, m)
+	return WriteJSON(c, m)
 }
 
-func writeJSON(c *cobra.Command, v any) error {
+func WriteJSON(c *cobra.Command, v any) error {
 	enc := json.NewEncoder(c.OutOrStdout())
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

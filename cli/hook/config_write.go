@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // configPath is the config file the commands read: --config, else
 // HARN_CONFIG, else $XDG_CONFIG_HOME/harn/config.json. fromFlag says it
 // came from --config (a printed command must then repeat it).
-func configPath(c *cobra.Command) (path string, explicit, fromFlag bool) {
+func ConfigPath(c *cobra.Command) (path string, explicit, fromFlag bool) {
 	if f := c.Flags().Lookup("config"); f != nil && f.Value.String() != "" {
 		return f.Value.String(), true, true
 	}
@@ -31,12 +31,12 @@ func configPath(c *cobra.Command) (path string, explicit, fromFlag bool) {
 
 // setting is a flag's value for a command that does not have the flag:
 // its environment variable, else the config file, else def.
-func setting(c *cobra.Command, name, def string) string {
+func Setting(c *cobra.Command, name, def string) string {
 	if v, ok := os.LookupEnv(EnvName(name)); ok {
 		return v
 	}
-	if file, err := loadConfigFile(c); err == nil {
-		if v, ok := file.lookup(name); ok {
+	if file, err := LoadConfigFile(c); err == nil {
+		if v, ok := file.Lookup(name); ok {
 			return v
 		}
 	}
@@ -53,7 +53,7 @@ var ErrConfigWrite = errors.New("cannot update the config file")
 // comments stay. A missing file is made: JSON when its name ends in
 // .json, else lines; mode 0600 in a 0700 folder. The file is replaced
 // whole (a temporary file renamed), keeping its mode.
-func recordConfig(path string, keys []string, vals map[string]any) error {
+func RecordConfig(path string, keys []string, vals map[string]any) error {
 	b, err := os.ReadFile(path)
 	mode := fs.FileMode(0o600)
 	switch {
@@ -79,7 +79,7 @@ func recordConfig(path string, keys []string, vals map[string]any) error {
 	if err := eerr; err != nil {
 		return fmt.Errorf("%w %s: %w", ErrConfigWrite, path, err)
 	}
-	if _, err := parseConfigFile(out); err != nil {
+	if _, err := ParseConfigFile(out); err != nil {
 		return fmt.Errorf("%w %s: the result would not parse: %w", ErrConfigWrite, path, err)
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {

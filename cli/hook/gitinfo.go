@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"bufio"
@@ -15,14 +15,14 @@ import (
 // gitMaxLevels folders up from the cwd and reads at most gitMaxRead bytes
 // of any one file (HEAD, a .git file, commondir, config).
 const (
-	gitMaxLevels = 40
+	GitMaxLevels = 40
 	gitMaxRead   = 64 << 10
 	// gitMaxName bounds a repo or branch name; a longer one is left out.
 	gitMaxName = 255
 )
 
 // gitInfo is what the hook knows of the repository around a folder.
-type gitInfo struct {
+type GitInfo struct {
 	Repo   string // the origin URL's last path element without .git, else the top-level folder's name
 	Branch string // "" when HEAD is detached
 	Top    string // the work tree's top level
@@ -33,13 +33,13 @@ type gitInfo struct {
 // folder or a `gitdir:` file (worktrees, submodules) and reads HEAD and
 // the config with plain file reads: no git process runs on the hook path.
 // ok is false outside any repository or when dir is not absolute.
-func repoOf(dir string) (gitInfo, bool) {
+func RepoOf(dir string) (GitInfo, bool) {
 	if dir == "" || !filepath.IsAbs(dir) {
-		return gitInfo{}, false
+		return GitInfo{}, false
 	}
 	dir = filepath.Clean(dir)
-	for i := 0; i < gitMaxLevels; i++ {
-		if info, ok := repoAt(dir); ok {
+	for i := 0; i < GitMaxLevels; i++ {
+		if info, ok := RepoAt(dir); ok {
 			return info, true
 		}
 		parent := filepath.Dir(dir)
@@ -48,27 +48,27 @@ func repoOf(dir string) (gitInfo, bool) {
 		}
 		dir = parent
 	}
-	return gitInfo{}, false
+	return GitInfo{}, false
 }
 
 // repoAt reads the repository whose work tree's top level is top, if top
 // holds a .git.
-func repoAt(top string) (gitInfo, bool) {
+func RepoAt(top string) (GitInfo, bool) {
 	dotgit := filepath.Join(top, ".git")
 	st, err := os.Stat(dotgit)
 	if err != nil {
-		return gitInfo{}, false
+		return GitInfo{}, false
 	}
 	gitDir := dotgit
 	if !st.IsDir() {
-		b, err := readSmall(dotgit)
+		b, err := ReadSmall(dotgit)
 		if err != nil {
-			return gitInfo{}, false
+			return GitInfo{}, false
 		}
 		line, _, _ := strings.Cut(string(b), "\n")
 		p, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
 		if !ok {
-			return gitInfo{}, false
+			return GitInfo{}, false
 		}
 		p = strings.TrimSpace(p)
 		if !filepath.IsAbs(p) {
@@ -76,23 +76,23 @@ func repoAt(top string) (gitInfo, bool) {
 		}
 		gitDir = filepath.Clean(p)
 	}
-	head, err := readSmall(filepath.Join(gitDir, "HEAD"))
+	head, err := ReadSmall(filepath.Join(gitDir, "HEAD"))
 	if err != nil {
-		return gitInfo{}, false
+		return GitInfo{}, false
 	}
-	info := gitInfo{Branch: branchOf(head), Top: top}
+	info := GitInfo{Branch: BranchOf(head), Top: top}
 	// A linked worktree keeps its config in the common dir.
 	common := gitDir
-	if b, err := readSmall(filepath.Join(gitDir, "commondir")); err == nil {
+	if b, err := ReadSmall(filepath.Join(gitDir, "commondir")); err == nil {
 		p := strings.TrimSpace(string(b))
 		if !filepath.IsAbs(p) {
 			p = filepath.Join(gitDir, p)
 		}
 		common = filepath.Clean(p)
 	}
-	if cfg, err := readSmall(filepath.Join(common, "config")); err == nil {
-		info.Origin = originURL(cfg)
-		info.Repo = repoNameOfURL(info.Origin)
+	if cfg, err := ReadSmall(filepath.Join(common, "config")); err == nil {
+		info.Origin = OriginURL(cfg)
+		info.Repo = RepoNameOfURL(info.Origin)
 	}
 	if info.Repo == "" {
 		info.Repo = filepath.Base(top)
@@ -107,7 +107,7 @@ func repoAt(top string) (gitInfo, bool) {
 }
 
 // readSmall reads at most gitMaxRead bytes of a file.
-func readSmall(path string) ([]byte, error) {
+func ReadSmall(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -118,7 +118,7 @@ func readSmall(path string) ([]byte, error) {
 
 // branchOf reads HEAD: "ref: refs/heads/NAME" is on branch NAME; anything
 // else (a commit id: detached) is no branch.
-func branchOf(head []byte) string {
+func BranchOf(head []byte) string {
 	line, _, _ := bytes.Cut(head, []byte("\n"))
 	ref, ok := strings.CutPrefix(strings.TrimSpace(string(line)), "ref:")
 	if !ok {
@@ -133,7 +133,7 @@ func branchOf(head []byte) string {
 
 // originURL returns remote "origin"'s first url from a git config file
 // (section names are case-insensitive, subsection names are not).
-func originURL(cfg []byte) string {
+func OriginURL(cfg []byte) string {
 	in := false
 	sc := bufio.NewScanner(bytes.NewReader(cfg))
 	sc.Buffer(make([]byte, 0, 4096), gitMaxRead)
@@ -172,7 +172,7 @@ func originURL(cfg []byte) string {
 // repoNameOfURL is the last path element of a remote URL without ".git":
 // https://host/owner/name.git, git@host:owner/name.git and /srv/name.git
 // all name "name".
-func repoNameOfURL(u string) string {
+func RepoNameOfURL(u string) string {
 	u = strings.TrimRight(strings.TrimSpace(u), "/")
 	if u == "" {
 		return ""
@@ -189,8 +189,8 @@ func repoNameOfURL(u string) string {
 
 // stampRepo sets repo and branch on the events that open a session or a
 // turn, from their cwd; the lookup runs once per cwd.
-func stampRepo(evs []presence.Event) {
-	seen := map[string]*gitInfo{}
+func StampRepo(evs []presence.Event) {
+	seen := map[string]*GitInfo{}
 	for i := range evs {
 		e := &evs[i]
 		if e.Type != presence.TypeSessionStart && e.Type != presence.TypeUserPromptSubmit {
@@ -199,7 +199,7 @@ func stampRepo(evs []presence.Event) {
 		cwd, _ := e.Attrs[presence.AttrCwd].(string)
 		info, done := seen[cwd]
 		if !done {
-			if gi, ok := repoOf(cwd); ok {
+			if gi, ok := RepoOf(cwd); ok {
 				info = &gi
 			}
 			seen[cwd] = info

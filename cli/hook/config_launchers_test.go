@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestConfigLaunchersSectionDefinesFixedArgv(t *testing.T) {
-	c, err := parseConfigFile([]byte(`# a node
+	c, err := ParseConfigFile([]byte(`# a node
 name = n1
 remote-control = laptop
 [launchers]
@@ -34,7 +34,7 @@ codex  = ["codex", "exec", "a, b; $(not a shell)"]
 }
 
 func TestConfigLaunchersJSONForm(t *testing.T) {
-	c, err := parseConfigFile([]byte(`{"name":"n1","launchers":{"claude":["claude","-p"]}}`))
+	c, err := ParseConfigFile([]byte(`{"name":"n1","launchers":{"claude":["claude","-p"]}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,13 +64,13 @@ func TestConfigLaunchersRefusesBadDefinitions(t *testing.T) {
 		`{"launchers":{"claude":"claude -p"}}`,    // JSON: not an array
 		`{"launchers":{"a b":["x"]}}`,             // JSON: bad name
 	} {
-		if _, err := parseConfigFile([]byte(s)); err == nil {
+		if _, err := ParseConfigFile([]byte(s)); err == nil {
 			t.Errorf("%q parsed", s)
 		} else if strings.Contains(err.Error(), "\n") {
 			t.Errorf("%q: a multi-line error %q", s, err)
 		}
 	}
-	_, err := parseConfigFile([]byte("[launchers]\nclaude = []\n"))
+	_, err := ParseConfigFile([]byte("[launchers]\nclaude = []\n"))
 	if !errors.Is(err, taskwire.ErrBadLauncher) {
 		t.Fatalf("not ErrBadLauncher: %v", err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package hook
 
 import (
 	"testing"
@@ -15,7 +15,7 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		c, err := parseConfigFile(b)
+		c, err := ParseConfigFile(b)
 		if err != nil {
 			return
 		}

@@ -1,21 +1,23 @@
-//go:build !harn_hook
-
-package taskwire
+// Package taskapi holds the task values on node/api's wire, one function each
+// way: its room is the conversion the node and the whole client need, apart
+// from taskwire so that the hook links taskwire without node/api.
+package taskapi
 
 import (
 	"fmt"
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/runtime"
-	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/runtime/execwire"
 )
 
 // The task runtime's values on the wire (node/api): one function each way
 // per type, used by the node's service and by the client.
 
 // ActionToAPI is a on the wire.
-func ActionToAPI(a Action) *api.TaskAction {
+func ActionToAPI(a taskwire.Action) *api.TaskAction {
 	return &api.TaskAction{Op: a.Op, Session: a.Session, Task: a.Task, Text: a.Text, Command: a.Command,
 		Launcher: a.Launcher, Workdir: a.Workdir, Grants: GrantsToAPI(a.Grants), GrantsSet: a.Grants != nil,
 		RequiresSuccess: a.RequiresSuccess, Call: a.Call, Reason: a.Reason, By: a.By,
@@ -23,7 +25,7 @@ func ActionToAPI(a Action) *api.TaskAction {
 		Since: int64(a.Since), WaitMs: int32(a.WaitMS)}
 }
 
-func harnToAPI(o *HarnOptions) *api.HarnOptions {
+func harnToAPI(o *taskwire.HarnOptions) *api.HarnOptions {
 	if o == nil {
 		return nil
 	}
@@ -32,11 +34,11 @@ func harnToAPI(o *HarnOptions) *api.HarnOptions {
 		Fork: o.Fork, NoCompaction: o.NoCompaction, Compaction: o.Compaction}
 }
 
-func harnFromAPI(o *api.HarnOptions) *HarnOptions {
+func harnFromAPI(o *api.HarnOptions) *taskwire.HarnOptions {
 	if o == nil {
 		return nil
 	}
-	return &HarnOptions{Provider: o.GetProvider(), URL: o.GetProviderUrl(), Model: o.GetModel(),
+	return &taskwire.HarnOptions{Provider: o.GetProvider(), URL: o.GetProviderUrl(), Model: o.GetModel(),
 		ContextWindow: int(o.GetContextWindow()), MaxOutput: int(o.GetMaxOutput()), MCP: o.GetMcp(), Key: o.GetKey(),
 		Fork: o.GetFork(), NoCompaction: o.GetNoCompaction(), Compaction: o.GetCompaction()}
 }
@@ -61,29 +63,29 @@ func usageFromAPI(u *api.ModelUsage) *runtime.Usage {
 
 // ActionFromAPI reads an action from the wire; a grant with an unknown
 // level is ErrBadAction.
-func ActionFromAPI(a *api.TaskAction) (Action, error) {
+func ActionFromAPI(a *api.TaskAction) (taskwire.Action, error) {
 	if a == nil {
-		return Action{}, fmt.Errorf("%w: no action", ErrBadAction)
+		return taskwire.Action{}, fmt.Errorf("%w: no action", taskwire.ErrBadAction)
 	}
-	out := Action{Op: a.Op, Session: a.Session, Task: a.Task, Text: a.Text, Command: a.Command,
+	out := taskwire.Action{Op: a.Op, Session: a.Session, Task: a.Task, Text: a.Text, Command: a.Command,
 		Launcher: a.Launcher, Workdir: a.Workdir, RequiresSuccess: a.RequiresSuccess, Call: a.Call,
 		Reason: a.Reason, By: a.By, Capability: a.Capability, Level: a.Level, Agent: a.Agent,
 		Harn: harnFromAPI(a.Harn), Since: int(a.Since), WaitMS: int(a.WaitMs)}
 	if a.GrantsSet {
 		g, err := GrantsFromAPI(a.Grants)
 		if err != nil {
-			return out, fmt.Errorf("%w: %w", ErrBadAction, err)
+			return out, fmt.Errorf("%w: %w", taskwire.ErrBadAction, err)
 		}
 		out.Grants = g
 		if out.Grants == nil {
-			out.Grants = []Grant{}
+			out.Grants = []taskwire.Grant{}
 		}
 	}
 	return out, nil
 }
 
 // GrantsToAPI is gs on the wire.
-func GrantsToAPI(gs []Grant) []*api.Grant {
+func GrantsToAPI(gs []taskwire.Grant) []*api.Grant {
 	var out []*api.Grant
 	for _, g := range gs {
 		out = append(out, &api.Grant{Level: g.Level.String(), Capability: g.Capability, Match: g.Match, Confirm: g.Confirm})
@@ -92,33 +94,33 @@ func GrantsToAPI(gs []Grant) []*api.Grant {
 }
 
 // GrantsFromAPI reads grants from the wire.
-func GrantsFromAPI(gs []*api.Grant) ([]Grant, error) {
-	var out []Grant
+func GrantsFromAPI(gs []*api.Grant) ([]taskwire.Grant, error) {
+	var out []taskwire.Grant
 	for _, g := range gs {
 		var l runtime.Level
 		if err := l.UnmarshalText([]byte(g.GetLevel())); err != nil {
 			return nil, err
 		}
-		out = append(out, Grant{Level: l, Capability: g.GetCapability(), Match: g.GetMatch(), Confirm: g.GetConfirm()})
+		out = append(out, taskwire.Grant{Level: l, Capability: g.GetCapability(), Match: g.GetMatch(), Confirm: g.GetConfirm()})
 	}
 	return out, nil
 }
 
 // QueryToAPI is q on the wire (without claims: they ride beside it).
-func QueryToAPI(q Query) *api.DecideQuery {
+func QueryToAPI(q taskwire.Query) *api.DecideQuery {
 	return &api.DecideQuery{Phase: q.Phase, Session: q.Session, Task: q.Task, Tool: q.Tool, Input: q.Input,
 		Call: q.Call, Failed: q.Failed, WaitMs: q.Wait.Milliseconds(), Cwd: q.Cwd}
 }
 
 // QueryFromAPI reads a query from the wire.
-func QueryFromAPI(q *api.DecideQuery) Query {
-	return Query{Phase: q.GetPhase(), Session: q.GetSession(), Task: q.GetTask(), Tool: q.GetTool(),
+func QueryFromAPI(q *api.DecideQuery) taskwire.Query {
+	return taskwire.Query{Phase: q.GetPhase(), Session: q.GetSession(), Task: q.GetTask(), Tool: q.GetTool(),
 		Input: q.GetInput(), Call: q.GetCall(), Failed: q.GetFailed(),
 		Wait: time.Duration(max(q.GetWaitMs(), 0)) * time.Millisecond, Cwd: q.GetCwd()}
 }
 
 // ResultToAPI is r on the wire.
-func ResultToAPI(r Result) *api.TaskResult {
+func ResultToAPI(r taskwire.Result) *api.TaskResult {
 	out := &api.TaskResult{Node: r.Node, Session: r.Session, Task: taskViewToAPI(r.Task), Text: r.Text,
 		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int64(r.Next), QueueText: r.QueueText,
 		Reopened: r.Reopened}
@@ -185,15 +187,15 @@ func ResultToAPI(r Result) *api.TaskResult {
 }
 
 // ResultFromAPI reads a result from the wire.
-func ResultFromAPI(r *api.TaskResult) (Result, error) {
+func ResultFromAPI(r *api.TaskResult) (taskwire.Result, error) {
 	if r == nil {
-		return Result{}, nil
+		return taskwire.Result{}, nil
 	}
-	out := Result{Node: r.Node, Session: r.Session, Task: taskViewFromAPI(r.Task), Text: r.Text,
+	out := taskwire.Result{Node: r.Node, Session: r.Session, Task: taskViewFromAPI(r.Task), Text: r.Text,
 		Output: r.Output, Message: r.Message, Interrupt: r.Interrupt, Next: int(min(max(r.GetNext(), 0), 1<<40)),
 		QueueText: r.GetQueueText(), Reopened: r.GetReopened()}
 	if c := r.GetHarnContext(); c != nil {
-		out.Context = &ContextInfo{Used: int(c.GetUsed()), Budget: int(c.GetBudget()), Compaction: c.GetCompaction()}
+		out.Context = &taskwire.ContextInfo{Used: int(c.GetUsed()), Budget: int(c.GetBudget()), Compaction: c.GetCompaction()}
 		if c.GetCompactedAt() != nil {
 			out.Context.CompactedAt = c.GetCompactedAt().AsTime()
 		}
@@ -204,17 +206,17 @@ func ResultFromAPI(r *api.TaskResult) (Result, error) {
 			At: e.GetAt().AsTime(), Args: e.GetArgs(), Diff: e.GetDiff(), Output: e.GetOutput()})
 	}
 	for _, st := range r.Steps {
-		out.Steps = append(out.Steps, Step{Seq: st.GetSeq(), At: st.GetAt().AsTime(), Kind: st.GetKind(), Name: st.GetName(), Call: st.GetCall(),
+		out.Steps = append(out.Steps, taskwire.Step{Seq: st.GetSeq(), At: st.GetAt().AsTime(), Kind: st.GetKind(), Name: st.GetName(), Call: st.GetCall(),
 			Outcome: st.GetOutcome(), Level: st.GetLevel(), By: st.GetBy(), Reason: st.GetReason(), Estimated: int(st.GetEstimatedInput()),
 			Input: int(st.GetInput()), Output: int(st.GetOutput()), InputDigest: st.GetInputDigest(), OutputDigest: st.GetOutputDigest()})
 	}
 	out.StepsOmitted = int(max(r.GetStepsOmitted(), 0))
 	for _, u := range r.Usage {
-		out.Usage = append(out.Usage, UsageRow{Key: u.GetKey(), Model: u.GetModel(), Calls: int(u.GetCalls()), Estimated: int(u.GetEstimatedInput()),
+		out.Usage = append(out.Usage, taskwire.UsageRow{Key: u.GetKey(), Model: u.GetModel(), Calls: int(u.GetCalls()), Estimated: int(u.GetEstimatedInput()),
 			Input: int(u.GetInput()), Output: int(u.GetOutput()), CacheRead: int(u.GetCacheRead()), CacheWrite: int(u.GetCacheWrite()), Node: u.GetNode()})
 	}
 	if s := r.Steer; s != nil {
-		out.Steer = &exec.SteerResult{Mode: exec.SteerMode(s.Mode), Task: s.Task, Steered: s.Steered, Message: s.Message}
+		out.Steer = &execwire.SteerResult{Mode: execwire.SteerMode(s.Mode), Task: s.Task, Steered: s.Steered, Message: s.Message}
 	}
 	if g := r.Grants; g != nil {
 		gs, err := GrantsFromAPI(g.Grants)
@@ -309,7 +311,7 @@ func taskViewFromAPI(t *api.TaskView) *runtime.TaskView {
 
 // RequestToAPI is a waiting request on the wire (its Key stays on the
 // owner).
-func RequestToAPI(r Request) *api.PermissionRequest {
+func RequestToAPI(r taskwire.Request) *api.PermissionRequest {
 	out := &api.PermissionRequest{Id: r.ID, Session: r.Session, Node: r.Node, Agent: r.Agent, Tool: r.Tool,
 		Summary: r.Summary, Opened: api.NewTime(r.Opened), Parent: r.Parent, Detail: r.Detail, Name: r.Name,
 		Cwd: r.Cwd, Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide,
@@ -324,21 +326,21 @@ func RequestToAPI(r Request) *api.PermissionRequest {
 // RequestFromAPI reads a waiting request from the wire; its facts come
 // bounded and stripped (Facts.Bounded), whoever sent them. A request
 // without a kind is a permission request (a node that predates kinds).
-func RequestFromAPI(r *api.PermissionRequest) Request {
+func RequestFromAPI(r *api.PermissionRequest) taskwire.Request {
 	if r == nil {
-		return Request{}
+		return taskwire.Request{}
 	}
-	out := Request{ID: r.Id, Session: r.Session, Node: r.Node, Agent: r.Agent, Tool: r.Tool,
+	out := taskwire.Request{ID: r.Id, Session: r.Session, Node: r.Node, Agent: r.Agent, Tool: r.Tool,
 		Summary: r.Summary, Opened: r.Opened.AsTime(), Parent: r.Parent, Detail: r.Detail, Name: r.Name,
 		Project: r.Project, Branch: r.Branch, SessionWide: r.SessionWide,
 		Kind: r.Kind, Task: r.Task, Call: r.Call,
-		Facts: Facts{Command: r.Command, CommandCut: r.CommandCut, Cwd: r.Cwd, Path: r.Path, Diff: r.Diff,
+		Facts: taskwire.Facts{Command: r.Command, CommandCut: r.CommandCut, Cwd: r.Cwd, Path: r.Path, Diff: r.Diff,
 			DiffCut: r.DiffCut}.Bounded()}
 	if out.Kind == "" {
-		out.Kind = KindPermission
+		out.Kind = taskwire.KindPermission
 	}
 	if a := r.Answer; a != nil {
-		out.Answer = &Answer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: a.At.AsTime(), SessionWide: a.SessionWide}
+		out.Answer = &taskwire.Answer{Allow: a.Allow, By: a.By, Reason: a.Reason, At: a.At.AsTime(), SessionWide: a.SessionWide}
 	}
 	return out
 }
