@@ -47,7 +47,7 @@ func TestAttachFromAnotherNodeSteersOverTheMesh(t *testing.T) {
 	p.waitScreen("the owner's history is on screen", "❯ read the notes")
 	start := time.Now()
 	p.typeLine("steer over the mesh", "Enter")
-	p.waitScreen("the steer is acknowledged", ": delivered at the next step boundary")
+	p.waitScreen("the steer is acknowledged", ": delivered now, or after its running tool calls")
 	keyToAck := time.Since(start)
 	rtt := time.Now()
 	n1.task("show", "--node", "s0", st.Task.ID)

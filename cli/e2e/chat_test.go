@@ -133,7 +133,7 @@ func TestChatEnterSteersAtTheStepBoundaryAltEnterAndTabQueueFollowUps(t *testing
 
 	start := time.Now()
 	p.typeLine("mind the pelican", "Enter")
-	p.waitScreen("the steer is acknowledged", ": delivered at the next step boundary")
+	p.waitScreen("the steer is acknowledged", ": delivered now, or after its running tool calls")
 	t.Logf("keystroke to steer acknowledged on screen (local): %v", time.Since(start))
 	p.typeLine("then A", "M-Enter")
 	p.waitScreen("Alt+Enter queued a follow-up", "queued (position 1)")

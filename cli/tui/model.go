@@ -435,7 +435,7 @@ func (m *Model) send(followUp bool) tea.Cmd {
 		if r.Steer != nil && r.Steer.Mode == "follow_up" {
 			return actionMsg{say: "the turn had ended: the steer became follow-up " + r.Steer.Task, sent: line, ids: []string{r.Steer.Task}}
 		}
-		return actionMsg{say: "steered " + short + ": delivered at the next step boundary", sent: line}
+		return actionMsg{say: "steered " + short + ": delivered now, or after its running tool calls", sent: line}
 	}
 }
 

@@ -13,8 +13,9 @@ import (
 // Help is the TUI's keys and slash commands, as /help shows them (and
 // `harn chat --help` prints them).
 const Help = `Keys
-  Enter            send: steers the running task at its next step boundary;
-                   with no task running, starts one (the first starts the session)
+  Enter            send: steers the running task (an answer being written restarts
+                   around it; running tool calls finish first); with no task
+                   running, starts one (the first starts the session)
   Tab, Alt+Enter   queue the text as a follow-up that runs after the current task
   Ctrl+J           a new line in the input (Shift+Enter is Enter in most terminals)
   ←→ Home End      move in the input; Alt+←→ by word; Ctrl+U/Ctrl+K delete to the start/end
