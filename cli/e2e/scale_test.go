@@ -406,11 +406,12 @@ type idleFigures struct {
 	server, node, bare         float64 // ms of CPU per second: the server, the median node, the median bare process
 	nodeRSS, nodeAnon, bareRSS float64 // MiB, medians
 	window                     time.Duration
+	load                       string // the load average at the end of the window
 }
 
 func (f idleFigures) String() string {
-	return fmt.Sprintf("%d nodes, idle %v: CPU ms/s server %.2f, median node %.2f, median bare memberlist %.2f (node/bare %.2f, server/node %.2f); RSS MiB median node %.1f (anonymous %.1f), bare %.1f",
-		f.nodes, f.window, f.server, f.node, f.bare, f.node/f.bare, f.server/f.node, f.nodeRSS, f.nodeAnon, f.bareRSS)
+	return fmt.Sprintf("%d nodes, idle %v: CPU ms/s server %.2f, median node %.2f, median bare memberlist %.2f (node/bare %.2f, server/node %.2f); RSS MiB median node %.1f (anonymous %.1f), bare %.1f; load %s",
+		f.nodes, f.window, f.server, f.node, f.bare, f.node/f.bare, f.server/f.node, f.nodeRSS, f.nodeAnon, f.bareRSS, f.load)
 }
 
 // measureIdle waits settle, then measures every process over window.
@@ -425,7 +426,7 @@ func (m *scaleMesh) measureIdle(settle, window time.Duration) idleFigures {
 	}
 	cpu := idleCPU(m.tb, pids, window)
 	n := len(m.nodes)
-	f := idleFigures{nodes: n, server: cpu[0], node: median(cpu[1:n]), bare: median(cpu[n:]), window: window}
+	f := idleFigures{nodes: n, server: cpu[0], node: median(cpu[1:n]), bare: median(cpu[n:]), window: window, load: loadAverage()}
 	var rss, anon, brss []float64
 	for _, nd := range m.nodes[1:] {
 		r, a := memKiB(nd.pid())
@@ -503,8 +504,11 @@ func TestFiftyNodesSeeEachOthersSessionsWithin2s(t *testing.T) {
 
 // BenchmarkMeshIdle measures, at 5 and 50 real nodes (one server), the
 // idle CPU and memory of a node against a bare memberlist process with
-// the same gossip settings, and the server's idle CPU (make bench).
+// the same gossip settings, and the server's idle CPU (make bench). It
+// prints its rows on stdout in docs/perf-mesh.md's table, with the load
+// average they ran under.
 func BenchmarkMeshIdle(b *testing.B) {
+	fmt.Println(idleHeader)
 	for _, n := range []int{5, 50} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			m := startScaleMesh(b, n, true)
@@ -517,6 +521,28 @@ func BenchmarkMeshIdle(b *testing.B) {
 			b.ReportMetric(f.nodeAnon, "node_anon_MiB")
 			b.ReportMetric(f.bareRSS, "bare_rss_MiB")
 			b.Log(f)
+			fmt.Println(f.row())
 		})
 	}
+}
+
+// idleHeader heads the idle table (docs/perf-mesh.md, "What a node costs
+// at rest").
+const idleHeader = "| nodes | median node CPU | bare memberlist CPU | node / bare | server CPU | server / node | node RSS (anonymous) | bare RSS | load |\n" +
+	"| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+
+// row is f as a row of the idle table.
+func (f idleFigures) row() string {
+	return fmt.Sprintf("| %d | %.2f ms/s | %.2f ms/s | **%.2f** | %.2f ms/s | **%.2f** | %.1f MiB (%.1f) | %.1f MiB | %s |",
+		f.nodes, f.node, f.bare, f.node/f.bare, f.server, f.server/f.node, f.nodeRSS, f.nodeAnon, f.bareRSS, f.load)
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes
+// ("?" when unreadable): the load a figure ran under.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
