@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,6 +49,7 @@ type simResult struct {
 	misses                         int // rounds some node missed within the bound
 	pulls                          int64
 	took                           time.Duration // the run's wall time, joins to close
+	cpu                            time.Duration // the CPU time the process used meanwhile
 	timedOut                       string        // where the budget ran out; "" when it did not
 	load                           string        // the load average at the end
 }
@@ -236,6 +239,18 @@ func simBudget(n int) time.Duration {
 	return 11 * time.Minute
 }
 
+// simGOGC is the collector's GOGC during a run (see runSim).
+const simGOGC = 400
+
+// processCPU is the CPU time this process used so far, user and system.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // simCloseMargin is the part of the budget kept to close the nodes.
 const simCloseMargin = 30 * time.Second
 
@@ -243,12 +258,19 @@ const simCloseMargin = 30 * time.Second
 // shortens its waits and windows (make test's small run). When the budget
 // runs out it returns what it measured, with timedOut naming the phase.
 func runSim(tb testing.TB, n, rounds int, quick bool, budget time.Duration) (r simResult) {
+	// A thousand nodes in one process make garbage fast (every packet
+	// decoded, every message a fresh struct), and each of the collector's
+	// cycles marks every node's state: a higher GOGC spaces them. What
+	// each node does is unchanged.
+	defer debug.SetGCPercent(debug.SetGCPercent(simGOGC))
 	begin := time.Now() //clock:real the budget is wall time
+	cpu0 := processCPU()
 	r = simResult{nodes: n}
 	s, where := startSim(tb, n, begin.Add(budget-simCloseMargin))
 	defer func() {
 		s.close()
 		r.pulls, r.took, r.load = s.pulls.Load(), time.Since(begin), loadAverage() //clock:real
+		r.cpu = processCPU() - cpu0
 	}()
 	if where != "" {
 		r.timedOut = where
@@ -305,10 +327,10 @@ func runSim(tb testing.TB, n, rounds int, quick bool, budget time.Duration) (r s
 }
 
 func (r simResult) String() string {
-	return fmt.Sprintf("%5d nodes: presence p50 %v p99 %v (all %v, %d misses, %d rounds); registry p50 %v p99 %v (%d writes); heal %v; bytes/node/s idle %.0f busy %.0f (+%.0f per change/s); pulls %d; took %v, load %s%s",
+	return fmt.Sprintf("%5d nodes: presence p50 %v p99 %v (all %v, %d misses, %d rounds); registry p50 %v p99 %v (%d writes); heal %v; bytes/node/s idle %.0f busy %.0f (+%.0f per change/s); pulls %d; took %v (CPU %v), load %s%s",
 		r.nodes, r.propP50.Round(time.Millisecond), r.propP99.Round(time.Millisecond), r.propAll.Round(time.Millisecond), r.misses, r.propRounds,
 		r.regP50.Round(time.Millisecond), r.regP99.Round(time.Millisecond), r.regRounds, r.healConverge.Round(time.Millisecond),
-		r.idleBytes, r.busyBytes, r.perDelta, r.pulls, r.took.Round(time.Second), r.load, r.note())
+		r.idleBytes, r.busyBytes, r.perDelta, r.pulls, r.took.Round(time.Second), r.cpu.Round(100*time.Millisecond), r.load, r.note())
 }
 
 func (r simResult) note() string {
