@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -304,6 +305,11 @@ func (s *sim) settled(k int, bound time.Duration) bool {
 			return true
 		}
 		if time.Now().After(deadline) { //clock:real
+			for _, nd := range sample {
+				if nd.m.NumAlive() < k {
+					s.tb.Logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), k, s.notAlive(nd, k))
+				}
+			}
 			return false
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -409,21 +415,50 @@ func (s *sim) digestLoop() {
 }
 
 // waitAlive waits until every node lists every node alive, and returns
-// how many do not when bound passes first (0: all do).
+// how many do not when bound passes first (0: all do), logging what the
+// first few of those list otherwise.
 func (s *sim) waitAlive(bound time.Duration) int {
 	deadline := time.Now().Add(bound) //clock:real
 	for i := 0; ; i++ {
-		behind := 0
+		var behind []*simNode
 		for _, nd := range s.nodes {
 			if nd.m.NumAlive() != len(s.nodes) {
-				behind++
+				behind = append(behind, nd)
 			}
 		}
-		if behind == 0 || time.Now().After(deadline) || i > 100000 { //clock:real
-			return behind
+		if len(behind) == 0 {
+			return 0
+		}
+		if time.Now().After(deadline) || i > 100000 { //clock:real
+			for _, nd := range behind[:min(len(behind), 3)] {
+				s.tb.Logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), len(s.nodes), s.notAlive(nd, len(s.nodes)))
+			}
+			return len(behind)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// notAlive names some of the first k nodes that nd does not list alive,
+// and how it lists them.
+func (s *sim) notAlive(nd *simNode, k int) string {
+	status := make(map[string]mesh.Status)
+	for _, mb := range nd.m.Members() {
+		status[mb.Name] = mb.Status
+	}
+	var out []string
+	for _, o := range s.nodes[:k] {
+		if st := status[o.name]; st != mesh.StatusAlive && st != mesh.StatusSuspect {
+			out = append(out, fmt.Sprintf("%s %q", o.name, st))
+		}
+		if len(out) == 5 {
+			break
+		}
+	}
+	if len(status) > k {
+		out = append(out, fmt.Sprintf("and %d members more than nodes", len(status)-k))
+	}
+	return strings.Join(out, ", ")
 }
 
 func (s *sim) close() {
