@@ -25,7 +25,13 @@ type MemNetwork struct {
 	byAddr map[string]*MemTransport
 	group  map[string]int // addr -> partition group; absent = reaches all
 	lzw    atomic.Bool    // EmulateCompression
+	idle   atomic.Bool    // Meter(false): nothing is counted
 }
+
+// Meter turns the counting of sent bytes on (the default) or off. With
+// EmulateCompression a count costs a compression, so a simulation meters
+// only the windows it measures.
+func (n *MemNetwork) Meter(on bool) { n.idle.Store(!on) }
 
 // EmulateCompression makes the meshes on the network skip memberlist's
 // LZW compression, while every transport counts what it sends at the
@@ -119,8 +125,8 @@ var _ memberlist.NodeAwareTransport = (*MemTransport)(nil)
 // Addr is the transport's "host:port".
 func (t *MemTransport) Addr() string { return t.addr }
 
-// SentBytes is how many bytes this end sent, packets and streams (the
-// simulation's bytes per node).
+// SentBytes is how many bytes this end sent, packets and streams, while
+// its network metered (the simulation's bytes per node).
 func (t *MemTransport) SentBytes() int64 { return t.sent.Load() }
 
 func (t *MemTransport) stopped() bool {
@@ -162,7 +168,9 @@ func (t *MemTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 	if t.stopped() {
 		return now, fmt.Errorf("memnet: transport stopped")
 	}
-	t.sent.Add(int64(t.net.packetSize(b)))
+	if !t.net.idle.Load() {
+		t.sent.Add(int64(t.net.packetSize(b)))
+	}
 	dest, err := t.net.route(t.addr, a.Addr)
 	if err != nil {
 		return now, nil
@@ -257,7 +265,7 @@ type memConn struct {
 // counts all the same). memberlist writes each stream message in one
 // Write, so with EmulateCompression a write is one message.
 func (c *memConn) Write(b []byte) (int, error) {
-	if c.sent != nil {
+	if c.sent != nil && (c.net == nil || !c.net.idle.Load()) {
 		if c.net != nil && c.net.lzw.Load() {
 			c.sent.Add(int64(lzwFrameSize(b)))
 		} else {

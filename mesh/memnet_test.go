@@ -119,3 +119,38 @@ func TestMeshOnAnEmulatingNetworkLeavesCompressionToIt(t *testing.T) {
 		t.Error("memberlist compresses on a MemNetwork that emulates compression")
 	}
 }
+
+// TestMemNetworkCountsOnlyWhileMetering: with Meter(false) nothing sent
+// is counted, packets or streams; with Meter(true) both are again.
+func TestMemNetworkCountsOnlyWhileMetering(t *testing.T) {
+	net := &MemNetwork{}
+	net.EmulateCompression()
+	_, ta := quietList(t, net, "a", false)
+	b, tb := quietList(t, net, "b", false)
+	net.Meter(false)
+	if _, err := b.Join([]string{ta.Addr()}); err != nil {
+		t.Fatal(err)
+	}
+	var to *memberlist.Node
+	for _, m := range b.Members() {
+		if m.Name == "a" {
+			to = m
+		}
+	}
+	if err := b.SendBestEffort(to, []byte("unmetered")); err != nil {
+		t.Fatal(err)
+	}
+	if n := ta.SentBytes() + tb.SentBytes(); n != 0 {
+		t.Fatalf("%d bytes counted while not metering", n)
+	}
+	net.Meter(true)
+	if err := b.SendBestEffort(to, []byte("metered")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.SendReliable(to, []byte("metered")); err != nil {
+		t.Fatal(err)
+	}
+	if tb.SentBytes() == 0 {
+		t.Fatal("nothing counted while metering")
+	}
+}

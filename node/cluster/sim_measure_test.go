@@ -208,9 +208,11 @@ func (s *sim) bytesPerNode(d time.Duration, load func(stop <-chan struct{})) flo
 			load(stop)
 		}()
 	}
+	s.net.Meter(true)
 	b0, t0 := s.sent(), time.Now()
 	time.Sleep(d)
 	b1, t1 := s.sent(), time.Now()
+	s.net.Meter(false)
 	close(stop)
 	wg.Wait()
 	return float64(b1-b0) / t1.Sub(t0).Seconds() / float64(len(s.nodes))
