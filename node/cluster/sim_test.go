@@ -182,6 +182,7 @@ const (
 	simWaveWait  = 60 * time.Second // bound on one wave's settling
 	simSample    = 5                // nodes checked after each wave
 	simCalm      = 10               // 50 ms sleeps on time in a row that end a wave
+	simRepair    = 5 * time.Second  // between the push/pulls of the nodes behind
 )
 
 // startSim starts n nodes in waves, with three registry servers that the
@@ -219,7 +220,7 @@ func startSim(tb testing.TB, n int, deadline time.Time) (*sim, string) {
 		if joined%100 < wave || joined == n {
 			tb.Logf("%d of %d nodes started (%v, CPU %v)", joined, n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
 		}
-		if !s.settled(joined, min(simWaveWait, time.Until(deadline))) { //clock:real
+		if !s.settled(joined-wave, joined, min(simWaveWait, time.Until(deadline))) { //clock:real
 			if time.Now().After(deadline) { //clock:real
 				return s, fmt.Sprintf("joins (%d of %d nodes started, not yet alive everywhere)", joined, n)
 			}
@@ -288,13 +289,19 @@ func (s *sim) startNode(tb testing.TB, i, n, joined int) {
 
 // settled waits until a sample of the first k nodes (the first, the
 // last, and random others) each list k alive members, and the process
-// keeps time again (calm); false when bound passes first.
-func (s *sim) settled(k int, bound time.Duration) bool {
+// keeps time again (calm); false when bound passes first. A node of the
+// wave (from lo) can miss a member of its own wave: that member's alive
+// messages were gossiped while the others did not know the node yet. A
+// calm mesh whose sample is still behind has each node that is behind
+// push/pull once more with an older node, as a periodic push/pull would
+// (every 2 to 3 minutes at these sizes), every simRepair.
+func (s *sim) settled(lo, k int, bound time.Duration) bool {
 	sample := []*simNode{s.nodes[0], s.nodes[k-1]}
 	for range simSample - 2 {
 		sample = append(sample, s.nodes[rand.IntN(k)])
 	}
 	deadline := time.Now().Add(bound) //clock:real
+	var repaired time.Time
 	for calm := 0; calm < 100000; {
 		all := true
 		for _, nd := range sample {
@@ -316,6 +323,10 @@ func (s *sim) settled(k int, bound time.Duration) bool {
 		}
 		if all && calm >= simCalm {
 			return true
+		}
+		if !all && calm >= simCalm && time.Since(repaired) > simRepair { //clock:real
+			s.repair(append(sample, s.nodes[lo:k]...), k)
+			repaired = time.Now() //clock:real
 		}
 		if time.Now().After(deadline) { //clock:real
 			for _, nd := range sample {
@@ -428,9 +439,11 @@ func (s *sim) digestLoop() {
 
 // waitAlive waits until every node lists every node alive, and returns
 // how many do not when bound passes first (0: all do), logging what the
-// first few of those list otherwise.
+// first few of those list otherwise. The nodes that are behind push/pull
+// once more every simRepair (see settled).
 func (s *sim) waitAlive(bound time.Duration) int {
 	deadline := time.Now().Add(bound) //clock:real
+	repaired := time.Now()            //clock:real
 	for i := 0; ; i++ {
 		var behind []*simNode
 		for _, nd := range s.nodes {
@@ -447,7 +460,32 @@ func (s *sim) waitAlive(bound time.Duration) int {
 			}
 			return len(behind)
 		}
+		if time.Since(repaired) > simRepair { //clock:real
+			s.repair(behind, len(s.nodes))
+			repaired = time.Now() //clock:real
+		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// repair has each of nodes that lists fewer than k alive push/pull with
+// a random other node of the first k.
+func (s *sim) repair(nodes []*simNode, k int) {
+	n := 0
+	for _, nd := range nodes {
+		if nd.m.NumAlive() >= k {
+			continue
+		}
+		o := s.nodes[rand.IntN(k)]
+		if o == nd {
+			continue
+		}
+		if _, err := nd.m.Join([]string{o.tr.Addr()}); err == nil {
+			n++
+		}
+	}
+	if n > 0 {
+		s.tb.Logf("%d nodes behind pushed and pulled again (%d nodes)", n, k)
 	}
 }
 
