@@ -278,9 +278,8 @@ func runSim(tb testing.TB, n, rounds int, quick bool, budget time.Duration) (r s
 		r.timedOut = where
 		return r
 	}
-	// Let the joins' gossip and the first digests settle (3 digests 5 s
-	// apart after each node's first change).
-	settle, window, hold := 20*time.Second, 10*time.Second, 5*time.Second
+	// Let the joins' last gossip settle.
+	settle, window, hold := 10*time.Second, 10*time.Second, 5*time.Second
 	if quick {
 		settle, window, hold = time.Second, time.Second, time.Second
 	}

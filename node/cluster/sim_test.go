@@ -231,13 +231,11 @@ func startSim(tb testing.TB, n int, deadline time.Time) (*sim, string) {
 		return s, fmt.Sprintf("alive (%d of %d nodes do not list all %d alive)", left, n, n)
 	}
 	tb.Logf("%d nodes alive everywhere (%v, CPU %v)", n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
-	for _, nd := range s.nodes {
-		nd.change() // its session starts: a delta, as a node's first hook makes
-	}
+	cads := s.seedPresence()
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
-		s.digestLoop()
+		s.digestLoop(cads)
 	}()
 	return s, ""
 }
@@ -414,13 +412,40 @@ func simFollow(ctx context.Context, srv *raftstore.Store, sp *simProgress, m *ra
 	}
 }
 
+// seedPresence starts the mesh at rest: every node's session, and every
+// node holding every other's, as push/pulls leave a mesh that has run a
+// while, and each node's digest cadence past the digests of that state.
+// (A thousand sessions started at once would gossip a thousand deltas and
+// three thousand digests, each re-gossiped by every node: a million times
+// a node's work, in one process, before anything is measured.) It
+// returns the cadences for digestLoop.
+func (s *sim) seedPresence() []digestCadence {
+	blobs := make([]gossip.Blob, len(s.nodes))
+	cads := make([]digestCadence, len(s.nodes))
+	for i, nd := range s.nodes {
+		nd.mu.Lock()
+		nd.gen++
+		nd.state.LastEvidenceAt = time.Now() //clock:real the session starts now
+		nd.mu.Unlock()
+		blobs[i] = nd.blob()
+		cads[i] = digestCadence{last: nd.digest(), seen: true}
+	}
+	for i, nd := range s.nodes {
+		for j, b := range blobs {
+			if j != i {
+				nd.table.Merge(b)
+			}
+		}
+	}
+	return cads
+}
+
 // digestLoop is every node's digest cadence (presenceSync.digestLoop):
 // each node looks every PresenceRefresh (5 s), at its own phase. One
 // goroutine and one ticker serve them all, a slot of nodes per tick.
-func (s *sim) digestLoop() {
+func (s *sim) digestLoop(cads []digestCadence) {
 	const every, tick = 5 * time.Second, 100 * time.Millisecond
 	slots := int(every / tick)
-	cads := make([]digestCadence, len(s.nodes))
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	for k := 0; ; k++ {
