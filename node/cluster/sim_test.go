@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,16 @@ type sim struct {
 	stop     chan struct{}
 	wg       sync.WaitGroup
 	pulls    atomic.Int64
+}
+
+// logf reports the run's progress: on stderr at once in a benchmark
+// (whose log shows at its end, cut to ten lines), else in the test's log.
+func (s *sim) logf(format string, args ...any) {
+	if _, ok := s.tb.(*testing.B); ok {
+		fmt.Fprintf(os.Stderr, "sim: "+format+"\n", args...)
+		return
+	}
+	s.tb.Logf(format, args...)
 }
 
 // simRound is one change being timed: its key and version, and when each
@@ -178,7 +189,8 @@ func simConfig(tb testing.TB, name string, n int, tr *mesh.MemTransport, h mesh.
 // of) drains before the next adds to it.
 const (
 	simWaveMin   = 10               // nodes in the first waves
-	simWaveShare = 4                // later waves: a quarter of the nodes already joined
+	simWaveShare = 4                // later waves: a quarter of the nodes already joined,
+	simWaveMax   = 50               // and at most this many
 	simWaveWait  = 60 * time.Second // bound on one wave's settling
 	simSample    = 5                // nodes checked after each wave
 	simCalm      = 10               // 50 ms sleeps on time in a row that end a wave
@@ -209,7 +221,7 @@ func startSim(tb testing.TB, n int, deadline time.Time) (*sim, string) {
 	}
 	begin, cpu0 := time.Now(), processCPU() //clock:real
 	for joined := 0; joined < n; {
-		wave := min(n-joined, max(simWaveMin, joined/simWaveShare))
+		wave := min(n-joined, simWaveMax, max(simWaveMin, joined/simWaveShare))
 		for i := joined; i < joined+wave; i++ {
 			if time.Now().After(deadline) { //clock:real the run's budget is wall time
 				return s, fmt.Sprintf("joins (%d of %d nodes started)", i, n)
@@ -218,19 +230,19 @@ func startSim(tb testing.TB, n int, deadline time.Time) (*sim, string) {
 		}
 		joined += wave
 		if joined%100 < wave || joined == n {
-			tb.Logf("%d of %d nodes started (%v, CPU %v)", joined, n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
+			s.logf("%d of %d nodes started (%v, CPU %v)", joined, n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
 		}
 		if !s.settled(joined-wave, joined, min(simWaveWait, time.Until(deadline))) { //clock:real
 			if time.Now().After(deadline) { //clock:real
 				return s, fmt.Sprintf("joins (%d of %d nodes started, not yet alive everywhere)", joined, n)
 			}
-			tb.Logf("wave up to %d nodes not settled within %v; going on", joined, simWaveWait)
+			s.logf("wave up to %d nodes not settled within %v; going on", joined, simWaveWait)
 		}
 	}
 	if left := s.waitAlive(min(time.Duration(n)*300*time.Millisecond+60*time.Second, time.Until(deadline))); left > 0 { //clock:real
 		return s, fmt.Sprintf("alive (%d of %d nodes do not list all %d alive)", left, n, n)
 	}
-	tb.Logf("%d nodes alive everywhere (%v, CPU %v)", n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
+	s.logf("%d nodes alive everywhere (%v, CPU %v)", n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
 	cads := s.seedPresence()
 	s.wg.Add(1)
 	go func() {
@@ -272,7 +284,7 @@ func (s *sim) startNode(tb testing.TB, i, n, joined int) {
 			break
 		} else if try == 4 {
 			// Its join loop goes on trying the seeds it was given.
-			tb.Logf("%s: join: %v", nd.name, err)
+			s.logf("%s: join: %v", nd.name, err)
 		}
 	}
 	nd.mirror = raftstore.NewMirror(raftstore.MirrorConfig{})
@@ -329,7 +341,7 @@ func (s *sim) settled(lo, k int, bound time.Duration) bool {
 		if time.Now().After(deadline) { //clock:real
 			for _, nd := range sample {
 				if nd.m.NumAlive() < k {
-					s.tb.Logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), k, s.notAlive(nd, k))
+					s.logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), k, s.notAlive(nd, k))
 				}
 			}
 			return false
@@ -481,7 +493,7 @@ func (s *sim) waitAlive(bound time.Duration) int {
 		}
 		if time.Now().After(deadline) || i > 100000 { //clock:real
 			for _, nd := range behind[:min(len(behind), 3)] {
-				s.tb.Logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), len(s.nodes), s.notAlive(nd, len(s.nodes)))
+				s.logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), len(s.nodes), s.notAlive(nd, len(s.nodes)))
 			}
 			return len(behind)
 		}
@@ -510,7 +522,7 @@ func (s *sim) repair(nodes []*simNode, k int) {
 		}
 	}
 	if n > 0 {
-		s.tb.Logf("%d nodes behind pushed and pulled again (%d nodes)", n, k)
+		s.logf("%d nodes behind pushed and pulled again (%d nodes)", n, k)
 	}
 }
 
