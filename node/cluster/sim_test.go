@@ -68,6 +68,7 @@ type sim struct {
 // logf reports the run's progress: on stderr at once in a benchmark
 // (whose log shows at its end, cut to ten lines), else in the test's log.
 func (s *sim) logf(format string, args ...any) {
+	s.tb.Helper()
 	if _, ok := s.tb.(*testing.B); ok {
 		fmt.Fprintf(os.Stderr, "sim: "+format+"\n", args...)
 		return
