@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/harn-dev/harn/node/acttoken"
+	"github.com/harn-dev/harn/node/alerts/notifysvc"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/notify"
 	"github.com/harn-dev/harn/node/tasks"
@@ -24,7 +25,7 @@ func TestWithoutABoardANeedsInputMessageHasNoButtons(t *testing.T) {
 	n := webNode(t, "", "")
 	mustIngest(t, n, ev("p1", "1", presence.TypeSessionStart, 1, nil))
 	id, _ := awaitOpen(t, n, tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Key: "k1"})
-	if b := n.actionButtons(needsInputWith(id)); b != nil {
+	if b := n.notes.Buttons(needsInputWith(id)); b != nil {
 		t.Fatalf("buttons without a board: %+v", b)
 	}
 }
@@ -38,13 +39,13 @@ func TestButtonsAnswerTheRequestOnceByTheirUse(t *testing.T) {
 	mustIngest(t, n,
 		ev("p1", "1", presence.TypeSessionStart, 1, nil),
 		ev("p1", "2", presence.TypeInputRequested, 2, map[string]any{presence.AttrTool: "Bash", presence.AttrRequestKey: "k1"}))
-	if b := n.actionButtons(needsInputWith("r-not-open")); b != nil {
+	if b := n.notes.Buttons(needsInputWith("r-not-open")); b != nil {
 		t.Fatalf("buttons for a request that is not open: %+v", b)
 	}
 	id, got := awaitOpen(t, n, tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Key: "k1"})
-	bs := n.actionButtons(needsInputWith(id))
+	bs := n.notes.Buttons(needsInputWith(id))
 	if len(bs) != 2 || bs[0].Label != "Approve" || bs[1].Label != "Deny" ||
-		bs[0].URL != strings.TrimSuffix(n.BoardBaseURL(), "/")+board.ActPath {
+		bs[0].URL != strings.TrimSuffix(n.web.BaseURL(), "/")+board.ActPath {
 		t.Fatalf("buttons %+v", bs)
 	}
 	var body board.ActBody
@@ -52,7 +53,7 @@ func TestButtonsAnswerTheRequestOnceByTheirUse(t *testing.T) {
 		t.Fatalf("the Approve body %q", bs[0].Body)
 	}
 	yes, no := bs[0].Headers[board.ActTokenHeader], bs[1].Headers[board.ActTokenHeader]
-	d := actDecider{n}
+	d := n.notes.Decider()
 	if _, err := d.Decide(t.Context(), yes, id, acttoken.Deny); !errors.Is(err, acttoken.ErrOtherDecision) {
 		t.Fatalf("the Approve token to deny: %v", err)
 	}
@@ -69,7 +70,7 @@ func TestButtonsAnswerTheRequestOnceByTheirUse(t *testing.T) {
 	if _, err := d.Decide(t.Context(), no, id, acttoken.Deny); !errors.Is(err, acttoken.ErrClosed) {
 		t.Fatalf("Deny after the answer: %v", err)
 	}
-	_, evs, _, err := n.ReadTrace(t.Context(), "p1")
+	_, evs, _, err := n.roster.ReadTrace(t.Context(), "p1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestButtonsAnswerTheRequestOnceByTheirUse(t *testing.T) {
 			by = append(by, attrs[presence.AttrBy])
 		}
 	}
-	if len(by) != 1 || by[0] != ActionBy+"@testnode" {
+	if len(by) != 1 || by[0] != notifysvc.ActionBy+"@testnode" {
 		t.Fatalf("recorded answers by %v", by)
 	}
 }
@@ -108,11 +109,11 @@ func TestThePublicBoardURLIsWhereLinksAndButtonsPoint(t *testing.T) {
 	cfg.HTTPAddr, cfg.Web.PublicURL = "127.0.0.1:0", "https://harn.example/b/"
 	n := openNode(t, cfg)
 	mustIngest(t, n, ev("p1", "1", presence.TypeSessionStart, 1, nil))
-	if l := n.sessionLink("p1"); l != "https://harn.example/b/s/p1" {
+	if l := n.notes.Link("p1"); l != "https://harn.example/b/s/p1" {
 		t.Fatalf("the link %q", l)
 	}
 	id, _ := awaitOpen(t, n, tasks.Request{Session: "p1", Agent: "claude-code", Tool: "Bash", Key: "k1"})
-	if bs := n.actionButtons(needsInputWith(id)); len(bs) != 2 || bs[0].URL != "https://harn.example/b/act" {
+	if bs := n.notes.Buttons(needsInputWith(id)); len(bs) != 2 || bs[0].URL != "https://harn.example/b/act" {
 		t.Fatalf("buttons %+v", bs)
 	}
 }

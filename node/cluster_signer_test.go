@@ -15,6 +15,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
@@ -215,7 +216,7 @@ func TestRevokedNodesPresenceIsRefusedAndDropped(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	args, _ := json.Marshal("tw2")
-	if _, err := n0.MeshAdmin(ctx, AdminRevokeNode, args); err != nil {
+	if _, err := n0.trust.MeshAdmin(ctx, wire.AdminRevokeNode, args); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the revocation on tw0 and tw1", func() bool {

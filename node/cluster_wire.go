@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -14,10 +13,13 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/meshtrust"
+	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -68,7 +70,7 @@ var (
 	// ErrJoinNeedsToken: a node asked to --join a mesh has no certificate
 	// of it and no join token (and plaintext was not asked for).
 	ErrJoinNeedsToken = meshtrust.ErrJoinNeedsToken
-	ErrNoMesh         = errors.New("node: this node runs without the mesh")
+	ErrNoMesh         = cluster.ErrNoMesh
 )
 
 // PeerReplyError is a peer's reply over MaxPeerListItems entries.
@@ -106,9 +108,9 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 // opened; Close releases it.
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
-		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerService{n},
-		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: n.gossipNotifier, Decorate: n.decorateEntry,
-		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, &hostedPeer{n: n}) }})
+		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer(), n.coord.Peer()},
+		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: func(h *gossip.Handler) mesh.Handler { return web.GossipNotifier(h, n.changes.Notify) }, Decorate: n.decorateEntry,
+		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +136,7 @@ func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.Apply
 // sessions and tasks (cluster.PeerService).
 type peerService struct{ n *Node }
 
-var _ cluster.PeerService = peerService{}
+var _ cluster.PeerService = peerServer{}
 
 // MeshAddr is the "host:port" other nodes reach this node's gossip at (a
 // seed for Join); "" without the mesh.
@@ -177,26 +179,16 @@ func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) 
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	evs, err := s.n.sessionEvents(st.SessionID)
+	evs, err := s.n.roster.Events(st.SessionID)
 	if err != nil {
 		return nil, statusErr(err)
 	}
 	out := &api.TraceResponse{Session: api.RowOf(&st)}
 	for i := range evs {
-		out.Events = append(out.Events, EventToAPI(&evs[i]))
+		out.Events = append(out.Events, wire.EventToAPI(&evs[i]))
 	}
 	return out, nil
 }
-
-// Admin operations of a CA rotation, in wire.
-const (
-	AdminCARotate = wire.AdminCARotate
-	AdminCAFinish = wire.AdminCAFinish
-	AdminCAStatus = wire.AdminCAStatus
-)
-
-// CAStatus is wire.CAStatus.
-type CAStatus = wire.CAStatus
 
 // ReasonWriteRefused is the ErrorInfo reason of a registry write the
 // leader's write authority refused (the caller's node may not make it).
@@ -228,4 +220,12 @@ func ParseNotifyAdmins(s string) ([]string, error) {
 		out = append(out, n)
 	}
 	return out, nil
+}
+
+// peerServer is the cluster gRPC's peer service: peerService and the
+// rooms' own parts.
+type peerServer struct {
+	peerService
+	*tasksvc.TaskPeer
+	*coordsvc.CoordPeer
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/harn-dev/harn/node/heartbeat"
+	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/remotepolicy"
@@ -24,7 +25,7 @@ import (
 type Config struct {
 	// DataDir holds ledger/, spool/, active/ and node.key.
 	DataDir string
-	// Socket is the unix socket of the local gRPC service.
+	// Socket is the unix socket of the local API (the local wire).
 	Socket string
 	// Name is the node's name in the mesh (default: the hostname).
 	Name string
@@ -87,8 +88,8 @@ type Config struct {
 	// cluster gRPC service.
 	Cluster ClusterConfig
 
-	// Hosted configures the hosting room (hosted_wire.go).
-	Hosted HostedConfig
+	// Hosted configures the hosting room (node/hosted/hostedsvc).
+	Hosted hostedsvc.Config
 
 	// Provider is the node's own model provider (--provider,
 	// --provider-url, HARN_PROVIDER_KEY or --provider-key-file,
@@ -150,7 +151,7 @@ func DefaultConfig() Config {
 		Logger:           slog.Default(),
 		Clock:            clock.Real{},
 		Cluster:          DefaultClusterConfig(),
-		Hosted:           HostedConfig{Max: DefaultMaxHosted},
+		Hosted:           hostedsvc.Config{Max: hostedsvc.DefaultMax},
 		Notify:           NotifyConfig{Desktop: true},
 		Remote:           remotepolicy.DefaultConfig(),
 	}
@@ -202,7 +203,7 @@ func (c Config) Validate() error {
 	if err := c.AgentBounds.Validate(); err != nil {
 		return fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	if err := c.Hosted.validate(); err != nil {
+	if err := c.Hosted.Validate(); err != nil {
 		return err
 	}
 	return c.Cluster.Validate()

@@ -13,11 +13,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/operator"
 )
 
-func peerCtx(info credentials.AuthInfo) context.Context {
-	return grpcpeer.NewContext(context.Background(), &grpcpeer.Peer{Addr: &net.UnixAddr{Name: "s", Net: "unix"}, AuthInfo: info})
-}
+func peerCtx(p operator.Peer) context.Context { return operator.WithPeer(context.Background(), p) }
 
 // TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory: the trust op
 // answers the node's own uid on the local socket; another uid (root for
@@ -26,7 +25,7 @@ func peerCtx(info credentials.AuthInfo) context.Context {
 // read or recorded.
 func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 	n := openNode(t, testConfig(t, t.TempDir()))
-	s := &localService{n: n}
+	s := n.trust.Local()
 	project := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(project, ".harn"), 0o700); err != nil {
 		t.Fatal(err)
@@ -34,19 +33,19 @@ func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(project, ".harn", "mcp.json"), []byte(`{"mcpServers":{"x":{"command":"/bin/true"}}}`), 0o600)
 	add := &api.DirTrustRequest{Op: "add", Dir: project}
 	for name, ctx := range map[string]context.Context{
-		"another uid":  peerCtx(localPeer{uid: os.Geteuid() + 1, known: true}),
-		"unknown peer": peerCtx(localPeer{}),
+		"another uid":  peerCtx(operator.Peer{UID: os.Geteuid() + 1, Known: true}),
+		"unknown peer": peerCtx(operator.Peer{}),
 		"no peer":      context.Background(),
-		"mesh peer":    peerCtx(credentials.TLSInfo{}),
+		"mesh peer":    grpcpeer.NewContext(context.Background(), &grpcpeer.Peer{Addr: &net.UnixAddr{Name: "s", Net: "unix"}, AuthInfo: credentials.TLSInfo{}}),
 	} {
 		if _, err := s.DirTrust(ctx, add); status.Code(err) != codes.PermissionDenied {
 			t.Errorf("%s: %v; want PermissionDenied", name, err)
 		}
 	}
-	if len(n.dirTrust.List()) != 0 {
+	if len(n.trust.Dirs().List()) != 0 {
 		t.Fatal("a refused caller trusted a directory")
 	}
-	own := peerCtx(localPeer{uid: os.Geteuid(), known: true})
+	own := peerCtx(operator.Peer{UID: os.Geteuid(), Known: true})
 	res, err := s.DirTrust(own, add)
 	if err != nil || len(res.GetDirs()) != 1 || !res.GetCheck().GetTrusted() {
 		t.Fatalf("the owner's add: %v %v", res, err)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 )
 
 // diagWindow is how far back `harn doctor` counts hook diagnostics as
@@ -18,8 +19,8 @@ const diagWindow = time.Hour
 func (n *Node) Doctor() *api.DoctorResponse {
 	out := &api.DoctorResponse{Node: n.cfg.Name, Role: "lone", DataDir: n.cfg.DataDir, Socket: n.cfg.Socket,
 		Version: n.cfg.Version, Mesh: n.cfg.Cluster.Enabled, Tls: &api.DoctorTLS{Mode: "off"}}
-	if n.board != nil {
-		out.HttpAddr = n.board.Addr()
+	if a := n.web.ListenAddr(); a != "" {
+		out.HttpAddr = a
 	}
 	if n.cfg.Cluster.Enabled {
 		switch {
@@ -47,7 +48,7 @@ func (n *Node) Doctor() *api.DoctorResponse {
 			}
 			out.DiagnosticsLastHour++
 			if out.NewestDiagnostic == nil { // newest first
-				out.NewestDiagnostic = DiagnosticToAPI(d)
+				out.NewestDiagnostic = wire.DiagnosticToAPI(d)
 			}
 		}
 	}

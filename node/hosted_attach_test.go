@@ -55,16 +55,16 @@ func TestAnAttachThroughAPeerCarriesKeysBothWays(t *testing.T) {
 	})
 	owner := m.nodes[0]
 	viewer := m.join("tw1", tok, false)
-	run, err := owner.runHosted(&api.HostedRunRequest{Agent: "echo", Dir: t.TempDir(), By: "test"}, false)
+	run, err := owner.hosts.Start(&api.HostedRunRequest{Agent: "echo", Dir: t.TempDir(), By: "test"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mesh.WaitFor(t, 30*time.Second, "tw1 knows the session", func() bool {
-		_, where, err := viewer.placeHosted(run.Session)
+		_, where, err := viewer.hosts.Place(run.Session)
 		return err == nil && where == "tw0"
 	})
 	mesh.WaitFor(t, 10*time.Second, "the terminal is ready", func() bool {
-		l, _ := owner.hosted.Screen(run.Session)
+		l, _ := owner.hosts.Room().Screen(run.Session)
 		return len(l) > 0 && bytes.Contains([]byte(l[0]), []byte("ready"))
 	})
 	a, first := attachVia(t, viewer, run.Session, false)
@@ -93,7 +93,7 @@ func TestAnAttachThroughAPeerCarriesKeysBothWays(t *testing.T) {
 			break
 		}
 	}
-	if !owner.hosted.Has(run.Session) {
+	if !owner.hosts.Room().Has(run.Session) {
 		t.Fatal("the detach ended the agent")
 	}
 }

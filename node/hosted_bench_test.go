@@ -37,12 +37,12 @@ func BenchmarkHostedKeystroke(b *testing.B) {
 	})
 	owner := m.nodes[0]
 	viewer := m.join("tw1", tok, false)
-	run, err := owner.runHosted(&api.HostedRunRequest{Agent: "echo", Dir: b.TempDir(), By: "bench"}, false)
+	run, err := owner.hosts.Start(&api.HostedRunRequest{Agent: "echo", Dir: b.TempDir(), By: "bench"}, false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	mesh.WaitFor(b, 30*time.Second, "tw1 knows the hosted session", func() bool {
-		_, where, err := viewer.placeHosted(run.Session)
+		_, where, err := viewer.hosts.Place(run.Session)
 		return err == nil && where == "tw0"
 	})
 	conn, err := net.Dial("unix", viewer.cfg.Socket)
@@ -58,7 +58,7 @@ func BenchmarkHostedKeystroke(b *testing.B) {
 		b.Fatalf("attach: %v %v", err, first.GetEnd())
 	}
 	mesh.WaitFor(b, 10*time.Second, "the echo terminal is ready", func() bool {
-		l, _ := owner.hosted.Screen(run.Session)
+		l, _ := owner.hosts.Room().Screen(run.Session)
 		return len(l) > 0 && bytes.Contains([]byte(l[0]), []byte("ready"))
 	})
 	harnKey := func(k byte) time.Duration {

@@ -29,7 +29,7 @@ const (
 // durably (idempotent by id) and folds them into the live states
 // (node/sessions). It returns after the events are in a synced WAL.
 func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
-	if err := n.tieHosted(evs); err != nil {
+	if err := n.hosts.Tie(evs); err != nil {
 		return ledger.AppendResult{}, err
 	}
 	return n.sess.Ingest(context.Background(), evs)
@@ -37,7 +37,7 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 
 // IngestContext is Ingest traced under ctx's span.
 func (n *Node) IngestContext(ctx context.Context, evs []presence.Event) (ledger.AppendResult, error) {
-	if err := n.tieHosted(evs); err != nil {
+	if err := n.hosts.Tie(evs); err != nil {
 		return ledger.AppendResult{}, err
 	}
 	return n.sess.Ingest(ctx, evs)
@@ -69,15 +69,13 @@ func (n *Node) subscribe() {
 		}
 	})
 	n.sess.Subscribe(func(b sessions.Batch) {
-		if n.hosted != nil {
-			n.hosted.Observe(b.Stored) // a hosted agent's turn ending types its held follow-up
-		}
+		n.hosts.Observe(b.Stored) // a hosted agent's turn ending types its held follow-up
 	})
 	n.sess.Subscribe(func(b sessions.Batch) {
 		// A write announced in a turn that ended without its end did not
 		// run: the claims room releases what it took.
 		if len(b.Stored) > 0 {
-			n.observeClaimCalls(context.Background(), b.Stored)
+			n.taskSvc.ObserveClaimCalls(context.Background(), b.Stored)
 		}
 	})
 	n.sess.Subscribe(func(b sessions.Batch) { n.noteClamped(b.Clamped, b.Stored) })

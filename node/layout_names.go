@@ -59,8 +59,6 @@ func LoadOrCreateKey(dataDir string) ([]byte, error) { return layout.LoadOrCreat
 // ParseHTTPAddr is layout.ParseHTTPAddr.
 func ParseHTTPAddr(s string) (addr string, port int, err error) { return layout.ParseHTTPAddr(s) }
 
-func ownedByMe(fi fs.FileInfo) bool              { return layout.OwnedByMe(fi) }
-func ownerWhy(fi fs.FileInfo) string             { return layout.OwnerWhy(fi) }
-func trustQuote(p string) string                 { return layout.Quote(p) }
-func peerUID(c *net.UnixConn) (int, bool, error) { return layout.PeerUID(c) }
-func peerPID(c *net.UnixConn) int                { return layout.PeerPID(c) }
+func ownedByMe(fi fs.FileInfo) bool  { return layout.OwnedByMe(fi) }
+func ownerWhy(fi fs.FileInfo) string { return layout.OwnerWhy(fi) }
+func trustQuote(p string) string     { return layout.Quote(p) }

@@ -1,6 +1,6 @@
 // Package node is the harn daemon's composition root: it only wires. Open
 // opens its rooms in order and Close closes them; it holds the service
-// adapters (the local gRPC on the unix socket, the cluster gRPC) that turn
+// adapters (the local wire on the unix socket, the cluster gRPC) that turn
 // requests into calls on the rooms.
 //
 // The rooms: node/sessions is the local half (this node's sessions, their
@@ -29,28 +29,35 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 
-	"github.com/harn-dev/harn/node/acttoken"
 	"github.com/harn-dev/harn/node/alerts"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/alerts/notifysvc"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
 	"github.com/harn-dev/harn/node/cluster"
-	"github.com/harn-dev/harn/node/dirtrust"
+	"github.com/harn-dev/harn/node/coordsvc"
+	"github.com/harn-dev/harn/node/declare"
 	"github.com/harn-dev/harn/node/gitcheck"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
-	"github.com/harn-dev/harn/node/hosted"
+	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/metrics"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/remotepolicy"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/tracing"
-	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/node/trustadmin"
+	"github.com/harn-dev/harn/node/web"
+	"github.com/harn-dev/harn/presence"
 )
 
 // ProcChecker tells whether an agent process still exists.
@@ -64,35 +71,29 @@ type Node struct {
 	cfg   Config
 	log   *slog.Logger
 	procs ProcChecker
-	git   GitChecker
 
 	ledger *ledger.Ledger
 	lock   *os.File
 	key    []byte
 
-	sess *sessions.Store // this node's sessions (node/sessions); nil until Open
-	seen *remint.Watcher // whether agents showed their re-minted names (node/remint)
+	sess *sessions.Store   // this node's sessions (node/sessions); nil until Open
+	decl *declare.Declarer // declarations about them (node/declare); nil until Open
+	seen *remint.Watcher   // whether agents showed their re-minted names (node/remint)
 
-	tasks  *tasks.Host  // the task runtimes (node/tasks)
-	hosted *hosted.Room // agents in terminals the node owns (node/hosted; hosted_wire.go)
+	tasks   *tasks.Host       // the task runtimes (node/tasks)
+	taskSvc *tasksvc.Service  // their service (node/tasksvc); nil until openTasks
+	coord   *coordsvc.Service // claims, end, ping (node/coordsvc); nil until openTasks
+	hosts   *hostedsvc.Host   // agents in terminals the node owns (node/hosted/hostedsvc)
 	// remotePol is what a caller on another node may choose for a task
 	// here (node/remotepolicy; remote_policy.go); set by openTasks.
 	remotePol remotepolicy.Config
-	// dirTrust is the trusted project directories (node/dirtrust;
-	// dirtrust_service.go); undeny lifts the data dir's denial to safe
-	// reads (util/safefs).
-	dirTrust *dirtrust.Store
-	undeny   func()
-	acts     *acttoken.Store // notifications' one-decision tokens (actwire.go)
-	alerts   *alerts.Room    // notifications (node/alerts; notifywire.go)
-	// desktopOn: desktop notifications are asked for and a program to show
-	// them exists (notify-send or osascript).
-	desktopOn bool
-	// hooksSaved is the registry index of the webhook set kept in the
-	// ledger (notifywire.go).
-	hooksSaved atomic.Uint64
-	cl         *cluster.Cluster // nil without the mesh
-	remote     *gossip.Table    // what other nodes gossip
+	trust     *trustadmin.Service // mesh and directory trust (node/trustadmin)
+	gate      *operator.Gate      // who on other nodes may act here (node/operator)
+	notes     *notifysvc.Service  // notifications' service (node/alerts/notifysvc)
+	alerts    *alerts.Room        // notifications (node/alerts), the service's room
+	cl        *cluster.Cluster    // nil without the mesh
+	remote    *gossip.Table       // what other nodes gossip
+	roster    *roster.Roster      // every session on every node (node/roster; roster_wire.go)
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]
@@ -100,12 +101,10 @@ type Node struct {
 	proj     *heartbeat.Projector
 	changes  *changes.Broadcaster // heartbeat, gossip and registry changes (web.go)
 	metrics  *metrics.Metrics     // /metrics (node/metrics)
-	board    *board.Server        // nil without --http-port
-	pending  pendingCache         // peers' open permission requests (web_source.go)
+	web      *web.Web             // the board and /metrics (node/web); nil without Open
 	tracer   trace.Tracer         // no-op unless Config.TracerProvider is set
-	grpc     *grpc.Server
 	lis      net.Listener
-	mux      *localMux // the socket's two protocols: the local wire and gRPC
+	local    *localapi.Server // the local socket's server (the local wire)
 	sockInfo os.FileInfo
 	started  time.Time
 
@@ -121,19 +120,30 @@ func New(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	cfg.Cluster = cfg.Cluster.WithDefaults()
-	procs, git := cfg.Procs, cfg.Git
+	procs := cfg.Procs
 	if procs == nil {
 		procs = systemProcs{}
 	}
-	if git == nil {
-		git = realGit{cfg: gitcheck.DefaultConfig()}
+	if cfg.Git == nil {
+		cfg.Git = declare.GitCLI{Config: gitcheck.DefaultConfig()}
 	}
 	n := &Node{
-		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs, git: git,
+		cfg: cfg, log: cfg.Logger.With("node", cfg.Name), procs: procs,
 		remote:  gossip.NewTable(),
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
+	n.roster = n.newRoster()
+	n.trust = trustadmin.New(trustadmin.Deps{Node: cfg.Name, DataDir: cfg.DataDir, Log: n.log, Mesh: func() trustadmin.Mesh {
+		if n.cl == nil {
+			return nil
+		}
+		return n.cl
+	}})
+	n.gate = &operator.Gate{Node: cfg.Name, Log: n.log, HasTrust: func() bool { return n.cl != nil && n.cl.HasTrust() },
+		Policy: func() operator.Policy {
+			return operator.Policy{Control: n.cfg.Cluster.RemoteControl, Watch: n.cfg.Hosted.RemoteWatch, Exec: n.cfg.Cluster.RemoteExec}
+		}}
 	return n, nil
 }
 
@@ -194,6 +204,14 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.sess = sessions.New(sessions.Config{Node: n.cfg.Name, Ledger: n.ledger, Clock: n.cfg.Clock,
 		Logger: n.log, Tracer: n.tracer})
+	n.decl = declare.New(declare.Deps{Clock: n.cfg.Clock, Sessions: n.sess, Ledger: n.ledger, Git: n.cfg.Git,
+		Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }, SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
+		Writer: func() declare.Writer {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl.Writer()
+		}})
 	n.seen = n.newWatcher()
 	n.subscribe()
 	if err := n.sess.Rebuild(); err != nil {
@@ -202,18 +220,19 @@ func (n *Node) open(ctx context.Context) error {
 	n.seen.Start()
 	n.proj.OnWrite(n.changes.Notify)
 	n.proj.Reset(n.sess.Live())
-	n.openActTokens()
-	n.openAlerts()
+	n.notes = notifysvc.Open(n.cfg.Notify, n.notifyDeps())
+	n.alerts = n.notes.Room()
 	n.drainSpool()
-	if err := n.openDirTrust(); err != nil {
+	if err := n.trust.Open(); err != nil {
 		return err
 	}
 	if err := n.openTasks(); err != nil {
 		return err
 	}
-	if err := n.openHosted(); err != nil {
+	if n.hosts, err = hostedsvc.Open(n.cfg.Hosted, n.hostedDeps()); err != nil {
 		return err
 	}
+	n.taskSvc.Hosted = n.hosts // a hosted session's steer and follow-up
 	if err := n.listen(); err != nil {
 		return err
 	}
@@ -229,10 +248,15 @@ func (n *Node) open(ctx context.Context) error {
 	if err := privateDataDir(n.cfg.DataDir); err != nil {
 		return err
 	}
-	if err := n.openClaims(); err != nil {
+	d, err := n.coord.OpenClaims()
+	if err != nil {
 		return err
 	}
-	if err := n.openWeb(); err != nil {
+	n.claims.Store(d)
+	if n.tasks != nil {
+		n.tasks.Approvals().OnChange(n.notes.ApprovalsChanged)
+	}
+	if n.web, err = web.Open(n.cfg.Web, n.webDeps()); err != nil {
 		return err
 	}
 	n.serve()
@@ -243,7 +267,7 @@ func (n *Node) open(ctx context.Context) error {
 }
 
 func (n *Node) listen() error {
-	if err := ensureSocketDir(n.cfg.Socket); err != nil {
+	if err := localapi.EnsureSocketDir(n.cfg.Socket); err != nil {
 		return err
 	}
 	// A socket that answers belongs to another node (on another data
@@ -269,20 +293,12 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(localCreds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localService{n: n}, &adminService{n: n}
-	apigrpc.RegisterLocalServer(n.grpc, local)
-	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
-	hs := &hostedService{n: n}
-	apigrpc.RegisterHostedServer(n.grpc, hs)
-	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
-		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin},
-		apigrpc.Service{Desc: &apigrpc.Hosted_ServiceDesc, Impl: hs})
+	local := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local()}
+	n.local = localapi.New(lis, api.LocalMethods(local), api.MeshAdminMethods(n.trust.Admin()), api.HostedMethods(n.hosts.Local()))
 	if n.cfg.TracerProvider != nil {
-		wire.Wrap = traceLocal(n.tracer)
+		n.local.Wrap = localapi.Trace(n.tracer)
 	}
-	n.mux = newLocalMux(lis, wire, context.Background())
-	n.mux.attach = n.serveAttach
+	n.local.Attach = n.hosts.ServeAttach
 	return nil
 }
 
@@ -292,11 +308,7 @@ func (n *Node) listen() error {
 // ("runs without the mesh", "serves no board") and a hook that cannot
 // wait spools as it does for a node that is down.
 func (n *Node) serve() {
-	n.start(n.mux.run, func() {
-		if err := n.grpc.Serve(n.mux.grpc); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			n.log.Error("grpc serve", "err", err)
-		}
-	})
+	n.start(n.local.Run)
 }
 
 // start runs each fn in a goroutine the node owns.
@@ -315,15 +327,11 @@ func (n *Node) start(fns ...func()) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
-		n.closeWeb()
-		if n.hosted != nil {
-			n.hosted.Close() // its processes end; their ends are recorded while the ledger is open
-		}
-		if n.grpc != nil {
-			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
-		}
-		if n.mux != nil {
-			n.mux.Close() // after gRPC, which closed its listener: Serve ends cleanly
+		n.changes.Close() // first: the board's streams end
+		n.web.Close()
+		n.hosts.Close() // its processes end; their ends are recorded while the ledger is open
+		if n.local != nil {
+			n.local.Close()
 		}
 		if d := n.claims.Load(); d != nil {
 			d.Close() // its retries write through the mesh and into the ledger
@@ -331,7 +339,7 @@ func (n *Node) Close() error {
 		if n.tasks != nil {
 			n.tasks.Close()
 		}
-		n.closeDirTrust()
+		n.trust.Close()
 		if n.seen != nil {
 			n.seen.Close() // its reads record into the ledger
 		}
@@ -379,3 +387,103 @@ func stopContext(parent context.Context, stop <-chan struct{}) (context.Context,
 	}()
 	return ctx, cancel
 }
+
+// hostedDeps wires the hosting room to the rest of the node.
+func (n *Node) hostedDeps() hostedsvc.Deps {
+	return hostedsvc.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Socket: n.cfg.Socket, Key: n.key,
+		Launchers: n.cfg.Launchers, Clock: n.cfg.Clock, Log: n.log, Gate: n.gate, Sessions: n.sess, Gossip: n.remote,
+		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }), OnChange: n.taskChanged,
+		Policy: n.policy, Record: n.roster.ResolveRecord, Stop: n.stop,
+		Mesh: func() hostedsvc.Mesh {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl
+		},
+		Reachable: func() []string {
+			var out []string
+			for name, m := range n.roster.Reachability() {
+				if roster.Reachable(m, true) {
+					out = append(out, name)
+				}
+			}
+			return out
+		}}
+}
+
+// policy is the node's remote policy (set at Open; computed before).
+func (n *Node) policy() remotepolicy.Config {
+	if n.remotePol.Node != "" {
+		return n.remotePol
+	}
+	return n.remotePolicy()
+}
+
+// localServer is the Local service: the adapters of service.go and the
+// rooms' own parts.
+type localServer struct {
+	*localService
+	*tasksvc.TaskLocal
+	*coordsvc.CoordLocal
+	*notifysvc.NotifyLocal
+	*trustadmin.TrustLocal
+}
+
+// notifyDeps wires the notifications' service to the rest of the node.
+func (n *Node) notifyDeps() notifysvc.Deps {
+	return notifysvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Meta: n.ledger,
+		MeshOn: n.cfg.Cluster.Enabled, Voter: n.cfg.Cluster.Voter(),
+		Mesh: func() notifysvc.Mesh {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl
+		},
+		Members: n.roster.Reachability, Reachable: roster.Reachable, RecordState: roster.RecordState,
+		SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
+		Own:         func() []presence.State { return n.Sessions(false) }, Waiting: n.roster.Waiting,
+		Tasks: func() *tasks.Host { return n.tasks }, BoardBase: func() string { return n.web.BaseURL() }, OnApprovals: n.changes.Notify,
+		Status: statusErr}
+}
+
+// webDeps wires the web room to the rest of the node.
+func (n *Node) webDeps() web.Deps {
+	return web.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Addr: n.cfg.HTTPAddr, Token: n.cfg.HTTPToken,
+		Log: n.log, Clock: n.cfg.Clock, Changes: n.changes, Metrics: n.metrics.Handler(),
+		Rows: func(ctx context.Context) ([]board.Row, error) {
+			entries, _, err := n.roster.List(ctx, true, false, true)
+			rows := make([]board.Row, len(entries))
+			for i := range entries {
+				rows[i] = board.RowOf(entries[i].Row())
+			}
+			return rows, err
+		},
+		Row: func(ctx context.Context, handle string) (board.Row, error) {
+			e, _, err := n.roster.ReadSession(ctx, handle)
+			return board.RowOf(e.Row()), err
+		},
+		Trace: func(ctx context.Context, handle string) ([]presence.Event, error) {
+			_, evs, _, err := n.roster.ReadTrace(ctx, handle)
+			out := make([]presence.Event, 0, len(evs))
+			for _, e := range evs {
+				if ev, err := wire.EventFromAPI(e); err == nil {
+					out = append(out, ev)
+				}
+			}
+			return out, err
+		},
+		Waiting: n.roster.Waiting, Members: n.taskSvc.Members, OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout,
+		Mesh: func() web.Mesh {
+			if n.cl == nil {
+				return nil
+			}
+			return n.cl
+		},
+		Tasks: n.taskSvc.Local(), Hoster: n.hosts.Board(), Decider: n.notes.Decider()}
+}
+
+// BoardURL is the board's URL with ?token=, or "" without a board.
+func (n *Node) BoardURL() string { return n.web.URL() }
+
+// Changes subscribes to the node's changes (see node/changes).
+func (n *Node) Changes() (<-chan struct{}, func()) { return n.changes.Subscribe() }

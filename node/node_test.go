@@ -174,7 +174,7 @@ func TestLifecycleRefusalWritesNothing(t *testing.T) {
 	}
 	for _, c := range cases {
 		before, _ := n.Ledger().Session(c.session)
-		_, err := n.Lifecycle(ctx, c.session, c.to, c.reason)
+		_, err := n.decl.Lifecycle(ctx, c.session, c.to, c.reason)
 		var re *RefusedError
 		if !errors.As(err, &re) || re.Check != c.check {
 			t.Fatalf("%s %s: err %v, want check %s", c.session, c.to, err, c.check)
@@ -184,24 +184,24 @@ func TestLifecycleRefusalWritesNothing(t *testing.T) {
 			t.Fatalf("refusal wrote an event")
 		}
 	}
-	if _, _, err := n.SetTask("s", "ship it"); err != nil {
+	if _, _, err := n.decl.SetTask("s", "ship it"); err != nil {
 		t.Fatal(err)
 	}
-	_, err := n.Lifecycle(ctx, "s", presence.TaskDone, "")
+	_, err := n.decl.Lifecycle(ctx, "s", presence.TaskDone, "")
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Check != "git" {
 		t.Fatalf("git refusal: %v", err)
 	}
 	git.err = nil
-	res, err := n.Lifecycle(ctx, "s", presence.TaskDone, "complete")
+	res, err := n.decl.Lifecycle(ctx, "s", presence.TaskDone, "complete")
 	if err != nil || !res.Recorded || res.State.TaskState != presence.TaskDone {
 		t.Fatalf("done: %+v %v", res, err)
 	}
-	res, err = n.Lifecycle(ctx, "s", presence.TaskDone, "complete")
+	res, err = n.decl.Lifecycle(ctx, "s", presence.TaskDone, "complete")
 	if err != nil || res.Recorded {
 		t.Fatalf("repeat recorded: %+v %v", res, err)
 	}
-	_, warn, err := n.SetTask("s", "another")
+	_, warn, err := n.decl.SetTask("s", "another")
 	if err != nil || warn == "" {
 		t.Fatalf("set-task while done: warn %q err %v", warn, err)
 	}
@@ -228,18 +228,18 @@ func TestResolvePrefix(t *testing.T) {
 func TestPeerContextOnlyWhenChanged(t *testing.T) {
 	n := openNode(t, testConfig(t, t.TempDir()))
 	mustIngest(t, n, ev("me", "1", presence.TypeSessionStart, 1, nil))
-	if got := n.peerContext("me"); got != "" {
+	if got := n.roster.PeerContext("me"); got != "" {
 		t.Fatalf("no peers but context %q", got)
 	}
 	mustIngest(t, n, ev("peer", "2", presence.TypeUserPromptSubmit, 2, nil))
-	if got := n.peerContext("me"); got == "" {
+	if got := n.roster.PeerContext("me"); got == "" {
 		t.Fatal("a new peer gave no context")
 	}
-	if got := n.peerContext("me"); got != "" {
+	if got := n.roster.PeerContext("me"); got != "" {
 		t.Fatalf("unchanged table injected again: %q", got)
 	}
 	mustIngest(t, n, ev("peer", "3", presence.TypeInputRequested, 3, nil))
-	if got := n.peerContext("me"); got == "" {
+	if got := n.roster.PeerContext("me"); got == "" {
 		t.Fatal("a state-only change gave no context")
 	}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/notify"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -25,7 +26,7 @@ func TestWaitWakesOnAChangeOfThisNode(t *testing.T) {
 	n := openNode(t, cfg)
 	mustIngest(t, n, ev("s1", "1", presence.TypeSessionStart, 1, nil), ev("s1", "2", presence.TypeUserPromptSubmit, 2, nil))
 	type result struct {
-		e   RosterEntry
+		e   roster.Entry
 		err error
 	}
 	done := make(chan result, 1)
@@ -131,7 +132,7 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 	follower, owner := (lead+1)%3, (lead+2)%3
 
 	sink := newMsgSink(t)
-	id, changed, err := c.nodes[follower].NotifyAdd(context.Background(), sink.URL+"/h", "unreachable", "json")
+	id, changed, err := c.nodes[follower].notes.Add(context.Background(), sink.URL+"/h", "unreachable", "json")
 	if err != nil || !changed {
 		t.Fatalf("NotifyAdd on a follower: %v (changed %v)", err, changed)
 	}
@@ -161,8 +162,8 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 				// the death (a loaded machine) may leave it untold.
 				t.Skipf("leadership moved from %d to %d during the test", lead, now)
 			}
-			t.Fatalf("no unreachable message about d1 within 30 s; leader then %d, now %d; the leader sees %+v, members %+v",
-				lead, now, alertsMesh{c.nodes[lead]}.Unreachable(), c.nodes[lead].cl.Parts().Mesh.Members())
+			t.Fatalf("no unreachable message about d1 within 30 s; leader then %d, now %d; the leader's alerts %+v, members %+v",
+				lead, now, c.nodes[lead].alerts.Stats(), c.nodes[lead].cl.Parts().Mesh.Members())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -179,7 +180,7 @@ func TestLeaderTellsSessionsOfADeadNode(t *testing.T) {
 	if n := sink.of(notify.KindUnreachable, "d1"); n != 1 {
 		t.Fatalf("%d unreachable messages about d1, want 1", n)
 	}
-	if err := c.nodes[follower].NotifyRemove(context.Background(), "wh-00000000"); !errors.Is(err, ErrUnknownWebhook) {
+	if err := c.nodes[follower].notes.Remove(context.Background(), "wh-00000000"); !errors.Is(err, ErrUnknownWebhook) {
 		t.Fatalf("removing an unknown webhook: %v", err)
 	}
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"fmt"
 	"os/user"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks"
-	"github.com/harn-dev/harn/node/trust"
 )
 
 // TestOperatorIdentityIsTheSocketPeersUser: an answer given on the local
@@ -51,42 +49,5 @@ func TestOperatorIdentityIsTheSocketPeersUser(t *testing.T) {
 	}
 	if a := <-got; a.By != want {
 		t.Fatalf("the hook got an answer by %q, want %q", a.By, want)
-	}
-}
-
-// TestOperatorIdentityFromAnotherNodeIsSanitizedAndBound: the operator
-// part a caller sends loses its control characters and '@' and is cut;
-// the node part is always the caller's certificate name.
-func TestOperatorIdentityFromAnotherNodeIsSanitizedAndBound(t *testing.T) {
-	caller := trust.Identity{Name: "laptop", Role: trust.RoleNode, Serial: "1"}
-	for _, tc := range []struct{ sent, want string }{
-		{"alice (uid 1000)", "alice (uid 1000)@laptop"},
-		{"root (uid 0)@server", "root (uid 0)_server@laptop"},
-		{"eve\x1b[2J\r\nbob", "eve[2J bob@laptop"},
-		{"", "operator@laptop"},
-		{"\x00\x07", "operator@laptop"},
-	} {
-		if got := remoteBy(tc.sent, caller); got != tc.want {
-			t.Errorf("%q: got %q, want %q", tc.sent, got, tc.want)
-		}
-	}
-	long := remoteBy(strings.Repeat("x", 10000), caller)
-	if op, node := splitBy(long); len([]rune(op)) > maxOperatorLen || node != "laptop" {
-		t.Fatalf("a long operator part is not cut: %d runes, node %q", len([]rune(op)), node)
-	}
-	if got := operatorPart("alice (uid 1000)@n1"); got != "alice (uid 1000)" {
-		t.Fatalf("operatorPart %q", got)
-	}
-}
-
-// TestOperatorIdentityOfAnInProcessCallerKeepsItsName: the board, which
-// calls the local service in the process, keeps its own name.
-func TestOperatorIdentityOfAnInProcessCallerKeepsItsName(t *testing.T) {
-	n := &Node{cfg: Config{Name: "n1"}}
-	if got := n.operatorBy(context.Background(), "board@n1"); got != "board@n1" {
-		t.Fatalf("got %q", got)
-	}
-	if got := n.operatorBy(context.Background(), ""); got != "operator@n1" {
-		t.Fatalf("got %q", got)
 	}
 }

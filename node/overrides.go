@@ -10,7 +10,9 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/meshtrust"
+	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/runtime"
 )
@@ -34,10 +36,10 @@ var ErrBadOverride = meshtrust.ErrBadSwitch
 // Reduce shrinks a task's ceiling on the node that owns the task.
 func (s *localService) Reduce(ctx context.Context, req *api.ReduceRequest) (*api.TaskResponse, error) {
 	a := tasks.Action{Op: tasks.OpReduce, Task: req.Task, Capability: req.Capability, Level: req.Level,
-		Reason: req.Reason, By: s.n.operatorBy(ctx, "")}
-	res, err := s.n.routeTask(ctx, req.Node, a)
+		Reason: req.Reason, By: operator.By(ctx, s.n.cfg.Name, "")}
+	res, err := s.n.taskSvc.Route(ctx, req.Node, a)
 	if err != nil {
-		return nil, taskStatus(err)
+		return nil, tasksvc.Status(err)
 	}
 	return res, nil
 }
@@ -52,7 +54,7 @@ func (s *localService) Override(ctx context.Context, req *api.OverrideRequest) (
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("reason over %d bytes", runtime.MaxReasonBytes))
 	}
 	n := s.n
-	by := n.operatorBy(ctx, "")
+	by := operator.By(ctx, n.cfg.Name, "")
 	out := &api.OverrideResponse{Kind: req.Kind, Name: req.Name, Active: !req.Lift, By: by, Node: n.cfg.Name}
 	rt := n.tasks.Runtime()
 	if n.cl == nil {

@@ -82,7 +82,7 @@ func TestHistoryOfAnotherNodesSessionIsRefusedWithoutRemoteControl(t *testing.T)
 	// node as missing.
 	var msg string
 	waitFor(t, 15*time.Second, "usage names tw0 as refusing", func() bool {
-		out, err := n1.usageMesh(context.Background(), tasks.Action{Op: tasks.OpUsage})
+		out, err := n1.taskSvc.UsageMesh(context.Background(), tasks.Action{Op: tasks.OpUsage})
 		if err != nil {
 			return false
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/clock"
@@ -206,11 +207,11 @@ func TestLoneCAReplacedByAJoinToken(t *testing.T) {
 
 func TestTokenMakesTheLoneCATheMeshs(t *testing.T) {
 	n := openLone(t, t.TempDir(), "lone", nil)
-	out, err := n.MeshAdmin(context.Background(), AdminTokenCreate, []byte(`{}`))
+	out, err := n.trust.MeshAdmin(context.Background(), wire.AdminTokenCreate, []byte(`{}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tc := out.(TokenCreated); tc.Role != string(trust.RoleNode) {
+	if tc := out.(wire.TokenCreated); tc.Role != string(trust.RoleNode) {
 		t.Fatalf("token role %s", tc.Role)
 	}
 	if meshtrust.LoneCA(n.cl.Parts().Trust.Dir()) {

@@ -76,7 +76,7 @@ func BenchmarkLifecycleCommitTLS(b *testing.B) {
 	var plainL, tlsL, bareL, plainP, tlsP []time.Duration
 	commit := func(n *Node, i int, out *[]time.Duration, record bool) {
 		t := time.Now()
-		if _, err := n.Lifecycle(ctx, session, presence.TaskBlocked, reasons[i%2]); err != nil {
+		if _, err := n.decl.Lifecycle(ctx, session, presence.TaskBlocked, reasons[i%2]); err != nil {
 			b.Fatal(err)
 		}
 		if record {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
@@ -27,7 +28,7 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if _, err := n0.MeshAdmin(ctx, AdminCARotate, nil); err != nil {
+	if _, err := n0.trust.MeshAdmin(ctx, wire.AdminCARotate, nil); err != nil {
 		t.Fatal(err)
 	}
 	newFP := n0.cl.Parts().Trust.Authority().Fingerprint()
@@ -47,7 +48,7 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 			return err == nil && n.cl.Parts().Trust.CAStatus().OnCurrent
 		})
 	}
-	if _, err := n1.MeshAdmin(ctx, AdminCAFinish, nil); err != nil {
+	if _, err := n1.trust.MeshAdmin(ctx, wire.AdminCAFinish, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range m.nodes {
@@ -63,8 +64,8 @@ func TestCARotationTrustsBothCAsDuringTheOverlap(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b, _ := json.Marshal(TokenCreateArgs{})
-	if _, err := n2.MeshAdmin(ctx, AdminKeyringList, b); err != nil {
+	b, _ := json.Marshal(wire.TokenCreateArgs{})
+	if _, err := n2.trust.MeshAdmin(ctx, wire.AdminKeyringList, b); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n2.cl.Apply(ctx, raftstore.UpsertCommand(raftstore.Upsert{SessionID: "after-rotation", TS: time.Now(),

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/presence"
 )
@@ -20,10 +21,10 @@ import (
 // leader's stability on a loaded machine.
 func keyringOp(t *testing.T, n *Node, op, key string) {
 	t.Helper()
-	b, _ := json.Marshal(KeyringChange{Op: op, Key: key})
+	b, _ := json.Marshal(wire.KeyringChange{Op: op, Key: key})
 	var err error
 	for try := 0; try < 20; try++ {
-		if _, err = n.MeshAdmin(context.Background(), AdminKeyringOp, b); !errors.Is(err, ErrNoLeader) {
+		if _, err = n.trust.MeshAdmin(context.Background(), wire.AdminKeyringOp, b); !errors.Is(err, ErrNoLeader) {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -40,9 +41,9 @@ func nodeKeys(n *Node) (string, map[string]bool) {
 	}
 	m := map[string]bool{}
 	for _, k := range all {
-		m[DisplayKey(k)] = true
+		m[meshtrust.DisplayKey(k)] = true
 	}
-	return DisplayKey(p), m
+	return meshtrust.DisplayKey(p), m
 }
 
 func TestGossipKeyRotationUnderTrafficLosesNoPresenceUpdate(t *testing.T) {

@@ -22,6 +22,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
@@ -79,7 +80,7 @@ func startTrustMeshWith(t testing.TB, adjust func(*Config)) (*trustMesh, string)
 	if adjust != nil {
 		adjust(&cfg)
 	}
-	init, err := InitMesh(cfg.DataDir, "tw0", TokenCreateArgs{}, clock.Real{})
+	init, err := InitMesh(cfg.DataDir, "tw0", wire.TokenCreateArgs{}, clock.Real{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,12 +108,12 @@ func (m *trustMesh) close() {
 // token makes a join token on node 0.
 func (m *trustMesh) token(server bool, ttl time.Duration, uses int) string {
 	m.t.Helper()
-	b, _ := json.Marshal(TokenCreateArgs{Server: server, TTL: ttl, Uses: uses})
-	out, err := m.nodes[0].MeshAdmin(context.Background(), AdminTokenCreate, b)
+	b, _ := json.Marshal(wire.TokenCreateArgs{Server: server, TTL: ttl, Uses: uses})
+	out, err := m.nodes[0].trust.MeshAdmin(context.Background(), wire.AdminTokenCreate, b)
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	return out.(TokenCreated).Token
+	return out.(wire.TokenCreated).Token
 }
 
 // joinCfg is the config of a node that joins node 0 with token.
@@ -389,11 +390,11 @@ func TestRemovedNodeIsRefusedAndCannotRejoinWithItsCertificate(t *testing.T) {
 		t.Fatalf("member read: %v", err)
 	}
 	args, _ := json.Marshal("tw1")
-	out, err := n0.MeshAdmin(ctx, AdminRevokeNode, args)
+	out, err := n0.trust.MeshAdmin(ctx, wire.AdminRevokeNode, args)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rv := out.(Revoked); len(rv.Serials) != 1 {
+	if rv := out.(wire.Revoked); len(rv.Serials) != 1 {
 		t.Fatalf("revoked %v", rv)
 	}
 	id, _ := holder.Identity()
@@ -463,12 +464,12 @@ func TestRemoteControlPolicy(t *testing.T) {
 }
 
 // callWithPolicy makes one mutual-TLS call from caller to target and runs
-// AuthorizeRemoteControl in the handler.
+// the gate's AuthorizeControl in the handler.
 func callWithPolicy(t *testing.T, target, caller *Node) error {
 	t.Helper()
 	ch := make(chan error, 1)
 	lis, srv := authServer(t, target, func(ctx context.Context) {
-		_, err := target.AuthorizeRemoteControl(ctx)
+		_, err := target.gate.AuthorizeControl(ctx)
 		ch <- err
 	})
 	defer srv.Stop()

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -19,9 +20,9 @@ func at(n *Node, session, id, typ string, attrs map[string]any) presence.Event {
 	return presence.Event{ID: id, SessionID: session, Type: typ, TS: n.cfg.Clock.Now(), Agent: "claude-code", Attrs: attrs}
 }
 
-func rosterRow(t *testing.T, n *Node, id string) (RosterEntry, map[string]any) {
+func rosterRow(t *testing.T, n *Node, id string) (roster.Entry, map[string]any) {
 	t.Helper()
-	rows, _, err := n.Roster(context.Background(), false, false)
+	rows, _, err := n.roster.List(context.Background(), false, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func rosterRow(t *testing.T, n *Node, id string) (RosterEntry, map[string]any) {
 		}
 	}
 	t.Fatalf("session %s not in the roster", id)
-	return RosterEntry{}, nil
+	return roster.Entry{}, nil
 }
 
 // TestWorkingSessionSilentAfterSilenceAfter: a working session with no
@@ -118,11 +119,11 @@ func TestWhoamiResolvesSubagentToItself(t *testing.T) {
 	pre := at(n, "c", "3", presence.TypeToolPreUse, map[string]any{presence.AttrAgentPID: 4242, presence.AttrAgentStart: 99, presence.AttrTool: "Bash"})
 	pre.ParentSessionID = "p"
 	mustIngest(t, n, pre)
-	st, err := n.Whoami([]Proc{{PID: 1}, {PID: 4242, Start: 99}})
+	st, err := n.decl.Whoami([]Proc{{PID: 1}, {PID: 4242, Start: 99}})
 	if err != nil || st.SessionID != "c" {
 		t.Fatalf("whoami: %s %v, want the subagent", st.SessionID, err)
 	}
-	_, err = n.Lifecycle(context.Background(), st.SessionID, presence.TaskBlocked, "waiting")
+	_, err = n.decl.Lifecycle(context.Background(), st.SessionID, presence.TaskBlocked, "waiting")
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Check != "top_level_only" {
 		t.Fatalf("lifecycle from the subagent: %v", err)
@@ -130,7 +131,7 @@ func TestWhoamiResolvesSubagentToItself(t *testing.T) {
 	// The parent's own later command resolves to the parent.
 	clk.Advance(time.Second)
 	mustIngest(t, n, at(n, "p", "4", presence.TypeToolPreUse, map[string]any{presence.AttrAgentPID: 4242, presence.AttrAgentStart: 99, presence.AttrTool: "Bash"}))
-	if st, err := n.Whoami([]Proc{{PID: 4242, Start: 99}}); err != nil || st.SessionID != "p" {
+	if st, err := n.decl.Whoami([]Proc{{PID: 4242, Start: 99}}); err != nil || st.SessionID != "p" {
 		t.Fatalf("whoami after the parent's call: %s %v", st.SessionID, err)
 	}
 }
@@ -138,10 +139,10 @@ func TestWhoamiResolvesSubagentToItself(t *testing.T) {
 // remintName gives session s a task and declares blocked: a re-minted name.
 func remintName(t *testing.T, n *Node, s, reason string) string {
 	t.Helper()
-	if _, _, err := n.SetTask(s, "fix rounding"); err != nil {
+	if _, _, err := n.decl.SetTask(s, "fix rounding"); err != nil {
 		t.Fatal(err)
 	}
-	res, err := n.Lifecycle(context.Background(), s, presence.TaskBlocked, reason)
+	res, err := n.decl.Lifecycle(context.Background(), s, presence.TaskBlocked, reason)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestPendingNameOncePerRemint(t *testing.T) {
 	if got := n.PendingName("s"); got != "" {
 		t.Fatalf("asked again after a restart: %q", got)
 	}
-	res, err := n.Lifecycle(context.Background(), "s", presence.TaskActive, "")
+	res, err := n.decl.Lifecycle(context.Background(), "s", presence.TaskActive, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestTranscriptShowingNameEndsPending(t *testing.T) {
 	if st, _ := n.Resolve("s"); !st.NamePending() {
 		t.Fatal("the reminder in a user message counted as shown")
 	}
-	if got := n.peerContext("s"); !strings.Contains(got, NameReminder(name)) {
+	if got := n.roster.PeerContext("s"); !strings.Contains(got, roster.NameReminder(name)) {
 		t.Fatalf("no reminder while pending: %q", got)
 	}
 	asst := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + name + `"}]}}` + "\n"
@@ -214,7 +215,7 @@ func TestTranscriptShowingNameEndsPending(t *testing.T) {
 	if st.NamePending() || st.SessionNameSeenFor != name {
 		t.Fatalf("still pending after the assistant showed it: seen %q", st.SessionNameSeenFor)
 	}
-	if got := n.peerContext("s"); strings.Contains(got, "show this session name") {
+	if got := n.roster.PeerContext("s"); strings.Contains(got, "show this session name") {
 		t.Fatalf("reminder after the name was seen: %q", got)
 	}
 	if got := n.PendingName("s"); got != "" {

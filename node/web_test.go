@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,10 +16,9 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
-	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
-	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 )
@@ -109,7 +107,7 @@ func TestBoardServesTheRosterInAgentsListOrder(t *testing.T) {
 		ev("gone-1", "4", presence.TypeSessionStart, 1, nil),
 		ev("gone-1", "5", presence.TypeSessionEnd, 3, nil))
 	full := n.BoardURL()
-	u := n.BoardBaseURL()
+	u := n.web.BaseURL()
 	if !strings.HasPrefix(u, "http://127.0.0.1:") || !strings.HasPrefix(full, u+"?token=") {
 		t.Fatalf("board url %q, base %q", full, u)
 	}
@@ -180,7 +178,7 @@ func TestBoardNeedsTheGeneratedToken(t *testing.T) {
 		if !strings.Contains(u, "token="+strings.TrimSpace(string(tok))) {
 			t.Fatalf("%s: url %q does not carry the token", addr, u)
 		}
-		base := n.BoardBaseURL()
+		base := n.web.BaseURL()
 		for _, p := range []string{"", "fragment", "metrics", "events"} {
 			if code, body := get(t, base+p); code != 401 || !strings.Contains(body, "harn web open") {
 				t.Errorf("%s /%s without the token: %d %q", addr, p, code, body)
@@ -220,7 +218,7 @@ func TestScrapeTokenOpensOnlyMetrics(t *testing.T) {
 	cfg.ProjectDelay = 0
 	cfg.HTTPAddr, cfg.Web.MetricsToken = "127.0.0.1:0", "scrape-0123456789abcdef"
 	n := openNode(t, cfg)
-	base := n.BoardBaseURL()
+	base := n.web.BaseURL()
 	if code, body := get(t, base+"metrics", "Authorization", "Bearer "+cfg.Web.MetricsToken); code != 200 || !strings.Contains(body, "harn_") {
 		t.Errorf("/metrics with the scrape token: %d", code)
 	}
@@ -264,7 +262,7 @@ func TestTokenFileIsTightenedBeforeUse(t *testing.T) {
 func TestMetricsCoverIngestSpoolAndSessions(t *testing.T) {
 	n := webNode(t, "127.0.0.1:0", "")
 	mustIngest(t, n, ev("m1", "1", presence.TypeSessionStart, 1, nil), ev("m1", "2", presence.TypeUserPromptSubmit, 2, nil))
-	code, body := get(t, n.BoardBaseURL()+"metrics", bearer(n)...)
+	code, body := get(t, n.web.BaseURL()+"metrics", bearer(n)...)
 	if code != 200 {
 		t.Fatalf("/metrics: %d", code)
 	}
@@ -315,7 +313,7 @@ func TestMetricsCoverIngestSpoolAndSessions(t *testing.T) {
 
 func TestBoardErrNotFoundWrapsUnknownSession(t *testing.T) {
 	n := webNode(t, "", "")
-	if _, err := (webSource{n}).Session(t.Context(), "nosuch"); !errors.Is(err, board.ErrNotFound) || !errors.Is(err, ErrUnknownSession) {
+	if _, err := n.web.Source().Session(t.Context(), "nosuch"); !errors.Is(err, board.ErrNotFound) || !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("%v", err)
 	}
 }
@@ -346,7 +344,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 	}
 	var row board.Row
 	for i := 0; i < 200; i++ {
-		rows, err := (webSource{n}).Roster(t.Context())
+		rows, err := n.web.Source().Roster(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -363,7 +361,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 	if req.Kind != "permission" || !strings.Contains(req.Summary, "Bash") {
 		t.Fatalf("request %+v", req)
 	}
-	msg, err := (webActions{n}).Approve(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind, By: "board"})
+	msg, err := n.web.Actions().Approve(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind, By: "board"})
 	if err != nil || !strings.Contains(msg, "approved") {
 		t.Fatalf("approve: %q %v", msg, err)
 	}
@@ -375,7 +373,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiting hook got no answer")
 	}
-	if _, err := (webActions{n}).Deny(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind}); err == nil ||
+	if _, err := n.web.Actions().Deny(t.Context(), board.ActionRequest{SessionID: "p1", RequestID: req.ID, Kind: req.Kind}); err == nil ||
 		!strings.Contains(err.Error(), "already answered") {
 		t.Fatalf("a second answer: %v, want a refusal naming the first", err)
 	}
@@ -387,61 +385,14 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 func TestRowOfHarnTaskGetsTaskButtonsAndConfirmations(t *testing.T) {
 	st := presence.NewState("s")
 	st.Events = 1
-	e := RosterEntry{State: st, Reachable: true, Source: "local",
+	e := roster.Entry{State: st, Reachable: true, Source: "local",
 		HarnTask: &api.HarnTask{Id: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
-	r := rowOf(&e, t0)
+	r := board.RowOf(e.Row())
 	if !r.HasTask() || r.Task != "fix it" {
 		t.Fatalf("row %+v", r)
 	}
 	if len(r.PendingRequests) != 1 || r.PendingRequests[0] != (board.Request{ID: "c1", Kind: "confirmation", TaskID: "t-1"}) {
 		t.Fatalf("requests %+v", r.PendingRequests)
-	}
-}
-
-func TestUrgencyLessIsAgentsListOrder(t *testing.T) {
-	rows := []board.Row{
-		{SessionID: "idle", Activity: "idle", TaskState: "active", ActivityUpdatedAt: t0},
-		{SessionID: "blocked", Activity: "working", TaskState: "blocked", TaskStateUpdatedAt: t0},
-		{SessionID: "ask", Activity: "needs_input", TaskState: "blocked", ActivityUpdatedAt: t0},
-		{SessionID: "work", Activity: "working", TaskState: "active", ActivityUpdatedAt: t0},
-	}
-	sort.Slice(rows, func(i, j int) bool { return urgencyLess(rows[i], rows[j]) })
-	var got []string
-	for _, r := range rows {
-		got = append(got, r.SessionID)
-	}
-	if strings.Join(got, " ") != "ask blocked work idle" {
-		t.Fatalf("order %v", got)
-	}
-}
-
-// TestGossipNotifierFiresOnlyWhenAPeerEntryChanged: a newer delta and a
-// member event are changes; a repeated delta and a digest are not.
-func TestGossipNotifierFiresOnlyWhenAPeerEntryChanged(t *testing.T) {
-	n, err := New(testConfig(t, t.TempDir()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tbl := gossip.NewTable()
-	count := 0
-	g := gossipNotifier{Handler: &gossip.Handler{Self: "me", Table: tbl, Log: n.log}, notify: func() { count++ }}
-	st := presence.NewState("peer-s1")
-	st.Events = 1
-	e := gossip.EntryOf(&st, presence.PresenceHash(&st))
-	b, err := gossip.EncodeDelta(e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.ApplyDelta("peer", "peer-s1", 1, b)
-	g.ApplyDelta("peer", "peer-s1", 1, b) // the same version again
-	g.ApplyDelta("me", "peer-s1", 2, b)   // our own
-	g.ApplyDelta("peer", gossip.DigestKey, 3, []byte("x"))
-	if count != 1 {
-		t.Fatalf("%d notices for one new entry, want 1", count)
-	}
-	g.MemberEvent(mesh.MemberEvent{})
-	if count != 2 {
-		t.Fatalf("a member event gave no notice")
 	}
 }
 

@@ -6,10 +6,15 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/harn-dev/harn/node/alerts/notifysvc"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/api/wiretest"
+	"github.com/harn-dev/harn/node/cluster"
+	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/trust"
+	"github.com/harn-dev/harn/node/trustadmin"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -35,45 +40,45 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 	}
 	var rec raftstore.Record
 	wiretest.Fill(&rec)
-	check("record", rec, RecordToAPI(&rec), func(m proto.Message) any { return RecordFromAPI(m.(*api.RegistryRecord)) })
+	check("record", rec, cluster.RecordToAPI(&rec), func(m proto.Message) any { return cluster.RecordFromAPI(m.(*api.RegistryRecord)) })
 
-	var body CoordBody
+	var body coordsvc.CoordBody
 	wiretest.Fill(&body)
-	check("coord body", body, CoordRequestOf(CoordRelease, body), func(m proto.Message) any { return coordBodyOf(m.(*api.CoordRequest)) })
-	var res CoordResult
+	check("coord body", body, wire.CoordRequestOf(coordsvc.CoordRelease, body), func(m proto.Message) any { return coordsvc.BodyOf(m.(*api.CoordRequest)) })
+	var res coordsvc.CoordResult
 	wiretest.Fill(&res)
-	check("coord result", res, CoordResultToAPI(res), func(m proto.Message) any { return CoordResultFromAPI(m.(*api.CoordResult)) })
+	check("coord result", res, coordsvc.ResultToAPI(res), func(m proto.Message) any { return wire.CoordResultFromAPI(m.(*api.CoordResult)) })
 
 	var d ledger.Diagnostic
 	wiretest.Fill(&d)
-	check("diagnostic", d, DiagnosticToAPI(d), func(m proto.Message) any { return DiagnosticFromAPI(m.(*api.Diagnostic)) })
+	check("diagnostic", d, wire.DiagnosticToAPI(d), func(m proto.Message) any { return wire.DiagnosticFromAPI(m.(*api.Diagnostic)) })
 	var mv MemberView
 	wiretest.Fill(&mv)
-	check("member", mv, MemberToAPI(mv), func(m proto.Message) any { return MemberFromAPI(m.(*api.Member)) })
+	check("member", mv, wire.MemberToAPI(mv), func(m proto.Message) any { return wire.MemberFromAPI(m.(*api.Member)) })
 	var rv RaftView
 	wiretest.Fill(&rv)
-	check("raft", rv, RaftToAPI(rv), func(m proto.Message) any { return RaftFromAPI(m.(*api.RaftStats)) })
+	check("raft", rv, wire.RaftToAPI(rv), func(m proto.Message) any { return wire.RaftFromAPI(m.(*api.RaftStats)) })
 	var wv WebhookView
 	wiretest.Fill(&wv)
-	check("webhook", wv, WebhookToAPI(&wv), func(m proto.Message) any { return WebhookFromAPI(m.(*api.Webhook)) })
+	check("webhook", wv, notifysvc.WebhookToAPI(&wv), func(m proto.Message) any { return wire.WebhookFromAPI(m.(*api.Webhook)) })
 	var dv DesktopView
 	wiretest.Fill(&dv)
-	check("desktop", dv, DesktopToAPI(dv), func(m proto.Message) any { return DesktopFromAPI(m.(*api.Desktop)) })
+	check("desktop", dv, notifysvc.DesktopToAPI(dv), func(m proto.Message) any { return wire.DesktopFromAPI(m.(*api.Desktop)) })
 
-	var tc TokenCreated
+	var tc wire.TokenCreated
 	wiretest.Fill(&tc)
-	check("token", tc, TokenCreatedToAPI(tc), func(m proto.Message) any { return TokenCreatedFromAPI(m.(*api.TokenCreated)) })
+	check("token", tc, trustadmin.TokenCreatedToAPI(tc), func(m proto.Message) any { return trustadmin.TokenCreatedFromAPI(m.(*api.TokenCreated)) })
 	var tr trust.TokenRecord
 	wiretest.Fill(&tr)
-	check("token record", []trust.TokenRecord{tr}, &api.TokenListResponse{Tokens: TokenRecordsToAPI([]trust.TokenRecord{tr})},
-		func(m proto.Message) any { return TokenRecordsFromAPI(m.(*api.TokenListResponse).Tokens) })
-	var kv KeyringView
+	check("token record", []trust.TokenRecord{tr}, &api.TokenListResponse{Tokens: trustadmin.TokenRecordsToAPI([]trust.TokenRecord{tr})},
+		func(m proto.Message) any { return trustadmin.TokenRecordsFromAPI(m.(*api.TokenListResponse).Tokens) })
+	var kv wire.KeyringView
 	wiretest.Fill(&kv)
-	check("keyring", kv, KeyringToAPI(kv), func(m proto.Message) any { return KeyringFromAPI(m.(*api.KeyringView)) })
-	var rk Revoked
+	check("keyring", kv, trustadmin.KeyringToAPI(kv), func(m proto.Message) any { return wire.KeyringFromAPI(m.(*api.KeyringView)) })
+	var rk wire.Revoked
 	wiretest.Fill(&rk)
-	check("revoked", rk, RevokedToAPI(rk), func(m proto.Message) any { return RevokedFromAPI(m.(*api.Revoked)) })
-	var ca CAStatus
+	check("revoked", rk, trustadmin.RevokedToAPI(rk), func(m proto.Message) any { return trustadmin.RevokedFromAPI(m.(*api.Revoked)) })
+	var ca wire.CAStatus
 	wiretest.Fill(&ca)
-	check("ca", ca, CAStatusToAPI(ca), func(m proto.Message) any { return CAStatusFromAPI(m.(*api.CAStatusResponse)) })
+	check("ca", ca, trustadmin.CAStatusToAPI(ca), func(m proto.Message) any { return trustadmin.CAStatusFromAPI(m.(*api.CAStatusResponse)) })
 }

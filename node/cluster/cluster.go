@@ -30,6 +30,8 @@ import (
 
 // Cluster errors.
 var (
+	// ErrNoMesh: the node runs without the mesh.
+	ErrNoMesh   = errors.New("node: this node runs without the mesh")
 	ErrNoLeader = errors.New("node: the registry has no leader now; consistent reads and registry writes wait for one (retry, or read without --consistent)")
 	// ErrGossipKey means the mesh refused this node's gossip key.
 	ErrGossipKey = errors.New("node: cannot join the mesh: gossip keys differ; pass the mesh's key with --gossip-key (or HARN_GOSSIP_KEY)")

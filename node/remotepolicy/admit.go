@@ -25,6 +25,9 @@ type Sessions interface {
 	SessionOf(task string) (string, bool)
 	// Grants are what a task was given.
 	Grants(task string) ([]runtime.Grant, error)
+	// SessionGrants are what a session holds for its later tasks; ok is
+	// false when it is unknown or holds none yet.
+	SessionGrants(handle string) ([]runtime.Grant, bool)
 }
 
 // Admit checks an action a caller on another node sends, and fills in
@@ -51,10 +54,15 @@ func (c Config) Admit(s Sessions, a *taskwire.Action) error {
 			}
 		} else if err := c.sessionWorkdir(s, a.Session); err != nil {
 			return err
+		} else if err := c.held(s, a); err != nil {
+			return err
 		}
 		return c.grants(a)
 	case taskwire.OpFollowUp, taskwire.OpSupersede:
 		if err := c.sessionWorkdir(s, a.Session); err != nil {
+			return err
+		}
+		if err := c.held(s, a); err != nil {
 			return err
 		}
 		return c.grants(a)
@@ -229,6 +237,26 @@ func (c Config) grants(a *taskwire.Action) error {
 		return c.refused("grant %q is beyond its --remote-profiles (%s); give --profile %s, or ask its operator",
 			strings.TrimSpace(string(runtime.FormatGrants([]runtime.Grant{g}))), c.profileList(), c.Profiles[0])
 	}
+	return nil
+}
+
+// held gives a later task of a session, when the caller names no grants,
+// the grants the session holds (a session's grants hold for every later
+// task, from any node), if they are within the remote profiles; a session
+// that holds more is refused, naming the profile to narrow the task to.
+func (c Config) held(s Sessions, a *taskwire.Action) error {
+	if len(a.Grants) > 0 || a.Session == "" || len(c.Profiles) == 0 {
+		return nil
+	}
+	gs, ok := s.SessionGrants(a.Session)
+	if !ok {
+		return nil
+	}
+	if g, ok := Within(gs, c.allowed()); !ok {
+		return c.refused("session %s holds %q, beyond its --remote-profiles (%s); give --profile %s for a narrower task, or ask its operator",
+			text.Clip(a.Session, 64), strings.TrimSpace(string(runtime.FormatGrants([]runtime.Grant{g}))), c.profileList(), c.Profiles[0])
+	}
+	a.Grants = slices.Clone(gs)
 	return nil
 }
 

@@ -18,6 +18,12 @@ type fakeSessions struct {
 	heads    map[string]string
 	tasks    map[string]string // task -> session
 	grants   map[string][]runtime.Grant
+	held     map[string][]runtime.Grant // session -> the grants it holds
+}
+
+func (f fakeSessions) SessionGrants(h string) ([]runtime.Grant, bool) {
+	g, ok := f.held[h]
+	return g, ok
 }
 
 func (f fakeSessions) Workdir(h string) (string, bool) { d, ok := f.workdirs[h]; return d, ok }
@@ -204,6 +210,32 @@ func TestRemoteGrantsDefaultWithinTheProfiles(t *testing.T) {
 		a := harnStart("", taskwire.HarnOptions{Model: "m"}, nil)
 		if err := s.cfg.Admit(fakeSessions{}, a); err != nil || !slices.Equal(a.Grants, ro) {
 			t.Fatalf("--remote-profiles %v: the default is %v %v", profiles, err, a.Grants)
+		}
+	}
+}
+
+// TestASessionsGrantsHoldForARemoteFollowUp: a later task of a session,
+// sent from another node with no grants named (ask --session, follow-up,
+// supersede), holds what the session holds when the remote profiles cover
+// it; a session holding more is refused, never narrowed or widened
+// silently; grants the caller names are checked as before.
+func TestASessionsGrantsHoldForARemoteFollowUp(t *testing.T) {
+	s := newSetup(t)
+	confirm, _ := runtime.Profile("confirm")
+	full, _ := runtime.Profile("full")
+	ro, _ := runtime.Profile("read-only")
+	f := fakeSessions{workdirs: map[string]string{"h-c": s.root, "h-f": s.root},
+		held: map[string][]runtime.Grant{"h-c": confirm, "h-f": full}}
+	s.cfg.Profiles = []string{"read-only", "confirm"}
+	for _, op := range []string{taskwire.OpFollowUp, taskwire.OpSupersede, taskwire.OpStart} {
+		a := &taskwire.Action{Op: op, Session: "h-c", Text: "x"}
+		if err := s.cfg.Admit(f, a); err != nil || !slices.Equal(a.Grants, confirm) {
+			t.Fatalf("%s of a confirm session: %v %v, want the session's grants", op, err, a.Grants)
+		}
+		refusedWith(t, s.cfg.Admit(f, &taskwire.Action{Op: op, Session: "h-f", Text: "x"}), "session h-f holds")
+		a = &taskwire.Action{Op: op, Session: "h-f", Text: "x", Grants: ro}
+		if err := s.cfg.Admit(f, a); err != nil || !slices.Equal(a.Grants, ro) {
+			t.Fatalf("%s naming read-only: %v %v", op, err, a.Grants)
 		}
 	}
 }

@@ -106,6 +106,28 @@ func (h *Host) TaskGrants(task string) ([]runtime.Grant, error) {
 	return v.Grants, nil
 }
 
+// HeldGrants are the grants a session holds for its later tasks (the ones
+// its first task fixed, also for a harn session reopened from its record
+// after a restart); ok is false when the session is unknown or none are
+// fixed yet.
+func (h *Host) HeldGrants(handle string) ([]runtime.Grant, bool) {
+	id := handle
+	if hs := h.resolveHosted(handle); hs != nil {
+		id = hs.id
+	}
+	if g, err := h.rt.SessionGrants(id); err == nil && len(g) > 0 {
+		return g, true
+	}
+	if h.cfg.KV == nil {
+		return nil, false
+	}
+	rec, ok, err := h.loadSession(id)
+	if err != nil || !ok || len(rec.Grants) == 0 {
+		return nil, false
+	}
+	return rec.Grants, true
+}
+
 // resolveHosted finds a hosted session by id, else by the node's
 // resolution of a prefix or name; nil when there is none.
 func (h *Host) resolveHosted(handle string) *hosted {
