@@ -1,23 +1,23 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT    ?= $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)
-LDFLAGS   := -s -w -X github.com/harn-dev/harn/cli.version=$(VERSION) -X github.com/harn-dev/harn/cli.commit=$(COMMIT)
+LDFLAGS   := -s -w -X github.com/harn-dev/harn/cli/hook.version=$(VERSION) -X github.com/harn-dev/harn/cli/hook.commit=$(COMMIT)
 BINDIR    ?= bin
 BIN       ?= $(BINDIR)/harn
 PREFIX    ?= $(HOME)/.local
-CLIENT_TAGS ?= grpcnotrace
+TAGS      ?= grpcnotrace
 
-.PHONY: build install test bench lint run proto fuzz clean docker
+.PHONY: build install test bench lint run proto fuzz clean docker depaware
 
-# build: the client (bin/harn) and the daemon (bin/harnd), side by side:
-# `harn node` runs the harnd beside it. The client is built with
-# $(CLIENT_TAGS): grpcnotrace leaves out golang.org/x/net/trace (which the
-# client never turns on), and with it the template code its init makes
-# reachable: a 3 MB smaller binary that every hook starts.
+# build: the client (bin/harn), the hook (bin/harn-hook) and the daemon
+# (bin/harnd), side by side: `harn node` runs the harnd beside it. Each is
+# built with $(TAGS): grpcnotrace leaves out golang.org/x/net/trace (which
+# harnd never turns on), and with it the html/template its init makes
+# reachable. cmd/<bin>/depaware.txt lists what each links (make depaware).
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn
-	CGO_ENABLED=0 $(GO) build -trimpath -tags 'harn_hook $(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harnd
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harnd
 
 # install: harn and harnd into $(PREFIX)/bin (default ~/.local/bin).
 install: build
@@ -39,6 +39,11 @@ bench: build
 	GOMAXPROCS=1 $(GO) test -run '^$$' -bench Fold -benchmem ./presence/
 	HARN_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench . -skip 'MeshIdle|MeshSimulation' -timeout 60m ./node/... ./cli/...
 
+# depaware: rewrite cmd/<bin>/depaware.txt, each binary's whole dependency
+# list, after a reviewed change to what it links (TestDepaware fails until).
+depaware:
+	$(GO) test -count=1 -run '^TestDepaware$$' . -update
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
@@ -59,9 +64,9 @@ fuzz:
 
 # docker: the static binaries into deploy/ and the FROM scratch image harn:dev.
 docker:
-	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn
-	CGO_ENABLED=0 $(GO) build -trimpath -tags 'harn_hook $(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn-hook
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harnd
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harn-hook
+	CGO_ENABLED=0 $(GO) build -trimpath -tags '$(TAGS)' -ldflags '$(LDFLAGS)' -o deploy/ ./cmd/harnd
 	docker build -t harn:dev deploy
 
 clean:

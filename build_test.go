@@ -8,66 +8,69 @@ import (
 )
 
 // TestTheClientBuildLeavesOutGRPCTrace: `make build` (and `make docker`)
-// build harn with the grpcnotrace tag, which leaves golang.org/x/net/trace
-// out of the client (harn never turns gRPC tracing on) and with it the
-// template code that package's init makes reachable: the binary every hook
-// starts is about 3 MB smaller. harnd is built without it.
+// build every binary with the grpcnotrace tag, which leaves
+// golang.org/x/net/trace out (nothing turns gRPC tracing on) and with it
+// the html/template that package's init makes reachable.
 func TestTheClientBuildLeavesOutGRPCTrace(t *testing.T) {
 	mk, err := os.ReadFile("Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(mk), "CLIENT_TAGS ?= grpcnotrace") {
-		t.Error("Makefile: CLIENT_TAGS does not default to grpcnotrace")
+	if !strings.Contains(string(mk), "TAGS      ?= grpcnotrace") {
+		t.Error("Makefile: TAGS does not default to grpcnotrace")
 	}
 	for _, l := range strings.Split(string(mk), "\n") {
-		if strings.Contains(l, "build") && strings.HasSuffix(strings.TrimSpace(l), "./cmd/harn") && !strings.Contains(l, "-tags '$(CLIENT_TAGS)'") {
-			t.Errorf("Makefile builds harn without -tags '$(CLIENT_TAGS)': %s", strings.TrimSpace(l))
+		if strings.Contains(l, " build ") && strings.Contains(l, "./cmd/") && !strings.Contains(l, "$(TAGS)'") {
+			t.Errorf("Makefile builds without -tags '$(TAGS)': %s", strings.TrimSpace(l))
 		}
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool to list harn's dependencies")
 	}
-	out, err := exec.Command(goTool, "list", "-deps", "-tags", "grpcnotrace", "./cmd/harn").Output()
+	out, err := exec.Command(goTool, "list", "-deps", "-tags", "grpcnotrace", "./cmd/harnd").Output()
 	if err != nil {
-		t.Fatalf("go list -deps -tags grpcnotrace ./cmd/harn: %v", err)
+		t.Fatalf("go list -deps -tags grpcnotrace ./cmd/harnd: %v", err)
 	}
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "golang.org/x/net/trace" {
-			t.Error("harn built with grpcnotrace still links golang.org/x/net/trace")
+			t.Error("harnd built with grpcnotrace still links golang.org/x/net/trace")
 		}
 	}
 }
 
-// TestHarnHookLinksOnlyTheHook: harn-hook (cmd/harn-hook with the harn_hook
-// tag, as make build writes it) links neither gRPC, nor the protobuf
-// runtime, nor node/api, nor the TUI: the process that every tool call of
-// every agent starts pays for the hook alone. And harn itself links no
-// gRPC: it speaks the local wire.
+// TestHarnHookLinksOnlyTheHook: harn-hook (cmd/harn-hook, which links
+// cli/hook and not cli) links neither gRPC, nor the protobuf runtime, nor
+// node/api, nor the TUI: the process that every tool call of every agent
+// starts pays for the hook alone. And harn itself links no gRPC: it
+// speaks the local wire.
 func TestHarnHookLinksOnlyTheHook(t *testing.T) {
 	mk, err := os.ReadFile("Makefile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(mk), "-tags 'harn_hook $(CLIENT_TAGS)' -ldflags '$(LDFLAGS)' -o $(BINDIR)/ ./cmd/harn-hook") {
-		t.Error("Makefile: make build does not write bin/harn-hook with the harn_hook tag")
+	if !strings.Contains(string(mk), "-o $(BINDIR)/ ./cmd/harn-hook") {
+		t.Error("Makefile: make build does not write bin/harn-hook")
 	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool to list the dependencies")
 	}
-	out, err := exec.Command(goTool, "list", "-deps", "-tags", "harn_hook", "./cmd/harn-hook").Output()
+	out, err := exec.Command(goTool, "list", "-deps", "./cmd/harn-hook").Output()
 	if err != nil {
-		t.Fatalf("go list -deps -tags harn_hook ./cmd/harn-hook: %v", err)
+		t.Fatalf("go list -deps ./cmd/harn-hook: %v", err)
 	}
 	banned := []string{"google.golang.org/grpc", "google.golang.org/protobuf", "github.com/charmbracelet",
-		"github.com/harn-dev/harn/node/api/wire", "github.com/cockroachdb/pebble", "github.com/hashicorp"}
+		"github.com/harn-dev/harn/node/api/wire", "github.com/cockroachdb/pebble", "github.com/hashicorp",
+		"github.com/harn-dev/harn/cli/tui"}
 	for _, dep := range strings.Fields(string(out)) {
 		for _, b := range banned {
 			if dep == b || strings.HasPrefix(dep, b+"/") {
 				t.Errorf("harn-hook links %s", dep)
 			}
+		}
+		if dep == "github.com/harn-dev/harn/cli" {
+			t.Error("harn-hook links cli; it links cli/hook alone")
 		}
 		if dep == "github.com/harn-dev/harn/node/api" {
 			t.Error("harn-hook links node/api (its descriptors); the hook speaks node/api/hookwire")
@@ -80,6 +83,40 @@ func TestHarnHookLinksOnlyTheHook(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if dep == "google.golang.org/grpc" || strings.HasPrefix(dep, "google.golang.org/grpc/credentials") || strings.HasPrefix(dep, "google.golang.org/grpc/internal/transport") {
 			t.Errorf("harn links %s: the client speaks the local wire, not gRPC", dep)
+		}
+	}
+}
+
+// serverCode are the packages only harnd links: the board (and with it
+// html/template), gRPC, the external agents' process runner and the
+// stores. A client that links one pays its inits at every start.
+var serverCode = []string{
+	"html/template", "google.golang.org/grpc", "github.com/harn-dev/harn/node/board",
+	"github.com/harn-dev/harn/runtime/exec", "github.com/cockroachdb/pebble",
+	"github.com/hashicorp/raft", "github.com/hashicorp/memberlist",
+}
+
+// TestClientsLinkNoServerCode: `go list -deps` of harn and of harn-hook,
+// with no build tags, names none of serverCode, nor a package below one
+// outside this module (node/board/boardlimits, the board's numbers, is
+// the client's).
+func TestClientsLinkNoServerCode(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to list the dependencies")
+	}
+	for _, bin := range []string{"./cmd/harn", "./cmd/harn-hook"} {
+		args := []string{"list", "-deps", bin}
+		out, err := exec.Command(goTool, args...).Output()
+		if err != nil {
+			t.Fatalf("go %s: %v", strings.Join(args, " "), err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, b := range serverCode {
+				if dep == b || strings.HasPrefix(dep, b+"/") && !strings.HasPrefix(b, "github.com/harn-dev/") {
+					t.Errorf("%s links %s, server code", bin, dep)
+				}
+			}
 		}
 	}
 }

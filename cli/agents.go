@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -527,7 +525,7 @@ func newLifecycleCmd() *cobra.Command {
 						return err
 					}
 					if out.pending {
-						return &silentError{code: ExitPending}
+						return &silentError{Code: ExitPending}
 					}
 					return nil
 				}

@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -18,6 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/secretfile"
 	"github.com/harn-dev/harn/util/text"
@@ -238,11 +237,11 @@ func runAsk(c *cobra.Command, args []string) error {
 	call := func(ctx context.Context, a taskwire.Action) (taskwire.Result, error) {
 		ctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		defer cancel()
-		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a), Node: node})
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskapi.ActionToAPI(a), Node: node})
 		if err != nil {
 			return taskwire.Result{}, taskErr(err, p)
 		}
-		return taskwire.ResultFromAPI(res.Result)
+		return taskapi.ResultFromAPI(res.Result)
 	}
 	r, err := call(ctx, a)
 	if err != nil {

@@ -41,7 +41,7 @@ func harnBin(b *testing.B) string {
 	p := filepath.Join(dir, "harn")
 	// As `make build` does: the client, the hook's binary and harnd side by side.
 	for _, args := range [][]string{{"-tags", "grpcnotrace", "github.com/harn-dev/harn/cmd/harn"},
-		{"-tags", "harn_hook grpcnotrace", "github.com/harn-dev/harn/cmd/harn-hook"}, {"github.com/harn-dev/harn/cmd/harnd"}} {
+		{"-tags", "grpcnotrace", "github.com/harn-dev/harn/cmd/harn-hook"}, {"-tags", "grpcnotrace", "github.com/harn-dev/harn/cmd/harnd"}} {
 		out, err := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, args...)...).CombinedOutput()
 		if err != nil {
 			b.Skipf("skipping: cannot build harn (set HARN_BIN or fix the build): %v\n%s", err, out)

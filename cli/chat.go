@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -15,6 +13,7 @@ import (
 
 	"github.com/harn-dev/harn/cli/tui"
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -102,11 +101,11 @@ type nodeChat struct {
 }
 
 func (n nodeChat) Task(ctx context.Context, node string, a taskwire.Action) (taskwire.Result, error) {
-	res, err := n.cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a), Node: node})
+	res, err := n.cl.api.Task(ctx, &api.TaskRequest{Action: taskapi.ActionToAPI(a), Node: node})
 	if err != nil {
 		return taskwire.Result{}, taskErr(err, n.p)
 	}
-	return taskwire.ResultFromAPI(res.Result)
+	return taskapi.ResultFromAPI(res.Result)
 }
 
 func (n nodeChat) Sessions(ctx context.Context) ([]*api.SessionRow, error) {

@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -12,9 +10,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"google.golang.org/grpc/codes"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/claims/claimwire"
 	"github.com/harn-dev/harn/util/text"
@@ -148,7 +146,7 @@ func coordErr(err error, p place) error {
 		switch {
 		case errors.Is(se, api.ErrWriteRefused):
 			return rpcErr(err, p) // the registry's write authority: exit 12
-		case api.Code(se) == codes.PermissionDenied:
+		case hookwire.CodeOf(se) == hookwire.PermissionDenied:
 			return withCode(ExitRemoteRefused, msg)
 		case errors.Is(se, api.ErrOwnerUnreachable):
 			return withCode(ExitUnavailable, msg)
@@ -228,7 +226,7 @@ a second.`,
 				if !asJSON(c) {
 					fmt.Fprintf(c.OutOrStdout(), "%s on node %s: agent process gone\n", text.Sanitize(res.Session), text.Sanitize(res.Node))
 				}
-				return &silentError{code: ExitNotFound}
+				return &silentError{Code: ExitNotFound}
 			}
 			if !asJSON(c) && res.Hosted {
 				fmt.Fprintf(c.OutOrStdout(), "%s on node %s: alive (a harn runtime session; the node, pid %d, holds it)\n", text.Sanitize(res.Session), text.Sanitize(res.Node), res.PID)

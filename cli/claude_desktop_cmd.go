@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -74,7 +72,7 @@ func desktopNodePlace(c *cobra.Command) place {
 	if v, ok := os.LookupEnv(EnvName("data-dir")); ok {
 		dd = v
 	} else if file, err := loadConfigFile(c); err == nil {
-		dd, _ = file.lookup("data-dir")
+		dd, _ = file.Lookup("data-dir")
 	}
 	return placeAt(c, dd)
 }

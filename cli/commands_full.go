@@ -1,11 +1,18 @@
-//go:build !harn_hook
-
 package cli
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
 
-// The command tree of harn. (A build with the harn_hook tag, harn-hook,
-// holds the hook alone: commands_hook.go.)
+	"github.com/harn-dev/harn/cli/hook"
+)
+
+// The command tree of harn. (harn-hook links cli/hook alone, whose tree
+// holds the hook alone.)
+
+func init() {
+	hook.SetCommands(hook.Commands{Set: commandSet, SoleRoots: soleRoots, HookSubcommands: hookSubcommands,
+		BareRoot: bareRoot, ApplyExamples: applyExamples})
+}
 
 // commandSet is the constructors of the top-level commands other than
 // version, wired here (no init registration), in the order the files

@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -86,5 +84,5 @@ func ConfigLaunchers(c *cobra.Command) (taskwire.Launchers, error) {
 	if err != nil {
 		return nil, err
 	}
-	return file.launchers, nil
+	return file.Launchers, nil
 }

@@ -33,13 +33,13 @@ func TestDeployConfigExamplesLoad(t *testing.T) {
 		t.Fatalf("found %d config examples in deploy/README.md, want the three (servers, laptops)", len(blocks))
 	}
 	for i, blk := range blocks {
-		parsed, err := parseConfigFile([]byte(blk))
+		vals, err := parseConfig([]byte(blk))
 		if err != nil {
 			t.Errorf("example %d: %v:\n%s", i+1, err, blk)
 			continue
 		}
 		node := newNodeCmd()
-		for k, v := range parsed.vals {
+		for k, v := range vals {
 			f := node.Flags().Lookup(k)
 			if f == nil {
 				f = node.Flags().Lookup(strings.ReplaceAll(k, "_", "-"))
@@ -52,7 +52,7 @@ func TestDeployConfigExamplesLoad(t *testing.T) {
 				t.Errorf("example %d: %s = %q: %v", i+1, k, v, err)
 			}
 		}
-		if _, ok := parsed.vals["bootstrap-expect"]; ok && parsed.vals["server"] != "true" {
+		if _, ok := vals["bootstrap-expect"]; ok && vals["server"] != "true" {
 			t.Errorf("example %d: bootstrap-expect without server = true; the node refuses it", i+1)
 		}
 	}

@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -117,7 +115,7 @@ func runDoctor(c *cobra.Command, settingsErr error) error {
 		printDoctor(c, e, rep)
 	}
 	if rep.Findings > 0 {
-		return &silentError{code: ExitFindings}
+		return &silentError{Code: ExitFindings}
 	}
 	return nil
 }

@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (

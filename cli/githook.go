@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -32,7 +30,7 @@ var ErrGit = errors.New("git")
 
 // errCommitRefused is the pre-commit hook's refusal (exit 4, which the
 // hook's region passes on to git).
-var errCommitRefused = &silentError{code: ExitRefused}
+var errCommitRefused = &silentError{Code: ExitRefused}
 
 // newHookGitCmd is `harn hook git pre-commit|post-commit|post-checkout`,
 // run by the regions `harn hook install git` writes.

@@ -1,10 +1,9 @@
-//go:build !harn_hook
-
 package cli
 
 import (
 	"context"
 	"fmt"
+
 	"github.com/harn-dev/harn/node/api/wire"
 
 	"github.com/spf13/cobra"

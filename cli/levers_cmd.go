@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -10,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
@@ -38,7 +37,7 @@ owns the task and is recorded in its ledger.`,
 				if err != nil {
 					return taskErr(err, p)
 				}
-				r, err := taskwire.ResultFromAPI(res.Result)
+				r, err := taskapi.ResultFromAPI(res.Result)
 				if err != nil {
 					return err
 				}

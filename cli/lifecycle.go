@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -7,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"google.golang.org/grpc/codes"
-
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -50,8 +47,8 @@ func declare(ctx context.Context, cl *client, p place, before presence.State, to
 	// A deadline, ours or the node's own bound on the registry write (it
 	// answers DeadlineExceeded just before ours expires), means the change
 	// may be recorded with its registry write pending: ask the node.
-	code := api.Code(err)
-	if code != codes.DeadlineExceeded && (!timedOut || code != codes.Canceled) {
+	code := hookwire.CodeOf(err)
+	if code != hookwire.DeadlineExceeded && (!timedOut || code != hookwire.Canceled) {
 		return declared{}, rpcErr(err, p)
 	}
 	gctx, gcancel := context.WithTimeout(ctx, checkTimeout)

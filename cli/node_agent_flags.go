@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -25,7 +23,7 @@ func ConfigWorkspaces(c *cobra.Command) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return file.workspaces, nil
+	return file.Workspaces, nil
 }
 
 // ConfigPath is the config file the command reads ("" for none).

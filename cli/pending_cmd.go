@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -14,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
@@ -35,7 +34,7 @@ func pendingRequests(ctx context.Context, cl *client, p place, w io.Writer) ([]t
 	}
 	reqs := make([]taskwire.Request, 0, len(res.Requests))
 	for _, r := range res.Requests {
-		reqs = append(reqs, taskwire.RequestFromAPI(r))
+		reqs = append(reqs, taskapi.RequestFromAPI(r))
 	}
 	sort.Slice(reqs, func(i, j int) bool { return reqs[i].Opened.Before(reqs[j].Opened) })
 	if w != nil {
@@ -318,7 +317,7 @@ func newAnswerCmd(allow bool) *cobra.Command {
 				if res.Request == nil {
 					return errors.New("the node's answer names no request")
 				}
-				r := taskwire.RequestFromAPI(res.Request)
+				r := taskapi.RequestFromAPI(res.Request)
 				if asJSON(c) {
 					return writeJSON(c, r)
 				}
@@ -352,7 +351,7 @@ func answerConfirmation(c *cobra.Command, ctx context.Context, cl *client, p pla
 	}
 	// The listing names the confirmation's node: the answer goes there
 	// alone, not through a search of every member for the task.
-	res, err := cl.api.Task(ctx, &api.TaskRequest{Node: q.Node, Action: taskwire.ActionToAPI(taskwire.Action{Op: op, Task: q.Task, Call: q.Call, Reason: reason})})
+	res, err := cl.api.Task(ctx, &api.TaskRequest{Node: q.Node, Action: taskapi.ActionToAPI(taskwire.Action{Op: op, Task: q.Task, Call: q.Call, Reason: reason})})
 	if err != nil {
 		return taskErr(err, p)
 	}

@@ -1,14 +1,13 @@
-//go:build !harn_hook
-
 package cli
 
 import (
 	"fmt"
-	"github.com/harn-dev/harn/presence/adapter/all"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/harn-dev/harn/presence/adapter/all"
 
 	xterm "github.com/charmbracelet/x/term"
 	"github.com/spf13/cobra"

@@ -1,13 +1,12 @@
-//go:build !harn_hook
-
 package cli
 
 import (
 	"context"
 	"fmt"
-	"github.com/harn-dev/harn/node/api/wire"
 	"text/tabwriter"
 	"time"
+
+	"github.com/harn-dev/harn/node/api/wire"
 
 	"github.com/spf13/cobra"
 

@@ -1,12 +1,9 @@
-//go:build !harn_hook
-
 package cli
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"google.golang.org/grpc/codes"
 	"net"
 	"os"
 	"strconv"
@@ -16,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/secretfile"
@@ -35,7 +33,7 @@ func adminErr(err error, p place) error {
 		return nil
 	}
 	var se *api.StatusError
-	if errors.As(err, &se) && api.Code(se) == codes.PermissionDenied {
+	if errors.As(err, &se) && hookwire.CodeOf(se) == hookwire.PermissionDenied {
 		return withCode(ExitTrust, errors.New(text.OneLine(se.Message())))
 	}
 	return rpcErr(err, p)

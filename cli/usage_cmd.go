@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -13,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -90,11 +89,11 @@ func runUsage(c *cobra.Command, _ []string) error {
 	}
 	var rows []usageRow
 	err := withNode(c, func(ctx context.Context, cl *client, p place) error {
-		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(a)})
+		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskapi.ActionToAPI(a)})
 		if err != nil {
 			return taskErr(err, p)
 		}
-		r, err := taskwire.ResultFromAPI(res.Result)
+		r, err := taskapi.ResultFromAPI(res.Result)
 		if err != nil {
 			return err
 		}

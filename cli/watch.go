@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -12,21 +10,23 @@ import (
 	"io"
 	"os"
 
-	xterm "github.com/charmbracelet/x/term"
 	"os/signal"
 	"slices"
 	"strings"
 	"syscall"
 	"time"
 
+	xterm "github.com/charmbracelet/x/term"
+
 	tea "github.com/charmbracelet/bubbletea"
 	"github.com/charmbracelet/lipgloss"
 	"github.com/spf13/cobra"
 
+	"github.com/mattn/go-isatty"
+
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
-	"github.com/mattn/go-isatty"
 )
 
 // `harn agents list --watch`: the roster kept on screen. On a terminal it

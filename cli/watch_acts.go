@@ -1,5 +1,3 @@
-//go:build !harn_hook
-
 package cli
 
 import (
@@ -16,6 +14,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -73,16 +72,16 @@ func (a clientActor) answer(ctx context.Context, request string, allow bool) (st
 	if allow {
 		verb = "approved"
 	}
-	r := taskwire.RequestFromAPI(res.Request)
+	r := taskapi.RequestFromAPI(res.Request)
 	return fmt.Sprintf("%s %s (%s on %s, session %s)", verb, r.ID, r.Tool, r.Node, r.Session), nil
 }
 
 func (a clientActor) task(ctx context.Context, act taskwire.Action) (string, error) {
-	res, err := a.cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(act)})
+	res, err := a.cl.api.Task(ctx, &api.TaskRequest{Action: taskapi.ActionToAPI(act)})
 	if err != nil {
 		return "", taskErr(err, a.p)
 	}
-	r, err := taskwire.ResultFromAPI(res.Result)
+	r, err := taskapi.ResultFromAPI(res.Result)
 	if err != nil {
 		return "", err
 	}
@@ -209,7 +208,7 @@ func (m watchModel) findRequest(session string, allow bool) tea.Cmd {
 		}
 		var found *api.PermissionRequest
 		for _, r := range reqs {
-			if r.GetSession() == session && r.GetAnswer() == nil && (found == nil || taskwire.RequestFromAPI(r).Opened.Before(taskwire.RequestFromAPI(found).Opened)) {
+			if r.GetSession() == session && r.GetAnswer() == nil && (found == nil || taskapi.RequestFromAPI(r).Opened.Before(taskapi.RequestFromAPI(found).Opened)) {
 				found = r
 			}
 		}
@@ -337,7 +336,7 @@ func (m watchModel) updateAct(msg tea.Msg) (watchModel, tea.Cmd, bool) {
 		if msg.allow {
 			verb = "approve"
 		}
-		r, allow := taskwire.RequestFromAPI(msg.req), msg.allow
+		r, allow := taskapi.RequestFromAPI(msg.req), msg.allow
 		run := func(ctx context.Context, a watchActor) (string, error) {
 			return a.answer(ctx, r.ID, allow)
 		}

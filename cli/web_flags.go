@@ -1,11 +1,9 @@
-//go:build !harn_hook
-
 package cli
 
 import (
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/board/boardlimits"
 )
 
 // addWebFlags adds the flags of the board's listener (web board and
@@ -16,7 +14,7 @@ func addWebFlags(c *cobra.Command) {
 	f.String("http-token", "", "the `token` the board and /metrics require; it shows in ps, so prefer --http-token-file (default: one generated into <data-dir>/http.token)")
 	f.String("http-public-url", "", "the board's `URL` as others reach it (https://harn.example/, behind a proxy): notifications link to it and their Approve and Deny buttons post to it; default: the listen address")
 	f.String("metrics-token-file", "", "`file` holding a scrape-only token (mode 0600): a bearer header with it opens GET /metrics and nothing else")
-	d := board.DefaultLimits
+	d := boardlimits.Default
 	f.Duration("http-read-timeout", d.ReadTimeout, "bound on reading one board request, headers and body (a slow body is cut there)")
 	f.Duration("http-write-timeout", d.WriteTimeout, "bound on writing one board response (an event stream gets it per write)")
 	f.Duration("http-idle-timeout", d.IdleTimeout, "close a board connection idle this long between requests")

@@ -12,9 +12,9 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
-	"google.golang.org/grpc/codes"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
@@ -105,7 +105,7 @@ func TestFullDiskRefusesWritesAndKeepsServingReads(t *testing.T) {
 
 	disk.on.Store(true)
 	_, err := cl.Append(ctx, appendReq(n, "s", "3", presence.TypeToolPreUse))
-	if api.Code(err) != codes.ResourceExhausted {
+	if api.Code(err) != hookwire.ResourceExhausted {
 		t.Fatalf("append on a full disk: %v, want ResourceExhausted", err)
 	}
 	if !errors.Is(n.ledger.Writable(), ledger.ErrNoSpace) {

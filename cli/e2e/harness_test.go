@@ -74,7 +74,7 @@ func runTests(m *testing.M) int {
 	}
 	// And harn-hook beside them, as make build writes it: `harn hook
 	// install` then installs it, so the agents' hooks here run it.
-	cmd = exec.CommandContext(ctx, goTool, "build", "-tags", "harn_hook", "-o", dir+string(filepath.Separator),
+	cmd = exec.CommandContext(ctx, goTool, "build", "-o", dir+string(filepath.Separator),
 		"github.com/harn-dev/harn/cmd/harn-hook")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

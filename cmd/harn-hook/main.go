@@ -1,18 +1,15 @@
 // Command harn-hook is harn's hook alone: `harn-hook hook AGENT`, the
 // command line that `harn hook install` writes into an agent's settings
-// when harn-hook is beside harn. It is the cli package built with the
-// harn_hook tag, so that the process that every tool call of every agent
-// starts links neither the TUI, nor the rest of the command line, nor
-// gRPC. `harn hook AGENT` does the same, slower to start.
-//
-// Build it with `go build -tags harn_hook ./cmd/harn-hook` (make build
-// does); without the tag it does not build.
+// when harn-hook is beside harn. It links cli/hook, the hook and the
+// command line's base, and not cli: the process that every tool call of
+// every agent starts links neither the TUI, nor the rest of the command
+// line, nor gRPC. `harn hook AGENT` runs the same code, slower to start.
 package main
 
 import (
 	"os"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/util/procguard"
 )
 
@@ -23,5 +20,5 @@ func main() {
 		// of the time
 		os.Exit(procguard.Main(os.Args[2:]))
 	}
-	os.Exit(cli.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(hook.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }

@@ -163,7 +163,7 @@ func buildImage(t *testing.T) error {
 		return fmt.Errorf("building the static harn and harnd binaries: %v\n%s", err, out)
 	}
 	// harn-hook, which the image holds beside them (deploy/Dockerfile).
-	hook := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", "harn_hook", "-ldflags", "-s -w", "-o", buildDir+string(filepath.Separator), "./cmd/harn-hook")
+	hook := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", buildDir+string(filepath.Separator), "./cmd/harn-hook")
 	hook.Dir, hook.Env = root, build.Env
 	if out, err := hook.CombinedOutput(); err != nil {
 		return fmt.Errorf("building the static harn-hook binary: %v\n%s", err, out)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harn-dev/harn/node/api/hookwire"
@@ -64,14 +63,14 @@ func (c *Client) Close() error { return c.conn.Close() }
 func (c *Client) Invoke(ctx context.Context, method string, in, out proto.Message) error {
 	body, err := proto.Marshal(in)
 	if err != nil {
-		return NewStatusError(codes.Internal, "marshal "+method+": "+err.Error(), "", nil)
+		return NewStatusError(hookwire.Internal, "marshal "+method+": "+err.Error(), "", nil)
 	}
 	b, err := c.conn.Call(ctx, method, body)
 	if err != nil {
 		return err
 	}
 	if err := proto.Unmarshal(b, out); err != nil {
-		return NewStatusError(codes.Internal, "unmarshal the reply of "+method+": "+err.Error(), "", nil)
+		return NewStatusError(hookwire.Internal, "unmarshal the reply of "+method+": "+err.Error(), "", nil)
 	}
 	return nil
 }

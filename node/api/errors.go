@@ -1,10 +1,6 @@
 package api
 
-import (
-	"google.golang.org/grpc/codes"
-
-	"github.com/harn-dev/harn/node/api/hookwire"
-)
+import "github.com/harn-dev/harn/node/api/hookwire"
 
 // The node's status errors live in node/api/hookwire, which the hook links
 // without this package; these are the same values, so errors.Is and
@@ -42,10 +38,10 @@ type StatusError = hookwire.StatusError
 
 // NewStatusError is the error of a status of code c and message msg that
 // carries reason and meta (of ErrorDomain) when reason is not "".
-func NewStatusError(c codes.Code, msg, reason string, meta map[string]string) *StatusError {
-	return hookwire.NewStatusError(hookwire.Code(c), msg, reason, meta)
+func NewStatusError(c hookwire.Code, msg, reason string, meta map[string]string) *StatusError {
+	return hookwire.NewStatusError(c, msg, reason, meta)
 }
 
-// Code is the status code of err: codes.OK for nil, codes.Unknown for an
-// error that is not a *StatusError.
-func Code(err error) codes.Code { return codes.Code(hookwire.CodeOf(err)) }
+// Code is the status code of err (gRPC's numbers, without gRPC): OK for
+// nil, Unknown for an error that is not a *StatusError.
+func Code(err error) hookwire.Code { return hookwire.CodeOf(err) }

@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/harn-dev/harn/node/board/boardlimits"
+
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -109,78 +111,12 @@ type Config struct {
 }
 
 // Limits bound what one client can hold of the board: time per request,
-// bytes per request, streams, connections.
-type Limits struct {
-	// ReadHeaderTimeout bounds reading a request's headers, ReadTimeout
-	// its headers and body (a slow POST body is cut there).
-	ReadHeaderTimeout, ReadTimeout time.Duration
-	// WriteTimeout bounds writing a response; an event stream instead
-	// gets it as the deadline of each write.
-	WriteTimeout time.Duration
-	// IdleTimeout closes a keep-alive connection without a request.
-	IdleTimeout time.Duration
-	// MaxBody is the largest request body, MaxHeader the largest header
-	// block, in bytes.
-	MaxBody   int64
-	MaxHeader int
-	// MaxStreams caps the open event streams of the board, and
-	// MaxClientStreams those of one client (one remote address); a stream
-	// over either gets 429.
-	MaxStreams, MaxClientStreams int
-	// MaxConns caps the open connections. Connections not yet proven by
-	// the token hold at most three quarters of it together, and
-	// MaxPeerConns per peer (a local user on loopback, else an address);
-	// see conns.go for who is closed when they are full.
-	MaxConns     int
-	MaxPeerConns int
-}
+// bytes per request, streams, connections (boardlimits, which the client
+// links for `harn node`'s flag defaults without the board).
+type Limits = boardlimits.Limits
 
 // DefaultLimits are the limits of a board configured with none.
-var DefaultLimits = Limits{
-	ReadHeaderTimeout: 3 * time.Second,
-	ReadTimeout:       30 * time.Second,
-	WriteTimeout:      60 * time.Second,
-	IdleTimeout:       60 * time.Second,
-	MaxBody:           64 << 10,
-	MaxHeader:         64 << 10,
-	MaxStreams:        64,
-	MaxClientStreams:  8,
-	MaxConns:          256,
-	MaxPeerConns:      16,
-}
-
-// withDefaults fills the zero fields of l from DefaultLimits.
-func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
-	set := func(v *time.Duration, def time.Duration) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	set(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
-	set(&l.ReadTimeout, d.ReadTimeout)
-	set(&l.WriteTimeout, d.WriteTimeout)
-	set(&l.IdleTimeout, d.IdleTimeout)
-	if l.ReadHeaderTimeout > l.ReadTimeout {
-		l.ReadHeaderTimeout = l.ReadTimeout
-	}
-	if l.MaxBody <= 0 {
-		l.MaxBody = d.MaxBody
-	}
-	for _, p := range []struct {
-		v   *int
-		def int
-	}{{&l.MaxHeader, d.MaxHeader}, {&l.MaxStreams, d.MaxStreams},
-		{&l.MaxClientStreams, d.MaxClientStreams}, {&l.MaxConns, d.MaxConns}, {&l.MaxPeerConns, d.MaxPeerConns}} {
-		if *p.v <= 0 {
-			*p.v = p.def
-		}
-	}
-	if l.MaxClientStreams > l.MaxStreams {
-		l.MaxClientStreams = l.MaxStreams
-	}
-	return l
-}
+var DefaultLimits = boardlimits.Default
 
 var (
 	// ErrTokenRequired: no token. Every board needs one, on loopback
@@ -279,7 +215,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	cfg.Limits = cfg.Limits.withDefaults()
+	cfg.Limits = cfg.Limits.WithDefaults()
 	s := &Server{cfg: cfg, loopback: loop, csrf: randomHex(), cookieName: cookieNameOf(cfg.Token),
 		cookie: cookieValue(cfg.Token), perClient: map[string]int{}}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

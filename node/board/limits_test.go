@@ -151,10 +151,10 @@ func TestBodyOverTheCapIsRefused(t *testing.T) {
 }
 
 func TestLimitsDefaults(t *testing.T) {
-	if got := (Limits{}).withDefaults(); got != DefaultLimits {
+	if got := (Limits{}).WithDefaults(); got != DefaultLimits {
 		t.Fatalf("zero limits: %+v", got)
 	}
-	l := Limits{ReadTimeout: time.Second, ReadHeaderTimeout: time.Minute, MaxStreams: 4, MaxClientStreams: 9}.withDefaults()
+	l := Limits{ReadTimeout: time.Second, ReadHeaderTimeout: time.Minute, MaxStreams: 4, MaxClientStreams: 9}.WithDefaults()
 	if l.ReadHeaderTimeout != time.Second || l.MaxClientStreams != 4 {
 		t.Fatalf("the header timeout and the client cap exceed their bounds: %+v", l)
 	}

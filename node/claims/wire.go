@@ -1,13 +1,13 @@
 package claims
 
-import "github.com/harn-dev/harn/node/claims/claimwire"
+import "github.com/harn-dev/harn/node/claims/claimapi"
 
 // The claims' values on the wire are claimwire's conversions.
 var (
-	ToAPI                 = claimwire.ToAPI
-	FromAPI               = claimwire.FromAPI
-	HoldersToAPI          = claimwire.HoldersToAPI
-	HoldersFromAPI        = claimwire.HoldersFromAPI
-	RegistryClaimsToAPI   = claimwire.RegistryClaimsToAPI
-	RegistryClaimsFromAPI = claimwire.RegistryClaimsFromAPI
+	ToAPI                 = claimapi.ToAPI
+	FromAPI               = claimapi.FromAPI
+	HoldersToAPI          = claimapi.HoldersToAPI
+	HoldersFromAPI        = claimapi.HoldersFromAPI
+	RegistryClaimsToAPI   = claimapi.RegistryClaimsToAPI
+	RegistryClaimsFromAPI = claimapi.RegistryClaimsFromAPI
 )

@@ -19,6 +19,8 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/hookwire"
+	"github.com/harn-dev/harn/node/operator"
 )
 
 // serve runs s on a fresh unix socket until the test ends, and returns
@@ -159,7 +161,7 @@ func TestServerEndsACallWhoseClientWent(t *testing.T) {
 		t.Fatal("the handler never ran")
 	}
 	cancel()
-	if err := <-errc; api.Code(err) != codes.Canceled || !errors.Is(err, context.Canceled) {
+	if err := <-errc; api.Code(err) != hookwire.Canceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("the client's end: %v", err)
 	}
 	select {
@@ -191,7 +193,7 @@ func TestServerCloseEndsCallsInFlight(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Close did not end the call in flight")
 	}
-	if err := <-errc; !errors.Is(err, api.ErrInternal) && api.Code(err) != codes.Canceled {
+	if err := <-errc; !errors.Is(err, api.ErrInternal) && api.Code(err) != hookwire.Canceled {
 		t.Fatalf("the call's end: %v", err)
 	}
 }
@@ -260,4 +262,41 @@ func (c *countingReader) Read(b []byte) (int, error) {
 	n, err := c.r.Read(b)
 	c.n += n
 	return n, err
+}
+
+// TestServerGivesEachCallItsPeer: a call's context carries the socket
+// peer read at accept (this process's uid and pid), and a connection with
+// another preface (a gRPC client's: the socket speaks no gRPC) is closed
+// unanswered.
+func TestServerGivesEachCallItsPeer(t *testing.T) {
+	peers := make(chan operator.Peer, 2)
+	tbl := api.LocalMethods(nil)
+	tbl["/harn.v1.Local/Status"] = func(ctx context.Context, dec func(proto.Message) error) (proto.Message, error) {
+		p, ok := operator.PeerFromContext(ctx)
+		if !ok {
+			return nil, status.Error(codes.Internal, "no peer")
+		}
+		peers <- p
+		return &api.StatusResponse{}, nil
+	}
+	_, cl, sock := serve(t, tbl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := cl.Status(ctx, &api.StatusRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if p := <-peers; !p.Known || p.UID != os.Geteuid() || p.PID != os.Getpid() {
+		t.Fatalf("peer %+v, want uid %d pid %d", p, os.Geteuid(), os.Getpid())
+	}
+
+	c, err := net.Dial("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	io.WriteString(c, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+	if n, err := c.Read(make([]byte, 1)); n > 0 || err == nil || os.IsTimeout(err) {
+		t.Fatalf("a gRPC preface: %d bytes, %v; want the connection closed unanswered", n, err)
+	}
 }

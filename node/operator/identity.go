@@ -61,9 +61,9 @@ func WithPeer(ctx context.Context, p Peer) context.Context {
 	return context.WithValue(ctx, peerKey{}, p)
 }
 
-// peerOf is the local socket peer of ctx's call; false when ctx is not
+// PeerFromContext is the local socket peer of ctx's call; false when ctx is not
 // one (an in-process caller, a call from another node).
-func peerOf(ctx context.Context) (Peer, bool) {
+func PeerFromContext(ctx context.Context) (Peer, bool) {
 	p, ok := ctx.Value(peerKey{}).(Peer)
 	return p, ok
 }
@@ -71,13 +71,13 @@ func peerOf(ctx context.Context) (Peer, bool) {
 // CallerPID is the process id of the local socket's peer, 0 when ctx is
 // not a local socket call or the system does not tell.
 func CallerPID(ctx context.Context) int {
-	lp, _ := peerOf(ctx)
+	lp, _ := PeerFromContext(ctx)
 	return lp.PID
 }
 
 // Owner reports whether ctx is a call on the local socket from uid.
 func Owner(ctx context.Context, uid int) bool {
-	lp, ok := peerOf(ctx)
+	lp, ok := PeerFromContext(ctx)
 	return ok && lp.Known && lp.UID == uid
 }
 
@@ -85,7 +85,7 @@ func Owner(ctx context.Context, uid int) bool {
 // (`alice (uid 1000)`), or "" when ctx is not a local socket call or its
 // peer is unknown.
 func Local(ctx context.Context) string {
-	lp, ok := peerOf(ctx)
+	lp, ok := PeerFromContext(ctx)
 	if !ok || !lp.Known {
 		return ""
 	}
@@ -117,7 +117,7 @@ func By(ctx context.Context, node, given string) string {
 	if op := Local(ctx); op != "" {
 		return op + "@" + node
 	}
-	if _, sock := peerOf(ctx); given != "" && !sock {
+	if _, sock := PeerFromContext(ctx); given != "" && !sock {
 		op, at := Split(given)
 		if at == "" {
 			at = node

@@ -1,6 +1,9 @@
 package tasks
 
-import "github.com/harn-dev/harn/node/tasks/taskwire"
+import (
+	"github.com/harn-dev/harn/node/tasks/taskapi"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
+)
 
 // The room's wire half lives in package taskwire, which the client links
 // without the runtimes; these are its names here.
@@ -74,16 +77,16 @@ var (
 	Profile           = taskwire.Profile
 	ParseGrants       = taskwire.ParseGrants
 	FormatGrants      = taskwire.FormatGrants
-	ActionToAPI       = taskwire.ActionToAPI
-	ActionFromAPI     = taskwire.ActionFromAPI
-	GrantsToAPI       = taskwire.GrantsToAPI
-	GrantsFromAPI     = taskwire.GrantsFromAPI
-	QueryToAPI        = taskwire.QueryToAPI
-	QueryFromAPI      = taskwire.QueryFromAPI
-	ResultToAPI       = taskwire.ResultToAPI
-	ResultFromAPI     = taskwire.ResultFromAPI
-	RequestToAPI      = taskwire.RequestToAPI
-	RequestFromAPI    = taskwire.RequestFromAPI
+	ActionToAPI       = taskapi.ActionToAPI
+	ActionFromAPI     = taskapi.ActionFromAPI
+	GrantsToAPI       = taskapi.GrantsToAPI
+	GrantsFromAPI     = taskapi.GrantsFromAPI
+	QueryToAPI        = taskapi.QueryToAPI
+	QueryFromAPI      = taskapi.QueryFromAPI
+	ResultToAPI       = taskapi.ResultToAPI
+	ResultFromAPI     = taskapi.ResultFromAPI
+	RequestToAPI      = taskapi.RequestToAPI
+	RequestFromAPI    = taskapi.RequestFromAPI
 )
 
 func clip(s string) string { return taskwire.Clip(s) }

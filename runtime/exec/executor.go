@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harn-dev/harn/util/clock"
-	"github.com/harn-dev/harn/util/secretenv"
 	"log/slog"
 	"os"
 	"sync"
 	"time"
+
+	"github.com/harn-dev/harn/runtime/execwire"
+	"github.com/harn-dev/harn/util/clock"
+	"github.com/harn-dev/harn/util/secretenv"
 
 	"github.com/harn-dev/harn/runtime"
 )
@@ -81,14 +83,14 @@ type Message struct {
 	Final bool
 }
 
-// SteerMode says what became of a steer.
-type SteerMode string
+// SteerMode says what became of a steer (execwire.SteerMode).
+type SteerMode = execwire.SteerMode
 
 // The steer modes.
 const (
-	SteerDelivered SteerMode = "delivered" // written to the agent's streaming input
-	SteerFollowUp  SteerMode = "follow_up" // queued as a follow-up task
-	SteerDropped   SteerMode = "dropped"   // the task was cancelled before it could be delivered
+	SteerDelivered = execwire.SteerDelivered
+	SteerFollowUp  = execwire.SteerFollowUp
+	SteerDropped   = execwire.SteerDropped
 )
 
 // The reasons a steer is turned into a follow-up.
@@ -97,14 +99,8 @@ const (
 	ReasonInputClosed = "the agent had finished reading its input"
 )
 
-// SteerResult is the answer to a steer: where it went, and a message the
-// caller can print as is.
-type SteerResult struct {
-	Mode    SteerMode `json:"mode"`
-	Task    string    `json:"task"`              // the task that got it: the steered task, or the new follow-up
-	Steered string    `json:"steered,omitempty"` // the task the steer was meant for
-	Message string    `json:"message"`
-}
+// SteerResult is the answer to a steer (execwire.SteerResult).
+type SteerResult = execwire.SteerResult
 
 // TaskResult is how one task ended on this executor.
 type TaskResult struct {

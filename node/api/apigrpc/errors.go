@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/hookwire"
 )
 
 // WithReason is a status of code c and message msg that carries reason (of
@@ -69,9 +70,9 @@ func Error(err error) error {
 		return err
 	}
 	if i := info(st); i != nil {
-		return api.NewStatusError(st.Code(), st.Message(), i.Reason, i.Metadata)
+		return api.NewStatusError(hookwire.Code(st.Code()), st.Message(), i.Reason, i.Metadata)
 	}
-	return api.NewStatusError(st.Code(), st.Message(), "", nil)
+	return api.NewStatusError(hookwire.Code(st.Code()), st.Message(), "", nil)
 }
 
 // Reason is the ErrorInfo reason of the node's domain that err's status

@@ -5,10 +5,11 @@ package wire
 // its services. One function each way.
 
 import (
-	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/claims/claimwire"
-	"github.com/harn-dev/harn/raftstore/raftwire"
 	"time"
+
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/claims/claimapi"
+	"github.com/harn-dev/harn/raftstore/raftwire"
 )
 
 // CAStatusFromAPI reads the CA's state from the wire.
@@ -56,14 +57,14 @@ func TokenRecordsFromAPI(recs []*api.TokenRecord) []TokenRecord {
 
 // CoordRequestOf is the Coord call of op with body b.
 func CoordRequestOf(op string, b CoordBody) *api.CoordRequest {
-	return &api.CoordRequest{Op: op, Session: b.Session, Claims: claimwire.ToAPI(b.Claims), All: b.All,
+	return &api.CoordRequest{Op: op, Session: b.Session, Claims: claimapi.ToAPI(b.Claims), All: b.All,
 		Reason: b.Reason, By: b.By}
 }
 
 // CoordResultFromAPI reads a coordination result from the wire.
 func CoordResultFromAPI(r *api.CoordResult) CoordResult {
-	return CoordResult{Session: r.GetSession(), Node: r.GetNode(), Claims: claimwire.RegistryClaimsFromAPI(r.GetClaims()),
-		Holders: claimwire.HoldersFromAPI(r.GetHolders()), Mode: r.GetMode(), Ended: r.GetEnded(),
+	return CoordResult{Session: r.GetSession(), Node: r.GetNode(), Claims: claimapi.RegistryClaimsFromAPI(r.GetClaims()),
+		Holders: claimapi.HoldersFromAPI(r.GetHolders()), Mode: r.GetMode(), Ended: r.GetEnded(),
 		Already: r.GetAlready(), Alive: r.GetAlive(), PID: int(r.GetPid()), Hosted: r.GetHosted()}
 }
 

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/runtime/execwire"
 )
 
 // A launcher is a name for a fixed argv: the operator of a node defines it
@@ -69,8 +69,8 @@ func CheckArgv(name string, argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {
 		return fmt.Errorf("%w: launcher %s: the argv is empty; give at least the program", ErrBadLauncher, name)
 	}
-	if len(argv) > exec.MaxCommandWords {
-		return fmt.Errorf("%w: launcher %s: over %d words", ErrBadLauncher, name, exec.MaxCommandWords)
+	if len(argv) > execwire.MaxCommandWords {
+		return fmt.Errorf("%w: launcher %s: over %d words", ErrBadLauncher, name, execwire.MaxCommandWords)
 	}
 	n := 0
 	for _, w := range argv {
@@ -79,14 +79,14 @@ func CheckArgv(name string, argv []string) error {
 			return fmt.Errorf("%w: launcher %s: a word holds a NUL or a line break", ErrBadLauncher, name)
 		}
 	}
-	if n > exec.MaxCommandBytes {
-		return fmt.Errorf("%w: launcher %s: over %d bytes", ErrBadLauncher, name, exec.MaxCommandBytes)
+	if n > execwire.MaxCommandBytes {
+		return fmt.Errorf("%w: launcher %s: over %d bytes", ErrBadLauncher, name, execwire.MaxCommandBytes)
 	}
 	return nil
 }
 
 // ParseLauncherFlag reads one --launcher NAME=ARGV: ARGV is split into
-// words as a shell splits them, with no shell (exec.ParseCommand).
+// words as a shell splits them, with no shell (execwire.ParseCommand).
 func ParseLauncherFlag(s string) (string, []string, error) {
 	name, cmd, ok := strings.Cut(s, "=")
 	name = strings.TrimSpace(name)
@@ -96,7 +96,7 @@ func ParseLauncherFlag(s string) (string, []string, error) {
 	if err := ValidLauncherName(name); err != nil {
 		return "", nil, err
 	}
-	argv, err := exec.ParseCommand(cmd)
+	argv, err := execwire.ParseCommand(cmd)
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: launcher %s: %w", ErrBadLauncher, name, err)
 	}

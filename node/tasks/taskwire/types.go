@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/runtime"
-	"github.com/harn-dev/harn/runtime/exec"
+	"github.com/harn-dev/harn/runtime/execwire"
 )
 
 // ErrBadAction is an action that does not parse or cannot be run as given.
@@ -79,16 +79,16 @@ type Action struct {
 // Result is what an action returns (on the wire: api.TaskResult; its JSON
 // is the CLI's --json view).
 type Result struct {
-	Node    string               `json:"node"`
-	Session string               `json:"session,omitempty"`
-	Task    *runtime.TaskView    `json:"task,omitempty"`
-	Text    string               `json:"text,omitempty"`
-	Output  []string             `json:"output,omitempty"`
-	Steer   *exec.SteerResult    `json:"steer,omitempty"`
-	Grants  *runtime.GrantsView  `json:"grants,omitempty"`
-	Digest  *runtime.Handoff     `json:"digest,omitempty"`
-	View    *runtime.SessionView `json:"session_view,omitempty"`
-	Message string               `json:"message,omitempty"`
+	Node    string                `json:"node"`
+	Session string                `json:"session,omitempty"`
+	Task    *runtime.TaskView     `json:"task,omitempty"`
+	Text    string                `json:"text,omitempty"`
+	Output  []string              `json:"output,omitempty"`
+	Steer   *execwire.SteerResult `json:"steer,omitempty"`
+	Grants  *runtime.GrantsView   `json:"grants,omitempty"`
+	Digest  *runtime.Handoff      `json:"digest,omitempty"`
+	View    *runtime.SessionView  `json:"session_view,omitempty"`
+	Message string                `json:"message,omitempty"`
 	// Interrupt: cancel and supersede of a running task say whether the
 	// agent is interrupted: "sent: …" when harn started its process,
 	// "not possible: …" for an external agent's session.
