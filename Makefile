@@ -30,7 +30,9 @@ test:
 # bench: every benchmark, the mesh's first (docs/perf-mesh.md): a real
 # mesh's idle CPU and memory per node and the server's against bare
 # memberlist processes at 5 and 50 nodes, then the simulation's table at
-# 10, 100 and 1,000 nodes (about 25 minutes of both cores together).
+# 10, 100 and 1,000 nodes, both printed as the docs' tables with their
+# load (about 20 minutes: each simulation run has a wall-clock budget, 11
+# minutes at 1,000 nodes, and prints a partial row when it runs out).
 bench: build
 	HARN_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench 'MeshIdle' -benchtime 1x -timeout 30m ./cli/e2e/
 	$(GO) test -run '^$$' -bench 'MeshSimulation' -benchtime 1x -timeout 60m ./node/cluster/

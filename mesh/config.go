@@ -300,6 +300,9 @@ func (c Config) memberlistConfig() *memberlist.Config {
 	}
 	if c.Transport != nil {
 		mc.Transport = c.Transport
+		if t, ok := c.Transport.(*MemTransport); ok && t.net.lzw.Load() {
+			mc.EnableCompression = false // the network counts its bytes (MemNetwork.EmulateCompression)
+		}
 	}
 	return mc
 }

@@ -133,6 +133,13 @@ func (m *Mesh) fillLocked(r *record, n *memberlist.Node) bool {
 }
 
 func (m *Mesh) setStatusLocked(r *record, s Status, kind EventKind) {
+	if counts(r.Status) != counts(s) {
+		if counts(s) {
+			m.alive++
+		} else {
+			m.alive--
+		}
+	}
 	r.Status = s
 	r.Since = m.cfg.Clock.Now()
 	m.emitLocked(kind, r)
@@ -301,15 +308,12 @@ func (m *Mesh) NumAlive() int {
 	return m.numAliveLocked()
 }
 
-func (m *Mesh) numAliveLocked() int {
-	n := 0
-	for _, r := range m.members {
-		if r.Status == StatusAlive || r.Status == StatusSuspect {
-			n++
-		}
-	}
-	return n
-}
+// numAliveLocked is kept as a count (m.alive, moved by setStatusLocked):
+// the gossip queue asks for it at every gossip tick.
+func (m *Mesh) numAliveLocked() int { return m.alive }
+
+// counts reports whether a member in status s counts as alive.
+func counts(s Status) bool { return s == StatusAlive || s == StatusSuspect }
 
 // othersLocked returns the other members that are alive or suspect.
 func (m *Mesh) othersLocked() []memberlist.Node {

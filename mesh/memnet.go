@@ -2,6 +2,7 @@ package mesh
 
 import (
 	"bytes"
+	"compress/lzw"
 	"fmt"
 	"io"
 	"net"
@@ -23,7 +24,26 @@ type MemNetwork struct {
 	port   int
 	byAddr map[string]*MemTransport
 	group  map[string]int // addr -> partition group; absent = reaches all
+	lzw    atomic.Bool    // EmulateCompression
+	idle   atomic.Bool    // Meter(false): nothing is counted
 }
+
+// Meter turns the counting of sent bytes on (the default) or off. With
+// EmulateCompression a count costs a compression, so a simulation meters
+// only the windows it measures.
+func (n *MemNetwork) Meter(on bool) { n.idle.Store(!on) }
+
+// EmulateCompression makes the meshes on the network skip memberlist's
+// LZW compression, while every transport counts what it sends at the
+// size that compression gives it: a packet compressed when that makes it
+// smaller, a stream message always, each in memberlist's compress frame.
+// The bytes counted are the same, and a simulation of many nodes in one
+// process spares memberlist's fresh 64 KiB table per packet (the
+// garbage of a thousand nodes) and the receivers' decompression. It
+// holds for meshes without a gossip key (encryption comes after
+// compression, and its frame is opaque). Call it before the first
+// NewTransport.
+func (n *MemNetwork) EmulateCompression() { n.lzw.Store(true) }
 
 // NewTransport returns a transport at a new address on the network.
 func (n *MemNetwork) NewTransport() *MemTransport {
@@ -105,8 +125,8 @@ var _ memberlist.NodeAwareTransport = (*MemTransport)(nil)
 // Addr is the transport's "host:port".
 func (t *MemTransport) Addr() string { return t.addr }
 
-// SentBytes is how many bytes this end sent, packets and streams (the
-// simulation's bytes per node).
+// SentBytes is how many bytes this end sent, packets and streams, while
+// its network metered (the simulation's bytes per node).
 func (t *MemTransport) SentBytes() int64 { return t.sent.Load() }
 
 func (t *MemTransport) stopped() bool {
@@ -148,7 +168,9 @@ func (t *MemTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time
 	if t.stopped() {
 		return now, fmt.Errorf("memnet: transport stopped")
 	}
-	t.sent.Add(int64(len(b)))
+	if !t.net.idle.Load() {
+		t.sent.Add(int64(t.net.packetSize(b)))
+	}
 	dest, err := t.net.route(t.addr, a.Addr)
 	if err != nil {
 		return now, nil
@@ -199,8 +221,8 @@ func (t *MemTransport) DialAddressTimeout(a memberlist.Address, timeout time.Dur
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
-	case dest.streamCh <- &memConn{Conn: remote, local: memAddr(dest.addr), remote: memAddr(t.addr), sent: &dest.sent}:
-		return &memConn{Conn: local, local: memAddr(t.addr), remote: memAddr(dest.addr), sent: &t.sent}, nil
+	case dest.streamCh <- &memConn{Conn: remote, local: memAddr(dest.addr), remote: memAddr(t.addr), sent: &dest.sent, net: t.net}:
+		return &memConn{Conn: local, local: memAddr(t.addr), remote: memAddr(dest.addr), sent: &t.sent, net: t.net}, nil
 	case <-dest.done:
 	case <-t.done:
 	case <-timer.C:
@@ -235,14 +257,72 @@ type memConn struct {
 	net.Conn
 	local, remote net.Addr
 	sent          *atomic.Int64
+	net           *MemNetwork
 }
 
+// Write counts what it writes before it writes it, so that the count is
+// there when the reader has the bytes (a write that fails, its peer gone,
+// counts all the same). memberlist writes each stream message in one
+// Write, so with EmulateCompression a write is one message.
 func (c *memConn) Write(b []byte) (int, error) {
-	n, err := c.Conn.Write(b)
-	if c.sent != nil {
-		c.sent.Add(int64(n))
+	if c.sent != nil && (c.net == nil || !c.net.idle.Load()) {
+		if c.net != nil && c.net.lzw.Load() {
+			c.sent.Add(int64(lzwFrameSize(b)))
+		} else {
+			c.sent.Add(int64(len(b)))
+		}
 	}
-	return n, err
+	return c.Conn.Write(b)
+}
+
+// mlHasCrcMsg is memberlist's hasCrcMsg: the type of a packet behind a
+// CRC header (its net.go).
+const mlHasCrcMsg = 12
+
+// packetSize is the size b has on the wire: with EmulateCompression, as
+// memberlist's rawSendMsgPacket makes it (the payload compressed when
+// that makes it smaller, behind the CRC header when there is one).
+func (n *MemNetwork) packetSize(b []byte) int {
+	if !n.lzw.Load() {
+		return len(b)
+	}
+	head, body := 0, b
+	if len(b) > 5 && b[0] == mlHasCrcMsg {
+		head, body = 5, b[5:]
+	}
+	return head + min(len(body), lzwFrameSize(body))
+}
+
+// lzwWriters are reused LZW writers (Reset), and lzwCounter what they
+// write to: counting bytes only.
+var lzwWriters = sync.Pool{New: func() any { return lzw.NewWriter(io.Discard, lzw.LSB, 8) }}
+
+type byteCounter int
+
+func (c *byteCounter) Write(b []byte) (int, error) { *c += byteCounter(len(b)); return len(b), nil }
+
+// lzwFrameSize is the size of memberlist's compressPayload(b): a
+// compressMsg byte, then the msgpack map {Algo: 0, Buf: LZW(b)}, whose
+// Buf is a msgpack string (memberlist's handle writes []byte as str).
+func lzwFrameSize(b []byte) int {
+	w := lzwWriters.Get().(*lzw.Writer)
+	var c byteCounter
+	w.Reset(&c, lzw.LSB, 8)
+	_, _ = w.Write(b)
+	_ = w.Close()
+	lzwWriters.Put(w)
+	l := int(c)
+	var strHead int
+	switch {
+	case l < 32:
+		strHead = 1
+	case l < 1<<16:
+		strHead = 3
+	default:
+		strHead = 5
+	}
+	// type byte, map header, "Algo" and 0, "Buf" and its string header.
+	return 1 + 1 + 5 + 1 + 4 + strHead + l
 }
 
 func (c *memConn) LocalAddr() net.Addr  { return c.local }

@@ -48,6 +48,7 @@ type Mesh struct {
 	mu      sync.Mutex
 	state   int
 	members map[string]*record
+	alive   int // members alive or suspect: numAliveLocked
 	intents map[string]intentRec
 	claims  map[string]claim    // name -> a new address claiming it
 	seen    map[seenKey]seenRec // per origin and key

@@ -211,12 +211,19 @@ func startScaleMesh(tb testing.TB, n int, bare bool) *scaleMesh {
 	}
 	join := net.JoinHostPort("127.0.0.1", strconv.Itoa(s0.gossip))
 	joinRPC := net.JoinHostPort("127.0.0.1", strconv.Itoa(s0.rpc))
-	for i, nd := range m.nodes[1:] {
-		nd.scaleProc = spawnScale(tb, nd.name, nd.dir, nd.environ(), harnBin,
-			append(args(nd, i+1), "--join", join, "--join-rpc", joinRPC, "--join-token", tok.JoinToken)...)
-	}
-	for _, nd := range m.nodes[1:] {
-		m.waitReady(nd)
+	// The nodes start in batches, each answering before the next starts:
+	// a hundred joins at once on this machine's two cores outlast a
+	// node's join deadline at the server, and the node exits.
+	const batch = 10
+	for lo := 1; lo < n; lo += batch {
+		for i := lo; i < min(lo+batch, n); i++ {
+			nd := m.nodes[i]
+			nd.scaleProc = spawnScale(tb, nd.name, nd.dir, nd.environ(), harnBin,
+				append(args(nd, i), "--join", join, "--join-rpc", joinRPC, "--join-token", tok.JoinToken)...)
+		}
+		for _, nd := range m.nodes[lo:min(lo+batch, n)] {
+			m.waitReady(nd)
+		}
 	}
 	m.waitMembers(n)
 	if bare {
@@ -287,7 +294,7 @@ func (m *scaleMesh) waitReady(nd *scaleNode) {
 // waitMembers waits until every node lists n alive members (bounded).
 func (m *scaleMesh) waitMembers(n int) {
 	m.tb.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(2*time.Minute + time.Duration(n)*time.Second)
 	for _, nd := range m.nodes {
 		for {
 			r := run(m.tb, nd.environ(), "", "mesh", "members", "--json")
@@ -406,11 +413,12 @@ type idleFigures struct {
 	server, node, bare         float64 // ms of CPU per second: the server, the median node, the median bare process
 	nodeRSS, nodeAnon, bareRSS float64 // MiB, medians
 	window                     time.Duration
+	load                       string // the load average at the end of the window
 }
 
 func (f idleFigures) String() string {
-	return fmt.Sprintf("%d nodes, idle %v: CPU ms/s server %.2f, median node %.2f, median bare memberlist %.2f (node/bare %.2f, server/node %.2f); RSS MiB median node %.1f (anonymous %.1f), bare %.1f",
-		f.nodes, f.window, f.server, f.node, f.bare, f.node/f.bare, f.server/f.node, f.nodeRSS, f.nodeAnon, f.bareRSS)
+	return fmt.Sprintf("%d nodes, idle %v: CPU ms/s server %.2f, median node %.2f, median bare memberlist %.2f (node/bare %.2f, server/node %.2f); RSS MiB median node %.1f (anonymous %.1f), bare %.1f; load %s",
+		f.nodes, f.window, f.server, f.node, f.bare, f.node/f.bare, f.server/f.node, f.nodeRSS, f.nodeAnon, f.bareRSS, f.load)
 }
 
 // measureIdle waits settle, then measures every process over window.
@@ -425,7 +433,7 @@ func (m *scaleMesh) measureIdle(settle, window time.Duration) idleFigures {
 	}
 	cpu := idleCPU(m.tb, pids, window)
 	n := len(m.nodes)
-	f := idleFigures{nodes: n, server: cpu[0], node: median(cpu[1:n]), bare: median(cpu[n:]), window: window}
+	f := idleFigures{nodes: n, server: cpu[0], node: median(cpu[1:n]), bare: median(cpu[n:]), window: window, load: loadAverage()}
 	var rss, anon, brss []float64
 	for _, nd := range m.nodes[1:] {
 		r, a := memKiB(nd.pid())
@@ -470,12 +478,23 @@ func TestFiftyNodesSeeEachOthersSessionsWithin2s(t *testing.T) {
 	scaleOn(t)
 	m := startScaleMesh(t, 50, false)
 	time.Sleep(10 * time.Second)
+	if worst := m.sessionRounds(5); worst > 2*time.Second {
+		t.Errorf("a session took %v to show on another node (want at most 2 s)", worst)
+	}
+}
+
+// sessionRounds starts a session (a Claude Code SessionStart hook) on a
+// random node that is not a server, rounds times, and times until another
+// such node lists it; it returns the slowest round.
+func (m *scaleMesh) sessionRounds(rounds int) time.Duration {
+	t := m.tb
+	n := len(m.nodes)
 	var worst time.Duration
-	for round := range 5 {
-		from := m.nodes[1+rand.IntN(49)]
-		to := m.nodes[1+rand.IntN(49)]
+	for round := range rounds {
+		from := m.nodes[1+rand.IntN(n-1)]
+		to := m.nodes[1+rand.IntN(n-1)]
 		for to == from {
-			to = m.nodes[1+rand.IntN(49)]
+			to = m.nodes[1+rand.IntN(n-1)]
 		}
 		sid := fmt.Sprintf("scale-%d-%08x", round, rand.Uint32())
 		start := time.Now()
@@ -496,15 +515,35 @@ func TestFiftyNodesSeeEachOthersSessionsWithin2s(t *testing.T) {
 		t.Logf("%s's session on %s after %v", from.name, to.name, d.Round(time.Millisecond))
 		worst = max(worst, d)
 	}
-	if worst > 2*time.Second {
+	return worst
+}
+
+// TestHundredRealNodes: 100 real nodes (one server) beside 100 bare
+// memberlist processes on this machine: every node lists 100 alive
+// members, a session shows on another node within 2 s of its hook, and
+// the idle figures are printed as a row of the idle table.
+func TestHundredRealNodes(t *testing.T) {
+	scaleOn(t)
+	begin := time.Now()
+	m := startScaleMesh(t, 100, true)
+	t.Logf("100 nodes and 100 bare processes up in %v (load %s)", time.Since(begin).Round(time.Second), loadAverage())
+	f := m.measureIdle(30*time.Second, 60*time.Second)
+	t.Log(f)
+	fmt.Println(idleHeader)
+	fmt.Println(f.row())
+	if worst := m.sessionRounds(5); worst > 2*time.Second {
 		t.Errorf("a session took %v to show on another node (want at most 2 s)", worst)
 	}
+	t.Logf("took %v, load %s", time.Since(begin).Round(time.Second), loadAverage())
 }
 
 // BenchmarkMeshIdle measures, at 5 and 50 real nodes (one server), the
 // idle CPU and memory of a node against a bare memberlist process with
-// the same gossip settings, and the server's idle CPU (make bench).
+// the same gossip settings, and the server's idle CPU (make bench). It
+// prints its rows on stdout in docs/perf-mesh.md's table, with the load
+// average they ran under.
 func BenchmarkMeshIdle(b *testing.B) {
+	fmt.Println(idleHeader)
 	for _, n := range []int{5, 50} {
 		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
 			m := startScaleMesh(b, n, true)
@@ -517,6 +556,28 @@ func BenchmarkMeshIdle(b *testing.B) {
 			b.ReportMetric(f.nodeAnon, "node_anon_MiB")
 			b.ReportMetric(f.bareRSS, "bare_rss_MiB")
 			b.Log(f)
+			fmt.Println(f.row())
 		})
 	}
+}
+
+// idleHeader heads the idle table (docs/perf-mesh.md, "What a node costs
+// at rest").
+const idleHeader = "| nodes | median node CPU | bare memberlist CPU | node / bare | server CPU | server / node | node RSS (anonymous) | bare RSS | load |\n" +
+	"| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
+
+// row is f as a row of the idle table.
+func (f idleFigures) row() string {
+	return fmt.Sprintf("| %d | %.2f ms/s | %.2f ms/s | **%.2f** | %.2f ms/s | **%.2f** | %.1f MiB (%.1f) | %.1f MiB | %s |",
+		f.nodes, f.node, f.bare, f.node/f.bare, f.server, f.server/f.node, f.nodeRSS, f.nodeAnon, f.bareRSS, f.load)
+}
+
+// loadAverage is the machine's load average over 1, 5 and 15 minutes
+// ("?" when unreadable): the load a figure ran under.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }

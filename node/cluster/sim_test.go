@@ -2,13 +2,14 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"os"
-	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,14 +51,29 @@ type simNode struct {
 
 // sim is the simulated mesh.
 type sim struct {
-	tb      testing.TB
-	net     *mesh.MemNetwork
-	nodes   []*simNode
-	servers *raftstore.Cluster
-	round   atomic.Pointer[simRound]
-	stop    chan struct{}
-	wg      sync.WaitGroup
-	pulls   atomic.Int64
+	tb       testing.TB
+	net      *mesh.MemNetwork
+	nodes    []*simNode
+	servers  *raftstore.Cluster
+	progress []*simProgress // per server, shared by the watches it serves
+	deadline time.Time      // the run's wall-clock budget ends
+	round    atomic.Pointer[simRound]
+	ctx      context.Context // ends at close: the watches
+	cancel   context.CancelFunc
+	stop     chan struct{}
+	wg       sync.WaitGroup
+	pulls    atomic.Int64
+}
+
+// logf reports the run's progress: on stderr at once in a benchmark
+// (whose log shows at its end, cut to ten lines), else in the test's log.
+func (s *sim) logf(format string, args ...any) {
+	s.tb.Helper()
+	if _, ok := s.tb.(*testing.B); ok {
+		fmt.Fprintf(os.Stderr, "sim: "+format+"\n", args...)
+		return
+	}
+	s.tb.Logf(format, args...)
 }
 
 // simRound is one change being timed: its key and version, and when each
@@ -146,8 +162,12 @@ func (s *sim) pull(to *simNode, from string) {
 	}
 }
 
-// simConfig is a node's mesh configuration: harn's LAN timers.
-func simConfig(tb testing.TB, name string, tr *mesh.MemTransport, h mesh.Handler) mesh.Config {
+// simConfig is a node's mesh configuration: harn's LAN timers. In a
+// mesh of more than DirectSendMax nodes no direct send is ever made, so
+// the simulation gives those a pool of one worker and a short queue (the
+// default's four workers and 1,024 jobs are idle memory a thousand times
+// over); smaller meshes keep the default.
+func simConfig(tb testing.TB, name string, n int, tr *mesh.MemTransport, h mesh.Handler) mesh.Config {
 	c, err := mesh.ProfileConfig(mesh.ProfileLAN)
 	if err != nil {
 		tb.Fatal(err)
@@ -156,127 +176,377 @@ func simConfig(tb testing.TB, name string, tr *mesh.MemTransport, h mesh.Handler
 	c.BindAddr, c.BindPort = "127.0.0.1", 0
 	c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	c.PeersFile = ""
+	if n > c.DirectSendMax {
+		c.DirectSendWorkers, c.DirectSendQueue = 1, 16
+	}
 	return c
 }
 
-// startSim starts n nodes, joined through node 0, with servers registry
-// servers that the others follow, and waits until every node lists n
-// alive members.
-func startSim(tb testing.TB, n int) *sim {
+// Joins: a fleet's nodes join in waves, each node through a random node
+// of those joined before its wave (one seed would carry every join's
+// push/pull), one push/pull at a time; before the next wave, a sample of
+// nodes must list every node started so far alive, so that the gossip of
+// one wave's alive messages (each node re-gossips every member it learns
+// of) drains before the next adds to it.
+const (
+	simWaveMin   = 10               // nodes in the first waves
+	simWaveShare = 4                // later waves: a quarter of the nodes already joined,
+	simWaveMax   = 50               // and at most this many
+	simWaveWait  = 60 * time.Second // bound on one wave's settling
+	simSample    = 5                // nodes checked after each wave
+	simCalm      = 10               // 50 ms sleeps on time in a row that end a wave
+	simRepair    = 5 * time.Second  // between the push/pulls of the nodes behind
+)
+
+// startSim starts n nodes in waves, with three registry servers that the
+// others follow, and waits until every node lists n alive members. It
+// stops early when the deadline passes, and reports how far it got
+// ("" when every node is alive everywhere).
+func startSim(tb testing.TB, n int, deadline time.Time) (*sim, string) {
 	tb.Helper()
-	s := &sim{tb: tb, net: &mesh.MemNetwork{}, stop: make(chan struct{})}
+	s := &sim{tb: tb, net: &mesh.MemNetwork{}, stop: make(chan struct{}), deadline: deadline}
+	// The network counts each packet and stream at the size memberlist's
+	// LZW gives it, and the nodes skip compressing: the same bytes, without
+	// a fresh 64 KiB table per packet (see mesh.MemNetwork).
+	s.net.EmulateCompression()
+	s.net.Meter(false) // on only in the windows that count bytes
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	tb.Cleanup(s.close)
 	// The servers on LAN timers (1 s): a thousand nodes in one process
 	// starve the fast test timers' elections.
 	rc := raftstore.DefaultConfig()
 	rc.InMemory = true
 	s.servers = raftstore.MakeClusterConfig(tb, 3, 3, rc)
-	var seed string
-	for i := range n {
-		nd := &simNode{i: i, name: fmt.Sprintf("sim%04d", i), tr: s.net.NewTransport(), table: gossip.NewTable(), sim: s}
-		nd.state = presence.State{SessionID: nd.name + "-s", Node: nd.name, Agent: "claude-code",
-			Activity: presence.ActivityIdle, TaskState: presence.TaskActive}
-		h := simHandler{n: nd}
-		h.Handler = &gossip.Handler{Self: nd.name, Table: nd.table, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-			Local: nd.blob, OnDigest: func(from string, digest []byte) {
-				if nd.table.Digest(from) != string(digest) {
-					s.pull(nd, from)
-				}
-			}}
-		cfg := simConfig(tb, nd.name, nd.tr, h)
-		if i > 0 {
-			// A fleet's nodes join through whichever node they know: one
-			// of those started before, at random (node 0 alone would carry
-			// every join's push/pull).
-			seed = s.nodes[rand.IntN(i)].tr.Addr()
-			cfg.Join = []string{seed}
-		}
-		m, err := mesh.New(cfg)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		nd.m = m
-		nd.pub = gossip.NewPublisher(clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m)
-		if err := m.Start(); err != nil {
-			tb.Fatal(err)
-		}
-		for try := 0; i > 0; try++ {
-			_, err := m.Join([]string{seed})
-			if err == nil {
-				break
+	for range s.servers.Stores {
+		s.progress = append(s.progress, &simProgress{})
+	}
+	begin, cpu0 := time.Now(), processCPU() //clock:real
+	for joined := 0; joined < n; {
+		wave := min(n-joined, simWaveMax, max(simWaveMin, joined/simWaveShare))
+		for i := joined; i < joined+wave; i++ {
+			if time.Now().After(deadline) { //clock:real the run's budget is wall time
+				return s, fmt.Sprintf("joins (%d of %d nodes started)", i, n)
 			}
-			if try == 5 {
-				tb.Fatalf("%s: join: %v", nd.name, err)
-			}
-			seed = s.nodes[rand.IntN(i)].tr.Addr()
+			s.startNode(tb, i, n, joined)
 		}
-		nd.mirror = raftstore.NewMirror(raftstore.MirrorConfig{})
-		srv := s.servers.Stores[i%3]
-		ctx, cancel := context.WithCancel(context.Background())
-		s.wg.Add(2)
-		go func() {
-			defer s.wg.Done()
-			_ = raftstore.FollowInProcess(ctx, srv, nd.mirror, DefaultWatchProgress)
-		}()
-		go func() {
-			defer s.wg.Done()
-			<-s.stop
-			cancel()
-		}()
-		s.nodes = append(s.nodes, nd)
-		if (i+1)%100 == 0 {
-			tb.Logf("%d of %d nodes started", i+1, n)
+		joined += wave
+		if joined%100 < wave || joined == n {
+			s.logf("%d of %d nodes started (%v, CPU %v)", joined, n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
+		}
+		if !s.settled(joined-wave, joined, min(simWaveWait, time.Until(deadline))) { //clock:real
+			if time.Now().After(deadline) { //clock:real
+				return s, fmt.Sprintf("joins (%d of %d nodes started, not yet alive everywhere)", joined, n)
+			}
+			s.logf("wave up to %d nodes not settled within %v; going on", joined, simWaveWait)
 		}
 	}
-	s.waitAlive(tb, time.Duration(n)*300*time.Millisecond+60*time.Second)
-	tb.Logf("%d nodes alive everywhere", n)
-	for _, nd := range s.nodes {
-		nd.change() // its session starts: a delta, as a node's first hook makes
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			nd.digestLoop(s.stop)
-		}()
+	if left := s.waitAlive(min(time.Duration(n)*300*time.Millisecond+60*time.Second, time.Until(deadline))); left > 0 { //clock:real
+		return s, fmt.Sprintf("alive (%d of %d nodes do not list all %d alive)", left, n, n)
 	}
-	return s
+	s.logf("%d nodes alive everywhere (%v, CPU %v)", n, time.Since(begin).Round(time.Second), (processCPU() - cpu0).Round(time.Second)) //clock:real
+	cads := s.seedPresence()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.digestLoop(cads)
+	}()
+	return s, ""
 }
 
-// digestLoop is the node's digest cadence (presenceSync.digestLoop).
-func (n *simNode) digestLoop(stop <-chan struct{}) {
-	t := time.NewTicker(5 * time.Second) // harn's PresenceRefresh
-	defer t.Stop()
-	var cad digestCadence
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-		}
-		if d := n.digest(); cad.tick(d) {
-			n.pub.BroadcastDigest(d)
-		}
-	}
-}
-
-func (s *sim) waitAlive(tb testing.TB, bound time.Duration) {
+// startNode starts node i of n and joins it through one of the first
+// joined nodes (none for node 0).
+func (s *sim) startNode(tb testing.TB, i, n, joined int) {
 	tb.Helper()
-	deadline := time.Now().Add(bound)
-	for i := 0; ; i++ {
+	nd := &simNode{i: i, name: fmt.Sprintf("sim%04d", i), tr: s.net.NewTransport(), table: gossip.NewTable(), sim: s}
+	nd.state = presence.State{SessionID: nd.name + "-s", Node: nd.name, Agent: "claude-code",
+		Activity: presence.ActivityIdle, TaskState: presence.TaskActive}
+	h := simHandler{n: nd}
+	h.Handler = &gossip.Handler{Self: nd.name, Table: nd.table, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Local: nd.blob, OnDigest: func(from string, digest []byte) {
+			if nd.table.Digest(from) != string(digest) {
+				s.pull(nd, from)
+			}
+		}}
+	m, err := mesh.New(simConfig(tb, nd.name, n, nd.tr, h))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	nd.m = m
+	nd.pub = gossip.NewPublisher(clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), m)
+	if err := m.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	pool := joined // the nodes of the waves before this one
+	if pool == 0 {
+		pool = i // the first wave: those started before it
+	}
+	for try := 0; i > 0 && try < 5; try++ {
+		if _, err := m.Join([]string{s.nodes[rand.IntN(pool)].tr.Addr()}); err == nil {
+			break
+		} else if try == 4 {
+			// Its join loop goes on trying the seeds it was given.
+			s.logf("%s: join: %v", nd.name, err)
+		}
+	}
+	nd.mirror = raftstore.NewMirror(raftstore.MirrorConfig{})
+	srv := i % len(s.servers.Stores)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		_ = simFollow(s.ctx, s.servers.Stores[srv], s.progress[srv], nd.mirror)
+	}()
+	s.nodes = append(s.nodes, nd)
+}
+
+// settled waits until a sample of the first k nodes (the first, the
+// last, and random others) each list k alive members, and the process
+// keeps time again (calm); false when bound passes first. A node of the
+// wave (from lo) can miss a member of its own wave: that member's alive
+// messages were gossiped while the others did not know the node yet. A
+// calm mesh whose sample is still behind has each node that is behind
+// push/pull once more with an older node, as a periodic push/pull would
+// (every 2 to 3 minutes at these sizes), every simRepair.
+func (s *sim) settled(lo, k int, bound time.Duration) bool {
+	sample := []*simNode{s.nodes[0], s.nodes[k-1]}
+	for range simSample - 2 {
+		sample = append(sample, s.nodes[rand.IntN(k)])
+	}
+	deadline := time.Now().Add(bound) //clock:real
+	var repaired time.Time
+	for calm := 0; calm < 100000; {
 		all := true
-		for _, nd := range s.nodes {
-			if nd.m.NumAlive() != len(s.nodes) {
+		for _, nd := range sample {
+			if nd.m.NumAlive() < k {
 				all = false
 				break
 			}
 		}
-		if all {
-			return
+		// A 50 ms sleep that overshoots by more than 50 ms: the process
+		// is behind on its work (memberlist's probes time out at 500 ms,
+		// and a join wave's gossip, every node re-gossiping every member
+		// it learns of, can take both cores for a while).
+		t0 := time.Now() //clock:real
+		time.Sleep(50 * time.Millisecond)
+		if time.Since(t0) < 100*time.Millisecond { //clock:real
+			calm++
+		} else {
+			calm = 0
 		}
-		if time.Now().After(deadline) || i > 100000 {
-			tb.Fatalf("%d nodes not all alive everywhere within %v", len(s.nodes), bound)
+		if all && calm >= simCalm {
+			return true
 		}
-		time.Sleep(20 * time.Millisecond)
+		if !all && calm >= simCalm && time.Since(repaired) > simRepair { //clock:real
+			s.repair(append(sample, s.nodes[lo:k]...), k)
+			repaired = time.Now() //clock:real
+		}
+		if time.Now().After(deadline) { //clock:real
+			for _, nd := range sample {
+				if nd.m.NumAlive() < k {
+					s.logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), k, s.notAlive(nd, k))
+				}
+			}
+			return false
+		}
 	}
+	return false
+}
+
+// simProgress is a server's full progress report shared among the
+// watches it serves, read again when older than half a WatchProgress or
+// when the leader changed, as the server's progressCache does.
+type simProgress struct {
+	mu     sync.Mutex
+	at     time.Time
+	leader string
+	p      *raftstore.Progress
+}
+
+func (sp *simProgress) get(srv *raftstore.Store) raftstore.Progress {
+	leader, _ := srv.Leader()
+	now := time.Now() //clock:real
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	if sp.p != nil && sp.leader == leader && now.Sub(sp.at) < DefaultWatchProgress/2 {
+		return *sp.p
+	}
+	st := srv.Stats()
+	sp.p = &raftstore.Progress{Server: srv.ID(), Leader: st.LeaderID, Term: st.Term, CommitIndex: st.CommitIndex,
+		Applied: st.AppliedIndex, Stale: st.Read.Stale, LeaderContact: st.Read.LastContact, Servers: st.Servers}
+	sp.at, sp.leader = now, leader
+	return *sp.p
+}
+
+// simLightProgress is the report that goes with entries: no raft call.
+func simLightProgress(srv *raftstore.Store) raftstore.Progress {
+	r := srv.Staleness()
+	return raftstore.Progress{Server: srv.ID(), Leader: r.LeaderID, Applied: r.AppliedIndex, Stale: r.Stale, LeaderContact: r.LastContact}
+}
+
+// simFollow makes a node's mirror follow srv the way the registry's watch
+// does over the cluster gRPC (Watch and watcher.follow): a snapshot when
+// the feed does not reach the mirror, then every entry (a private one
+// without its command), the shared full report every WatchProgress and
+// at a leader change, a light one with entries. It returns when ctx ends
+// or srv closes.
+func simFollow(ctx context.Context, srv *raftstore.Store, sp *simProgress, m *raftstore.Mirror) error {
+	w := srv.Watch(m.Applied())
+	t := time.NewTicker(DefaultWatchProgress)
+	defer t.Stop()
+	m.Report(sp.get(srv))
+	for {
+		if w.NeedSnapshot() {
+			b, _, err := w.Snapshot(false)
+			if err != nil {
+				return err
+			}
+			if err := m.Restore(b); err != nil {
+				return err
+			}
+			m.Report(simLightProgress(srv))
+		}
+		es, err := w.Next(ctx, watchBatch, t.C)
+		if errors.Is(err, raftstore.ErrFeedGap) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if len(es) == 0 {
+			m.Report(sp.get(srv))
+			continue
+		}
+		m.Report(simLightProgress(srv))
+		for _, e := range es {
+			if e.Private {
+				e.Data = nil
+			}
+			m.Apply(e)
+		}
+	}
+}
+
+// seedPresence starts the mesh at rest: every node's session, and every
+// node holding every other's, as push/pulls leave a mesh that has run a
+// while, and each node's digest cadence past the digests of that state.
+// (A thousand sessions started at once would gossip a thousand deltas and
+// three thousand digests, each re-gossiped by every node: a million times
+// a node's work, in one process, before anything is measured.) It
+// returns the cadences for digestLoop.
+func (s *sim) seedPresence() []digestCadence {
+	blobs := make([]gossip.Blob, len(s.nodes))
+	cads := make([]digestCadence, len(s.nodes))
+	for i, nd := range s.nodes {
+		nd.mu.Lock()
+		nd.gen++
+		nd.state.LastEvidenceAt = time.Now() //clock:real the session starts now
+		nd.mu.Unlock()
+		blobs[i] = nd.blob()
+		cads[i] = digestCadence{last: nd.digest(), seen: true}
+	}
+	for i, nd := range s.nodes {
+		for j, b := range blobs {
+			if j != i {
+				nd.table.Merge(b)
+			}
+		}
+	}
+	return cads
+}
+
+// digestLoop is every node's digest cadence (presenceSync.digestLoop):
+// each node looks every PresenceRefresh (5 s), at its own phase. One
+// goroutine and one ticker serve them all, a slot of nodes per tick.
+func (s *sim) digestLoop(cads []digestCadence) {
+	const every, tick = 5 * time.Second, 100 * time.Millisecond
+	slots := int(every / tick)
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for k := 0; ; k++ {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		for i := k % slots; i < len(s.nodes); i += slots {
+			if d := s.nodes[i].digest(); cads[i].tick(d) {
+				s.nodes[i].pub.BroadcastDigest(d)
+			}
+		}
+	}
+}
+
+// waitAlive waits until every node lists every node alive, and returns
+// how many do not when bound passes first (0: all do), logging what the
+// first few of those list otherwise. The nodes that are behind push/pull
+// once more every simRepair (see settled).
+func (s *sim) waitAlive(bound time.Duration) int {
+	deadline := time.Now().Add(bound) //clock:real
+	repaired := time.Now()            //clock:real
+	for i := 0; ; i++ {
+		var behind []*simNode
+		for _, nd := range s.nodes {
+			if nd.m.NumAlive() != len(s.nodes) {
+				behind = append(behind, nd)
+			}
+		}
+		if len(behind) == 0 {
+			return 0
+		}
+		if time.Now().After(deadline) || i > 100000 { //clock:real
+			for _, nd := range behind[:min(len(behind), 3)] {
+				s.logf("%s lists %d alive of %d: %s", nd.name, nd.m.NumAlive(), len(s.nodes), s.notAlive(nd, len(s.nodes)))
+			}
+			return len(behind)
+		}
+		if time.Since(repaired) > simRepair { //clock:real
+			s.repair(behind, len(s.nodes))
+			repaired = time.Now() //clock:real
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// repair has each of nodes that lists fewer than k alive push/pull with
+// a random other node of the first k.
+func (s *sim) repair(nodes []*simNode, k int) {
+	n := 0
+	for _, nd := range nodes {
+		if nd.m.NumAlive() >= k {
+			continue
+		}
+		o := s.nodes[rand.IntN(k)]
+		if o == nd {
+			continue
+		}
+		if _, err := nd.m.Join([]string{o.tr.Addr()}); err == nil {
+			n++
+		}
+	}
+	if n > 0 {
+		s.logf("%d nodes behind pushed and pulled again (%d nodes)", n, k)
+	}
+}
+
+// notAlive names some of the first k nodes that nd does not list alive,
+// and how it lists them.
+func (s *sim) notAlive(nd *simNode, k int) string {
+	status := make(map[string]mesh.Status)
+	for _, mb := range nd.m.Members() {
+		status[mb.Name] = mb.Status
+	}
+	var out []string
+	for _, o := range s.nodes[:k] {
+		if st := status[o.name]; st != mesh.StatusAlive && st != mesh.StatusSuspect {
+			out = append(out, fmt.Sprintf("%s %q", o.name, st))
+		}
+		if len(out) == 5 {
+			break
+		}
+	}
+	if len(status) > k {
+		out = append(out, fmt.Sprintf("and %d members more than nodes", len(status)-k))
+	}
+	return strings.Join(out, ", ")
 }
 
 func (s *sim) close() {
@@ -286,6 +556,7 @@ func (s *sim) close() {
 	default:
 	}
 	close(s.stop)
+	s.cancel()
 	var wg sync.WaitGroup
 	for _, nd := range s.nodes {
 		wg.Add(1)
@@ -296,250 +567,4 @@ func (s *sim) close() {
 	}
 	wg.Wait()
 	s.wg.Wait()
-}
-
-// sent is the bytes every node sent so far.
-func (s *sim) sent() int64 {
-	var t int64
-	for _, nd := range s.nodes {
-		t += nd.tr.SentBytes()
-	}
-	return t
-}
-
-// simResult is what one run of the simulation measured.
-type simResult struct {
-	nodes                          int
-	propP50, propP99, propAll      time.Duration // per-node arrival of a presence change; the last node's
-	regP50, regP99                 time.Duration // per-node arrival of a registry write in the mirrors
-	healConverge                   time.Duration // partition healed → every node holds every change
-	idleBytes, busyBytes, perDelta float64       // bytes per node per second idle, busy; per node per change
-	misses                         int           // rounds some node missed within the bound
-	pulls                          int64
-}
-
-// propagate times rounds presence changes from random nodes, one at a
-// time, until every other node holds each (bounded).
-func (s *sim) propagate(rounds int, bound time.Duration) (p50, p99, all time.Duration, misses int) {
-	var lat, alls []time.Duration
-	for range rounds {
-		o := s.nodes[rand.IntN(len(s.nodes))]
-		r := &simRound{key: o.state.SessionID, start: time.Now(), at: make([]atomic.Int64, len(s.nodes))} //clock:real
-		r.version = o.pub.NextVersion()                                                                   // the change's version is later
-		s.round.Store(r)
-		o.change()
-		deadline := time.Now().Add(bound)
-		for r.arrived.Load() < int64(len(s.nodes)-1) && time.Now().Before(deadline) {
-			time.Sleep(time.Millisecond)
-		}
-		s.round.Store(nil)
-		var last time.Duration
-		for i := range r.at {
-			if i == o.i {
-				continue
-			}
-			d := time.Duration(r.at[i].Load())
-			if d == 0 {
-				d = bound
-			}
-			lat = append(lat, d)
-			last = max(last, d)
-		}
-		if r.arrived.Load() < int64(len(s.nodes)-1) {
-			misses++
-		}
-		alls = append(alls, last)
-		time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
-	}
-	slices.Sort(lat)
-	slices.Sort(alls)
-	return pct(lat, 50), pct(lat, 99), pct(alls, 50), misses
-}
-
-// registry times writes through the leader until every mirror holds them.
-func (s *sim) registry(rounds int) (p50, p99 time.Duration) {
-	var lat []time.Duration
-	for i := range rounds {
-		start := time.Now() //clock:real
-		idx := s.servers.Apply(raftstore.UpsertCommand(raftstore.Upsert{SessionID: fmt.Sprintf("reg-%d", i), TS: start,
-			Identity: &raftstore.IdentityPatch{Node: s.nodes[i%len(s.nodes)].name}}))
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for _, nd := range s.nodes {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-				defer cancel()
-				if nd.mirror.WaitForApplied(ctx, idx) == nil {
-					d := time.Since(start) //clock:real
-					mu.Lock()
-					lat = append(lat, d)
-					mu.Unlock()
-				}
-			}()
-		}
-		wg.Wait()
-	}
-	slices.Sort(lat)
-	return pct(lat, 50), pct(lat, 99)
-}
-
-// heal partitions the mesh in two for hold, changes k nodes' presence on
-// each side meanwhile, heals it, and times until every node holds every
-// change (bounded).
-func (s *sim) heal(k int, hold, bound time.Duration) time.Duration {
-	half := len(s.nodes) / 2
-	var a, b []string
-	for i, nd := range s.nodes {
-		if i < half {
-			a = append(a, nd.tr.Addr())
-		} else {
-			b = append(b, nd.tr.Addr())
-		}
-	}
-	s.net.Partition(a, b)
-	type change struct {
-		node *simNode
-		v    uint64
-	}
-	var changes []change
-	for range k {
-		for _, nd := range []*simNode{s.nodes[rand.IntN(half)], s.nodes[half+rand.IntN(len(s.nodes)-half)]} {
-			changes = append(changes, change{nd, nd.change()})
-		}
-	}
-	time.Sleep(hold)
-	start := time.Now() //clock:real
-	s.net.Heal()
-	deadline := start.Add(bound)
-	for {
-		done := true
-		for _, c := range changes {
-			for _, nd := range s.nodes {
-				if nd != c.node && nd.table.Version(c.node.name, c.node.state.SessionID) < c.v {
-					done = false
-					break
-				}
-			}
-			if !done {
-				break
-			}
-		}
-		if done {
-			return time.Since(start) //clock:real
-		}
-		if time.Now().After(deadline) {
-			return bound
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// bytesPerNode is the bytes each node sent per second over d, while load
-// runs (nil: idle).
-func (s *sim) bytesPerNode(d time.Duration, load func(stop <-chan struct{})) float64 {
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	if load != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			load(stop)
-		}()
-	}
-	b0, t0 := s.sent(), time.Now()
-	time.Sleep(d)
-	b1, t1 := s.sent(), time.Now()
-	close(stop)
-	wg.Wait()
-	return float64(b1-b0) / t1.Sub(t0).Seconds() / float64(len(s.nodes))
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
-}
-
-// runSim runs the whole simulation at n nodes; quick shortens its waits
-// and windows (make test's small run).
-func runSim(tb testing.TB, n, rounds int, quick bool) simResult {
-	s := startSim(tb, n)
-	r := simResult{nodes: n}
-	// Let the joins' gossip and the first digests settle (3 digests 5 s
-	// apart after each node's first change).
-	settle, window, hold := 20*time.Second, 10*time.Second, 5*time.Second
-	if quick {
-		settle, window, hold = time.Second, time.Second, time.Second
-	}
-	time.Sleep(settle)
-	r.idleBytes = s.bytesPerNode(window, nil)
-	r.propP50, r.propP99, r.propAll, r.misses = s.propagate(rounds, 10*time.Second)
-	r.regP50, r.regP99 = s.registry(10)
-	// Busy: one change a second somewhere in the mesh.
-	const rate = 1.0
-	r.busyBytes = s.bytesPerNode(window, func(stop <-chan struct{}) {
-		t := time.NewTicker(time.Duration(float64(time.Second) / rate))
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				s.nodes[rand.IntN(n)].change()
-			}
-		}
-	})
-	r.perDelta = (r.busyBytes - r.idleBytes) / rate
-	r.healConverge = s.heal(3, hold, 60*time.Second)
-	r.pulls = s.pulls.Load()
-	s.close()
-	return r
-}
-
-func (r simResult) String() string {
-	return fmt.Sprintf("%5d nodes: presence p50 %v p99 %v (all %v, %d misses); registry p50 %v p99 %v; heal %v; bytes/node/s idle %.0f busy %.0f (+%.0f per change/s); pulls %d",
-		r.nodes, r.propP50.Round(time.Millisecond), r.propP99.Round(time.Millisecond), r.propAll.Round(time.Millisecond), r.misses,
-		r.regP50.Round(time.Millisecond), r.regP99.Round(time.Millisecond), r.healConverge.Round(time.Millisecond),
-		r.idleBytes, r.busyBytes, r.perDelta, r.pulls)
-}
-
-// TestMeshSimulation runs the simulation at 10 nodes (HARN_SIM_NODES sets
-// another size, e.g. 1000: a few minutes of both cores): every change
-// reaches every node, every registry write every mirror, and a healed
-// partition converges.
-func TestMeshSimulation(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the simulation takes about a minute")
-	}
-	n := 10
-	if v, err := strconv.Atoi(os.Getenv("HARN_SIM_NODES")); err == nil && v > 1 {
-		n = v
-	}
-	r := runSim(t, n, 10, n <= 20)
-	t.Log(r)
-	if r.misses > 0 || r.healConverge >= 60*time.Second || r.regP99 == 0 {
-		t.Fatalf("the simulation did not converge: %v", r)
-	}
-}
-
-// BenchmarkMeshSimulation runs the simulation at 10, 100 and 1,000 nodes
-// and reports its figures (make bench; about ten minutes).
-func BenchmarkMeshSimulation(b *testing.B) {
-	for _, n := range []int{10, 100, 1000} {
-		b.Run(fmt.Sprintf("nodes=%d", n), func(b *testing.B) {
-			r := runSim(b, n, 20, false)
-			b.ReportMetric(float64(r.propP50.Microseconds())/1000, "prop_p50_ms")
-			b.ReportMetric(float64(r.propP99.Microseconds())/1000, "prop_p99_ms")
-			b.ReportMetric(float64(r.regP50.Microseconds())/1000, "reg_p50_ms")
-			b.ReportMetric(float64(r.regP99.Microseconds())/1000, "reg_p99_ms")
-			b.ReportMetric(r.healConverge.Seconds(), "heal_s")
-			b.ReportMetric(r.idleBytes, "idle_B/node/s")
-			b.ReportMetric(r.busyBytes, "busy_B/node/s")
-			b.ReportMetric(float64(r.misses), "misses")
-			b.Log(r)
-		})
-	}
 }
