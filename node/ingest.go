@@ -78,7 +78,7 @@ func (n *Node) subscribe() {
 			n.taskSvc.ObserveClaimCalls(context.Background(), b.Stored)
 		}
 	})
-	n.sess.Subscribe(func(b sessions.Batch) { n.noteClamped(b.Clamped, b.Stored) })
+	n.sess.Subscribe(func(b sessions.Batch) { n.keep.NoteClamped(b.Clamped, b.Stored) })
 	n.sess.Subscribe(func(b sessions.Batch) { n.seen.Observe(b.Stored) })
 	n.sess.Subscribe(func(b sessions.Batch) {
 		for i := range b.Stored {

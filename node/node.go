@@ -54,6 +54,7 @@ import (
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/tracing"
 	"github.com/harn-dev/harn/node/trustadmin"
+	"github.com/harn-dev/harn/node/upkeep"
 	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
@@ -77,6 +78,7 @@ type Node struct {
 
 	sess *sessions.Store   // this node's sessions (node/sessions); nil until Open
 	decl *declare.Declarer // declarations about them (node/declare); nil until Open
+	keep *upkeep.Keeper    // spool, reaper, diagnostics (node/upkeep); nil until Open
 	seen *remint.Watcher   // whether agents showed their re-minted names (node/remint)
 
 	tasks   *tasks.Host       // the task runtimes (node/tasks)
@@ -121,7 +123,7 @@ func New(cfg Config) (*Node, error) {
 	cfg.Cluster = cfg.Cluster.WithDefaults()
 	procs := cfg.Procs
 	if procs == nil {
-		procs = systemProcs{}
+		procs = upkeep.SystemProcs{}
 	}
 	if cfg.Git == nil {
 		cfg.Git = declare.GitCLI{Config: gitcheck.DefaultConfig()}
@@ -202,6 +204,9 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.sess = sessions.New(sessions.Config{Node: n.cfg.Name, Ledger: n.ledger, Clock: n.cfg.Clock,
 		Logger: n.log, Tracer: n.tracer})
+	n.keep = upkeep.New(upkeep.Deps{DataDir: n.cfg.DataDir, Clock: n.cfg.Clock, Log: n.log, Ledger: n.ledger, Sessions: n.sess,
+		Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }, Procs: n.procs,
+		SpoolInterval: n.cfg.SpoolInterval, ReapInterval: n.cfg.ReapInterval})
 	n.decl = declare.New(declare.Deps{Clock: n.cfg.Clock, Sessions: n.sess, Ledger: n.ledger, Git: n.cfg.Git,
 		Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }, SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
 		Writer: func() declare.Writer {
@@ -220,7 +225,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.proj.Reset(n.sess.Live())
 	n.notes = notifysvc.Open(n.cfg.Notify, n.notifyDeps())
 	n.alerts = n.notes.Room()
-	n.drainSpool()
+	n.keep.DrainSpool()
 	if err := n.trust.Open(); err != nil {
 		return err
 	}
@@ -258,7 +263,8 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.serve()
-	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop, func() { n.alerts.Run(n.stop) })
+	n.keep.Run()
+	n.start(func() { n.proj.Run(n.stop) }, func() { n.alerts.Run(n.stop) })
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
 		"sessions", n.sess.Len())
 	return nil
@@ -358,6 +364,9 @@ func (n *Node) Close() error {
 		}
 		if n.cl != nil {
 			n.cl.Close()
+		}
+		if n.keep != nil {
+			n.keep.Close()
 		}
 		n.wg.Wait()
 		if n.alerts != nil {

@@ -160,7 +160,7 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 	if src == "" {
 		src = "hook"
 	}
-	s.n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
+	s.n.keep.AddDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
 		Error: req.Error, InputBytes: int(req.InputBytes), InputDigest: req.InputDigest})
 	return &api.DiagnoseResponse{}, nil
 }

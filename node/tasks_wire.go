@@ -37,7 +37,7 @@ func (n *Node) openTasks() error {
 		// the servers of the user's (this node's) and the trusted
 		// project's mcp.json, then its own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.recordToolGroup}),
+			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.keep.RecordToolGroup}),
 		// A project's .harn files load only where this node trusts it.
 		Trust: n.trust.ProjectTrust()})
 	if err != nil {
@@ -60,7 +60,7 @@ func (n *Node) openTasks() error {
 			}
 			return out
 		},
-		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, Claims: n.claims.Load, Diagnose: n.addDiagnostic,
+		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, Claims: n.claims.Load, Diagnose: n.keep.AddDiagnostic,
 		Facts: n.requestFacts, Waiting: n.waiting})
 	n.coord = coordsvc.New(coordsvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Mode: n.cfg.Claims, Gate: n.gate,
 		Tasks: h, Procs: n.procs, Sessions: n.sess, Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
@@ -70,10 +70,10 @@ func (n *Node) openTasks() error {
 			}
 			return n.cl
 		},
-		Record: n.resolveRecord, Members: n.taskSvc.Members, Claims: n.claims.Load, Journal: n.ledger, Diagnose: n.addDiagnostic})
+		Record: n.resolveRecord, Members: n.taskSvc.Members, Claims: n.claims.Load, Journal: n.ledger, Diagnose: n.keep.AddDiagnostic})
 	n.wireApprovals()
 	// What tools of the previous run still run (it died) goes first.
-	n.reapToolGroups()
+	n.keep.ReapToolGroups()
 	// Runtime sessions are memory-only: end those the previous run left.
 	live := n.sess.Live()
 	if _, err := h.Recover(live); err != nil {
