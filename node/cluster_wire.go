@@ -129,7 +129,7 @@ func (l clusterLocal) LiveEntries() []gossip.Entry                   { return l.
 func (l clusterLocal) LocalDigest() string                           { return l.n.localDigest() }
 func (l clusterLocal) Sessions(all bool) []presence.State            { return l.n.Sessions(all) }
 func (l clusterLocal) Diagnose(source, msg string)                   { l.n.keep.Diagnose(source, msg, 0, "") }
-func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.ApplySwitches(all) }
+func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.taskSvc.ApplySwitches(all) }
 
 // peerService answers the cluster gRPC's calls about this node's own
 // sessions and tasks (cluster.PeerService).

@@ -60,7 +60,7 @@ func (n *Node) openTasks() error {
 			}
 			return out
 		},
-		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, Claims: n.claims.Load, Diagnose: n.keep.AddDiagnostic,
+		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, ForwardTimeout: n.cfg.Cluster.ForwardTimeout, Claims: n.claims.Load, Diagnose: n.keep.AddDiagnostic,
 		Facts: n.requestFacts, Waiting: n.waiting})
 	n.coord = coordsvc.New(coordsvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Mode: n.cfg.Claims, Gate: n.gate,
 		Tasks: h, Procs: n.procs, Sessions: n.sess, Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },

@@ -48,6 +48,8 @@ type Sessions interface {
 // Mesh is what the service needs of the mesh.
 type Mesh interface {
 	ClientOf(node string) (apigrpc.ClusterClient, error)
+	Registry() cluster.Replica
+	Apply(ctx context.Context, cmd raftstore.Command) (uint64, error)
 }
 
 // Hosted runs a steer or follow-up of a hosted session (node/hosted/hostedsvc).
@@ -72,8 +74,9 @@ type Deps struct {
 	Mesh    func() Mesh
 	Record  func(handle string) (raftstore.Record, error)
 	Members func() map[string]bool
-	// OwnerReadTimeout bounds one peer's listing.
-	OwnerReadTimeout time.Duration
+	// OwnerReadTimeout bounds one peer's listing; ForwardTimeout a
+	// switch's registry write.
+	OwnerReadTimeout, ForwardTimeout time.Duration
 	// Claims is the claims room, nil until it opened.
 	Claims   func() *claims.Decider
 	Diagnose func(ledger.Diagnostic)
