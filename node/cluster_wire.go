@@ -108,7 +108,7 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
 		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer(), n.coord.Peer()},
-		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: func(h *gossip.Handler) mesh.Handler { return web.GossipNotifier(h, n.changes.Notify) }, Decorate: n.decorateEntry,
+		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: func(h *gossip.Handler) mesh.Handler { return web.GossipNotifier(h, n.changes.Notify) }, Decorate: n.taskSvc.Decorate,
 		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
 		return nil, err

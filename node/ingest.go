@@ -145,7 +145,7 @@ func (n *Node) liveEntries() []gossip.Entry {
 	var out []gossip.Entry
 	n.sess.EachLive(func(st *presence.State, hash string) {
 		ge := gossip.EntryOf(st, hash)
-		n.decorateEntry(&ge)
+		n.taskSvc.Decorate(&ge)
 		out = append(out, ge)
 	})
 	return out
@@ -155,7 +155,7 @@ func (n *Node) liveEntries() []gossip.Entry {
 func (n *Node) localDigest() string {
 	var pairs [][2]string
 	n.sess.EachLive(func(st *presence.State, hash string) {
-		pairs = append(pairs, [2]string{st.SessionID, gossip.WithTask(hash, n.harnTask(st.SessionID))})
+		pairs = append(pairs, [2]string{st.SessionID, gossip.WithTask(hash, n.taskSvc.Brief(st.SessionID))})
 	})
 	return gossip.Digest(pairs)
 }

@@ -67,7 +67,7 @@ func (n *Node) localEntries(all bool, now time.Time) []RosterEntry {
 	n.sess.Views(all, func(st *presence.State, _ *sessions.View) {
 		re := RosterEntry{State: *st, Reachable: true, Source: "local"}
 		re.State.SilentSince = presence.SilentSince(st, now, n.cfg.SilenceAfter)
-		re.HarnTask = n.harnTask(st.SessionID)
+		re.HarnTask = n.taskSvc.Brief(st.SessionID)
 		re.Hosted = n.hosts.View(st)
 		out = append(out, re)
 	})
@@ -286,7 +286,7 @@ func (n *Node) decorateRecords(out []RosterEntry) {
 			if st, ok := n.sess.State(id); ok {
 				e.State.Repo, e.State.Branch, e.State.Cwd = st.Repo, st.Branch, st.Cwd
 			}
-			e.HarnTask = n.harnTask(id)
+			e.HarnTask = n.taskSvc.Brief(id)
 			if st, ok := n.sess.State(id); ok {
 				e.Hosted = n.hosts.View(&st)
 			}
@@ -320,7 +320,7 @@ func (n *Node) readAnywhere(ctx context.Context, handle string, timeout time.Dur
 	ask func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error)) (readResult, error) {
 	st, err := n.resolveLocal(handle)
 	if err == nil {
-		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.harnTask(st.SessionID), Hosted: n.hosts.View(&st)}, local: true}, nil
+		return readResult{entry: RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: n.taskSvc.Brief(st.SessionID), Hosted: n.hosts.View(&st)}, local: true}, nil
 	}
 	if !errors.Is(err, ErrUnknownSession) || n.cl == nil {
 		return readResult{}, err

@@ -188,7 +188,7 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	e := RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: s.n.harnTask(st.SessionID)}
+	e := RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: s.n.taskSvc.Brief(st.SessionID)}
 	return &api.SessionResponse{Session: e.Row(), Live: !st.Ended}, nil
 }
 

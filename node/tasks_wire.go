@@ -4,9 +4,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/coordsvc"
-	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/presence"
@@ -102,36 +100,6 @@ func (f sessionsFunc) Resolve(h string) (presence.State, error) { return f(h) }
 
 // Tasks is the node's task runtime host (tests, benchmarks).
 func (n *Node) Tasks() *tasks.Host { return n.tasks }
-
-func (n *Node) tasksHost() *tasks.Host { return n.tasks }
-
-// harnTask is the roster's view of a session's harn task, nil without one.
-func (n *Node) harnTask(session string) *api.HarnTask {
-	if n.tasks == nil {
-		return nil
-	}
-	b, ok := n.tasks.Brief(session)
-	if !ok {
-		return nil
-	}
-	return gossip.BoundedTask(&api.HarnTask{Id: b.ID, State: b.State, Status: b.Status, Text: b.Text,
-		QueueDepth: int32(min(b.QueueDepth, 1<<30)), PendingCalls: b.PendingCalls})
-}
-
-// decorateEntry adds the harn task to a gossiped entry.
-func (n *Node) decorateEntry(e *gossip.Entry) {
-	if t := n.harnTask(e.GetSessionId()); t != nil {
-		e.HarnTask = t
-		e.Hash = gossip.WithTask(e.Hash, t)
-	}
-	if e.SessionRow != nil {
-		st := e.SessionRow.State()
-		if v := n.hosts.View(&st); v != nil {
-			e.Hosted = gossip.BoundedHosted(v)
-			e.Hash = gossip.WithHosted(e.Hash, e.Hosted)
-		}
-	}
-}
 
 // taskChanged gossips a session's entry
 // again: a task's state changed without a presence event.
