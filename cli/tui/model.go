@@ -398,9 +398,11 @@ func (m *Model) send(followUp bool) tea.Cmd {
 		return m.start(line)
 	}
 	session, running, owner, grants := m.session, m.running(), m.owner, m.grants
-	var reopen *taskwire.HarnOptions // an ended session (the node restarted) opens again with this TUI's key
+	// an ended session (its node restarted) opens again: with this TUI's
+	// key, else (an attach, from any node) with its node's own provider
+	reopen := &taskwire.HarnOptions{}
 	if m.cfg.Start != nil {
-		reopen = &taskwire.HarnOptions{Key: m.cfg.Start.Harn.Key}
+		reopen.Key = m.cfg.Start.Harn.Key
 	}
 	m.sending = true
 	if followUp || running == "" {

@@ -66,11 +66,19 @@ type BoxFactory func(BoxSpec) (SessionBox, error)
 // runtime, catalog and project, and the node's servers followed by the
 // session's, so that a session's server replaces a node's of its name.
 // The user's mcp.json and a trusted project's (the spec's ProjectFiles)
-// are read by Open unless base.NoMCPFiles.
+// are read by Open unless base.NoMCPFiles. A result is bounded by
+// base.MaxOutput, by default the context's bound on a stored output
+// (rcontext.DefaultMaxOutputBytes, 16 MiB), not the toolbox's own 32 KiB:
+// the context keeps it whole and the model sees its preview.
 func Toolboxes(base tools.Config) BoxFactory {
 	return func(s BoxSpec) (SessionBox, error) {
 		c := base
 		c.Runtime, c.Catalog, c.Project = s.Runtime, s.Catalog, s.Workdir
+		if c.MaxOutput <= 0 {
+			// the session's context stores a result whole (up to its
+			// bound) and shows the model a preview and its reference
+			c.MaxOutput = rcontext.DefaultMaxOutputBytes
+		}
 		if s.ProjectFiles != nil {
 			c.ProjectFiles = s.ProjectFiles
 		}

@@ -39,7 +39,9 @@ const maxMemMessages = 4096
 
 // MemContext is an in-memory Context, safe for concurrent use. Over the
 // budget it leaves out the oldest messages before the current turn, a
-// tool result never without the call it answers.
+// tool result never without the call it answers; of earlier tasks it
+// sends only the conversation (prompts, steers, answers), never their
+// tool calls and results.
 type MemContext struct {
 	mu   sync.Mutex
 	msgs []Message
@@ -99,7 +101,15 @@ func (c *MemContext) WorkingSet(_ context.Context, task string, budget int) ([]M
 	for start < turn && c.msgs[start].Role == RoleTool { // no orphan tool result
 		start++
 	}
-	return append([]Message(nil), c.msgs[start:]...), nil
+	// Of earlier tasks only the conversation: no tool calls, no results.
+	out := make([]Message, 0, len(c.msgs)-start)
+	for i, m := range c.msgs[start:] {
+		if start+i < turn && m.Task != task && (m.Role == RoleTool || len(m.Calls) > 0) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // Recover moves the checkpoint to the current turn.

@@ -181,8 +181,10 @@ type SteerResult struct {
 	Message string    `json:"message"`
 }
 
-// Steer sends text to the session's running turn, delivered at its next
-// step boundary (after the running tool calls return). expected is the
+// Steer sends text to the session's running turn (seed 001: it modifies
+// the task in place): a model call in flight is abandoned and the model
+// restarts around it; while tool calls run, it is delivered at the next
+// step boundary (after they return). expected is the
 // turn (task id) the sender saw; when that turn has already ended, the
 // steer becomes a follow-up and the answer says so. Like Runtime.Steer it
 // fails with runtime.ErrNoActiveTask when nothing runs and no turn is
@@ -198,7 +200,7 @@ func (e *Executor) Steer(expected, text string) (SteerResult, error) {
 		if err != nil {
 			return SteerResult{}, err
 		}
-		return SteerResult{Mode: SteerQueued, Task: v.ID, Steered: v.ID, Message: "steer taken; it reaches the model at the next step boundary"}, nil
+		return SteerResult{Mode: SteerQueued, Task: v.ID, Steered: v.ID, Message: "steer taken: a model call in flight restarts around it, else it reaches the model at the next step boundary (after the running tool calls return)"}, nil
 	}
 	return e.followUp(expected, text, "turn "+expected+" had already ended")
 }

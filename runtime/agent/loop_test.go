@@ -288,7 +288,9 @@ func waitIdle(t *testing.T, rt *runtime.Runtime) {
 func TestToolOutsideTheGrantsIsRefused(t *testing.T) {
 	f := newFixture(t, toolsReply(true, [3]string{"c1", "write", `{"path":"x"}`}), textReply("could not"))
 	task := f.start(t, "write", []runtime.Grant{{Level: runtime.Execute, Capability: "echo"}})
-	f.waitEvent(t, agent.EvToolRefused)
+	if e := f.waitEvent(t, agent.EvToolRefused); e.Args != `{"path":"x"}` {
+		t.Fatalf("a refused call does not carry what it asked (the TUI shows it): %q", e.Args)
+	}
 	f.waitEvent(t, agent.EvTurnEnd)
 	if len(f.records(t, task, runtime.RecRefused)) != 1 || len(f.box.runs) != 0 {
 		t.Fatalf("write ran or was not refused: %v", f.box.runs)

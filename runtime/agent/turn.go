@@ -24,12 +24,18 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 	defer stop()
 	sess, task := e.cfg.Session, run.Task
 	statuses := e.cfg.Box.Prompt(sess, task, run.Text)
-	// The runtime's handoff (the session's conversation so far) is for a
-	// driver whose agent remembers nothing; the context already holds
-	// every turn this executor ran, so only its first task takes it.
+	// The runtime's handoff (seed 000): the conversation up to the
+	// task's submission point, its predecessor's final message and the
+	// redacted digest. The context already holds the conversation of
+	// every turn this executor ran (and, from the task's first message,
+	// keeps only the conversation of earlier tasks: no tool traffic), so
+	// only its first task takes the conversation; a successor takes its
+	// predecessor's final message and digest always.
 	prompt := run.Text
 	if !e.remembers.Swap(true) {
 		prompt = exec.FormatHandoff(run.Handoff, exec.MaxHandoffBytes) + run.Text
+	} else if h := run.Handoff; h.Digest != nil || h.PredecessorFinal != "" {
+		prompt = exec.FormatHandoff(runtime.Handoff{PredecessorFinal: h.PredecessorFinal, Digest: h.Digest}, exec.MaxHandoffBytes) + run.Text
 	}
 	// The prompt is stored before the turn's start is told: with
 	// SharedSync the start's synced write makes it durable too.
@@ -45,8 +51,10 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 	if g, err := e.rt.Grants(task); err == nil {
 		gen = g.Generation
 	}
+	var carry []string // steers taken while a model call ran
 	for step := 1; ; step++ {
-		e.takeSteers(run, step)
+		e.takeSteers(run, step, carry)
+		carry = nil
 		res.Steps = step - 1
 		if gctx.Err() != nil {
 			return e.finish(ctx, run, res, runtime.StatusFailed, "")
@@ -57,19 +65,43 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 			e.refused(run, step, be)
 			return e.finish(ctx, run, res, runtime.StatusFailed, be.Error())
 		}
-		resp, err := e.modelCall(gctx, run, step)
+		resp, steers, err := e.modelCall(gctx, run, step)
 		e.endStep(run)
+		carry = steers
+		if errors.Is(err, errSteered) && gctx.Err() == nil {
+			// seed 001: the steer modifies the task in place; the call in
+			// flight is abandoned and the model restarts around it
+			e.emit(Event{Type: EvStatus, Task: task, Step: step, Text: "a steer arrived during the model call: it restarts around the steer"})
+			continue
+		}
 		if err != nil {
 			if gctx.Err() != nil {
-				return e.finish(ctx, run, res, runtime.StatusFailed, "")
+				return e.finish(ctx, run, res, runtime.StatusFailed, "", carry...)
 			}
 			res.Err = err
-			return e.finish(ctx, run, res, runtime.StatusFailed, "the model call failed: "+text.Clip(text.OneLine(err.Error()), 512))
+			return e.finish(ctx, run, res, runtime.StatusFailed, "the model call failed: "+text.Clip(text.OneLine(err.Error()), 512), carry...)
 		}
 		for i := range resp.Calls {
 			if resp.Calls[i].ID == "" {
 				resp.Calls[i].ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 			}
+		}
+		if len(resp.Calls) == 0 && len(carry) == 0 {
+			carry, _ = run.Steers()
+		}
+		if len(resp.Calls) == 0 && len(carry) > 0 {
+			// a steer came as the final answer did: the task goes on
+			// around it, the answer kept as said
+			if err := e.cfg.Context.Append(Message{Role: RoleAssistant, Text: resp.Text, Task: task}); err != nil {
+				res.Err = err
+				return e.finish(ctx, run, res, runtime.StatusFailed, contextRefused(err))
+			}
+			if resp.Text != "" {
+				if err := run.Say(clip(resp.Text)); err == nil {
+					e.emit(Event{Type: EvMessage, Task: task, Step: step, Text: resp.Text})
+				}
+			}
+			continue
 		}
 		if len(resp.Calls) == 0 {
 			// the final answer: with SharedSync, Finish's synced write
@@ -120,13 +152,14 @@ func (e *Executor) appendDeferred(m Message) error {
 	return e.cfg.Context.Append(m)
 }
 
-// takeSteers moves the steers sent since the last boundary into the turn.
-func (e *Executor) takeSteers(run *runtime.Run, step int) {
+// takeSteers moves the steers sent since the last boundary into the turn,
+// after those taken already (during the model call).
+func (e *Executor) takeSteers(run *runtime.Run, step int, taken []string) {
 	steers, err := run.Steers()
-	if err != nil {
+	if err != nil && len(taken) == 0 {
 		return
 	}
-	for _, s := range steers {
+	for _, s := range append(taken, steers...) {
 		_ = e.cfg.Context.Append(Message{Role: RoleUser, Text: s, Task: run.Task})
 		e.emit(Event{Type: EvSteer, Task: run.Task, Step: step, Text: s, Status: string(SteerQueued)})
 	}
@@ -140,27 +173,72 @@ func (e *Executor) endStep(run *runtime.Run) {
 	}
 }
 
+// errSteered ends a model call abandoned for a steer.
+var errSteered = errors.New("agent: the model call was abandoned for a steer")
+
+// steerable is ctx for one model call, cancelled when a steer reaches the
+// task meanwhile; stop ends the watch (and waits for it) and returns the
+// steers it took.
+func steerable(ctx context.Context, run *runtime.Run) (context.Context, func() []string) {
+	cctx, cancel := context.WithCancel(ctx)
+	var taken []string
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-run.Notify():
+				if s, err := run.Steers(); err == nil && len(s) > 0 {
+					taken = s
+					cancel()
+					return
+				}
+			case <-quit:
+				return
+			case <-cctx.Done():
+				return
+			}
+		}
+	}()
+	return cctx, func() []string {
+		close(quit)
+		<-done
+		cancel()
+		return taken
+	}
+}
+
 // modelCall builds the request from the context and calls the model; a
 // context-length refusal sets a recovery checkpoint and retries once. The
-// call and its usage go to the ledger.
-func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (Response, error) {
+// call and its usage go to the ledger. A steer that reaches the task
+// during the call abandons it (errSteered); the steers the call's watch
+// took are returned (also when the answer was complete first).
+func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (Response, []string, error) {
 	sess, task := e.cfg.Session, run.Task
 	req := Request{Model: e.cfg.Model.Name, MaxOutput: e.cfg.Model.MaxOutput, Tools: e.cfg.Box.Specs(sess, task),
 		System: append([]string{e.cfg.System}, e.cfg.Box.Instructions(sess, task)...)}
 	base := Estimate(req)
 	onText := func(s string) { e.emit(Event{Type: EvText, Task: task, Step: step, Text: s}) }
 	var (
-		resp Response
-		err  error
+		resp   Response
+		err    error
+		steers []string
 	)
 	for attempt := 0; attempt < 2; attempt++ {
 		req.Messages, err = e.cfg.Context.WorkingSet(ctx, task, e.cfg.Model.UsableInput()-base)
 		if err != nil {
-			return Response{}, err
+			return Response{}, steers, err
 		}
 		est := Estimate(req)
-		cctx, end := e.traceCall(ctx, req, task, step, attempt, est)
+		sctx, stop := steerable(ctx, run)
+		cctx, end := e.traceCall(sctx, req, task, step, attempt, est)
 		resp, err = e.cfg.Provider.Complete(cctx, req, onText)
+		if taken := stop(); len(taken) > 0 {
+			steers = append(steers, taken...)
+			if err != nil && ctx.Err() == nil {
+				resp, err = Response{Usage: resp.Usage, Retries: resp.Retries}, errSteered
+			}
+		}
 		if err == nil {
 			if berr := e.cfg.Bounds.check(resp); berr != nil {
 				resp, err = Response{Usage: resp.Usage, Retries: resp.Retries}, berr
@@ -185,7 +263,7 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 		}
 		e.emit(Event{Type: EvStatus, Task: task, Step: step, Text: "the model's context window was exceeded: recovery checkpoint set, retrying once with the current turn"})
 	}
-	return resp, err
+	return resp, steers, err
 }
 
 // evidence is what a model call's digest is taken of: the request's
@@ -242,6 +320,8 @@ func errClass(err error) string {
 		return "stream_over_bound"
 	case errors.Is(err, ErrContextLength):
 		return "context_length"
+	case errors.Is(err, errSteered):
+		return "steered"
 	case errors.As(err, &se):
 		return "http_" + strconv.Itoa(se.Code)
 	case errorsIsCancel(err):
@@ -346,7 +426,7 @@ func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen 
 	}
 	cl, err := run.Begin(runtime.CallRequest{ID: c.ID, Capability: c.Name, Input: c.Args, Generation: gen, ContractHash: spec.Hash})
 	if err != nil {
-		e.emit(Event{Type: EvToolRefused, Task: task, Step: step, Call: c.ID, Tool: c.Name, Text: err.Error()})
+		e.emit(Event{Type: EvToolRefused, Task: task, Step: step, Call: c.ID, Tool: c.Name, Args: string(c.Args), Text: err.Error()})
 		return toolMsg(task, c.ID, "refused by harn: "+err.Error(), true)
 	}
 	args, diff := string(c.Args), ""
@@ -390,8 +470,9 @@ func (e *Executor) runCall(ctx context.Context, run *runtime.Run, step int, gen 
 }
 
 // finish reports the end of the task; steers that came after the last
-// step boundary follow the task as follow-ups.
-func (e *Executor) finish(ctx context.Context, run *runtime.Run, res TaskResult, status runtime.Status, final string) TaskResult {
+// step boundary (taken: those a model call's watch took) follow the task
+// as follow-ups.
+func (e *Executor) finish(ctx context.Context, run *runtime.Run, res TaskResult, status runtime.Status, final string, taken ...string) TaskResult {
 	cancelled := run.Context().Err() != nil
 	if ctx.Err() != nil && !cancelled && final == "" {
 		final = "the node stopped the turn"
@@ -405,8 +486,8 @@ func (e *Executor) finish(ctx context.Context, run *runtime.Run, res TaskResult,
 	}
 	res.Status, res.Final = status, final
 	if !cancelled {
-		if steers, err := e.rt.TakeSteers(run.Task); err == nil {
-			for _, s := range steers {
+		if steers, err := e.rt.TakeSteers(run.Task); err == nil || len(taken) > 0 {
+			for _, s := range append(taken, steers...) {
 				r, err := e.followUp(run.Task, s, "turn "+run.Task+" had already ended")
 				if err != nil {
 					r = SteerResult{Steered: run.Task, Message: "steer dropped: " + err.Error()}

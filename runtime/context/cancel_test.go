@@ -44,11 +44,11 @@ func TestACancelEndsAStepThatWaitsOnACompaction(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// an earlier turn's work, well past 80% of the budget
-	_ = lane.Append(user("t0", "earlier"))
+	// earlier turns' conversation (a new task keeps it, not their tool
+	// traffic), well past 80% of the budget
 	for i := range 30 {
-		id := fmt.Sprintf("e%d", i)
-		if err := lane.Append(call("t0", id, "read", `{"step":0}`), result("t0", id, filler(600, i))); err != nil {
+		task := fmt.Sprintf("t%d", i)
+		if err := lane.Append(user(task, "earlier"), agent.Message{Role: agent.RoleAssistant, Text: filler(600, i), Task: task}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"unicode/utf8"
 
 	"github.com/harn-dev/harn/runtime/agent"
 	"github.com/harn-dev/harn/runtime/agent/tools"
@@ -123,23 +124,62 @@ func (b Box) Run(ctx stdctx.Context, c tools.Call) (tools.Result, error) {
 	if err != nil {
 		return fail(err)
 	}
-	limit := b.Space.opts.PreviewBytes
-	if a.Length <= 0 || a.Length > limit {
-		_, size, err := l.Recall(a.Ref, 0, 0)
-		if err != nil {
-			return fail(err)
-		}
-		a.Length = min(size-min(a.Offset, size), limit)
-	}
-	out, size, err := l.Recall(a.Ref, a.Offset, a.Length)
+	// The answer is the model's whole view of it: the bytes and their
+	// trailer must fit the preview, or the context would cut the answer
+	// again (a recall of a recall).
+	_, size, err := l.Recall(a.Ref, 0, 0)
 	if err != nil {
 		return fail(err)
 	}
+	if a.Offset < 0 || a.Offset > size {
+		return fail(fmt.Errorf("%w: offset %d of %d bytes", ErrBadRange, a.Offset, size))
+	}
+	limit := RecallLimit(b.Space.opts.PreviewBytes, size)
+	length := a.Length
+	if length <= 0 || length > size-a.Offset {
+		length = size - a.Offset
+	}
+	clamped := length > limit
+	length = min(length, limit)
+	out, _, err := l.Recall(a.Ref, a.Offset, length)
+	if err != nil {
+		return fail(err)
+	}
+	if clamped { // a range the model did not name ends on a whole rune
+		out = out[:runeCut(out)]
+	}
 	s := string(out)
 	if end := a.Offset + len(out); end < size {
-		s += fmt.Sprintf("\n[recall: bytes %d to %d of %d; ask for offset %d for more]", a.Offset, end, size, end)
+		s += recallTrailer(a.Offset, end, size)
 	}
 	return tools.Result{Content: s}, nil
+}
+
+// recallTrailer is the one line after a recall's bytes that says where
+// the rest starts.
+func recallTrailer(from, to, size int) string {
+	return fmt.Sprintf("\n[recall: bytes %d to %d of %d; ask for offset %d for more]", from, to, size, to)
+}
+
+// RecallLimit is the most bytes one recall of an output of size bytes
+// answers with, so that they and their trailer fit preview bytes: the
+// model sees a recall whole, never cut to a preview of its own.
+func RecallLimit(preview, size int) int {
+	return max(preview-len(recallTrailer(size, size, size)), 1)
+}
+
+// runeCut is the length of b without a rune its end cuts in two.
+func runeCut(b []byte) int {
+	n := len(b)
+	for i := n - 1; i >= 0 && i >= n-utf8.UTFMax; i-- {
+		if utf8.RuneStart(b[i]) {
+			if !utf8.FullRune(b[i:]) && i > 0 {
+				return i
+			}
+			break
+		}
+	}
+	return n
 }
 
 // Instruction files, re-read at the start of each task, and their bounds.

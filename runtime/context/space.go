@@ -116,6 +116,44 @@ type itemRec struct {
 	Ckpt   *Checkpoint    `json:"ckpt,omitempty"`
 	Fork   *forkRec       `json:"fork,omitempty"`
 	Budget int            `json:"budget,omitempty"`
+	// Args are the arguments of Msg's tool calls, byte for byte as the
+	// model sent them (Msg stores none: encoding/json would compact and
+	// escape a RawMessage, and refuse one that is not JSON), so that a
+	// restart rebuilds the very request bytes (the provider's prompt
+	// cache). A record without them (an older one) keeps Msg's.
+	Args [][]byte `json:"args,omitempty"`
+}
+
+// encodeRec is a record as stored: its calls' arguments raw, beside the
+// message.
+func encodeRec(r itemRec) ([]byte, error) {
+	if r.Msg != nil && len(r.Msg.Calls) > 0 {
+		m := *r.Msg
+		m.Calls = make([]agent.ToolCall, len(r.Msg.Calls))
+		r.Args = make([][]byte, len(m.Calls))
+		for i, c := range r.Msg.Calls {
+			r.Args[i] = []byte(c.Args)
+			c.Args = nil
+			m.Calls[i] = c
+		}
+		r.Msg = &m
+	}
+	return json.Marshal(r)
+}
+
+// decodeRec reads a stored record back.
+func decodeRec(b []byte) (itemRec, error) {
+	var r itemRec
+	if err := json.Unmarshal(b, &r); err != nil {
+		return r, err
+	}
+	if r.Msg != nil && len(r.Args) == len(r.Msg.Calls) {
+		for i := range r.Msg.Calls {
+			r.Msg.Calls[i].Args = json.RawMessage(r.Args[i])
+		}
+	}
+	r.Args = nil
+	return r, nil
 }
 
 type item struct {
@@ -281,8 +319,8 @@ func (s *Space) loadTree(id string) (*tree, error) {
 	t := &tree{id: id, items: map[uint64]*item{}, lanes: map[string]*lane{}}
 	t.lanes[MainLane] = &lane{name: MainLane, tree: t}
 	err := s.st.Scan(itemPrefix(id), func(_, v []byte) error {
-		var r itemRec
-		if err := json.Unmarshal(v, &r); err != nil {
+		r, err := decodeRec(v)
+		if err != nil {
 			return err
 		}
 		t.apply(&item{rec: r})
@@ -377,7 +415,7 @@ func (s *Space) appendLocked(t *tree, recs []itemRec, sync bool) ([]*item, error
 	out := make([]*item, 0, len(recs))
 	for i := range recs {
 		recs[i].Seq = t.seq + 1 + uint64(i)
-		b, err := json.Marshal(recs[i])
+		b, err := encodeRec(recs[i])
 		if err != nil {
 			return nil, err
 		}
@@ -559,6 +597,11 @@ func (c *Lane) appendLocked(ms []agent.Message, pinned, sync bool) error {
 	var recs []itemRec
 	for _, m := range ms {
 		if m.Role == agent.RoleUser && m.Task != "" && m.Task != l.task {
+			// a new task: the earlier tasks' tool traffic leaves the
+			// working set (handoff.go)
+			if cp := c.handoffLocked(); cp != nil && len(recs) == 0 {
+				recs = append(recs, itemRec{Lane: l.name, Kind: KindCheckpoint, Ckpt: cp})
+			}
 			if text := readInstructions(c.dir); l.instr == nil || l.instr.rec.Text != text {
 				if text != "" || l.instr != nil {
 					recs = append(recs, itemRec{Lane: l.name, Kind: KindInstructions, Text: text})
