@@ -343,6 +343,9 @@ func (n *Node) start(fns ...func()) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
+		if n.keep != nil {
+			n.keep.Close() // the spool and reap loops stop first, as the node stops
+		}
 		n.changes.Close() // first: the board's streams end
 		n.web.Close()
 		n.hosts.Close() // its processes end; their ends are recorded while the ledger is open
@@ -364,9 +367,6 @@ func (n *Node) Close() error {
 		}
 		if n.cl != nil {
 			n.cl.Close()
-		}
-		if n.keep != nil {
-			n.keep.Close()
 		}
 		n.wg.Wait()
 		if n.alerts != nil {
