@@ -47,7 +47,10 @@ run: build
 proto:
 	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --go_out=. --go_opt=paths=source_relative values.proto hook.proto task.proto harn.proto cluster.proto local.proto dirtrust.proto hosted.proto
 	cd node/api/apigrpc && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc -I . -I .. --go_out=. --go_opt=paths=source_relative --go-grpc_out=. --go-grpc_opt=paths=source_relative services.proto hosted_services.proto
-	python3 scripts/gen-localclient.py .
+	$(GO) build -o $$($(GO) env GOPATH)/bin/ ./internal/cmd/protoc-gen-harnlocal
+	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --harnlocal_out=client=Local/Client+MeshAdmin/AdminClient+Hosted/HostedClient,paths=source_relative:. local.proto
+	cd node/api && PATH=$$PATH:$$($(GO) env GOPATH)/bin protoc --harnlocal_out=package=hookwire,import=github.com/harn-dev/harn/node/api/hookwire,light=AppendRequest+AppendResponse+DiagnoseRequest+DiagnoseResponse+DecideRequest+DecideResponse+ApprovalRequest+ApprovalResponse+LocalCall+LocalReply:hookwire local.proto
+	gofmt -w node/api/*.harn.go node/api/hookwire/*.harn.go
 
 fuzz:
 	./scripts/fuzz-all.sh 20s

@@ -50,6 +50,9 @@ var allowed = map[string]struct {
 	// internal/testsupport/barelist: a bare memberlist process, the
 	// yardstick of the mesh's benchmarks (built by them; never shipped).
 	"internal/testsupport/barelist": {outer: []string{"github.com/hashicorp/memberlist"}},
+	// internal/cmd/protoc-gen-harnlocal: the local wire's generator,
+	// which `make proto` runs (never shipped).
+	"internal/cmd": {outer: []string{"google.golang.org/protobuf"}},
 }
 
 func TestImportDirection(t *testing.T) {

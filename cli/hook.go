@@ -306,7 +306,7 @@ func (h *hookRun) lost(rec spool.Record, err error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
 	defer cancel()
-	_ = cl.Diagnose(ctx, &hookwire.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano()})
+	_, _ = cl.Diagnose(ctx, &hookwire.DiagnoseRequest{Agent: h.agent, Error: msg, TsUnixNano: h.now.UnixNano()})
 }
 
 // diagnose records bad input with the node, or spools the diagnostic. The
@@ -318,7 +318,7 @@ func (h *hookRun) diagnose(msg string, in []byte) {
 	}
 	if cl, err := h.client(); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
-		err = cl.Diagnose(ctx, d)
+		_, err = cl.Diagnose(ctx, d)
 		cancel()
 		if err == nil {
 			return

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 )
 
@@ -18,7 +18,7 @@ import (
 // Append answers the call's question when withDecision is set (a node that
 // knows decide), and its Decide refuses every call.
 type decideServer struct {
-	apigrpc.UnimplementedLocalServer
+	api.LocalServer  // nil: only Append and Decide are called
 	withDecision     bool
 	appends, decides atomic.Int32
 	askedInAppend    atomic.Bool
@@ -69,8 +69,8 @@ func TestHookAsksTheCallsQuestionInItsAppend(t *testing.T) {
 			lis, sock := unixListener(t, "hd")
 			dir := filepath.Dir(sock)
 			srv := &decideServer{withDecision: c.withDecision}
-			w := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: srv})
-			go w.Serve(lis)
+			w := localapi.New(lis, api.LocalMethods(srv))
+			go w.Run()
 			defer w.Close()
 			defer lis.Close()
 			t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "cfg"))

@@ -293,10 +293,14 @@ func newAnswerCmd(allow bool) *cobra.Command {
 			return withNode(c, func(ctx context.Context, cl *client, p place) error {
 				id := args[0]
 				var reqs []taskwire.Request
-				if rs, err := pendingRequests(ctx, cl, p, nil); err == nil {
-					reqs = rs
-					if id, err = resolveRequest(reqs, id); err != nil {
-						return err
+				// A whole id names its node: the answer goes there alone,
+				// without listing every node's requests first.
+				if _, named := taskwire.RequestNode(id); !named {
+					if rs, err := pendingRequests(ctx, cl, p, nil); err == nil {
+						reqs = rs
+						if id, err = resolveRequest(reqs, id); err != nil {
+							return err
+						}
 					}
 				}
 				for _, q := range reqs {
@@ -346,7 +350,9 @@ func answerConfirmation(c *cobra.Command, ctx context.Context, cl *client, p pla
 	if allow {
 		op = taskwire.OpConfirm
 	}
-	res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskwire.ActionToAPI(taskwire.Action{Op: op, Task: q.Task, Call: q.Call, Reason: reason})})
+	// The listing names the confirmation's node: the answer goes there
+	// alone, not through a search of every member for the task.
+	res, err := cl.api.Task(ctx, &api.TaskRequest{Node: q.Node, Action: taskwire.ActionToAPI(taskwire.Action{Op: op, Task: q.Task, Call: q.Call, Reason: reason})})
 	if err != nil {
 		return taskErr(err, p)
 	}

@@ -10,13 +10,13 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
+	noderoster "github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
 // TestNodeWrittenRosterJSONEqualsTheCLIsOwn: `agents list --json` is the
-// same whether the node sorts the rows (node.RosterRows, what the CLI
+// same whether the node sorts the rows (noderoster.Rows, what the CLI
 // asks for) or the CLI sorts the node's rows itself: the same sessions in the same urgency
 // order, each with the same fields, silence applied with the reader's
 // threshold.
@@ -26,7 +26,7 @@ func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(0, 30).Draw(t, "sessions")
 		after := time.Duration(rapid.IntRange(-1, 10).Draw(t, "after-min")) * time.Minute
-		entries := make([]node.RosterEntry, n)
+		entries := make([]noderoster.Entry, n)
 		raw := make([]*api.SessionRow, n)
 		for i := range entries {
 			st := presence.NewState(fmt.Sprintf("s-%03d", rapid.IntRange(0, 999).Draw(t, "id")*1000+i))
@@ -38,10 +38,10 @@ func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
 			st.LastEvidenceAt = at.Add(time.Duration(rapid.IntRange(0, 600).Draw(t, "evidence-s")) * time.Second)
 			st.LastEventAt, st.Events = st.LastEvidenceAt, 3
 			st.Ended = rapid.IntRange(0, 9).Draw(t, "ended") == 0
-			entries[i] = node.RosterEntry{State: st, Reachable: true, Source: "registry"}
+			entries[i] = noderoster.Entry{State: st, Reachable: true, Source: "registry"}
 			raw[i] = entries[i].Row()
 		}
-		fromNode, err := decodeRoster(node.RosterRows(entries, now, after), now, after)
+		fromNode, err := decodeRoster(noderoster.Rows(entries, now, after), now, after)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -70,7 +70,7 @@ func TestButtonsAnswerTheRequestOnceByTheirUse(t *testing.T) {
 	if _, err := d.Decide(t.Context(), no, id, acttoken.Deny); !errors.Is(err, acttoken.ErrClosed) {
 		t.Fatalf("Deny after the answer: %v", err)
 	}
-	_, evs, _, err := n.ReadTrace(t.Context(), "p1")
+	_, evs, _, err := n.roster.ReadTrace(t.Context(), "p1")
 	if err != nil {
 		t.Fatal(err)
 	}

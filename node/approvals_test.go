@@ -55,7 +55,7 @@ func TestAnAnswerIsRecordedAsTheSessionsInputResolved(t *testing.T) {
 	if !<-got {
 		t.Fatal("the hook did not get the allow")
 	}
-	_, evs, _, err := n.ReadTrace(t.Context(), "p1")
+	_, evs, _, err := n.roster.ReadTrace(t.Context(), "p1")
 	if err != nil {
 		t.Fatal(err)
 	}

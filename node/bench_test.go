@@ -20,7 +20,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,12 +27,10 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -87,23 +84,17 @@ func openBenchNode(b *testing.B, dir string) *node.Node {
 	return n
 }
 
-// dialNode is what the hook does: a gRPC client over the unix socket.
-func dialNode(b *testing.B, sock string) (*grpc.ClientConn, apigrpc.LocalClient) {
+// dialNode is what a client does: the local wire over the unix socket.
+func dialNode(b *testing.B, sock string) (*api.Client, *api.Client) {
 	b.Helper()
-	conn, err := grpc.NewClient("unix://"+sock,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}))
+	cl, err := api.Dial(sock, 64<<20, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	cl := apigrpc.NewLocalClient(conn)
 	if _, err := cl.Status(context.Background(), &api.StatusRequest{}); err != nil {
 		b.Fatal(err)
 	}
-	return conn, cl
+	return cl, cl
 }
 
 // hookEvents decodes a real Claude Code payload of the given native event
@@ -168,7 +159,7 @@ func BenchmarkIngest(b *testing.B) {
 			defer db.Close()
 
 			type writer struct {
-				cl      apigrpc.LocalClient
+				cl      *api.Client
 				session string
 				tmpl    *api.Event
 				ids     *benchrun.IDGen
@@ -183,13 +174,13 @@ func BenchmarkIngest(b *testing.B) {
 				start := &api.AppendRequest{}
 				for _, e := range hookEvents(b, "SessionStart", s, `,"source":"startup","model":"claude-sonnet-4-6"`) {
 					e.ID = ids.New(time.Now())
-					start.Events = append(start.Events, node.EventToAPI(&e))
+					start.Events = append(start.Events, wire.EventToAPI(&e))
 				}
 				if _, err := cl.Append(ctx, start); err != nil {
 					b.Fatal(err)
 				}
 				pre := hookEvents(b, "PreToolUse", s, preToolUse)[0]
-				ws[i] = &writer{cl: cl, session: s, tmpl: node.EventToAPI(&pre), ids: benchrun.NewIDGen()}
+				ws[i] = &writer{cl: cl, session: s, tmpl: wire.EventToAPI(&pre), ids: benchrun.NewIDGen()}
 			}
 			// The bare value is the size of what the ledger stores.
 			stored := hookEvents(b, "PreToolUse", ws[0].session, preToolUse)[0]

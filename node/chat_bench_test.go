@@ -8,7 +8,6 @@ import (
 	"github.com/harn-dev/harn/internal/testsupport/modeltest"
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/tasks"
 )
@@ -59,7 +58,7 @@ func BenchmarkTUIKeystrokeToSteer(b *testing.B) {
 	if f.peer, err = f.caller.cl.ClientOf(ownerName); err != nil {
 		b.Fatal(err)
 	}
-	steer := func(cl apigrpc.LocalClient) time.Duration {
+	steer := func(cl *api.Client) time.Duration {
 		ctx, cancel := context.WithTimeout(context.Background(), fbWait)
 		defer cancel()
 		t0 := time.Now()

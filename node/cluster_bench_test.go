@@ -378,7 +378,7 @@ func benchPresencePropagation(b *testing.B, n, rounds int) {
 			if j == origin || !seen[j] {
 				continue
 			}
-			entries, _, err := nd.Roster(ctx, false, false)
+			entries, _, err := nd.roster.List(ctx, false, false, true)
 			ok := false
 			for _, e := range entries {
 				if err == nil && e.State.SessionID == s && e.Source == "gossip" && e.State.Activity == want {

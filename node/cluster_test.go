@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -84,17 +85,17 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	}
 }
 
-func rosterState(n *Node, session string) (RosterEntry, bool) {
-	es, _, err := n.Roster(context.Background(), true, false)
+func rosterState(n *Node, session string) (roster.Entry, bool) {
+	es, _, err := n.roster.List(context.Background(), true, false, true)
 	if err != nil {
-		return RosterEntry{}, false
+		return roster.Entry{}, false
 	}
 	for _, e := range es {
 		if e.State.SessionID == session {
 			return e, true
 		}
 	}
-	return RosterEntry{}, false
+	return roster.Entry{}, false
 }
 
 func TestPresenceReachesEveryNode(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/meshtrust"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -106,8 +107,8 @@ func TestNonServerReadsTheRegistryFromItsWatch(t *testing.T) {
 	if st := n2.cl.Registry().Staleness(); st.Stale || st.LeaderID != c.nodes[0].Name() {
 		t.Fatalf("n2's view staleness %+v", st)
 	}
-	rows, info, err := n2.Roster(context.Background(), true, true)
-	if err != nil || !info.Consistent || info.Stale || !slices.ContainsFunc(rows, func(e RosterEntry) bool { return e.State.SessionID == "w1" }) {
+	rows, info, err := n2.roster.List(context.Background(), true, true, true)
+	if err != nil || !info.Consistent || info.Stale || !slices.ContainsFunc(rows, func(e roster.Entry) bool { return e.State.SessionID == "w1" }) {
 		t.Fatalf("consistent read on n2: %d rows, %+v, %v", len(rows), info, err)
 	}
 }
@@ -126,7 +127,7 @@ func TestNonServerKeepsItsViewWhenNoServerAnswers(t *testing.T) {
 	if _, ok := n2.cl.Registry().Get("k1"); !ok {
 		t.Fatal("n2 lost its view of the registry with the server")
 	}
-	_, info, err := n2.Roster(context.Background(), true, false)
+	_, info, err := n2.roster.List(context.Background(), true, false, true)
 	if err != nil || !info.Stale {
 		t.Fatalf("a read with no server: %+v, %v", info, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/gossip"
@@ -178,13 +179,13 @@ func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) 
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	evs, err := s.n.sessionEvents(st.SessionID)
+	evs, err := s.n.roster.Events(st.SessionID)
 	if err != nil {
 		return nil, statusErr(err)
 	}
 	out := &api.TraceResponse{Session: api.RowOf(&st)}
 	for i := range evs {
-		out.Events = append(out.Events, EventToAPI(&evs[i]))
+		out.Events = append(out.Events, wire.EventToAPI(&evs[i]))
 	}
 	return out, nil
 }

@@ -25,7 +25,7 @@ import (
 type Config struct {
 	// DataDir holds ledger/, spool/, active/ and node.key.
 	DataDir string
-	// Socket is the unix socket of the local gRPC service.
+	// Socket is the unix socket of the local API (the local wire).
 	Socket string
 	// Name is the node's name in the mesh (default: the hostname).
 	Name string

@@ -74,7 +74,7 @@ func TestContextIsNotServedToTheMesh(t *testing.T) {
 			t.Errorf("the cluster service has %s: a context read must check the caller as a task action does", name)
 		}
 	}
-	if _, ok := reflect.TypeOf((*apigrpc.LocalServer)(nil)).Elem().MethodByName("Context"); !ok {
+	if _, ok := reflect.TypeOf((*api.LocalServer)(nil)).Elem().MethodByName("Context"); !ok {
 		t.Fatal("the local service lost Context")
 	}
 }

@@ -132,3 +132,22 @@ func errText(err error) string {
 	}
 	return err.Error()
 }
+
+// privateDataDir checks the data dir and tightens it in one walk
+// (walkDataDir), or creates it, then the directories the node keeps in it:
+// every directory 0700, every file 0600.
+func privateDataDir(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		if err := trust.EnsurePrivateDir(dir); err != nil {
+			return fmt.Errorf("node: data dir %s: %w", dir, err)
+		}
+	} else if err := walkDataDir(dir, true); err != nil {
+		return err
+	}
+	for _, d := range []string{ActiveDir(dir), SpoolDir(dir)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("node: create %s: %w", d, err)
+		}
+	}
+	return nil
+}

@@ -2,16 +2,12 @@ package node
 
 import (
 	"context"
-	"net"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
-
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -22,16 +18,7 @@ import (
 func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	n := openNode(t, cfg)
-	conn, err := grpc.NewClient("unix://"+cfg.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", cfg.Socket)
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	cl := apigrpc.NewLocalClient(conn)
+	cl := dialClient(t, cfg.Socket)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -53,7 +40,7 @@ func TestAppendAnswersTheCallsQuestionInTheSameRoundTrip(t *testing.T) {
 			if i == 0 {
 				e = ev("s-dec", c.id, "session.start", i+1, map[string]any{"cwd": "/tmp"})
 			}
-			res, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}, Decide: c.decide})
+			res, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{wire.EventToAPI(&e)}, Decide: c.decide})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -16,9 +16,7 @@ import (
 	"github.com/harn-dev/harn/node/operator"
 )
 
-func peerCtx(info credentials.AuthInfo) context.Context {
-	return grpcpeer.NewContext(context.Background(), &grpcpeer.Peer{Addr: &net.UnixAddr{Name: "s", Net: "unix"}, AuthInfo: info})
-}
+func peerCtx(p operator.Peer) context.Context { return operator.WithPeer(context.Background(), p) }
 
 // TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory: the trust op
 // answers the node's own uid on the local socket; another uid (root for
@@ -38,7 +36,7 @@ func TestOnlyTheNodesOwnUserOnItsSocketMayTrustADirectory(t *testing.T) {
 		"another uid":  peerCtx(operator.Peer{UID: os.Geteuid() + 1, Known: true}),
 		"unknown peer": peerCtx(operator.Peer{}),
 		"no peer":      context.Background(),
-		"mesh peer":    peerCtx(credentials.TLSInfo{}),
+		"mesh peer":    grpcpeer.NewContext(context.Background(), &grpcpeer.Peer{Addr: &net.UnixAddr{Name: "s", Net: "unix"}, AuthInfo: credentials.TLSInfo{}}),
 	} {
 		if _, err := s.DirTrust(ctx, add); status.Code(err) != codes.PermissionDenied {
 			t.Errorf("%s: %v; want PermissionDenied", name, err)

@@ -12,13 +12,10 @@ import (
 
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/cockroachdb/pebble/v2/vfs/errorfs"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
 )
@@ -36,19 +33,23 @@ func (f *fullDisk) MaybeError(op errorfs.Op) error {
 
 func (f *fullDisk) String() string { return "fullDisk" }
 
-func localClient(t *testing.T, n *Node) apigrpc.LocalClient {
+func localClient(t testing.TB, n *Node) *api.Client { return dialClient(t, n.cfg.Socket) }
+
+// dialClient is a client of the node on sock over the local wire, as harn
+// makes one; the test's end closes it.
+func dialClient(t testing.TB, sock string) *api.Client {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+n.cfg.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cl, err := api.Dial(sock, 64<<20, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { conn.Close() })
-	return apigrpc.NewLocalClient(conn)
+	t.Cleanup(func() { cl.Close() })
+	return cl
 }
 
 func appendReq(n *Node, session, id, typ string) *api.AppendRequest {
 	e := at(n, session, id, typ, nil)
-	return &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}}
+	return &api.AppendRequest{Events: []*api.Event{wire.EventToAPI(&e)}}
 }
 
 // waitUntil polls cond, bounded by d.
@@ -104,7 +105,7 @@ func TestFullDiskRefusesWritesAndKeepsServingReads(t *testing.T) {
 
 	disk.on.Store(true)
 	_, err := cl.Append(ctx, appendReq(n, "s", "3", presence.TypeToolPreUse))
-	if status.Code(err) != codes.ResourceExhausted {
+	if api.Code(err) != codes.ResourceExhausted {
 		t.Fatalf("append on a full disk: %v, want ResourceExhausted", err)
 	}
 	if !errors.Is(n.ledger.Writable(), ledger.ErrNoSpace) {

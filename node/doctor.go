@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 )
 
 // diagWindow is how far back `harn doctor` counts hook diagnostics as
@@ -47,7 +48,7 @@ func (n *Node) Doctor() *api.DoctorResponse {
 			}
 			out.DiagnosticsLastHour++
 			if out.NewestDiagnostic == nil { // newest first
-				out.NewestDiagnostic = DiagnosticToAPI(d)
+				out.NewestDiagnostic = wire.DiagnosticToAPI(d)
 			}
 		}
 	}

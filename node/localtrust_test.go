@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/clockguard"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -319,7 +320,7 @@ func TestFutureEventStoredAtReceiptTime(t *testing.T) {
 func TestUnixEpochTimestampIsValid(t *testing.T) {
 	n := openNode(t, testConfig(t, t.TempDir()))
 	e := presence.Event{ID: "e1", SessionID: "epoch", Type: presence.TypeUserPromptSubmit, TS: time.Unix(0, 0).UTC(), Agent: "claude-code"}
-	back, err := EventFromAPI(EventToAPI(&e))
+	back, err := wire.EventFromAPI(wire.EventToAPI(&e))
 	if err != nil || !back.TS.Equal(time.Unix(0, 0)) || back.TS.IsZero() {
 		t.Fatalf("epoch over the wire: %v (%v)", back.TS, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -18,7 +19,7 @@ func TestMeshWidePeerContextAndGlanceFields(t *testing.T) {
 	cbIngest(t, a, "me", presence.TypeUserPromptSubmit, map[string]any{presence.AttrRepo: "shop"})
 	cbIngest(t, b, "far", presence.TypeUserPromptSubmit, map[string]any{presence.AttrRepo: "shop", presence.AttrBranch: "fix/round"})
 	cbIngest(t, b, "far", presence.TypeInputRequested, map[string]any{presence.AttrSummary: "Edit src/app.go"})
-	var row RosterEntry
+	var row roster.Entry
 	waitFor(t, 10*time.Second, "the remote row with its glance fields", func() bool {
 		e, ok := rosterState(a, "far")
 		row = e
@@ -29,7 +30,7 @@ func TestMeshWidePeerContextAndGlanceFields(t *testing.T) {
 		st.Activity != presence.ActivityNeedsInput {
 		t.Fatalf("remote row %+v", st)
 	}
-	ctx := a.peerContext("me")
+	ctx := a.roster.PeerContext("me")
 	line := ""
 	for _, l := range strings.Split(ctx, "\n") {
 		if strings.Contains(l, "Agent "+st.Name+" ") {
@@ -39,7 +40,7 @@ func TestMeshWidePeerContextAndGlanceFields(t *testing.T) {
 	if line == "" || !strings.Contains(line, "| "+b.Name()+" |") || !strings.Contains(line, "Edit src/app.go") {
 		t.Fatalf("the remote session is not in the peer context with its node:\n%s", ctx)
 	}
-	if again := a.peerContext("me"); again != "" {
+	if again := a.roster.PeerContext("me"); again != "" {
 		t.Fatalf("unchanged mesh-wide table injected again: %q", again)
 	}
 	cbIngest(t, b, "far", presence.TypeTaskSet, map[string]any{presence.AttrTask: "round half up"})
@@ -47,7 +48,7 @@ func TestMeshWidePeerContextAndGlanceFields(t *testing.T) {
 		e, ok := rosterState(a, "far")
 		return ok && e.State.Task == "round half up"
 	})
-	if got := a.peerContext("me"); !strings.Contains(got, "round half up") {
+	if got := a.roster.PeerContext("me"); !strings.Contains(got, "round half up") {
 		t.Fatalf("a remote change did not change the hash: %q", got)
 	}
 }

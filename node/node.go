@@ -1,6 +1,6 @@
 // Package node is the harn daemon's composition root: it only wires. Open
 // opens its rooms in order and Close closes them; it holds the service
-// adapters (the local gRPC on the unix socket, the cluster gRPC) that turn
+// adapters (the local wire on the unix socket, the cluster gRPC) that turn
 // requests into calls on the rooms.
 //
 // The rooms: node/sessions is the local half (this node's sessions, their
@@ -29,11 +29,11 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sys/unix"
-	"google.golang.org/grpc"
 
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/alerts/notifysvc"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/changes"
 	"github.com/harn-dev/harn/node/claims"
@@ -45,10 +45,12 @@ import (
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/ledger"
+	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/remotepolicy"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
@@ -57,7 +59,6 @@ import (
 	"github.com/harn-dev/harn/node/upkeep"
 	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
-	"github.com/harn-dev/harn/util/clock"
 )
 
 // ProcChecker tells whether an agent process still exists.
@@ -94,6 +95,7 @@ type Node struct {
 	alerts    *alerts.Room        // notifications (node/alerts), the service's room
 	cl        *cluster.Cluster    // nil without the mesh
 	remote    *gossip.Table       // what other nodes gossip
+	roster    *roster.Roster      // every session on every node (node/roster; roster_wire.go)
 
 	// claims is the write-claim room (node/claims); nil until Open built it.
 	claims atomic.Pointer[claims.Decider]
@@ -103,9 +105,8 @@ type Node struct {
 	metrics  *metrics.Metrics     // /metrics (node/metrics)
 	web      *web.Web             // the board and /metrics (node/web); nil without Open
 	tracer   trace.Tracer         // no-op unless Config.TracerProvider is set
-	grpc     *grpc.Server
 	lis      net.Listener
-	mux      *localMux // the socket's two protocols: the local wire and gRPC
+	local    *localapi.Server // the local socket's server (the local wire)
 	sockInfo os.FileInfo
 	started  time.Time
 
@@ -134,6 +135,7 @@ func New(cfg Config) (*Node, error) {
 		changes: changes.New(), stop: make(chan struct{}), tracer: tracing.Tracer(cfg.TracerProvider),
 	}
 	n.metrics = metrics.New(metricsSource{n})
+	n.roster = n.newRoster()
 	n.trust = trustadmin.New(trustadmin.Deps{Node: cfg.Name, DataDir: cfg.DataDir, Log: n.log, Mesh: func() trustadmin.Mesh {
 		if n.cl == nil {
 			return nil
@@ -271,7 +273,7 @@ func (n *Node) open(ctx context.Context) error {
 }
 
 func (n *Node) listen() error {
-	if err := ensureSocketDir(n.cfg.Socket); err != nil {
+	if err := localapi.EnsureSocketDir(n.cfg.Socket); err != nil {
 		return err
 	}
 	// A socket that answers belongs to another node (on another data
@@ -297,20 +299,12 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	n.grpc = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(8 << 20), grpc.Creds(operator.Creds{})}, tracing.ServerOptions(n.cfg.TracerProvider)...)...)
-	local, admin := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local()}, n.trust.Admin()
-	apigrpc.RegisterLocalServer(n.grpc, local)
-	apigrpc.RegisterMeshAdminServer(n.grpc, admin)
-	hs := n.hosts.Local()
-	apigrpc.RegisterHostedServer(n.grpc, hs)
-	wire := apigrpc.NewLocalWire(apigrpc.Service{Desc: &apigrpc.Local_ServiceDesc, Impl: local},
-		apigrpc.Service{Desc: &apigrpc.MeshAdmin_ServiceDesc, Impl: admin},
-		apigrpc.Service{Desc: &apigrpc.Hosted_ServiceDesc, Impl: hs})
+	local := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local()}
+	n.local = localapi.New(lis, api.LocalMethods(local), api.MeshAdminMethods(n.trust.Admin()), api.HostedMethods(n.hosts.Local()))
 	if n.cfg.TracerProvider != nil {
-		wire.Wrap = traceLocal(n.tracer)
+		n.local.Wrap = localapi.Trace(n.tracer)
 	}
-	n.mux = newLocalMux(lis, wire, context.Background())
-	n.mux.attach = n.hosts.ServeAttach
+	n.local.Attach = n.hosts.ServeAttach
 	return nil
 }
 
@@ -320,11 +314,7 @@ func (n *Node) listen() error {
 // ("runs without the mesh", "serves no board") and a hook that cannot
 // wait spools as it does for a node that is down.
 func (n *Node) serve() {
-	n.start(n.mux.run, func() {
-		if err := n.grpc.Serve(n.mux.grpc); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-			n.log.Error("grpc serve", "err", err)
-		}
-	})
+	n.start(n.local.Run)
 }
 
 // start runs each fn in a goroutine the node owns.
@@ -349,11 +339,8 @@ func (n *Node) Close() error {
 		n.changes.Close() // first: the board's streams end
 		n.web.Close()
 		n.hosts.Close() // its processes end; their ends are recorded while the ledger is open
-		if n.grpc != nil {
-			cluster.StopGRPC(n.grpc, clock.Real{}, 3*time.Second) // a bound on a stop is wall time
-		}
-		if n.mux != nil {
-			n.mux.Close() // after gRPC, which closed its listener: Serve ends cleanly
+		if n.local != nil {
+			n.local.Close()
 		}
 		if d := n.claims.Load(); d != nil {
 			d.Close() // its retries write through the mesh and into the ledger
@@ -415,7 +402,7 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 	return hostedsvc.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Socket: n.cfg.Socket, Key: n.key,
 		Launchers: n.cfg.Launchers, Clock: n.cfg.Clock, Log: n.log, Gate: n.gate, Sessions: n.sess, Gossip: n.remote,
 		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }), OnChange: n.taskChanged,
-		Policy: n.policy, Record: n.resolveRecord, Stop: n.stop,
+		Policy: n.policy, Record: n.roster.ResolveRecord, Stop: n.stop,
 		Mesh: func() hostedsvc.Mesh {
 			if n.cl == nil {
 				return nil
@@ -424,8 +411,8 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 		},
 		Reachable: func() []string {
 			var out []string
-			for name, m := range n.reachability() {
-				if reachable(m, true) {
+			for name, m := range n.roster.Reachability() {
+				if roster.Reachable(m, true) {
 					out = append(out, name)
 				}
 			}
@@ -461,9 +448,9 @@ func (n *Node) notifyDeps() notifysvc.Deps {
 			}
 			return n.cl
 		},
-		Members: n.reachability, Reachable: reachable, RecordState: recordState,
+		Members: n.roster.Reachability, Reachable: roster.Reachable, RecordState: roster.RecordState,
 		SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
-		Own:         func() []presence.State { return n.Sessions(false) }, Waiting: n.waiting,
+		Own:         func() []presence.State { return n.Sessions(false) }, Waiting: n.roster.Waiting,
 		Tasks: func() *tasks.Host { return n.tasks }, BoardBase: func() string { return n.web.BaseURL() }, OnApprovals: n.changes.Notify,
 		Status: statusErr}
 }
@@ -473,7 +460,7 @@ func (n *Node) webDeps() web.Deps {
 	return web.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Addr: n.cfg.HTTPAddr, Token: n.cfg.HTTPToken,
 		Log: n.log, Clock: n.cfg.Clock, Changes: n.changes, Metrics: n.metrics.Handler(),
 		Rows: func(ctx context.Context) ([]board.Row, error) {
-			entries, _, err := n.Roster(ctx, true, false)
+			entries, _, err := n.roster.List(ctx, true, false, true)
 			rows := make([]board.Row, len(entries))
 			for i := range entries {
 				rows[i] = board.RowOf(entries[i].Row())
@@ -481,20 +468,20 @@ func (n *Node) webDeps() web.Deps {
 			return rows, err
 		},
 		Row: func(ctx context.Context, handle string) (board.Row, error) {
-			e, _, err := n.ReadSession(ctx, handle)
+			e, _, err := n.roster.ReadSession(ctx, handle)
 			return board.RowOf(e.Row()), err
 		},
 		Trace: func(ctx context.Context, handle string) ([]presence.Event, error) {
-			_, evs, _, err := n.ReadTrace(ctx, handle)
+			_, evs, _, err := n.roster.ReadTrace(ctx, handle)
 			out := make([]presence.Event, 0, len(evs))
 			for _, e := range evs {
-				if ev, err := EventFromAPI(e); err == nil {
+				if ev, err := wire.EventFromAPI(e); err == nil {
 					out = append(out, ev)
 				}
 			}
 			return out, err
 		},
-		Waiting: n.waiting, Members: n.taskSvc.Members, OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout,
+		Waiting: n.roster.Waiting, Members: n.taskSvc.Members, OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout,
 		Mesh: func() web.Mesh {
 			if n.cl == nil {
 				return nil

@@ -228,18 +228,18 @@ func TestResolvePrefix(t *testing.T) {
 func TestPeerContextOnlyWhenChanged(t *testing.T) {
 	n := openNode(t, testConfig(t, t.TempDir()))
 	mustIngest(t, n, ev("me", "1", presence.TypeSessionStart, 1, nil))
-	if got := n.peerContext("me"); got != "" {
+	if got := n.roster.PeerContext("me"); got != "" {
 		t.Fatalf("no peers but context %q", got)
 	}
 	mustIngest(t, n, ev("peer", "2", presence.TypeUserPromptSubmit, 2, nil))
-	if got := n.peerContext("me"); got == "" {
+	if got := n.roster.PeerContext("me"); got == "" {
 		t.Fatal("a new peer gave no context")
 	}
-	if got := n.peerContext("me"); got != "" {
+	if got := n.roster.PeerContext("me"); got != "" {
 		t.Fatalf("unchanged table injected again: %q", got)
 	}
 	mustIngest(t, n, ev("peer", "3", presence.TypeInputRequested, 3, nil))
-	if got := n.peerContext("me"); got == "" {
+	if got := n.roster.PeerContext("me"); got == "" {
 		t.Fatal("a state-only change gave no context")
 	}
 }

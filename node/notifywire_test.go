@@ -13,6 +13,7 @@ import (
 
 	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/notify"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -25,7 +26,7 @@ func TestWaitWakesOnAChangeOfThisNode(t *testing.T) {
 	n := openNode(t, cfg)
 	mustIngest(t, n, ev("s1", "1", presence.TypeSessionStart, 1, nil), ev("s1", "2", presence.TypeUserPromptSubmit, 2, nil))
 	type result struct {
-		e   RosterEntry
+		e   roster.Entry
 		err error
 	}
 	done := make(chan result, 1)

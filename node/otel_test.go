@@ -3,7 +3,6 @@ package node
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -11,11 +10,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tracing"
 )
 
@@ -77,19 +74,11 @@ func TestIngestSpansUnderTheAppendCall(t *testing.T) {
 	cfg.TracerProvider = tp
 	openNode(t, cfg)
 
-	conn, err := grpc.NewClient("unix://"+cfg.Socket, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", cfg.Socket)
-		}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
+	cl := dialClient(t, cfg.Socket)
 	e := ev("s-traced", "01JTRACE0000000000000000001", "session.start", 1, map[string]any{"cwd": "/tmp"})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := apigrpc.NewLocalClient(conn).Append(ctx, &api.AppendRequest{Events: []*api.Event{EventToAPI(&e)}}); err != nil {
+	if _, err := cl.Append(ctx, &api.AppendRequest{Events: []*api.Event{wire.EventToAPI(&e)}}); err != nil {
 		t.Fatal(err)
 	}
 	spans := spansOnceEnded(t, exp, "harn.v1.Local/Append", spanIngest, spanAppend, spanFold)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/gossip"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -19,16 +20,16 @@ func TestLifecycleOfAnotherNodesSessionNamesTheOwner(t *testing.T) {
 	n.remote.Apply("nodeC", 1, gossip.Entry{SessionRow: &api.SessionRow{SessionId: "remote-sess-1", Name: "Quartz"}})
 	for _, h := range []string{"remote-sess-1", "remote-s", "Quartz"} {
 		_, err := n.decl.Lifecycle(t.Context(), h, presence.TaskBlocked, "waiting")
-		err = n.ownerErr(h, err)
-		var re *RemoteSessionError
+		err = n.roster.OwnerErr(h, err)
+		var re *roster.RemoteSessionError
 		if !errors.Is(err, ErrUnknownSession) || !errors.As(err, &re) || re.Owner != "nodeC" ||
 			!strings.Contains(err.Error(), "session remote-sess-1 is on node nodeC; run it there") {
 			t.Errorf("%q: %v", h, err)
 		}
 	}
 	_, err := n.decl.Lifecycle(t.Context(), "nosuch", presence.TaskBlocked, "waiting")
-	var re *RemoteSessionError
-	if err = n.ownerErr("nosuch", err); !errors.Is(err, ErrUnknownSession) || errors.As(err, &re) {
+	var re *roster.RemoteSessionError
+	if err = n.roster.OwnerErr("nosuch", err); !errors.Is(err, ErrUnknownSession) || errors.As(err, &re) {
 		t.Errorf("an unknown handle: %v", err)
 	}
 }

@@ -15,16 +15,17 @@ import (
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/operator"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
-// localService adapts the node to the generated gRPC server interface.
+// localService adapts the node to the local wire's generated server
+// interface (api.LocalServer).
 type localService struct {
-	apigrpc.UnimplementedLocalServer
 	n *Node
 }
 
-var _ apigrpc.LocalServer = (*localService)(nil)
+var _ api.LocalServer = (*localServer)(nil)
 
 // statusErr maps the node's errors to gRPC codes; the CLI maps the codes to
 // exit codes: InvalidArgument (bad input), NotFound (unknown session),
@@ -66,25 +67,10 @@ func statusErr(err error) error {
 	if errors.Is(err, ledger.ErrUnwritable) || errors.Is(err, ledger.ErrNoSpace) {
 		// Say it in a way a client can match without reading the text:
 		// ResourceExhausted also means "no leader".
-		return apigrpc.WithReason(c, ReasonLedgerUnwritable, err.Error())
+		return apigrpc.WithReason(c, api.ReasonLedgerUnwritable, err.Error())
 	}
 	return status.Error(c, err.Error())
 }
-
-// Reasons in the errdetails.ErrorInfo that some refusals carry.
-const (
-	// ErrorDomain is the ErrorInfo domain of the node's reasons.
-	ErrorDomain = api.ErrorDomain
-	// ReasonLedgerUnwritable: the node's ledger refuses writes (a full
-	// disk, or a data dir it cannot write); reads still work.
-	ReasonLedgerUnwritable = api.ReasonLedgerUnwritable
-)
-
-// EventFromAPI is wire.EventFromAPI.
-func EventFromAPI(e *api.Event) (presence.Event, error) { return wire.EventFromAPI(e) }
-
-// EventToAPI is wire.EventToAPI.
-func EventToAPI(e *presence.Event) *api.Event { return wire.EventToAPI(e) }
 
 // Append is the hook's RPC. It runs four steps, each with one job: ingest
 // the events, then answer what the hook asked beside them (the peers'
@@ -107,7 +93,7 @@ func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api
 func (s *localService) appendIngest(ctx context.Context, in []*api.Event) (*api.AppendResponse, error) {
 	evs := make([]presence.Event, 0, len(in))
 	for _, e := range in {
-		ev, err := EventFromAPI(e)
+		ev, err := wire.EventFromAPI(e)
 		if err != nil {
 			return nil, statusErr(err)
 		}
@@ -130,7 +116,7 @@ func (s *localService) appendPeerContext(session string) string {
 	if session == "" {
 		return ""
 	}
-	return s.n.peerContext(session)
+	return s.n.roster.PeerContext(session)
 }
 
 // appendPendingName is the name waiting for session, or "" when the hook
@@ -168,13 +154,13 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.ListResponse, error) {
 	// The array is sorted by urgency where it is written: the roster's
 	// own order would be undone.
-	entries, info, err := s.n.roster(ctx, req.All, req.Consistent, !req.JsonArray)
+	entries, info, err := s.n.roster.List(ctx, req.All, req.Consistent, !req.JsonArray)
 	if err != nil {
 		return nil, statusErr(err)
 	}
 	out := &api.ListResponse{Node: s.n.cfg.Name, Read: info.API()}
 	if req.JsonArray {
-		out.Rows = s.n.rosterRows(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
+		out.Rows = s.n.roster.Rows(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
 		return out, nil
 	}
 	out.Rows = make([]*api.SessionRow, len(entries))
@@ -188,12 +174,12 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	e := RosterEntry{State: st, Reachable: true, Source: "local", HarnTask: s.n.taskSvc.Brief(st.SessionID)}
+	e := roster.Entry{State: st, Reachable: true, Source: "local", HarnTask: s.n.taskSvc.Brief(st.SessionID)}
 	return &api.SessionResponse{Session: e.Row(), Live: !st.Ended}, nil
 }
 
 func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	e, note, err := s.n.ReadSession(ctx, req.Id)
+	e, note, err := s.n.roster.ReadSession(ctx, req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -201,7 +187,7 @@ func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.S
 }
 
 func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	e, evs, note, err := s.n.ReadTrace(ctx, req.Id)
+	e, evs, note, err := s.n.roster.ReadTrace(ctx, req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -219,7 +205,7 @@ func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api
 func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
 	res, err := s.n.decl.LifecycleFrom(ctx, Caller{PID: operator.CallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
 	if err != nil {
-		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
+		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(res.State)
 	out := &api.LifecycleResponse{SessionJson: b, Recorded: res.Recorded, Note: res.Note}
@@ -232,7 +218,7 @@ func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest)
 func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*api.MutateResponse, error) {
 	st, warn, err := s.n.decl.SetTask(req.SessionId, req.Task)
 	if err != nil {
-		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
+		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(st)
 	return &api.MutateResponse{SessionJson: b, Warning: warn}, nil
@@ -241,7 +227,7 @@ func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*a
 func (s *localService) Claim(ctx context.Context, req *api.ClaimRequest) (*api.MutateResponse, error) {
 	st, err := s.n.decl.Claim(req.SessionId, req.Paths)
 	if err != nil {
-		return nil, statusErr(s.n.ownerErr(req.SessionId, err))
+		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
 	}
 	b, _ := json.Marshal(st)
 	return &api.MutateResponse{SessionJson: b}, nil
@@ -259,7 +245,7 @@ func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api
 	}
 	out := &api.ErrorsResponse{}
 	for _, d := range ds {
-		out.Diagnostics = append(out.Diagnostics, DiagnosticToAPI(d))
+		out.Diagnostics = append(out.Diagnostics, wire.DiagnosticToAPI(d))
 	}
 	return out, nil
 }
@@ -284,7 +270,7 @@ func (s *localService) Members(ctx context.Context, _ *api.MeshRequest) (*api.Me
 	}
 	out := &api.MembersResponse{}
 	for i := range ms {
-		out.Members = append(out.Members, MemberToAPI(ms[i]))
+		out.Members = append(out.Members, wire.MemberToAPI(ms[i]))
 	}
 	return out, nil
 }
@@ -294,7 +280,7 @@ func (s *localService) Raft(ctx context.Context, _ *api.MeshRequest) (*api.RaftR
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	return &api.RaftResponse{Stats: RaftToAPI(st)}, nil
+	return &api.RaftResponse{Stats: wire.RaftToAPI(st)}, nil
 }
 
 func (s *localService) Leave(ctx context.Context, _ *api.MeshRequest) (*api.LeaveResponse, error) {

@@ -2,15 +2,11 @@ package node
 
 import (
 	"context"
-	"net"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
@@ -31,7 +27,7 @@ const fbWait = 30 * time.Second
 // sockets, as `harn task start` reaches them.
 type fbMesh struct {
 	owner, caller     *Node
-	ownerCl, callerCl apigrpc.LocalClient
+	ownerCl, callerCl *api.Client
 	// peer is caller's cluster client of owner: the mutually
 	// authenticated connection that routed task actions take.
 	peer    apigrpc.ClusterClient
@@ -119,27 +115,14 @@ func startFBMesh(b *testing.B) *fbMesh {
 	return f
 }
 
-// dialLocal is a gRPC client of n's local service over its unix socket.
-func dialLocal(b *testing.B, n *Node) apigrpc.LocalClient {
-	b.Helper()
-	sock := n.cfg.Socket
-	conn, err := grpc.NewClient("unix://"+sock, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			var d net.Dialer
-			return d.DialContext(ctx, "unix", sock)
-		}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { conn.Close() })
-	return apigrpc.NewLocalClient(conn)
-}
+// dialLocal is a client of n's local service over its unix socket.
+func dialLocal(b *testing.B, n *Node) *api.Client { return dialClient(b, n.cfg.Socket) }
 
 // start gives a start on the runtime session to cl (a node's local
 // service), waits for the owner's executor's first byte of that task and
 // for the task's end, and returns the start→first byte time and the
 // executor's own taken→first byte time.
-func (f *fbMesh) start(b *testing.B, cl apigrpc.LocalClient) (wall, taken time.Duration) {
+func (f *fbMesh) start(b *testing.B, cl *api.Client) (wall, taken time.Duration) {
 	b.Helper()
 	act := tasks.ActionToAPI(tasks.Action{Op: tasks.OpStart, Session: f.session, Text: "hello"})
 	ctx, cancel := context.WithTimeout(context.Background(), fbWait)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 )
 
@@ -19,9 +20,9 @@ func TestShowOfARemoteSessionIncludesItsHarnTask(t *testing.T) {
 	if res.Session == "" || res.Task == nil {
 		t.Fatalf("start: %+v", res)
 	}
-	var got RosterEntry
+	var got roster.Entry
 	waitFor(t, clusterWait, "node B shows the harn task of A's session", func() bool {
-		e, note, err := b.ReadSession(context.Background(), res.Session)
+		e, note, err := b.roster.ReadSession(context.Background(), res.Session)
 		got = e
 		return err == nil && note == "" && e.Source == "owner" && e.HarnTask != nil && e.HarnTask.Id == res.Task.ID &&
 			e.HarnTask.State == "terminal" && e.HarnTask.Status == "succeeded"

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/coordsvc"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/presence"
@@ -44,7 +45,7 @@ func (n *Node) openTasks() error {
 	n.tasks = h
 	n.remotePol = n.remotePolicy()
 	n.taskSvc = tasksvc.New(tasksvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Tasks: h, Gate: n.gate,
-		Policy: n.RemotePolicy, Sessions: n.sess, Record: n.resolveRecord,
+		Policy: n.RemotePolicy, Sessions: n.sess, Record: n.roster.ResolveRecord,
 		Mesh: func() tasksvc.Mesh {
 			if n.cl == nil {
 				return nil
@@ -53,13 +54,13 @@ func (n *Node) openTasks() error {
 		},
 		Members: func() map[string]bool {
 			out := map[string]bool{}
-			for name, m := range n.reachability() {
-				out[name] = reachable(m, true)
+			for name, m := range n.roster.Reachability() {
+				out[name] = roster.Reachable(m, true)
 			}
 			return out
 		},
 		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, ForwardTimeout: n.cfg.Cluster.ForwardTimeout, Claims: n.claims.Load, Diagnose: n.keep.AddDiagnostic,
-		Facts: n.requestFacts, Waiting: n.waiting})
+		Facts: n.roster.Facts, Waiting: n.roster.Waiting})
 	n.coord = coordsvc.New(coordsvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Mode: n.cfg.Claims, Gate: n.gate,
 		Tasks: h, Procs: n.procs, Sessions: n.sess, Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
 		Mesh: func() coordsvc.Mesh {
@@ -68,7 +69,7 @@ func (n *Node) openTasks() error {
 			}
 			return n.cl
 		},
-		Record: n.resolveRecord, Members: n.taskSvc.Members, Claims: n.claims.Load, Journal: n.ledger, Diagnose: n.keep.AddDiagnostic})
+		Record: n.roster.ResolveRecord, Members: n.taskSvc.Members, Claims: n.claims.Load, Journal: n.ledger, Diagnose: n.keep.AddDiagnostic})
 	n.wireApprovals()
 	// What tools of the previous run still run (it died) goes first.
 	n.keep.ReapToolGroups()

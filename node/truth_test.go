@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -19,9 +20,9 @@ func at(n *Node, session, id, typ string, attrs map[string]any) presence.Event {
 	return presence.Event{ID: id, SessionID: session, Type: typ, TS: n.cfg.Clock.Now(), Agent: "claude-code", Attrs: attrs}
 }
 
-func rosterRow(t *testing.T, n *Node, id string) (RosterEntry, map[string]any) {
+func rosterRow(t *testing.T, n *Node, id string) (roster.Entry, map[string]any) {
 	t.Helper()
-	rows, _, err := n.Roster(context.Background(), false, false)
+	rows, _, err := n.roster.List(context.Background(), false, false, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func rosterRow(t *testing.T, n *Node, id string) (RosterEntry, map[string]any) {
 		}
 	}
 	t.Fatalf("session %s not in the roster", id)
-	return RosterEntry{}, nil
+	return roster.Entry{}, nil
 }
 
 // TestWorkingSessionSilentAfterSilenceAfter: a working session with no
@@ -201,7 +202,7 @@ func TestTranscriptShowingNameEndsPending(t *testing.T) {
 	if st, _ := n.Resolve("s"); !st.NamePending() {
 		t.Fatal("the reminder in a user message counted as shown")
 	}
-	if got := n.peerContext("s"); !strings.Contains(got, NameReminder(name)) {
+	if got := n.roster.PeerContext("s"); !strings.Contains(got, roster.NameReminder(name)) {
 		t.Fatalf("no reminder while pending: %q", got)
 	}
 	asst := `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"` + name + `"}]}}` + "\n"
@@ -214,7 +215,7 @@ func TestTranscriptShowingNameEndsPending(t *testing.T) {
 	if st.NamePending() || st.SessionNameSeenFor != name {
 		t.Fatalf("still pending after the assistant showed it: seen %q", st.SessionNameSeenFor)
 	}
-	if got := n.peerContext("s"); strings.Contains(got, "show this session name") {
+	if got := n.roster.PeerContext("s"); strings.Contains(got, "show this session name") {
 		t.Fatalf("reminder after the name was seen: %q", got)
 	}
 	if got := n.PendingName("s"); got != "" {

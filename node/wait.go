@@ -13,6 +13,8 @@ import (
 	"github.com/harn-dev/harn/node/alerts/notifysvc"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/roster"
+	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -36,37 +38,37 @@ type NotifyConfig = notifysvc.Config
 // at the roster on every change of this node's sessions and every
 // WaitPoll; it ends with ctx (ctx.Err) or when the session ended without
 // coming to the state (ErrWaitEnded).
-func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.WaitFor) (RosterEntry, error) {
+func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.WaitFor) (roster.Entry, error) {
 	id := ""
 	if !any {
-		entries, _, err := n.Roster(ctx, true, false)
+		entries, _, err := n.roster.List(ctx, true, false, true)
 		if err != nil {
-			return RosterEntry{}, err
+			return roster.Entry{}, err
 		}
-		cands := make([]candidate, len(entries))
+		cands := make([]sessions.Candidate, len(entries))
 		for i := range entries {
-			cands[i] = candidate{id: entries[i].State.SessionID, name: entries[i].State.Name, ended: entries[i].State.Ended}
+			cands[i] = sessions.Candidate{ID: entries[i].State.SessionID, Name: entries[i].State.Name, Ended: entries[i].State.Ended}
 		}
-		if id, err = pickHandle(handle, cands); err != nil {
-			return RosterEntry{}, err
+		if id, err = sessions.PickHandle(handle, cands); err != nil {
+			return roster.Entry{}, err
 		}
 	}
 	t := n.cfg.Clock.NewTicker(WaitPoll)
 	defer t.Stop()
 	for {
 		changed := n.alerts.Changes()
-		entries, _, err := n.Roster(ctx, !any, false)
+		entries, _, err := n.roster.List(ctx, !any, false, true)
 		if err != nil {
-			return RosterEntry{}, err
+			return roster.Entry{}, err
 		}
 		if e, found, err := pickWaited(entries, id, want); err != nil || found {
 			return e, err
 		}
 		select {
 		case <-ctx.Done():
-			return RosterEntry{}, ctx.Err()
+			return roster.Entry{}, ctx.Err()
 		case <-n.stop:
-			return RosterEntry{}, ErrClosed
+			return roster.Entry{}, ErrClosed
 		case <-changed:
 		case <-t.C():
 		}
@@ -76,7 +78,7 @@ func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.Wa
 // pickWaited finds, in a roster, the session id (or, when id is empty,
 // the first live session) in the state want, as `harn agents list` shows
 // states (a subagent's input request surfaces on its parent).
-func pickWaited(entries []RosterEntry, id string, want alerts.WaitFor) (RosterEntry, bool, error) {
+func pickWaited(entries []roster.Entry, id string, want alerts.WaitFor) (roster.Entry, bool, error) {
 	states := make([]presence.State, len(entries))
 	for i := range entries {
 		states[i] = entries[i].State
@@ -98,10 +100,10 @@ func pickWaited(entries []RosterEntry, id string, want alerts.WaitFor) (RosterEn
 			return e, true, nil
 		}
 		if id != "" && want.Never(st) {
-			return RosterEntry{}, false, fmt.Errorf("%w: %s ended without being %s; %w", ErrWaitEnded, id, want, ErrRefused)
+			return roster.Entry{}, false, fmt.Errorf("%w: %s ended without being %s; %w", ErrWaitEnded, id, want, ErrRefused)
 		}
 	}
-	return RosterEntry{}, false, nil
+	return roster.Entry{}, false, nil
 }
 
 // Wait serves `harn agents wait`: a timeout is an answer (timed_out), not

@@ -18,6 +18,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/presence"
 )
@@ -384,7 +385,7 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 func TestRowOfHarnTaskGetsTaskButtonsAndConfirmations(t *testing.T) {
 	st := presence.NewState("s")
 	st.Events = 1
-	e := RosterEntry{State: st, Reachable: true, Source: "local",
+	e := roster.Entry{State: st, Reachable: true, Source: "local",
 		HarnTask: &api.HarnTask{Id: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
 	r := board.RowOf(e.Row())
 	if !r.HasTask() || r.Task != "fix it" {

@@ -6,9 +6,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/harn-dev/harn/node/alerts/notifysvc"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/api/wiretest"
+	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/trust"
@@ -38,7 +40,7 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 	}
 	var rec raftstore.Record
 	wiretest.Fill(&rec)
-	check("record", rec, RecordToAPI(&rec), func(m proto.Message) any { return RecordFromAPI(m.(*api.RegistryRecord)) })
+	check("record", rec, cluster.RecordToAPI(&rec), func(m proto.Message) any { return cluster.RecordFromAPI(m.(*api.RegistryRecord)) })
 
 	var body coordsvc.CoordBody
 	wiretest.Fill(&body)
@@ -49,19 +51,19 @@ func TestEveryFieldCrossesTheWire(t *testing.T) {
 
 	var d ledger.Diagnostic
 	wiretest.Fill(&d)
-	check("diagnostic", d, DiagnosticToAPI(d), func(m proto.Message) any { return DiagnosticFromAPI(m.(*api.Diagnostic)) })
+	check("diagnostic", d, wire.DiagnosticToAPI(d), func(m proto.Message) any { return wire.DiagnosticFromAPI(m.(*api.Diagnostic)) })
 	var mv MemberView
 	wiretest.Fill(&mv)
-	check("member", mv, MemberToAPI(mv), func(m proto.Message) any { return MemberFromAPI(m.(*api.Member)) })
+	check("member", mv, wire.MemberToAPI(mv), func(m proto.Message) any { return wire.MemberFromAPI(m.(*api.Member)) })
 	var rv RaftView
 	wiretest.Fill(&rv)
-	check("raft", rv, RaftToAPI(rv), func(m proto.Message) any { return RaftFromAPI(m.(*api.RaftStats)) })
+	check("raft", rv, wire.RaftToAPI(rv), func(m proto.Message) any { return wire.RaftFromAPI(m.(*api.RaftStats)) })
 	var wv WebhookView
 	wiretest.Fill(&wv)
-	check("webhook", wv, WebhookToAPI(&wv), func(m proto.Message) any { return WebhookFromAPI(m.(*api.Webhook)) })
+	check("webhook", wv, notifysvc.WebhookToAPI(&wv), func(m proto.Message) any { return wire.WebhookFromAPI(m.(*api.Webhook)) })
 	var dv DesktopView
 	wiretest.Fill(&dv)
-	check("desktop", dv, DesktopToAPI(dv), func(m proto.Message) any { return DesktopFromAPI(m.(*api.Desktop)) })
+	check("desktop", dv, notifysvc.DesktopToAPI(dv), func(m proto.Message) any { return wire.DesktopFromAPI(m.(*api.Desktop)) })
 
 	var tc wire.TokenCreated
 	wiretest.Fill(&tc)

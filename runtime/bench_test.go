@@ -17,7 +17,7 @@ func BenchmarkCheck(b *testing.B) {
 	})
 	b.Run("external-agent-pattern", func(b *testing.B) {
 		rt, _ := New(Config{Ledger: NewMemLedger(), Key: []byte("k")})
-		_, _ = rt.SetCatalog("cc", ExternalCatalog("claude-code"))
+		_, _ = rt.SetCatalog("cc", externalCatalog("claude-code"))
 		_ = rt.OpenSession("cc", SessionConfig{Catalog: "cc", Workdir: "/repo"})
 		gs, _ := ParseGrants([]byte("profile edit\nexecute Bash(git *)\nexecute Bash(npm run test:*)\nexecute Edit(src/**)\n"))
 		v, _ := rt.Start("cc", Request{Text: "bench", Grants: gs})

@@ -264,7 +264,7 @@ func TestCeilingCanShrinkDuringATaskButNeverGrow(t *testing.T) {
 func TestExternalAgentGrantsMatchTheToolInput(t *testing.T) {
 	clk := NewFakeClock()
 	rt, _ := New(Config{Clock: clk, Ledger: NewMemLedger(), Key: []byte("k")})
-	if _, err := rt.SetCatalog("claude-code", ExternalCatalog("claude-code")); err != nil {
+	if _, err := rt.SetCatalog("claude-code", externalCatalog("claude-code")); err != nil {
 		t.Fatal(err)
 	}
 	_ = rt.OpenSession("cc", SessionConfig{Catalog: "claude-code", Workdir: "/repo"})
@@ -324,7 +324,7 @@ func TestProfilesAreNamed(t *testing.T) {
 	}
 	_, err := Profile("root")
 	wantErr(t, err, ErrNoProfile)
-	cat, _ := newCatalog("cc", 1, ExternalCatalog("claude-code"))
+	cat, _ := newCatalog("cc", 1, externalCatalog("claude-code"))
 	level := func(profile, tool string) Level {
 		gs, _ := Profile(profile)
 		c, _ := cat.lookup(tool)

@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
-	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
+	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/raftstore"
 )
@@ -65,7 +65,7 @@ func registryRecords(t *testing.T, cl apigrpc.ClusterClient) map[string]raftstor
 	}
 	out := map[string]raftstore.Record{}
 	for _, r := range res.Records {
-		out[r.SessionId] = node.RecordFromAPI(r)
+		out[r.SessionId] = cluster.RecordFromAPI(r)
 	}
 	return out
 }

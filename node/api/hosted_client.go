@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/harn-dev/harn/node/api/hookwire"
 )
 
@@ -30,40 +32,9 @@ type HostedClient struct{ c *Client }
 // Hosted is the client's Hosted service.
 func (c *Client) Hosted() *HostedClient { return &HostedClient{c: c} }
 
-// Run calls /harn.v1.Hosted/Run.
-func (h *HostedClient) Run(ctx context.Context, in *HostedRunRequest) (*HostedRunResponse, error) {
-	out := new(HostedRunResponse)
-	if err := h.c.Invoke(ctx, "/harn.v1.Hosted/Run", in, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Act calls /harn.v1.Hosted/Act.
-func (h *HostedClient) Act(ctx context.Context, in *HostedActRequest) (*HostedActResponse, error) {
-	out := new(HostedActResponse)
-	if err := h.c.Invoke(ctx, "/harn.v1.Hosted/Act", in, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Worktrees calls /harn.v1.Hosted/Worktrees.
-func (h *HostedClient) Worktrees(ctx context.Context, in *WorktreesRequest) (*WorktreesResponse, error) {
-	out := new(WorktreesResponse)
-	if err := h.c.Invoke(ctx, "/harn.v1.Hosted/Worktrees", in, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Screen calls /harn.v1.Hosted/Screen.
-func (h *HostedClient) Screen(ctx context.Context, in *HostedScreenRequest) (*HostedScreenResponse, error) {
-	out := new(HostedScreenResponse)
-	if err := h.c.Invoke(ctx, "/harn.v1.Hosted/Screen", in, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+// Invoke is the client's Invoke.
+func (h *HostedClient) Invoke(ctx context.Context, method string, in, out proto.Message) error {
+	return h.c.Invoke(ctx, method, in, out)
 }
 
 // OpenAttach upgrades conn (a fresh connection to the local socket) to an

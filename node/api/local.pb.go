@@ -21,11 +21,14 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
-// The local wire: how harn (the client) calls its node on the unix socket
-// without gRPC. A connection opens with the 8 bytes "harn/l1\n"; then
-// each call is one LocalCall and its one LocalReply, each framed as a
-// 4-byte big-endian length and the message. The node serves the same
-// Local and MeshAdmin handlers as over gRPC (node/api/apigrpc).
+// The local wire: the one protocol between a client (harn, harn-hook) and
+// its node on the unix socket. A connection opens with the 8 bytes
+// "harn/l1\n"; then each call is one LocalCall and its one LocalReply,
+// each framed as a 4-byte big-endian length and the message. The services
+// below are its methods: protoc-gen-harnlocal (internal/cmd) writes their
+// client, their server interfaces and handler tables (local.harn.go), and
+// the hook's messages with a codec of their own (node/api/hookwire).
+// gRPC carries node-to-node calls only (node/api/apigrpc).
 type LocalCall struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// method is the gRPC full method name: "/harn.v1.Local/Append".
@@ -171,7 +174,10 @@ var File_local_proto protoreflect.FileDescriptor
 
 const file_local_proto_rawDesc = "" +
 	"\n" +
-	"\vlocal.proto\x12\aharn.v1\"V\n" +
+	"\vlocal.proto\x12\aharn.v1\x1a\n" +
+	"harn.proto\x1a\rcluster.proto\x1a\n" +
+	"hook.proto\x1a\n" +
+	"task.proto\x1a\x0edirtrust.proto\x1a\fhosted.proto\"V\n" +
 	"\tLocalCall\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x12\n" +
 	"\x04body\x18\x02 \x01(\fR\x04body\x12\x1d\n" +
@@ -186,7 +192,52 @@ const file_local_proto_rawDesc = "" +
 	"\x04body\x18\x05 \x01(\fR\x04body\x1a7\n" +
 	"\tMetaEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x012\x97\r\n" +
+	"\x05Local\x129\n" +
+	"\x06Doctor\x12\x16.harn.v1.DoctorRequest\x1a\x17.harn.v1.DoctorResponse\x129\n" +
+	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
+	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
+	"\x04List\x12\x14.harn.v1.ListRequest\x1a\x15.harn.v1.ListResponse\x128\n" +
+	"\x03Get\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x128\n" +
+	"\x05Trace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12:\n" +
+	"\x06Whoami\x12\x16.harn.v1.WhoamiRequest\x1a\x18.harn.v1.SessionResponse\x12B\n" +
+	"\tLifecycle\x12\x19.harn.v1.LifecycleRequest\x1a\x1a.harn.v1.LifecycleResponse\x12;\n" +
+	"\aSetTask\x12\x17.harn.v1.SetTaskRequest\x1a\x17.harn.v1.MutateResponse\x127\n" +
+	"\x05Claim\x12\x15.harn.v1.ClaimRequest\x1a\x17.harn.v1.MutateResponse\x129\n" +
+	"\x06Errors\x12\x16.harn.v1.ErrorsRequest\x1a\x17.harn.v1.ErrorsResponse\x129\n" +
+	"\x06Status\x12\x16.harn.v1.StatusRequest\x1a\x17.harn.v1.StatusResponse\x129\n" +
+	"\aMembers\x12\x14.harn.v1.MeshRequest\x1a\x18.harn.v1.MembersResponse\x123\n" +
+	"\x04Raft\x12\x14.harn.v1.MeshRequest\x1a\x15.harn.v1.RaftResponse\x125\n" +
+	"\x05Leave\x12\x14.harn.v1.MeshRequest\x1a\x16.harn.v1.LeaveResponse\x12K\n" +
+	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x123\n" +
+	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x129\n" +
+	"\x06Decide\x12\x16.harn.v1.DecideRequest\x1a\x17.harn.v1.DecideResponse\x12D\n" +
+	"\rAwaitApproval\x12\x18.harn.v1.ApprovalRequest\x1a\x19.harn.v1.ApprovalResponse\x12<\n" +
+	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
+	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x129\n" +
+	"\x06Notify\x12\x16.harn.v1.NotifyRequest\x1a\x17.harn.v1.NotifyResponse\x123\n" +
+	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponse\x126\n" +
+	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse\x127\n" +
+	"\x06Reduce\x12\x16.harn.v1.ReduceRequest\x1a\x15.harn.v1.TaskResponse\x12?\n" +
+	"\bOverride\x12\x18.harn.v1.OverrideRequest\x1a\x19.harn.v1.OverrideResponse\x12<\n" +
+	"\aContext\x12\x17.harn.v1.ContextRequest\x1a\x18.harn.v1.ContextResponse\x12?\n" +
+	"\bDirTrust\x12\x18.harn.v1.DirTrustRequest\x1a\x19.harn.v1.DirTrustResponse2\xbd\x04\n" +
+	"\tMeshAdmin\x12A\n" +
+	"\vTokenCreate\x12\x1b.harn.v1.TokenCreateRequest\x1a\x15.harn.v1.TokenCreated\x12<\n" +
+	"\tTokenList\x12\x13.harn.v1.AdminEmpty\x1a\x1a.harn.v1.TokenListResponse\x12?\n" +
+	"\vTokenRevoke\x12\x1b.harn.v1.TokenRevokeRequest\x1a\x13.harn.v1.AdminEmpty\x128\n" +
+	"\vKeyringList\x12\x13.harn.v1.AdminEmpty\x1a\x14.harn.v1.KeyringView\x12D\n" +
+	"\rKeyringChange\x12\x1d.harn.v1.KeyringChangeRequest\x1a\x14.harn.v1.KeyringView\x12:\n" +
+	"\n" +
+	"RevokeNode\x12\x1a.harn.v1.RevokeNodeRequest\x1a\x10.harn.v1.Revoked\x12:\n" +
+	"\bCARotate\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
+	"\bCAFinish\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
+	"\bCAStatus\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse2\x8f\x02\n" +
+	"\x06Hosted\x12<\n" +
+	"\x03Run\x12\x19.harn.v1.HostedRunRequest\x1a\x1a.harn.v1.HostedRunResponse\x12<\n" +
+	"\x03Act\x12\x19.harn.v1.HostedActRequest\x1a\x1a.harn.v1.HostedActResponse\x12B\n" +
+	"\tWorktrees\x12\x19.harn.v1.WorktreesRequest\x1a\x1a.harn.v1.WorktreesResponse\x12E\n" +
+	"\x06Screen\x12\x1c.harn.v1.HostedScreenRequest\x1a\x1d.harn.v1.HostedScreenResponseB'Z%github.com/harn-dev/harn/node/api;apib\x06proto3"
 
 var (
 	file_local_proto_rawDescOnce sync.Once
@@ -202,17 +253,167 @@ func file_local_proto_rawDescGZIP() []byte {
 
 var file_local_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_local_proto_goTypes = []any{
-	(*LocalCall)(nil),  // 0: harn.v1.LocalCall
-	(*LocalReply)(nil), // 1: harn.v1.LocalReply
-	nil,                // 2: harn.v1.LocalReply.MetaEntry
+	(*LocalCall)(nil),            // 0: harn.v1.LocalCall
+	(*LocalReply)(nil),           // 1: harn.v1.LocalReply
+	nil,                          // 2: harn.v1.LocalReply.MetaEntry
+	(*DoctorRequest)(nil),        // 3: harn.v1.DoctorRequest
+	(*AppendRequest)(nil),        // 4: harn.v1.AppendRequest
+	(*DiagnoseRequest)(nil),      // 5: harn.v1.DiagnoseRequest
+	(*ListRequest)(nil),          // 6: harn.v1.ListRequest
+	(*SessionRequest)(nil),       // 7: harn.v1.SessionRequest
+	(*WhoamiRequest)(nil),        // 8: harn.v1.WhoamiRequest
+	(*LifecycleRequest)(nil),     // 9: harn.v1.LifecycleRequest
+	(*SetTaskRequest)(nil),       // 10: harn.v1.SetTaskRequest
+	(*ClaimRequest)(nil),         // 11: harn.v1.ClaimRequest
+	(*ErrorsRequest)(nil),        // 12: harn.v1.ErrorsRequest
+	(*StatusRequest)(nil),        // 13: harn.v1.StatusRequest
+	(*MeshRequest)(nil),          // 14: harn.v1.MeshRequest
+	(*RemoveServerRequest)(nil),  // 15: harn.v1.RemoveServerRequest
+	(*TaskRequest)(nil),          // 16: harn.v1.TaskRequest
+	(*DecideRequest)(nil),        // 17: harn.v1.DecideRequest
+	(*ApprovalRequest)(nil),      // 18: harn.v1.ApprovalRequest
+	(*PendingRequest)(nil),       // 19: harn.v1.PendingRequest
+	(*AnswerRequest)(nil),        // 20: harn.v1.AnswerRequest
+	(*NotifyRequest)(nil),        // 21: harn.v1.NotifyRequest
+	(*WaitRequest)(nil),          // 22: harn.v1.WaitRequest
+	(*CoordRequest)(nil),         // 23: harn.v1.CoordRequest
+	(*ReduceRequest)(nil),        // 24: harn.v1.ReduceRequest
+	(*OverrideRequest)(nil),      // 25: harn.v1.OverrideRequest
+	(*ContextRequest)(nil),       // 26: harn.v1.ContextRequest
+	(*DirTrustRequest)(nil),      // 27: harn.v1.DirTrustRequest
+	(*TokenCreateRequest)(nil),   // 28: harn.v1.TokenCreateRequest
+	(*AdminEmpty)(nil),           // 29: harn.v1.AdminEmpty
+	(*TokenRevokeRequest)(nil),   // 30: harn.v1.TokenRevokeRequest
+	(*KeyringChangeRequest)(nil), // 31: harn.v1.KeyringChangeRequest
+	(*RevokeNodeRequest)(nil),    // 32: harn.v1.RevokeNodeRequest
+	(*HostedRunRequest)(nil),     // 33: harn.v1.HostedRunRequest
+	(*HostedActRequest)(nil),     // 34: harn.v1.HostedActRequest
+	(*WorktreesRequest)(nil),     // 35: harn.v1.WorktreesRequest
+	(*HostedScreenRequest)(nil),  // 36: harn.v1.HostedScreenRequest
+	(*DoctorResponse)(nil),       // 37: harn.v1.DoctorResponse
+	(*AppendResponse)(nil),       // 38: harn.v1.AppendResponse
+	(*DiagnoseResponse)(nil),     // 39: harn.v1.DiagnoseResponse
+	(*ListResponse)(nil),         // 40: harn.v1.ListResponse
+	(*SessionResponse)(nil),      // 41: harn.v1.SessionResponse
+	(*TraceResponse)(nil),        // 42: harn.v1.TraceResponse
+	(*LifecycleResponse)(nil),    // 43: harn.v1.LifecycleResponse
+	(*MutateResponse)(nil),       // 44: harn.v1.MutateResponse
+	(*ErrorsResponse)(nil),       // 45: harn.v1.ErrorsResponse
+	(*StatusResponse)(nil),       // 46: harn.v1.StatusResponse
+	(*MembersResponse)(nil),      // 47: harn.v1.MembersResponse
+	(*RaftResponse)(nil),         // 48: harn.v1.RaftResponse
+	(*LeaveResponse)(nil),        // 49: harn.v1.LeaveResponse
+	(*RemoveServerResponse)(nil), // 50: harn.v1.RemoveServerResponse
+	(*TaskResponse)(nil),         // 51: harn.v1.TaskResponse
+	(*DecideResponse)(nil),       // 52: harn.v1.DecideResponse
+	(*ApprovalResponse)(nil),     // 53: harn.v1.ApprovalResponse
+	(*PendingResponse)(nil),      // 54: harn.v1.PendingResponse
+	(*AnswerResponse)(nil),       // 55: harn.v1.AnswerResponse
+	(*NotifyResponse)(nil),       // 56: harn.v1.NotifyResponse
+	(*WaitResponse)(nil),         // 57: harn.v1.WaitResponse
+	(*CoordResponse)(nil),        // 58: harn.v1.CoordResponse
+	(*OverrideResponse)(nil),     // 59: harn.v1.OverrideResponse
+	(*ContextResponse)(nil),      // 60: harn.v1.ContextResponse
+	(*DirTrustResponse)(nil),     // 61: harn.v1.DirTrustResponse
+	(*TokenCreated)(nil),         // 62: harn.v1.TokenCreated
+	(*TokenListResponse)(nil),    // 63: harn.v1.TokenListResponse
+	(*KeyringView)(nil),          // 64: harn.v1.KeyringView
+	(*Revoked)(nil),              // 65: harn.v1.Revoked
+	(*CAStatusResponse)(nil),     // 66: harn.v1.CAStatusResponse
+	(*HostedRunResponse)(nil),    // 67: harn.v1.HostedRunResponse
+	(*HostedActResponse)(nil),    // 68: harn.v1.HostedActResponse
+	(*WorktreesResponse)(nil),    // 69: harn.v1.WorktreesResponse
+	(*HostedScreenResponse)(nil), // 70: harn.v1.HostedScreenResponse
 }
 var file_local_proto_depIdxs = []int32{
-	2, // 0: harn.v1.LocalReply.meta:type_name -> harn.v1.LocalReply.MetaEntry
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	2,  // 0: harn.v1.LocalReply.meta:type_name -> harn.v1.LocalReply.MetaEntry
+	3,  // 1: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
+	4,  // 2: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
+	5,  // 3: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
+	6,  // 4: harn.v1.Local.List:input_type -> harn.v1.ListRequest
+	7,  // 5: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
+	7,  // 6: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
+	8,  // 7: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
+	9,  // 8: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
+	10, // 9: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
+	11, // 10: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
+	12, // 11: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
+	13, // 12: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
+	14, // 13: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
+	14, // 14: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
+	14, // 15: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
+	15, // 16: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	16, // 17: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
+	17, // 18: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
+	18, // 19: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
+	19, // 20: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
+	20, // 21: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
+	21, // 22: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
+	22, // 23: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
+	23, // 24: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
+	24, // 25: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
+	25, // 26: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
+	26, // 27: harn.v1.Local.Context:input_type -> harn.v1.ContextRequest
+	27, // 28: harn.v1.Local.DirTrust:input_type -> harn.v1.DirTrustRequest
+	28, // 29: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
+	29, // 30: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
+	30, // 31: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
+	29, // 32: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
+	31, // 33: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
+	32, // 34: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
+	29, // 35: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
+	29, // 36: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
+	29, // 37: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
+	33, // 38: harn.v1.Hosted.Run:input_type -> harn.v1.HostedRunRequest
+	34, // 39: harn.v1.Hosted.Act:input_type -> harn.v1.HostedActRequest
+	35, // 40: harn.v1.Hosted.Worktrees:input_type -> harn.v1.WorktreesRequest
+	36, // 41: harn.v1.Hosted.Screen:input_type -> harn.v1.HostedScreenRequest
+	37, // 42: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
+	38, // 43: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
+	39, // 44: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
+	40, // 45: harn.v1.Local.List:output_type -> harn.v1.ListResponse
+	41, // 46: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
+	42, // 47: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
+	41, // 48: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
+	43, // 49: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
+	44, // 50: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
+	44, // 51: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
+	45, // 52: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
+	46, // 53: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
+	47, // 54: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
+	48, // 55: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
+	49, // 56: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
+	50, // 57: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	51, // 58: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
+	52, // 59: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
+	53, // 60: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
+	54, // 61: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
+	55, // 62: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
+	56, // 63: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
+	57, // 64: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
+	58, // 65: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
+	51, // 66: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
+	59, // 67: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
+	60, // 68: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
+	61, // 69: harn.v1.Local.DirTrust:output_type -> harn.v1.DirTrustResponse
+	62, // 70: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
+	63, // 71: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
+	29, // 72: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
+	64, // 73: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
+	64, // 74: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
+	65, // 75: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
+	66, // 76: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
+	66, // 77: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
+	66, // 78: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
+	67, // 79: harn.v1.Hosted.Run:output_type -> harn.v1.HostedRunResponse
+	68, // 80: harn.v1.Hosted.Act:output_type -> harn.v1.HostedActResponse
+	69, // 81: harn.v1.Hosted.Worktrees:output_type -> harn.v1.WorktreesResponse
+	70, // 82: harn.v1.Hosted.Screen:output_type -> harn.v1.HostedScreenResponse
+	42, // [42:83] is the sub-list for method output_type
+	1,  // [1:42] is the sub-list for method input_type
+	1,  // [1:1] is the sub-list for extension type_name
+	1,  // [1:1] is the sub-list for extension extendee
+	0,  // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_local_proto_init() }
@@ -220,6 +421,12 @@ func file_local_proto_init() {
 	if File_local_proto != nil {
 		return
 	}
+	file_harn_proto_init()
+	file_cluster_proto_init()
+	file_hook_proto_init()
+	file_task_proto_init()
+	file_dirtrust_proto_init()
+	file_hosted_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
@@ -228,7 +435,7 @@ func file_local_proto_init() {
 			NumEnums:      0,
 			NumMessages:   3,
 			NumExtensions: 0,
-			NumServices:   0,
+			NumServices:   3,
 		},
 		GoTypes:           file_local_proto_goTypes,
 		DependencyIndexes: file_local_proto_depIdxs,

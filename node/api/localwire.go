@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"io"
 
 	"google.golang.org/protobuf/proto"
@@ -27,3 +28,9 @@ func ReadFrame(r io.Reader, max int, m proto.Message) error {
 	}
 	return proto.Unmarshal(b, m)
 }
+
+// Method is one method of the local wire on the node: it decodes its
+// request with dec and answers. protoc-gen-harnlocal writes each
+// service's table of them (LocalMethods, MeshAdminMethods, HostedMethods
+// in local.harn.go), which node/localapi serves.
+type Method func(ctx context.Context, dec func(proto.Message) error) (proto.Message, error)

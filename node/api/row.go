@@ -128,49 +128,19 @@ func (r *SessionRow) UrgencyKey() presence.UrgencyKey {
 		TaskStateUpdatedAt: TimeOf(r.GetTaskStateUpdatedAtUnixNano())}
 }
 
-// RowJSON is a row's JSON form, with the roster's stable key names and
-// times as presence.FormatTime writes them. It is the only JSON of a row.
+// RowJSON is a row's JSON form: a session state's stable JSON
+// (presence.StateJSON: the roster's key names, times as presence.FormatTime
+// writes them; a row leaves the reducer's bookkeeping empty, so those keys
+// are not written) and the roster's own keys. It is the only JSON of a
+// row; row_json_test.go holds its keys.
 type RowJSON struct {
-	SessionID            string        `json:"session_id"`
-	ParentSessionID      string        `json:"parent_session_id,omitempty"`
-	Agent                string        `json:"agent,omitempty"`
-	Node                 string        `json:"node,omitempty"`
-	Name                 string        `json:"name,omitempty"`
-	SessionName          string        `json:"session_name,omitempty"`
-	Activity             string        `json:"activity"`
-	ActivityUpdatedAt    string        `json:"activity_updated_at,omitempty"`
-	ActivitySource       string        `json:"activity_source,omitempty"`
-	LastEvidenceAt       string        `json:"last_evidence_at,omitempty"`
-	WaitingOn            string        `json:"waiting_on,omitempty"`
-	WaitingChild         string        `json:"waiting_child,omitempty"`
-	SilentSince          string        `json:"silent_since,omitempty"`
-	TaskState            string        `json:"task_state"`
-	TaskStateUpdatedAt   string        `json:"task_state_updated_at,omitempty"`
-	BlockerReason        string        `json:"blocker_reason,omitempty"`
-	LifecycleReason      string        `json:"lifecycle_reason,omitempty"`
-	Task                 string        `json:"task,omitempty"`
-	Claims               []string      `json:"claims,omitempty"`
-	ClaimCount           int32         `json:"claim_count,omitempty"`
-	PendingClaims        []string      `json:"pending_claims,omitempty"`
-	SuggestedSessionName string        `json:"suggested_session_name,omitempty"`
-	SessionNameSeenFor   string        `json:"session_name_seen_for,omitempty"`
-	StartedAt            string        `json:"started_at,omitempty"`
-	LastEventAt          string        `json:"last_event_at,omitempty"`
-	Ended                bool          `json:"ended"`
-	EndedAt              string        `json:"ended_at,omitempty"`
-	EndReason            string        `json:"end_reason,omitempty"`
-	AgentPID             int64         `json:"agent_pid,omitempty"`
-	AgentPIDStart        uint64        `json:"agent_pid_start,omitempty"`
-	Cwd                  string        `json:"cwd,omitempty"`
-	Project              string        `json:"project,omitempty"`
-	Repo                 string        `json:"repo,omitempty"`
-	Branch               string        `json:"branch,omitempty"`
-	Events               int64         `json:"events"`
-	Reachable            bool          `json:"reachable"`
-	UnreachableSince     string        `json:"unreachable_since,omitempty"`
-	Source               string        `json:"source,omitempty"`
-	HarnTask             *HarnTaskJSON `json:"harn_task,omitempty"`
-	Hosted               *HostedJSON   `json:"hosted,omitempty"`
+	presence.StateJSON
+	ClaimCount       int32         `json:"claim_count,omitempty"`
+	Reachable        bool          `json:"reachable"`
+	UnreachableSince string        `json:"unreachable_since,omitempty"`
+	Source           string        `json:"source,omitempty"`
+	HarnTask         *HarnTaskJSON `json:"harn_task,omitempty"`
+	Hosted           *HostedJSON   `json:"hosted,omitempty"`
 }
 
 // HostedJSON is a hosted session's JSON form (`hosted`): its terminal's
@@ -203,27 +173,28 @@ func pt(s string) int64 {
 
 // JSON is the row's JSON form.
 func (r *SessionRow) JSON() RowJSON {
-	j := RowJSON{
+	j := RowJSON{StateJSON: presence.StateJSON{
 		SessionID: r.GetSessionId(), ParentSessionID: r.GetParentSessionId(), Agent: r.GetAgent(),
-		Node: r.GetNode(), Name: r.GetName(), SessionName: r.GetSessionName(), Activity: r.GetActivity(),
+		Node: r.GetNode(), Name: r.GetName(), SessionName: r.GetSessionName(), Activity: presence.Activity(r.GetActivity()),
 		ActivityUpdatedAt: ft(r.GetActivityUpdatedAtUnixNano()), ActivitySource: r.GetActivitySource(),
 		LastEvidenceAt: ft(r.GetLastEvidenceAtUnixNano()), WaitingOn: r.GetWaitingOn(),
 		WaitingChild: r.GetWaitingChild(), SilentSince: ft(r.GetSilentSinceUnixNano()),
-		TaskState: r.GetTaskState(), TaskStateUpdatedAt: ft(r.GetTaskStateUpdatedAtUnixNano()),
+		TaskState: presence.TaskState(r.GetTaskState()), TaskStateUpdatedAt: ft(r.GetTaskStateUpdatedAtUnixNano()),
 		BlockerReason: r.GetBlockerReason(), LifecycleReason: r.GetLifecycleReason(), Task: r.GetTask(),
-		Claims: r.GetClaims(), ClaimCount: r.GetClaimCount(), PendingClaims: r.GetPendingClaims(),
+		Claims: r.GetClaims(), PendingClaims: r.GetPendingClaims(),
 		SuggestedSessionName: r.GetSuggestedSessionName(), SessionNameSeenFor: r.GetSessionNameSeenFor(),
 		StartedAt: ft(r.GetStartedAtUnixNano()), LastEventAt: ft(r.GetLastEventAtUnixNano()),
 		Ended: r.GetEnded(), EndedAt: ft(r.GetEndedAtUnixNano()), EndReason: r.GetEndReason(),
-		AgentPID: r.GetAgentPid(), AgentPIDStart: r.GetAgentPidStart(), Cwd: r.GetCwd(),
-		Project: r.GetProject(), Repo: r.GetRepo(), Branch: r.GetBranch(), Events: r.GetEvents(),
-		Reachable: r.GetReachable(), UnreachableSince: ft(r.GetUnreachableSinceUnixNano()), Source: r.GetSource(),
+		AgentPID: int(r.GetAgentPid()), AgentPIDStart: r.GetAgentPidStart(), Cwd: r.GetCwd(),
+		Project: r.GetProject(), Repo: r.GetRepo(), Branch: r.GetBranch(), Events: int(r.GetEvents())},
+		ClaimCount: r.GetClaimCount(), Reachable: r.GetReachable(), UnreachableSince: ft(r.GetUnreachableSinceUnixNano()),
+		Source: r.GetSource(),
 	}
 	if j.Activity == "" {
-		j.Activity = string(presence.ActivityUnknown)
+		j.Activity = presence.ActivityUnknown
 	}
 	if j.TaskState == "" {
-		j.TaskState = string(presence.TaskActive)
+		j.TaskState = presence.TaskActive
 	}
 	if t := r.GetHarnTask(); t != nil {
 		j.HarnTask = &HarnTaskJSON{ID: t.Id, State: t.State, Status: t.Status, Text: t.Text,
@@ -240,17 +211,17 @@ func (r *SessionRow) JSON() RowJSON {
 func (j *RowJSON) Row() *SessionRow {
 	r := &SessionRow{
 		SessionId: j.SessionID, ParentSessionId: j.ParentSessionID, Agent: j.Agent, Node: j.Node,
-		Name: j.Name, SessionName: j.SessionName, Activity: j.Activity,
+		Name: j.Name, SessionName: j.SessionName, Activity: string(j.Activity),
 		ActivityUpdatedAtUnixNano: pt(j.ActivityUpdatedAt), ActivitySource: j.ActivitySource,
 		LastEvidenceAtUnixNano: pt(j.LastEvidenceAt), WaitingOn: j.WaitingOn, WaitingChild: j.WaitingChild,
-		SilentSinceUnixNano: pt(j.SilentSince), TaskState: j.TaskState,
+		SilentSinceUnixNano: pt(j.SilentSince), TaskState: string(j.TaskState),
 		TaskStateUpdatedAtUnixNano: pt(j.TaskStateUpdatedAt), BlockerReason: j.BlockerReason,
 		LifecycleReason: j.LifecycleReason, Task: j.Task, Claims: j.Claims, ClaimCount: j.ClaimCount,
 		PendingClaims: j.PendingClaims, SuggestedSessionName: j.SuggestedSessionName,
 		SessionNameSeenFor: j.SessionNameSeenFor, StartedAtUnixNano: pt(j.StartedAt),
 		LastEventAtUnixNano: pt(j.LastEventAt), Ended: j.Ended, EndedAtUnixNano: pt(j.EndedAt),
-		EndReason: j.EndReason, AgentPid: j.AgentPID, AgentPidStart: j.AgentPIDStart, Cwd: j.Cwd,
-		Project: j.Project, Repo: j.Repo, Branch: j.Branch, Events: j.Events, Reachable: j.Reachable,
+		EndReason: j.EndReason, AgentPid: int64(j.AgentPID), AgentPidStart: j.AgentPIDStart, Cwd: j.Cwd,
+		Project: j.Project, Repo: j.Repo, Branch: j.Branch, Events: int64(j.Events), Reachable: j.Reachable,
 		UnreachableSinceUnixNano: pt(j.UnreachableSince), Source: j.Source,
 	}
 	if t := j.HarnTask; t != nil {

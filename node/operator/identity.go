@@ -15,9 +15,6 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/grpc/credentials"
-	grpcpeer "google.golang.org/grpc/peer"
-
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/util/text"
@@ -33,10 +30,10 @@ import (
 // MaxLen bounds the operator part of an action's record (runes).
 const MaxLen = 96
 
-// Peer is the AuthInfo of a connection on the local socket: the uid of
-// the process at the other end, when the system tells.
+// Peer is the process at the other end of a connection on the local
+// socket: its uid, when the system tells, read once at accept
+// (node/localapi).
 type Peer struct {
-	credentials.CommonAuthInfo
 	UID   int
 	Known bool
 	// PID is the peer's process id at connect (0 when the system does
@@ -44,13 +41,10 @@ type Peer struct {
 	PID int
 }
 
-// AuthType names the local socket's peer credentials.
-func (Peer) AuthType() string { return "unix-peer" }
-
 // PeerOf reads a local socket connection's peer (SO_PEERCRED,
 // LOCAL_PEERCRED); a connection of another kind has an unknown peer.
 func PeerOf(c net.Conn) Peer {
-	p := Peer{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}
+	var p Peer
 	if uc, ok := c.(*net.UnixConn); ok {
 		if uid, known, err := layout.PeerUID(uc); err == nil && known {
 			p.UID, p.Known = uid, true
@@ -60,49 +54,18 @@ func PeerOf(c net.Conn) Peer {
 	return p
 }
 
-// PeerConn is a connection whose peer was read at accept.
-type PeerConn interface {
-	net.Conn
-	Peer() Peer
+type peerKey struct{}
+
+// WithPeer is ctx as a call on the local socket from p.
+func WithPeer(ctx context.Context, p Peer) context.Context {
+	return context.WithValue(ctx, peerKey{}, p)
 }
 
-// Creds is the local socket's transport credentials: no security (the
-// socket's mode and directory guard it), but every connection learns its
-// peer's uid once, at accept.
-type Creds struct{}
-
-// ClientHandshake does nothing.
-func (Creds) ClientHandshake(_ context.Context, _ string, c net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	return c, Peer{CommonAuthInfo: credentials.CommonAuthInfo{SecurityLevel: credentials.NoSecurity}}, nil
-}
-
-// ServerHandshake learns the peer.
-func (Creds) ServerHandshake(c net.Conn) (net.Conn, credentials.AuthInfo, error) {
-	if pc, ok := c.(PeerConn); ok { // the mux read the peer at accept
-		return c, pc.Peer(), nil
-	}
-	return c, PeerOf(c), nil
-}
-
-// Info is the credentials' protocol.
-func (Creds) Info() credentials.ProtocolInfo {
-	return credentials.ProtocolInfo{SecurityProtocol: "insecure"}
-}
-
-// Clone is c.
-func (c Creds) Clone() credentials.TransportCredentials { return c }
-
-// OverrideServerName does nothing.
-func (Creds) OverrideServerName(string) error { return nil }
-
-// peerOf is the local socket peer of ctx's call.
+// peerOf is the local socket peer of ctx's call; false when ctx is not
+// one (an in-process caller, a call from another node).
 func peerOf(ctx context.Context) (Peer, bool) {
-	p, ok := grpcpeer.FromContext(ctx)
-	if !ok {
-		return Peer{}, false
-	}
-	lp, ok := p.AuthInfo.(Peer)
-	return lp, ok
+	p, ok := ctx.Value(peerKey{}).(Peer)
+	return p, ok
 }
 
 // CallerPID is the process id of the local socket's peer, 0 when ctx is

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/ids"
 	"github.com/harn-dev/harn/util/text"
@@ -110,7 +111,7 @@ func NewApprovals(node string, clk clock.Clock) *Approvals {
 // Await opens r, waits up to wait for an answer from anywhere, and closes
 // it. ok is false when no answer came in time (or ctx ended).
 func (a *Approvals) Await(ctx context.Context, r Request, wait time.Duration) (Request, Answer, bool, error) {
-	r.ID = "r-" + ids.New(a.clock.Now())
+	r.ID = taskwire.RequestID(ids.New(a.clock.Now()), a.node)
 	r.Node, r.Opened, r.Kind = a.node, a.clock.Now(), KindPermission
 	ch := make(chan Answer, 1)
 	a.mu.Lock()

@@ -31,6 +31,7 @@ import (
 	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/node/tasks"
+	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -378,13 +379,18 @@ func (s *TaskLocal) Pending(ctx context.Context, req *api.PendingRequest) (*api.
 
 func (s *TaskLocal) Answer(ctx context.Context, req *api.AnswerRequest) (*api.AnswerResponse, error) {
 	by := operator.By(ctx, s.Node, req.By)
+	owner, named := taskwire.RequestNode(req.Request)
+	if named && owner != s.Node && !req.LocalOnly && s.Mesh() != nil {
+		return s.answerAt(ctx, owner, req, by) // the id names its node: ask it alone
+	}
 	r, err := s.Tasks.Approvals().AnswerWith(req.Request, req.Allow, req.SessionWide, by, req.Reason)
-	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.Mesh() == nil {
+	if err == nil || !errors.Is(err, tasks.ErrNoRequest) || req.LocalOnly || s.Mesh() == nil || named {
 		if err != nil {
 			return nil, Status(err)
 		}
 		return &api.AnswerResponse{Request: tasks.RequestToAPI(r)}, nil
 	}
+	// An id without its node (an older node's): ask each member in turn.
 	for name, up := range s.Members() {
 		if name == s.Node || !up {
 			continue
@@ -404,6 +410,22 @@ func (s *TaskLocal) Answer(ctx context.Context, req *api.AnswerRequest) (*api.An
 		return res, rerr
 	}
 	return nil, Status(err)
+}
+
+// answerAt routes an answer to the node its request id names: that node
+// alone, within taskRouteTimeout.
+func (s *TaskLocal) answerAt(ctx context.Context, owner string, req *api.AnswerRequest, by string) (*api.AnswerResponse, error) {
+	if !s.Members()[owner] {
+		return nil, status.Error(codes.Unavailable, fmt.Sprintf("request %s: its node %s is not reachable now; answer it once the node is back", text.OneLine(req.Request), text.OneLine(owner)))
+	}
+	cl, err := s.Mesh().ClientOf(owner)
+	if err != nil {
+		return nil, status.Error(codes.Unavailable, fmt.Sprintf("request %s: node %s: %v", text.OneLine(req.Request), text.OneLine(owner), err))
+	}
+	rctx, cancel := context.WithTimeout(ctx, taskRouteTimeout)
+	defer cancel()
+	return cl.Answer(rctx, &api.AnswerRequest{Request: req.Request, Allow: req.Allow, Reason: req.Reason, LocalOnly: true,
+		SessionWide: req.SessionWide, By: operator.Part(by)})
 }
 
 // ---- the cluster service ----

@@ -19,7 +19,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
-	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/dirtrust"
@@ -125,12 +124,11 @@ func (s *Service) run(ctx context.Context, op string, args cluster.AdminArgs) (a
 // adminService adapts MeshAdmin to the node: each method reads its
 // request into the operation's arguments, runs it, and writes the answer.
 type adminService struct {
-	apigrpc.UnimplementedMeshAdminServer
 	s *Service
 }
 
 // Admin is the MeshAdmin service on the local socket.
-func (s *Service) Admin() apigrpc.MeshAdminServer { return &adminService{s: s} }
+func (s *Service) Admin() api.MeshAdminServer { return &adminService{s: s} }
 
 // adminStatus is an admin operation's refusal: bad arguments
 // InvalidArgument, trust PermissionDenied, the rest FailedPrecondition.

@@ -22,7 +22,8 @@
 //     a call asks, for the operator who approves it). Add Approver
 //     if a permission request can be answered from the mesh, SessionEnver
 //     if the agent exports its session id, Driven if harn can run it as a
-//     task's command, HookTruster if it runs only hooks the user trusts.
+//     task's command (its Headless run: command line, input, output
+//     decoder, in the same folder), HookTruster if it runs only hooks the user trusts.
 //     internal/adaptertest runs the checks every adapter's tests share;
 //     internal/hookkit and internal/claudelike hold shared mapping code.
 //  2. Add one line to the registry in presence/adapter/all/all.go.

@@ -221,6 +221,10 @@ type Driven interface {
 	// ExecExample is a command line that runs the agent as a task (`harn
 	// task start --exec`), for help text.
 	ExecExample() string
+	// Headless is how the agent runs under argv, a command line whose
+	// program is one of Drivers (its flags choose the modes); an empty
+	// argv is its default command line.
+	Headless(argv []string) Headless
 }
 
 // ClaimedWrites is the Writes of evs' claim.write events.

@@ -8,6 +8,8 @@
 //
 // Cancellation sends SIGINT to the process group, waits the grace period on
 // an injected clock, then sends SIGKILL; no process of the group outlives
-// its task. The package imports only the runtime, util and the standard
-// library. See DESIGN.md.
+// its task. How an agent harn knows runs (its command line, input and
+// output decoder) is its adapter's (presence/adapter/<agent>, found by
+// Detect through presence/adapter/all). The package imports only the
+// runtime, util, the adapters and the standard library. See DESIGN.md.
 package exec

@@ -3,134 +3,68 @@ package exec
 import (
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
-)
 
-// Input says how an agent command takes its input.
-type Input uint8
-
-// The input modes.
-const (
-	// InputText: the prompt is written to stdin, which is then closed.
-	InputText Input = iota
-	// InputStreamJSON: the prompt is the first JSON user message on stdin,
-	// one per line (Claude Code's `--input-format stream-json`); steers are
-	// further lines, and stdin is closed once every message has its result.
-	InputStreamJSON
-)
-
-// Output says how an agent command's stdout is read.
-type Output uint8
-
-// The output formats.
-const (
-	// OutputText: each non-empty stdout line is a user-visible message.
-	OutputText Output = iota
-	// OutputClaudeStream: Claude Code's `--output-format stream-json`.
-	OutputClaudeStream
-	// OutputCodexJSON: the JSON lines of `codex exec --json`.
-	OutputCodexJSON
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
 // Driver describes how to run one agent CLI for a task: its command line,
-// how it takes the prompt and steers, and how its output is read.
+// how it takes the prompt and steers, and how its output is read. An agent
+// harn knows says it in its adapter (adapter.Driven.Headless, in
+// presence/adapter/<agent>); Detect finds it there.
 type Driver struct {
-	Name   string   // "claude", "codex" or "generic": for logs and views
-	Argv   []string // the command and its arguments; no shell is involved
-	Input  Input
-	Output Output
+	Name string   // "claude", "codex" or "generic": for logs and views
+	Argv []string // the command and its arguments; no shell is involved
+	// Steer, when set, makes the agent streaming: the prompt and each
+	// steer are input lines it encodes (adapter.Headless.Steer).
+	Steer func(text string) []byte
+	// Decoder reads one stdout line; nil reads text lines (DecodeText).
+	Decoder func(line []byte) ([]adapter.Output, error)
 }
 
 // Streaming reports whether steers can reach the running agent through its
 // input. Without it, a steer becomes a follow-up task.
-func (d Driver) Streaming() bool { return d.Input == InputStreamJSON }
+func (d Driver) Streaming() bool { return d.Steer != nil }
 
-// Validate checks that the driver names a command and known modes.
+// Validate checks that the driver names a command.
 func (d Driver) Validate() error {
 	if len(d.Argv) == 0 || d.Argv[0] == "" {
 		return ErrNoCommand
 	}
-	if d.Input > InputStreamJSON || d.Output > OutputCodexJSON {
-		return fmt.Errorf("%w: driver %q has an unknown input or output mode", ErrBadDriver, d.Name)
-	}
 	return nil
 }
 
-// Default command lines of the built-in drivers.
-var (
-	ClaudeArgv = []string{"claude", "-p", "--output-format", "stream-json", "--input-format", "stream-json", "--verbose"}
-	CodexArgv  = []string{"codex", "exec", "--json", "-"}
-)
-
-// Claude is Claude Code in headless mode with stream-json input and output:
-// the prompt and every steer are JSON user messages on stdin. With no argv
-// it runs ClaudeArgv.
-func Claude(argv ...string) Driver {
-	if len(argv) == 0 {
-		argv = ClaudeArgv
-	}
-	return Driver{Name: "claude", Argv: clone(argv), Input: InputStreamJSON, Output: OutputClaudeStream}
-}
-
-// Codex is `codex exec --json`: the prompt on stdin, JSON lines out, no
-// streaming input (a steer becomes a follow-up). With no argv it runs
-// CodexArgv.
-func Codex(argv ...string) Driver {
-	if len(argv) == 0 {
-		argv = CodexArgv
-	}
-	return Driver{Name: "codex", Argv: clone(argv), Input: InputText, Output: OutputCodexJSON}
+// DriverOf is the driver of an agent's headless run.
+func DriverOf(h adapter.Headless) Driver {
+	return Driver{Name: h.Driver, Argv: clone(h.Argv), Steer: h.Steer, Decoder: h.Decode}
 }
 
 // Generic runs any command: the prompt on stdin, each stdout line a
 // user-visible message, no steering.
 func Generic(argv ...string) Driver {
-	return Driver{Name: "generic", Argv: clone(argv), Input: InputText, Output: OutputText}
+	return Driver{Name: "generic", Argv: clone(argv)}
 }
 
-// Detect picks the driver of a command line by its program name and flags:
-// `claude` reads stream-json output when given `--output-format
-// stream-json` and takes steers when also given `--input-format
-// stream-json`; `codex` reads JSON lines when given `--json`; anything else
-// is generic.
+// Detect picks the driver of a command line by its program name: an agent
+// harn knows (presence/adapter/all.Headless: `claude`, `codex`) runs as its
+// adapter says, its flags choosing the modes; anything else is generic.
 func Detect(argv []string) Driver {
-	if len(argv) == 0 {
-		return Generic()
-	}
-	switch strings.TrimSuffix(filepath.Base(argv[0]), ".exe") {
-	case "claude":
-		d := Driver{Name: "claude", Argv: clone(argv)}
-		if flagValue(argv, "--output-format") == "stream-json" {
-			d.Output = OutputClaudeStream
-			if flagValue(argv, "--input-format") == "stream-json" {
-				d.Input = InputStreamJSON
-			}
-		}
-		return d
-	case "codex":
-		d := Driver{Name: "codex", Argv: clone(argv)}
-		for _, a := range argv[1:] {
-			if a == "--json" || a == "--experimental-json" {
-				d.Output = OutputCodexJSON
-			}
-		}
-		return d
+	if h, ok := all.Headless(argv); ok {
+		return DriverOf(h)
 	}
 	return Generic(argv...)
 }
 
-// flagValue returns the value of a long flag given as `--f v` or `--f=v`.
-func flagValue(argv []string, flag string) string {
-	for i, a := range argv {
-		if v, ok := strings.CutPrefix(a, flag+"="); ok {
-			return v
-		}
-		if a == flag && i+1 < len(argv) {
-			return argv[i+1]
-		}
+// Agent is the driver that runs the agent of the driver named name
+// ("claude", "codex") under argv, whatever its program is called; ok is
+// false for a name no adapter runs.
+func Agent(name string, argv ...string) (Driver, bool) {
+	d, ok := all.Driver(name)
+	if !ok {
+		return Driver{}, false
 	}
-	return ""
+	return DriverOf(d.Headless(argv)), true
 }
 
 func clone(s []string) []string { return append([]string(nil), s...) }
@@ -233,7 +167,7 @@ var (
 	ErrBadDriver  = errors.New("exec: bad driver")
 	ErrBadConfig  = errors.New("exec: bad executor configuration")
 	ErrStart      = errors.New("exec: the agent command could not start")
-	ErrBadLine    = errors.New("exec: malformed agent output line")
-	ErrLineLong   = errors.New("exec: agent output line too long; skipped")
+	ErrBadLine    = adapter.ErrBadLine
+	ErrLineLong   = adapter.ErrLineLong
 	ErrStopped    = errors.New("exec: the executor stopped")
 )

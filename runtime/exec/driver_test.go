@@ -16,16 +16,16 @@ func TestDetectPicksDriverByProgramAndFlags(t *testing.T) {
 		cmd       string
 		name      string
 		streaming bool
-		out       harnexec.Output
+		decodes   bool
 	}{
-		{"claude -p --output-format stream-json --input-format stream-json --verbose", "claude", true, harnexec.OutputClaudeStream},
-		{"/usr/local/bin/claude -p --output-format=stream-json --input-format=stream-json", "claude", true, harnexec.OutputClaudeStream},
-		{"claude -p --output-format stream-json --verbose", "claude", false, harnexec.OutputClaudeStream},
-		{"claude -p", "claude", false, harnexec.OutputText},
-		{"codex exec --json", "codex", false, harnexec.OutputCodexJSON},
-		{"codex exec", "codex", false, harnexec.OutputText},
-		{"aider --message-file -", "generic", false, harnexec.OutputText},
-		{"./run-agent.sh", "generic", false, harnexec.OutputText},
+		{"claude -p --output-format stream-json --input-format stream-json --verbose", "claude", true, true},
+		{"/usr/local/bin/claude -p --output-format=stream-json --input-format=stream-json", "claude", true, true},
+		{"claude -p --output-format stream-json --verbose", "claude", false, true},
+		{"claude -p", "claude", false, false},
+		{"codex exec --json", "codex", false, true},
+		{"codex exec", "codex", false, false},
+		{"aider --message-file -", "generic", false, false},
+		{"./run-agent.sh", "generic", false, false},
 	}
 	for _, c := range cases {
 		argv, err := harnexec.ParseCommand(c.cmd)
@@ -33,15 +33,15 @@ func TestDetectPicksDriverByProgramAndFlags(t *testing.T) {
 			t.Fatalf("%q: %v", c.cmd, err)
 		}
 		d := harnexec.Detect(argv)
-		if d.Name != c.name || d.Streaming() != c.streaming || d.Output != c.out || !reflect.DeepEqual(d.Argv, argv) {
-			t.Errorf("Detect(%q) = %+v, want %s streaming=%v output=%d", c.cmd, d, c.name, c.streaming, c.out)
+		if d.Name != c.name || d.Streaming() != c.streaming || (d.Decoder != nil) != c.decodes || !reflect.DeepEqual(d.Argv, argv) {
+			t.Errorf("Detect(%q) = %+v, want %s streaming=%v decodes=%v", c.cmd, d.Name, c.name, c.streaming, c.decodes)
 		}
 	}
-	if d := harnexec.Claude(); !d.Streaming() || d.Argv[0] != "claude" {
-		t.Errorf("Claude() = %+v", d)
+	if d, ok := harnexec.Agent("claude"); !ok || !d.Streaming() || d.Argv[0] != "claude" {
+		t.Errorf("Agent(claude) = %+v %v", d, ok)
 	}
-	if d := harnexec.Codex(); d.Streaming() || d.Output != harnexec.OutputCodexJSON || d.Argv[0] != "codex" {
-		t.Errorf("Codex() = %+v", d)
+	if d, ok := harnexec.Agent("codex"); !ok || d.Streaming() || d.Decoder == nil || d.Argv[0] != "codex" {
+		t.Errorf("Agent(codex) = %+v %v", d, ok)
 	}
 	if err := harnexec.Generic().Validate(); !errors.Is(err, harnexec.ErrNoCommand) {
 		t.Errorf("empty driver: %v", err)
@@ -99,76 +99,6 @@ func TestParseCommandQuotesWithoutExpanding(t *testing.T) {
 	}
 }
 
-func TestDecodeClaudeStreamJSON(t *testing.T) {
-	cases := []struct {
-		name string
-		line string
-		want []harnexec.Event
-		err  error
-	}{
-		{"init", `{"type":"system","subtype":"init","session_id":"x","tools":["Bash"]}`, nil, nil},
-		{"assistant text", `{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"hi"}]}}`,
-			[]harnexec.Event{{Kind: harnexec.EventText, Text: "hi"}}, nil},
-		{"assistant string content", `{"type":"assistant","message":{"content":"plain"}}`,
-			[]harnexec.Event{{Kind: harnexec.EventText, Text: "plain"}}, nil},
-		{"thinking is not shown", `{"type":"assistant","message":{"content":[{"type":"thinking","thinking":"secret"},{"type":"text","text":" "}]}}`, nil, nil},
-		{"tool use", `{"type":"assistant","message":{"content":[{"type":"text","text":"run"},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"ls"}}]}}`,
-			[]harnexec.Event{{Kind: harnexec.EventText, Text: "run"}, {Kind: harnexec.EventToolUse, ToolID: "toolu_1", ToolName: "Bash"}}, nil},
-		{"tool result", `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","is_error":true,"content":"x"}]}}`,
-			[]harnexec.Event{{Kind: harnexec.EventToolResult, ToolID: "toolu_1", IsError: true}}, nil},
-		{"user text is not the agent's", `{"type":"user","message":{"content":"steer"}}`, nil, nil},
-		{"result", `{"type":"result","subtype":"success","is_error":false,"result":"all done","total_cost_usd":0.1}`,
-			[]harnexec.Event{{Kind: harnexec.EventResult, Text: "all done"}}, nil},
-		{"error result", `{"type":"result","subtype":"error_max_turns","is_error":false}`,
-			[]harnexec.Event{{Kind: harnexec.EventResult, IsError: true}}, nil},
-		{"unknown type", `{"type":"stream_event","event":{}}`, nil, nil},
-		{"not json", `Error: not logged in`, nil, harnexec.ErrBadLine},
-		{"bad content", `{"type":"assistant","message":{"content":7}}`, nil, harnexec.ErrBadLine},
-		{"invalid utf-8 is made valid", "{\"type\":\"assistant\",\"message\":{\"content\":\"a\xffb\"}}",
-			[]harnexec.Event{{Kind: harnexec.EventText, Text: "a\uFFFDb"}}, nil},
-	}
-	for _, c := range cases {
-		got, err := harnexec.DecodeClaude([]byte(c.line))
-		if !errors.Is(err, c.err) || (c.err == nil && err != nil) || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: got %+v, %v; want %+v, %v", c.name, got, err, c.want, c.err)
-		}
-	}
-}
-
-func TestDecodeCodexJSON(t *testing.T) {
-	cases := []struct {
-		name string
-		line string
-		want []harnexec.Event
-		err  error
-	}{
-		{"thread", `{"type":"thread.started","thread_id":"t"}`, nil, nil},
-		{"message", `{"type":"item.completed","item":{"id":"item_1","type":"agent_message","text":"hello"}}`,
-			[]harnexec.Event{{Kind: harnexec.EventText, Text: "hello"}}, nil},
-		{"older item_type", `{"type":"item.completed","item":{"id":"item_1","item_type":"assistant_message","text":"hello"}}`,
-			[]harnexec.Event{{Kind: harnexec.EventText, Text: "hello"}}, nil},
-		{"reasoning is not shown", `{"type":"item.completed","item":{"id":"i","type":"reasoning","text":"hmm"}}`, nil, nil},
-		{"command starts", `{"type":"item.started","item":{"id":"item_2","type":"command_execution","command":"ls","status":"in_progress"}}`,
-			[]harnexec.Event{{Kind: harnexec.EventToolUse, ToolID: "item_2", ToolName: "command_execution"}}, nil},
-		{"mcp fails", `{"type":"item.completed","item":{"id":"item_3","type":"mcp_tool_call","tool":"search","status":"failed"}}`,
-			[]harnexec.Event{{Kind: harnexec.EventToolResult, ToolID: "item_3", ToolName: "search", IsError: true}}, nil},
-		{"turn done", `{"type":"turn.completed","usage":{"input_tokens":1}}`, []harnexec.Event{{Kind: harnexec.EventResult}}, nil},
-		{"turn failed", `{"type":"turn.failed","error":{"message":"quota"}}`,
-			[]harnexec.Event{{Kind: harnexec.EventResult, Text: "quota", IsError: true}}, nil},
-		{"error", `{"type":"error","message":"stream lost"}`, []harnexec.Event{{Kind: harnexec.EventError, Text: "stream lost"}}, nil},
-		{"old message", `{"id":"0","msg":{"type":"agent_message","message":"hey"}}`, []harnexec.Event{{Kind: harnexec.EventText, Text: "hey"}}, nil},
-		{"old complete", `{"id":"0","msg":{"type":"task_complete","last_agent_message":"bye"}}`,
-			[]harnexec.Event{{Kind: harnexec.EventResult, Text: "bye"}}, nil},
-		{"not json", `[1,2]`, nil, harnexec.ErrBadLine},
-	}
-	for _, c := range cases {
-		got, err := harnexec.DecodeCodex([]byte(c.line))
-		if !errors.Is(err, c.err) || (c.err == nil && err != nil) || !reflect.DeepEqual(got, c.want) {
-			t.Errorf("%s: got %+v, %v; want %+v, %v", c.name, got, err, c.want, c.err)
-		}
-	}
-}
-
 func TestDecodeTextLinesAreMessages(t *testing.T) {
 	if got := harnexec.DecodeText([]byte("hello\r\n")); len(got) != 1 || got[0].Text != "hello" {
 		t.Errorf("got %+v", got)
@@ -211,31 +141,34 @@ func TestHandoffPrefixIsBoundedQuotedAndKeepsNewest(t *testing.T) {
 	}
 }
 
-func FuzzDecodeClaude(f *testing.F) {
+// FuzzDecodeAgentOutput reads any line with every agent's decoder (each
+// adapter's default headless run, presence/adapter/all) through
+// Driver.Decode: an error is ErrBadLine or ErrLineLong, and what comes out
+// is bounded.
+func FuzzDecodeAgentOutput(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"assistant","message":{"content":[{"type":"text","text":"hi"},{"type":"tool_use","id":"a","name":"B"}]}}`,
 		`{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"a"}]}}`,
 		`{"type":"result","subtype":"success","result":"x"}`, `{"type":"assistant","message":{"content":"s"}}`, `nope`, `{}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, line []byte) {
-		evs, err := harnexec.DecodeClaude(line)
-		checkEvents(t, evs, err)
-	})
-}
-
-func FuzzDecodeCodex(f *testing.F) {
-	for _, s := range []string{
 		`{"type":"item.completed","item":{"id":"1","type":"agent_message","text":"hi"}}`,
 		`{"type":"item.started","item":{"id":"2","type":"command_execution"}}`,
 		`{"type":"turn.failed","error":{"message":"m"}}`, `{"msg":{"type":"task_complete","last_agent_message":"x"}}`, `x`,
 	} {
 		f.Add([]byte(s))
 	}
+	var drivers []harnexec.Driver
+	for _, n := range []string{"claude", "codex"} {
+		d, ok := harnexec.Agent(n)
+		if !ok {
+			f.Fatalf("no agent runs driver %s", n)
+		}
+		drivers = append(drivers, d)
+	}
 	f.Fuzz(func(t *testing.T, line []byte) {
-		evs, err := harnexec.DecodeCodex(line)
-		checkEvents(t, evs, err)
+		for _, d := range drivers {
+			evs, err := d.Decode(line)
+			checkEvents(t, evs, err)
+		}
 	})
 }
 

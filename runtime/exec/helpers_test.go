@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/harn-dev/harn/util/clock"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +16,10 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/harn-dev/harn/presence/adapter"
+	"github.com/harn-dev/harn/presence/adapter/all"
+	"github.com/harn-dev/harn/util/clock"
 
 	"go.uber.org/goleak"
 
@@ -115,7 +118,8 @@ func withRealClock() option               { return func(c *fixtureConfig) { c.re
 func withHook() option                    { return func(c *fixtureConfig) { c.hook = true } }
 
 func claudeDriver() harnexec.Driver {
-	return harnexec.Claude(fakeAgent, "-p", "--output-format", "stream-json", "--input-format", "stream-json", "--verbose")
+	d, _ := harnexec.Agent("claude", fakeAgent, "-p", "--output-format", "stream-json", "--input-format", "stream-json", "--verbose")
+	return d
 }
 
 func newFixture(t *testing.T, opts ...option) *fixture {
@@ -135,7 +139,7 @@ func newFixture(t *testing.T, opts ...option) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := rt.SetCatalog("claude-code", runtime.ExternalCatalog("claude-code")); err != nil {
+	if _, err := rt.SetCatalog("claude-code", claudeCatalog(t)); err != nil {
 		t.Fatal(err)
 	}
 	if err := rt.OpenSession(testSession, runtime.SessionConfig{Catalog: "claude-code", Workdir: f.dir}); err != nil {
@@ -392,7 +396,8 @@ func hookClient(sock string) {
 
 func codexDriver(t *testing.T) harnexec.Driver {
 	buildFakeAgent(t)
-	return harnexec.Codex(fakeAgent, "exec", "--json")
+	d, _ := harnexec.Agent("codex", fakeAgent, "exec", "--json")
+	return d
 }
 
 // zombiesOnly reports whether every process left in group pgid is a zombie
@@ -419,4 +424,25 @@ func zombiesOnly(pgid int) bool {
 		}
 	}
 	return true
+}
+
+// claudeCatalog is Claude Code's tools (its adapter's catalog) as runtime
+// capabilities, as the node sets them.
+func claudeCatalog(t testing.TB) []runtime.Capability {
+	tools, ok := all.Catalog("claude-code")
+	if !ok {
+		t.Fatal("no claude-code catalog")
+	}
+	subject := map[adapter.Subject]runtime.Subject{adapter.SubjectCommand: runtime.SubjectCommand,
+		adapter.SubjectPath: runtime.SubjectPath, adapter.SubjectText: runtime.SubjectText}
+	out := make([]runtime.Capability, 0, len(tools))
+	for _, tl := range tools {
+		c := runtime.Capability{Name: tl.Name, Kind: runtime.KindTool, Provider: "claude-code", ReadOnly: !tl.Mutates,
+			Core: true, Subject: subject[tl.Subject]}
+		if strings.HasPrefix(tl.Name, "mcp__") {
+			c.Provider = "mcp"
+		}
+		out = append(out, c)
+	}
+	return out
 }

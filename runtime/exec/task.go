@@ -2,15 +2,15 @@ package exec
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/harn-dev/harn/util/clock"
 	"io"
 	"os"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/harn-dev/harn/util/clock"
 
 	"github.com/harn-dev/harn/runtime"
 	"github.com/harn-dev/harn/util/text"
@@ -18,21 +18,6 @@ import (
 
 // maxStderrTail bounds the agent's stderr kept for a failure message.
 const maxStderrTail = 4 << 10
-
-// userLine is one stream-json input line: a user message with text.
-func userLine(text string) []byte {
-	b, _ := json.Marshal(struct {
-		Type    string `json:"type"`
-		Message struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"message"`
-	}{Type: "user", Message: struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	}{Role: "user", Content: text}})
-	return append(b, '\n')
-}
 
 // taskRun is the state of one task's process, owned by RunTask's goroutine.
 type taskRun struct {
@@ -118,7 +103,7 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 	go func() { exitCh <- p.cmd.Wait() }()
 
 	if e.cfg.Driver.Streaming() {
-		t.queue = append(t.queue, userLine(prompt(run)))
+		t.queue = append(t.queue, t.e.cfg.Driver.Steer(prompt(run)))
 	} else {
 		t.queue = append(t.queue, []byte(prompt(run)))
 	}
@@ -250,7 +235,7 @@ func (t *taskRun) take() {
 	}
 	for _, s := range steers {
 		if t.e.cfg.Driver.Streaming() && !t.closeIn {
-			t.queue = append(t.queue, userLine(s))
+			t.queue = append(t.queue, t.e.cfg.Driver.Steer(s))
 			continue
 		}
 		if t.closeIn && t.res.Interrupted {

@@ -1,8 +1,8 @@
 // Package apigrpc is the node's gRPC face of the contract in node/api: the
-// generated Local, Cluster and MeshAdmin services, the statuses with the
-// node's ErrorInfo reasons, and the local wire's server, which answers the
-// same handlers without gRPC on the client's side. The daemon imports it;
-// the client (harn) never does, so that no hook links gRPC.
+// generated node-to-node services (Cluster, HostedPeer) and the statuses
+// with the node's ErrorInfo reasons, which the local wire's server
+// (node/localapi) also answers with. The daemon imports it; the client
+// (harn) never does, so that no hook links gRPC.
 package apigrpc
 
 import (

@@ -25,12 +25,7 @@ var File_hosted_services_proto protoreflect.FileDescriptor
 
 const file_hosted_services_proto_rawDesc = "" +
 	"\n" +
-	"\x15hosted_services.proto\x12\aharn.v1\x1a\fhosted.proto2\x8f\x02\n" +
-	"\x06Hosted\x12<\n" +
-	"\x03Run\x12\x19.harn.v1.HostedRunRequest\x1a\x1a.harn.v1.HostedRunResponse\x12<\n" +
-	"\x03Act\x12\x19.harn.v1.HostedActRequest\x1a\x1a.harn.v1.HostedActResponse\x12B\n" +
-	"\tWorktrees\x12\x19.harn.v1.WorktreesRequest\x1a\x1a.harn.v1.WorktreesResponse\x12E\n" +
-	"\x06Screen\x12\x1c.harn.v1.HostedScreenRequest\x1a\x1d.harn.v1.HostedScreenResponse2\xcd\x02\n" +
+	"\x15hosted_services.proto\x12\aharn.v1\x1a\fhosted.proto2\xcd\x02\n" +
 	"\n" +
 	"HostedPeer\x12<\n" +
 	"\x03Run\x12\x19.harn.v1.HostedRunRequest\x1a\x1a.harn.v1.HostedRunResponse\x12<\n" +
@@ -51,26 +46,18 @@ var file_hosted_services_proto_goTypes = []any{
 	(*api.HostedScreenResponse)(nil), // 8: harn.v1.HostedScreenResponse
 }
 var file_hosted_services_proto_depIdxs = []int32{
-	0, // 0: harn.v1.Hosted.Run:input_type -> harn.v1.HostedRunRequest
-	1, // 1: harn.v1.Hosted.Act:input_type -> harn.v1.HostedActRequest
-	2, // 2: harn.v1.Hosted.Worktrees:input_type -> harn.v1.WorktreesRequest
-	3, // 3: harn.v1.Hosted.Screen:input_type -> harn.v1.HostedScreenRequest
-	0, // 4: harn.v1.HostedPeer.Run:input_type -> harn.v1.HostedRunRequest
-	1, // 5: harn.v1.HostedPeer.Act:input_type -> harn.v1.HostedActRequest
-	2, // 6: harn.v1.HostedPeer.Worktrees:input_type -> harn.v1.WorktreesRequest
-	3, // 7: harn.v1.HostedPeer.Screen:input_type -> harn.v1.HostedScreenRequest
-	4, // 8: harn.v1.HostedPeer.Attach:input_type -> harn.v1.AttachFrame
-	5, // 9: harn.v1.Hosted.Run:output_type -> harn.v1.HostedRunResponse
-	6, // 10: harn.v1.Hosted.Act:output_type -> harn.v1.HostedActResponse
-	7, // 11: harn.v1.Hosted.Worktrees:output_type -> harn.v1.WorktreesResponse
-	8, // 12: harn.v1.Hosted.Screen:output_type -> harn.v1.HostedScreenResponse
-	5, // 13: harn.v1.HostedPeer.Run:output_type -> harn.v1.HostedRunResponse
-	6, // 14: harn.v1.HostedPeer.Act:output_type -> harn.v1.HostedActResponse
-	7, // 15: harn.v1.HostedPeer.Worktrees:output_type -> harn.v1.WorktreesResponse
-	8, // 16: harn.v1.HostedPeer.Screen:output_type -> harn.v1.HostedScreenResponse
-	4, // 17: harn.v1.HostedPeer.Attach:output_type -> harn.v1.AttachFrame
-	9, // [9:18] is the sub-list for method output_type
-	0, // [0:9] is the sub-list for method input_type
+	0, // 0: harn.v1.HostedPeer.Run:input_type -> harn.v1.HostedRunRequest
+	1, // 1: harn.v1.HostedPeer.Act:input_type -> harn.v1.HostedActRequest
+	2, // 2: harn.v1.HostedPeer.Worktrees:input_type -> harn.v1.WorktreesRequest
+	3, // 3: harn.v1.HostedPeer.Screen:input_type -> harn.v1.HostedScreenRequest
+	4, // 4: harn.v1.HostedPeer.Attach:input_type -> harn.v1.AttachFrame
+	5, // 5: harn.v1.HostedPeer.Run:output_type -> harn.v1.HostedRunResponse
+	6, // 6: harn.v1.HostedPeer.Act:output_type -> harn.v1.HostedActResponse
+	7, // 7: harn.v1.HostedPeer.Worktrees:output_type -> harn.v1.WorktreesResponse
+	8, // 8: harn.v1.HostedPeer.Screen:output_type -> harn.v1.HostedScreenResponse
+	4, // 9: harn.v1.HostedPeer.Attach:output_type -> harn.v1.AttachFrame
+	5, // [5:10] is the sub-list for method output_type
+	0, // [0:5] is the sub-list for method input_type
 	0, // [0:0] is the sub-list for extension type_name
 	0, // [0:0] is the sub-list for extension extendee
 	0, // [0:0] is the sub-list for field type_name
@@ -89,7 +76,7 @@ func file_hosted_services_proto_init() {
 			NumEnums:      0,
 			NumMessages:   0,
 			NumExtensions: 0,
-			NumServices:   2,
+			NumServices:   1,
 		},
 		GoTypes:           file_hosted_services_proto_goTypes,
 		DependencyIndexes: file_hosted_services_proto_depIdxs,

@@ -27,37 +27,7 @@ const file_services_proto_rawDesc = "" +
 	"\n" +
 	"\x0eservices.proto\x12\aharn.v1\x1a\n" +
 	"harn.proto\x1a\rcluster.proto\x1a\n" +
-	"hook.proto\x1a\n" +
-	"task.proto\x1a\x0edirtrust.proto2\x97\r\n" +
-	"\x05Local\x129\n" +
-	"\x06Doctor\x12\x16.harn.v1.DoctorRequest\x1a\x17.harn.v1.DoctorResponse\x129\n" +
-	"\x06Append\x12\x16.harn.v1.AppendRequest\x1a\x17.harn.v1.AppendResponse\x12?\n" +
-	"\bDiagnose\x12\x18.harn.v1.DiagnoseRequest\x1a\x19.harn.v1.DiagnoseResponse\x123\n" +
-	"\x04List\x12\x14.harn.v1.ListRequest\x1a\x15.harn.v1.ListResponse\x128\n" +
-	"\x03Get\x12\x17.harn.v1.SessionRequest\x1a\x18.harn.v1.SessionResponse\x128\n" +
-	"\x05Trace\x12\x17.harn.v1.SessionRequest\x1a\x16.harn.v1.TraceResponse\x12:\n" +
-	"\x06Whoami\x12\x16.harn.v1.WhoamiRequest\x1a\x18.harn.v1.SessionResponse\x12B\n" +
-	"\tLifecycle\x12\x19.harn.v1.LifecycleRequest\x1a\x1a.harn.v1.LifecycleResponse\x12;\n" +
-	"\aSetTask\x12\x17.harn.v1.SetTaskRequest\x1a\x17.harn.v1.MutateResponse\x127\n" +
-	"\x05Claim\x12\x15.harn.v1.ClaimRequest\x1a\x17.harn.v1.MutateResponse\x129\n" +
-	"\x06Errors\x12\x16.harn.v1.ErrorsRequest\x1a\x17.harn.v1.ErrorsResponse\x129\n" +
-	"\x06Status\x12\x16.harn.v1.StatusRequest\x1a\x17.harn.v1.StatusResponse\x129\n" +
-	"\aMembers\x12\x14.harn.v1.MeshRequest\x1a\x18.harn.v1.MembersResponse\x123\n" +
-	"\x04Raft\x12\x14.harn.v1.MeshRequest\x1a\x15.harn.v1.RaftResponse\x125\n" +
-	"\x05Leave\x12\x14.harn.v1.MeshRequest\x1a\x16.harn.v1.LeaveResponse\x12K\n" +
-	"\fRemoveServer\x12\x1c.harn.v1.RemoveServerRequest\x1a\x1d.harn.v1.RemoveServerResponse\x123\n" +
-	"\x04Task\x12\x14.harn.v1.TaskRequest\x1a\x15.harn.v1.TaskResponse\x129\n" +
-	"\x06Decide\x12\x16.harn.v1.DecideRequest\x1a\x17.harn.v1.DecideResponse\x12D\n" +
-	"\rAwaitApproval\x12\x18.harn.v1.ApprovalRequest\x1a\x19.harn.v1.ApprovalResponse\x12<\n" +
-	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
-	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x129\n" +
-	"\x06Notify\x12\x16.harn.v1.NotifyRequest\x1a\x17.harn.v1.NotifyResponse\x123\n" +
-	"\x04Wait\x12\x14.harn.v1.WaitRequest\x1a\x15.harn.v1.WaitResponse\x126\n" +
-	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse\x127\n" +
-	"\x06Reduce\x12\x16.harn.v1.ReduceRequest\x1a\x15.harn.v1.TaskResponse\x12?\n" +
-	"\bOverride\x12\x18.harn.v1.OverrideRequest\x1a\x19.harn.v1.OverrideResponse\x12<\n" +
-	"\aContext\x12\x17.harn.v1.ContextRequest\x1a\x18.harn.v1.ContextResponse\x12?\n" +
-	"\bDirTrust\x12\x18.harn.v1.DirTrustRequest\x1a\x19.harn.v1.DirTrustResponse2\xff\x05\n" +
+	"task.proto2\xff\x05\n" +
 	"\aCluster\x126\n" +
 	"\x05Apply\x12\x15.harn.v1.ApplyRequest\x1a\x16.harn.v1.ApplyResponse\x12K\n" +
 	"\x0eConsistentList\x12\x1e.harn.v1.ConsistentListRequest\x1a\x19.harn.v1.RegistryResponse\x12<\n" +
@@ -71,192 +41,60 @@ const file_services_proto_rawDesc = "" +
 	"\aPending\x12\x17.harn.v1.PendingRequest\x1a\x18.harn.v1.PendingResponse\x129\n" +
 	"\x06Answer\x12\x16.harn.v1.AnswerRequest\x1a\x17.harn.v1.AnswerResponse\x126\n" +
 	"\x05Coord\x12\x15.harn.v1.CoordRequest\x1a\x16.harn.v1.CoordResponse\x125\n" +
-	"\x05Watch\x12\x15.harn.v1.WatchRequest\x1a\x13.harn.v1.WatchEvent0\x012\xbd\x04\n" +
-	"\tMeshAdmin\x12A\n" +
-	"\vTokenCreate\x12\x1b.harn.v1.TokenCreateRequest\x1a\x15.harn.v1.TokenCreated\x12<\n" +
-	"\tTokenList\x12\x13.harn.v1.AdminEmpty\x1a\x1a.harn.v1.TokenListResponse\x12?\n" +
-	"\vTokenRevoke\x12\x1b.harn.v1.TokenRevokeRequest\x1a\x13.harn.v1.AdminEmpty\x128\n" +
-	"\vKeyringList\x12\x13.harn.v1.AdminEmpty\x1a\x14.harn.v1.KeyringView\x12D\n" +
-	"\rKeyringChange\x12\x1d.harn.v1.KeyringChangeRequest\x1a\x14.harn.v1.KeyringView\x12:\n" +
-	"\n" +
-	"RevokeNode\x12\x1a.harn.v1.RevokeNodeRequest\x1a\x10.harn.v1.Revoked\x12:\n" +
-	"\bCARotate\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
-	"\bCAFinish\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponse\x12:\n" +
-	"\bCAStatus\x12\x13.harn.v1.AdminEmpty\x1a\x19.harn.v1.CAStatusResponseB3Z1github.com/harn-dev/harn/node/api/apigrpc;apigrpcb\x06proto3"
+	"\x05Watch\x12\x15.harn.v1.WatchRequest\x1a\x13.harn.v1.WatchEvent0\x01B3Z1github.com/harn-dev/harn/node/api/apigrpc;apigrpcb\x06proto3"
 
 var file_services_proto_goTypes = []any{
-	(*api.DoctorRequest)(nil),         // 0: harn.v1.DoctorRequest
-	(*api.AppendRequest)(nil),         // 1: harn.v1.AppendRequest
-	(*api.DiagnoseRequest)(nil),       // 2: harn.v1.DiagnoseRequest
-	(*api.ListRequest)(nil),           // 3: harn.v1.ListRequest
-	(*api.SessionRequest)(nil),        // 4: harn.v1.SessionRequest
-	(*api.WhoamiRequest)(nil),         // 5: harn.v1.WhoamiRequest
-	(*api.LifecycleRequest)(nil),      // 6: harn.v1.LifecycleRequest
-	(*api.SetTaskRequest)(nil),        // 7: harn.v1.SetTaskRequest
-	(*api.ClaimRequest)(nil),          // 8: harn.v1.ClaimRequest
-	(*api.ErrorsRequest)(nil),         // 9: harn.v1.ErrorsRequest
-	(*api.StatusRequest)(nil),         // 10: harn.v1.StatusRequest
-	(*api.MeshRequest)(nil),           // 11: harn.v1.MeshRequest
-	(*api.RemoveServerRequest)(nil),   // 12: harn.v1.RemoveServerRequest
-	(*api.TaskRequest)(nil),           // 13: harn.v1.TaskRequest
-	(*api.DecideRequest)(nil),         // 14: harn.v1.DecideRequest
-	(*api.ApprovalRequest)(nil),       // 15: harn.v1.ApprovalRequest
-	(*api.PendingRequest)(nil),        // 16: harn.v1.PendingRequest
-	(*api.AnswerRequest)(nil),         // 17: harn.v1.AnswerRequest
-	(*api.NotifyRequest)(nil),         // 18: harn.v1.NotifyRequest
-	(*api.WaitRequest)(nil),           // 19: harn.v1.WaitRequest
-	(*api.CoordRequest)(nil),          // 20: harn.v1.CoordRequest
-	(*api.ReduceRequest)(nil),         // 21: harn.v1.ReduceRequest
-	(*api.OverrideRequest)(nil),       // 22: harn.v1.OverrideRequest
-	(*api.ContextRequest)(nil),        // 23: harn.v1.ContextRequest
-	(*api.DirTrustRequest)(nil),       // 24: harn.v1.DirTrustRequest
-	(*api.ApplyRequest)(nil),          // 25: harn.v1.ApplyRequest
-	(*api.ConsistentListRequest)(nil), // 26: harn.v1.ConsistentListRequest
-	(*api.MoveServerRequest)(nil),     // 27: harn.v1.MoveServerRequest
-	(*api.PresenceRequest)(nil),       // 28: harn.v1.PresenceRequest
-	(*api.WatchRequest)(nil),          // 29: harn.v1.WatchRequest
-	(*api.TokenCreateRequest)(nil),    // 30: harn.v1.TokenCreateRequest
-	(*api.AdminEmpty)(nil),            // 31: harn.v1.AdminEmpty
-	(*api.TokenRevokeRequest)(nil),    // 32: harn.v1.TokenRevokeRequest
-	(*api.KeyringChangeRequest)(nil),  // 33: harn.v1.KeyringChangeRequest
-	(*api.RevokeNodeRequest)(nil),     // 34: harn.v1.RevokeNodeRequest
-	(*api.DoctorResponse)(nil),        // 35: harn.v1.DoctorResponse
-	(*api.AppendResponse)(nil),        // 36: harn.v1.AppendResponse
-	(*api.DiagnoseResponse)(nil),      // 37: harn.v1.DiagnoseResponse
-	(*api.ListResponse)(nil),          // 38: harn.v1.ListResponse
-	(*api.SessionResponse)(nil),       // 39: harn.v1.SessionResponse
-	(*api.TraceResponse)(nil),         // 40: harn.v1.TraceResponse
-	(*api.LifecycleResponse)(nil),     // 41: harn.v1.LifecycleResponse
-	(*api.MutateResponse)(nil),        // 42: harn.v1.MutateResponse
-	(*api.ErrorsResponse)(nil),        // 43: harn.v1.ErrorsResponse
-	(*api.StatusResponse)(nil),        // 44: harn.v1.StatusResponse
-	(*api.MembersResponse)(nil),       // 45: harn.v1.MembersResponse
-	(*api.RaftResponse)(nil),          // 46: harn.v1.RaftResponse
-	(*api.LeaveResponse)(nil),         // 47: harn.v1.LeaveResponse
-	(*api.RemoveServerResponse)(nil),  // 48: harn.v1.RemoveServerResponse
-	(*api.TaskResponse)(nil),          // 49: harn.v1.TaskResponse
-	(*api.DecideResponse)(nil),        // 50: harn.v1.DecideResponse
-	(*api.ApprovalResponse)(nil),      // 51: harn.v1.ApprovalResponse
-	(*api.PendingResponse)(nil),       // 52: harn.v1.PendingResponse
-	(*api.AnswerResponse)(nil),        // 53: harn.v1.AnswerResponse
-	(*api.NotifyResponse)(nil),        // 54: harn.v1.NotifyResponse
-	(*api.WaitResponse)(nil),          // 55: harn.v1.WaitResponse
-	(*api.CoordResponse)(nil),         // 56: harn.v1.CoordResponse
-	(*api.OverrideResponse)(nil),      // 57: harn.v1.OverrideResponse
-	(*api.ContextResponse)(nil),       // 58: harn.v1.ContextResponse
-	(*api.DirTrustResponse)(nil),      // 59: harn.v1.DirTrustResponse
-	(*api.ApplyResponse)(nil),         // 60: harn.v1.ApplyResponse
-	(*api.RegistryResponse)(nil),      // 61: harn.v1.RegistryResponse
-	(*api.MoveServerResponse)(nil),    // 62: harn.v1.MoveServerResponse
-	(*api.PresenceResponse)(nil),      // 63: harn.v1.PresenceResponse
-	(*api.WatchEvent)(nil),            // 64: harn.v1.WatchEvent
-	(*api.TokenCreated)(nil),          // 65: harn.v1.TokenCreated
-	(*api.TokenListResponse)(nil),     // 66: harn.v1.TokenListResponse
-	(*api.KeyringView)(nil),           // 67: harn.v1.KeyringView
-	(*api.Revoked)(nil),               // 68: harn.v1.Revoked
-	(*api.CAStatusResponse)(nil),      // 69: harn.v1.CAStatusResponse
+	(*api.ApplyRequest)(nil),          // 0: harn.v1.ApplyRequest
+	(*api.ConsistentListRequest)(nil), // 1: harn.v1.ConsistentListRequest
+	(*api.SessionRequest)(nil),        // 2: harn.v1.SessionRequest
+	(*api.RemoveServerRequest)(nil),   // 3: harn.v1.RemoveServerRequest
+	(*api.MoveServerRequest)(nil),     // 4: harn.v1.MoveServerRequest
+	(*api.PresenceRequest)(nil),       // 5: harn.v1.PresenceRequest
+	(*api.TaskRequest)(nil),           // 6: harn.v1.TaskRequest
+	(*api.PendingRequest)(nil),        // 7: harn.v1.PendingRequest
+	(*api.AnswerRequest)(nil),         // 8: harn.v1.AnswerRequest
+	(*api.CoordRequest)(nil),          // 9: harn.v1.CoordRequest
+	(*api.WatchRequest)(nil),          // 10: harn.v1.WatchRequest
+	(*api.ApplyResponse)(nil),         // 11: harn.v1.ApplyResponse
+	(*api.RegistryResponse)(nil),      // 12: harn.v1.RegistryResponse
+	(*api.SessionResponse)(nil),       // 13: harn.v1.SessionResponse
+	(*api.TraceResponse)(nil),         // 14: harn.v1.TraceResponse
+	(*api.RemoveServerResponse)(nil),  // 15: harn.v1.RemoveServerResponse
+	(*api.MoveServerResponse)(nil),    // 16: harn.v1.MoveServerResponse
+	(*api.PresenceResponse)(nil),      // 17: harn.v1.PresenceResponse
+	(*api.TaskResponse)(nil),          // 18: harn.v1.TaskResponse
+	(*api.PendingResponse)(nil),       // 19: harn.v1.PendingResponse
+	(*api.AnswerResponse)(nil),        // 20: harn.v1.AnswerResponse
+	(*api.CoordResponse)(nil),         // 21: harn.v1.CoordResponse
+	(*api.WatchEvent)(nil),            // 22: harn.v1.WatchEvent
 }
 var file_services_proto_depIdxs = []int32{
-	0,  // 0: harn.v1.Local.Doctor:input_type -> harn.v1.DoctorRequest
-	1,  // 1: harn.v1.Local.Append:input_type -> harn.v1.AppendRequest
-	2,  // 2: harn.v1.Local.Diagnose:input_type -> harn.v1.DiagnoseRequest
-	3,  // 3: harn.v1.Local.List:input_type -> harn.v1.ListRequest
-	4,  // 4: harn.v1.Local.Get:input_type -> harn.v1.SessionRequest
-	4,  // 5: harn.v1.Local.Trace:input_type -> harn.v1.SessionRequest
-	5,  // 6: harn.v1.Local.Whoami:input_type -> harn.v1.WhoamiRequest
-	6,  // 7: harn.v1.Local.Lifecycle:input_type -> harn.v1.LifecycleRequest
-	7,  // 8: harn.v1.Local.SetTask:input_type -> harn.v1.SetTaskRequest
-	8,  // 9: harn.v1.Local.Claim:input_type -> harn.v1.ClaimRequest
-	9,  // 10: harn.v1.Local.Errors:input_type -> harn.v1.ErrorsRequest
-	10, // 11: harn.v1.Local.Status:input_type -> harn.v1.StatusRequest
-	11, // 12: harn.v1.Local.Members:input_type -> harn.v1.MeshRequest
-	11, // 13: harn.v1.Local.Raft:input_type -> harn.v1.MeshRequest
-	11, // 14: harn.v1.Local.Leave:input_type -> harn.v1.MeshRequest
-	12, // 15: harn.v1.Local.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	13, // 16: harn.v1.Local.Task:input_type -> harn.v1.TaskRequest
-	14, // 17: harn.v1.Local.Decide:input_type -> harn.v1.DecideRequest
-	15, // 18: harn.v1.Local.AwaitApproval:input_type -> harn.v1.ApprovalRequest
-	16, // 19: harn.v1.Local.Pending:input_type -> harn.v1.PendingRequest
-	17, // 20: harn.v1.Local.Answer:input_type -> harn.v1.AnswerRequest
-	18, // 21: harn.v1.Local.Notify:input_type -> harn.v1.NotifyRequest
-	19, // 22: harn.v1.Local.Wait:input_type -> harn.v1.WaitRequest
-	20, // 23: harn.v1.Local.Coord:input_type -> harn.v1.CoordRequest
-	21, // 24: harn.v1.Local.Reduce:input_type -> harn.v1.ReduceRequest
-	22, // 25: harn.v1.Local.Override:input_type -> harn.v1.OverrideRequest
-	23, // 26: harn.v1.Local.Context:input_type -> harn.v1.ContextRequest
-	24, // 27: harn.v1.Local.DirTrust:input_type -> harn.v1.DirTrustRequest
-	25, // 28: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
-	26, // 29: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
-	4,  // 30: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
-	4,  // 31: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
-	12, // 32: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
-	27, // 33: harn.v1.Cluster.MoveServer:input_type -> harn.v1.MoveServerRequest
-	28, // 34: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
-	13, // 35: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
-	16, // 36: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
-	17, // 37: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
-	20, // 38: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
-	29, // 39: harn.v1.Cluster.Watch:input_type -> harn.v1.WatchRequest
-	30, // 40: harn.v1.MeshAdmin.TokenCreate:input_type -> harn.v1.TokenCreateRequest
-	31, // 41: harn.v1.MeshAdmin.TokenList:input_type -> harn.v1.AdminEmpty
-	32, // 42: harn.v1.MeshAdmin.TokenRevoke:input_type -> harn.v1.TokenRevokeRequest
-	31, // 43: harn.v1.MeshAdmin.KeyringList:input_type -> harn.v1.AdminEmpty
-	33, // 44: harn.v1.MeshAdmin.KeyringChange:input_type -> harn.v1.KeyringChangeRequest
-	34, // 45: harn.v1.MeshAdmin.RevokeNode:input_type -> harn.v1.RevokeNodeRequest
-	31, // 46: harn.v1.MeshAdmin.CARotate:input_type -> harn.v1.AdminEmpty
-	31, // 47: harn.v1.MeshAdmin.CAFinish:input_type -> harn.v1.AdminEmpty
-	31, // 48: harn.v1.MeshAdmin.CAStatus:input_type -> harn.v1.AdminEmpty
-	35, // 49: harn.v1.Local.Doctor:output_type -> harn.v1.DoctorResponse
-	36, // 50: harn.v1.Local.Append:output_type -> harn.v1.AppendResponse
-	37, // 51: harn.v1.Local.Diagnose:output_type -> harn.v1.DiagnoseResponse
-	38, // 52: harn.v1.Local.List:output_type -> harn.v1.ListResponse
-	39, // 53: harn.v1.Local.Get:output_type -> harn.v1.SessionResponse
-	40, // 54: harn.v1.Local.Trace:output_type -> harn.v1.TraceResponse
-	39, // 55: harn.v1.Local.Whoami:output_type -> harn.v1.SessionResponse
-	41, // 56: harn.v1.Local.Lifecycle:output_type -> harn.v1.LifecycleResponse
-	42, // 57: harn.v1.Local.SetTask:output_type -> harn.v1.MutateResponse
-	42, // 58: harn.v1.Local.Claim:output_type -> harn.v1.MutateResponse
-	43, // 59: harn.v1.Local.Errors:output_type -> harn.v1.ErrorsResponse
-	44, // 60: harn.v1.Local.Status:output_type -> harn.v1.StatusResponse
-	45, // 61: harn.v1.Local.Members:output_type -> harn.v1.MembersResponse
-	46, // 62: harn.v1.Local.Raft:output_type -> harn.v1.RaftResponse
-	47, // 63: harn.v1.Local.Leave:output_type -> harn.v1.LeaveResponse
-	48, // 64: harn.v1.Local.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	49, // 65: harn.v1.Local.Task:output_type -> harn.v1.TaskResponse
-	50, // 66: harn.v1.Local.Decide:output_type -> harn.v1.DecideResponse
-	51, // 67: harn.v1.Local.AwaitApproval:output_type -> harn.v1.ApprovalResponse
-	52, // 68: harn.v1.Local.Pending:output_type -> harn.v1.PendingResponse
-	53, // 69: harn.v1.Local.Answer:output_type -> harn.v1.AnswerResponse
-	54, // 70: harn.v1.Local.Notify:output_type -> harn.v1.NotifyResponse
-	55, // 71: harn.v1.Local.Wait:output_type -> harn.v1.WaitResponse
-	56, // 72: harn.v1.Local.Coord:output_type -> harn.v1.CoordResponse
-	49, // 73: harn.v1.Local.Reduce:output_type -> harn.v1.TaskResponse
-	57, // 74: harn.v1.Local.Override:output_type -> harn.v1.OverrideResponse
-	58, // 75: harn.v1.Local.Context:output_type -> harn.v1.ContextResponse
-	59, // 76: harn.v1.Local.DirTrust:output_type -> harn.v1.DirTrustResponse
-	60, // 77: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
-	61, // 78: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
-	39, // 79: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
-	40, // 80: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
-	48, // 81: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
-	62, // 82: harn.v1.Cluster.MoveServer:output_type -> harn.v1.MoveServerResponse
-	63, // 83: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
-	49, // 84: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
-	52, // 85: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
-	53, // 86: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
-	56, // 87: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
-	64, // 88: harn.v1.Cluster.Watch:output_type -> harn.v1.WatchEvent
-	65, // 89: harn.v1.MeshAdmin.TokenCreate:output_type -> harn.v1.TokenCreated
-	66, // 90: harn.v1.MeshAdmin.TokenList:output_type -> harn.v1.TokenListResponse
-	31, // 91: harn.v1.MeshAdmin.TokenRevoke:output_type -> harn.v1.AdminEmpty
-	67, // 92: harn.v1.MeshAdmin.KeyringList:output_type -> harn.v1.KeyringView
-	67, // 93: harn.v1.MeshAdmin.KeyringChange:output_type -> harn.v1.KeyringView
-	68, // 94: harn.v1.MeshAdmin.RevokeNode:output_type -> harn.v1.Revoked
-	69, // 95: harn.v1.MeshAdmin.CARotate:output_type -> harn.v1.CAStatusResponse
-	69, // 96: harn.v1.MeshAdmin.CAFinish:output_type -> harn.v1.CAStatusResponse
-	69, // 97: harn.v1.MeshAdmin.CAStatus:output_type -> harn.v1.CAStatusResponse
-	49, // [49:98] is the sub-list for method output_type
-	0,  // [0:49] is the sub-list for method input_type
+	0,  // 0: harn.v1.Cluster.Apply:input_type -> harn.v1.ApplyRequest
+	1,  // 1: harn.v1.Cluster.ConsistentList:input_type -> harn.v1.ConsistentListRequest
+	2,  // 2: harn.v1.Cluster.Session:input_type -> harn.v1.SessionRequest
+	2,  // 3: harn.v1.Cluster.SessionTrace:input_type -> harn.v1.SessionRequest
+	3,  // 4: harn.v1.Cluster.RemoveServer:input_type -> harn.v1.RemoveServerRequest
+	4,  // 5: harn.v1.Cluster.MoveServer:input_type -> harn.v1.MoveServerRequest
+	5,  // 6: harn.v1.Cluster.Presence:input_type -> harn.v1.PresenceRequest
+	6,  // 7: harn.v1.Cluster.Task:input_type -> harn.v1.TaskRequest
+	7,  // 8: harn.v1.Cluster.Pending:input_type -> harn.v1.PendingRequest
+	8,  // 9: harn.v1.Cluster.Answer:input_type -> harn.v1.AnswerRequest
+	9,  // 10: harn.v1.Cluster.Coord:input_type -> harn.v1.CoordRequest
+	10, // 11: harn.v1.Cluster.Watch:input_type -> harn.v1.WatchRequest
+	11, // 12: harn.v1.Cluster.Apply:output_type -> harn.v1.ApplyResponse
+	12, // 13: harn.v1.Cluster.ConsistentList:output_type -> harn.v1.RegistryResponse
+	13, // 14: harn.v1.Cluster.Session:output_type -> harn.v1.SessionResponse
+	14, // 15: harn.v1.Cluster.SessionTrace:output_type -> harn.v1.TraceResponse
+	15, // 16: harn.v1.Cluster.RemoveServer:output_type -> harn.v1.RemoveServerResponse
+	16, // 17: harn.v1.Cluster.MoveServer:output_type -> harn.v1.MoveServerResponse
+	17, // 18: harn.v1.Cluster.Presence:output_type -> harn.v1.PresenceResponse
+	18, // 19: harn.v1.Cluster.Task:output_type -> harn.v1.TaskResponse
+	19, // 20: harn.v1.Cluster.Pending:output_type -> harn.v1.PendingResponse
+	20, // 21: harn.v1.Cluster.Answer:output_type -> harn.v1.AnswerResponse
+	21, // 22: harn.v1.Cluster.Coord:output_type -> harn.v1.CoordResponse
+	22, // 23: harn.v1.Cluster.Watch:output_type -> harn.v1.WatchEvent
+	12, // [12:24] is the sub-list for method output_type
+	0,  // [0:12] is the sub-list for method input_type
 	0,  // [0:0] is the sub-list for extension type_name
 	0,  // [0:0] is the sub-list for extension extendee
 	0,  // [0:0] is the sub-list for field type_name
@@ -275,7 +113,7 @@ func file_services_proto_init() {
 			NumEnums:      0,
 			NumMessages:   0,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   1,
 		},
 		GoTypes:           file_services_proto_goTypes,
 		DependencyIndexes: file_services_proto_depIdxs,

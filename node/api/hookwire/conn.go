@@ -1,3 +1,15 @@
+// Package hookwire is the room of the hook's round trip on the local wire:
+// the messages the hook sends and reads (from node/api's local.proto,
+// hook.proto and harn.proto) as plain Go structs with a protobuf codec of
+// their own, and the hook's client methods, all written by
+// protoc-gen-harnlocal (messages.harn.go, wire.harn.go); the local wire's
+// connection (Conn) and the node's status errors. The bytes are the
+// protobuf encoding of the same messages, so the node reads them with its
+// generated code; TestHookwireIsTheProtoEncoding checks each message both
+// ways. It imports the standard library and presence only: harn-hook, the
+// process that every tool call of every agent starts, links no protobuf
+// runtime and builds no descriptors. node/api re-exports its errors and
+// speaks through its Conn.
 package hookwire
 
 import (
@@ -265,38 +277,4 @@ func ReadFrame(r io.Reader, max int) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
-}
-
-// The hook's calls.
-
-// Append calls /harn.v1.Local/Append.
-func (c *Conn) Append(ctx context.Context, in *AppendRequest) (*AppendResponse, error) {
-	out := new(AppendResponse)
-	if err := c.call(ctx, "/harn.v1.Local/Append", in, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Diagnose calls /harn.v1.Local/Diagnose.
-func (c *Conn) Diagnose(ctx context.Context, in *DiagnoseRequest) error {
-	return c.call(ctx, "/harn.v1.Local/Diagnose", in, Empty{})
-}
-
-// Decide calls /harn.v1.Local/Decide.
-func (c *Conn) Decide(ctx context.Context, in *DecideRequest) (*DecideResponse, error) {
-	out := new(DecideResponse)
-	if err := c.call(ctx, "/harn.v1.Local/Decide", in, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// AwaitApproval calls /harn.v1.Local/AwaitApproval.
-func (c *Conn) AwaitApproval(ctx context.Context, in *ApprovalRequest) (*ApprovalResponse, error) {
-	out := new(ApprovalResponse)
-	if err := c.call(ctx, "/harn.v1.Local/AwaitApproval", in, out); err != nil {
-		return nil, err
-	}
-	return out, nil
 }

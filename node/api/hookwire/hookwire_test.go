@@ -213,7 +213,9 @@ func FuzzHookwireReplies(f *testing.F) {
 		_ = p.Unmarshal(in)
 		var c hookwire.LocalCall
 		_ = c.Unmarshal(in)
-		_ = hookwire.Empty{}.Unmarshal(in)
+		_ = new(hookwire.DiagnoseResponse).Unmarshal(in)
+		_ = new(hookwire.DecideResponse).Unmarshal(in)
+		_ = new(hookwire.AppendRequest).Unmarshal(in)
 		// What the generated code accepts, the codec accepts too.
 		if proto.Unmarshal(in, new(api.AppendResponse)) == nil {
 			if err := a.Unmarshal(in); err != nil {

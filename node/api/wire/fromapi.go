@@ -1,8 +1,8 @@
 package wire
 
 // The client's conversions from the node's messages (node/api) to these
-// views; the node's own conversions the other way stay beside its
-// services. One function each way.
+// views; the node's conversions the other way are in toapi.go or beside
+// its services. One function each way.
 
 import (
 	"github.com/harn-dev/harn/node/api"

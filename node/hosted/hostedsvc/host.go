@@ -396,12 +396,11 @@ func (h *Host) Place(handle string) (id, node string, err error) {
 
 // hostedService is the Hosted service on the local socket.
 type hostedService struct {
-	apigrpc.UnimplementedHostedServer
 	h *Host
 }
 
 // Local is the Hosted service on the local socket.
-func (h *Host) Local() apigrpc.HostedServer { return &hostedService{h: h} }
+func (h *Host) Local() api.HostedServer { return &hostedService{h: h} }
 
 func (s *hostedService) Run(ctx context.Context, req *api.HostedRunRequest) (*api.HostedRunResponse, error) {
 	return s.h.hostedRun(ctx, req, operator.By(ctx, s.h.Node, ""))

@@ -1,15 +1,9 @@
-// Package hookwire is the room of the hook's round trip: the messages of
-// node/api/hook.proto and local.proto (and the few of harn.proto the hook
-// sends) as plain Go structs with a hand-written protobuf codec, the local
-// wire's connection, and the node's status errors. The bytes are the
-// protobuf encoding of the same messages, so the node reads them with its
-// generated code; TestHookwireIsTheProtoEncoding checks each message both
-// ways. It imports the standard library and presence only: harn-hook, the
-// process that every tool call of every agent starts, links no protobuf
-// runtime and builds no descriptors. node/api re-exports its errors and
-// speaks through its Conn.
-package hookwire
+package main
 
+// wireRuntime is the light codec's primitives, written beside the
+// messages (wire.harn.go): the subset of protobuf's wire format the
+// messages use, in the standard library only.
+const wireRuntime = `
 import (
 	"encoding/binary"
 	"errors"
@@ -212,28 +206,62 @@ func (r *reader) str(wt int) string {
 	return string(r.bytes())
 }
 
-func (r *reader) int(wt int) int64 {
+func (r *reader) int(wt int) uint64 {
 	if wt != wtVarint {
 		r.skip(wt)
 		return 0
 	}
-	return int64(r.varint())
+	return r.varint()
 }
 
-func (r *reader) boolean(wt int) bool { return r.int(wt) != 0 }
-
-// msg reads a message field into dec.
-func (r *reader) msg(wt int, dec func([]byte) error) {
+// msg reads a message field into dec; false when it is of another wire
+// type (skipped) or malformed (r.err).
+func (r *reader) msg(wt int, dec func([]byte) error) bool {
 	if wt != wtBytes {
 		r.skip(wt)
-		return
+		return false
 	}
 	b := r.bytes()
 	if r.err != nil {
-		return
+		return false
 	}
 	if err := dec(b); err != nil {
 		r.err = err
 		r.b = nil
+		return false
 	}
+	return true
 }
+
+// byteField reads a bytes field of wire type wt, or skips a field of
+// another type.
+func (r *reader) byteField(wt int) []byte {
+	if wt != wtBytes {
+		r.skip(wt)
+		return nil
+	}
+	return r.bytes()
+}
+
+// entry reads a map<string, string> entry.
+func (r *reader) entry(wt int) (k, v string, ok bool) {
+	ok = r.msg(wt, func(e []byte) error {
+		er := reader{b: e}
+		for {
+			n, t, ok := er.next()
+			if !ok {
+				return er.err
+			}
+			switch n {
+			case 1:
+				k = er.str(t)
+			case 2:
+				v = er.str(t)
+			default:
+				er.skip(t)
+			}
+		}
+	})
+	return k, v, ok
+}
+`

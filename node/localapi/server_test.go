@@ -1,4 +1,4 @@
-package apigrpc
+package localapi
 
 import (
 	"context"
@@ -18,11 +18,12 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/harn-dev/harn/node/api"
+	"github.com/harn-dev/harn/node/api/apigrpc"
 )
 
-// wireServer serves w on a fresh unix socket until the test ends, and
-// returns a client of it.
-func wireServer(t *testing.T, w *LocalWire) (*api.Client, string) {
+// serve runs s on a fresh unix socket until the test ends, and returns
+// a client of it.
+func serve(t *testing.T, tables ...map[string]api.Method) (*Server, *api.Client, string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "lw")
 	if err != nil {
@@ -33,67 +34,78 @@ func wireServer(t *testing.T, w *LocalWire) (*api.Client, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s := New(lis, tables...)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		w.Serve(lis)
+		s.Run()
 	}()
 	cl, _ := api.Dial(sock, 1<<20, nil)
 	t.Cleanup(func() {
 		cl.Close()
-		lis.Close()
+		s.Close()
 		<-done
-		w.Close()
 		os.RemoveAll(dir)
 	})
-	return cl, sock
+	return s, cl, sock
 }
 
-// TestLocalClientHasEveryMethod: the local wire's client has each unary
-// method of the generated gRPC clients, with the same request and reply,
-// and calls it by the method's own name (a misnamed call would meet
-// "unknown method", not the handler's Unimplemented).
+// reached is a table with each method of tbl answering Unimplemented with
+// its own full name: which handler a call reached.
+func reached(tbl map[string]api.Method) map[string]api.Method {
+	for name := range tbl {
+		tbl[name] = func(context.Context, func(proto.Message) error) (proto.Message, error) {
+			return nil, status.Error(codes.Unimplemented, "reached "+name)
+		}
+	}
+	return tbl
+}
+
+// TestLocalClientHasEveryMethod: the client has a method for each method
+// of the server's tables (both written from local.proto), and each one
+// reaches the server's method of its own name.
 func TestLocalClientHasEveryMethod(t *testing.T) {
-	cl, _ := wireServer(t, NewLocalWire(Service{&Local_ServiceDesc, UnimplementedLocalServer{}},
-		Service{&MeshAdmin_ServiceDesc, UnimplementedMeshAdminServer{}}))
 	for _, c := range []struct {
-		iface reflect.Type
-		impl  reflect.Value
+		tbl    map[string]api.Method
+		client func(*api.Client) any
 	}{
-		{reflect.TypeFor[LocalClient](), reflect.ValueOf(cl)},
-		{reflect.TypeFor[MeshAdminClient](), reflect.ValueOf(cl.Admin)},
+		{api.LocalMethods(nil), func(cl *api.Client) any { return cl }},
+		{api.MeshAdminMethods(nil), func(cl *api.Client) any { return cl.Admin }},
+		{api.HostedMethods(nil), func(cl *api.Client) any { return cl.Hosted() }},
 	} {
-		for i := range c.iface.NumMethod() {
-			want := c.iface.Method(i)
-			got := c.impl.MethodByName(want.Name)
+		tbl := reached(c.tbl)
+		_, cl, _ := serve(t, tbl)
+		impl := reflect.ValueOf(c.client(cl))
+		if len(tbl) == 0 {
+			t.Fatal("an empty table")
+		}
+		for name := range tbl {
+			m := name[strings.LastIndex(name, "/")+1:]
+			got := impl.MethodByName(m)
 			if !got.IsValid() {
-				t.Errorf("%s: the local client has no %s", c.iface.Name(), want.Name)
+				t.Errorf("%s: the client has no %s", impl.Type(), m)
 				continue
 			}
 			gt := got.Type()
-			if gt.NumIn() != 2 || gt.In(1) != want.Type.In(1) || gt.Out(0) != want.Type.Out(0) {
-				t.Errorf("%s.%s: %v, want the request and reply of %v", c.iface.Name(), want.Name, gt, want.Type)
-				continue
-			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			out := got.Call([]reflect.Value{reflect.ValueOf(ctx), reflect.New(gt.In(1).Elem())})
 			cancel()
 			err, _ := out[1].Interface().(error)
-			if !errors.Is(err, api.ErrUnimplemented) || !strings.Contains(err.Error(), "method "+want.Name+" not implemented") {
-				t.Errorf("%s.%s: %v, want the handler's Unimplemented", c.iface.Name(), want.Name, err)
+			if !errors.Is(err, api.ErrUnimplemented) || !strings.Contains(err.Error(), "reached "+name) {
+				t.Errorf("%s: %v, want the handler of %s", m, err, name)
 			}
 		}
 	}
 }
 
 type appendServer struct {
-	UnimplementedLocalServer
-	seen chan context.Context
+	api.LocalServer // nil: only Append is called
+	seen            chan context.Context
 }
 
 func (s *appendServer) Append(ctx context.Context, in *api.AppendRequest) (*api.AppendResponse, error) {
 	if in.ContextFor == "fail" {
-		return nil, WithReasonMeta(codes.Unavailable, api.ReasonOwnerUnreachable, "the owner is gone", map[string]string{"k": "v"})
+		return nil, apigrpc.WithReasonMeta(codes.Unavailable, api.ReasonOwnerUnreachable, "the owner is gone", map[string]string{"k": "v"})
 	}
 	if in.ContextFor == "block" {
 		s.seen <- ctx
@@ -103,11 +115,11 @@ func (s *appendServer) Append(ctx context.Context, in *api.AppendRequest) (*api.
 	return &api.AppendResponse{AdditionalContext: "ctx of " + in.ContextFor}, nil
 }
 
-// TestLocalWireCarriesRepliesAndStatuses: a reply comes back whole, and a
+// TestServerCarriesRepliesAndStatuses: a reply comes back whole, and a
 // refusal as a *StatusError with its code, message, reason and metadata,
 // which the sentinels match.
-func TestLocalWireCarriesRepliesAndStatuses(t *testing.T) {
-	cl, _ := wireServer(t, NewLocalWire(Service{&Local_ServiceDesc, &appendServer{}}))
+func TestServerCarriesRepliesAndStatuses(t *testing.T) {
+	_, cl, _ := serve(t, api.LocalMethods(&appendServer{}))
 	ctx := context.Background()
 	for range 3 { // the connection is kept and reused
 		r, err := cl.Append(ctx, &api.AppendRequest{ContextFor: "s1"})
@@ -120,20 +132,20 @@ func TestLocalWireCarriesRepliesAndStatuses(t *testing.T) {
 	if !errors.As(err, &se) || codes.Code(se.Code()) != codes.Unavailable || se.Message() != "the owner is gone" || se.Meta["k"] != "v" {
 		t.Fatalf("refusal: %#v", err)
 	}
-	if !errors.Is(err, api.ErrOwnerUnreachable) || !errors.Is(err, api.ErrUnavailable) || Reason(err) != api.ReasonOwnerUnreachable {
+	if !errors.Is(err, api.ErrOwnerUnreachable) || !errors.Is(err, api.ErrUnavailable) || apigrpc.Reason(err) != api.ReasonOwnerUnreachable {
 		t.Fatalf("%v: sentinels do not match", err)
 	}
-	if st := Status(err); st.Code() != codes.Unavailable || Reason(st.Err()) != api.ReasonOwnerUnreachable {
+	if st := apigrpc.Status(err); st.Code() != codes.Unavailable || apigrpc.Reason(st.Err()) != api.ReasonOwnerUnreachable {
 		t.Fatalf("back to a status: %v", st)
 	}
 }
 
-// TestLocalWireEndsACallWhoseClientWent: a client that gives up (its
+// TestServerEndsACallWhoseClientWent: a client that gives up (its
 // context ends) closes its connection, and the node's handler sees its
 // own context end: nobody waits for that reply.
-func TestLocalWireEndsACallWhoseClientWent(t *testing.T) {
+func TestServerEndsACallWhoseClientWent(t *testing.T) {
 	srv := &appendServer{seen: make(chan context.Context, 1)}
-	cl, _ := wireServer(t, NewLocalWire(Service{&Local_ServiceDesc, srv}))
+	_, cl, _ := serve(t, api.LocalMethods(srv))
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
 	go func() {
@@ -157,12 +169,11 @@ func TestLocalWireEndsACallWhoseClientWent(t *testing.T) {
 	}
 }
 
-// TestLocalWireCloseEndsCallsInFlight: Close ends the context of a call in
+// TestServerCloseEndsCallsInFlight: Close ends the context of a call in
 // flight and waits for it.
-func TestLocalWireCloseEndsCallsInFlight(t *testing.T) {
+func TestServerCloseEndsCallsInFlight(t *testing.T) {
 	srv := &appendServer{seen: make(chan context.Context, 1)}
-	w := NewLocalWire(Service{&Local_ServiceDesc, srv})
-	cl, _ := wireServer(t, w)
+	w, cl, _ := serve(t, api.LocalMethods(srv))
 	errc := make(chan error, 1)
 	go func() {
 		_, err := cl.Append(context.Background(), &api.AppendRequest{ContextFor: "block"})
@@ -185,11 +196,11 @@ func TestLocalWireCloseEndsCallsInFlight(t *testing.T) {
 	}
 }
 
-// TestLocalWireRefusesAnOversizeCall: a frame over MaxLocalCall is refused
+// TestServerRefusesAnOversizeCall: a frame over MaxLocalCall is refused
 // with ResourceExhausted before it is read, and the connection closed; an
 // unknown method is Unimplemented.
-func TestLocalWireRefusesAnOversizeCall(t *testing.T) {
-	_, sock := wireServer(t, NewLocalWire(Service{&Local_ServiceDesc, &appendServer{}}))
+func TestServerRefusesAnOversizeCall(t *testing.T) {
+	_, _, sock := serve(t, api.LocalMethods(&appendServer{}))
 	c, err := net.Dial("unix", sock)
 	if err != nil {
 		t.Fatal(err)

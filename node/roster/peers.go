@@ -1,4 +1,4 @@
-package node
+package roster
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/harn-dev/harn/util/text"
 )
 
-// peerContext is the prompt-time context for session: a reminder of its
+// PeerContext is the prompt-time context for session: a reminder of its
 // re-minted name while the agent has not shown it, and the table of the
 // other live sessions on every reachable node, when that table changed
 // since this session's last injection ("" when there is nothing to say).
@@ -23,17 +23,17 @@ import (
 // sessions first, then "and N more". Its change hash covers every row
 // shown (remote ones too) and the count left out, but not the ages, so
 // time passing is not a change.
-func (n *Node) peerContext(session string) string {
-	now := n.cfg.Clock.Now()
-	n.seen.Settle(session) // the transcripts its events named, read
-	self, _ := n.resolveLocal(session)
+func (ro *Roster) PeerContext(session string) string {
+	now := ro.cfg.Clock.Now()
+	ro.host.Settle(session) // the transcripts its events named, read
+	self, _ := ro.resolveLocal(session)
 	var remind string
 	if self.NamePending() {
 		remind = NameReminder(self.SuggestedSessionName)
 	}
-	rows, _, err := n.Roster(context.Background(), false, false)
+	rows, _, err := ro.List(context.Background(), false, false, true)
 	if err != nil {
-		n.log.Error("peer context", "err", err)
+		ro.log.Error("peer context", "err", err)
 	}
 	peers := make([]peerRow, 0, len(rows))
 	for i := range rows {
@@ -42,20 +42,21 @@ func (n *Node) peerContext(session string) string {
 			continue
 		}
 		node := ""
-		if rows[i].Source != "local" && s.Node != n.cfg.Name {
+		if rows[i].Source != "local" && s.Node != ro.cfg.Name {
 			node = s.Node
 		}
 		peers = append(peers, peerRow{st: s, node: node})
 	}
-	budget := n.cfg.PeerContextBytes
+	budget := ro.cfg.PeerContextBytes
 	if remind != "" {
 		budget -= len(remind) + 1
 	}
 	table, sum := renderPeerTable(self.Repo, peers, now, budget)
 	key := "ctx/" + session
-	prev, err := n.ledger.GetMeta(key)
+	led := ro.host.Ledger()
+	prev, err := led.GetMeta(key)
 	if err != nil {
-		n.log.Error("peer context", "err", err)
+		ro.log.Error("peer context", "err", err)
 	}
 	switch {
 	case string(prev) == sum:
@@ -63,8 +64,8 @@ func (n *Node) peerContext(session string) string {
 	case len(peers) == 0 && prev == nil:
 		table = "" // never had peers: nothing to say, nothing to remember
 	default:
-		if err := n.ledger.PutMeta(key, []byte(sum)); err != nil {
-			n.log.Error("peer context", "err", err)
+		if err := led.PutMeta(key, []byte(sum)); err != nil {
+			ro.log.Error("peer context", "err", err)
 		}
 		if len(peers) == 0 {
 			table = "harn: no other agent sessions are live now."
@@ -197,8 +198,3 @@ func claimSummary(cs []string) string {
 	}
 	return strings.Join(parts, ", ")
 }
-
-// Age renders the time since t compactly (45s, 12m, 3h, 2d).
-//
-// Deprecated: use text.Age.
-func Age(now, t time.Time) string { return text.Age(now, t) }
