@@ -126,8 +126,28 @@ type clusterLocal struct{ n *Node }
 
 var _ cluster.Local = clusterLocal{}
 
-func (l clusterLocal) LiveEntries() []gossip.Entry                   { return l.n.liveEntries() }
-func (l clusterLocal) LocalDigest() string                           { return l.n.localDigest() }
+// LiveEntries are the gossiped entries of this node's live sessions.
+func (l clusterLocal) LiveEntries() []gossip.Entry {
+	n := l.n
+	var out []gossip.Entry
+	n.sess.EachLive(func(st *presence.State, hash string) {
+		ge := gossip.EntryOf(st, hash)
+		n.taskSvc.Decorate(&ge)
+		out = append(out, ge)
+	})
+	return out
+}
+
+// LocalDigest is the presence digest of this node's live sessions.
+func (l clusterLocal) LocalDigest() string {
+	n := l.n
+	var pairs [][2]string
+	n.sess.EachLive(func(st *presence.State, hash string) {
+		pairs = append(pairs, [2]string{st.SessionID, gossip.WithTask(hash, n.taskSvc.Brief(st.SessionID))})
+	})
+	return gossip.Digest(pairs)
+}
+
 func (l clusterLocal) Sessions(all bool) []presence.State            { return l.n.Sessions(all) }
 func (l clusterLocal) Diagnose(source, msg string)                   { l.n.keep.Diagnose(source, msg, 0, "") }
 func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.taskSvc.ApplySwitches(all) }
@@ -166,7 +186,7 @@ func (n *Node) RPCAddr() string {
 
 // Session is a session's live detail, for another node's reader.
 func (s peerService) Session(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	st, err := s.n.resolveLocal(req.Id)
+	st, err := s.n.sess.Resolve(req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -175,7 +195,7 @@ func (s peerService) Session(ctx context.Context, req *api.SessionRequest) (*api
 
 // SessionTrace is a session's events, for another node's reader.
 func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	st, err := s.n.resolveLocal(req.Id)
+	st, err := s.n.sess.Resolve(req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}

@@ -217,7 +217,11 @@ func (n *Node) open(ctx context.Context) error {
 			}
 			return n.cl.Writer()
 		}})
-	n.seen = n.newWatcher()
+	// The transcript watcher (node/remint) records session_name.seen off the hook's path.
+	n.seen = remint.NewWatcher(remint.WatcherConfig{Reader: remint.New(remint.DefaultConfig()),
+		State:  n.sess.State,
+		Record: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
+		Clock:  n.cfg.Clock, Logger: n.log})
 	n.subscribe()
 	if err := n.sess.Rebuild(); err != nil {
 		return err
@@ -402,7 +406,12 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 	return hostedsvc.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Socket: n.cfg.Socket, Key: n.key,
 		Launchers: n.cfg.Launchers, Clock: n.cfg.Clock, Log: n.log, Gate: n.gate, Sessions: n.sess, Gossip: n.remote,
 		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }), OnChange: n.taskChanged,
-		Policy: n.policy, Record: n.roster.ResolveRecord, Stop: n.stop,
+		Policy: func() remotepolicy.Config { // set at Open; computed before
+			if n.remotePol.Node != "" {
+				return n.remotePol
+			}
+			return remotePolicy(n.cfg, n.log)
+		}, Record: n.roster.ResolveRecord, Stop: n.stop,
 		Mesh: func() hostedsvc.Mesh {
 			if n.cl == nil {
 				return nil
@@ -418,14 +427,6 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 			}
 			return out
 		}}
-}
-
-// policy is the node's remote policy (set at Open; computed before).
-func (n *Node) policy() remotepolicy.Config {
-	if n.remotePol.Node != "" {
-		return n.remotePol
-	}
-	return n.remotePolicy()
 }
 
 // localServer is the Local service: the adapters of service.go and the

@@ -58,7 +58,7 @@ func (n *Node) recordAnswer(r tasks.Request) {
 		return
 	}
 	// Only a session this node holds: an answer never makes up a session.
-	st, err := n.resolveLocal(r.Session)
+	st, err := n.sess.Resolve(r.Session)
 	if err != nil || st.SessionID != r.Session {
 		n.log.Warn("a permission answer for a session this node does not hold was not recorded", "request", r.ID, "session", r.Session)
 		return

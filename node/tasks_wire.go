@@ -26,7 +26,7 @@ func (n *Node) openTasks() error {
 		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
 		// The ingest is a synced write to the same ledger as KV.
 		IngestSyncsKV: true,
-		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
+		Sessions:      sessionsFunc(func(h string) (presence.State, error) { return n.sess.Resolve(h) }), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
 		Bounds:   n.cfg.AgentBounds,
@@ -43,7 +43,7 @@ func (n *Node) openTasks() error {
 		return err
 	}
 	n.tasks = h
-	n.remotePol = n.remotePolicy()
+	n.remotePol = remotePolicy(n.cfg, n.log)
 	n.taskSvc = tasksvc.New(tasksvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Tasks: h, Gate: n.gate,
 		Policy: n.RemotePolicy, Sessions: n.sess, Record: n.roster.ResolveRecord,
 		Mesh: func() tasksvc.Mesh {
