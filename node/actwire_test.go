@@ -8,6 +8,7 @@ import (
 
 	"github.com/harn-dev/harn/node/acttoken"
 	"github.com/harn-dev/harn/node/alerts/notifysvc"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/notify"
 	"github.com/harn-dev/harn/node/tasks"
@@ -16,7 +17,7 @@ import (
 
 func needsInputWith(id string) notify.Transition {
 	return notify.Transition{Kind: notify.KindNeedsInput,
-		Session: notify.Session{ID: "p1", Activity: presence.ActivityNeedsInput, Permission: &notify.Permission{ID: id, Tool: "Bash"}}}
+		Session: notify.Session{SessionRow: &api.SessionRow{SessionId: "p1", Activity: string(presence.ActivityNeedsInput)}, Permission: &notify.Permission{ID: id, Tool: "Bash"}}}
 }
 
 // Without a board a needs_input message gets no buttons: there is nowhere

@@ -380,8 +380,7 @@ func (rt *Runtime) startLocked(s *session, t *task, pred *task) {
 	t.calls, t.perCap = map[string]*call{}, map[string]int{}
 	for i := range t.snap.list {
 		if c := &t.snap.list[i]; c.Core && c.Kind == KindTool {
-			t.loaded[c.Name] = c.Tokens
-			t.active += c.Tokens
+			t.loaded[c.Name] = 0 // in the budget's Base, not charged again
 		}
 	}
 	t.ctx, t.cancel = context.WithCancel(context.Background())

@@ -180,13 +180,18 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 	if req.Generation != 0 && req.Generation != t.snap.gen {
 		return c, false, refuse(CheckGeneration, name, ErrGeneration, "call states %d, the task's snapshot is %d", req.Generation, t.snap.gen)
 	}
-	if req.ContractHash != c.ContractHash {
+	_, loaded := t.loaded[name]
+	unloaded := !loaded && !c.Core
+	// A tool the task has not loaded is not in the loop's tools, so its
+	// call states no contract: it is answered by the load check below
+	// (load it first), not as a contract mismatch.
+	if req.ContractHash != c.ContractHash && !(unloaded && req.ContractHash == "") {
 		return c, false, refuse(CheckContract, name, ErrContractHash, "call states %q, the snapshot has %q", req.ContractHash, c.ContractHash)
 	}
 	if c.Provider == "" {
 		return c, false, refuse(CheckBinding, name, ErrUnbound, "no provider")
 	}
-	if g.disabled[c.Provider] {
+	if g.isOff(c.Provider) {
 		return c, false, refuse(CheckProvider, name, ErrProviderDisabled, "provider %q is disabled", c.Provider)
 	}
 	if c.Kind != KindTool {
@@ -211,8 +216,8 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 			confirm = true
 		}
 	}
-	if _, ok := t.loaded[name]; !ok && !c.Core {
-		return c, false, refuse(CheckLoad, name, ErrNotLoaded, "load it first")
+	if unloaded {
+		return c, false, refuse(CheckLoad, name, ErrNotLoaded, "%s", LoadFirst(name))
 	}
 	if !c.ReadOnly && len(t.s.holds) > 0 {
 		h := t.s.holds[0]
@@ -223,6 +228,12 @@ func (rt *Runtime) checkLocked(t *task, req *CallRequest) (Capability, bool, err
 			Err:    &AckRequiredError{Task: h.task, Call: h.call, Capability: h.capability}}
 	}
 	return c, confirm, nil
+}
+
+// LoadFirst is what a call of a discovered but unloaded tool is answered
+// with: the call to make before it.
+func LoadFirst(name string) string {
+	return fmt.Sprintf(`load it first with tools_load {"name":%q}; it is callable from the next request on`, name)
 }
 
 // Begin checks a call and, when it passes, records it and starts it (or,

@@ -65,7 +65,7 @@ func TestModelActivatedSkillsLastOneStep(t *testing.T) {
 		t.Fatalf("cleared %v", cleared)
 	}
 	cv, _ := f.rt.Context(a)
-	if len(cv.StepSkills) != 0 || cv.Active != 200 {
+	if len(cv.StepSkills) != 0 || cv.Active != 0 {
 		t.Fatalf("context after the step %+v", cv)
 	}
 }
@@ -420,15 +420,15 @@ func TestSecondAnswerIsRefusedAndNamesTheFirst(t *testing.T) {
 func TestAdmissionAdmitsOrAnswersWithNeedMarginAndCeiling(t *testing.T) {
 	f := newFixture(t)
 	a := f.start(t, "a", nil)
-	if _, err := f.rt.Load(a, "search"); err != nil { // 200 + 1000 + 300 + 400 <= 8000
+	if _, err := f.rt.Load(a, "search"); err != nil { // 0 + 1000 + 300 + 400 <= 8000 (core tools are in the base)
 		t.Fatal(err)
 	}
-	_, err := f.rt.Load(a, "big") // 500 + 1000 + 7000 + 400 > 8000
+	_, err := f.rt.Load(a, "big") // 300 + 1000 + 7000 + 400 > 8000
 	var ae *AdmissionError
 	if !errors.As(err, &ae) || !errors.Is(err, ErrNotAdmitted) {
 		t.Fatalf("big tool: %v", err)
 	}
-	if ae.Need != 7000 || ae.Margin != 400 || ae.Ceiling != 8000 || ae.Active != 500 || ae.Base != 1000 {
+	if ae.Need != 7000 || ae.Margin != 400 || ae.Ceiling != 8000 || ae.Active != 300 || ae.Base != 1000 {
 		t.Fatalf("admission answer %+v", ae)
 	}
 	_, err = f.rt.Activate(a, "huge_skill", false)

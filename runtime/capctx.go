@@ -7,9 +7,11 @@ import (
 
 // Budget is a model's input budget for admission, in tokens. The ceiling is
 // CeilingPercent (default 80) of the usable input budget; the margin is
-// MarginPercent (default 5) of the ceiling; Base is the minimal model base
-// (system prompt and core instructions). A zero UsableInput turns admission
-// off (an external agent manages its own context).
+// MarginPercent (default 5) of the ceiling; Base is the minimal model base:
+// the system prompt and the core tools' schemas, as a request carries them.
+// Core tools are loaded when a task starts and are not charged again to its
+// active tokens: only what tools_load and skills add is. A zero UsableInput
+// turns admission off (an external agent manages its own context).
 type Budget struct {
 	UsableInput    int `json:"usable_input"`
 	CeilingPercent int `json:"ceiling_percent,omitempty"`
@@ -87,7 +89,7 @@ func (rt *Runtime) capFor(t *task, name string, kind Kind, need Level) (Capabili
 	if c.Provider == "" {
 		return c, refuse(CheckBinding, name, ErrUnbound, "no provider")
 	}
-	if g.disabled[c.Provider] {
+	if g.isOff(c.Provider) {
 		return c, refuse(CheckProvider, name, ErrProviderDisabled, "provider %q is disabled", c.Provider)
 	}
 	if c.Kind != kind {
@@ -123,7 +125,7 @@ func discoverable(g *global, t *task) []string {
 	var out []string
 	for i := range t.snap.list {
 		c := &t.snap.list[i]
-		if g.isRevoked(c.Name) || g.disabled[c.Provider] {
+		if g.isRevoked(c.Name) || g.isOff(c.Provider) {
 			continue
 		}
 		if lvl, _ := ceiling(t.grants, t.limits, c, "", modeNoCall, t.s.cfg.Workdir); lvl >= Discover {

@@ -175,6 +175,13 @@ func (g *global) isRevoked(name string) bool {
 	return false
 }
 
+// isOff says whether a provider is disabled: by its own name, or, for
+// one of harn's MCP servers (mcp:NAME), by "mcp", the provider of every
+// MCP tool.
+func (g *global) isOff(provider string) bool {
+	return g.disabled[provider] || (strings.HasPrefix(provider, "mcp:") && g.disabled["mcp"])
+}
+
 func (g *global) clone() *global {
 	n := &global{catalogs: make(map[string]*catalog, len(g.catalogs)), revoked: append([]string(nil), g.revoked...), disabled: make(map[string]bool, len(g.disabled))}
 	for k, v := range g.catalogs {

@@ -62,7 +62,7 @@ func (rt *Runtime) handoffFor(s *session, t *task, g *global) *Handoff {
 		ok := false
 		if _, found := slices.BinarySearch(may, name); found {
 			ok = true
-		} else if c, in := t.snap.lookup(name); in && !g.isRevoked(name) {
+		} else if c, in := t.snap.lookup(name); in && !g.isRevoked(name) && !g.isOff(c.Provider) {
 			// a name under a pattern entry (mcp__*) of the successor's catalog
 			lvl, _ := ceiling(t.grants, t.limits, &c, "", modeNoCall, s.cfg.Workdir)
 			ok = lvl >= Discover

@@ -184,18 +184,33 @@ func mcpChangedScript(m *modeltest.Server) {
 	})
 }
 
-func TestAskMCPSchemaChangeMidTaskRefusesTheNextCall(t *testing.T) {
+// TestAskMCPSchemaChangeMidTaskWithdrawsTheTool: once the server changed
+// echo's schema, the task's requests no longer offer echo and tell the
+// model it was withdrawn; a call made anyway is refused before it runs.
+func TestAskMCPSchemaChangeMidTaskWithdrawsTheTool(t *testing.T) {
 	e := askEnv(t)
 	m := modeltest.New(t)
 	mcpChangedScript(m)
 	r := askIn(t, e, t.TempDir(), m, "", "--profile", "full", "bump then echo")
-	if r.code != 19 || strings.TrimSpace(r.stdout) != "done" || !strings.Contains(r.stderr, echoTool+" (contract_hash)") {
+	if r.code != 19 || strings.TrimSpace(r.stdout) != "done" || !strings.Contains(r.stderr, echoTool+" (load_state)") {
 		t.Fatalf("%v\nrequests: %v", r, m.Raw())
 	}
 	reqs := m.Requests()
 	last := toolResults(reqs[len(reqs)-1])["e1"]
-	if !strings.Contains(last, "refused by harn") || !strings.Contains(last, "contract") {
-		t.Fatalf("the call after the schema change was not refused on its contract: %q", last)
+	if !strings.Contains(last, "refused by harn") || !strings.Contains(last, "tools_load") {
+		t.Fatalf("the call after the schema change was not refused: %q", last)
+	}
+	told := false
+	for _, name := range modeltest.ToolNames(reqs[len(reqs)-1]) {
+		if name == echoTool {
+			t.Fatalf("the request after the change still offers %s", echoTool)
+		}
+	}
+	for _, msg := range modeltest.Messages(reqs[len(reqs)-1]) {
+		told = told || strings.Contains(msg, echoTool+" was withdrawn")
+	}
+	if !told {
+		t.Fatalf("the model was not told of the withdrawal: %v", modeltest.Messages(reqs[len(reqs)-1]))
 	}
 	for _, raw := range m.Raw() {
 		if strings.Contains(raw, "echo2:") {

@@ -155,9 +155,11 @@ func TestChatEnterSteersAtTheStepBoundaryAltEnterAndTabQueueFollowUps(t *testing
 	if !modeltest.Contains(modeltest.Messages(reqs[1]), "pelican") || modeltest.Contains(modeltest.Messages(reqs[1]), "then A") {
 		t.Fatalf("the steered request: %v", modeltest.Messages(reqs[1]))
 	}
-	// A follow-up's prompt is its text: the session's context already
-	// holds the conversation, so a later task takes no handoff.
-	if a, b := lastUser(reqs[2]), lastUser(reqs[3]); a != "then A" || b != "then B" {
+	// A follow-up's prompt is its text after its predecessor's final
+	// message and digest (seed 000); the session's context already holds
+	// the conversation.
+	if a, b := lastUser(reqs[2]), lastUser(reqs[3]); !strings.HasSuffix(a, "</harn-handoff>\n\nthen A") || !strings.Contains(a, `"steered answer"`) ||
+		!strings.HasSuffix(b, "</harn-handoff>\n\nthen B") || !strings.Contains(b, `"answer A"`) {
 		t.Fatalf("the follow-ups ran as %q then %q", a, b)
 	}
 	s := p.screen()

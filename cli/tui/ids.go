@@ -9,6 +9,9 @@ const minShort = 8
 type shortIDs struct {
 	known map[string]struct{}
 	cache map[string]string
+	// gen moves whenever an id is learnt: a prefix shown before may now
+	// be ambiguous, so drawings that show ids are made again.
+	gen int
 }
 
 func newShortIDs() *shortIDs {
@@ -33,6 +36,7 @@ func (s *shortIDs) learn(ids ...string) {
 		}
 		s.known[id] = struct{}{}
 		clear(s.cache)
+		s.gen++
 	}
 }
 

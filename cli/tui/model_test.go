@@ -435,3 +435,26 @@ func TestATurnWithRefusedCallsSaysSoAtItsEnd(t *testing.T) {
 		t.Fatalf("a turn without refusals says one:\n%s", v)
 	}
 }
+
+// TestAShortTaskIDGrowsWhenALaterTaskSharesItsPrefix: task ids are
+// shown by their shortest unique prefix among those known; a task drawn
+// before a later one that shares its prefix is drawn again with a longer
+// one, so no id on screen is a prefix of another task's (a session's
+// tasks started within minutes share the first characters of a ULID).
+func TestAShortTaskIDGrowsWhenALaterTaskSharesItsPrefix(t *testing.T) {
+	f := &fakeNode{}
+	m, _ := newTest(t, f, "h-01JAAAAAAA")
+	events(m,
+		taskwire.Event{Type: evTurnStart, Task: "t-01M983D4AA", Text: "first"},
+		taskwire.Event{Type: evTurnEnd, Task: "t-01M983D4AA", Status: "succeeded", Text: "one"})
+	if v := m.View(); !strings.Contains(v, "── t-01M983 succeeded") {
+		t.Fatalf("the first task alone is not shown by 8 characters:\n%s", v)
+	}
+	events(m,
+		taskwire.Event{Type: evTurnStart, Task: "t-01M983DRBB", Text: "second"},
+		taskwire.Event{Type: evTurnEnd, Task: "t-01M983DRBB", Status: "succeeded", Text: "two"})
+	v := m.View()
+	if strings.Contains(v, "t-01M983 ") || !strings.Contains(v, "── t-01M983D4 succeeded") || !strings.Contains(v, "── t-01M983DR succeeded") {
+		t.Fatalf("an id on screen is a prefix of another task's:\n%s", v)
+	}
+}

@@ -142,7 +142,7 @@ func completeBlocks(s string) (done, rest string) {
 
 // draw is the item's lines at width w (cached until it changes).
 func (m *Model) draw(it *item, w int) []string {
-	if it.drawn != nil && it.drawnVer == it.ver && it.drawnW == w {
+	if it.drawn != nil && it.drawnVer == it.ver && it.drawnW == w && it.drawnIDs == m.ids.gen {
 		return it.drawn
 	}
 	var out []string
@@ -176,7 +176,8 @@ func (m *Model) draw(it *item, w int) []string {
 	case kTool:
 		out = m.drawTool(it, w)
 	}
-	it.drawn, it.drawnVer, it.drawnW = out, it.ver, w
+	m.ids.short(it.task) // learnt before the stamp: a drawing is not made again for its own id
+	it.drawn, it.drawnVer, it.drawnW, it.drawnIDs = out, it.ver, w, m.ids.gen
 	return out
 }
 

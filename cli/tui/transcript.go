@@ -66,9 +66,10 @@ type item struct {
 
 	expanded bool // drawn whole, not collapsed
 
-	// the drawing, cached for a width and a version
-	ver, drawnVer, drawnW int
-	drawn                 []string
+	// the drawing, cached for a width, a version and the ids known
+	// (a task's short id grows when a later task shares its prefix)
+	ver, drawnVer, drawnW, drawnIDs int
+	drawn                           []string
 }
 
 func (it *item) touch() { it.ver++ }

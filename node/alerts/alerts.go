@@ -293,10 +293,10 @@ func (r *Room) ownView(st *presence.State, now time.Time) notify.Session {
 	v := sessionView(st)
 	v.Reachable = true
 	if r.cfg.SilenceAfter > 0 {
-		v.SilentSince = presence.SilentSince(st, now, r.cfg.SilenceAfter)
+		v.SilentSinceUnixNano = api.UnixNano(presence.SilentSince(st, now, r.cfg.SilenceAfter))
 	}
-	if r.cfg.Permission != nil && v.Activity == presence.ActivityNeedsInput {
-		v.Permission = r.cfg.Permission(v.ID)
+	if r.cfg.Permission != nil && st.Activity == presence.ActivityNeedsInput {
+		v.Permission = r.cfg.Permission(st.SessionID)
 	}
 	return r.linked(v)
 }
@@ -304,7 +304,7 @@ func (r *Room) ownView(st *presence.State, now time.Time) notify.Session {
 // linked is v with its board link.
 func (r *Room) linked(v notify.Session) notify.Session {
 	if r.cfg.Link != nil {
-		v.Link = r.cfg.Link(v.ID)
+		v.Link = r.cfg.Link(v.SessionId)
 	}
 	return v
 }
@@ -313,7 +313,7 @@ func (r *Room) linked(v notify.Session) notify.Session {
 // silence (its evidence stopped with its node), unreachable since then.
 func remoteView(rm *Remote) notify.Session {
 	v := sessionView(&rm.State)
-	v.Reachable, v.UnreachableSince = false, rm.Since
+	v.Reachable, v.UnreachableSinceUnixNano = false, api.UnixNano(rm.Since)
 	return v
 }
 
@@ -321,7 +321,7 @@ func remoteView(rm *Remote) notify.Session {
 // reachability and silence are the caller's.
 func sessionView(st *presence.State) notify.Session {
 	v := notify.SessionOf(api.RowOf(st))
-	v.Reachable, v.SilentSince = false, time.Time{}
+	v.Reachable, v.SilentSinceUnixNano = false, 0
 	return v
 }
 

@@ -71,7 +71,10 @@ var views = []struct {
 		"AgentPID": "not a state worth telling", "AgentPIDStart": "not a state worth telling",
 		"Cwd": "not a state worth telling", "Repo": "not a state worth telling", "Branch": "not a state worth telling",
 		"Events": "not a state worth telling",
-	}, func(st *presence.State) any { return notify.SessionOf(api.RowOf(st)) }},
+	}, func(st *presence.State) any {
+		// What a message carries of the session (the engine holds the row).
+		return notify.NewPayload(notify.Transition{Kind: notify.KindNeedsInput, Session: notify.SessionOf(api.RowOf(st))}).Session
+	}},
 }
 
 // distinct sets field f of st to a value no baseline has.

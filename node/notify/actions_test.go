@@ -103,8 +103,8 @@ func TestButtonsAreMadeOncePerMessageForNtfyOnly(t *testing.T) {
 	if err := e.SetWebhooks([]Webhook{jsonHook, ntfy, ntfy2}); err != nil {
 		t.Fatal(err)
 	}
-	s2 := s
-	s2.ID = "s-43"
+	s2 := s.fresh()
+	s2.SessionId = "s-43"
 	e.Observe([]Session{s, s2})
 	clk.Advance(time.Second)
 	eventually(t, "three more messages", func() bool { return snd.count() == 4 })

@@ -33,7 +33,7 @@ func newDebounceRig(t *testing.T, cfg Config, desk Desktop) *debounceRig {
 
 func needsInput(id string) Session {
 	s := view(id)
-	s.Activity = presence.ActivityNeedsInput
+	s.Activity = string(presence.ActivityNeedsInput)
 	return s
 }
 
@@ -219,8 +219,9 @@ func TestSessionGoneCancelsPendingNotification(t *testing.T) {
 func TestMessageCarriesLatestViewAtSendTime(t *testing.T) {
 	r := newDebounceRig(t, Config{Debounce: 3 * time.Second}, nil)
 	s := view("s1")
-	s.TaskState, s.BlockerReason = presence.TaskBlocked, "first"
+	s.TaskState, s.BlockerReason = string(presence.TaskBlocked), "first"
 	r.e.Observe([]Session{s})
+	s = s.fresh()
 	s.BlockerReason = "second"
 	r.clk.Advance(time.Second)
 	r.e.Observe([]Session{s})
@@ -243,7 +244,8 @@ func TestWebhookOnFilterSelectsKinds(t *testing.T) {
 	s := needsInput("s1")
 	e.Observe([]Session{s})
 	clk.Advance(time.Second)
-	s.TaskState, s.BlockerReason = presence.TaskBlocked, "r"
+	s = s.fresh()
+	s.TaskState, s.BlockerReason = string(presence.TaskBlocked), "r"
 	e.Observe([]Session{s})
 	clk.Advance(time.Second)
 	eventually(t, "three messages", func() bool { return snd.count() == 3 })

@@ -193,11 +193,12 @@ func (e *Engine) Observe(views []Session) {
 	}
 	present := make(map[string]bool, len(views))
 	for _, v := range views {
-		if v.ID == "" || present[v.ID] {
+		id := v.GetSessionId()
+		if id == "" || present[id] {
 			continue
 		}
-		present[v.ID] = true
-		tr := e.track(v.ID)
+		present[id] = true
+		tr := e.track(id)
 		var prev *Session
 		if tr.seen {
 			p := tr.view
@@ -205,7 +206,7 @@ func (e *Engine) Observe(views []Session) {
 		}
 		tr.view, tr.seen = v, true
 		for _, t := range Diff(prev, v) {
-			e.start(v.ID, tr.hold(t.Kind), t.Kind, now)
+			e.start(id, tr.hold(t.Kind), t.Kind, now)
 		}
 		for k, h := range tr.holds {
 			if h.holding && !Holds(v, k) {
@@ -246,10 +247,10 @@ func (e *Engine) Baseline(views []Session) {
 		return
 	}
 	for _, v := range views {
-		if v.ID == "" {
+		if v.GetSessionId() == "" {
 			continue
 		}
-		tr := e.track(v.ID)
+		tr := e.track(v.GetSessionId())
 		if tr.seen {
 			continue
 		}

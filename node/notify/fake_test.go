@@ -8,8 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
+	"google.golang.org/protobuf/proto"
 )
 
 // fakeClock is a Clock that moves only when told. Advance runs the due
@@ -177,8 +179,8 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 // view is a reachable, working, active session.
 func view(id string) Session {
-	return Session{ID: id, Name: "Sable", Agent: "claude-code", Node: "buildbox", Task: "fix the tests",
-		Activity: presence.ActivityWorking, TaskState: presence.TaskActive, Reachable: true}
+	return Session{SessionRow: &api.SessionRow{SessionId: id, Name: "Sable", Agent: "claude-code", Node: "buildbox", Task: "fix the tests",
+		Activity: string(presence.ActivityWorking), TaskState: string(presence.TaskActive), Reachable: true}}
 }
 
 func mustHook(t *testing.T, url, on, format string) Webhook {
@@ -191,3 +193,10 @@ func mustHook(t *testing.T, url, on, format string) Webhook {
 }
 
 func noJitter(d time.Duration) time.Duration { return d }
+
+// fresh is s with a row of its own: the engine keeps the rows it is
+// given, so a test that changes a session it handed over changes a copy.
+func (s Session) fresh() Session {
+	s.SessionRow = proto.Clone(s.SessionRow).(*api.SessionRow)
+	return s
+}

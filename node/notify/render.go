@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -103,10 +104,14 @@ type PayloadRequest struct {
 // clipped: the only way agent text enters a message.
 func clean(s Session) Session {
 	c := func(v string, n int) string { return text.Clip(text.OneLine(v), n) }
-	s.ID, s.Name, s.Agent, s.Node = c(s.ID, maxID), c(s.Name, maxName), c(s.Agent, maxAgent), c(s.Node, maxNode)
-	s.Task, s.BlockerReason, s.WaitingOn = c(s.Task, maxTask), c(s.BlockerReason, maxReason), c(s.WaitingOn, maxWaiting)
-	s.Activity = presence.Activity(c(string(s.Activity), 32))
-	s.TaskState = presence.TaskState(c(string(s.TaskState), 32))
+	// The row's fields a message shows, cleaned, in a row of their own: the
+	// caller's row is left as it is.
+	r := s.SessionRow
+	s.SessionRow = &api.SessionRow{SessionId: c(r.GetSessionId(), maxID), Name: c(r.GetName(), maxName),
+		Agent: c(r.GetAgent(), maxAgent), Node: c(r.GetNode(), maxNode), Task: c(r.GetTask(), maxTask),
+		BlockerReason: c(r.GetBlockerReason(), maxReason), WaitingOn: c(r.GetWaitingOn(), maxWaiting),
+		Activity: c(r.GetActivity(), 32), TaskState: c(r.GetTaskState(), 32), Reachable: r.GetReachable(),
+		UnreachableSinceUnixNano: r.GetUnreachableSinceUnixNano(), SilentSinceUnixNano: r.GetSilentSinceUnixNano()}
 	s.Link = c(s.Link, maxLink)
 	if s.Permission != nil {
 		r := *s.Permission
@@ -126,8 +131,8 @@ func label(s Session) string {
 	if s.Name != "" {
 		return s.Name
 	}
-	if s.ID != "" {
-		return s.ID
+	if s.SessionId != "" {
+		return s.SessionId
 	}
 	return "a session"
 }
@@ -192,12 +197,12 @@ func Text(t Transition) string {
 		b.WriteString(" is done")
 	case KindUnreachable:
 		b.WriteString(" is unreachable")
-		if since := presence.FormatTime(s.UnreachableSince); since != "" {
+		if since := presence.FormatTime(api.TimeOf(s.UnreachableSinceUnixNano)); since != "" {
 			b.WriteString(": its node has not answered since " + since)
 		}
 	case KindSilent:
 		b.WriteString(" went silent")
-		if since := presence.FormatTime(s.SilentSince); since != "" {
+		if since := presence.FormatTime(api.TimeOf(s.SilentSinceUnixNano)); since != "" {
 			b.WriteString(": no evidence since " + since)
 		}
 	default:
@@ -220,11 +225,11 @@ func NewPayload(t Transition) Payload {
 		Schema: SchemaV1, Kind: Kind(text.Clip(text.OneLine(string(t.Kind)), 32)), At: presence.FormatTime(t.At),
 		Title: Title(t), Text: Text(t),
 		Session: PayloadSession{
-			ID: s.ID, Name: s.Name, Agent: s.Agent, Node: s.Node, Task: s.Task,
-			Activity: string(s.Activity), TaskState: string(s.TaskState),
+			ID: s.SessionId, Name: s.Name, Agent: s.Agent, Node: s.Node, Task: s.Task,
+			Activity: s.Activity, TaskState: s.TaskState,
 			Reason: s.BlockerReason, WaitingOn: s.WaitingOn, Reachable: s.Reachable,
-			UnreachableSince: presence.FormatTime(s.UnreachableSince),
-			SilentSince:      presence.FormatTime(s.SilentSince),
+			UnreachableSince: presence.FormatTime(api.TimeOf(s.UnreachableSinceUnixNano)),
+			SilentSince:      presence.FormatTime(api.TimeOf(s.SilentSinceUnixNano)),
 			Link:             s.Link,
 		},
 	}

@@ -8,12 +8,13 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 )
 
 func blockedTransition() Transition {
 	s := view("s-42")
-	s.Activity, s.TaskState, s.BlockerReason = presence.ActivityIdle, presence.TaskBlocked, "waiting for repository access"
+	s.Activity, s.TaskState, s.BlockerReason = string(presence.ActivityIdle), string(presence.TaskBlocked), "waiting for repository access"
 	return Transition{Kind: KindBlocked, Session: s, At: time.Date(2026, 8, 12, 10, 2, 0, 0, time.UTC)}
 }
 
@@ -176,9 +177,8 @@ func walkStrings(v any, f func(string)) {
 
 func TestNoControlCharactersInAnyPayload(t *testing.T) {
 	nasty := "a\x1b]0;pwned\x07b\r\nc\u202ed\u2028e\x00f\x9bg\xff"
-	s := Session{ID: nasty, Name: nasty, Agent: nasty, Node: nasty, Task: nasty,
-		Activity: presence.Activity(nasty), TaskState: presence.TaskState(nasty),
-		BlockerReason: nasty, WaitingOn: nasty}
+	s := Session{SessionRow: &api.SessionRow{SessionId: nasty, Name: nasty, Agent: nasty, Node: nasty, Task: nasty,
+		Activity: nasty, TaskState: nasty, BlockerReason: nasty, WaitingOn: nasty}}
 	for _, k := range append(Kinds, Kind(nasty)) {
 		checkNoControl(t, Transition{Kind: k, Session: s})
 	}
@@ -188,9 +188,8 @@ func FuzzRenderHasNoControlCharacters(f *testing.F) {
 	f.Add("Sable", "fix\x1b[2J", "reason\n", "Bash\r", "claude-code", "needs_input")
 	f.Add("\u202e", "\x00", "\xff\xfe", "\u2028", "\x9b", "blocked")
 	f.Fuzz(func(t *testing.T, name, task, reason, waiting, agent, kind string) {
-		s := Session{ID: name + "-id", Name: name, Agent: agent, Node: agent, Task: task,
-			Activity: presence.Activity(kind), TaskState: presence.TaskState(kind),
-			BlockerReason: reason, WaitingOn: waiting}
+		s := Session{SessionRow: &api.SessionRow{SessionId: name + "-id", Name: name, Agent: agent, Node: agent, Task: task,
+			Activity: kind, TaskState: kind, BlockerReason: reason, WaitingOn: waiting}}
 		checkNoControl(t, Transition{Kind: Kind(kind), Session: s})
 		if n := len([]rune(Text(Transition{Kind: Kind(kind), Session: s}))); n > MaxText {
 			t.Fatalf("text of %d runes", n)

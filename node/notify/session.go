@@ -27,29 +27,15 @@ const (
 // Kinds lists every kind, in the order Diff reports them.
 var Kinds = []Kind{KindNeedsInput, KindBlocked, KindDone, KindUnreachable, KindSilent}
 
-// Session is one session as the engine sees it. The node fills it from its
-// roster; every text field may come from an agent and is untrusted (it is
-// sanitized when a message is rendered).
+// Session is one session as the engine sees it: its roster row (the one
+// form of a row, api.SessionRow; the node fills it from its roster) and
+// what a message adds: the board link and the open permission request.
+// Every text of the row may come from an agent and is untrusted (it is
+// sanitized when a message is rendered). The engine keeps the rows it is
+// given until the next Observe: a caller hands it rows it no longer
+// changes.
 type Session struct {
-	ID        string
-	Name      string
-	Agent     string
-	Node      string
-	Task      string
-	Activity  presence.Activity
-	TaskState presence.TaskState
-	// BlockerReason is the reason of a blocked task.
-	BlockerReason string
-	// WaitingOn says what a needs_input session waits for (a tool, a
-	// question), when known.
-	WaitingOn string
-	// Reachable is false when the owning node is dead or has left.
-	Reachable bool
-	// UnreachableSince is when the owning node stopped being reachable.
-	UnreachableSince time.Time
-	// SilentSince is set while the session shows no evidence for longer
-	// than the roster's silence threshold.
-	SilentSince time.Time
+	*api.SessionRow
 	// Link is the session's page on the board (no token in it), when the
 	// node has a board.
 	Link string
@@ -72,14 +58,8 @@ type Permission struct {
 	Opened                          time.Time
 }
 
-// SessionOf is a roster row as the engine sees it: the one function from
-// the row (api.SessionRow) to the engine's view.
-func SessionOf(r *api.SessionRow) Session {
-	return Session{ID: r.GetSessionId(), Name: r.GetName(), Agent: r.GetAgent(), Node: r.GetNode(),
-		Task: r.GetTask(), Activity: presence.Activity(r.GetActivity()), TaskState: presence.TaskState(r.GetTaskState()),
-		BlockerReason: r.GetBlockerReason(), WaitingOn: r.GetWaitingOn(), Reachable: r.GetReachable(),
-		UnreachableSince: api.TimeOf(r.GetUnreachableSinceUnixNano()), SilentSince: api.TimeOf(r.GetSilentSinceUnixNano())}
-}
+// SessionOf is a roster row as the engine sees it.
+func SessionOf(r *api.SessionRow) Session { return Session{SessionRow: r} }
 
 // Transition is one state that began to hold for one session.
 type Transition struct {
@@ -109,15 +89,15 @@ type Action struct {
 func Holds(s Session, k Kind) bool {
 	switch k {
 	case KindNeedsInput:
-		return s.Activity == presence.ActivityNeedsInput
+		return s.GetActivity() == string(presence.ActivityNeedsInput)
 	case KindBlocked:
-		return s.TaskState == presence.TaskBlocked
+		return s.GetTaskState() == string(presence.TaskBlocked)
 	case KindDone:
-		return s.TaskState == presence.TaskDone
+		return s.GetTaskState() == string(presence.TaskDone)
 	case KindUnreachable:
-		return !s.Reachable
+		return !s.GetReachable()
 	case KindSilent:
-		return !s.SilentSince.IsZero()
+		return s.GetSilentSinceUnixNano() != 0
 	}
 	return false
 }

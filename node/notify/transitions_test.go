@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"pgregory.net/rapid"
 )
@@ -19,7 +20,7 @@ func kindsOf(ts []Transition) []Kind {
 
 func TestNeedsInputWhenActivityBecomesNeedsInput(t *testing.T) {
 	prev, cur := view("s1"), view("s1")
-	cur.Activity, cur.WaitingOn = presence.ActivityNeedsInput, "Bash"
+	cur.Activity, cur.WaitingOn = string(presence.ActivityNeedsInput), "Bash"
 	got := Diff(&prev, cur)
 	if !slices.Equal(kindsOf(got), []Kind{KindNeedsInput}) {
 		t.Fatalf("got %v", kindsOf(got))
@@ -34,7 +35,7 @@ func TestNeedsInputWhenActivityBecomesNeedsInput(t *testing.T) {
 
 func TestBlockedWhenTaskStateBecomesBlockedWithReason(t *testing.T) {
 	prev, cur := view("s1"), view("s1")
-	cur.TaskState, cur.BlockerReason = presence.TaskBlocked, "waiting for repository access"
+	cur.TaskState, cur.BlockerReason = string(presence.TaskBlocked), "waiting for repository access"
 	got := Diff(&prev, cur)
 	if !slices.Equal(kindsOf(got), []Kind{KindBlocked}) {
 		t.Fatalf("got %v", kindsOf(got))
@@ -46,8 +47,8 @@ func TestBlockedWhenTaskStateBecomesBlockedWithReason(t *testing.T) {
 
 func TestBlockedReasonChangeWhileBlockedIsNoTransition(t *testing.T) {
 	prev, cur := view("s1"), view("s1")
-	prev.TaskState, prev.BlockerReason = presence.TaskBlocked, "a"
-	cur.TaskState, cur.BlockerReason = presence.TaskBlocked, "b"
+	prev.TaskState, prev.BlockerReason = string(presence.TaskBlocked), "a"
+	cur.TaskState, cur.BlockerReason = string(presence.TaskBlocked), "b"
 	if got := Diff(&prev, cur); len(got) != 0 {
 		t.Fatalf("got %v", kindsOf(got))
 	}
@@ -55,8 +56,8 @@ func TestBlockedReasonChangeWhileBlockedIsNoTransition(t *testing.T) {
 
 func TestDoneWhenTaskStateBecomesDone(t *testing.T) {
 	prev, cur := view("s1"), view("s1")
-	prev.TaskState, prev.BlockerReason = presence.TaskBlocked, "x"
-	cur.TaskState = presence.TaskDone
+	prev.TaskState, prev.BlockerReason = string(presence.TaskBlocked), "x"
+	cur.TaskState = string(presence.TaskDone)
 	if got := Diff(&prev, cur); !slices.Equal(kindsOf(got), []Kind{KindDone}) {
 		t.Fatalf("got %v", kindsOf(got))
 	}
@@ -64,7 +65,7 @@ func TestDoneWhenTaskStateBecomesDone(t *testing.T) {
 
 func TestUnreachableWhenOwnerBecomesUnreachable(t *testing.T) {
 	prev, cur := view("s1"), view("s1")
-	cur.Reachable, cur.UnreachableSince = false, time.Date(2026, 8, 12, 10, 2, 0, 0, time.UTC)
+	cur.Reachable, cur.UnreachableSinceUnixNano = false, api.UnixNano(time.Date(2026, 8, 12, 10, 2, 0, 0, time.UTC))
 	got := Diff(&prev, cur)
 	if !slices.Equal(kindsOf(got), []Kind{KindUnreachable}) {
 		t.Fatalf("got %v", kindsOf(got))
@@ -79,12 +80,12 @@ func TestUnreachableWhenOwnerBecomesUnreachable(t *testing.T) {
 
 func TestSilentWhenSilentSinceBecomesSet(t *testing.T) {
 	prev, cur := view("s1"), view("s1")
-	cur.SilentSince = time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC)
+	cur.SilentSinceUnixNano = api.UnixNano(time.Date(2026, 8, 12, 10, 0, 0, 0, time.UTC))
 	if got := Diff(&prev, cur); !slices.Equal(kindsOf(got), []Kind{KindSilent}) {
 		t.Fatalf("got %v", kindsOf(got))
 	}
-	moved := cur
-	moved.SilentSince = cur.SilentSince.Add(time.Minute)
+	moved := cur.fresh()
+	moved.SilentSinceUnixNano = cur.SilentSinceUnixNano + int64(time.Minute)
 	if got := Diff(&cur, moved); len(got) != 0 {
 		t.Fatalf("a moved silent_since is no transition: %v", kindsOf(got))
 	}
@@ -92,7 +93,7 @@ func TestSilentWhenSilentSinceBecomesSet(t *testing.T) {
 
 func TestFirstSightReportsEveryHeldState(t *testing.T) {
 	cur := view("s1")
-	cur.Activity, cur.TaskState, cur.BlockerReason = presence.ActivityNeedsInput, presence.TaskBlocked, "r"
+	cur.Activity, cur.TaskState, cur.BlockerReason = string(presence.ActivityNeedsInput), string(presence.TaskBlocked), "r"
 	if got := Diff(nil, cur); !slices.Equal(kindsOf(got), []Kind{KindNeedsInput, KindBlocked}) {
 		t.Fatalf("got %v", kindsOf(got))
 	}
@@ -116,7 +117,7 @@ func TestTransitionsProperty(t *testing.T) {
 		s := view("s1")
 		m := model{}
 		for step := range rapid.IntRange(1, 30).Draw(rt, "steps") {
-			prev, before := s, model{}
+			prev, before := s.fresh(), model{}
 			for k, v := range m {
 				before[k] = v
 			}
@@ -124,10 +125,10 @@ func TestTransitionsProperty(t *testing.T) {
 				switch rapid.IntRange(0, 5).Draw(rt, "op") {
 				case 0:
 					a := rapid.SampledFrom(activities).Draw(rt, "activity")
-					s.Activity, m[KindNeedsInput] = a, a == presence.ActivityNeedsInput
+					s.Activity, m[KindNeedsInput] = string(a), a == presence.ActivityNeedsInput
 				case 1:
 					ts := rapid.SampledFrom(states).Draw(rt, "task_state")
-					s.TaskState = ts
+					s.TaskState = string(ts)
 					m[KindBlocked], m[KindDone] = ts == presence.TaskBlocked, ts == presence.TaskDone
 					if ts == presence.TaskBlocked {
 						s.BlockerReason = rapid.StringN(0, 8, -1).Draw(rt, "reason")
@@ -137,16 +138,16 @@ func TestTransitionsProperty(t *testing.T) {
 				case 2:
 					r := rapid.Bool().Draw(rt, "reachable")
 					s.Reachable, m[KindUnreachable] = r, !r
-					s.UnreachableSince = time.Time{}
+					s.UnreachableSinceUnixNano = 0
 					if !r {
-						s.UnreachableSince = base.Add(time.Duration(step) * time.Second)
+						s.UnreachableSinceUnixNano = api.UnixNano(base.Add(time.Duration(step) * time.Second))
 					}
 				case 3:
 					on := rapid.Bool().Draw(rt, "silent")
 					m[KindSilent] = on
-					s.SilentSince = time.Time{}
+					s.SilentSinceUnixNano = 0
 					if on {
-						s.SilentSince = base.Add(time.Duration(step) * time.Second)
+						s.SilentSinceUnixNano = api.UnixNano(base.Add(time.Duration(step) * time.Second))
 					}
 				case 4: // irrelevant fields
 					s.Name = rapid.StringN(0, 8, -1).Draw(rt, "name")
@@ -154,11 +155,11 @@ func TestTransitionsProperty(t *testing.T) {
 					s.WaitingOn = rapid.StringN(0, 8, -1).Draw(rt, "waiting_on")
 					s.Agent = rapid.SampledFrom([]string{"claude-code", "codex"}).Draw(rt, "agent")
 				case 5: // times move while their state holds
-					if !s.SilentSince.IsZero() {
-						s.SilentSince = s.SilentSince.Add(time.Second)
+					if s.SilentSinceUnixNano != 0 {
+						s.SilentSinceUnixNano += int64(time.Second)
 					}
-					if !s.UnreachableSince.IsZero() {
-						s.UnreachableSince = s.UnreachableSince.Add(time.Second)
+					if s.UnreachableSinceUnixNano != 0 {
+						s.UnreachableSinceUnixNano += int64(time.Second)
 					}
 				}
 			}

@@ -401,7 +401,7 @@ func (h *Host) startHarn(id string, box SessionBox, lane *rcontext.Lane, prov ag
 	system := agent.SystemPrompt
 	if kid != nil {
 		loopBox = &subagent.ChildBox{Box: box, M: h.subs, Profile: kid.spec.Profile}
-		system = subagent.SystemOf(kid.spec.Profile, workdir)
+		system = subagent.SystemOf(kid.spec.Profile)
 	}
 	specs := loopBox.Specs(id, "")
 	base := agent.Estimate(agent.Request{System: []string{system}, Tools: specs})

@@ -182,9 +182,10 @@ type SteerResult struct {
 }
 
 // Steer sends text to the session's running turn (seed 001: it modifies
-// the task in place): a model call in flight is abandoned and the model
-// restarts around it; while tool calls run, it is delivered at the next
-// step boundary (after they return). expected is the
+// the task in place): an answer being written (or a final one) is
+// abandoned and the model restarts around it; a step of tool calls runs
+// on, and the steer is delivered at the next step boundary (after they
+// return). expected is the
 // turn (task id) the sender saw; when that turn has already ended, the
 // steer becomes a follow-up and the answer says so. Like Runtime.Steer it
 // fails with runtime.ErrNoActiveTask when nothing runs and no turn is
@@ -200,7 +201,7 @@ func (e *Executor) Steer(expected, text string) (SteerResult, error) {
 		if err != nil {
 			return SteerResult{}, err
 		}
-		return SteerResult{Mode: SteerQueued, Task: v.ID, Steered: v.ID, Message: "steer taken: a model call in flight restarts around it, else it reaches the model at the next step boundary (after the running tool calls return)"}, nil
+		return SteerResult{Mode: SteerQueued, Task: v.ID, Steered: v.ID, Message: "steer taken: an answer being written restarts around it; a step of tool calls finishes first and the steer reaches the model at the next step boundary"}, nil
 	}
 	return e.followUp(expected, text, "turn "+expected+" had already ended")
 }

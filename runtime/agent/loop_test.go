@@ -421,8 +421,11 @@ func TestProviderErrorIsTyped(t *testing.T) {
 }
 
 // TestALaterTurnTakesNoHandoff: the context holds the session's
-// conversation, so a second turn's prompt is its text alone, and the
-// first turn is in the request once.
+// conversation, so a second turn started in an idle session (it has no
+// predecessor, so no final message or digest to take) has its text alone
+// as its prompt, and the first turn is in the request once. A follow-up
+// takes its predecessor's final and digest: node/tasks'
+// TestWhatASuccessorReceives.
 func TestALaterTurnTakesNoHandoff(t *testing.T) {
 	f := newFixture(t, textReply("first answer"), textReply("second answer"))
 	f.start(t, "one", allGrants)

@@ -86,23 +86,6 @@ func (e *Executor) RunTask(ctx context.Context, run *runtime.Run) TaskResult {
 				resp.Calls[i].ID = "call_" + strconv.Itoa(step) + "_" + strconv.Itoa(i)
 			}
 		}
-		if len(resp.Calls) == 0 && len(carry) == 0 {
-			carry, _ = run.Steers()
-		}
-		if len(resp.Calls) == 0 && len(carry) > 0 {
-			// a steer came as the final answer did: the task goes on
-			// around it, the answer kept as said
-			if err := e.cfg.Context.Append(Message{Role: RoleAssistant, Text: resp.Text, Task: task}); err != nil {
-				res.Err = err
-				return e.finish(ctx, run, res, runtime.StatusFailed, contextRefused(err))
-			}
-			if resp.Text != "" {
-				if err := run.Say(clip(resp.Text)); err == nil {
-					e.emit(Event{Type: EvMessage, Task: task, Step: step, Text: resp.Text})
-				}
-			}
-			continue
-		}
 		if len(resp.Calls) == 0 {
 			// the final answer: with SharedSync, Finish's synced write
 			// makes it durable (when Finish fails, the task was stopped
@@ -177,27 +160,38 @@ func (e *Executor) endStep(run *runtime.Run) {
 var errSteered = errors.New("agent: the model call was abandoned for a steer")
 
 // steerable is ctx for one model call, cancelled when a steer reaches the
-// task meanwhile; stop ends the watch (and waits for it) and returns the
-// steers it took.
-func steerable(ctx context.Context, run *runtime.Run) (context.Context, func() []string) {
+// task while the model writes an answer (text has streamed): that answer
+// is abandoned at once. A steer that comes before any text is left
+// pending: the call may be a step of tool calls, whose results the steer
+// follows. stop ends the watch (and waits for it) and returns the steers
+// it took.
+func steerable(ctx context.Context, run *runtime.Run, texting <-chan struct{}) (context.Context, func() []string) {
 	cctx, cancel := context.WithCancel(ctx)
 	var taken []string
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
+		pending, writing := false, false
 		for {
 			select {
 			case <-run.Notify():
-				if s, err := run.Steers(); err == nil && len(s) > 0 {
-					taken = s
-					cancel()
-					return
-				}
+				pending = true
+			case <-texting:
+				texting, writing = nil, true
 			case <-quit:
 				return
 			case <-cctx.Done():
 				return
 			}
+			if !pending || !writing {
+				continue
+			}
+			if s, err := run.Steers(); err == nil && len(s) > 0 {
+				taken = s
+				cancel()
+				return
+			}
+			pending = false
 		}
 	}()
 	return cctx, func() []string {
@@ -218,7 +212,12 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 	req := Request{Model: e.cfg.Model.Name, MaxOutput: e.cfg.Model.MaxOutput, Tools: e.cfg.Box.Specs(sess, task),
 		System: append([]string{e.cfg.System}, e.cfg.Box.Instructions(sess, task)...)}
 	base := Estimate(req)
-	onText := func(s string) { e.emit(Event{Type: EvText, Task: task, Step: step, Text: s}) }
+	texting := make(chan struct{})
+	var once sync.Once
+	onText := func(s string) {
+		once.Do(func() { close(texting) })
+		e.emit(Event{Type: EvText, Task: task, Step: step, Text: s})
+	}
 	var (
 		resp   Response
 		err    error
@@ -230,19 +229,26 @@ func (e *Executor) modelCall(ctx context.Context, run *runtime.Run, step int) (R
 			return Response{}, steers, err
 		}
 		est := Estimate(req)
-		sctx, stop := steerable(ctx, run)
+		sctx, stop := steerable(ctx, run, texting)
 		cctx, end := e.traceCall(sctx, req, task, step, attempt, est)
 		resp, err = e.cfg.Provider.Complete(cctx, req, onText)
-		if taken := stop(); len(taken) > 0 {
-			steers = append(steers, taken...)
-			if err != nil && ctx.Err() == nil {
-				resp, err = Response{Usage: resp.Usage, Retries: resp.Retries}, errSteered
-			}
-		}
+		steers = append(steers, stop()...)
 		if err == nil {
 			if berr := e.cfg.Bounds.check(resp); berr != nil {
 				resp, err = Response{Usage: resp.Usage, Retries: resp.Retries}, berr
 			}
+		}
+		if err == nil && len(resp.Calls) == 0 {
+			// a steer sent while the final answer came: the task goes on
+			if more, rerr := run.Steers(); rerr == nil {
+				steers = append(steers, more...)
+			}
+		}
+		if len(steers) > 0 && ctx.Err() == nil && (err != nil || len(resp.Calls) == 0) {
+			// seed 001: the answer is abandoned, the model restarts
+			// around the steer (a step of tool calls runs, and the steer
+			// follows its results)
+			resp, err = Response{Usage: resp.Usage, Retries: resp.Retries}, errSteered
 		}
 		end(ModelCallEnd{Input: resp.Usage.Input, Output: resp.Usage.Output, CacheRead: resp.Usage.CacheRead, Err: err, ErrClass: errClassOf(err)})
 		u := runtime.Usage{Provider: e.cfg.Provider.Name(), Node: e.cfg.Node, Agent: "harn", Estimated: est,

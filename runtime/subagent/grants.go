@@ -1,11 +1,9 @@
 package subagent
 
 import (
-	"path/filepath"
 	"strings"
 
 	"github.com/harn-dev/harn/runtime"
-	"github.com/harn-dev/harn/util/safefs"
 )
 
 // ChildGrants are a child's grants: at most its parent's, reduced by its
@@ -78,47 +76,12 @@ func globStar(pattern, name string) bool {
 	return name != "" && name[0] == pattern[0] && globStar(pattern[1:], name[1:])
 }
 
-// Repository instruction files a child reads from its working directory,
-// in this order; each at most maxInstructionBytes.
-var instructionFiles = []string{"AGENTS.md", "CLAUDE.md", filepath.Join(".harn", "instructions.md"), filepath.Join(".harn", "instructions")}
-
-const maxInstructionBytes = 32 << 10
-
-// Instructions are the repository's instructions in dir, each headed by
-// its file name. The context room re-reads them for a lane; a child reads
-// them when it starts, through safefs: a file linked out of dir (or into
-// the node's data dir) is skipped.
-func Instructions(dir string) []string {
-	if dir == "" {
-		return nil
-	}
-	d, err := safefs.Open(dir)
-	if err != nil {
-		return nil
-	}
-	defer d.Close()
-	var out []string
-	for _, f := range instructionFiles {
-		b, err := d.ReadFile(f, maxInstructionBytes)
-		if err != nil || len(strings.TrimSpace(string(b))) == 0 {
-			continue
-		}
-		out = append(out, "Repository instructions ("+f+"):\n"+strings.TrimSpace(string(b)))
-	}
-	return out
-}
-
-// SystemOf is a child's system prompt: its profile's prompt, the rule of
-// the handoff, and the repository's instructions. The parent's
-// transcript is never part of it.
-func SystemOf(p Profile, dir string) string {
-	var b strings.Builder
-	b.WriteString(p.Prompt)
-	b.WriteString("\n\nYou are a subagent: you see only your brief. When the work is done, or cannot go on, call the handoff tool " +
-		"once with status, changes, verification and unresolved, then end your turn. The parent receives only the handoff.")
-	for _, s := range Instructions(dir) {
-		b.WriteString("\n\n")
-		b.WriteString(s)
-	}
-	return b.String()
+// SystemOf is a child's system prompt: its profile's prompt and the rule
+// of the handoff. The repository's instructions reach the child once,
+// from its context lane (forked at its parent's system prefix and read
+// again in its own directory at its first task), not here; the parent's
+// transcript never does.
+func SystemOf(p Profile) string {
+	return p.Prompt + "\n\nYou are a subagent: you see only your brief. When the work is done, or cannot go on, call the handoff tool " +
+		"once with status, changes, verification and unresolved, then end your turn. The parent receives only the handoff."
 }

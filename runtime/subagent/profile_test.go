@@ -107,9 +107,6 @@ func TestAProfileOrInstructionLinkedOutOfTheProjectIsNotRead(t *testing.T) {
 	if _, ok := ps["leak"]; ok || err == nil || !strings.Contains(err.Error(), "leak.md") {
 		t.Fatalf("a profile linked out loaded (or was not named): %v", err)
 	}
-	if s := SystemOf(Builtins()[ProfileReviewer], dir); strings.Contains(s, "PRIVATE KEY") {
-		t.Fatalf("the child's system prompt holds a file linked out: %q", s)
-	}
 	os.WriteFile(filepath.Join(AgentsDir(dir), "mine.md"), []byte("---\nname: mine\n---\nx"), 0o600)
 	m, err := New(Config{Runner: &fakeRunner{}, Store: newMemStore()})
 	if err != nil {

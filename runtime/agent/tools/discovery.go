@@ -270,11 +270,16 @@ func (b *Toolbox) Prompt(session, task, text string) []string {
 // Instructions are the bodies of the task's active skills: those
 // activated with /name first, then those the model activated, each in name
 // order, as the runtime's capability context lists them.
+//
+// When a loaded MCP tool was withdrawn because its server changed it,
+// a last text says so, for the rest of the task.
 func (b *Toolbox) Instructions(session, task string) []string {
 	cv, err := b.rt.Context(task)
 	if err != nil {
 		return nil
 	}
+	b.reconcile(task)
+	ts := b.state(task)
 	var out []string
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -282,6 +287,9 @@ func (b *Toolbox) Instructions(session, task string) []string {
 		if s, ok := b.skills[n]; ok {
 			out = append(out, "# Skill: "+s.Name+"\n\n"+s.Body)
 		}
+	}
+	if len(ts.withdrawn) > 0 {
+		out = append(out, "# Tools withdrawn\n\n"+strings.Join(ts.withdrawn, "\n"))
 	}
 	return out
 }

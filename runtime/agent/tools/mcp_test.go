@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -85,35 +86,58 @@ func TestMCPStdioServerIsDiscoveredInspectedLoadedAndCalled(t *testing.T) {
 	}
 }
 
-func TestMCPSchemaChangeMidTaskRefusesTheNextCall(t *testing.T) {
+// TestAChangedMCPToolIsWithdrawnAndTheModelIsTold: after an MCP server
+// changes a loaded tool's schema, the task's requests no longer offer the
+// tool with its old schema (nor with a new one its snapshot cannot
+// call): the box withdraws it, unloads it in the runtime, and the next
+// request's instructions tell the model so. A call made anyway is told
+// to load it, and tools_load says the contract changed; a later task
+// takes the new contract.
+func TestAChangedMCPToolIsWithdrawnAndTheModelIsTold(t *testing.T) {
 	f := newFixture(t, fixOpts{cfg: Config{MCP: []MCPServer{testServerFlag(t, "t")}}})
 	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__echo"})
 	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__bump"})
 	f.mustCall("mcp__t__echo", map[string]any{"text": "a"})
 	before := f.box.Generation()
-	old, _ := f.spec("mcp__t__echo")
+	if _, ok := f.spec("mcp__t__echo"); !ok {
+		t.Fatal("the loaded tool is not offered")
+	}
 	f.mustCall("mcp__t__bump", map[string]any{})
 	waitGeneration(t, f.box, before) // tools/list_changed moved the catalog
-	now, _ := f.spec("mcp__t__echo")
-	if now.Hash == old.Hash || !strings.Contains(string(now.Schema), "times") {
-		t.Fatalf("the spec did not follow the server: %s", now.Schema)
+	if s, ok := f.spec("mcp__t__echo"); ok {
+		t.Fatalf("the changed tool is still offered: %s %s", s.Hash, s.Schema)
 	}
-	// The task's snapshot still has the old hash: the pre-call check refuses.
-	if _, err := f.call("mcp__t__echo", map[string]any{"text": "b"}); !errors.Is(err, runtime.ErrContractHash) {
+	if _, ok := f.spec("mcp__t__bump"); !ok {
+		t.Fatal("an unchanged tool of the same server was withdrawn")
+	}
+	ins := strings.Join(f.box.Instructions("", f.task), "\n")
+	if !strings.Contains(ins, "mcp__t__echo was withdrawn") || !strings.Contains(ins, "changed its schema") {
+		t.Fatalf("the model is not told: %q", ins)
+	}
+	if cv, _ := f.rt.Context(f.task); slices.Contains(cv.Loaded, "mcp__t__echo") {
+		t.Fatalf("the withdrawn tool is still loaded in the runtime: %v", cv.Loaded)
+	}
+	// A call made anyway (as the loop makes it: no spec, no hash).
+	if _, err := f.call("mcp__t__echo", map[string]any{"text": "b"}); !errors.Is(err, runtime.ErrNotLoaded) {
 		t.Fatalf("call after the change: %v", err)
 	}
-	// A call stating the old hash passes the runtime, and the box refuses it.
-	if _, err := f.rt.Check(f.task, runtime.CallRequest{Capability: "mcp__t__echo", Input: []byte(`{"text":"b"}`), ContractHash: old.Hash}); err != nil {
-		t.Fatal(err)
+	if _, err := f.box.Run(context.Background(), Call{Name: "mcp__t__echo", Args: []byte(`{"text":"b"}`), Task: f.task, Dir: f.dir}); err == nil {
+		t.Fatal("the box ran a withdrawn tool")
 	}
-	if _, err := f.box.Run(context.Background(), Call{Name: "mcp__t__echo", Args: []byte(`{"text":"b"}`), Task: f.task, Dir: f.dir}); !errors.Is(err, ErrContractChanged) {
-		t.Fatalf("box: %v", err)
+	if _, err := f.call(ToolLoad, map[string]any{"name": "mcp__t__echo"}); !errors.Is(err, ErrContractChanged) {
+		t.Fatalf("loading it again in this task: %v", err)
+	}
+	if _, ok := f.spec("mcp__t__echo"); ok {
+		t.Fatal("a refused load left the tool offered")
 	}
 	// A task started after the change takes the new contract.
 	f.start(fixOpts{})
 	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__echo"})
 	if out := f.mustCall("mcp__t__echo", map[string]any{"text": "c", "times": 2}); out != "echo2: c\n" {
 		t.Fatalf("%q", out)
+	}
+	if ins := strings.Join(f.box.Instructions("", f.task), "\n"); strings.Contains(ins, "withdrawn") {
+		t.Fatalf("a new task is told of another task's withdrawal: %q", ins)
 	}
 }
 
@@ -222,8 +246,10 @@ func TestToolsLoadAnswersNeedMarginAndCeilingWhenItDoesNotFit(t *testing.T) {
 		}
 	}
 	// ceiling = 80 % of usable, margin = 5 % of the ceiling: room = 76 %.
+	// The core tools are the budget's base (the loop measures them in its
+	// request), not charged again as active.
 	usable := (core + echo/2) * 100 / 76
-	f.start(fixOpts{budget: runtime.Budget{UsableInput: usable}})
+	f.start(fixOpts{budget: runtime.Budget{UsableInput: usable, Base: core}})
 	res, err := f.call(ToolLoad, map[string]any{"name": "mcp__t__echo"})
 	if !errors.Is(err, runtime.ErrNotAdmitted) || !res.IsError {
 		t.Fatalf("%v %q", err, res.Content)
@@ -256,9 +282,10 @@ func TestConcurrentCallsAndSpecsWhileTheListChanges(t *testing.T) {
 				_ = f.box.Specs("", f.task)
 				_ = f.box.Instructions("", f.task)
 				_, err = f.box.Run(context.Background(), Call{Name: "mcp__t__echo", Args: []byte(`{"text":"x"}`), Task: f.task, Dir: f.dir})
-				if errors.Is(err, ErrContractChanged) || errors.Is(err, ErrServer) {
+				if errors.Is(err, ErrContractChanged) || errors.Is(err, ErrServer) || errors.Is(err, ErrNotLoaded) {
 					// The bump landed first: refused by the box once it
-					// re-listed, by the server (times is now required) before.
+					// re-listed (or withdrew the tool), by the server (times
+					// is now required) before.
 					err = nil
 				}
 			}
@@ -272,8 +299,13 @@ func TestConcurrentCallsAndSpecsWhileTheListChanges(t *testing.T) {
 		}
 	}
 	waitGeneration(t, f.box, before)
-	if now, _ := f.spec("mcp__t__echo"); now.Hash == spec.Hash {
-		t.Fatal("hash did not move")
+	for _, c := range f.box.Capabilities() {
+		if c.Name == "mcp__t__echo" && c.ContractHash == spec.Hash {
+			t.Fatal("hash did not move")
+		}
+	}
+	if _, ok := f.spec("mcp__t__echo"); ok {
+		t.Fatal("the changed tool is still offered")
 	}
 }
 
@@ -372,5 +404,28 @@ func TestAnUntrustedProjectStartsNoServerAndLoadsNoSkill(t *testing.T) {
 		if c.Name == "review" || strings.HasPrefix(c.Name, "mcp__proj__") {
 			t.Fatalf("an untrusted project's %s loaded", c.Name)
 		}
+	}
+}
+
+// A discovered tool the task has not loaded is not in the loop's tools,
+// so a model that calls it anyway states no contract hash: it is told to
+// load it first, naming the call to make, not that its contract differs.
+func TestCallingAnUnloadedToolAnswersLoadItFirstWithToolsLoad(t *testing.T) {
+	f := newFixture(t, fixOpts{cfg: Config{MCP: []MCPServer{testServerFlag(t, "t")}}})
+	want := `tools_load {"name":"mcp__t__echo"}`
+	_, err := f.call("mcp__t__echo", map[string]any{"text": "hi"}) // as the loop calls: no spec, no hash
+	if !errors.Is(err, runtime.ErrNotLoaded) || errors.Is(err, runtime.ErrContractHash) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("a call of an unloaded tool: %v; want %v naming %s", err, runtime.ErrNotLoaded, want)
+	}
+	if _, err := f.box.Run(context.Background(), Call{Name: "mcp__t__echo", Args: []byte(`{"text":"hi"}`), Task: f.task, Dir: f.dir}); !errors.Is(err, ErrNotLoaded) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("box before load: %v", err)
+	}
+	// A wrong hash stated for it is still a contract mismatch.
+	if _, err := f.rt.Check(f.task, runtime.CallRequest{Capability: "mcp__t__echo", Input: []byte(`{}`), ContractHash: "bogus"}); !errors.Is(err, runtime.ErrContractHash) {
+		t.Fatalf("a wrong hash: %v", err)
+	}
+	f.mustCall(ToolLoad, map[string]any{"name": "mcp__t__echo"})
+	if out := f.mustCall("mcp__t__echo", map[string]any{"text": "hi"}); out != "echo: hi\n" {
+		t.Fatalf("%q", out)
 	}
 }

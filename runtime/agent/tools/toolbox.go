@@ -116,9 +116,13 @@ type Toolbox struct {
 
 // taskState is what one task loaded through this box.
 type taskState struct {
-	loaded []loadedTool    // in the order tools_load admitted them
-	fresh  map[string]bool // skills the model activated in the step now running
+	loaded    []loadedTool    // in the order tools_load admitted them
+	fresh     map[string]bool // skills the model activated in the step now running
+	withdrawn []string        // notes for the model: loaded tools whose server changed them
 }
+
+// maxWithdrawn bounds the withdrawal notes a task keeps.
+const maxWithdrawn = 32
 
 type loadedTool struct {
 	name, hash, provider string
@@ -476,10 +480,9 @@ func (b *Toolbox) mcpTool(name string) (*mcpConn, *mcpTool, bool) {
 }
 
 // Specs are core, discovery, then what tools_load admitted for the task,
-// in load order. A loaded MCP tool carries its server's schema and hash
-// as they are now: after a change the loop's pre-call check states a hash
-// the task's snapshot does not have and runtime.Begin refuses the call. A
-// tool its server no longer offers is left out.
+// in load order. A loaded MCP tool its server changed (or no longer
+// offers) since the task loaded it is withdrawn (reconcile): the task's
+// snapshot holds the old contract, so it could not be called.
 func (b *Toolbox) Specs(session, task string) []Spec {
 	out := append(CoreSpecs(), DiscoverySpecs()...)
 	for _, x := range b.extra {
@@ -487,18 +490,53 @@ func (b *Toolbox) Specs(session, task string) []Spec {
 			out = append(out, x.Spec)
 		}
 	}
+	for _, l := range b.reconcile(task) {
+		c, t, _ := b.mcpTool(l.name)
+		out = append(out, Spec{Name: t.name, Description: t.desc, Schema: t.schema, Mutating: !t.readOnly, Provider: c.provider, Hash: t.hash})
+	}
+	return out
+}
+
+// reconcile withdraws from the task every loaded MCP tool its server no
+// longer offers with the contract the task loaded: the task's snapshot
+// holds the old contract, so the tool could not be called again in this
+// task, and a request must not offer it. Each withdrawal is unloaded in
+// the runtime (its tokens freed) and leaves a note for the model in
+// Instructions. It returns the loaded tools still offered, in load order.
+func (b *Toolbox) reconcile(task string) []loadedTool {
 	ts := b.state(task)
 	b.mu.Lock()
 	loaded := append([]loadedTool(nil), ts.loaded...)
 	b.mu.Unlock()
+	var keep []loadedTool
+	var gone, names []string // notes, and the names withdrawn
 	for _, l := range loaded {
 		c, t, ok := b.mcpTool(l.name)
-		if !ok {
+		switch {
+		case !ok:
+			gone = append(gone, fmt.Sprintf("%s was withdrawn from this task: its MCP server no longer offers it.", l.name))
+		case t.hash != l.hash || c.provider != l.provider:
+			gone = append(gone, fmt.Sprintf("%s was withdrawn from this task: its MCP server changed its schema after this task loaded it. "+
+				"This task cannot call it; a later task (a follow-up) can load it with the new schema.", l.name))
+		default:
+			keep = append(keep, l)
 			continue
 		}
-		out = append(out, Spec{Name: t.name, Description: t.desc, Schema: t.schema, Mutating: !t.readOnly, Provider: c.provider, Hash: t.hash})
+		names = append(names, l.name)
+		_ = b.rt.Unload(task, l.name)
+		b.log.Info("MCP tool withdrawn from a task: its contract changed", "task", task, "tool", l.name)
 	}
-	return out
+	if len(gone) > 0 {
+		b.mu.Lock()
+		ts.loaded = slices.DeleteFunc(ts.loaded, func(l loadedTool) bool { return slices.Contains(names, l.name) })
+		for _, g := range gone {
+			if len(ts.withdrawn) < maxWithdrawn && !slices.Contains(ts.withdrawn, g) {
+				ts.withdrawn = append(ts.withdrawn, g)
+			}
+		}
+		b.mu.Unlock()
+	}
+	return keep
 }
 
 // Run runs one call the loop's pre-call check allowed. The Result is
@@ -566,7 +604,7 @@ func (b *Toolbox) runMCP(ctx context.Context, c Call) (Result, error) {
 	b.mu.Unlock()
 	if l == nil {
 		if _, _, ok := b.mcpTool(c.Name); ok {
-			return fail(fmt.Errorf("%w: %s; call tools_load first", ErrNotLoaded, c.Name), b.maxOut)
+			return fail(fmt.Errorf("%w: %s: %s", ErrNotLoaded, c.Name, runtime.LoadFirst(c.Name)), b.maxOut)
 		}
 		return fail(fmt.Errorf("%w: %s", ErrUnknownTool, c.Name), b.maxOut)
 	}

@@ -49,9 +49,10 @@ type Result struct {
 type Box interface {
 	// Specs are the tools a model request of this task carries now, in a
 	// stable order: core, discovery, then what tools_load admitted (an MCP
-	// server's tools are absent until then). Hash is the contract as the
-	// tool's provider has it now: the loop states it to runtime.Begin,
-	// which refuses a call whose contract changed since the task started.
+	// server's tools are absent until then, and a loaded one whose server
+	// changed it since is withdrawn). Hash is the tool's contract: the
+	// loop states it to runtime.Begin, which refuses a call whose
+	// contract differs from the task's snapshot.
 	Specs(session, task string) []Spec
 	// Run runs one call. ctx ends when the call is cancelled (abort,
 	// harn task cancel); Run must return within the loop's grace period.
