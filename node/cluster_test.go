@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/meshops"
 	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/raftstore"
@@ -188,7 +189,7 @@ func TestLifecycleFromNonLeaderIsInEveryReplica(t *testing.T) {
 func TestRemoveDeadServer(t *testing.T) {
 	c := startTestCluster(t, 3, "local")
 	waitFor(t, clusterWait, "three voters", func() bool {
-		st, err := c.nodes[0].RaftStats()
+		st, err := raftOf(c.nodes[0])
 		return err == nil && len(st.Servers) == 3
 	})
 	dead := c.nodes[2]
@@ -206,14 +207,14 @@ func TestRemoveDeadServer(t *testing.T) {
 	// Removing is idempotent: retry while the living elect a leader.
 	var err error
 	waitFor(t, clusterWait, "the remove to reach a leader", func() bool {
-		err = from.RemoveServer(context.Background(), dead.Name())
+		err = from.cl.RemoveServer(context.Background(), dead.Name())
 		return !errors.Is(err, ErrNoLeader)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, clusterWait, "the dead server out of the configuration", func() bool {
-		st, err := from.RaftStats()
+		st, err := raftOf(from)
 		if err != nil || len(st.Servers) != 2 {
 			return false
 		}
@@ -224,4 +225,12 @@ func TestRemoveDeadServer(t *testing.T) {
 		}
 		return true
 	})
+}
+
+// raftOf is n's view of the registry's raft state (node/meshops).
+func raftOf(n *Node) (RaftView, error) {
+	if n.cl == nil {
+		return RaftView{}, ErrNoMesh
+	}
+	return meshops.Raft(n.cl), nil
 }

@@ -78,7 +78,7 @@ func TestNonServerIsNotARaftMember(t *testing.T) {
 		if nd.RaftAddr() != "" || nd.cl.Parts().Store != nil {
 			t.Fatalf("%s holds a raft log (raft address %q)", nd.Name(), nd.RaftAddr())
 		}
-		v, err := nd.RaftStats()
+		v, err := raftOf(nd)
 		if err != nil || v.State != cluster.StateWatch || len(v.Servers) != 1 || v.Servers[0].ID != s0.Name() || v.Leader != s0.Name() {
 			t.Fatalf("%s: raft view %+v, %v", nd.Name(), v, err)
 		}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
+	"github.com/harn-dev/harn/node/meshops"
 )
 
 // diagWindow is how far back `harn doctor` counts hook diagnostics as
@@ -36,7 +37,7 @@ func (n *Node) Doctor() *api.DoctorResponse {
 	if n.cl != nil {
 		out.Tls = n.cl.TLSView()
 		out.GossipEncrypted = n.cl.GossipEncrypted()
-		out.Raft = n.doctorRaft()
+		out.Raft = meshops.DoctorRaft(n.cl, n.cfg.Name)
 	}
 	if ds, err := n.ledger.Diagnostics(0); err == nil {
 		out.DiagnosticsTotal = int32(len(ds))
@@ -53,40 +54,4 @@ func (n *Node) Doctor() *api.DoctorResponse {
 		}
 	}
 	return out
-}
-
-// doctorRaft is the registry's raft state with what a person must act on:
-// no leader, no quorum, a peer whose configured address is stale.
-func (n *Node) doctorRaft() *api.DoctorRaft {
-	st, err := n.RaftStats()
-	if err != nil {
-		return nil
-	}
-	v := &api.DoctorRaft{Leader: st.Leader, State: st.State, Watch: n.cl.WatchSource(), Stale: st.Stale,
-		LastContact: st.LastContact}
-	alive := map[string]bool{n.cfg.Name: true}
-	if ms, err := n.Members(); err == nil {
-		for _, m := range ms {
-			if m.Status == "alive" {
-				alive[m.Name] = true
-			}
-		}
-	}
-	v.Members = int32(len(alive))
-	for _, sv := range st.Servers { // RaftStats marked the stale ones
-		if sv.Voter {
-			v.Voters++
-			if alive[sv.ID] {
-				v.Alive++
-			}
-			if sv.ID == n.cfg.Name {
-				v.Voter = true
-			}
-		}
-		if sv.Stale {
-			v.StalePeers = append(v.StalePeers, sv.ID+": "+sv.Addr+" (advertises "+sv.Advertises+")")
-		}
-	}
-	v.Quorum = v.Voters > 0 && v.Alive > v.Voters/2 && st.Leader != ""
-	return v
 }

@@ -46,6 +46,7 @@ import (
 	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/localapi"
+	"github.com/harn-dev/harn/node/meshops"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remint"
@@ -303,7 +304,7 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	local := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local()}
+	local := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local(), meshLocal(n)}
 	n.local = localapi.New(lis, api.LocalMethods(local), api.MeshAdminMethods(n.trust.Admin()), api.HostedMethods(n.hosts.Local()))
 	if n.cfg.TracerProvider != nil {
 		n.local.Wrap = localapi.Trace(n.tracer)
@@ -437,6 +438,7 @@ type localServer struct {
 	*coordsvc.CoordLocal
 	*notifysvc.NotifyLocal
 	*trustadmin.TrustLocal
+	*meshops.MeshLocal
 }
 
 // notifyDeps wires the notifications' service to the rest of the node.

@@ -263,40 +263,6 @@ func (s *localService) Status(ctx context.Context, req *api.StatusRequest) (*api
 		Pid: int32(os.Getpid())}, nil
 }
 
-func (s *localService) Members(ctx context.Context, _ *api.MeshRequest) (*api.MembersResponse, error) {
-	ms, err := s.n.Members()
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	out := &api.MembersResponse{}
-	for i := range ms {
-		out.Members = append(out.Members, wire.MemberToAPI(ms[i]))
-	}
-	return out, nil
-}
-
-func (s *localService) Raft(ctx context.Context, _ *api.MeshRequest) (*api.RaftResponse, error) {
-	st, err := s.n.RaftStats()
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.RaftResponse{Stats: wire.RaftToAPI(st)}, nil
-}
-
-func (s *localService) Leave(ctx context.Context, _ *api.MeshRequest) (*api.LeaveResponse, error) {
-	if err := s.n.Leave(); err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.LeaveResponse{}, nil
-}
-
-func (s *localService) RemoveServer(ctx context.Context, req *api.RemoveServerRequest) (*api.RemoveServerResponse, error) {
-	if err := s.n.RemoveServer(ctx, req.Id); err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.RemoveServerResponse{}, nil
-}
-
 func (s *localService) Doctor(ctx context.Context, _ *api.DoctorRequest) (*api.DoctorResponse, error) {
 	return s.n.Doctor(), nil
 }

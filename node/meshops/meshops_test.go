@@ -1,8 +1,9 @@
-package node
+package meshops
 
 import (
 	"testing"
 
+	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/raftstore"
 )
 
@@ -17,7 +18,7 @@ func TestMarkStaleComparesWithTheAdvertisedAddress(t *testing.T) {
 		{ID: "c", Addr: "10.0.0.3:7711", Voter: false},
 		{ID: "gone", Addr: "10.0.0.9:7711", Voter: true},
 	}
-	members := []MemberView{
+	members := []wire.MemberView{
 		{Name: "a", Raft: "10.0.0.1:7711", Status: "alive"},
 		{Name: "b", Raft: "10.0.0.2:8711", Status: "alive"},
 		{Name: "c", Raft: "10.0.0.3:7711", Status: "alive"},
