@@ -22,14 +22,3 @@ func (n *Node) LeaveWithin(budget time.Duration) error {
 	}
 	return meshops.LeaveWithin(n.cl, n.cfg.Name, n.cfg.Clock, n.log, budget)
 }
-
-// meshLocal wires the mesh operations' part of the local server.
-func meshLocal(n *Node) *meshops.MeshLocal {
-	return &meshops.MeshLocal{Node: n.cfg.Name, Clock: n.cfg.Clock, Log: n.log, NoMesh: ErrNoMesh, ErrStatus: statusErr,
-		Mesh: func() meshops.Mesh {
-			if n.cl == nil {
-				return nil
-			}
-			return n.cl
-		}}
-}

@@ -46,7 +46,6 @@ import (
 	"github.com/harn-dev/harn/node/hosted/hostedsvc"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/localapi"
-	"github.com/harn-dev/harn/node/meshops"
 	"github.com/harn-dev/harn/node/metrics"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/remint"
@@ -304,8 +303,7 @@ func (n *Node) listen() error {
 	lis.(*net.UnixListener).SetUnlinkOnClose(false)
 	n.sockInfo, _ = os.Stat(n.cfg.Socket)
 	n.lis = lis
-	local := &localServer{&localService{n: n}, n.taskSvc.Local(), n.coord.Local(), n.notes.Local(), n.trust.Local(), meshLocal(n)}
-	n.local = localapi.New(lis, api.LocalMethods(local), api.MeshAdminMethods(n.trust.Admin()), api.HostedMethods(n.hosts.Local()))
+	n.local = localapi.New(lis, api.LocalMethods(newLocalServer(n)), api.MeshAdminMethods(n.trust.Admin()), api.HostedMethods(n.hosts.Local()))
 	if n.cfg.TracerProvider != nil {
 		n.local.Wrap = localapi.Trace(n.tracer)
 	}
@@ -428,17 +426,6 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 			}
 			return out
 		}}
-}
-
-// localServer is the Local service: the adapters of service.go and the
-// rooms' own parts.
-type localServer struct {
-	*localService
-	*tasksvc.TaskLocal
-	*coordsvc.CoordLocal
-	*notifysvc.NotifyLocal
-	*trustadmin.TrustLocal
-	*meshops.MeshLocal
 }
 
 // notifyDeps wires the notifications' service to the rest of the node.

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"time"
@@ -14,8 +13,6 @@ import (
 	"github.com/harn-dev/harn/node/api/apigrpc"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
-	"github.com/harn-dev/harn/node/operator"
-	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -24,8 +21,6 @@ import (
 type localService struct {
 	n *Node
 }
-
-var _ api.LocalServer = (*localServer)(nil)
 
 // statusErr maps the node's errors to gRPC codes; the CLI maps the codes to
 // exit codes: InvalidArgument (bad input), NotFound (unknown session),
@@ -170,14 +165,6 @@ func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.Lis
 	return out, nil
 }
 
-func (s *localService) session(st presence.State, err error) (*api.SessionResponse, error) {
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	e := roster.Entry{State: st, Reachable: true, Source: "local", HarnTask: s.n.taskSvc.Brief(st.SessionID)}
-	return &api.SessionResponse{Session: e.Row(), Live: !st.Ended}, nil
-}
-
 func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
 	e, note, err := s.n.roster.ReadSession(ctx, req.Id)
 	if err != nil {
@@ -192,45 +179,6 @@ func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api
 		return nil, statusErr(err)
 	}
 	return &api.TraceResponse{Session: e.Row(), Events: evs, Note: note}, nil
-}
-
-func (s *localService) Whoami(ctx context.Context, req *api.WhoamiRequest) (*api.SessionResponse, error) {
-	anc := make([]Proc, 0, len(req.Ancestry))
-	for _, p := range req.Ancestry {
-		anc = append(anc, Proc{PID: int(p.Pid), Start: p.Start})
-	}
-	return s.session(s.n.decl.Whoami(anc))
-}
-
-func (s *localService) Lifecycle(ctx context.Context, req *api.LifecycleRequest) (*api.LifecycleResponse, error) {
-	res, err := s.n.decl.LifecycleFrom(ctx, Caller{PID: operator.CallerPID(ctx)}, req.SessionId, presence.TaskState(req.TaskState), req.Reason)
-	if err != nil {
-		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
-	}
-	b, _ := json.Marshal(res.State)
-	out := &api.LifecycleResponse{SessionJson: b, Recorded: res.Recorded, Note: res.Note}
-	if !res.Recorded {
-		out.Note = "unchanged: the session already has this state and reason; nothing recorded"
-	}
-	return out, nil
-}
-
-func (s *localService) SetTask(ctx context.Context, req *api.SetTaskRequest) (*api.MutateResponse, error) {
-	st, warn, err := s.n.decl.SetTask(req.SessionId, req.Task)
-	if err != nil {
-		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
-	}
-	b, _ := json.Marshal(st)
-	return &api.MutateResponse{SessionJson: b, Warning: warn}, nil
-}
-
-func (s *localService) Claim(ctx context.Context, req *api.ClaimRequest) (*api.MutateResponse, error) {
-	st, err := s.n.decl.Claim(req.SessionId, req.Paths)
-	if err != nil {
-		return nil, statusErr(s.n.roster.OwnerErr(req.SessionId, err))
-	}
-	b, _ := json.Marshal(st)
-	return &api.MutateResponse{SessionJson: b}, nil
 }
 
 func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api.ErrorsResponse, error) {
