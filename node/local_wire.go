@@ -22,6 +22,7 @@ type localServer struct {
 	*trustadmin.TrustLocal
 	*meshops.MeshLocal
 	*declare.DeclareLocal
+	*roster.RosterLocal
 }
 
 var _ api.LocalServer = (*localServer)(nil)
@@ -40,6 +41,7 @@ func newLocalServer(n *Node) *localServer {
 		CoordLocal:   n.coord.Local(),
 		NotifyLocal:  n.notes.Local(),
 		TrustLocal:   n.trust.Local(),
+		RosterLocal:  &roster.RosterLocal{Roster: n.roster, Node: n.cfg.Name, ErrStatus: statusErr},
 		MeshLocal: &meshops.MeshLocal{Node: n.cfg.Name, Clock: n.cfg.Clock, Log: n.log, Mesh: meshOf,
 			NoMesh: ErrNoMesh, ErrStatus: statusErr},
 		DeclareLocal: &declare.DeclareLocal{Decl: n.decl, OwnerErr: n.roster.OwnerErr, ErrStatus: statusErr,

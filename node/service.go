@@ -146,41 +146,6 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 	return &api.DiagnoseResponse{}, nil
 }
 
-func (s *localService) List(ctx context.Context, req *api.ListRequest) (*api.ListResponse, error) {
-	// The array is sorted by urgency where it is written: the roster's
-	// own order would be undone.
-	entries, info, err := s.n.roster.List(ctx, req.All, req.Consistent, !req.JsonArray)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	out := &api.ListResponse{Node: s.n.cfg.Name, Read: info.API()}
-	if req.JsonArray {
-		out.Rows = s.n.roster.Rows(entries, time.Duration(req.SilenceAfterMs)*time.Millisecond)
-		return out, nil
-	}
-	out.Rows = make([]*api.SessionRow, len(entries))
-	for i := range entries {
-		out.Rows[i] = entries[i].Row()
-	}
-	return out, nil
-}
-
-func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	e, note, err := s.n.roster.ReadSession(ctx, req.Id)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.SessionResponse{Session: e.Row(), Live: !e.State.Ended, Note: note}, nil
-}
-
-func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	e, evs, note, err := s.n.roster.ReadTrace(ctx, req.Id)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.TraceResponse{Session: e.Row(), Events: evs, Note: note}, nil
-}
-
 func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api.ErrorsResponse, error) {
 	ds, err := s.n.ledger.Diagnostics(int(req.Limit))
 	if err != nil {
