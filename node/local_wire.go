@@ -9,6 +9,7 @@ import (
 	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/trustadmin"
+	"github.com/harn-dev/harn/node/upkeep"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -23,6 +24,7 @@ type localServer struct {
 	*meshops.MeshLocal
 	*declare.DeclareLocal
 	*roster.RosterLocal
+	*upkeep.HookLocal
 }
 
 var _ api.LocalServer = (*localServer)(nil)
@@ -41,7 +43,10 @@ func newLocalServer(n *Node) *localServer {
 		CoordLocal:   n.coord.Local(),
 		NotifyLocal:  n.notes.Local(),
 		TrustLocal:   n.trust.Local(),
-		RosterLocal:  &roster.RosterLocal{Roster: n.roster, Node: n.cfg.Name, ErrStatus: statusErr},
+		HookLocal: &upkeep.HookLocal{Keeper: n.keep, Ledger: n.ledger, Clock: n.cfg.Clock, Ingest: n.IngestContext,
+			PeerContext: n.roster.PeerContext, PendingName: n.PendingName, DecideInAppend: n.taskSvc.DecideInAppend,
+			ErrStatus: statusErr},
+		RosterLocal: &roster.RosterLocal{Roster: n.roster, Node: n.cfg.Name, ErrStatus: statusErr},
 		MeshLocal: &meshops.MeshLocal{Node: n.cfg.Name, Clock: n.cfg.Clock, Log: n.log, Mesh: meshOf,
 			NoMesh: ErrNoMesh, ErrStatus: statusErr},
 		DeclareLocal: &declare.DeclareLocal{Decl: n.decl, OwnerErr: n.roster.OwnerErr, ErrStatus: statusErr,

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
-	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/presence"
 )
@@ -65,102 +63,6 @@ func statusErr(err error) error {
 		return apigrpc.WithReason(c, api.ReasonLedgerUnwritable, err.Error())
 	}
 	return status.Error(c, err.Error())
-}
-
-// Append is the hook's RPC. It runs four steps, each with one job: ingest
-// the events, then answer what the hook asked beside them (the peers'
-// context for a session, a session's pending name, the decision on a tool
-// call). A step the request does not ask for leaves its field empty.
-func (s *localService) Append(ctx context.Context, req *api.AppendRequest) (*api.AppendResponse, error) {
-	out, err := s.appendIngest(ctx, req.Events)
-	if err != nil {
-		return nil, err
-	}
-	out.AdditionalContext = s.appendPeerContext(req.ContextFor)
-	out.PendingName = s.appendPendingName(req.NameFor)
-	out.Decision = s.appendDecide(ctx, req.Decide)
-	return out, nil
-}
-
-// appendIngest decodes the hook's events and ingests them: the reply
-// names their ids and how many were duplicates. A refusal is the RPC's
-// status error.
-func (s *localService) appendIngest(ctx context.Context, in []*api.Event) (*api.AppendResponse, error) {
-	evs := make([]presence.Event, 0, len(in))
-	for _, e := range in {
-		ev, err := wire.EventFromAPI(e)
-		if err != nil {
-			return nil, statusErr(err)
-		}
-		evs = append(evs, ev)
-	}
-	res, err := s.n.IngestContext(ctx, evs)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	out := &api.AppendResponse{Duplicates: int32(res.Duplicates)}
-	for i := range evs {
-		out.Ids = append(out.Ids, evs[i].ID)
-	}
-	return out, nil
-}
-
-// appendPeerContext is the peers' context for session (its agent's
-// additional context), or "" when the hook asks for none.
-func (s *localService) appendPeerContext(session string) string {
-	if session == "" {
-		return ""
-	}
-	return s.n.roster.PeerContext(session)
-}
-
-// appendPendingName is the name waiting for session, or "" when the hook
-// asks for none.
-func (s *localService) appendPendingName(session string) string {
-	if session == "" {
-		return ""
-	}
-	return s.n.PendingName(session)
-}
-
-// appendDecide is the decision on the tool call q, or nil when the hook
-// asks for none.
-func (s *localService) appendDecide(ctx context.Context, q *api.DecideQuery) *api.DecideResponse {
-	if q == nil {
-		return nil
-	}
-	return s.n.taskSvc.DecideInAppend(ctx, q)
-}
-
-func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (*api.DiagnoseResponse, error) {
-	ts := time.Unix(0, req.TsUnixNano)
-	if req.TsUnixNano == 0 {
-		ts = s.n.cfg.Clock.Now()
-	}
-	src := req.Agent
-	if src == "" {
-		src = "hook"
-	}
-	s.n.keep.AddDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
-		Error: req.Error, InputBytes: int(req.InputBytes), InputDigest: req.InputDigest})
-	return &api.DiagnoseResponse{}, nil
-}
-
-func (s *localService) Errors(ctx context.Context, req *api.ErrorsRequest) (*api.ErrorsResponse, error) {
-	ds, err := s.n.ledger.Diagnostics(int(req.Limit))
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	if req.Clear {
-		if _, err := s.n.ledger.ClearDiagnostics(); err != nil {
-			return nil, statusErr(err)
-		}
-	}
-	out := &api.ErrorsResponse{}
-	for _, d := range ds {
-		out.Diagnostics = append(out.Diagnostics, wire.DiagnosticToAPI(d))
-	}
-	return out, nil
 }
 
 func (s *localService) Status(ctx context.Context, req *api.StatusRequest) (*api.StatusResponse, error) {
