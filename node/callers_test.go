@@ -22,13 +22,13 @@ func TestLifecycleFromAProcessTheNodeStartedIsRefused(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
 	ctx := context.Background()
-	before, _ := n.Ledger().Session("s")
+	before, _ := n.ledger.Session("s")
 	_, err := n.decl.LifecycleFrom(ctx, Caller{PID: child.Process.Pid}, "s", presence.TaskBlocked, "waiting")
 	var re *RefusedError
 	if !errors.As(err, &re) || re.Check != "top_level_only" || !errors.Is(err, ErrHarnRun) {
 		t.Fatalf("declaration from the node's child: %v; want top_level_only (ErrHarnRun)", err)
 	}
-	if after, _ := n.Ledger().Session("s"); len(after) != len(before) {
+	if after, _ := n.ledger.Session("s"); len(after) != len(before) {
 		t.Fatalf("a refused declaration wrote %d events", len(after)-len(before))
 	}
 	if _, err := n.decl.LifecycleFrom(ctx, Caller{}, "s", presence.TaskBlocked, "waiting"); err != nil {

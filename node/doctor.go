@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"time"
 
 	"github.com/harn-dev/harn/node/api"
@@ -17,7 +18,8 @@ const diagWindow = time.Hour
 // its config and bound addresses, TLS, gossip encryption, the registry's
 // raft state (leader, voters, quorum, stale peer addresses) and the hook
 // diagnostics of the last hour.
-func (n *Node) Doctor() *api.DoctorResponse {
+func (s *localService) Doctor(ctx context.Context, _ *api.DoctorRequest) (*api.DoctorResponse, error) {
+	n := s.n
 	out := &api.DoctorResponse{Node: n.cfg.Name, Role: "lone", DataDir: n.cfg.DataDir, Socket: n.cfg.Socket,
 		Version: n.cfg.Version, Mesh: n.cfg.Cluster.Enabled, Tls: &api.DoctorTLS{Mode: "off"}}
 	if a := n.web.ListenAddr(); a != "" {
@@ -53,5 +55,5 @@ func (n *Node) Doctor() *api.DoctorResponse {
 			}
 		}
 	}
-	return out
+	return out, nil
 }

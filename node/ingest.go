@@ -33,14 +33,6 @@ func (n *Node) Ingest(evs []presence.Event) (ledger.AppendResult, error) {
 	return n.sess.Ingest(context.Background(), evs)
 }
 
-// IngestContext is Ingest traced under ctx's span.
-func (n *Node) IngestContext(ctx context.Context, evs []presence.Event) (ledger.AppendResult, error) {
-	if err := n.hosts.Tie(evs); err != nil {
-		return ledger.AppendResult{}, err
-	}
-	return n.sess.Ingest(ctx, evs)
-}
-
 // subscribe wires the sessions room's subscribers, in the order each
 // write is told to them: the heartbeat files, the cluster (registry writer
 // and gossip), the alerts, the task host, the clock guard's diagnostics,
@@ -108,14 +100,6 @@ func (h *heartbeatSub) changed(b sessions.Batch) {
 		h.last[c.State.SessionID] = c.Gen
 		h.proj.Mark(c.State)
 	}
-}
-
-// PendingName is session's re-minted name when the agent has not shown it
-// and has not been asked for it yet (sessions.Store.PendingName), after
-// the transcripts its events named are read.
-func (n *Node) PendingName(session string) string {
-	n.seen.Settle(session)
-	return n.sess.PendingName(session)
 }
 
 // Sessions copies the states of all sessions (all) or the live ones,

@@ -380,9 +380,6 @@ func (n *Node) Close() error {
 	return n.closeErr
 }
 
-// Ledger exposes the ledger (tests and benchmarks).
-func (n *Node) Ledger() *ledger.Ledger { return n.ledger }
-
 // Name is the node's name.
 func (n *Node) Name() string { return n.cfg.Name }
 
@@ -483,6 +480,3 @@ func (n *Node) webDeps() web.Deps {
 
 // BoardURL is the board's URL with ?token=, or "" without a board.
 func (n *Node) BoardURL() string { return n.web.URL() }
-
-// Changes subscribes to the node's changes (see node/changes).
-func (n *Node) Changes() (<-chan struct{}, func()) { return n.changes.Subscribe() }

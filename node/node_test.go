@@ -88,7 +88,7 @@ func TestOlderEventAppendedLaterDoesNotRollBack(t *testing.T) {
 	if st.Activity != presence.ActivityIdle {
 		t.Fatalf("activity %s, want idle", st.Activity)
 	}
-	evs, _ := n.Ledger().Session("s")
+	evs, _ := n.ledger.Session("s")
 	if want := presence.Fold(evs); want.Activity != st.Activity || want.Events != st.Events {
 		t.Fatalf("live %+v != fold %+v", st, want)
 	}
@@ -173,13 +173,13 @@ func TestLifecycleRefusalWritesNothing(t *testing.T) {
 		{"c", "top_level_only", presence.TaskBlocked, "x"},
 	}
 	for _, c := range cases {
-		before, _ := n.Ledger().Session(c.session)
+		before, _ := n.ledger.Session(c.session)
 		_, err := n.decl.Lifecycle(ctx, c.session, c.to, c.reason)
 		var re *RefusedError
 		if !errors.As(err, &re) || re.Check != c.check {
 			t.Fatalf("%s %s: err %v, want check %s", c.session, c.to, err, c.check)
 		}
-		after, _ := n.Ledger().Session(c.session)
+		after, _ := n.ledger.Session(c.session)
 		if len(after) != len(before) {
 			t.Fatalf("refusal wrote an event")
 		}

@@ -26,6 +26,3 @@ func remotePolicy(cfg Config, log *slog.Logger) remotepolicy.Config {
 	}
 	return p
 }
-
-// RemotePolicy is what a caller on another node may choose here.
-func (n *Node) RemotePolicy() remotepolicy.Config { return n.remotePol }

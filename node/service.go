@@ -77,7 +77,3 @@ func (s *localService) Status(ctx context.Context, req *api.StatusRequest) (*api
 		LiveSessions: int32(live), Sessions: int32(len(all)), StartedUnixNano: s.n.started.UnixNano(),
 		Pid: int32(os.Getpid())}, nil
 }
-
-func (s *localService) Doctor(ctx context.Context, _ *api.DoctorRequest) (*api.DoctorResponse, error) {
-	return s.n.Doctor(), nil
-}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/node/coordsvc"
+	"github.com/harn-dev/harn/node/remotepolicy"
 	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
@@ -45,7 +46,7 @@ func (n *Node) openTasks() error {
 	n.tasks = h
 	n.remotePol = remotePolicy(n.cfg, n.log)
 	n.taskSvc = tasksvc.New(tasksvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Tasks: h, Gate: n.gate,
-		Policy: n.RemotePolicy, Sessions: n.sess, Record: n.roster.ResolveRecord,
+		Policy: func() remotepolicy.Config { return n.remotePol }, Sessions: n.sess, Record: n.roster.ResolveRecord,
 		Mesh: func() tasksvc.Mesh {
 			if n.cl == nil {
 				return nil

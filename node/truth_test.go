@@ -159,26 +159,26 @@ func TestPendingNameOncePerRemint(t *testing.T) {
 	cfg := testConfig(t, t.TempDir())
 	n := openNode(t, cfg)
 	mustIngest(t, n, at(n, "s", "1", presence.TypeUserPromptSubmit, nil))
-	if got := n.PendingName("s"); got != "" {
+	if got := pendingName(n, "s"); got != "" {
 		t.Fatalf("pending name before any re-mint: %q", got)
 	}
 	name := remintName(t, n, "s", "waiting for access")
-	if got := n.PendingName("s"); got != name {
+	if got := pendingName(n, "s"); got != name {
 		t.Fatalf("first ask %q, want %q", got, name)
 	}
-	if got := n.PendingName("s"); got != "" {
+	if got := pendingName(n, "s"); got != "" {
 		t.Fatalf("asked twice for the same re-mint: %q", got)
 	}
 	n.Close()
 	n = openNode(t, cfg)
-	if got := n.PendingName("s"); got != "" {
+	if got := pendingName(n, "s"); got != "" {
 		t.Fatalf("asked again after a restart: %q", got)
 	}
 	res, err := n.decl.Lifecycle(context.Background(), "s", presence.TaskActive, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := n.PendingName("s"); got == "" || got != res.State.SuggestedSessionName || got == name {
+	if got := pendingName(n, "s"); got == "" || got != res.State.SuggestedSessionName || got == name {
 		t.Fatalf("next re-mint: %q (state %q)", got, res.State.SuggestedSessionName)
 	}
 }
@@ -218,7 +218,14 @@ func TestTranscriptShowingNameEndsPending(t *testing.T) {
 	if got := n.roster.PeerContext("s"); strings.Contains(got, "show this session name") {
 		t.Fatalf("reminder after the name was seen: %q", got)
 	}
-	if got := n.PendingName("s"); got != "" {
+	if got := pendingName(n, "s"); got != "" {
 		t.Fatalf("a seen name is still handed out: %q", got)
 	}
+}
+
+// pendingName is what the hook's Append answers for NameFor (node/upkeep's
+// HookLocal): the transcripts settled, then the session's pending name.
+func pendingName(n *Node, session string) string {
+	n.seen.Settle(session)
+	return n.sess.PendingName(session)
 }

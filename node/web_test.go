@@ -85,7 +85,7 @@ func get(t *testing.T, url string, hdr ...string) (int, string) {
 func TestHeartbeatWriteNotifiesTheBoard(t *testing.T) {
 	n := webNode(t, "127.0.0.1:0", "")
 	mustIngest(t, n, ev("s1", "1", presence.TypeSessionStart, 1, nil))
-	ch, stop := n.Changes()
+	ch, stop := n.changes.Subscribe()
 	defer stop()
 	mustIngest(t, n, ev("s1", "2", presence.TypeTaskState, 2, map[string]any{presence.AttrTaskState: "blocked", presence.AttrReason: "R"}))
 	select {
@@ -325,7 +325,7 @@ func TestBoardErrNotFoundWrapsUnknownSession(t *testing.T) {
 func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 	n := webNode(t, "", "")
 	mustIngest(t, n, ev("p1", "1", presence.TypeSessionStart, 1, nil))
-	ch, stop := n.Changes()
+	ch, stop := n.changes.Subscribe()
 	defer stop()
 	type answer struct {
 		allow bool

@@ -24,13 +24,18 @@ type HookLocal struct {
 	Keeper *Keeper
 	Ledger Diagnostics
 	Clock  clock.Clock
-	// Ingest records the hook's events (the node's ingest path).
+	// Tie ties the events of a hosted session to its host
+	// (node/hosted); Ingest records them (node/sessions).
+	Tie    func(evs []presence.Event) error
 	Ingest func(ctx context.Context, evs []presence.Event) (ledger.AppendResult, error)
-	// PeerContext is the peers' context for a session (node/roster);
-	// PendingName the name waiting for one (node/sessions); DecideInAppend the
-	// decision on a tool call (node/tasksvc).
-	PeerContext    func(session string) string
-	PendingName    func(session string) string
+	// PeerContext is the peers' context for a session (node/roster).
+	PeerContext func(session string) string
+	// Settle reads the transcripts a session's events named; then
+	// PendingName is its re-minted name when the agent has not shown it
+	// and has not been asked for it yet (node/sessions).
+	Settle      func(session string)
+	PendingName func(session string) string
+	// DecideInAppend is the decision on a tool call (node/tasksvc).
 	DecideInAppend func(ctx context.Context, q *api.DecideQuery) *api.DecideResponse
 	// ErrStatus maps the node's errors to the RPC's status.
 	ErrStatus func(error) error
@@ -49,6 +54,7 @@ func (s *HookLocal) Append(ctx context.Context, req *api.AppendRequest) (*api.Ap
 		out.AdditionalContext = s.PeerContext(req.ContextFor)
 	}
 	if req.NameFor != "" {
+		s.Settle(req.NameFor)
 		out.PendingName = s.PendingName(req.NameFor)
 	}
 	if req.Decide != nil {
@@ -68,6 +74,9 @@ func (s *HookLocal) appendIngest(ctx context.Context, in []*api.Event) (*api.App
 			return nil, s.ErrStatus(err)
 		}
 		evs = append(evs, ev)
+	}
+	if err := s.Tie(evs); err != nil {
+		return nil, s.ErrStatus(err)
 	}
 	res, err := s.Ingest(ctx, evs)
 	if err != nil {
