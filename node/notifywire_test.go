@@ -31,7 +31,7 @@ func TestWaitWakesOnAChangeOfThisNode(t *testing.T) {
 	}
 	done := make(chan result, 1)
 	go func() {
-		e, err := n.Wait(context.Background(), "s1", false, alerts.WaitNeedsInput)
+		e, err := newLocalServer(n).WaitFor(context.Background(), "s1", false, alerts.WaitNeedsInput)
 		done <- result{e, err}
 	}()
 	mustIngest(t, n, ev("s1", "3", presence.TypeInputRequested, 3, nil))
@@ -50,16 +50,16 @@ func TestWaitEndsWhenTheSessionEndedWithoutTheState(t *testing.T) {
 	cfg.Notify.Desktop = false
 	n := openNode(t, cfg)
 	mustIngest(t, n, ev("s1", "1", presence.TypeSessionStart, 1, nil), ev("s1", "2", presence.TypeSessionEnd, 2, nil))
-	_, err := n.Wait(context.Background(), "s1", false, alerts.WaitNeedsInput)
+	_, err := newLocalServer(n).WaitFor(context.Background(), "s1", false, alerts.WaitNeedsInput)
 	if !errors.Is(err, ErrWaitEnded) || !errors.Is(err, ErrRefused) {
 		t.Fatalf("wait on an ended session: %v", err)
 	}
-	if _, err := n.Wait(context.Background(), "nope", false, alerts.WaitDone); !errors.Is(err, ErrUnknownSession) {
+	if _, err := newLocalServer(n).WaitFor(context.Background(), "nope", false, alerts.WaitDone); !errors.Is(err, ErrUnknownSession) {
 		t.Fatalf("wait on an unknown session: %v", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if _, err := n.Wait(ctx, "", true, alerts.WaitBlocked); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := newLocalServer(n).WaitFor(ctx, "", true, alerts.WaitBlocked); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("wait --any with nothing blocked: %v", err)
 	}
 }

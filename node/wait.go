@@ -1,143 +1,24 @@
 package node
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"time"
-
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
-	"github.com/harn-dev/harn/node/alerts"
 	"github.com/harn-dev/harn/node/alerts/notifysvc"
-	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/roster"
-	"github.com/harn-dev/harn/node/sessions"
-	"github.com/harn-dev/harn/presence"
 )
 
-// WaitPoll is how often a wait looks at the roster when nothing of this
-// node changed (other nodes' sessions change by gossip).
-const WaitPoll = 200 * time.Millisecond
+// WaitPoll is how often a wait looks at the roster (node/roster).
+const WaitPoll = roster.WaitPoll
 
 // Wait errors.
 var (
 	// ErrWaitEnded: the session ended without coming to the state.
-	ErrWaitEnded = errors.New("node: the session ended")
+	ErrWaitEnded = roster.ErrWaitEnded
 	// ErrUnknownWebhook: no webhook of the mesh has that ID.
 	ErrUnknownWebhook = notifysvc.ErrUnknownWebhook
 )
 
 // NotifyConfig configures notifications (node/alerts/notifysvc).
 type NotifyConfig = notifysvc.Config
-
-// Wait blocks until the session named by handle (or, with any, any live
-// session) is in the state want, and returns its roster entry. It looks
-// at the roster on every change of this node's sessions and every
-// WaitPoll; it ends with ctx (ctx.Err) or when the session ended without
-// coming to the state (ErrWaitEnded).
-func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.WaitFor) (roster.Entry, error) {
-	id := ""
-	if !any {
-		entries, _, err := n.roster.List(ctx, true, false, true)
-		if err != nil {
-			return roster.Entry{}, err
-		}
-		cands := make([]sessions.Candidate, len(entries))
-		for i := range entries {
-			cands[i] = sessions.Candidate{ID: entries[i].State.SessionID, Name: entries[i].State.Name, Ended: entries[i].State.Ended}
-		}
-		if id, err = sessions.PickHandle(handle, cands); err != nil {
-			return roster.Entry{}, err
-		}
-	}
-	t := n.cfg.Clock.NewTicker(WaitPoll)
-	defer t.Stop()
-	for {
-		changed := n.alerts.Changes()
-		entries, _, err := n.roster.List(ctx, !any, false, true)
-		if err != nil {
-			return roster.Entry{}, err
-		}
-		if e, found, err := pickWaited(entries, id, want); err != nil || found {
-			return e, err
-		}
-		select {
-		case <-ctx.Done():
-			return roster.Entry{}, ctx.Err()
-		case <-n.stop:
-			return roster.Entry{}, ErrClosed
-		case <-changed:
-		case <-t.C():
-		}
-	}
-}
-
-// pickWaited finds, in a roster, the session id (or, when id is empty,
-// the first live session) in the state want, as `harn agents list` shows
-// states (a subagent's input request surfaces on its parent).
-func pickWaited(entries []roster.Entry, id string, want alerts.WaitFor) (roster.Entry, bool, error) {
-	states := make([]presence.State, len(entries))
-	for i := range entries {
-		states[i] = entries[i].State
-	}
-	presence.SurfaceChildren(states)
-	for i := range entries {
-		st := &states[i]
-		if id != "" && st.SessionID != id {
-			continue
-		}
-		if id == "" && st.Ended {
-			continue
-		}
-		if want.Holds(st) {
-			e := entries[i]
-			if e.State.Activity != st.Activity {
-				e.State = *st
-			}
-			return e, true, nil
-		}
-		if id != "" && want.Never(st) {
-			return roster.Entry{}, false, fmt.Errorf("%w: %s ended without being %s; %w", ErrWaitEnded, id, want, ErrRefused)
-		}
-	}
-	return roster.Entry{}, false, nil
-}
-
-// Wait serves `harn agents wait`: a timeout is an answer (timed_out), not
-// an error.
-func (s *localService) Wait(ctx context.Context, req *api.WaitRequest) (*api.WaitResponse, error) {
-	want, err := alerts.ParseWaitFor(req.For)
-	if err != nil {
-		return nil, statusErr(fmt.Errorf("%w: %w", ErrBadRequest, err))
-	}
-	if req.Any == (req.Id != "") {
-		return nil, statusErr(fmt.Errorf("%w: give a session id or --any, not both or neither", ErrBadRequest))
-	}
-	wctx := ctx
-	if req.TimeoutMs > 0 {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(ctx, time.Duration(req.TimeoutMs)*time.Millisecond)
-		defer cancel()
-	}
-	e, err := s.n.Wait(wctx, req.Id, req.Any, want)
-	if err != nil {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return &api.WaitResponse{TimedOut: true}, nil
-		}
-		if ctx.Err() != nil {
-			return nil, status.Error(codes.Canceled, "node: the wait was cancelled")
-		}
-		return nil, statusErr(err)
-	}
-	b, err := e.Encode()
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.WaitResponse{SessionJson: b}, nil
-}
 
 // The views of `harn notify list`, in wire.
 type (

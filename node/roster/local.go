@@ -15,6 +15,8 @@ type RosterLocal struct {
 	Node string
 	// ErrStatus maps the node's errors to the RPC's status.
 	ErrStatus func(error) error
+	// Waiter serves the waits (wait.go).
+	Waiter Waiter
 }
 
 // List is the roster's rows.
