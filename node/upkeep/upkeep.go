@@ -5,7 +5,8 @@
 // future), and the tool process groups a harn session starts, recorded
 // so that a restarted node kills what its previous run left. Its loops
 // run in Run's goroutines until Close. It reads the rest of the node
-// through Deps.
+// through Deps. Its part of the local server (HookLocal) takes the hook's
+// events and failures and answers `harn node errors`.
 package upkeep
 
 import (
