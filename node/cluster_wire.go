@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"fmt"
 	"strings"
 
@@ -11,12 +10,12 @@ import (
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
-	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/cluster"
 	"github.com/harn-dev/harn/node/coordsvc"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/meshtrust"
+	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/trust"
 	"github.com/harn-dev/harn/node/web"
@@ -108,7 +107,7 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 // opened; Close releases it.
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
-		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer(), n.coord.Peer()},
+		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{&roster.RosterPeer{Roster: n.roster, Resolve: n.sess.Resolve, ErrStatus: statusErr}, n.taskSvc.Peer(), n.coord.Peer()},
 		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: func(h *gossip.Handler) mesh.Handler { return web.GossipNotifier(h, n.changes.Notify) }, Decorate: n.taskSvc.Decorate,
 		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
@@ -152,10 +151,6 @@ func (l clusterLocal) Sessions(all bool) []presence.State            { return l.
 func (l clusterLocal) Diagnose(source, msg string)                   { l.n.keep.Diagnose(source, msg, 0, "") }
 func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.taskSvc.ApplySwitches(all) }
 
-// peerService answers the cluster gRPC's calls about this node's own
-// sessions and tasks (cluster.PeerService).
-type peerService struct{ n *Node }
-
 var _ cluster.PeerService = peerServer{}
 
 // MeshAddr is the "host:port" other nodes reach this node's gossip at (a
@@ -182,32 +177,6 @@ func (n *Node) RPCAddr() string {
 		return ""
 	}
 	return n.cl.Addrs().RPC
-}
-
-// Session is a session's live detail, for another node's reader.
-func (s peerService) Session(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	st, err := s.n.sess.Resolve(req.Id)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	return &api.SessionResponse{Session: api.RowOf(&st), Live: !st.Ended}, nil
-}
-
-// SessionTrace is a session's events, for another node's reader.
-func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	st, err := s.n.sess.Resolve(req.Id)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	evs, err := s.n.roster.Events(st.SessionID)
-	if err != nil {
-		return nil, statusErr(err)
-	}
-	out := &api.TraceResponse{Session: api.RowOf(&st)}
-	for i := range evs {
-		out.Events = append(out.Events, wire.EventToAPI(&evs[i]))
-	}
-	return out, nil
 }
 
 // ReasonWriteRefused is the ErrorInfo reason of a registry write the
@@ -242,10 +211,9 @@ func ParseNotifyAdmins(s string) ([]string, error) {
 	return out, nil
 }
 
-// peerServer is the cluster gRPC's peer service: peerService and the
-// rooms' own parts.
+// peerServer is the cluster gRPC's peer service: the rooms' parts.
 type peerServer struct {
-	peerService
+	*roster.RosterPeer
 	*tasksvc.TaskPeer
 	*coordsvc.CoordPeer
 }
