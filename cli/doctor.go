@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/daemon"
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -91,7 +92,7 @@ are findings. The mesh flags (ports, bind, join, key) are read like
 	}
 	c.RunE = func(cmd *cobra.Command, args []string) error { return runDoctor(cmd, settingsErr) }
 	c.Flags().String("config", "", "config file the node reads (default: HARN_CONFIG or $XDG_CONFIG_HOME/harn/config.json)")
-	addMeshFlags(c)
+	daemon.AddMeshFlags(c)
 	addSecretFileFlags(c)
 	addJSONFlag(c)
 	return c

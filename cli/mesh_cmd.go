@@ -7,37 +7,12 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/daemon"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
-
-func addMeshFlags(c *cobra.Command) {
-	f := c.Flags()
-	addRegistryAuthFlags(f)
-	f.String("bind", "", "address the gossip, raft and rpc listeners bind (default 127.0.0.1 alone, 0.0.0.0 in a mesh)")
-	f.String("advertise", "", "address other nodes use to reach this one (default: the bind address, or the first private address)")
-	f.Int("gossip-port", layout.DefaultGossipPort, "gossip (memberlist) port, UDP and TCP; 0 picks a free one")
-	f.Int("raft-port", layout.DefaultRaftPort, "registry (raft) port; 0 picks a free one")
-	f.Int("rpc-port", layout.DefaultRPCPort, "cluster gRPC port; 0 picks a free one")
-	f.String("http-port", "127.0.0.1:7713", "web board and /metrics, always behind a token (harn web open): a port (on 127.0.0.1) or host:port; 0 serves none")
-	f.StringSlice("join", nil, "gossip address of a node to join, host:port (repeatable)")
-	f.Bool("server", false, "be a registry server: a raft voter holding the registry's log (3 or 5 per mesh); every other node follows the registry from a server")
-	f.Bool("replica", false, "be a read replica: a non-voting raft member holding the registry's log (a far site); never with --server")
-	f.Int("bootstrap-expect", 0, "form the registry when this many servers have met (with --server)")
-	f.String("gossip-key", "", "base64 32-byte `key` encrypting gossip (make one with: harn keygen)")
-	f.String("mesh-profile", "lan", "gossip timers: lan, or local (fast; tests)")
-	f.String("raft-profile", "lan", "registry timers: lan (1 s), or fast (tests)")
-	f.Bool("no-mesh", false, "run without the mesh: no network listener, local sessions only")
-	f.String("join-token", "", "join token (harn token create), used at the first start only")
-	f.String("join-token-file", "", "file holding the join token (mode 0600; keeps it out of ps)")
-	f.StringSlice("join-rpc", nil, "cluster gRPC address of a server to join through (default: each --join seed's port plus 2)")
-	f.Bool("insecure-mesh", false, "run raft and the cluster gRPC in plaintext, on loopback too (trusted networks only; default: mutual TLS, with a CA made at the first start)")
-	f.String("remote-control", "off", "who on other nodes may start, steer, cancel, approve or confirm this node's agents: off, or NODE,... and servers (callers holding a server-role certificate)")
-	f.String("remote-exec", "none", "the launchers (--launcher) that callers --remote-control allows may start here: none, or NAME,...")
-	f.Int("max-peer-reply-mib", layout.DefaultMaxPeerReply>>20, "largest message, in MiB, taken from a peer on the cluster gRPC (a reply to this node's call, or a request to its rpc port); larger ones are refused")
-}
 
 func newKeygenCmd() *cobra.Command {
 	return &cobra.Command{
@@ -161,6 +136,6 @@ func newMeshCmd() *cobra.Command {
 			})
 		},
 	}
-	c.AddCommand(members, raft, leave, remove, newMeshInitCmd(), newMeshCACmd())
+	c.AddCommand(members, raft, leave, remove, daemon.NewMeshInitCmd(), newMeshCACmd())
 	return c
 }

@@ -8,48 +8,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/daemon"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
-	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/text"
 )
 
+// newNodeCmd is `harn node`: harnd's node command (its flags, and
+// running harnd with this command line), with the client's subcommands.
 func newNodeCmd() *cobra.Command {
-	c := &cobra.Command{
-		Use:   "node",
-		Short: "run the harn node for this machine in the foreground",
-		Args:  noArgs,
-		RunE:  runNode,
-	}
-	c.Flags().String("name", "", "node name in the mesh (default: the hostname)")
-	c.Flags().String("config", "", "config file (JSON object or key = value lines; keys are flag names)")
-	c.Flags().String("log-level", "info", "log level: debug, info, warn or error")
-	c.Flags().Duration("reap-interval", 2*time.Second, "how often to check that agent processes still exist")
-	c.Flags().Duration("silence-after", layout.DefaultSilenceAfter, "mark a working session silent after this long without evidence (its activity stays working)")
-	c.Flags().Int("peer-context-bytes", layout.DefaultPeerContextBytes, "cap of the peer context injected at each prompt (most relevant sessions first)")
-	c.Flags().String("claims", "enforce", "write claims: enforce (deny a write to a file another live session holds), warn (tell the agent only) or off")
-	c.Flags().String("otlp-endpoint", "", "send OpenTelemetry traces of ingest and gRPC calls to this OTLP gRPC collector (host:port, or an http:// or https:// URL; default: off)")
-	c.Flags().Bool("compaction.enabled", true, "harn sessions condense completed work with the model at 80% of the budget; false: only the deterministic fallback, once over budget (harn ask --compaction overrides per run)")
-	addAgentBoundFlags(c)
-	c.Flags().Bool("otel-log-prompts", false, "with --otlp-endpoint: record the prompt text of harn's own model requests in their spans (gen_ai.input.messages; default off)")
-	addMeshFlags(c)
-	addLauncherFlags(c)
-	addHostedFlags(c)
-	addNodeAgentFlags(c)
-	addWebFlags(c)
-	addSecretFileFlags(c)
-	addNotifyFlags(c)
+	c := daemon.NewNodeCmd()
 	c.AddCommand(newNodeErrorsCmd(), newNodeStatusCmd(), newNodePIDCmd())
 	return c
-}
-
-// runNode runs the node: in harnd, here; in harn, by running harnd with
-// the same command line.
-func runNode(c *cobra.Command, _ []string) error {
-	if d := daemonOf(c); d != nil && d.RunNode != nil {
-		return d.RunNode(c)
-	}
-	return execDaemon(c)
 }
 
 func newNodeErrorsCmd() *cobra.Command {

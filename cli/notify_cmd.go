@@ -151,9 +151,3 @@ func renderNotifyList(c *cobra.Command, out notifyListJSON) error {
 	fmt.Fprintf(w, "desktop notifications on node %s: %s\n", text.Sanitize(out.Node), desk)
 	return nil
 }
-
-// addNotifyFlags adds the notification flags of `harn node`.
-func addNotifyFlags(c *cobra.Command) {
-	c.Flags().String("desktop-notify", "auto", "desktop notification when a session of this node needs input: on, off, or auto (on unless --server)")
-	c.Flags().Bool("allow-private", false, "let webhooks reach loopback, link-local, private (RFC 1918, ULA, CGNAT), unspecified and multicast addresses")
-}

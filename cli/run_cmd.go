@@ -26,13 +26,6 @@ import (
 // ExitHostedFull: the node hosts its --max-hosted sessions already.
 const ExitHostedFull = 23
 
-// addHostedFlags adds the node's hosting flags.
-func addHostedFlags(c *cobra.Command) {
-	f := c.Flags()
-	f.Int("max-hosted", 8, "the most agents this node hosts in terminals at once (harn run); a start over it is refused")
-	f.String("remote-watch", "off", "who on other nodes may attach to this node's hosted terminals to watch, without typing: off, or NODE,... and servers (those --remote-control allows may type too)")
-}
-
 // hostedErr maps a hosted call's status to its exit code.
 func hostedErr(err error, p place) error {
 	var se *api.StatusError

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/daemon"
 	"github.com/harn-dev/harn/node/api"
 )
 
@@ -20,38 +21,15 @@ func newTokenCmd() *cobra.Command {
 		Args:  noArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
-	create := &cobra.Command{
-		Use:   "create",
-		Short: "make a join token (through the local server node, or offline in its data dir when no node runs)",
-		Args:  noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			a, err := tokenArgs(c)
+	create := daemon.NewTokenCreateCmd(func(c *cobra.Command, a wire.TokenCreateArgs) error {
+		return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			res, err := cl.admin().TokenCreate(ctx, &api.TokenCreateRequest{Server: a.Server, TtlMs: a.TTL.Milliseconds(), Uses: int32(a.Uses)})
 			if err != nil {
-				return err
+				return adminErr(err, p)
 			}
-			p := placeOf(c)
-			if socketDead(p.Socket) {
-				d := daemonOf(c)
-				if d == nil || d.CreatePendingToken == nil {
-					return execDaemon(c) // offline, the trust store is harnd's
-				}
-				t, err := d.CreatePendingToken(p.DataDir, a)
-				if err != nil {
-					return withCode(ExitTrust, err)
-				}
-				join, rpc := offlineJoinAddr(c, settingTrue(setting(c, "server", "false")))
-				return printToken(c, t, join, rpc)
-			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				res, err := cl.admin().TokenCreate(ctx, &api.TokenCreateRequest{Server: a.Server, TtlMs: a.TTL.Milliseconds(), Uses: int32(a.Uses)})
-				if err != nil {
-					return adminErr(err, p)
-				}
-				return printToken(c, wire.TokenCreatedFromAPI(res), "", "")
-			})
-		},
-	}
-	addTokenFlags(create)
+			return daemon.PrintToken(c, wire.TokenCreatedFromAPI(res), "", "")
+		})
+	})
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "list the join tokens in the registry (never their secrets)",

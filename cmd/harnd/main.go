@@ -8,7 +8,7 @@ package main
 import (
 	"os"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/daemon"
 	"github.com/harn-dev/harn/util/procguard"
 )
 
@@ -17,5 +17,5 @@ func main() {
 		// a tool's process group leader (see util/procguard)
 		os.Exit(procguard.Main(os.Args[2:]))
 	}
-	os.Exit(cli.DaemonMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, daemon()))
+	os.Exit(daemon.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, work()))
 }
