@@ -2,7 +2,9 @@
 // the mesh's gossip and registry, the board, tracing and metrics), and the
 // offline operations on its data dir (`mesh init`, `token create` with no
 // node running). `harn node ...` runs it, found beside harn or on PATH; run
-// directly, it takes the same command line: `harnd node [flags]`.
+// directly, it takes the same command line for those commands (`harnd node
+// [flags]`, `harnd mesh init`, `harnd token create`), defined in cli/daemon
+// with harn's: harnd links no other part of harn's command line, and no TUI.
 package main
 
 import (
