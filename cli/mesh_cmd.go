@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/layout"
@@ -18,7 +19,7 @@ func newKeygenCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "keygen",
 		Short: "print a fresh gossip key (base64, 32 bytes) for --gossip-key",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			k, err := layout.GenerateGossipKey()
 			if err != nil {
@@ -34,25 +35,25 @@ func newMeshCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "mesh",
 		Short: "the mesh: members, registry (raft) state, leave, remove",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	members := &cobra.Command{
 		Use:   "members",
 		Short: "list the mesh's members: name, addr, status, role",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.api.Members(ctx, &api.MeshRequest{})
 				if err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				ms := make([]wire.MemberView, 0, len(res.Members))
 				for _, m := range res.Members {
 					ms = append(ms, wire.MemberFromAPI(m))
 				}
-				if asJSON(c) {
-					return writeJSON(c, ms)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, ms)
 				}
 				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "NAME\tADDR\tSTATUS\tROLE\tSINCE")
@@ -63,20 +64,20 @@ func newMeshCmd() *cobra.Command {
 			})
 		},
 	}
-	addJSONFlag(members)
+	hook.AddJSONFlag(members)
 	raft := &cobra.Command{
 		Use:   "raft",
 		Short: "show the registry's raft state: leader, term, commit index, servers",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.api.Raft(ctx, &api.MeshRequest{})
 				if err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				v := wire.RaftFromAPI(res.Stats)
-				if asJSON(c) {
-					return writeJSON(c, v)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, v)
 				}
 				fmt.Fprintf(c.OutOrStdout(), "leader %s, term %d, commit index %d (%s here)\n", text.OneLine(orDash(v.Leader)), v.Term, v.CommitIndex, text.OneLine(v.State))
 				for _, s := range v.Servers {
@@ -94,15 +95,15 @@ func newMeshCmd() *cobra.Command {
 			})
 		},
 	}
-	addJSONFlag(raft)
+	hook.AddJSONFlag(raft)
 	leave := &cobra.Command{
 		Use:   "leave",
 		Short: "leave the mesh gracefully (others see this node as left, not dead)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				if _, err := cl.api.Leave(ctx, &api.MeshRequest{}); err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				fmt.Fprintln(c.OutOrStdout(), "left the mesh; stop the node when you are done with it")
 				return nil
@@ -114,13 +115,13 @@ func newMeshCmd() *cobra.Command {
 		Short: "remove a node: revoke its certificates and take it out of the registry's raft configuration",
 		Args:  exactArgs(1, "the node name to remove"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				var rv wire.Revoked
 				res, err := cl.admin().RevokeNode(ctx, &api.RevokeNodeRequest{Node: args[0]})
 				if err = adminErr(err, p); err == nil {
 					rv = wire.RevokedFromAPI(res)
 				}
-				if err != nil && ExitCode(err) != ExitTrust {
+				if err != nil && hook.ExitCode(err) != hook.ExitTrust {
 					return err
 				}
 				if err != nil {
@@ -129,7 +130,7 @@ func newMeshCmd() *cobra.Command {
 					fmt.Fprintf(c.OutOrStdout(), "revoked %d certificate(s) of %s\n", len(rv.Serials), args[0])
 				}
 				if _, err := cl.api.RemoveServer(ctx, &api.RemoveServerRequest{Id: args[0]}); err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				fmt.Fprintf(c.OutOrStdout(), "removed %s from the registry\n", args[0])
 				return nil

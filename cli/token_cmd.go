@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 )
 
@@ -18,11 +19,11 @@ func newTokenCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "token",
 		Short: "join tokens: create, list, revoke (on a mesh server)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	create := daemon.NewTokenCreateCmd(func(c *cobra.Command, a wire.TokenCreateArgs) error {
-		return withNode(c, func(ctx context.Context, cl *client, p place) error {
+		return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 			res, err := cl.admin().TokenCreate(ctx, &api.TokenCreateRequest{Server: a.Server, TtlMs: a.TTL.Milliseconds(), Uses: int32(a.Uses)})
 			if err != nil {
 				return adminErr(err, p)
@@ -33,16 +34,16 @@ func newTokenCmd() *cobra.Command {
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "list the join tokens in the registry (never their secrets)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.admin().TokenList(ctx, &api.AdminEmpty{})
 				if err != nil {
 					return adminErr(err, p)
 				}
 				recs := wire.TokenRecordsFromAPI(res.Tokens)
-				if asJSON(c) {
-					return writeJSON(c, recs)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, recs)
 				}
 				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tROLE\tUSED\tUSES\tEXPIRES")
@@ -53,13 +54,13 @@ func newTokenCmd() *cobra.Command {
 			})
 		},
 	}
-	addJSONFlag(list)
+	hook.AddJSONFlag(list)
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "delete a join token",
 		Args:  exactArgs(1, "the token id (harn token list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				if _, err := cl.admin().TokenRevoke(ctx, &api.TokenRevokeRequest{Id: args[0]}); err != nil {
 					return adminErr(err, p)
 				}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -21,28 +22,28 @@ func (cl *client) admin() *api.AdminClient { return cl.api.Admin }
 
 // adminErr maps a MeshAdmin refusal: trust is ExitTrust, the rest as any
 // call's.
-func adminErr(err error, p place) error {
+func adminErr(err error, p hook.Place) error {
 	if err == nil {
 		return nil
 	}
 	var se *api.StatusError
 	if errors.As(err, &se) && hookwire.CodeOf(se) == hookwire.PermissionDenied {
-		return withCode(ExitTrust, errors.New(text.OneLine(se.Message())))
+		return hook.WithCode(hook.ExitTrust, errors.New(text.OneLine(se.Message())))
 	}
-	return rpcErr(err, p)
+	return hook.RpcErr(err, p)
 }
 
 func newMeshCACmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "ca",
 		Short: "the mesh CA: rotate (both CAs trusted until --finish), status",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	rotate := &cobra.Command{
 		Use:   "rotate",
 		Short: "make a new mesh CA on the servers; with --finish, stop trusting the previous one",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			op := wire.AdminCARotate
 			if f, _ := c.Flags().GetBool("finish"); f {
@@ -52,20 +53,20 @@ func newMeshCACmd() *cobra.Command {
 		},
 	}
 	rotate.Flags().Bool("finish", false, "end the rotation: certificates of the previous CA are refused from then on")
-	addJSONFlag(rotate)
+	hook.AddJSONFlag(rotate)
 	status := &cobra.Command{
 		Use:   "status",
 		Short: "show the trusted CAs and whether this node's certificate is from the current one",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return caCall(c, wire.AdminCAStatus) },
 	}
-	addJSONFlag(status)
+	hook.AddJSONFlag(status)
 	c.AddCommand(rotate, status)
 	return c
 }
 
 func caCall(c *cobra.Command, op string) error {
-	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+	return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 		call := cl.admin().CAStatus
 		switch op {
 		case wire.AdminCARotate:
@@ -78,8 +79,8 @@ func caCall(c *cobra.Command, op string) error {
 			return adminErr(err, p)
 		}
 		st := wire.CAStatusFromAPI(res)
-		if asJSON(c) {
-			return writeJSON(c, st)
+		if hook.AsJSON(c) {
+			return hook.WriteJSON(c, st)
 		}
 		for i, fp := range st.Roots {
 			mark := "current "
