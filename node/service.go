@@ -146,7 +146,7 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 	if src == "" {
 		src = "hook"
 	}
-	s.n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
+	s.n.keep.AddDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
 		Error: req.Error, InputBytes: int(req.InputBytes), InputDigest: req.InputDigest})
 	return &api.DiagnoseResponse{}, nil
 }
@@ -174,7 +174,7 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	e := roster.Entry{State: st, Reachable: true, Source: "local", HarnTask: s.n.harnTask(st.SessionID)}
+	e := roster.Entry{State: st, Reachable: true, Source: "local", HarnTask: s.n.taskSvc.Brief(st.SessionID)}
 	return &api.SessionResponse{Session: e.Row(), Live: !st.Ended}, nil
 }
 
