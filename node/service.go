@@ -15,7 +15,6 @@ import (
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/ledger"
 	"github.com/harn-dev/harn/node/operator"
-	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -174,8 +173,9 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	e := roster.Entry{State: st, Reachable: true, Source: "local", HarnTask: s.n.harnTask(st.SessionID)}
-	return &api.SessionResponse{Session: e.Row(), Live: !st.Ended}, nil
+	row := api.RowOf(&st)
+	row.Reachable, row.Source, row.HarnTask = true, "local", s.n.harnTask(st.SessionID)
+	return &api.SessionResponse{Session: row, Live: !st.Ended}, nil
 }
 
 func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
@@ -183,7 +183,7 @@ func (s *localService) Get(ctx context.Context, req *api.SessionRequest) (*api.S
 	if err != nil {
 		return nil, statusErr(err)
 	}
-	return &api.SessionResponse{Session: e.Row(), Live: !e.State.Ended, Note: note}, nil
+	return &api.SessionResponse{Session: e.Row(), Live: !e.GetEnded(), Note: note}, nil
 }
 
 func (s *localService) Trace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {

@@ -47,7 +47,7 @@ func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.Wa
 		}
 		cands := make([]sessions.Candidate, len(entries))
 		for i := range entries {
-			cands[i] = sessions.Candidate{ID: entries[i].State.SessionID, Name: entries[i].State.Name, Ended: entries[i].State.Ended}
+			cands[i] = sessions.Candidate{ID: entries[i].GetSessionId(), Name: entries[i].GetName(), Ended: entries[i].GetEnded()}
 		}
 		if id, err = sessions.PickHandle(handle, cands); err != nil {
 			return roster.Entry{}, err
@@ -81,7 +81,7 @@ func (n *Node) Wait(ctx context.Context, handle string, any bool, want alerts.Wa
 func pickWaited(entries []roster.Entry, id string, want alerts.WaitFor) (roster.Entry, bool, error) {
 	states := make([]presence.State, len(entries))
 	for i := range entries {
-		states[i] = entries[i].State
+		states[i] = entries[i].State()
 	}
 	presence.SurfaceChildren(states)
 	for i := range entries {
@@ -94,8 +94,10 @@ func pickWaited(entries []roster.Entry, id string, want alerts.WaitFor) (roster.
 		}
 		if want.Holds(st) {
 			e := entries[i]
-			if e.State.Activity != st.Activity {
-				e.State = *st
+			if e.GetActivity() != string(st.Activity) { // surfaced: the child's wait shows on its top-level row
+				e.Activity, e.ActivitySource = string(st.Activity), st.ActivitySource
+				e.ActivityUpdatedAtUnixNano = api.UnixNano(st.ActivityUpdatedAt)
+				e.WaitingChild, e.WaitingOn = st.WaitingChild, st.WaitingOn
 			}
 			return e, true, nil
 		}
