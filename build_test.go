@@ -120,3 +120,32 @@ func TestClientsLinkNoServerCode(t *testing.T) {
 		}
 	}
 }
+
+// clientCode are the packages only harn links: its command line and the
+// TUI with its renderers. The daemon that pays their inits and size
+// reads no terminal.
+var clientCode = []string{
+	"github.com/harn-dev/harn/cli", "github.com/harn-dev/harn/cli/tui",
+	"github.com/charmbracelet/glamour", "github.com/charmbracelet/bubbletea", "github.com/charmbracelet/lipgloss",
+}
+
+// TestHarndLinksNoTUI: `go list -deps ./cmd/harnd` names neither harn's
+// command line (package cli) nor the TUI and its renderers; harnd's
+// command line is cli/daemon on cli/hook.
+func TestHarndLinksNoTUI(t *testing.T) {
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool to list the dependencies")
+	}
+	out, err := exec.Command(goTool, "list", "-deps", "./cmd/harnd").Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./cmd/harnd: %v", err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		for _, b := range clientCode {
+			if dep == b || strings.HasPrefix(dep, b+"/") && !strings.HasPrefix(b, "github.com/harn-dev/") {
+				t.Errorf("harnd links %s, client code", dep)
+			}
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/presence"
@@ -25,7 +26,7 @@ func newAgentsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "agents",
 		Short: "the roster of agent sessions: list, status, show, trace, lifecycle",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(newWhoamiCmd(), newListCmd(), newStatusCmd(), newShowCmd(), newTraceCmd(),
@@ -41,8 +42,8 @@ func newAgentsCmd() *cobra.Command {
 const rpcTimeout = 30 * time.Second
 
 // withNode connects to the local node (starting it if needed) and runs fn.
-func withNode(c *cobra.Command, fn func(ctx context.Context, cl *client, p place) error) error {
-	p := placeOf(c)
+func withNode(c *cobra.Command, fn func(ctx context.Context, cl *client, p hook.Place) error) error {
+	p := hook.PlaceOf(c)
 	cl, err := connect(c.Context(), p, 5*time.Second)
 	if err != nil {
 		return err
@@ -77,7 +78,7 @@ func addSessionFlag(c *cobra.Command) {
 
 // currentSession resolves the session a command acts on: --session (or
 // HARN_SESSION), the agents' session variables, then process ancestry.
-func currentSession(ctx context.Context, c *cobra.Command, cl *client, p place) (presence.State, error) {
+func currentSession(ctx context.Context, c *cobra.Command, cl *client, p hook.Place) (presence.State, error) {
 	row, err := currentSessionRow(ctx, c, cl, p)
 	if err != nil {
 		return presence.State{}, err
@@ -86,7 +87,7 @@ func currentSession(ctx context.Context, c *cobra.Command, cl *client, p place) 
 }
 
 // currentSessionRow is currentSession as the node's row.
-func currentSessionRow(ctx context.Context, c *cobra.Command, cl *client, p place) (*api.SessionRow, error) {
+func currentSessionRow(ctx context.Context, c *cobra.Command, cl *client, p hook.Place) (*api.SessionRow, error) {
 	id, _ := c.Flags().GetString("session")
 	if id == "" {
 		for _, k := range agentSessionEnv {
@@ -99,7 +100,7 @@ func currentSessionRow(ctx context.Context, c *cobra.Command, cl *client, p plac
 	if id != "" {
 		res, err := cl.api.Get(ctx, &api.SessionRequest{Id: id})
 		if err != nil {
-			return nil, rpcErr(err, p)
+			return nil, hook.RpcErr(err, p)
 		}
 		return res.GetSession(), nil
 	}
@@ -110,7 +111,7 @@ func currentSessionRow(ctx context.Context, c *cobra.Command, cl *client, p plac
 	}
 	res, err := cl.api.Whoami(ctx, req)
 	if err != nil {
-		return nil, rpcErr(err, p)
+		return nil, hook.RpcErr(err, p)
 	}
 	return res.GetSession(), nil
 }
@@ -119,9 +120,9 @@ func newWhoamiCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "whoami",
 		Short: "show the session this command runs in",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				row, err := currentSessionRow(ctx, c, cl, p)
 				if err != nil {
 					return err
@@ -132,7 +133,7 @@ func newWhoamiCmd() *cobra.Command {
 	}
 	addSessionFlag(c)
 	addSilenceFlag(c)
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -153,7 +154,7 @@ func newListCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "list agent sessions, those that need you first (--all: ended ones too)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			all, _ := c.Flags().GetBool("all")
 			consistent, _ := c.Flags().GetBool("consistent")
@@ -164,22 +165,22 @@ func newListCmd() *cobra.Command {
 			if watching(c) {
 				return runWatch(c, all, consistent, f) // watch.go
 			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				// For --json the node sorts the rows and applies the
 				// reader's silence rule (node/roster_json.go).
 				res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent,
-					JsonArray: asJSON(c), SilenceAfterMs: silenceAfter(c).Milliseconds()})
+					JsonArray: hook.AsJSON(c), SilenceAfterMs: silenceAfter(c).Milliseconds()})
 				if err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				staleNote(c, res.GetRead())
-				now := clk.Now()
+				now := hook.Clk.Now()
 				rows, err := decodeRoster(res.GetRows(), now, silenceAfter(c))
 				if err != nil {
 					return err
 				}
 				rows = f.apply(rows)
-				if asJSON(c) {
+				if hook.AsJSON(c) {
 					return writeRosterJSON(c.OutOrStdout(), rows)
 				}
 				return renderRoster(c.OutOrStdout(), rows, now, useColour(c.OutOrStdout()), tableWidthOf(c))
@@ -190,7 +191,7 @@ func newListCmd() *cobra.Command {
 	c.Flags().Bool("consistent", false, "read the registry through the leader (linearizable; fails without a leader)")
 	addListFilterFlags(c)
 	addSilenceFlag(c)
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	addWatchFlags(c)
 	return c
 }
@@ -259,9 +260,9 @@ func printSession(c *cobra.Command, row *api.SessionRow, full bool) error {
 	if err != nil {
 		return fmt.Errorf("cli: session from the node: %w", err)
 	}
-	now := clk.Now()
+	now := hook.Clk.Now()
 	r.markSilence(now, silenceAfter(c))
-	if asJSON(c) {
+	if hook.AsJSON(c) {
 		w := bufio.NewWriter(c.OutOrStdout())
 		if err := r.writeJSON(w); err != nil {
 			return err
@@ -278,19 +279,19 @@ func newStatusCmd() *cobra.Command {
 		Short: "show a session's two state axes",
 		Args:  exactArgs(1, "a session id, unique prefix or name"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				raw, note, err := readSession(ctx, c, cl, p, args[0])
 				if err != nil {
 					return err
 				}
-				if asJSON(c) {
+				if hook.AsJSON(c) {
 					st, err := stateOf(raw)
 					if err != nil {
 						return err
 					}
 					v := statusView(st)
 					v.Note = note
-					return writeJSON(c, v)
+					return hook.WriteJSON(c, v)
 				}
 				return printSession(c, raw, false)
 			})
@@ -298,7 +299,7 @@ func newStatusCmd() *cobra.Command {
 	}
 	addConsistentFlag(c)
 	addSilenceFlag(c)
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -325,14 +326,14 @@ type statusJSON struct {
 // readSession reads one session anywhere in the mesh, as its roster JSON,
 // and prints the read's note, if any, on stderr. With --consistent it is
 // the registry's record read through the leader.
-func readSession(ctx context.Context, c *cobra.Command, cl *client, p place, id string) (*api.SessionRow, string, error) {
+func readSession(ctx context.Context, c *cobra.Command, cl *client, p hook.Place, id string) (*api.SessionRow, string, error) {
 	if consistent, _ := c.Flags().GetBool("consistent"); consistent {
 		raw, err := consistentSession(ctx, cl, p, id)
 		return raw, "", err
 	}
 	res, err := cl.api.Get(ctx, &api.SessionRequest{Id: id})
 	if err != nil {
-		return nil, "", rpcErr(err, p)
+		return nil, "", hook.RpcErr(err, p)
 	}
 	noteLine(c, res.Note)
 	if res.GetSession() == nil {
@@ -344,10 +345,10 @@ func readSession(ctx context.Context, c *cobra.Command, cl *client, p place, id 
 // consistentSession is one session of a consistent roster read (the
 // registry through the leader): the exact id, else the one session whose
 // id starts with id, else the one whose name is id.
-func consistentSession(ctx context.Context, cl *client, p place, id string) (*api.SessionRow, error) {
+func consistentSession(ctx context.Context, cl *client, p hook.Place, id string) (*api.SessionRow, error) {
 	res, err := cl.api.List(ctx, &api.ListRequest{All: true, Consistent: true})
 	if err != nil {
-		return nil, rpcErr(err, p)
+		return nil, hook.RpcErr(err, p)
 	}
 	var prefix, named []*api.SessionRow
 	for _, r := range res.GetRows() {
@@ -367,9 +368,9 @@ func consistentSession(ctx context.Context, cl *client, p place, id string) (*ap
 		case 1:
 			return set[0], nil
 		}
-		return nil, withCode(ExitAmbiguous, fmt.Errorf("%q matches %d sessions in the registry; give more of the id", safe(id), len(set)))
+		return nil, hook.WithCode(hook.ExitAmbiguous, fmt.Errorf("%q matches %d sessions in the registry; give more of the id", safe(id), len(set)))
 	}
-	return nil, withCode(ExitNotFound, fmt.Errorf("no session %q in the registry", safe(id)))
+	return nil, hook.WithCode(hook.ExitNotFound, fmt.Errorf("no session %q in the registry", safe(id)))
 }
 
 // noteLine prints a read's note (the live detail is unavailable) on stderr.
@@ -392,7 +393,7 @@ func newShowCmd() *cobra.Command {
 		Short: "show a session in full, live or ended",
 		Args:  exactArgs(1, "a session id, unique prefix or name"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				raw, _, err := readSession(ctx, c, cl, p, args[0])
 				if err != nil {
 					return err
@@ -403,7 +404,7 @@ func newShowCmd() *cobra.Command {
 	}
 	addConsistentFlag(c)
 	addSilenceFlag(c)
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -414,13 +415,13 @@ func newTraceCmd() *cobra.Command {
 		Args:  exactArgs(1, "a session id, unique prefix or name"),
 		RunE: func(c *cobra.Command, args []string) error {
 			jsonl, _ := c.Flags().GetBool("jsonl")
-			if jsonl && asJSON(c) {
-				return usageErr(errors.New("trace takes --json or --jsonl, not both"))
+			if jsonl && hook.AsJSON(c) {
+				return hook.UsageErr(errors.New("trace takes --json or --jsonl, not both"))
 			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.api.Trace(ctx, &api.SessionRequest{Id: args[0]})
 				if err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				noteLine(c, res.Note)
 				evs := make([]presence.Event, 0, len(res.Events))
@@ -432,8 +433,8 @@ func newTraceCmd() *cobra.Command {
 					evs = append(evs, ev)
 				}
 				switch {
-				case asJSON(c):
-					return writeJSON(c, evs)
+				case hook.AsJSON(c):
+					return hook.WriteJSON(c, evs)
 				case jsonl:
 					return writeJSONL(c.OutOrStdout(), evs)
 				}
@@ -442,7 +443,7 @@ func newTraceCmd() *cobra.Command {
 		},
 	}
 	c.Flags().Bool("jsonl", false, "print canonical events, one JSON object per line (what harn agents fold reads)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -484,7 +485,7 @@ func writeTrace(w io.Writer, evs []presence.Event, loc *time.Location) error {
 func exactArgs(n int, what string) cobra.PositionalArgs {
 	return func(c *cobra.Command, args []string) error {
 		if len(args) != n {
-			return usageErr(fmt.Errorf("%s takes %s; got %d arguments", c.CommandPath(), what, len(args)))
+			return hook.UsageErr(fmt.Errorf("%s takes %s; got %d arguments", c.CommandPath(), what, len(args)))
 		}
 		return nil
 	}
@@ -500,17 +501,17 @@ func newLifecycleCmd() *cobra.Command {
 			switch to {
 			case presence.TaskActive, presence.TaskBlocked, presence.TaskDone:
 			default:
-				return usageErr(fmt.Errorf("task state %q: use active, blocked or done", args[0]))
+				return hook.UsageErr(fmt.Errorf("task state %q: use active, blocked or done", args[0]))
 			}
 			reason, _ := c.Flags().GetString("reason")
 			if to == presence.TaskBlocked && strings.TrimSpace(reason) == "" {
-				return withCode(ExitRefused, errors.New("reason_required: blocked requires a reason; pass --reason"))
+				return hook.WithCode(hook.ExitRefused, errors.New("reason_required: blocked requires a reason; pass --reason"))
 			}
 			timeout, _ := c.Flags().GetDuration("timeout")
 			if timeout <= 0 {
-				return usageErr(fmt.Errorf("--timeout %s: give a positive duration, such as 5s", timeout))
+				return hook.UsageErr(fmt.Errorf("--timeout %s: give a positive duration, such as 5s", timeout))
 			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				st, err := currentSession(ctx, c, cl, p)
 				if err != nil {
 					return err
@@ -520,18 +521,18 @@ func newLifecycleCmd() *cobra.Command {
 					return err
 				}
 				now := out.session
-				if asJSON(c) {
-					if err := writeJSON(c, map[string]any{"recorded": out.recorded, "pending": out.pending, "note": out.note, "session": now}); err != nil {
+				if hook.AsJSON(c) {
+					if err := hook.WriteJSON(c, map[string]any{"recorded": out.recorded, "pending": out.pending, "note": out.note, "session": now}); err != nil {
 						return err
 					}
 					if out.pending {
-						return &silentError{Code: ExitPending}
+						return &hook.SilentError{Code: hook.ExitPending}
 					}
 					return nil
 				}
 				switch {
 				case out.pending:
-					return withCode(ExitPending, fmt.Errorf("%s is %s in this node's ledger; the registry write is still pending after %s and will be retried",
+					return hook.WithCode(hook.ExitPending, fmt.Errorf("%s is %s in this node's ledger; the registry write is still pending after %s and will be retried",
 						safe(now.SessionID), safe(string(now.TaskState)), timeout))
 				case !out.recorded:
 					fmt.Fprintln(c.OutOrStdout(), safe(out.note))
@@ -542,10 +543,10 @@ func newLifecycleCmd() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().Duration("timeout", defaultLifecycleTimeout, "wait at most this long for the registry write; then exit "+fmt.Sprint(ExitPending)+" if it is still pending")
+	c.Flags().Duration("timeout", defaultLifecycleTimeout, "wait at most this long for the registry write; then exit "+fmt.Sprint(hook.ExitPending)+" if it is still pending")
 	c.Flags().String("reason", "", "why (required for blocked)")
 	addSessionFlag(c)
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -555,20 +556,20 @@ func newSetTaskCmd() *cobra.Command {
 		Short: "set the session's task text (lifecycle-neutral)",
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 || strings.TrimSpace(strings.Join(args, " ")) == "" {
-				return usageErr(errors.New("set-task takes the task text; got none"))
+				return hook.UsageErr(errors.New("set-task takes the task text; got none"))
 			}
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
 			text := strings.Join(args, " ")
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				st, err := currentSession(ctx, c, cl, p)
 				if err != nil {
 					return err
 				}
 				res, err := cl.api.SetTask(ctx, &api.SetTaskRequest{SessionId: st.SessionID, Task: text})
 				if err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				st, err = decodeState(res.SessionJson)
 				if err != nil {
@@ -577,8 +578,8 @@ func newSetTaskCmd() *cobra.Command {
 				if res.Warning != "" {
 					fmt.Fprintln(c.ErrOrStderr(), "harn: warning: "+safe(res.Warning))
 				}
-				if asJSON(c) {
-					return writeJSON(c, map[string]any{"warning": res.Warning, "session": st})
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, map[string]any{"warning": res.Warning, "session": st})
 				}
 				fmt.Fprintf(c.OutOrStdout(), "%s task: %s\n", safe(st.SessionID), safe(st.Task))
 				return nil
@@ -586,7 +587,7 @@ func newSetTaskCmd() *cobra.Command {
 		},
 	}
 	addSessionFlag(c)
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -596,7 +597,7 @@ func newClaimCmd() *cobra.Command {
 		Short: "record write claims: files this session writes",
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) == 0 {
-				return usageErr(errors.New("claim takes one or more paths"))
+				return hook.UsageErr(errors.New("claim takes one or more paths"))
 			}
 			return nil
 		},
@@ -605,25 +606,25 @@ func newClaimCmd() *cobra.Command {
 			for _, a := range args {
 				abs, err := filepath.Abs(a)
 				if err != nil {
-					return usageErr(fmt.Errorf("path %q: %v", a, err))
+					return hook.UsageErr(fmt.Errorf("path %q: %v", a, err))
 				}
 				paths = append(paths, abs)
 			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				st, err := currentSession(ctx, c, cl, p)
 				if err != nil {
 					return err
 				}
 				res, err := cl.api.Claim(ctx, &api.ClaimRequest{SessionId: st.SessionID, Paths: paths})
 				if err != nil {
-					return rpcErr(err, p)
+					return hook.RpcErr(err, p)
 				}
 				st, err = decodeState(res.SessionJson)
 				if err != nil {
 					return err
 				}
-				if asJSON(c) {
-					return writeJSON(c, st)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, st)
 				}
 				fmt.Fprintf(c.OutOrStdout(), "%s claims %d paths\n", safe(st.SessionID), len(st.Claims))
 				return nil
@@ -631,6 +632,6 @@ func newClaimCmd() *cobra.Command {
 		},
 	}
 	addSessionFlag(c)
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }

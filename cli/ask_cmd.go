@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -97,10 +98,10 @@ func harnOptions(c *cobra.Command) (*taskwire.HarnOptions, error) {
 		o.Fork = f.Value.String()
 	}
 	if o.Provider != "" && o.Provider != "openai" && o.Provider != "anthropic" {
-		return nil, usageErr(fmt.Errorf("%w: --provider %q; use openai or anthropic", ErrBadAsk, o.Provider))
+		return nil, hook.UsageErr(fmt.Errorf("%w: --provider %q; use openai or anthropic", ErrBadAsk, o.Provider))
 	}
 	if o.Model == "" && node == "" {
-		return nil, usageErr(fmt.Errorf("%w: name the model with --model M", ErrBadAsk))
+		return nil, hook.UsageErr(fmt.Errorf("%w: name the model with --model M", ErrBadAsk))
 	}
 	if node == "" {
 		k, err := providerKey()
@@ -124,16 +125,16 @@ func providerKey() (string, error) {
 	if f == "" {
 		return "", nil
 	}
-	k, err := secretfile.Read(f, maxSecretFile)
+	k, err := secretfile.Read(f, hook.MaxSecretFile)
 	if err != nil {
 		var ie *secretfile.InsecureFileError
 		if errors.As(err, &ie) {
-			return "", withCode(ExitPermission, fmt.Errorf("%s: %s", envProviderKeyFile, strings.TrimPrefix(ie.Error(), "trust: ")))
+			return "", hook.WithCode(hook.ExitPermission, fmt.Errorf("%s: %s", envProviderKeyFile, strings.TrimPrefix(ie.Error(), "trust: ")))
 		}
-		return "", usageErr(fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err))
+		return "", hook.UsageErr(fmt.Errorf("%w: %s: %w", ErrBadAsk, envProviderKeyFile, err))
 	}
 	if k == "" {
-		return "", usageErr(fmt.Errorf("%w: %s %s is empty; write the key into it", ErrBadAsk, envProviderKeyFile, text.OneLine(f)))
+		return "", hook.UsageErr(fmt.Errorf("%w: %s %s is empty; write the key into it", ErrBadAsk, envProviderKeyFile, text.OneLine(f)))
 	}
 	return k, nil
 }
@@ -147,11 +148,11 @@ func askPrompt(c *cobra.Command, arg string) (string, error) {
 		return "", err
 	}
 	if len(b) > maxPromptBytes {
-		return "", usageErr(fmt.Errorf("%w: the prompt on stdin is over %d bytes", ErrBadAsk, maxPromptBytes))
+		return "", hook.UsageErr(fmt.Errorf("%w: the prompt on stdin is over %d bytes", ErrBadAsk, maxPromptBytes))
 	}
 	s := strings.TrimSpace(string(b))
 	if s == "" {
-		return "", usageErr(fmt.Errorf("%w: the prompt on stdin is empty", ErrBadAsk))
+		return "", hook.UsageErr(fmt.Errorf("%w: the prompt on stdin is empty", ErrBadAsk))
 	}
 	return s, nil
 }
@@ -196,7 +197,7 @@ func runAsk(c *cobra.Command, args []string) error {
 	node, _ := c.Flags().GetString("node")
 	session, _ := c.Flags().GetString("session")
 	if fork, _ := c.Flags().GetString("fork"); fork != "" && session != "" {
-		return usageErr(fmt.Errorf("%w: --fork starts a new session from another's context; --session continues one: give one of them", ErrBadAsk))
+		return hook.UsageErr(fmt.Errorf("%w: --fork starts a new session from another's context; --session continues one: give one of them", ErrBadAsk))
 	}
 	g, err := grantsOf(c)
 	if err != nil {
@@ -227,7 +228,7 @@ func runAsk(c *cobra.Command, args []string) error {
 	signal.Ignore(syscall.SIGPIPE)
 	tm := newAskTiming(c)
 	defer tm.done()
-	p := placeOf(c)
+	p := hook.PlaceOf(c)
 	cl, err := connect(ctx, p, 5*time.Second)
 	if err != nil {
 		return err
@@ -280,7 +281,7 @@ func runAsk(c *cobra.Command, args []string) error {
 		for _, e := range r.Events {
 			since++
 			o.see(c, e)
-			if asJSON(c) {
+			if hook.AsJSON(c) {
 				if e.Type == "turn.start" {
 					e.Text = text.Clip(e.Text, 200)
 				}
@@ -296,14 +297,14 @@ func runAsk(c *cobra.Command, args []string) error {
 			if e.Type != "turn.end" || e.Task != task {
 				continue
 			}
-			if !asJSON(c) {
+			if !hook.AsJSON(c) {
 				for _, line := range strings.Split(e.Text, "\n") {
 					fmt.Fprintln(out, text.Sanitize(line))
 				}
 				o.settle(ctx, call)
 			}
 			if e.Status != "succeeded" {
-				return withCode(ExitError, fmt.Errorf("%w: task %s %s", ErrBadAsk, task, e.Status))
+				return hook.WithCode(hook.ExitError, fmt.Errorf("%w: task %s %s", ErrBadAsk, task, e.Status))
 			}
 			return o.result(c)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 	"github.com/harn-dev/harn/util/text"
@@ -57,7 +58,7 @@ func (o *askOutcome) see(c *cobra.Command, e taskwire.Event) {
 			o.refusedCalls = append(o.refusedCalls, taskwire.RefusedCall{Capability: e.Tool})
 		}
 	case "input.requested":
-		if asJSON(c) || o.asked[e.Call] {
+		if hook.AsJSON(c) || o.asked[e.Call] {
 			return
 		}
 		if o.asked == nil {
@@ -101,7 +102,7 @@ func (o *askOutcome) result(c *cobra.Command) error {
 	if o.refused == 0 {
 		return nil
 	}
-	return withCode(ExitCallsRefused, fmt.Errorf("task %s succeeded, but harn refused %s: %s; `harn task show %s` lists them; "+
+	return hook.WithCode(ExitCallsRefused, fmt.Errorf("task %s succeeded, but harn refused %s: %s; `harn task show %s` lists them; "+
 		"ask with a wider --profile (harn profiles lists them) to allow them", text.Sanitize(o.task), countOf(o.refused, "call", "calls"),
 		refusedList(o.refusedCalls, o.refused), text.Sanitize(o.task)))
 }
@@ -128,11 +129,11 @@ func countOf(n int, one, many string) string { return fmt.Sprintf("%d %s", n, pl
 // endAskSession ends the session an ask opened (or reopened), on its
 // node, waiting for the end to be recorded: after harn ask returns the
 // session is ended in every roster. A failure is said on stderr.
-func endAskSession(c *cobra.Command, cl *client, p place, session string) {
+func endAskSession(c *cobra.Command, cl *client, p hook.Place, session string) {
 	ctx, cancel := context.WithTimeout(context.Background(), askEndTimeout)
 	defer cancel()
 	if _, err := coord(ctx, cl, p, wire.CoordEnd, wire.CoordBody{Session: session, Reason: askEndReason}); err != nil {
-		fmt.Fprintf(c.ErrOrStderr(), "harn: session %s was not ended: %s\n", session, text.OneLine(userText(err)))
+		fmt.Fprintf(c.ErrOrStderr(), "harn: session %s was not ended: %s\n", session, text.OneLine(hook.UserText(err)))
 	}
 }
 
@@ -147,7 +148,7 @@ func interruptAsk(c *cobra.Command, call func(context.Context, taskwire.Action) 
 	defer cancel()
 	_, err := call(ctx, taskwire.Action{Op: taskwire.OpCancel, Task: task, Reason: "harn ask was interrupted"})
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		fmt.Fprintf(c.ErrOrStderr(), "harn: task %s was not cancelled: %s\n", task, text.OneLine(userText(err)))
+		fmt.Fprintf(c.ErrOrStderr(), "harn: task %s was not cancelled: %s\n", task, text.OneLine(hook.UserText(err)))
 	}
-	return withCode(ExitInterrupted, fmt.Errorf("%w: interrupted: task %s cancelled", ErrBadAsk, task))
+	return hook.WithCode(ExitInterrupted, fmt.Errorf("%w: interrupted: task %s cancelled", ErrBadAsk, task))
 }

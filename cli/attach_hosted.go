@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -76,27 +77,27 @@ func (t *attachTerm) restore() {
 func attachHosted(c *cobra.Command, handle string, readOnly bool) error {
 	in, inOK := c.InOrStdin().(*os.File)
 	out, outOK := c.OutOrStdout().(*os.File)
-	p := placeOf(c)
+	p := hook.PlaceOf(c)
 	if !inOK || !outOK || !term.IsTerminal(int(in.Fd())) || !term.IsTerminal(int(out.Fd())) {
 		if !isHosted(c, p, handle) {
 			return errNotHosted // harn chat's attach says what it needs
 		}
-		return usageErr(fmt.Errorf("attach: %s is a hosted terminal; attach to it from a terminal", handle))
+		return hook.UsageErr(fmt.Errorf("attach: %s is a hosted terminal; attach to it from a terminal", handle))
 	}
-	if _, err := probeSocket(p.Socket); err != nil {
+	if _, err := hook.ProbeSocket(p.Socket); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(c.Context(), 5*time.Second)
-	conn, err := dialSocket(ctx, p.Socket)
+	conn, err := hook.DialSocket(ctx, p.Socket)
 	cancel()
 	if err != nil {
-		return noNode(p)
+		return hook.NoNode(p)
 	}
 	defer conn.Close()
 	t := &attachTerm{in: in, out: out}
 	rows, cols := t.size()
 	if err := api.OpenAttach(conn, &api.AttachOpen{Session: handle, Rows: rows, Cols: cols, ReadOnly: readOnly}); err != nil {
-		return noNode(p)
+		return hook.NoNode(p)
 	}
 	first, err := api.ReadAttachFrame(conn)
 	if err != nil {
@@ -221,9 +222,9 @@ func runAttach(c *cobra.Command, t *attachTerm, conn net.Conn, first *api.Attach
 }
 
 // isHosted asks the roster whether handle is a hosted session.
-func isHosted(c *cobra.Command, p place, handle string) bool {
+func isHosted(c *cobra.Command, p hook.Place, handle string) bool {
 	hosted := false
-	_ = withNode(c, func(ctx context.Context, cl *client, _ place) error {
+	_ = withNode(c, func(ctx context.Context, cl *client, _ hook.Place) error {
 		res, err := cl.api.Get(ctx, &api.SessionRequest{Id: handle})
 		hosted = err == nil && res.GetSession().GetHosted() != nil
 		return nil

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/cli/tui"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskapi"
@@ -97,7 +98,7 @@ is refused (exit 16); one only its --remote-watch names may watch.`,
 // the roster.
 type nodeChat struct {
 	cl *client
-	p  place
+	p  hook.Place
 }
 
 func (n nodeChat) Task(ctx context.Context, node string, a taskwire.Action) (taskwire.Result, error) {
@@ -111,7 +112,7 @@ func (n nodeChat) Task(ctx context.Context, node string, a taskwire.Action) (tas
 func (n nodeChat) Sessions(ctx context.Context) ([]*api.SessionRow, error) {
 	res, err := n.cl.api.List(ctx, &api.ListRequest{All: true})
 	if err != nil {
-		return nil, rpcErr(err, n.p)
+		return nil, hook.RpcErr(err, n.p)
 	}
 	return res.GetRows(), nil
 }
@@ -119,26 +120,26 @@ func (n nodeChat) Sessions(ctx context.Context) ([]*api.SessionRow, error) {
 // ensureNode starts the local node when none answers, and waits for it:
 // the one command besides a hook that starts a node, since the TUI is
 // how a person starts harn's own agent.
-func ensureNode(ctx context.Context, p place) error {
-	dead, err := probeSocket(p.Socket)
+func ensureNode(ctx context.Context, p hook.Place) error {
+	dead, err := hook.ProbeSocket(p.Socket)
 	if err != nil || !dead {
 		return err
 	}
-	if err := startNode(p); err != nil {
+	if err := hook.StartNode(p); err != nil {
 		return fmt.Errorf("%w: could not start a node: %w", ErrChat, err)
 	}
-	deadline := clk.Now().Add(nodeStartWait)
-	for clk.Now().Before(deadline) {
-		if dead, err := probeSocket(p.Socket); err != nil {
+	deadline := hook.Clk.Now().Add(nodeStartWait)
+	for hook.Clk.Now().Before(deadline) {
+		if dead, err := hook.ProbeSocket(p.Socket); err != nil {
 			return err
 		} else if !dead {
 			return nil
 		}
-		if !clock.Sleep(clk, 50*time.Millisecond, ctx.Done()) {
+		if !clock.Sleep(hook.Clk, 50*time.Millisecond, ctx.Done()) {
 			return ctx.Err()
 		}
 	}
-	return noNode(p)
+	return hook.NoNode(p)
 }
 
 // runChat runs the TUI on session handle ("" for the picker of this
@@ -147,7 +148,7 @@ func ensureNode(ctx context.Context, p place) error {
 func runChat(c *cobra.Command, handle string, attach bool) error {
 	ctx, stop := signal.NotifyContext(c.Context(), syscall.SIGTERM)
 	defer stop()
-	p := placeOf(c)
+	p := hook.PlaceOf(c)
 	if !attach {
 		if err := ensureNode(ctx, p); err != nil {
 			return err
@@ -160,7 +161,7 @@ func runChat(c *cobra.Command, handle string, attach bool) error {
 	defer cl.Close()
 	na := nodeChat{cl: cl, p: p}
 	cfg := tui.DefaultConfig()
-	cfg.Node, cfg.ErrText, cfg.Clock = na, userText, clk
+	cfg.Node, cfg.ErrText, cfg.Clock = na, hook.UserText, hook.Clk
 	wd, _ := os.Getwd()
 	cfg.Dir = wd
 	if !attach {
@@ -191,7 +192,7 @@ func runChat(c *cobra.Command, handle string, attach bool) error {
 	}
 	out := c.OutOrStdout()
 	if !isTerminal(out) {
-		return usageErr(fmt.Errorf("%w: the TUI needs a terminal; use `harn ask` without one", ErrChat))
+		return hook.UsageErr(fmt.Errorf("%w: the TUI needs a terminal; use `harn ask` without one", ErrChat))
 	}
 	return tui.Run(ctx, cfg, c.InOrStdin(), out)
 }

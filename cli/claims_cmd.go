@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -37,16 +38,16 @@ func newReleaseClaimCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			all, _ := c.Flags().GetBool("all")
 			if all == (len(args) > 0) {
-				return usageErr(errors.New("release-claim: name the PATHs to release, or give --all"))
+				return hook.UsageErr(errors.New("release-claim: name the PATHs to release, or give --all"))
 			}
 			var reqs []claimwire.Request
 			if !all {
 				var err error
 				if reqs, err = claimRequestsOf(args); err != nil {
-					return usageErr(err)
+					return hook.UsageErr(err)
 				}
 			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				id, err := coordSession(ctx, c, cl, p)
 				if err != nil {
 					return err
@@ -55,8 +56,8 @@ func newReleaseClaimCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON(c) {
-					return writeJSON(c, res)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, res)
 				}
 				printReleased(c.OutOrStdout(), res)
 				return nil
@@ -65,7 +66,7 @@ func newReleaseClaimCmd() *cobra.Command {
 	}
 	addSessionFlag(c)
 	c.Flags().Bool("all", false, "release every claim of the session")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -90,7 +91,7 @@ func claimRequestsOf(paths []string) ([]claimwire.Request, error) {
 		if err != nil {
 			return nil, fmt.Errorf("release-claim: %s: %w", p, err)
 		}
-		info, ok := repoOf(filepath.Dir(abs))
+		info, ok := hook.RepoOf(filepath.Dir(abs))
 		if !ok {
 			return nil, fmt.Errorf("release-claim: %s: %w; claims name files of a repository", p, ErrNotInRepo)
 		}
@@ -117,7 +118,7 @@ func claimRequestsOf(paths []string) ([]claimwire.Request, error) {
 
 // coordSession is --session as given (the node resolves it, on any node),
 // else the calling agent's session.
-func coordSession(ctx context.Context, c *cobra.Command, cl *client, p place) (string, error) {
+func coordSession(ctx context.Context, c *cobra.Command, cl *client, p hook.Place) (string, error) {
 	if id, _ := c.Flags().GetString("session"); id != "" {
 		return id, nil
 	}
@@ -129,7 +130,7 @@ func coordSession(ctx context.Context, c *cobra.Command, cl *client, p place) (s
 }
 
 // coord runs one coordination action on the local node.
-func coord(ctx context.Context, cl *client, p place, op string, b wire.CoordBody) (wire.CoordResult, error) {
+func coord(ctx context.Context, cl *client, p hook.Place, op string, b wire.CoordBody) (wire.CoordResult, error) {
 	out, err := cl.api.Coord(ctx, wire.CoordRequestOf(op, b))
 	if err != nil {
 		return wire.CoordResult{}, coordErr(err, p)
@@ -139,30 +140,30 @@ func coord(ctx context.Context, cl *client, p place, op string, b wire.CoordBody
 
 // coordErr maps a Coord answer: a refused remote end exits 16, an
 // unreachable owner 5 with the node's words.
-func coordErr(err error, p place) error {
+func coordErr(err error, p hook.Place) error {
 	var se *api.StatusError
 	if errors.As(err, &se) {
 		msg := errors.New(text.OneLine(se.Message()))
 		switch {
 		case errors.Is(se, api.ErrWriteRefused):
-			return rpcErr(err, p) // the registry's write authority: exit 12
+			return hook.RpcErr(err, p) // the registry's write authority: exit 12
 		case hookwire.CodeOf(se) == hookwire.PermissionDenied:
-			return withCode(ExitRemoteRefused, msg)
+			return hook.WithCode(hook.ExitRemoteRefused, msg)
 		case errors.Is(se, api.ErrOwnerUnreachable):
-			return withCode(ExitUnavailable, msg)
+			return hook.WithCode(hook.ExitUnavailable, msg)
 		}
 	}
-	return rpcErr(err, p)
+	return hook.RpcErr(err, p)
 }
 
 func newEndCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "end",
 		Short: "end a session (default: this one) with the session.end the reaper writes, on its node",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			reason, _ := c.Flags().GetString("reason")
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				id, err := coordSession(ctx, c, cl, p)
 				if err != nil {
 					return err
@@ -171,8 +172,8 @@ func newEndCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON(c) {
-					return writeJSON(c, res)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, res)
 				}
 				if res.Already {
 					fmt.Fprintf(c.OutOrStdout(), "%s on node %s had already ended\n", text.Sanitize(res.Session), text.Sanitize(res.Node))
@@ -188,7 +189,7 @@ func newEndCmd() *cobra.Command {
 	}
 	addSessionFlag(c)
 	c.Flags().String("reason", "", "session.end's reason (default operator)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -202,7 +203,7 @@ does not (or the session is unknown), 5 when the owner does not answer within
 a second.`,
 		Args: exactArgs(1, "a session id or unique prefix"),
 		RunE: func(c *cobra.Command, args []string) error {
-			p := placeOf(c)
+			p := hook.PlaceOf(c)
 			cl, err := connect(c.Context(), p, 5*time.Second)
 			if err != nil {
 				return err
@@ -213,29 +214,29 @@ a second.`,
 			res, err := coord(ctx, cl, p, wire.CoordPing, wire.CoordBody{Session: args[0]})
 			if err != nil {
 				if ctx.Err() != nil {
-					return withCode(ExitUnavailable, fmt.Errorf("ping: the owner of %s did not answer within %s", text.OneLine(args[0]), pingBudget))
+					return hook.WithCode(hook.ExitUnavailable, fmt.Errorf("ping: the owner of %s did not answer within %s", text.OneLine(args[0]), pingBudget))
 				}
 				return err
 			}
-			if asJSON(c) {
-				if err := writeJSON(c, res); err != nil {
+			if hook.AsJSON(c) {
+				if err := hook.WriteJSON(c, res); err != nil {
 					return err
 				}
 			}
 			if !res.Alive {
-				if !asJSON(c) {
+				if !hook.AsJSON(c) {
 					fmt.Fprintf(c.OutOrStdout(), "%s on node %s: agent process gone\n", text.Sanitize(res.Session), text.Sanitize(res.Node))
 				}
-				return &silentError{Code: ExitNotFound}
+				return &hook.SilentError{Code: hook.ExitNotFound}
 			}
-			if !asJSON(c) && res.Hosted {
+			if !hook.AsJSON(c) && res.Hosted {
 				fmt.Fprintf(c.OutOrStdout(), "%s on node %s: alive (a harn runtime session; the node, pid %d, holds it)\n", text.Sanitize(res.Session), text.Sanitize(res.Node), res.PID)
-			} else if !asJSON(c) {
+			} else if !hook.AsJSON(c) {
 				fmt.Fprintf(c.OutOrStdout(), "%s on node %s: alive (pid %d)\n", text.Sanitize(res.Session), text.Sanitize(res.Node), res.PID)
 			}
 			return nil
 		},
 	}
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -33,8 +34,8 @@ func TestTwoClonesShareClaimIdentity(t *testing.T) {
 		e.SetAttr(presence.AttrPaths, []string{path})
 		return []presence.Event{e}
 	}
-	ra := claimRequests("claude-code", nil, ev(filepath.Join(a, "pkg", "x.go")))
-	rb := claimRequests("claude-code", nil, ev(filepath.Join(b, "pkg", "x.go")))
+	ra := hook.ClaimRequests("claude-code", nil, ev(filepath.Join(a, "pkg", "x.go")))
+	rb := hook.ClaimRequests("claude-code", nil, ev(filepath.Join(b, "pkg", "x.go")))
 	if len(ra) != 1 || len(rb) != 1 || ra[0].Repo != rb[0].Repo || ra[0].Paths[0] != "pkg/x.go" || rb[0].Paths[0] != "pkg/x.go" {
 		t.Fatalf("a %+v, b %+v", ra, rb)
 	}
@@ -47,7 +48,7 @@ func TestClaimRequestsWithoutRemoteUseTheTopLevel(t *testing.T) {
 	d := filepath.Join(t.TempDir(), "solo")
 	gitInit(t, d, "")
 	in := []byte(`{"hook_event_name":"BeforeTool","session_id":"g1","cwd":"` + d + `","tool_name":"write_file","tool_input":{"file_path":"docs/a.md"}}`)
-	r := claimRequests("gemini", in, nil)
+	r := hook.ClaimRequests("gemini", in, nil)
 	if len(r) != 1 || r[0].Repo != d || r[0].Paths[0] != "docs/a.md" || r[0].Session != "g1" {
 		t.Fatalf("%+v", r)
 	}
@@ -55,7 +56,7 @@ func TestClaimRequestsWithoutRemoteUseTheTopLevel(t *testing.T) {
 	out := t.TempDir()
 	os.MkdirAll(out, 0o755)
 	in = []byte(`{"hook_event_name":"BeforeTool","session_id":"g1","cwd":"` + out + `","tool_name":"write_file","tool_input":{"file_path":"a.md"}}`)
-	if r := claimRequests("gemini", in, nil); len(r) != 0 {
+	if r := hook.ClaimRequests("gemini", in, nil); len(r) != 0 {
 		t.Fatalf("claimed outside a repository: %+v", r)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/harn-dev/harn/cli/desktop"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
@@ -40,7 +41,7 @@ mirror and tidy are dry runs unless --yes is given. Quit Claude Desktop before
   harn claude-desktop tidy              # show what would be archived
   harn claude-desktop tidy --yes
   harn claude-desktop mirror --yes --data-dir ~/.config/Claude`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.PersistentFlags().String("data-dir", "", "Claude Desktop's data dir (default ~/Library/Application Support/Claude on macOS, ~/.config/Claude on Linux)")
@@ -59,7 +60,7 @@ func desktopDir(c *cobra.Command) (string, error) {
 	home, _ := os.UserHomeDir()
 	d, err := desktop.DefaultDataDir(runtime.GOOS, home, os.Getenv("XDG_CONFIG_HOME"))
 	if err != nil {
-		return "", usageErr(err)
+		return "", hook.UsageErr(err)
 	}
 	return d, nil
 }
@@ -67,14 +68,14 @@ func desktopDir(c *cobra.Command) (string, error) {
 // desktopNodePlace is where the claude-desktop commands find the node:
 // harn's state dir from HARN_DATA_DIR or the config file (--data-dir is
 // Claude Desktop's here), and --socket.
-func desktopNodePlace(c *cobra.Command) place {
+func desktopNodePlace(c *cobra.Command) hook.Place {
 	dd := ""
-	if v, ok := os.LookupEnv(EnvName("data-dir")); ok {
+	if v, ok := os.LookupEnv(hook.EnvName("data-dir")); ok {
 		dd = v
-	} else if file, err := loadConfigFile(c); err == nil {
+	} else if file, err := hook.LoadConfigFile(c); err == nil {
 		dd, _ = file.Lookup("data-dir")
 	}
-	return placeAt(c, dd)
+	return hook.PlaceAt(c, dd)
 }
 
 // scanDesktop scans the data dir and prints its warnings (malformed
@@ -86,7 +87,7 @@ func scanDesktop(c *cobra.Command) (*desktop.Tree, error) {
 	}
 	t, err := desktop.Scan(dir)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, hook.UsageErr(err)
 	}
 	for _, w := range t.Warnings {
 		fmt.Fprintln(c.ErrOrStderr(), "harn: warning: "+text.OneLine(w.Error()))
@@ -97,7 +98,7 @@ func scanDesktop(c *cobra.Command) (*desktop.Tree, error) {
 // nodeLifecycles looks sessions up through the local node.
 type nodeLifecycles struct {
 	cl *client
-	p  place
+	p  hook.Place
 }
 
 // lookupTimeout bounds one session lookup (a remote owner may be slow).
@@ -112,7 +113,7 @@ func (n nodeLifecycles) Lifecycle(ctx context.Context, id string) (desktop.Lifec
 		if errors.Is(err, api.ErrNotFound) || errors.Is(err, api.ErrAmbiguous) {
 			return desktop.Lifecycle{}, nil
 		}
-		return desktop.Lifecycle{}, rpcErr(err, n.p)
+		return desktop.Lifecycle{}, hook.RpcErr(err, n.p)
 	}
 	st, err := stateOf(res.GetSession())
 	if err != nil {
@@ -182,7 +183,7 @@ func newDesktopSessionsCmd() *cobra.Command {
 		Short: "list Claude Desktop's Claude Code entries across accounts, with each session's harn lifecycle",
 		Example: `  harn claude-desktop sessions
   harn claude-desktop sessions --json --data-dir ~/.config/Claude`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			t, err := scanDesktop(c)
 			if err != nil {
@@ -193,18 +194,18 @@ func newDesktopSessionsCmd() *cobra.Command {
 				if err != nil {
 					return err
 				}
-				if asJSON(c) {
+				if hook.AsJSON(c) {
 					out := make([]desktopRowJSON, 0, len(rows))
 					for _, r := range rows {
 						out = append(out, rowJSON(r))
 					}
-					return writeJSON(c, out)
+					return hook.WriteJSON(c, out)
 				}
 				return printDesktopRows(c.OutOrStdout(), t.Dir, rows)
 			})
 		},
 	}
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -250,7 +251,7 @@ func newDesktopMirrorCmd() *cobra.Command {
 		Short: "copy entries across account folders so that every account lists every session (dry run unless --yes)",
 		Example: `  harn claude-desktop mirror          # show the copies
   harn claude-desktop mirror --yes`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			yes, _ := c.Flags().GetBool("yes")
 			t, err := scanDesktop(c)
@@ -278,16 +279,16 @@ func newDesktopMirrorCmd() *cobra.Command {
 					j.Done, verb = true, "copied"
 				}
 				out = append(out, j)
-				if !asJSON(c) {
+				if !hook.AsJSON(c) {
 					fmt.Fprintf(w, "%s  %s -> %s/%s  %s\n", verb, text.OneLine(cp.From.Rel()),
 						text.OneLine(cp.Account), text.OneLine(cp.Env), text.Clip(text.OneLine(cp.From.Title), 60))
 				}
 			}
-			if asJSON(c) {
+			if hook.AsJSON(c) {
 				if out == nil {
 					out = []mirrorCopyJSON{}
 				}
-				if err := writeJSON(c, out); err != nil {
+				if err := hook.WriteJSON(c, out); err != nil {
 					return err
 				}
 			} else {
@@ -298,7 +299,7 @@ func newDesktopMirrorCmd() *cobra.Command {
 		},
 	}
 	addYesFlag(c, "make the copies")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -323,7 +324,7 @@ the isArchived field changes; each file is rewritten atomically.`,
 		Example: `  harn claude-desktop tidy
   harn claude-desktop tidy --yes
   harn claude-desktop tidy --yes --include-legacy-prefix`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			yes, _ := c.Flags().GetBool("yes")
 			legacy, _ := c.Flags().GetBool("include-legacy-prefix")
@@ -342,7 +343,7 @@ the isArchived field changes; each file is rewritten atomically.`,
 	}
 	addYesFlag(c, "archive the entries")
 	c.Flags().Bool("include-legacy-prefix", false, "also archive entries titled [DONE] whose session has no lifecycle evidence")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -372,13 +373,13 @@ func runTidy(c *cobra.Command, ds []desktop.Decision, yes bool) error {
 			line = "kept"
 		}
 		out = append(out, j)
-		if line != "" && !asJSON(c) {
+		if line != "" && !hook.AsJSON(c) {
 			fmt.Fprintf(w, "%-13s  %s  %s  (%s)\n", line, text.OneLine(d.Rel()),
 				text.Clip(text.OneLine(d.Title), 60), text.OneLine(d.Reason))
 		}
 	}
-	if asJSON(c) {
-		if err := writeJSON(c, out); err != nil {
+	if hook.AsJSON(c) {
+		if err := hook.WriteJSON(c, out); err != nil {
 			return err
 		}
 	} else {
@@ -414,7 +415,7 @@ func writesFailed(failed, total int, what string) error {
 	if failed == 0 {
 		return nil
 	}
-	return withCode(ExitError, fmt.Errorf("%w: %d of %d %s (listed above); run the command again", ErrDesktopWrites, failed, total, what))
+	return hook.WithCode(hook.ExitError, fmt.Errorf("%w: %d of %d %s (listed above); run the command again", ErrDesktopWrites, failed, total, what))
 }
 
 // newDesktopAppCmd is the command of the desktop app's sidebar, as the

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/layout"
 )
@@ -20,13 +21,13 @@ type client struct {
 // this user's (a symlink, another owner) before connecting, and a peer that
 // runs as another user before sending anything: another local user who
 // made the socket path first must not receive hook events.
-func dial(p place) (*client, error) {
+func dial(p hook.Place) (*client, error) {
 	if err := layout.CheckSocket(p.Socket); err != nil {
-		return nil, withCode(ExitPermission, err)
+		return nil, hook.WithCode(hook.ExitPermission, err)
 	}
 	// A roster of many thousands of sessions is one large reply.
-	c, err := api.Dial(p.Socket, maxReply, func(ctx context.Context, _ string) (net.Conn, error) {
-		return dialSocket(ctx, p.Socket)
+	c, err := api.Dial(p.Socket, hook.MaxReply, func(ctx context.Context, _ string) (net.Conn, error) {
+		return hook.DialSocket(ctx, p.Socket)
 	})
 	if err != nil {
 		return nil, err
@@ -42,21 +43,21 @@ func (c *client) Close() { c.Client.Close() }
 // exits ExitUnavailable, creating nothing.
 // Its probe of the socket is the client's first connection, kept for the
 // first call.
-func connect(_ context.Context, p place, _ time.Duration) (*client, error) {
+func connect(_ context.Context, p hook.Place, _ time.Duration) (*client, error) {
 	cl, err := dial(p)
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), probeWait)
+	ctx, cancel := context.WithTimeout(context.Background(), hook.ProbeWait)
 	defer cancel()
 	if err := cl.api.Open(ctx); err != nil {
-		dead, perr := dialState(err)
+		dead, perr := hook.DialState(err)
 		if perr != nil || dead {
 			cl.Close()
 			if perr != nil {
 				return nil, perr
 			}
-			return nil, noNode(p)
+			return nil, hook.NoNode(p)
 		}
 	}
 	return cl, nil

@@ -19,7 +19,7 @@ func init() {
 // held them.
 func commandSet() []func() *cobra.Command {
 	return []func() *cobra.Command{
-		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newProfilesCmd, newDesktopAppCmd, newDoctorCmd, newHookCmd, newKeyringCmd,
+		newAgentsCmd, newAskCmd, newAttachCmd, newChatCmd, newContextCmd, newProfilesCmd, newDesktopAppCmd, newDoctorCmd, hook.NewHookCmd, newKeyringCmd,
 		newCapabilityCmd, newProviderCmd, newMeshCmd, newKeygenCmd, newNodeCmd,
 		newNotifyCmd, newTaskCmd, newTokenCmd, newDirTrustCmd, newUsageCmd, newWebCmd, newRunCmd, newWorktreesCmd,
 	}
@@ -30,7 +30,7 @@ func commandSet() []func() *cobra.Command {
 // people and scripts run most, and `ask` is a one-shot whose start is
 // part of its answer's time; none builds the rest of the command tree.
 // (Help, typo suggestions and examples are the same.)
-var soleRoots = map[string]func() *cobra.Command{"hook": newHookCmd, "agents": newAgentsCmd, "ask": newAskCmd}
+var soleRoots = map[string]func() *cobra.Command{"hook": hook.NewHookCmd, "agents": newAgentsCmd, "ask": newAskCmd}
 
 // hookSubcommands are `harn hook`'s: install, uninstall and git.
 func hookSubcommands() []*cobra.Command {

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 // TestNodeConfigCompactionEnabled: `compaction.enabled = false` in the
@@ -27,13 +29,13 @@ func TestNodeConfigCompactionEnabled(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.env != "" {
-				t.Setenv(EnvName("compaction.enabled"), tc.env)
+				t.Setenv(hook.EnvName("compaction.enabled"), tc.env)
 			}
 			c := newNodeCmd()
 			if err := c.ParseFlags(tc.args); err != nil {
 				t.Fatal(err)
 			}
-			if err := applySettings(c); err != nil {
+			if err := hook.ApplySettings(c); err != nil {
 				t.Fatal(err)
 			}
 			if got, _ := c.Flags().GetBool("compaction.enabled"); got != tc.want {
@@ -41,8 +43,8 @@ func TestNodeConfigCompactionEnabled(t *testing.T) {
 			}
 		})
 	}
-	if EnvName("compaction.enabled") != "HARN_COMPACTION_ENABLED" {
-		t.Fatal(EnvName("compaction.enabled"))
+	if hook.EnvName("compaction.enabled") != "HARN_COMPACTION_ENABLED" {
+		t.Fatal(hook.EnvName("compaction.enabled"))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -25,7 +26,7 @@ prints the exact messages the next model request carries instead.`,
 		RunE: runContext,
 	}
 	c.Flags().Bool("provider-view", false, "print the exact messages of the next model request")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -76,7 +77,7 @@ type providerMessage struct {
 func runContext(c *cobra.Command, args []string) error {
 	pv, _ := c.Flags().GetBool("provider-view")
 	var res *api.ContextResponse
-	err := withNode(c, func(ctx context.Context, cl *client, p place) error {
+	err := withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 		var err error
 		res, err = cl.api.Context(ctx, &api.ContextRequest{Session: args[0], ProviderView: pv})
 		if err != nil {
@@ -88,7 +89,7 @@ func runContext(c *cobra.Command, args []string) error {
 		return err
 	}
 	w := c.OutOrStdout()
-	if asJSON(c) {
+	if hook.AsJSON(c) {
 		b := res.ReportJson
 		if pv {
 			b = res.ProviderJson

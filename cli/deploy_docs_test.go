@@ -4,6 +4,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 // TestDeployConfigExamplesLoad: every config example in deploy/README.md
@@ -33,7 +35,7 @@ func TestDeployConfigExamplesLoad(t *testing.T) {
 		t.Fatalf("found %d config examples in deploy/README.md, want the three (servers, laptops)", len(blocks))
 	}
 	for i, blk := range blocks {
-		vals, err := parseConfig([]byte(blk))
+		vals, err := hook.ParseConfig([]byte(blk))
 		if err != nil {
 			t.Errorf("example %d: %v:\n%s", i+1, err, blk)
 			continue
@@ -48,7 +50,7 @@ func TestDeployConfigExamplesLoad(t *testing.T) {
 				t.Errorf("example %d: %q is not a flag of harn node", i+1, k)
 				continue
 			}
-			if err := setFlag(node, f, v); err != nil {
+			if err := hook.SetFlag(node, f, v); err != nil {
 				t.Errorf("example %d: %s = %q: %v", i+1, k, v, err)
 			}
 		}

@@ -7,6 +7,7 @@ import (
 
 	tea "github.com/charmbracelet/bubbletea"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/cli/tui"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
@@ -101,7 +102,7 @@ func trustPrompts(ctx context.Context, node dirTrustAPI, dir string) <-chan tui.
 		return func() tea.Msg {
 			if _, err := q.answer(ctx, node, yes); err != nil {
 				select {
-				case ch <- tui.Prompt{Title: "could not trust " + q.dir, Lines: []string{text.OneLine(userText(err))}}:
+				case ch <- tui.Prompt{Title: "could not trust " + q.dir, Lines: []string{text.OneLine(hook.UserText(err))}}:
 				default:
 				}
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/util/text"
@@ -32,7 +33,7 @@ is kept with a digest of those files: a changed file is untrusted until trusted
 again. A directory another user owns, or that others may write, is trusted only
 with --allow-other-owner. The mesh's trust (certificates, tokens) is harn mesh
 and harn token.`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	add := &cobra.Command{
@@ -45,8 +46,8 @@ and harn token.`,
 			if err != nil {
 				return err
 			}
-			if asJSON(c) {
-				return writeJSON(c, trustedJSON(res.GetDirs()))
+			if hook.AsJSON(c) {
+				return hook.WriteJSON(c, trustedJSON(res.GetDirs()))
 			}
 			ck := res.GetCheck()
 			fmt.Fprintf(c.OutOrStdout(), "trusted %s (digest %s)\n", text.Sanitize(ck.GetDir()), short(ck.GetDigest()))
@@ -57,19 +58,19 @@ and harn token.`,
 		},
 	}
 	add.Flags().Bool("allow-other-owner", false, "trust a directory another user owns, or that others may write (its files run as you)")
-	commandLineOnly(add, "allow-other-owner")
-	addJSONFlag(add)
+	hook.CommandLineOnly(add, "allow-other-owner")
+	hook.AddJSONFlag(add)
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "list the directories this node trusts",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			res, err := dirTrustCall(c, &api.DirTrustRequest{Op: "list"})
 			if err != nil {
 				return err
 			}
-			if asJSON(c) {
-				return writeJSON(c, trustedJSON(res.GetDirs()))
+			if hook.AsJSON(c) {
+				return hook.WriteJSON(c, trustedJSON(res.GetDirs()))
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "DIR\tDIGEST\tADDED\tBY\tOTHER_OWNER")
@@ -80,7 +81,7 @@ and harn token.`,
 			return tw.Flush()
 		},
 	}
-	addJSONFlag(list)
+	hook.AddJSONFlag(list)
 	remove := &cobra.Command{
 		Use:   "remove DIR",
 		Short: "stop trusting DIR: its .harn files no longer run or load",
@@ -92,7 +93,7 @@ and harn token.`,
 				return err
 			}
 			if !res.GetRemoved() {
-				return withCode(ExitNotFound, fmt.Errorf("%s was not trusted on this node; `harn trust list` shows the trusted ones", shellQuote(dir)))
+				return hook.WithCode(hook.ExitNotFound, fmt.Errorf("%s was not trusted on this node; `harn trust list` shows the trusted ones", hook.ShellQuote(dir)))
 			}
 			fmt.Fprintf(c.OutOrStdout(), "%s is no longer trusted\n", text.Sanitize(dir))
 			return nil
@@ -116,7 +117,7 @@ func short(d string) string { return d[:min(len(d), 12)] }
 // dirTrustCall makes one trust op on the local node.
 func dirTrustCall(c *cobra.Command, req *api.DirTrustRequest) (*api.DirTrustResponse, error) {
 	var res *api.DirTrustResponse
-	err := withNode(c, func(ctx context.Context, cl *client, p place) error {
+	err := withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 		var err error
 		res, err = cl.api.DirTrust(ctx, req)
 		return dirTrustErr(err, p)
@@ -126,14 +127,14 @@ func dirTrustCall(c *cobra.Command, req *api.DirTrustRequest) (*api.DirTrustResp
 
 // dirTrustErr maps a trust op's refusal: another uid is a permission
 // problem (13), a rule (another owner, changed files) a refusal (4).
-func dirTrustErr(err error, p place) error {
+func dirTrustErr(err error, p hook.Place) error {
 	if errors.Is(err, hookwire.ErrPermission) {
 		var se *hookwire.StatusError
 		if errors.As(err, &se) {
-			return withCode(ExitPermission, errors.New(text.OneLine(se.Message())))
+			return hook.WithCode(hook.ExitPermission, errors.New(text.OneLine(se.Message())))
 		}
 	}
-	return rpcErr(err, p)
+	return hook.RpcErr(err, p)
 }
 
 // trustLines say what a directory runs or loads, one thing a line, for a

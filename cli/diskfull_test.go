@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/hookwire"
 )
@@ -12,16 +13,16 @@ import (
 // as "no leader" (which shares ResourceExhausted) or "no node".
 func TestRefusedWriteIsDiskFullNotNoLeader(t *testing.T) {
 	for _, c := range []hookwire.Code{hookwire.ResourceExhausted, hookwire.Unavailable} {
-		got := rpcErr(api.NewStatusError(c, "ledger: disk full since 10:02:03", api.ReasonLedgerUnwritable, nil), place{Socket: "/nonexistent"})
-		if code := ExitCode(got); code != ExitDiskFull {
-			t.Fatalf("%v: exit %d, want %d (%v)", c, code, ExitDiskFull, got)
+		got := hook.RpcErr(api.NewStatusError(c, "ledger: disk full since 10:02:03", api.ReasonLedgerUnwritable, nil), hook.Place{Socket: "/nonexistent"})
+		if code := hook.ExitCode(got); code != hook.ExitDiskFull {
+			t.Fatalf("%v: exit %d, want %d (%v)", c, code, hook.ExitDiskFull, got)
 		}
 		if !strings.Contains(got.Error(), "free space") {
 			t.Fatalf("message names no fix: %v", got)
 		}
 	}
-	plain := rpcErr(api.NewStatusError(hookwire.ResourceExhausted, "no leader", "", nil), place{})
-	if code := ExitCode(plain); code != ExitNoLeader {
-		t.Fatalf("no-leader: exit %d, want %d", code, ExitNoLeader)
+	plain := hook.RpcErr(api.NewStatusError(hookwire.ResourceExhausted, "no leader", "", nil), hook.Place{})
+	if code := hook.ExitCode(plain); code != hook.ExitNoLeader {
+		t.Fatalf("no-leader: exit %d, want %d", code, hook.ExitNoLeader)
 	}
 }

@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -51,7 +53,7 @@ type doctorEnv struct {
 	home, wd string
 	getenv   func(string) string
 	lookPath func(string) (string, error)
-	p        place
+	p        hook.Place
 	now      time.Time
 
 	noMesh   bool
@@ -80,20 +82,20 @@ holding a secret is private, and the gossip key's form; it also lists
 recent hook diagnostics. Each finding is one line with its fix. It changes nothing. Exit 0 when all is well, 10 when there
 are findings. The mesh flags (ports, bind, join, key) are read like
 ` + "`harn node`" + ` reads them: flag, HARN_ variable, config file.`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 	}
 	// A broken config file or HARN_ variable is a finding, not a reason
 	// to stop checking.
 	var settingsErr error
 	c.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
-		settingsErr = applySettings(cmd)
+		settingsErr = hook.ApplySettings(cmd)
 		return nil
 	}
 	c.RunE = func(cmd *cobra.Command, args []string) error { return runDoctor(cmd, settingsErr) }
 	c.Flags().String("config", "", "config file the node reads (default: HARN_CONFIG or $XDG_CONFIG_HOME/harn/config.json)")
-	addMeshFlags(c)
-	addSecretFileFlags(c)
-	addJSONFlag(c)
+	daemon.AddMeshFlags(c)
+	hook.AddSecretFileFlags(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -107,15 +109,15 @@ func runDoctor(c *cobra.Command, settingsErr error) error {
 		rep.Checks = append([]check{{"settings", checkFinding, text.FirstLine(settingsErr.Error()), "fix or unset it; the checks below used the rest"}}, rep.Checks...)
 		rep.Findings++
 	}
-	if asJSON(c) {
-		if err := writeJSON(c, rep); err != nil {
+	if hook.AsJSON(c) {
+		if err := hook.WriteJSON(c, rep); err != nil {
 			return err
 		}
 	} else {
 		printDoctor(c, e, rep)
 	}
 	if rep.Findings > 0 {
-		return &silentError{Code: ExitFindings}
+		return &hook.SilentError{Code: hook.ExitFindings}
 	}
 	return nil
 }
@@ -130,7 +132,7 @@ func doctorEnvOf(c *cobra.Command) (doctorEnv, error) {
 		return doctorEnv{}, err
 	}
 	f := c.Flags()
-	e := doctorEnv{home: home, wd: wd, getenv: os.Getenv, lookPath: exec.LookPath, p: placeOf(c), now: clk.Now()}
+	e := doctorEnv{home: home, wd: wd, getenv: os.Getenv, lookPath: exec.LookPath, p: hook.PlaceOf(c), now: hook.Clk.Now()}
 	e.noMesh, _ = f.GetBool("no-mesh")
 	e.bind, _ = f.GetString("bind")
 	join, _ := f.GetStringSlice("join")
@@ -327,8 +329,8 @@ func hookTimeoutChecks(name, fix string, st install.Status) []check {
 // checkNode asks the node for its status; it returns the status and an
 // open client when the node answers.
 func checkNode(ctx context.Context, e doctorEnv) (check, *api.StatusResponse, *client) {
-	fix := "start one with `" + startHint(e.p) + "` (a hook starts one too)"
-	if socketDead(e.p.Socket) {
+	fix := "start one with `" + hook.StartHint(e.p) + "` (a hook starts one too)"
+	if hook.SocketDead(e.p.Socket) {
 		return check{"node", checkFinding, "no node answers on " + e.p.Socket, fix}, nil, nil
 	}
 	cl, err := dial(e.p)
@@ -394,17 +396,17 @@ func checkConfigFile(e doctorEnv) check {
 	if err != nil {
 		return check{"config", checkFinding, err.Error(), "create the file or unset HARN_CONFIG / --config"}
 	}
-	b, err := readSmall(e.cfgPath)
+	b, err := hook.ReadSmall(e.cfgPath)
 	if err != nil {
 		return check{"config", checkFinding, err.Error(), "make it readable by you: chmod 600 " + e.cfgPath}
 	}
-	vals, err := parseConfig(b)
+	vals, err := hook.ParseConfig(b)
 	if err != nil {
 		return check{"config", checkFinding, fmt.Sprintf("%s: %v", e.cfgPath, err), "fix the file: a JSON object or key = value lines"}
 	}
 	var secrets []string
 	for k := range vals {
-		if isSecretKey(k) {
+		if hook.IsSecretKey(k) {
 			secrets = append(secrets, k)
 		}
 	}
@@ -452,7 +454,7 @@ func checkGossipKey(e doctorEnv) []check {
 		if out, stop = keyFileMode(e, "gossip key"); stop {
 			return out
 		}
-		b, err := readSmall(e.keyFile)
+		b, err := hook.ReadSmall(e.keyFile)
 		if err != nil {
 			return append(out, check{"gossip key", checkFinding, err.Error(), "chmod 600 " + e.keyFile + " and make it yours"})
 		}

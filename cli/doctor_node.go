@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/clock"
 	"github.com/harn-dev/harn/util/text"
@@ -83,7 +84,7 @@ func askDoctor(ctx context.Context, cl *client) *api.DoctorResponse {
 		if dr.Raft == nil || dr.Raft.Leader != "" || i == tries-1 {
 			return dr
 		}
-		if !clock.Sleep(clk, gap, ctx.Done()) {
+		if !clock.Sleep(hook.Clk, gap, ctx.Done()) {
 			return dr
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 )
 
@@ -63,7 +64,7 @@ func checkPorts(e doctorEnv, st *api.StatusResponse) []check {
 		switch {
 		case failed != nil:
 			out = append(out, check{name, checkFinding, fmt.Sprintf("cannot listen on %s: %v", bind, failed),
-				fmt.Sprintf("pick another with --%s (%s) or another --bind", ps.flag, EnvName(ps.flag))})
+				fmt.Sprintf("pick another with --%s (%s) or another --bind", ps.flag, hook.EnvName(ps.flag))})
 		case len(busy) == 0:
 			out = append(out, check{name, checkOK, "free on " + bind, ""})
 		case owner == ownerNode:
@@ -72,7 +73,7 @@ func checkPorts(e doctorEnv, st *api.StatusResponse) []check {
 			out = append(out, check{name, checkOK, "in use while the node runs; taken to be the node's (this system does not say which process holds it)", ""})
 		default:
 			out = append(out, check{name, checkFinding, fmt.Sprintf("in use (%s) by another process", strings.Join(busy, ", ")),
-				fmt.Sprintf("stop that process, or give the node another port with --%s (%s, or %s in the config file)", ps.flag, EnvName(ps.flag), ps.flag)})
+				fmt.Sprintf("stop that process, or give the node another port with --%s (%s, or %s in the config file)", ps.flag, hook.EnvName(ps.flag), ps.flag)})
 		}
 	}
 	return out

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -20,7 +21,7 @@ func testDoctorEnv(t *testing.T) doctorEnv {
 	home := t.TempDir()
 	return doctorEnv{home: home, wd: t.TempDir(), getenv: func(string) string { return "" },
 		lookPath: func(string) (string, error) { return "", os.ErrNotExist }, now: time.Now(),
-		p: place{DataDir: t.TempDir(), Socket: filepath.Join(t.TempDir(), "none.sock")}}
+		p: hook.Place{DataDir: t.TempDir(), Socket: filepath.Join(t.TempDir(), "none.sock")}}
 }
 
 func statusOf(cs []check, name string) (check, bool) {

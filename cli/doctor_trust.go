@@ -3,6 +3,7 @@ package cli
 import (
 	"path/filepath"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/presence/adapter"
 	"github.com/harn-dev/harn/presence/adapter/all"
@@ -26,7 +27,7 @@ func checkHookTrust(e doctorEnv) []check {
 				continue
 			}
 			recPath := tr.TrustFile(e.home, e.getenv)
-			b, _ := readSmall(recPath)
+			b, _ := hook.ReadSmall(recPath)
 			paths := []string{st.Path}
 			if real, err := filepath.EvalSymlinks(st.Path); err == nil && real != st.Path {
 				paths = append(paths, real)

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 func TestErrorsDropPackagePrefixes(t *testing.T) {
@@ -20,7 +22,7 @@ func TestErrorsDropPackagePrefixes(t *testing.T) {
 		errors.New("dial unix /x: no socket"): "dial unix /x: no socket",
 	}
 	for err, want := range cases {
-		if got := userText(err); got != want {
+		if got := hook.UserText(err); got != want {
 			t.Errorf("userText(%q) = %q, want %q", err, got, want)
 		}
 	}
@@ -33,14 +35,14 @@ func TestAWrongArgumentCountIsAUsageErrorNamingItsHelp(t *testing.T) {
 		var out, errb bytes.Buffer
 		code := Main(args, strings.NewReader(""), &out, &errb)
 		msg := errb.String()
-		if code != ExitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "--help` for its arguments") {
+		if code != hook.ExitUsage || strings.Count(msg, "\n") != 1 || !strings.Contains(msg, "--help` for its arguments") {
 			t.Errorf("harn %v: exit %d, %q", args, code, msg)
 			continue
 		}
 		i := strings.Index(msg, "run `")
 		helpArgs := strings.Fields(strings.TrimPrefix(msg[i+len("run `"):strings.LastIndex(msg, "`")], "harn "))
 		var hout bytes.Buffer
-		if c := Main(helpArgs, strings.NewReader(""), &hout, io.Discard); c != ExitOK || !strings.Contains(hout.String(), "Usage:") {
+		if c := Main(helpArgs, strings.NewReader(""), &hout, io.Discard); c != hook.ExitOK || !strings.Contains(hout.String(), "Usage:") {
 			t.Errorf("the hint `harn %v` exits %d: %q", helpArgs, c, hout.String())
 		}
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/presence/adapter/all"
 )
 
@@ -205,7 +206,7 @@ var examples = withAgents(map[string]string{
 // applyExamples sets the Examples section of every command in the tree
 // from the examples map; a command that sets its own keeps it.
 func applyExamples(root *cobra.Command) {
-	walkCommands(root, func(c *cobra.Command) {
+	hook.WalkCommands(root, func(c *cobra.Command) {
 		if strings.TrimSpace(c.Example) != "" {
 			return
 		}

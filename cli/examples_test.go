@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/spf13/cobra"
 )
 
 func testRoot() *cobra.Command {
-	return newRoot(strings.NewReader(""), io.Discard, io.Discard)
+	return hook.NewRoot(strings.NewReader(""), io.Discard, io.Discard)
 }
 
 // TestEveryCommandHasExamples: every command's help has an Examples
@@ -19,7 +20,7 @@ func testRoot() *cobra.Command {
 func TestEveryCommandHasExamples(t *testing.T) {
 	root := testRoot()
 	n := 0
-	walkCommands(root, func(c *cobra.Command) {
+	hook.WalkCommands(root, func(c *cobra.Command) {
 		n++
 		if strings.TrimSpace(c.Example) == "" {
 			t.Errorf("%q has no examples: add them to the examples map in cli/examples.go", c.CommandPath())
@@ -45,7 +46,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 func TestExamplesNameRealCommandsAndFlags(t *testing.T) {
 	root := testRoot()
 	paths := map[string]bool{}
-	walkCommands(root, func(c *cobra.Command) { paths[c.CommandPath()] = true })
+	hook.WalkCommands(root, func(c *cobra.Command) { paths[c.CommandPath()] = true })
 	for path, text := range examples {
 		if !paths[path] {
 			t.Errorf("examples has %q, which is not a command", path)
@@ -95,8 +96,8 @@ func TestTyposGetSuggestions(t *testing.T) {
 	for _, c := range cases {
 		var stderr bytes.Buffer
 		code := Main(c.args, strings.NewReader(""), io.Discard, &stderr)
-		if code != ExitUsage || !strings.Contains(stderr.String(), c.want) {
-			t.Errorf("harn %v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr.String(), ExitUsage, c.want)
+		if code != hook.ExitUsage || !strings.Contains(stderr.String(), c.want) {
+			t.Errorf("harn %v: exit %d, stderr %q; want exit %d and %q", c.args, code, stderr.String(), hook.ExitUsage, c.want)
 		}
 		if strings.Count(strings.TrimSpace(stderr.String()), "\n") > 0 {
 			t.Errorf("harn %v: error is not one line: %q", c.args, stderr.String())
@@ -109,7 +110,7 @@ func TestEditDistance(t *testing.T) {
 		a, b string
 		d    int
 	}{{"", "", 0}, {"json", "json", 0}, {"jsno", "json", 2}, {"al", "all", 1}, {"DATA", "data", 0}, {"", "abc", 3}, {"kitten", "sitting", 3}} {
-		if got := editDistance(c.a, c.b); got != c.d {
+		if got := hook.EditDistance(c.a, c.b); got != c.d {
 			t.Errorf("editDistance(%q, %q) = %d; want %d", c.a, c.b, got, c.d)
 		}
 	}
@@ -140,7 +141,7 @@ func TestReadCommandsTakeJSON(t *testing.T) {
 // subcommand, and refuse the same typos, as under the full command tree.
 func TestSoleRootsAnswerAsTheFullTree(t *testing.T) {
 	for name := range soleRoots {
-		full := newRoot(strings.NewReader(""), io.Discard, io.Discard)
+		full := hook.NewRoot(strings.NewReader(""), io.Discard, io.Discard)
 		var sole *cobra.Command
 		for _, c := range full.Commands() {
 			if c.Name() == name {
@@ -169,12 +170,12 @@ func TestSoleRootsAnswerAsTheFullTree(t *testing.T) {
 				if viaMain {
 					return Main(args, strings.NewReader(""), &out, &errb), out.String() + errb.String()
 				}
-				root := newRoot(strings.NewReader(""), &out, &errb)
+				root := hook.NewRoot(strings.NewReader(""), &out, &errb)
 				root.SetArgs(args)
 				_, err := root.ExecuteC()
-				code := ExitOK
+				code := hook.ExitOK
 				if err != nil {
-					code = ExitCode(err)
+					code = hook.ExitCode(err)
 					errb.WriteString(err.Error())
 				}
 				return code, out.String() + errb.String()
@@ -182,7 +183,7 @@ func TestSoleRootsAnswerAsTheFullTree(t *testing.T) {
 			c1, o1 := run(true)
 			c2, o2 := run(false)
 			if p[len(p)-1] == "zzbogus" {
-				if c1 != ExitUsage || !strings.Contains(o1, "unknown command") {
+				if c1 != hook.ExitUsage || !strings.Contains(o1, "unknown command") {
 					t.Errorf("harn %v: exit %d, %q", p, c1, o1)
 				}
 				continue

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -12,7 +13,7 @@ import (
 // name: a quoted command there reads as a placeholder ("--gossip-key harn
 // keygen"). Every value name is one word.
 func TestFlagValueNamesAreOneWord(t *testing.T) {
-	walkCommands(testRoot(), func(c *cobra.Command) {
+	hook.WalkCommands(testRoot(), func(c *cobra.Command) {
 		for _, fs := range []*pflag.FlagSet{c.LocalFlags(), c.PersistentFlags()} {
 			fs.VisitAll(func(f *pflag.Flag) {
 				if name, _ := pflag.UnquoteUsage(f); strings.ContainsAny(name, " \t") {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -21,7 +22,7 @@ line, from FILE or stdin, and prints the folded state of the session (or of
 each session) with the seed's fields. It uses the same reducer as the node.`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
-				return usageErr(errors.New("fold takes at most one FILE (or - for stdin)"))
+				return hook.UsageErr(errors.New("fold takes at most one FILE (or - for stdin)"))
 			}
 			return nil
 		},
@@ -31,14 +32,14 @@ each session) with the seed's fields. It uses the same reducer as the node.`,
 			if len(args) == 1 && args[0] != "-" {
 				f, err := os.Open(args[0])
 				if err != nil {
-					return usageErr(fmt.Errorf("open %s: %v", args[0], err))
+					return hook.UsageErr(fmt.Errorf("open %s: %v", args[0], err))
 				}
 				defer f.Close()
 				r, name = f, args[0]
 			}
 			evs, err := presence.DecodeJSONL(r)
 			if err != nil {
-				return usageErr(fmt.Errorf("%s: %w", name, err))
+				return hook.UsageErr(fmt.Errorf("%s: %w", name, err))
 			}
 			states := presence.FoldSessions(evs)
 			want, _ := c.Flags().GetString("session")
@@ -52,13 +53,13 @@ each session) with the seed's fields. It uses the same reducer as the node.`,
 			if want != "" {
 				s, ok := states[want]
 				if !ok {
-					return withCode(ExitNotFound, fmt.Errorf("session %q has no events in %s", want, name))
+					return hook.WithCode(hook.ExitNotFound, fmt.Errorf("session %q has no events in %s", want, name))
 				}
-				return writeJSON(c, view(s))
+				return hook.WriteJSON(c, view(s))
 			}
 			if len(states) == 1 {
 				for _, s := range states {
-					return writeJSON(c, view(s))
+					return hook.WriteJSON(c, view(s))
 				}
 			}
 			ids := make([]string, 0, len(states))
@@ -70,12 +71,12 @@ each session) with the seed's fields. It uses the same reducer as the node.`,
 			for _, id := range ids {
 				out = append(out, view(states[id]))
 			}
-			return writeJSON(c, out)
+			return hook.WriteJSON(c, out)
 		},
 	}
 	c.Flags().String("session", "", "fold only this session's events")
 	c.Flags().Bool("full", false, "print the whole folded state, not just the two axes")
 	// fold always prints JSON; --json is accepted like on every read command.
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }

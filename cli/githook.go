@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
@@ -30,7 +31,7 @@ var ErrGit = errors.New("git")
 
 // errCommitRefused is the pre-commit hook's refusal (exit 4, which the
 // hook's region passes on to git).
-var errCommitRefused = &silentError{Code: ExitRefused}
+var errCommitRefused = &hook.SilentError{Code: hook.ExitRefused}
 
 // newHookGitCmd is `harn hook git pre-commit|post-commit|post-checkout`,
 // run by the regions `harn hook install git` writes.
@@ -55,7 +56,7 @@ one-line warning when no node answers.`,
 			case "post-commit", "post-checkout":
 				err = gitPrune(ctx, c)
 			default:
-				return usageErr(fmt.Errorf("hook git: unknown hook %q: use pre-commit, post-commit or post-checkout", args[0]))
+				return hook.UsageErr(fmt.Errorf("hook git: unknown hook %q: use pre-commit, post-commit or post-checkout", args[0]))
 			}
 			if err == errCommitRefused {
 				return err
@@ -89,9 +90,9 @@ func gitRepo(ctx context.Context) (string, error) {
 		return "", err
 	}
 	t := strings.TrimSpace(string(top))
-	info, ok := repoAt(t)
+	info, ok := hook.RepoAt(t)
 	if !ok {
-		info = gitInfo{Top: t}
+		info = hook.GitInfo{Top: t}
 		if o, err := gitOut(ctx, "config", "--get", "remote.origin.url"); err == nil {
 			info.Origin = strings.TrimSpace(string(o))
 		}
@@ -111,10 +112,10 @@ func splitZ(b []byte) []string {
 
 // gitNode dials the local node without starting one: a commit does not
 // wait for a node to boot.
-func gitNode(c *cobra.Command) (*client, place, error) {
-	p := placeOf(c)
-	if dead, err := probeSocket(p.Socket); err != nil || dead {
-		return nil, p, fmt.Errorf("%w on %s", ErrNoNode, p.Socket)
+func gitNode(c *cobra.Command) (*client, hook.Place, error) {
+	p := hook.PlaceOf(c)
+	if dead, err := hook.ProbeSocket(p.Socket); err != nil || dead {
+		return nil, p, fmt.Errorf("%w on %s", hook.ErrNoNode, p.Socket)
 	}
 	cl, err := dial(p)
 	return cl, p, err
@@ -278,13 +279,13 @@ func gitPrune(ctx context.Context, c *cobra.Command) error {
 // this repository's hooks folder (core.hooksPath honoured).
 func runGitInstall(c *cobra.Command, use string) error {
 	if f := c.Flags().Lookup("scope"); f != nil && f.Changed && f.Value.String() != "repo" {
-		return usageErr(fmt.Errorf("hook %s git: the commit guard has one scope, --scope repo (this repository)", use))
+		return hook.UsageErr(fmt.Errorf("hook %s git: the commit guard has one scope, --scope repo (this repository)", use))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	out, err := gitOut(ctx, "rev-parse", "--git-path", "hooks")
 	if err != nil {
-		return usageErr(fmt.Errorf("hook %s git: run it inside a git repository: %w", use, err))
+		return hook.UsageErr(fmt.Errorf("hook %s git: run it inside a git repository: %w", use, err))
 	}
 	dir, err := filepath.Abs(strings.TrimSpace(string(out)))
 	if err != nil {
@@ -298,13 +299,13 @@ func runGitInstall(c *cobra.Command, use string) error {
 		}
 		rep, err = install.InstallGit(dir, hookBinary(exe, exec.LookPath))
 		if err != nil {
-			return withCode(ExitRefused, err)
+			return hook.WithCode(hook.ExitRefused, err)
 		}
 	} else if rep, err = install.UninstallGit(dir); err != nil {
-		return withCode(ExitRefused, err)
+		return hook.WithCode(hook.ExitRefused, err)
 	}
-	if asJSON(c) {
-		return writeJSON(c, rep)
+	if hook.AsJSON(c) {
+		return hook.WriteJSON(c, rep)
 	}
 	switch {
 	case len(rep.Changed) == 0:

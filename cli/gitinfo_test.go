@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/presence"
 )
 
@@ -58,52 +59,52 @@ func TestRepoAndBranchFromPlainFileReads(t *testing.T) {
 	cases := []struct {
 		name       string
 		setup      func(t *testing.T) string // returns the cwd
-		want       gitInfo
+		want       hook.GitInfo
 		wantInRepo bool
 	}{
 		{"no origin: the top-level folder's name, from a subfolder", func(t *testing.T) string {
 			r := newRepo(t, "shop")
 			return mkdirs(t, r, "src", "app")
-		}, gitInfo{Repo: "shop", Branch: "main"}, true},
+		}, hook.GitInfo{Repo: "shop", Branch: "main"}, true},
 		{"https origin with .git", func(t *testing.T) string {
 			r := newRepo(t, "local-name")
 			gitCmd(t, r, "remote", "add", "origin", "https://github.com/acme/storefront.git")
 			return r
-		}, gitInfo{Repo: "storefront", Branch: "main"}, true},
+		}, hook.GitInfo{Repo: "storefront", Branch: "main"}, true},
 		{"scp-like origin", func(t *testing.T) string {
 			r := newRepo(t, "x")
 			gitCmd(t, r, "remote", "add", "origin", "git@github.com:acme/billing.git")
 			return r
-		}, gitInfo{Repo: "billing", Branch: "main"}, true},
+		}, hook.GitInfo{Repo: "billing", Branch: "main"}, true},
 		{"origin path with a trailing slash, other remotes ignored", func(t *testing.T) string {
 			r := newRepo(t, "x")
 			gitCmd(t, r, "remote", "add", "upstream", "https://example.com/other/upstream.git")
 			gitCmd(t, r, "remote", "add", "origin", "/srv/git/ledger/")
 			return r
-		}, gitInfo{Repo: "ledger", Branch: "main"}, true},
+		}, hook.GitInfo{Repo: "ledger", Branch: "main"}, true},
 		{"a branch with slashes", func(t *testing.T) string {
 			r := newRepo(t, "shop")
 			gitCmd(t, r, "checkout", "-q", "-b", "feature/cart-v2")
 			return r
-		}, gitInfo{Repo: "shop", Branch: "feature/cart-v2"}, true},
+		}, hook.GitInfo{Repo: "shop", Branch: "feature/cart-v2"}, true},
 		{"detached HEAD has no branch", func(t *testing.T) string {
 			r := newRepo(t, "shop")
 			gitCmd(t, r, "checkout", "-q", "--detach")
 			return r
-		}, gitInfo{Repo: "shop", Branch: ""}, true},
+		}, hook.GitInfo{Repo: "shop", Branch: ""}, true},
 		{"linked worktree: its own branch, the repository's name", func(t *testing.T) string {
 			r := newRepo(t, "shop")
 			wt := filepath.Join(t.TempDir(), "shop-hotfix")
 			gitCmd(t, r, "worktree", "add", "-q", "-b", "hotfix", wt)
 			return mkdirs(t, wt, "pkg")
-		}, gitInfo{Repo: "shop", Branch: "hotfix"}, true},
+		}, hook.GitInfo{Repo: "shop", Branch: "hotfix"}, true},
 		{"linked worktree with origin", func(t *testing.T) string {
 			r := newRepo(t, "shop")
 			gitCmd(t, r, "remote", "add", "origin", "https://git.example.com/team/webshop.git")
 			wt := filepath.Join(t.TempDir(), "wt1")
 			gitCmd(t, r, "worktree", "add", "-q", "-b", "wt1", wt)
 			return wt
-		}, gitInfo{Repo: "webshop", Branch: "wt1"}, true},
+		}, hook.GitInfo{Repo: "webshop", Branch: "wt1"}, true},
 		{"separate git dir (a gitdir: file)", func(t *testing.T) string {
 			if _, err := exec.LookPath("git"); err != nil {
 				t.Skip("git is not installed")
@@ -111,24 +112,24 @@ func TestRepoAndBranchFromPlainFileReads(t *testing.T) {
 			dir := mkdirs(t, t.TempDir(), "notes")
 			gitCmd(t, dir, "init", "-q", "-b", "trunk", "--separate-git-dir", filepath.Join(t.TempDir(), "notes.git"))
 			return dir
-		}, gitInfo{Repo: "notes", Branch: "trunk"}, true},
+		}, hook.GitInfo{Repo: "notes", Branch: "trunk"}, true},
 		{"outside any repository", func(t *testing.T) string {
 			return mkdirs(t, t.TempDir(), "plain")
-		}, gitInfo{}, false},
-		{"a relative cwd is not looked up", func(t *testing.T) string { return "src/app" }, gitInfo{}, false},
-		{"empty cwd", func(t *testing.T) string { return "" }, gitInfo{}, false},
+		}, hook.GitInfo{}, false},
+		{"a relative cwd is not looked up", func(t *testing.T) string { return "src/app" }, hook.GitInfo{}, false},
+		{"empty cwd", func(t *testing.T) string { return "" }, hook.GitInfo{}, false},
 		{"a .git file that is not gitdir: is skipped", func(t *testing.T) string {
 			d := mkdirs(t, t.TempDir(), "odd")
 			if err := os.WriteFile(filepath.Join(d, ".git"), []byte("hello\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			return d
-		}, gitInfo{}, false},
+		}, hook.GitInfo{}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			cwd := c.setup(t)
-			got, ok := repoOf(cwd)
+			got, ok := hook.RepoOf(cwd)
 			if ok != c.wantInRepo || got.Repo != c.want.Repo || got.Branch != c.want.Branch {
 				t.Fatalf("repoOf(%q) = %+v, %v; want %+v, %v", cwd, got, ok, c.want, c.wantInRepo)
 			}
@@ -141,16 +142,16 @@ func TestRepoAndBranchFromPlainFileReads(t *testing.T) {
 func TestRepoLookupIsBounded(t *testing.T) {
 	r := newRepo(t, "deep")
 	near := r
-	for i := 0; i < gitMaxLevels-1; i++ {
+	for i := 0; i < hook.GitMaxLevels-1; i++ {
 		near = filepath.Join(near, "d")
 	}
 	far := filepath.Join(near, "d")
 	mkdirs(t, far)
-	if got, ok := repoOf(near); !ok || got.Repo != "deep" {
-		t.Fatalf("%d levels below: %+v %v; want found", gitMaxLevels-1, got, ok)
+	if got, ok := hook.RepoOf(near); !ok || got.Repo != "deep" {
+		t.Fatalf("%d levels below: %+v %v; want found", hook.GitMaxLevels-1, got, ok)
 	}
-	if got, ok := repoOf(far); ok {
-		t.Fatalf("%d levels below: found %+v; want the walk bounded", gitMaxLevels, got)
+	if got, ok := hook.RepoOf(far); ok {
+		t.Fatalf("%d levels below: found %+v; want the walk bounded", hook.GitMaxLevels, got)
 	}
 }
 
@@ -168,7 +169,7 @@ func TestRepoNameOfURL(t *testing.T) {
 		".git":                              "",
 		"https://host/..":                   "",
 	} {
-		if got := repoNameOfURL(in); got != want {
+		if got := hook.RepoNameOfURL(in); got != want {
 			t.Errorf("repoNameOfURL(%q) = %q; want %q", in, got, want)
 		}
 	}
@@ -187,10 +188,10 @@ func TestOriginURLFromConfig(t *testing.T) {
 [branch "main"]
 	remote = origin
 `
-	if got := originURL([]byte(cfg)); got != "git@example.com:team/api.git" {
+	if got := hook.OriginURL([]byte(cfg)); got != "git@example.com:team/api.git" {
 		t.Fatalf("originURL = %q", got)
 	}
-	if got := originURL([]byte("[remote \"Origin\"]\n\turl = x\n")); got != "" {
+	if got := hook.OriginURL([]byte("[remote \"Origin\"]\n\turl = x\n")); got != "" {
 		t.Fatalf("subsection names are case-sensitive; got %q", got)
 	}
 }
@@ -211,7 +212,7 @@ func TestHookStampsRepoOnlyOnStartAndPrompt(t *testing.T) {
 		mk(presence.TypeToolPreUse, r),
 		mk(presence.TypeUserPromptSubmit, t.TempDir()),
 	}
-	stampRepo(evs)
+	hook.StampRepo(evs)
 	for i, want := range []map[string]any{
 		{presence.AttrRepo: "shop", presence.AttrBranch: "main"},
 		{presence.AttrRepo: "shop", presence.AttrBranch: "main"},
@@ -245,7 +246,7 @@ func BenchmarkRepoOf(b *testing.B) {
 	}
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if _, ok := repoOf(cwd); !ok {
+		if _, ok := hook.RepoOf(cwd); !ok {
 			b.Fatal("not found")
 		}
 	}

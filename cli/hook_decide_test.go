@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/localapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -79,7 +80,7 @@ func TestHookAsksTheCallsQuestionInItsAppend(t *testing.T) {
 			var out bytes.Buffer
 			code := Main([]string{"hook", "claude-code", "--data-dir", dir, "--socket", sock},
 				strings.NewReader(c.payload), &out, io.Discard)
-			if code != ExitOK {
+			if code != hook.ExitOK {
 				t.Fatalf("exit %d", code)
 			}
 			if srv.appends.Load() != 1 {

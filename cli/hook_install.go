@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/cli/install"
 	"github.com/harn-dev/harn/presence/adapter/all"
 )
@@ -47,21 +48,21 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 			}
 			yes, _ := c.Flags().GetBool("yes")
 			o := install.Options{Agent: args[0], Scope: scope, Home: home, ProjectDir: wd,
-				Command: hookBinary(exe, exec.LookPath), Hook: hookOnlyBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: clk.Now()}
-			if err := remoteApproveOptions(c, &o); err != nil {
+				Command: hookBinary(exe, exec.LookPath), Hook: hookOnlyBinary(exe, exec.LookPath), DryRun: dry, Yes: yes, Getenv: os.Getenv, Now: hook.Clk.Now()}
+			if err := hook.RemoteApproveOptions(c, &o); err != nil {
 				return err
 			}
 			rep, err := run(o)
 			switch {
 			case errors.Is(err, install.ErrUnknownAgent), errors.Is(err, install.ErrBadScope), errors.Is(err, install.ErrBadSettings):
-				return usageErr(err)
+				return hook.UsageErr(err)
 			case errors.Is(err, install.ErrCommentsLost):
-				return withCode(ExitRefused, err)
+				return hook.WithCode(hook.ExitRefused, err)
 			case err != nil:
 				return err
 			}
-			if asJSON(c) {
-				return writeJSON(c, map[string]any{"path": rep.Path, "changed": rep.Changed,
+			if hook.AsJSON(c) {
+				return hook.WriteJSON(c, map[string]any{"path": rep.Path, "changed": rep.Changed,
 					"added": rep.Added, "replaced": rep.Replaced, "removed": rep.Removed,
 					"lost_comment_lines": rep.LostComments, "backup": rep.Backup, "dry_run": dry,
 					"instructions": map[string]any{"path": rep.Instructions.Path, "changed": rep.Instructions.Changed}})
@@ -76,9 +77,9 @@ func newInstallCmd(use, short string, run func(install.Options) (install.Report,
 	}
 	c.Flags().String("scope", "user", "user (your home) or project (the current directory)")
 	c.Flags().Bool("dry-run", false, "print what would change and write nothing")
-	addRemoteApproveFlags(c, use)
+	hook.AddRemoteApproveFlags(c, use)
 	c.Flags().Bool("yes", false, "write even when comments inside \"hooks\" of a settings file with comments ("+strings.Join(jsoncAgents(), ", ")+") cannot be kept")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 

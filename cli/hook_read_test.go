@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 // TestHookReadsOneJSONValueWithoutEOF: the hook takes the first complete
@@ -48,7 +50,7 @@ func TestHookReadsOneJSONValueWithoutEOF(t *testing.T) {
 				}
 			}()
 			done := make(chan []byte, 1)
-			go func() { done <- readPayload(pr, c.max, time.Minute) }()
+			go func() { done <- hook.ReadPayload(pr, c.max, time.Minute) }()
 			select {
 			case got := <-done:
 				if string(got) != c.want {
@@ -73,7 +75,7 @@ func TestHookReadGivesUpAtItsBound(t *testing.T) {
 	if _, err := pw.Write([]byte(`{"session_id":`)); err != nil { // the kernel buffers it
 		t.Fatal(err)
 	}
-	got := readPayload(pr, 1<<20, 500*time.Millisecond)
+	got := hook.ReadPayload(pr, 1<<20, 500*time.Millisecond)
 	if !bytes.Equal(got, []byte(`{"session_id":`)) {
 		t.Fatalf("got %q", got)
 	}

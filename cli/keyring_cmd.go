@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api/wire"
 
 	"github.com/spf13/cobra"
@@ -15,29 +16,29 @@ func newKeyringCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "keyring",
 		Short: "the gossip keyring, replicated through the registry: list, install, use, remove",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "show the mesh's gossip keys and the ones this node holds",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.admin().KeyringList(ctx, &api.AdminEmpty{})
 				if err != nil {
 					return adminErr(err, p)
 				}
 				v := wire.KeyringFromAPI(res)
-				if asJSON(c) {
-					return writeJSON(c, v)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, v)
 				}
 				printKeyring(c, v)
 				return nil
 			})
 		},
 	}
-	addJSONFlag(list)
+	hook.AddJSONFlag(list)
 	c.AddCommand(list)
 	for _, op := range []struct{ name, short string }{
 		{"install", "add a gossip key every node accepts (rotation step 1)"},
@@ -50,21 +51,21 @@ func newKeyringCmd() *cobra.Command {
 			Short: op.short,
 			Args:  exactArgs(1, "a base64 32-byte key (harn keygen)"),
 			RunE: func(c *cobra.Command, args []string) error {
-				return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 					res, err := cl.admin().KeyringChange(ctx, &api.KeyringChangeRequest{Op: op.name, Key: args[0]})
 					if err != nil {
 						return adminErr(err, p)
 					}
 					v := wire.KeyringFromAPI(res)
-					if asJSON(c) {
-						return writeJSON(c, v)
+					if hook.AsJSON(c) {
+						return hook.WriteJSON(c, v)
 					}
 					printKeyring(c, v)
 					return nil
 				})
 			},
 		}
-		addJSONFlag(sub)
+		hook.AddJSONFlag(sub)
 		c.AddCommand(sub)
 	}
 	return c

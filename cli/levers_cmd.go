@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -32,7 +33,7 @@ owns the task and is recorded in its ledger.`,
 			node, _ := c.Flags().GetString("node")
 			reason, _ := c.Flags().GetString("reason")
 			req := &api.ReduceRequest{Task: args[0], Capability: args[1], Level: args[2], Reason: reason, Node: node}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.api.Reduce(ctx, req)
 				if err != nil {
 					return taskErr(err, p)
@@ -41,8 +42,8 @@ owns the task and is recorded in its ledger.`,
 				if err != nil {
 					return err
 				}
-				if asJSON(c) {
-					return writeSortedJSON(c, r)
+				if hook.AsJSON(c) {
+					return hook.WriteSortedJSON(c, r)
 				}
 				printTaskResult(c.OutOrStdout(), taskwire.OpGrants, r)
 				return nil
@@ -58,7 +59,7 @@ func newCapabilityCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "capability",
 		Short: "mesh-wide capability switches: revoke a capability for every task on every node, or restore it",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(
@@ -71,7 +72,7 @@ func newProviderCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "provider",
 		Short: "mesh-wide provider switches: disable a provider's capabilities for every task on every node, or enable them again",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(
@@ -101,15 +102,15 @@ func newOverrideCmd(kind, use, short string, lift bool) *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			reason, _ := c.Flags().GetString("reason")
 			req := &api.OverrideRequest{Kind: kind, Name: args[0], Lift: lift, Reason: reason}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.api.Override(ctx, req)
 				if err != nil {
 					return taskErr(err, p)
 				}
 				out := overrideJSON{Kind: res.Kind, Name: res.Name, Active: res.Active, Changed: res.Changed, Mesh: res.Mesh,
 					By: res.By, Node: res.Node, Revoked: nonNil(res.Revoked), Disabled: nonNil(res.DisabledProviders)}
-				if asJSON(c) {
-					return writeJSON(c, out)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, out)
 				}
 				verb := map[string]string{"capability": "revoked", "provider": "disabled"}[kind]
 				if lift {
@@ -135,7 +136,7 @@ func newOverrideCmd(kind, use, short string, lift bool) *cobra.Command {
 		},
 	}
 	c.Flags().String("reason", "", "why (kept with the switch)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/hookwire"
 	"github.com/harn-dev/harn/presence"
@@ -32,7 +33,7 @@ type declared struct {
 // ledger and not yet in the registry (pending). A node that does not
 // answer in time is asked once more, briefly, whether the change landed:
 // if it did, its registry write is what is still pending.
-func declare(ctx context.Context, cl *client, p place, before presence.State, to presence.TaskState, reason string, timeout time.Duration) (declared, error) {
+func declare(ctx context.Context, cl *client, p hook.Place, before presence.State, to presence.TaskState, reason string, timeout time.Duration) (declared, error) {
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	res, err := cl.api.Lifecycle(lctx, &api.LifecycleRequest{SessionId: before.SessionID, TaskState: string(to), Reason: reason})
 	timedOut := lctx.Err() != nil
@@ -49,7 +50,7 @@ func declare(ctx context.Context, cl *client, p place, before presence.State, to
 	// may be recorded with its registry write pending: ask the node.
 	code := hookwire.CodeOf(err)
 	if code != hookwire.DeadlineExceeded && (!timedOut || code != hookwire.Canceled) {
-		return declared{}, rpcErr(err, p)
+		return declared{}, hook.RpcErr(err, p)
 	}
 	gctx, gcancel := context.WithTimeout(ctx, checkTimeout)
 	defer gcancel()
@@ -61,6 +62,6 @@ func declare(ctx context.Context, cl *client, p place, before presence.State, to
 				note: fmt.Sprintf("recorded in this node's ledger; the registry write is still pending after %s", timeout)}, nil
 		}
 	}
-	return declared{}, withCode(ExitUnavailable, fmt.Errorf("the node did not answer the lifecycle change within --timeout %s; it may still apply: check with `harn agents status %s`",
+	return declared{}, hook.WithCode(hook.ExitUnavailable, fmt.Errorf("the node did not answer the lifecycle change within --timeout %s; it may still apply: check with `harn agents status %s`",
 		timeout, safe(before.SessionID)))
 }

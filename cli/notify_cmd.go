@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/util/text"
@@ -17,7 +18,7 @@ func newNotifyCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "notify",
 		Short: "the mesh's notifications: webhooks told of needs_input, blocked, done, unreachable, silent",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(newNotifyAddCmd(), newNotifyListCmd(), newNotifyRemoveCmd())
@@ -30,7 +31,7 @@ func newNotifyAddCmd() *cobra.Command {
 		Short: "post one message per transition to a webhook (configured once for the whole mesh)",
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) != 2 || args[0] != "webhook" {
-				return usageErr(fmt.Errorf("%s takes `webhook URL`; got %d arguments", c.CommandPath(), len(args)))
+				return hook.UsageErr(fmt.Errorf("%s takes `webhook URL`; got %d arguments", c.CommandPath(), len(args)))
 			}
 			return nil
 		},
@@ -48,7 +49,7 @@ func newNotifyAddCmd() *cobra.Command {
 	}
 	c.Flags().String("on", "", "transitions to post, comma-separated: needs_input, blocked, done, unreachable, silent (default: all)")
 	c.Flags().String("format", "json", "message shape: json, slack, discord or ntfy")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -64,7 +65,7 @@ func newNotifyRemoveCmd() *cobra.Command {
 				})
 		},
 	}
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -72,12 +73,12 @@ func newNotifyListCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "list the mesh's webhooks with this node's delivery counts",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			return notifyCall(c, &api.NotifyRequest{Op: "list"}, nil)
 		},
 	}
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -95,10 +96,10 @@ type notifyListJSON struct {
 // notifyCall makes one Notify call and prints its answer: done's line
 // (for add and remove) and the list.
 func notifyCall(c *cobra.Command, req *api.NotifyRequest, done func(*api.NotifyResponse) string) error {
-	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+	return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 		res, err := cl.api.Notify(ctx, req)
 		if err != nil {
-			return rpcErr(err, p)
+			return hook.RpcErr(err, p)
 		}
 		out := notifyListJSON{Node: res.Node, Webhooks: []wire.WebhookView{}}
 		if done != nil {
@@ -108,8 +109,8 @@ func notifyCall(c *cobra.Command, req *api.NotifyRequest, done func(*api.NotifyR
 			out.Webhooks = append(out.Webhooks, wire.WebhookFromAPI(w))
 		}
 		out.Desktop = wire.DesktopFromAPI(res.Desktop)
-		if asJSON(c) {
-			return writeJSON(c, out)
+		if hook.AsJSON(c) {
+			return hook.WriteJSON(c, out)
 		}
 		w := c.OutOrStdout()
 		if done != nil {
@@ -150,10 +151,4 @@ func renderNotifyList(c *cobra.Command, out notifyListJSON) error {
 	}
 	fmt.Fprintf(w, "desktop notifications on node %s: %s\n", text.Sanitize(out.Node), desk)
 	return nil
-}
-
-// addNotifyFlags adds the notification flags of `harn node`.
-func addNotifyFlags(c *cobra.Command) {
-	c.Flags().String("desktop-notify", "auto", "desktop notification when a session of this node needs input: on, off, or auto (on unless --server)")
-	c.Flags().Bool("allow-private", false, "let webhooks reach loopback, link-local, private (RFC 1918, ULA, CGNAT), unspecified and multicast addresses")
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 // TestANodeWithoutTheLocalWireIsNamed: a node that answers a fresh
@@ -36,7 +38,7 @@ func TestANodeWithoutTheLocalWireIsNamed(t *testing.T) {
 	t.Setenv("HARN_CONFIG", "")
 	var stderr bytes.Buffer
 	code := Main([]string{"agents", "list", "--data-dir", dir, "--socket", sock}, strings.NewReader(""), io.Discard, &stderr)
-	if code != ExitUnavailable || !strings.Contains(stderr.String(), "older than this harn") ||
+	if code != hook.ExitUnavailable || !strings.Contains(stderr.String(), "older than this harn") ||
 		!strings.Contains(stderr.String(), "`harn node --data-dir") {
 		t.Fatalf("exit %d: %s", code, stderr.String())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -27,10 +28,10 @@ func addPendingCmds(agents *cobra.Command) {
 
 // pendingRequests lists the mesh's open permission requests, oldest
 // first, and says on w which nodes did not answer.
-func pendingRequests(ctx context.Context, cl *client, p place, w io.Writer) ([]taskwire.Request, error) {
+func pendingRequests(ctx context.Context, cl *client, p hook.Place, w io.Writer) ([]taskwire.Request, error) {
 	res, err := cl.api.Pending(ctx, &api.PendingRequest{})
 	if err != nil {
-		return nil, rpcErr(err, p)
+		return nil, hook.RpcErr(err, p)
 	}
 	reqs := make([]taskwire.Request, 0, len(res.Requests))
 	for _, r := range res.Requests {
@@ -72,20 +73,20 @@ func newPendingCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "pending",
 		Short: "list the calls that wait for an operator across the mesh, with what each asks: agents' permission requests (hooks installed with --remote-approve) and harn tasks' confirmations",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				reqs, err := pendingRequests(ctx, cl, p, c.ErrOrStderr())
 				if err != nil {
 					return err
 				}
-				now := clk.Now()
-				if asJSON(c) {
+				now := hook.Clk.Now()
+				if hook.AsJSON(c) {
 					out := make([]pendingJSON, 0, len(reqs))
 					for _, r := range reqs {
 						out = append(out, pendingJSONOf(r, now))
 					}
-					return writeJSON(c, out)
+					return hook.WriteJSON(c, out)
 				}
 				if len(reqs) == 0 {
 					fmt.Fprintln(c.OutOrStdout(), "no open permission requests")
@@ -97,7 +98,7 @@ func newPendingCmd() *cobra.Command {
 			})
 		},
 	}
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -210,7 +211,7 @@ func waitingHint(ctx context.Context, c *cobra.Command, cl *client) {
 			h = r.GetSessionId()
 		}
 		names = append(names, text.OneLine(h)+" ("+text.OneLine(r.GetAgent())+" on "+text.OneLine(r.GetNode())+")")
-		if a := r.GetAgent(); a != "" && !seen[a] && approves(a) {
+		if a := r.GetAgent(); a != "" && !seen[a] && hook.Approves(a) {
 			seen[a] = true
 			agents = append(agents, a)
 		}
@@ -230,7 +231,7 @@ func waitingHint(ctx context.Context, c *cobra.Command, cl *client) {
 // session" (adapter.SessionApprover).
 func sessionApprovers() string {
 	var out []string
-	for _, n := range approverNames() {
+	for _, n := range hook.ApproverNames() {
 		ad, _ := all.Lookup(n)
 		if _, ok := ad.(adapter.SessionApprover); ok {
 			out = append(out, n)
@@ -267,7 +268,7 @@ func resolveRequest(reqs []taskwire.Request, id string) (string, error) {
 		return match[0], nil
 	}
 	sort.Strings(match)
-	return "", withCode(ExitAmbiguous, fmt.Errorf("%q matches %d open requests (%s); give more of the id",
+	return "", hook.WithCode(hook.ExitAmbiguous, fmt.Errorf("%q matches %d open requests (%s); give more of the id",
 		text.OneLine(id), len(match), strings.Join(match, ", ")))
 }
 
@@ -287,9 +288,9 @@ func newAnswerCmd(allow bool) *cobra.Command {
 				sessionWide, _ = c.Flags().GetBool("session-wide")
 			}
 			if strings.TrimSpace(args[0]) == "" {
-				return usageErr(errors.New("give a request id from `harn agents pending`"))
+				return hook.UsageErr(errors.New("give a request id from `harn agents pending`"))
 			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				id := args[0]
 				var reqs []taskwire.Request
 				// A whole id names its node: the answer goes there alone,
@@ -305,7 +306,7 @@ func newAnswerCmd(allow bool) *cobra.Command {
 				for _, q := range reqs {
 					if q.ID == id && q.Kind == taskwire.KindConfirmation {
 						if sessionWide {
-							return usageErr(fmt.Errorf("%s is a harn task's confirmation: --session-wide answers only an agent's permission request; approve it without the flag", text.OneLine(id)))
+							return hook.UsageErr(fmt.Errorf("%s is a harn task's confirmation: --session-wide answers only an agent's permission request; approve it without the flag", text.OneLine(id)))
 						}
 						return answerConfirmation(c, ctx, cl, p, q, allow, reason)
 					}
@@ -318,8 +319,8 @@ func newAnswerCmd(allow bool) *cobra.Command {
 					return errors.New("the node's answer names no request")
 				}
 				r := taskapi.RequestFromAPI(res.Request)
-				if asJSON(c) {
-					return writeJSON(c, r)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, r)
 				}
 				verb := "denied"
 				if allow {
@@ -338,13 +339,13 @@ func newAnswerCmd(allow bool) *cobra.Command {
 	if allow {
 		c.Flags().Bool("session-wide", false, "also allow the tool for the rest of the session (agents that can take it: "+sessionApprovers()+")")
 	}
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
 // answerConfirmation answers a harn task's confirmation as `harn task
 // confirm|deny TASK CALL` does: the task's node checks the call again.
-func answerConfirmation(c *cobra.Command, ctx context.Context, cl *client, p place, q taskwire.Request, allow bool, reason string) error {
+func answerConfirmation(c *cobra.Command, ctx context.Context, cl *client, p hook.Place, q taskwire.Request, allow bool, reason string) error {
 	op := taskwire.OpDeny
 	if allow {
 		op = taskwire.OpConfirm
@@ -355,9 +356,9 @@ func answerConfirmation(c *cobra.Command, ctx context.Context, cl *client, p pla
 	if err != nil {
 		return taskErr(err, p)
 	}
-	if asJSON(c) {
-		q.Answer = &taskwire.Answer{Allow: allow, Reason: reason, At: clk.Now()}
-		return writeJSON(c, q)
+	if hook.AsJSON(c) {
+		q.Answer = &taskwire.Answer{Allow: allow, Reason: reason, At: hook.Clk.Now()}
+		return hook.WriteJSON(c, q)
 	}
 	verb := "denied"
 	if allow {

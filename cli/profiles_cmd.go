@@ -5,6 +5,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
 
 	"github.com/spf13/cobra"
@@ -25,11 +26,11 @@ runs (without asking), asks (each call waits for a confirmation: harn task
 confirm, the TUI's y, the board) or no (refused). The same names govern another
 agent's own tools under harn task start --session. --json lists every grant of
 each profile.`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ps := taskwire.Profiles()
-			if asJSON(c) {
-				return writeJSON(c, ps)
+			if hook.AsJSON(c) {
+				return hook.WriteJSON(c, ps)
 			}
 			tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, strings.Join(profileHeader(), "\t"))
@@ -39,7 +40,7 @@ each profile.`,
 			return tw.Flush()
 		},
 	}
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 

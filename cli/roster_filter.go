@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/presence/adapter/all"
 
 	xterm "github.com/charmbracelet/x/term"
@@ -46,7 +47,7 @@ func listFilterOf(c *cobra.Command) (listFilter, error) {
 	f.agents, _ = c.Flags().GetStringSlice("agent")
 	for _, a := range f.activities {
 		if !slices.Contains(activityWords, a) {
-			return f, usageErr(fmt.Errorf("--activity %q is not an activity; use one of %s", safe(a), strings.Join(activityWords, ", ")))
+			return f, hook.UsageErr(fmt.Errorf("--activity %q is not an activity; use one of %s", safe(a), strings.Join(activityWords, ", ")))
 		}
 	}
 	return f, nil

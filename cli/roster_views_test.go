@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/spf13/cobra"
 )
 
@@ -131,7 +132,7 @@ func TestListFiltersCompose(t *testing.T) {
 	c := &cobra.Command{}
 	addListFilterFlags(c)
 	_ = c.Flags().Parse([]string{"--activity", "busy"})
-	if _, err := listFilterOf(c); err == nil || ExitCode(err) != ExitUsage {
+	if _, err := listFilterOf(c); err == nil || hook.ExitCode(err) != hook.ExitUsage {
 		t.Errorf("an unknown activity: %v, want a usage error", err)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence/adapter/all"
 	"github.com/harn-dev/harn/util/text"
@@ -26,25 +27,18 @@ import (
 // ExitHostedFull: the node hosts its --max-hosted sessions already.
 const ExitHostedFull = 23
 
-// addHostedFlags adds the node's hosting flags.
-func addHostedFlags(c *cobra.Command) {
-	f := c.Flags()
-	f.Int("max-hosted", 8, "the most agents this node hosts in terminals at once (harn run); a start over it is refused")
-	f.String("remote-watch", "off", "who on other nodes may attach to this node's hosted terminals to watch, without typing: off, or NODE,... and servers (those --remote-control allows may type too)")
-}
-
 // hostedErr maps a hosted call's status to its exit code.
-func hostedErr(err error, p place) error {
+func hostedErr(err error, p hook.Place) error {
 	var se *api.StatusError
 	if errors.As(err, &se) {
 		switch {
 		case se.Reason == api.ReasonHostedFull:
-			return withCode(ExitHostedFull, errors.New(text.OneLine(se.Message())))
+			return hook.WithCode(ExitHostedFull, errors.New(text.OneLine(se.Message())))
 		case errors.Is(err, api.ErrPermission):
-			return withCode(ExitRemoteRefused, errors.New(text.OneLine(se.Message())))
+			return hook.WithCode(hook.ExitRemoteRefused, errors.New(text.OneLine(se.Message())))
 		}
 	}
-	return rpcErr(err, p)
+	return hook.RpcErr(err, p)
 }
 
 func newRunCmd() *cobra.Command {
@@ -76,7 +70,7 @@ turn with harn task follow-up; harn agents interrupt and harn agents stop.`,
 	f.String("dir", "", "the directory it runs in, on that node (default: here on this node; on another, its first --workspace)")
 	f.String("worktree", "", "run in a new git worktree of --dir's repository, on this new `branch`")
 	f.String("base", "", "the ref the --worktree branch starts from (default: the repository's HEAD)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -87,7 +81,7 @@ func runRun(c *cobra.Command, args []string) error {
 	req.Worktree, _ = c.Flags().GetString("worktree")
 	req.Base, _ = c.Flags().GetString("base")
 	if req.Base != "" && req.Worktree == "" {
-		return usageErr(errors.New("run: --base needs --worktree BRANCH (the new branch starts at --base)"))
+		return hook.UsageErr(errors.New("run: --base needs --worktree BRANCH (the new branch starts at --base)"))
 	}
 	switch {
 	case dir == "" && node == "":
@@ -99,7 +93,7 @@ func runRun(c *cobra.Command, args []string) error {
 	case dir != "" && node == "":
 		abs, err := filepath.Abs(dir)
 		if err != nil {
-			return usageErr(fmt.Errorf("run: --dir %s: %w", dir, err))
+			return hook.UsageErr(fmt.Errorf("run: --dir %s: %w", dir, err))
 		}
 		dir = abs
 	}
@@ -107,13 +101,13 @@ func runRun(c *cobra.Command, args []string) error {
 	if cols, rows, err := term.GetSize(int(os.Stdout.Fd())); err == nil && rows > 0 && cols > 0 {
 		req.Rows, req.Cols = uint32(rows), uint32(cols)
 	}
-	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+	return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 		res, err := cl.api.Hosted().Run(ctx, req)
 		if err != nil {
 			return hostedErr(err, p)
 		}
-		if asJSON(c) {
-			return writeJSON(c, map[string]any{"session": res.Session, "node": res.Node, "worktree": res.Worktree,
+		if hook.AsJSON(c) {
+			return hook.WriteJSON(c, map[string]any{"session": res.Session, "node": res.Node, "worktree": res.Worktree,
 				"branch": res.Branch, "dir": res.Dir, "pid": res.Pid, "agent": res.Agent})
 		}
 		w := c.OutOrStdout()
@@ -130,10 +124,10 @@ func newWorktreesCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "worktrees",
 		Short: "list the worktrees a node made for hosted sessions, with their session and whether they are clean",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			node, _ := c.Flags().GetString("node")
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.api.Hosted().Worktrees(ctx, &api.WorktreesRequest{Node: node})
 				if err != nil {
 					return hostedErr(err, p)
@@ -157,8 +151,8 @@ func newWorktreesCmd() *cobra.Command {
 						Live: w.Live, Clean: w.Clean, Unpushed: w.Unpushed, Node: w.Node,
 						Created: time.Unix(0, w.CreatedUnixNano).UTC().Format(time.RFC3339), Error: w.Error})
 				}
-				if asJSON(c) {
-					return writeJSON(c, out)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, out)
 				}
 				if len(out) == 0 {
 					fmt.Fprintf(c.OutOrStdout(), "no worktrees on %s\n", text.Sanitize(res.Node))
@@ -186,7 +180,7 @@ func newWorktreesCmd() *cobra.Command {
 		},
 	}
 	c.Flags().String("node", "", "the node whose worktrees to list (default: this one)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	rm := &cobra.Command{
 		Use:   "remove WORKTREE",
 		Short: "remove a worktree (its path, branch or session); a dirty or unpushed one needs --force",
@@ -194,7 +188,7 @@ func newWorktreesCmd() *cobra.Command {
 		RunE: func(c *cobra.Command, args []string) error {
 			node, _ := c.Flags().GetString("node")
 			force, _ := c.Flags().GetBool("force")
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.api.Hosted().Worktrees(ctx, &api.WorktreesRequest{Node: node, Remove: args[0], Force: force})
 				if err != nil {
 					return hostedErr(err, p)
@@ -222,13 +216,13 @@ func addHostedAgentCmds(c *cobra.Command) {
 			Args:  cobra.ExactArgs(1),
 			RunE: func(c *cobra.Command, args []string) error {
 				node, _ := c.Flags().GetString("node")
-				return withNode(c, func(ctx context.Context, cl *client, p place) error {
+				return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 					res, err := cl.api.Hosted().Act(ctx, &api.HostedActRequest{Session: args[0], Node: node, Op: op.op})
 					if err != nil {
 						return hostedErr(err, p)
 					}
-					if asJSON(c) {
-						return writeJSON(c, map[string]any{"session": res.Session, "node": res.Node, "mode": res.Mode, "message": res.Message})
+					if hook.AsJSON(c) {
+						return hook.WriteJSON(c, map[string]any{"session": res.Session, "node": res.Node, "mode": res.Mode, "message": res.Message})
 					}
 					fmt.Fprintln(c.OutOrStdout(), text.OneLine(res.Message))
 					return nil
@@ -236,7 +230,7 @@ func addHostedAgentCmds(c *cobra.Command) {
 			},
 		}
 		cmd.Flags().String("node", "", "the node that hosts it (default: where the roster places it)")
-		addJSONFlag(cmd)
+		hook.AddJSONFlag(cmd)
 		c.AddCommand(cmd)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/trust"
 )
@@ -63,7 +64,7 @@ func TestConfigWithSecretReadableByOthersRefused(t *testing.T) {
 			c.Flags().String("gossip-key", "", "")
 			c.Flags().String("gossip-key-file", "", "")
 			c.Flags().String("reap-interval", "", "")
-			err := applySettings(c)
+			err := hook.ApplySettings(c)
 			if !tc.refused {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
@@ -71,8 +72,8 @@ func TestConfigWithSecretReadableByOthersRefused(t *testing.T) {
 				return
 			}
 			var ie *trust.InsecureFileError
-			if !errors.As(err, &ie) || ExitCode(err) != ExitPermission {
-				t.Fatalf("applySettings: %v (exit %d); want an insecure-file error, exit %d", err, ExitCode(err), ExitPermission)
+			if !errors.As(err, &ie) || hook.ExitCode(err) != hook.ExitPermission {
+				t.Fatalf("applySettings: %v (exit %d); want an insecure-file error, exit %d", err, hook.ExitCode(err), hook.ExitPermission)
 			}
 			msg := err.Error()
 			if strings.Contains(msg, "\n") || !strings.Contains(msg, "gossip") || !strings.Contains(msg, "chmod 600 "+p) {
@@ -92,7 +93,7 @@ func TestReadSecretFileRefusesOpenModes(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good")
 	writeMode(t, good, "  s3cret\n", 0o600)
-	if s, err := readSecretFile(good); err != nil || s != "s3cret" {
+	if s, err := hook.ReadSecretFile(good); err != nil || s != "s3cret" {
 		t.Fatalf("private file: %q, %v", s, err)
 	}
 	open := filepath.Join(dir, "open")
@@ -107,9 +108,9 @@ func TestReadSecretFileRefusesOpenModes(t *testing.T) {
 		{filepath.Join(dir, "missing"), "no such file"},
 		{empty, "empty"},
 	} {
-		_, err := readSecretFile(tc.path)
-		if ExitCode(err) != ExitPermission || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
-			t.Errorf("%s: %v (exit %d); want exit %d, one line with %q", tc.path, err, ExitCode(err), ExitPermission, tc.want)
+		_, err := hook.ReadSecretFile(tc.path)
+		if hook.ExitCode(err) != hook.ExitPermission || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: %v (exit %d); want exit %d, one line with %q", tc.path, err, hook.ExitCode(err), hook.ExitPermission, tc.want)
 		}
 	}
 }

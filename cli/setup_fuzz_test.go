@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"testing"
 	"time"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 // FuzzReadPayload: the hook's stdin reader returns either one valid JSON
@@ -15,7 +17,7 @@ func FuzzReadPayload(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		const max = 256
-		got := readPayload(bytes.NewReader(in), max, time.Second)
+		got := hook.ReadPayload(bytes.NewReader(in), max, time.Second)
 		if len(got) > max {
 			t.Fatalf("read %d bytes; max %d", len(got), max)
 		}
@@ -31,10 +33,10 @@ func FuzzGitFiles(f *testing.F) {
 	f.Add([]byte("ref: refs/heads/main\n"), []byte("[remote \"origin\"]\n\turl = git@h:a/b.git\n"))
 	f.Add([]byte("0123abcd\n"), []byte("[remote \"origin\"\nurl\n= x"))
 	f.Fuzz(func(t *testing.T, head, cfg []byte) {
-		if b := branchOf(head); len(b) > len(head) {
+		if b := hook.BranchOf(head); len(b) > len(head) {
 			t.Fatalf("branch %q from %q", b, head)
 		}
-		if n := repoNameOfURL(originURL(cfg)); len(n) > len(cfg) {
+		if n := hook.RepoNameOfURL(hook.OriginURL(cfg)); len(n) > len(cfg) {
 			t.Fatalf("repo %q from %q", n, cfg)
 		}
 	})

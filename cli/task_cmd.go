@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -27,7 +28,7 @@ func newTaskCmd() *cobra.Command {
 grants, a cancellation barrier and an append-only ledger on the owning node.
 Every action works against a session on another node too: it is routed over
 the authenticated mesh channel to the node that owns it.`,
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(newTaskStartCmd(),
@@ -71,7 +72,7 @@ func newTaskContextCmd(op, use, short string) *cobra.Command {
 				a.Session = os.Getenv("HARN_SESSION")
 			}
 			if a.Session == "" {
-				return usageErr(fmt.Errorf("task %s: name the session with --session ID", op))
+				return hook.UsageErr(fmt.Errorf("task %s: name the session with --session ID", op))
 			}
 			return runTask(c, a)
 		},
@@ -83,7 +84,7 @@ func newTaskContextCmd(op, use, short string) *cobra.Command {
 
 func addTaskFlags(c *cobra.Command) {
 	c.Flags().String("node", "", "the node that owns the session or task (default: found through the mesh)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 }
 
 func addGrantFlags(c *cobra.Command) {
@@ -100,23 +101,23 @@ func grantsOf(c *cobra.Command) ([]taskwire.Grant, error) {
 	if prof != "" {
 		g, err := taskwire.Profile(prof)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("%w: --profile %q: use read-only, confirm, edit or full (harn profiles says what each allows)", ErrBadGrants, prof))
+			return nil, hook.UsageErr(fmt.Errorf("%w: --profile %q: use read-only, confirm, edit or full (harn profiles says what each allows)", ErrBadGrants, prof))
 		}
 		out = append(out, g...)
 	}
 	if file != "" {
 		f, err := os.Open(file)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
+			return nil, hook.UsageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
 		}
 		b, err := io.ReadAll(io.LimitReader(f, taskwire.MaxGrantsFileBytes+1))
 		f.Close()
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
+			return nil, hook.UsageErr(fmt.Errorf("%w: --grants: %w", ErrBadGrants, err))
 		}
 		g, err := taskwire.ParseGrants(b)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("%w: --grants %s: %w", ErrBadGrants, file, err))
+			return nil, hook.UsageErr(fmt.Errorf("%w: --grants %s: %w", ErrBadGrants, file, err))
 		}
 		out = append(out, g...)
 	}
@@ -142,11 +143,11 @@ func newTaskStartCmd() *cobra.Command {
 				}
 			}
 			if given != 1 {
-				return usageErr(errors.New("task start: give --launcher NAME, --exec 'COMMAND' or --agent harn for a new session, or --session ID for an existing one"))
+				return hook.UsageErr(errors.New("task start: give --launcher NAME, --exec 'COMMAND' or --agent harn for a new session, or --session ID for an existing one"))
 			}
 			if a.Agent != "" {
 				if a.Agent != taskwire.AgentHarn {
-					return usageErr(fmt.Errorf("task start: --agent %q; the only built-in agent is harn", a.Agent))
+					return hook.UsageErr(fmt.Errorf("task start: --agent %q; the only built-in agent is harn", a.Agent))
 				}
 				var err error
 				if a.Harn, err = harnOptions(c); err != nil {
@@ -168,7 +169,7 @@ func newTaskStartCmd() *cobra.Command {
 	}
 	c.Flags().String("exec", "", "the agent command the new session runs for its tasks (no shell; the prompt goes on stdin; this node only: another node never runs a command it is sent)")
 	c.Flags().String("launcher", "", "the new session runs the node's launcher NAME (its fixed argv; with --node, one the target lists in --remote-exec)")
-	commandLineOnly(c, "launcher") // task start's --launcher shares its name with the node's definitions
+	hook.CommandLineOnly(c, "launcher") // task start's --launcher shares its name with the node's definitions
 	c.Flags().String("session", "", "start the task on this existing session (id, prefix or name)")
 	c.Flags().String("agent", "", "the new session runs harn's own agent loop (harn); see harn ask for its flags")
 	addHarnFlags(c)
@@ -190,7 +191,7 @@ func newTaskSessionCmd(op, name, short string) *cobra.Command {
 				a.Session = os.Getenv("HARN_SESSION")
 			}
 			if a.Session == "" {
-				return usageErr(fmt.Errorf("task %s: name the session with --session ID", name))
+				return hook.UsageErr(fmt.Errorf("task %s: name the session with --session ID", name))
 			}
 			if op != taskwire.OpSteer {
 				g, err := grantsOf(c)
@@ -250,7 +251,7 @@ func newTaskIDCmd(op, use, short string, nargs int) *cobra.Command {
 // runTask sends an action to the local node, which runs it or routes it.
 func runTask(c *cobra.Command, a taskwire.Action) error {
 	node, _ := c.Flags().GetString("node")
-	return withNode(c, func(ctx context.Context, cl *client, p place) error {
+	return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskapi.ActionToAPI(a), Node: node})
 		if err != nil {
 			return taskErr(err, p)
@@ -259,8 +260,8 @@ func runTask(c *cobra.Command, a taskwire.Action) error {
 		if err != nil {
 			return err
 		}
-		if asJSON(c) {
-			return writeSortedJSON(c, r)
+		if hook.AsJSON(c) {
+			return hook.WriteSortedJSON(c, r)
 		}
 		printTaskResult(c.OutOrStdout(), a.Op, r)
 		return nil
@@ -269,17 +270,17 @@ func runTask(c *cobra.Command, a taskwire.Action) error {
 
 // taskErr maps a task action's status to its exit code: a runtime rule's
 // refusal is ExitTaskRefused, remote control refused ExitRemoteRefused.
-func taskErr(err error, p place) error {
+func taskErr(err error, p hook.Place) error {
 	var se *api.StatusError
 	if errors.As(err, &se) {
 		switch {
 		case errors.Is(err, api.ErrRefused):
-			return withCode(ExitTaskRefused, errors.New(text.OneLine(se.Message())))
+			return hook.WithCode(hook.ExitTaskRefused, errors.New(text.OneLine(se.Message())))
 		case errors.Is(err, api.ErrPermission):
-			return withCode(ExitRemoteRefused, errors.New(text.OneLine(se.Message())))
+			return hook.WithCode(hook.ExitRemoteRefused, errors.New(text.OneLine(se.Message())))
 		}
 	}
-	return rpcErr(err, p)
+	return hook.RpcErr(err, p)
 }
 
 func printTaskResult(w io.Writer, op string, r taskwire.Result) {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 )
 
@@ -17,54 +19,31 @@ func newTokenCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "token",
 		Short: "join tokens: create, list, revoke (on a mesh server)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
-	create := &cobra.Command{
-		Use:   "create",
-		Short: "make a join token (through the local server node, or offline in its data dir when no node runs)",
-		Args:  noArgs,
-		RunE: func(c *cobra.Command, _ []string) error {
-			a, err := tokenArgs(c)
+	create := daemon.NewTokenCreateCmd(func(c *cobra.Command, a wire.TokenCreateArgs) error {
+		return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
+			res, err := cl.admin().TokenCreate(ctx, &api.TokenCreateRequest{Server: a.Server, TtlMs: a.TTL.Milliseconds(), Uses: int32(a.Uses)})
 			if err != nil {
-				return err
+				return adminErr(err, p)
 			}
-			p := placeOf(c)
-			if socketDead(p.Socket) {
-				d := daemonOf(c)
-				if d == nil || d.CreatePendingToken == nil {
-					return execDaemon(c) // offline, the trust store is harnd's
-				}
-				t, err := d.CreatePendingToken(p.DataDir, a)
-				if err != nil {
-					return withCode(ExitTrust, err)
-				}
-				join, rpc := offlineJoinAddr(c, settingTrue(setting(c, "server", "false")))
-				return printToken(c, t, join, rpc)
-			}
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
-				res, err := cl.admin().TokenCreate(ctx, &api.TokenCreateRequest{Server: a.Server, TtlMs: a.TTL.Milliseconds(), Uses: int32(a.Uses)})
-				if err != nil {
-					return adminErr(err, p)
-				}
-				return printToken(c, wire.TokenCreatedFromAPI(res), "", "")
-			})
-		},
-	}
-	addTokenFlags(create)
+			return daemon.PrintToken(c, wire.TokenCreatedFromAPI(res), "", "")
+		})
+	})
 	list := &cobra.Command{
 		Use:   "list",
 		Short: "list the join tokens in the registry (never their secrets)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				res, err := cl.admin().TokenList(ctx, &api.AdminEmpty{})
 				if err != nil {
 					return adminErr(err, p)
 				}
 				recs := wire.TokenRecordsFromAPI(res.Tokens)
-				if asJSON(c) {
-					return writeJSON(c, recs)
+				if hook.AsJSON(c) {
+					return hook.WriteJSON(c, recs)
 				}
 				tw := tabwriter.NewWriter(c.OutOrStdout(), 0, 4, 2, ' ', 0)
 				fmt.Fprintln(tw, "ID\tROLE\tUSED\tUSES\tEXPIRES")
@@ -75,13 +54,13 @@ func newTokenCmd() *cobra.Command {
 			})
 		},
 	}
-	addJSONFlag(list)
+	hook.AddJSONFlag(list)
 	revoke := &cobra.Command{
 		Use:   "revoke ID",
 		Short: "delete a join token",
 		Args:  exactArgs(1, "the token id (harn token list)"),
 		RunE: func(c *cobra.Command, args []string) error {
-			return withNode(c, func(ctx context.Context, cl *client, p place) error {
+			return withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 				if _, err := cl.admin().TokenRevoke(ctx, &api.TokenRevokeRequest{Id: args[0]}); err != nil {
 					return adminErr(err, p)
 				}

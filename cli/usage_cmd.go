@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -54,24 +55,24 @@ func newUsageCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "usage",
 		Short: "sum the model-call tokens the task ledgers recorded, mesh-wide",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  runUsage,
 	}
 	c.Flags().String("by", "session", "group by session, agent or node")
 	c.Flags().Duration("since", 0, "only calls of this last duration (e.g. 24h; default all)")
 	c.Flags().String("prices", "", "a JSON `file` of prices per model, USD per million tokens: {\"MODEL\": {\"input\": N, \"output\": N, \"cache_read\": N, \"cache_write\": N}} (the cache prices are optional)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
 func runUsage(c *cobra.Command, _ []string) error {
 	by, _ := c.Flags().GetString("by")
 	if by != "session" && by != "agent" && by != "node" {
-		return usageErr(fmt.Errorf("%w: --by %q; use session, agent or node", ErrBadUsage, by))
+		return hook.UsageErr(fmt.Errorf("%w: --by %q; use session, agent or node", ErrBadUsage, by))
 	}
 	since, _ := c.Flags().GetDuration("since")
 	if since < 0 {
-		return usageErr(fmt.Errorf("%w: --since must be a positive duration", ErrBadUsage))
+		return hook.UsageErr(fmt.Errorf("%w: --since must be a positive duration", ErrBadUsage))
 	}
 	prices := map[string]price{}
 	if f, _ := c.Flags().GetString("prices"); f != "" {
@@ -80,15 +81,15 @@ func runUsage(c *cobra.Command, _ []string) error {
 			err = json.Unmarshal(b, &prices)
 		}
 		if err != nil {
-			return usageErr(fmt.Errorf("%w: --prices %s: %w", ErrBadUsage, f, err))
+			return hook.UsageErr(fmt.Errorf("%w: --prices %s: %w", ErrBadUsage, f, err))
 		}
 	}
 	a := taskwire.Action{Op: taskwire.OpUsage, Text: by}
 	if since > 0 {
-		a.Since = int(clk.Now().Add(-since).Unix())
+		a.Since = int(hook.Clk.Now().Add(-since).Unix())
 	}
 	var rows []usageRow
-	err := withNode(c, func(ctx context.Context, cl *client, p place) error {
+	err := withNode(c, func(ctx context.Context, cl *client, p hook.Place) error {
 		res, err := cl.api.Task(ctx, &api.TaskRequest{Action: taskapi.ActionToAPI(a)})
 		if err != nil {
 			return taskErr(err, p)
@@ -119,11 +120,11 @@ func runUsage(c *cobra.Command, _ []string) error {
 		return err
 	}
 	sort.SliceStable(rows, func(i, j int) bool { return rows[i].Input+rows[i].Output > rows[j].Input+rows[j].Output })
-	if asJSON(c) {
+	if hook.AsJSON(c) {
 		if rows == nil {
 			rows = []usageRow{}
 		}
-		return writeJSON(c, rows)
+		return hook.WriteJSON(c, rows)
 	}
 	w := c.OutOrStdout()
 	fmt.Fprintf(w, "%-28s %-24s %-10s %6s %10s %10s %10s %10s\n", "KEY", "MODEL", "NODE", "CALLS", "EST_IN", "INPUT", "OUTPUT", "COST_USD")

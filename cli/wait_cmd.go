@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -27,11 +28,11 @@ func newWaitCmd() *cobra.Command {
 			anyS, _ := c.Flags().GetBool("any")
 			switch {
 			case len(args) > 1:
-				return usageErr(fmt.Errorf("%s takes one session id, name or prefix; got %d arguments", c.CommandPath(), len(args)))
+				return hook.UsageErr(fmt.Errorf("%s takes one session id, name or prefix; got %d arguments", c.CommandPath(), len(args)))
 			case anyS && len(args) == 1:
-				return usageErr(fmt.Errorf("%s takes a session id or --any, not both", c.CommandPath()))
+				return hook.UsageErr(fmt.Errorf("%s takes a session id or --any, not both", c.CommandPath()))
 			case !anyS && len(args) == 0:
-				return usageErr(fmt.Errorf("%s needs a session id, name or prefix, or --any", c.CommandPath()))
+				return hook.UsageErr(fmt.Errorf("%s needs a session id, name or prefix, or --any", c.CommandPath()))
 			}
 			return nil
 		},
@@ -40,7 +41,7 @@ func newWaitCmd() *cobra.Command {
 	c.Flags().Bool("any", false, "wait for any live session on any node")
 	c.Flags().String("for", "", "the state to wait for: needs_input, idle, done or blocked (required)")
 	c.Flags().Duration("timeout", 0, "give up after this long and exit 14 (0: wait until interrupted)")
-	addJSONFlag(c)
+	hook.AddJSONFlag(c)
 	return c
 }
 
@@ -49,7 +50,7 @@ func runWait(c *cobra.Command, args []string) error {
 	state, _ := c.Flags().GetString("for")
 	timeout, _ := c.Flags().GetDuration("timeout")
 	if timeout < 0 {
-		return usageErr(fmt.Errorf("--timeout %v: give a positive duration, or 0 to wait until interrupted", timeout))
+		return hook.UsageErr(fmt.Errorf("--timeout %v: give a positive duration, or 0 to wait until interrupted", timeout))
 	}
 	req := &api.WaitRequest{Any: anyS, For: state, TimeoutMs: timeout.Milliseconds()}
 	if timeout > 0 && req.TimeoutMs == 0 {
@@ -58,7 +59,7 @@ func runWait(c *cobra.Command, args []string) error {
 	if len(args) == 1 {
 		req.Id = args[0]
 	}
-	p := placeOf(c)
+	p := hook.PlaceOf(c)
 	cl, err := connect(c.Context(), p, 5*time.Second)
 	if err != nil {
 		return err
@@ -73,15 +74,15 @@ func runWait(c *cobra.Command, args []string) error {
 	defer cancel()
 	res, err := cl.api.Wait(ctx, req)
 	if err != nil {
-		return rpcErr(err, p)
+		return hook.RpcErr(err, p)
 	}
 	what := "session " + text.Sanitize(req.Id)
 	if anyS {
 		what = "any session"
 	}
 	if res.TimedOut {
-		return withCode(ExitWaitTimeout, fmt.Errorf("%w after %v waiting for %s to be %s (exit %d)",
-			errWaitTimeout, timeout, what, text.Sanitize(state), ExitWaitTimeout))
+		return hook.WithCode(hook.ExitWaitTimeout, fmt.Errorf("%w after %v waiting for %s to be %s (exit %d)",
+			errWaitTimeout, timeout, what, text.Sanitize(state), hook.ExitWaitTimeout))
 	}
 	row, err := api.UnmarshalRowJSON(res.SessionJson)
 	if err != nil {
@@ -92,7 +93,7 @@ func runWait(c *cobra.Command, args []string) error {
 		return fmt.Errorf("cli: session from the node: %w", err)
 	}
 	w := bufio.NewWriter(c.OutOrStdout())
-	if asJSON(c) {
+	if hook.AsJSON(c) {
 		if err := r.writeJSON(w); err != nil {
 			return err
 		}

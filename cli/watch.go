@@ -24,6 +24,7 @@ import (
 
 	"github.com/mattn/go-isatty"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
@@ -61,11 +62,11 @@ type rosterFetch func(ctx context.Context) ([]*api.SessionRow, *api.ReadInfo, er
 func runWatch(c *cobra.Command, all, consistent bool, f listFilter) error {
 	every, _ := c.Flags().GetDuration("interval")
 	if every < minWatchInterval {
-		return usageErr(fmt.Errorf("--interval %s: give at least %s", every, minWatchInterval))
+		return hook.UsageErr(fmt.Errorf("--interval %s: give at least %s", every, minWatchInterval))
 	}
 	ctx, stop := signal.NotifyContext(c.Context(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	p := placeOf(c)
+	p := hook.PlaceOf(c)
 	cl, err := connect(ctx, p, 5*time.Second)
 	if err != nil {
 		return err
@@ -74,12 +75,12 @@ func runWatch(c *cobra.Command, all, consistent bool, f listFilter) error {
 	fetch := func(ctx context.Context) ([]*api.SessionRow, *api.ReadInfo, error) {
 		res, err := cl.api.List(ctx, &api.ListRequest{All: all, Consistent: consistent})
 		if err != nil {
-			return nil, nil, rpcErr(err, p)
+			return nil, nil, hook.RpcErr(err, p)
 		}
 		return res.GetRows(), res.GetRead(), nil
 	}
 	out := c.OutOrStdout()
-	if asJSON(c) || !isTerminal(out) {
+	if hook.AsJSON(c) || !isTerminal(out) {
 		return watchJSON(ctx, out, c.ErrOrStderr(), fetch, every, silenceAfter(c), f)
 	}
 	m := newWatchModel(ctx, fetch, every, silenceAfter(c), useColour(out))
@@ -160,7 +161,7 @@ func (f *changeFeed) changes(rows []*rosterRow) ([][]byte, error) {
 func watchJSON(ctx context.Context, out, errOut io.Writer, fetch rosterFetch, every, silence time.Duration, filter listFilter) error {
 	var feed changeFeed
 	lastErr := ""
-	timer := clk.NewTimer(0)
+	timer := hook.Clk.NewTimer(0)
 	defer timer.Stop()
 	for {
 		select {
@@ -196,7 +197,7 @@ func pollChanges(ctx context.Context, fetch rosterFetch, feed *changeFeed, silen
 	if err != nil {
 		return nil, err
 	}
-	rows, err := decodeRoster(entries, clk.Now(), silence)
+	rows, err := decodeRoster(entries, hook.Clk.Now(), silence)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/charmbracelet/lipgloss"
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/tasks/taskapi"
 	"github.com/harn-dev/harn/node/tasks/taskwire"
@@ -49,13 +50,13 @@ type watchActor interface {
 // commands' error mapping.
 type clientActor struct {
 	cl *client
-	p  place
+	p  hook.Place
 }
 
 func (a clientActor) pending(ctx context.Context) ([]*api.PermissionRequest, error) {
 	res, err := a.cl.api.Pending(ctx, &api.PendingRequest{})
 	if err != nil {
-		return nil, rpcErr(err, a.p)
+		return nil, hook.RpcErr(err, a.p)
 	}
 	return res.GetRequests(), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/util/privfile"
 )
@@ -25,15 +26,15 @@ func newWebCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "web",
 		Short: "the web board every node serves (--http-port, default 127.0.0.1:7713)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE:  func(c *cobra.Command, _ []string) error { return c.Help() },
 	}
 	c.AddCommand(&cobra.Command{
 		Use:   "url",
 		Short: "print the local node's board URL, with its token (?token=)",
-		Args:  noArgs,
+		Args:  hook.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			u, err := boardURL(placeOf(c))
+			u, err := boardURL(hook.PlaceOf(c))
 			if err != nil {
 				return err
 			}
@@ -45,7 +46,7 @@ func newWebCmd() *cobra.Command {
 		Short: "open the local node's board in the browser, with its token",
 		Long: "Opens the board with xdg-open (open on macOS) through a private redirect file in the data dir, " +
 			"so that the token does not show in the process list. Without an opener it prints the URL and says so.",
-		Args: noArgs,
+		Args: hook.NoArgs,
 		RunE: runWebOpen,
 	})
 	return c
@@ -54,20 +55,20 @@ func newWebCmd() *cobra.Command {
 // boardURL is the URL the running node keeps in its data dir. Only the
 // node's own user gets it: the socket must be this user's and be served
 // by this user (the checks every client makes), and the data dir is 0700.
-func boardURL(p place) (string, error) {
-	dead, err := probeSocket(p.Socket)
+func boardURL(p hook.Place) (string, error) {
+	dead, err := hook.ProbeSocket(p.Socket)
 	if err != nil {
 		return "", err
 	}
 	if dead {
-		return "", noNode(p)
+		return "", hook.NoNode(p)
 	}
 	b, err := os.ReadFile(layout.WebURLPath(p.DataDir))
 	switch {
 	case errors.Is(err, os.ErrNotExist):
-		return "", withCode(ExitUnavailable, fmt.Errorf("%w (it runs with --http-port 0); restart it with --http-port 127.0.0.1:7713", ErrNoBoard))
+		return "", hook.WithCode(hook.ExitUnavailable, fmt.Errorf("%w (it runs with --http-port 0); restart it with --http-port 127.0.0.1:7713", ErrNoBoard))
 	case errors.Is(err, os.ErrPermission):
-		return "", withCode(ExitPermission, fmt.Errorf("cli: read the board URL: %w; run harn as the user who runs the node", err))
+		return "", hook.WithCode(hook.ExitPermission, fmt.Errorf("cli: read the board URL: %w; run harn as the user who runs the node", err))
 	case err != nil:
 		return "", fmt.Errorf("cli: read the board URL: %w", err)
 	}
@@ -86,7 +87,7 @@ func openers() []string {
 }
 
 func runWebOpen(c *cobra.Command, _ []string) error {
-	p := placeOf(c)
+	p := hook.PlaceOf(c)
 	u, err := boardURL(p)
 	if err != nil {
 		return err

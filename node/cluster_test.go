@@ -126,7 +126,7 @@ func TestMissedDeltaRepairedByDigestPull(t *testing.T) {
 	// (checkDigest returns before pulling when they are equal).
 	waitFor(t, clusterWait, "the digests to agree", func() bool {
 		for _, from := range c.nodes {
-			want := from.localDigest()
+			want := clusterLocal{from}.LocalDigest()
 			for _, n := range c.nodes {
 				if n != from && n.remote.Digest(from.Name()) != want {
 					return false

@@ -109,7 +109,7 @@ func DecodeKeyring(b []byte) (*Keyring, error) { return meshtrust.DecodeKeyring(
 func (n *Node) openCluster() (*cluster.Cluster, error) {
 	c, err := cluster.New(n.cfg.Cluster, cluster.Deps{Name: n.cfg.Name, DataDir: n.cfg.DataDir, Version: n.cfg.Version,
 		Clock: n.cfg.Clock, Logger: n.log, Root: n.cfg.Logger, Local: clusterLocal{n}, Peer: peerServer{peerService{n}, n.taskSvc.Peer(), n.coord.Peer()},
-		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: func(h *gossip.Handler) mesh.Handler { return web.GossipNotifier(h, n.changes.Notify) }, Decorate: n.decorateEntry,
+		Remote: n.remote, Tracer: n.cfg.TracerProvider, Notifier: func(h *gossip.Handler) mesh.Handler { return web.GossipNotifier(h, n.changes.Notify) }, Decorate: n.taskSvc.Decorate,
 		Register: func(s *grpc.Server) { apigrpc.RegisterHostedPeerServer(s, n.hosts.Peer()) }})
 	if err != nil {
 		return nil, err
@@ -126,11 +126,31 @@ type clusterLocal struct{ n *Node }
 
 var _ cluster.Local = clusterLocal{}
 
-func (l clusterLocal) LiveEntries() []gossip.Entry                   { return l.n.liveEntries() }
-func (l clusterLocal) LocalDigest() string                           { return l.n.localDigest() }
+// LiveEntries are the gossiped entries of this node's live sessions.
+func (l clusterLocal) LiveEntries() []gossip.Entry {
+	n := l.n
+	var out []gossip.Entry
+	n.sess.EachLive(func(st *presence.State, hash string) {
+		ge := gossip.EntryOf(st, hash)
+		n.taskSvc.Decorate(&ge)
+		out = append(out, ge)
+	})
+	return out
+}
+
+// LocalDigest is the presence digest of this node's live sessions.
+func (l clusterLocal) LocalDigest() string {
+	n := l.n
+	var pairs [][2]string
+	n.sess.EachLive(func(st *presence.State, hash string) {
+		pairs = append(pairs, [2]string{st.SessionID, gossip.WithTask(hash, n.taskSvc.Brief(st.SessionID))})
+	})
+	return gossip.Digest(pairs)
+}
+
 func (l clusterLocal) Sessions(all bool) []presence.State            { return l.n.Sessions(all) }
-func (l clusterLocal) Diagnose(source, msg string)                   { l.n.diagnose(source, msg, 0, "") }
-func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.ApplySwitches(all) }
+func (l clusterLocal) Diagnose(source, msg string)                   { l.n.keep.Diagnose(source, msg, 0, "") }
+func (l clusterLocal) ApplySwitches(all map[string]meshtrust.Switch) { l.n.taskSvc.ApplySwitches(all) }
 
 // peerService answers the cluster gRPC's calls about this node's own
 // sessions and tasks (cluster.PeerService).
@@ -166,7 +186,7 @@ func (n *Node) RPCAddr() string {
 
 // Session is a session's live detail, for another node's reader.
 func (s peerService) Session(ctx context.Context, req *api.SessionRequest) (*api.SessionResponse, error) {
-	st, err := s.n.resolveLocal(req.Id)
+	st, err := s.n.sess.Resolve(req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}
@@ -175,7 +195,7 @@ func (s peerService) Session(ctx context.Context, req *api.SessionRequest) (*api
 
 // SessionTrace is a session's events, for another node's reader.
 func (s peerService) SessionTrace(ctx context.Context, req *api.SessionRequest) (*api.TraceResponse, error) {
-	st, err := s.n.resolveLocal(req.Id)
+	st, err := s.n.sess.Resolve(req.Id)
 	if err != nil {
 		return nil, statusErr(err)
 	}

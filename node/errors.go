@@ -5,6 +5,7 @@ import (
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/trustadmin"
+	"github.com/harn-dev/harn/node/upkeep"
 	"github.com/harn-dev/harn/node/web"
 )
 
@@ -69,3 +70,7 @@ var (
 
 // RefusedError names the check that refused a declaration.
 type RefusedError = operator.RefusedError
+
+// ReasonProcessGone is the session.end reason the reaper records
+// (node/upkeep).
+const ReasonProcessGone = upkeep.ReasonProcessGone

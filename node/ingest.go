@@ -4,10 +4,8 @@ import (
 	"context"
 	"sync"
 
-	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/heartbeat"
 	"github.com/harn-dev/harn/node/ledger"
-	"github.com/harn-dev/harn/node/remint"
 	"github.com/harn-dev/harn/node/sessions"
 	"github.com/harn-dev/harn/presence"
 )
@@ -78,7 +76,7 @@ func (n *Node) subscribe() {
 			n.taskSvc.ObserveClaimCalls(context.Background(), b.Stored)
 		}
 	})
-	n.sess.Subscribe(func(b sessions.Batch) { n.noteClamped(b.Clamped, b.Stored) })
+	n.sess.Subscribe(func(b sessions.Batch) { n.keep.NoteClamped(b.Clamped, b.Stored) })
 	n.sess.Subscribe(func(b sessions.Batch) { n.seen.Observe(b.Stored) })
 	n.sess.Subscribe(func(b sessions.Batch) {
 		for i := range b.Stored {
@@ -112,15 +110,6 @@ func (h *heartbeatSub) changed(b sessions.Batch) {
 	}
 }
 
-// newWatcher builds the transcript watcher (node/remint) on the sessions
-// room: it records session_name.seen off the hook's path.
-func (n *Node) newWatcher() *remint.Watcher {
-	return remint.NewWatcher(remint.WatcherConfig{Reader: remint.New(remint.DefaultConfig()),
-		State:  n.sess.State,
-		Record: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
-		Clock:  n.cfg.Clock, Logger: n.log})
-}
-
 // PendingName is session's re-minted name when the agent has not shown it
 // and has not been asked for it yet (sessions.Store.PendingName), after
 // the transcripts its events named are read.
@@ -136,26 +125,3 @@ func (n *Node) Sessions(all bool) []presence.State { return n.sess.Sessions(all)
 // Resolve finds one of this node's sessions by its id, a unique prefix of
 // its id, or its name (with or without "Agent ", any case).
 func (n *Node) Resolve(handle string) (presence.State, error) { return n.sess.Resolve(handle) }
-
-// resolveLocal finds one of this node's sessions by handle.
-func (n *Node) resolveLocal(handle string) (presence.State, error) { return n.sess.Resolve(handle) }
-
-// liveEntries are the gossiped entries of this node's live sessions.
-func (n *Node) liveEntries() []gossip.Entry {
-	var out []gossip.Entry
-	n.sess.EachLive(func(st *presence.State, hash string) {
-		ge := gossip.EntryOf(st, hash)
-		n.decorateEntry(&ge)
-		out = append(out, ge)
-	})
-	return out
-}
-
-// localDigest is the presence digest of this node's live sessions.
-func (n *Node) localDigest() string {
-	var pairs [][2]string
-	n.sess.EachLive(func(st *presence.State, hash string) {
-		pairs = append(pairs, [2]string{st.SessionID, gossip.WithTask(hash, n.harnTask(st.SessionID))})
-	})
-	return gossip.Digest(pairs)
-}

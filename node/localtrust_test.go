@@ -301,7 +301,7 @@ func TestFutureEventStoredAtReceiptTime(t *testing.T) {
 	procs.mu.Lock()
 	procs.dead[4242] = true
 	procs.mu.Unlock()
-	if got := n.Reap(); got != 1 {
+	if got := n.keep.Reap(); got != 1 {
 		t.Fatalf("reaped %d, want 1", got)
 	}
 	st, _ = n.Resolve("gem")

@@ -56,6 +56,7 @@ import (
 	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/node/tracing"
 	"github.com/harn-dev/harn/node/trustadmin"
+	"github.com/harn-dev/harn/node/upkeep"
 	"github.com/harn-dev/harn/node/web"
 	"github.com/harn-dev/harn/presence"
 )
@@ -78,6 +79,7 @@ type Node struct {
 
 	sess *sessions.Store   // this node's sessions (node/sessions); nil until Open
 	decl *declare.Declarer // declarations about them (node/declare); nil until Open
+	keep *upkeep.Keeper    // spool, reaper, diagnostics (node/upkeep); nil until Open
 	seen *remint.Watcher   // whether agents showed their re-minted names (node/remint)
 
 	tasks   *tasks.Host       // the task runtimes (node/tasks)
@@ -122,7 +124,7 @@ func New(cfg Config) (*Node, error) {
 	cfg.Cluster = cfg.Cluster.WithDefaults()
 	procs := cfg.Procs
 	if procs == nil {
-		procs = systemProcs{}
+		procs = upkeep.SystemProcs{}
 	}
 	if cfg.Git == nil {
 		cfg.Git = declare.GitCLI{Config: gitcheck.DefaultConfig()}
@@ -204,6 +206,9 @@ func (n *Node) open(ctx context.Context) error {
 	}
 	n.sess = sessions.New(sessions.Config{Node: n.cfg.Name, Ledger: n.ledger, Clock: n.cfg.Clock,
 		Logger: n.log, Tracer: n.tracer})
+	n.keep = upkeep.New(upkeep.Deps{DataDir: n.cfg.DataDir, Clock: n.cfg.Clock, Log: n.log, Ledger: n.ledger, Sessions: n.sess,
+		Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }, Procs: n.procs,
+		SpoolInterval: n.cfg.SpoolInterval, ReapInterval: n.cfg.ReapInterval})
 	n.decl = declare.New(declare.Deps{Clock: n.cfg.Clock, Sessions: n.sess, Ledger: n.ledger, Git: n.cfg.Git,
 		Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }, SyncTimeout: n.cfg.Cluster.RegistrySyncTimeout,
 		Writer: func() declare.Writer {
@@ -212,7 +217,11 @@ func (n *Node) open(ctx context.Context) error {
 			}
 			return n.cl.Writer()
 		}})
-	n.seen = n.newWatcher()
+	// The transcript watcher (node/remint) records session_name.seen off the hook's path.
+	n.seen = remint.NewWatcher(remint.WatcherConfig{Reader: remint.New(remint.DefaultConfig()),
+		State:  n.sess.State,
+		Record: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
+		Clock:  n.cfg.Clock, Logger: n.log})
 	n.subscribe()
 	if err := n.sess.Rebuild(); err != nil {
 		return err
@@ -222,7 +231,7 @@ func (n *Node) open(ctx context.Context) error {
 	n.proj.Reset(n.sess.Live())
 	n.notes = notifysvc.Open(n.cfg.Notify, n.notifyDeps())
 	n.alerts = n.notes.Room()
-	n.drainSpool()
+	n.keep.DrainSpool()
 	if err := n.trust.Open(); err != nil {
 		return err
 	}
@@ -260,7 +269,8 @@ func (n *Node) open(ctx context.Context) error {
 		return err
 	}
 	n.serve()
-	n.start(func() { n.proj.Run(n.stop) }, n.spoolLoop, n.reapLoop, func() { n.alerts.Run(n.stop) })
+	n.keep.Run()
+	n.start(func() { n.proj.Run(n.stop) }, func() { n.alerts.Run(n.stop) })
 	n.log.Info("node started", "data_dir", n.cfg.DataDir, "socket", n.cfg.Socket,
 		"sessions", n.sess.Len())
 	return nil
@@ -327,6 +337,9 @@ func (n *Node) start(fns ...func()) {
 func (n *Node) Close() error {
 	n.closeOnce.Do(func() {
 		close(n.stop)
+		if n.keep != nil {
+			n.keep.Close() // the spool and reap loops stop first, as the node stops
+		}
 		n.changes.Close() // first: the board's streams end
 		n.web.Close()
 		n.hosts.Close() // its processes end; their ends are recorded while the ledger is open
@@ -393,7 +406,12 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 	return hostedsvc.Deps{Node: n.cfg.Name, DataDir: n.cfg.DataDir, Socket: n.cfg.Socket, Key: n.key,
 		Launchers: n.cfg.Launchers, Clock: n.cfg.Clock, Log: n.log, Gate: n.gate, Sessions: n.sess, Gossip: n.remote,
 		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }), OnChange: n.taskChanged,
-		Policy: n.policy, Record: n.roster.ResolveRecord, Stop: n.stop,
+		Policy: func() remotepolicy.Config { // set at Open; computed before
+			if n.remotePol.Node != "" {
+				return n.remotePol
+			}
+			return remotePolicy(n.cfg, n.log)
+		}, Record: n.roster.ResolveRecord, Stop: n.stop,
 		Mesh: func() hostedsvc.Mesh {
 			if n.cl == nil {
 				return nil
@@ -409,14 +427,6 @@ func (n *Node) hostedDeps() hostedsvc.Deps {
 			}
 			return out
 		}}
-}
-
-// policy is the node's remote policy (set at Open; computed before).
-func (n *Node) policy() remotepolicy.Config {
-	if n.remotePol.Node != "" {
-		return n.remotePol
-	}
-	return n.remotePolicy()
 }
 
 // localServer is the Local service: the adapters of service.go and the

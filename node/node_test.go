@@ -135,13 +135,13 @@ func TestReaperEndsSessionWhenProcessGone(t *testing.T) {
 	n := openNode(t, cfg)
 	attrs := map[string]any{presence.AttrAgentPID: 4242, presence.AttrAgentStart: 99}
 	mustIngest(t, n, ev("s", "1", presence.TypeUserPromptSubmit, 1, attrs))
-	if got := n.Reap(); got != 0 {
+	if got := n.keep.Reap(); got != 0 {
 		t.Fatalf("reaped %d live sessions", got)
 	}
 	procs.mu.Lock()
 	procs.dead[4242] = true
 	procs.mu.Unlock()
-	if got := n.Reap(); got != 1 {
+	if got := n.keep.Reap(); got != 1 {
 		t.Fatalf("reaped %d, want 1", got)
 	}
 	st, _ := n.Resolve("s")

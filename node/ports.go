@@ -53,9 +53,9 @@ type portProbe struct {
 
 // probes are the node's ports, as open binds them; a port of 0 is picked
 // at bind time and cannot be taken.
-func (n *Node) probes() []portProbe {
+func probes(cfg Config) []portProbe {
 	var out []portProbe
-	if cc := n.cfg.Cluster; cc.Enabled {
+	if cc := cfg.Cluster; cc.Enabled {
 		bind := cc.BindAddr()
 		out = append(out, portProbe{"gossip", "--gossip-port", bind, cc.GossipPort, true})
 		if cc.RaftMember() { // only servers and read replicas listen for raft
@@ -63,8 +63,8 @@ func (n *Node) probes() []portProbe {
 		}
 		out = append(out, portProbe{"rpc", "--rpc-port", bind, cc.RPCPort, false})
 	}
-	if n.cfg.HTTPAddr != "" {
-		if h, p, err := net.SplitHostPort(n.cfg.HTTPAddr); err == nil {
+	if cfg.HTTPAddr != "" {
+		if h, p, err := net.SplitHostPort(cfg.HTTPAddr); err == nil {
 			port, _ := strconv.Atoi(p)
 			out = append(out, portProbe{"http", "--http-port", h, port, false})
 		}
@@ -78,7 +78,7 @@ func (n *Node) probes() []portProbe {
 // try. A port taken between this check and its bind still fails there.
 func (n *Node) checkPorts() error {
 	var busy []*ListenError
-	for _, p := range n.probes() {
+	for _, p := range probes(n.cfg) {
 		if p.port <= 0 {
 			continue
 		}

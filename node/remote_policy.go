@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"log/slog"
 
 	"github.com/harn-dev/harn/node/remotepolicy"
 )
@@ -10,18 +11,18 @@ import (
 // configured profiles and workspaces, with the node's name, its own
 // provider, and its private paths (the data dir, the secret files), each
 // resolved.
-func (n *Node) remotePolicy() remotepolicy.Config {
-	p := n.cfg.Remote
-	p.Node = n.cfg.Name
-	p.ProviderKind, p.ProviderURL, p.Models = n.cfg.Provider.Kind, n.cfg.Provider.URL, n.cfg.Provider.Models
-	p.Private = []string{remotepolicy.Resolve(n.cfg.DataDir)}
-	for _, f := range n.cfg.SecretFiles {
+func remotePolicy(cfg Config, log *slog.Logger) remotepolicy.Config {
+	p := cfg.Remote
+	p.Node = cfg.Name
+	p.ProviderKind, p.ProviderURL, p.Models = cfg.Provider.Kind, cfg.Provider.URL, cfg.Provider.Models
+	p.Private = []string{remotepolicy.Resolve(cfg.DataDir)}
+	for _, f := range cfg.SecretFiles {
 		if f != "" {
 			p.Private = append(p.Private, remotepolicy.Resolve(f))
 		}
 	}
 	if held := p.Holding(); len(held) > 0 {
-		n.log.Warn(fmt.Sprintf("workspaces %v hold the data dir or a secret file: a task from another node may not work at them, only in a directory beside it", held))
+		log.Warn(fmt.Sprintf("workspaces %v hold the data dir or a secret file: a task from another node may not work at them, only in a directory beside it", held))
 	}
 	return p
 }

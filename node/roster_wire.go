@@ -42,7 +42,7 @@ func (h rosterHost) Registry() roster.Registry {
 
 func (h rosterHost) Ledger() roster.Ledger                         { return h.n.ledger }
 func (h rosterHost) Settle(session string)                         { h.n.seen.Settle(session) }
-func (h rosterHost) HarnTask(session string) *api.HarnTask         { return h.n.harnTask(session) }
+func (h rosterHost) HarnTask(session string) *api.HarnTask         { return h.n.taskSvc.Brief(session) }
 func (h rosterHost) HostedView(st *presence.State) *api.HostedView { return h.n.hosts.View(st) }
 func (h rosterHost) Tasks() *tasks.Host                            { return h.n.tasks }
 
@@ -58,7 +58,7 @@ func (n *Node) recordAnswer(r tasks.Request) {
 		return
 	}
 	// Only a session this node holds: an answer never makes up a session.
-	st, err := n.resolveLocal(r.Session)
+	st, err := n.sess.Resolve(r.Session)
 	if err != nil || st.SessionID != r.Session {
 		n.log.Warn("a permission answer for a session this node does not hold was not recorded", "request", r.ID, "session", r.Session)
 		return

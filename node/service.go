@@ -145,7 +145,7 @@ func (s *localService) Diagnose(ctx context.Context, req *api.DiagnoseRequest) (
 	if src == "" {
 		src = "hook"
 	}
-	s.n.addDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
+	s.n.keep.AddDiagnostic(ledger.Diagnostic{TS: presence.FormatTime(ts), Source: "hook " + src,
 		Error: req.Error, InputBytes: int(req.InputBytes), InputDigest: req.InputDigest})
 	return &api.DiagnoseResponse{}, nil
 }
@@ -174,7 +174,7 @@ func (s *localService) session(st presence.State, err error) (*api.SessionRespon
 		return nil, statusErr(err)
 	}
 	row := api.RowOf(&st)
-	row.Reachable, row.Source, row.HarnTask = true, "local", s.n.harnTask(st.SessionID)
+	row.Reachable, row.Source, row.HarnTask = true, "local", s.n.taskSvc.Brief(st.SessionID)
 	return &api.SessionResponse{Session: row, Live: !st.Ended}, nil
 }
 

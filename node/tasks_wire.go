@@ -4,9 +4,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/coordsvc"
-	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/roster"
 	"github.com/harn-dev/harn/node/tasks"
 	"github.com/harn-dev/harn/node/tasksvc"
@@ -28,7 +26,7 @@ func (n *Node) openTasks() error {
 		Sink: sinkFunc(func(evs []presence.Event) error { _, err := n.Ingest(evs); return err }),
 		// The ingest is a synced write to the same ledger as KV.
 		IngestSyncsKV: true,
-		Sessions:      sessionsFunc(n.resolveLocal), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
+		Sessions:      sessionsFunc(func(h string) (presence.State, error) { return n.sess.Resolve(h) }), Clock: n.cfg.Clock, Logger: n.log.With("room", "tasks"),
 		Env:      []string{"HARN_DATA_DIR=" + n.cfg.DataDir, "HARN_SOCKET=" + n.cfg.Socket},
 		OnChange: n.taskChanged, OnFirstByte: n.cfg.OnTaskFirstByte, Launchers: n.cfg.Launchers, NoCompaction: n.cfg.NoCompaction,
 		Bounds:   n.cfg.AgentBounds,
@@ -38,14 +36,14 @@ func (n *Node) openTasks() error {
 		// the servers of the user's (this node's) and the trusted
 		// project's mcp.json, then its own --mcp servers.
 		Boxes: tasks.Toolboxes(tools.Config{Clock: n.cfg.Clock, Logger: n.log.With("room", "tools"),
-			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.recordToolGroup}),
+			ShellGrace: tasks.ShellGraceFor(grace), Guard: n.cfg.ToolGuard, OnGroup: n.keep.RecordToolGroup}),
 		// A project's .harn files load only where this node trusts it.
 		Trust: n.trust.ProjectTrust()})
 	if err != nil {
 		return err
 	}
 	n.tasks = h
-	n.remotePol = n.remotePolicy()
+	n.remotePol = remotePolicy(n.cfg, n.log)
 	n.taskSvc = tasksvc.New(tasksvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Tasks: h, Gate: n.gate,
 		Policy: n.RemotePolicy, Sessions: n.sess, Record: n.roster.ResolveRecord,
 		Mesh: func() tasksvc.Mesh {
@@ -61,7 +59,7 @@ func (n *Node) openTasks() error {
 			}
 			return out
 		},
-		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, Claims: n.claims.Load, Diagnose: n.addDiagnostic,
+		OwnerReadTimeout: n.cfg.Cluster.OwnerReadTimeout, ForwardTimeout: n.cfg.Cluster.ForwardTimeout, Claims: n.claims.Load, Diagnose: n.keep.AddDiagnostic,
 		Facts: n.roster.Facts, Waiting: n.roster.Waiting})
 	n.coord = coordsvc.New(coordsvc.Deps{Node: n.cfg.Name, Log: n.log, Clock: n.cfg.Clock, Mode: n.cfg.Claims, Gate: n.gate,
 		Tasks: h, Procs: n.procs, Sessions: n.sess, Ingest: func(evs []presence.Event) error { _, err := n.Ingest(evs); return err },
@@ -71,10 +69,10 @@ func (n *Node) openTasks() error {
 			}
 			return n.cl
 		},
-		Record: n.roster.ResolveRecord, Members: n.taskSvc.Members, Claims: n.claims.Load, Journal: n.ledger, Diagnose: n.addDiagnostic})
+		Record: n.roster.ResolveRecord, Members: n.taskSvc.Members, Claims: n.claims.Load, Journal: n.ledger, Diagnose: n.keep.AddDiagnostic})
 	n.wireApprovals()
 	// What tools of the previous run still run (it died) goes first.
-	n.reapToolGroups()
+	n.keep.ReapToolGroups()
 	// Runtime sessions are memory-only: end those the previous run left.
 	live := n.sess.Live()
 	if _, err := h.Recover(live); err != nil {
@@ -103,36 +101,6 @@ func (f sessionsFunc) Resolve(h string) (presence.State, error) { return f(h) }
 
 // Tasks is the node's task runtime host (tests, benchmarks).
 func (n *Node) Tasks() *tasks.Host { return n.tasks }
-
-func (n *Node) tasksHost() *tasks.Host { return n.tasks }
-
-// harnTask is the roster's view of a session's harn task, nil without one.
-func (n *Node) harnTask(session string) *api.HarnTask {
-	if n.tasks == nil {
-		return nil
-	}
-	b, ok := n.tasks.Brief(session)
-	if !ok {
-		return nil
-	}
-	return gossip.BoundedTask(&api.HarnTask{Id: b.ID, State: b.State, Status: b.Status, Text: b.Text,
-		QueueDepth: int32(min(b.QueueDepth, 1<<30)), PendingCalls: b.PendingCalls})
-}
-
-// decorateEntry adds the harn task to a gossiped entry.
-func (n *Node) decorateEntry(e *gossip.Entry) {
-	if t := n.harnTask(e.GetSessionId()); t != nil {
-		e.HarnTask = t
-		e.Hash = gossip.WithTask(e.Hash, t)
-	}
-	if e.SessionRow != nil {
-		st := e.SessionRow.State()
-		if v := n.hosts.View(&st); v != nil {
-			e.Hosted = gossip.BoundedHosted(v)
-			e.Hash = gossip.WithHosted(e.Hash, e.Hosted)
-		}
-	}
-}
 
 // taskChanged gossips a session's entry
 // again: a task's state changed without a presence event.

@@ -204,7 +204,7 @@ func TestSessionQuotaRefusesTheNodesSessionOverIt(t *testing.T) {
 
 func mustResolve(t *testing.T, n *Node, id string) presence.State {
 	t.Helper()
-	st, err := n.resolveLocal(id)
+	st, err := n.sess.Resolve(id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/harn-dev/harn/node/trust"
 )
 
-// exitTrust is cli.ExitTrust: refused by mesh trust.
+// exitTrust is hook.ExitTrust: refused by mesh trust.
 const exitTrust = 12
 
 // trustedMesh starts a keyed mesh of real processes: s0 made by `harn mesh

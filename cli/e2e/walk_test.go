@@ -25,7 +25,7 @@ var walkPages = []string{"README.md", filepath.Join("docs", "first-hour.md")}
 
 var (
 	readmePort = regexp.MustCompile(`\b(77[234][0-3]|8080)\b`)
-	requestID  = regexp.MustCompile(`\br-[0-9A-Za-z]{4,}\b`)
+	requestID  = regexp.MustCompile(`\br-[0-9A-Za-z]{4,}(@[A-Za-z0-9._-]+)?`)
 )
 
 // TestReadmeWalk types README's quick start and then the first hour

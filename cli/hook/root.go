@@ -3,8 +3,8 @@
 // more — the root command and its errors and exit codes, finding the node
 // (flags, environment, config file), dialing or starting it over the
 // local wire, output as text or --json, and the hook itself. harn-hook
-// links this package alone; package cli (harn) adds every other command
-// with SetCommands. os.Exit is never called here; Main returns the code.
+// links this package alone; package cli (harn) sets its whole tree, and
+// package cli/daemon (harnd) its own, with SetCommands. os.Exit is never called here; Main returns the code.
 package hook
 
 import (

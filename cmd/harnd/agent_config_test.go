@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node"
 )
 
@@ -19,10 +20,10 @@ import (
 func agentConfigOf(t *testing.T, args ...string) (node.Config, int, string) {
 	t.Helper()
 	var cfg node.Config
-	d := &cli.Daemon{RunNode: func(c *cobra.Command) error { return agentConfig(c, &cfg) }}
+	d := &daemon.Daemon{RunNode: func(c *cobra.Command) error { return agentConfig(c, &cfg) }}
 	var out, errb bytes.Buffer
 	dir := t.TempDir()
-	code := cli.DaemonMain(append([]string{"node", "--data-dir", dir + "/data", "--socket", dir + "/s", "--no-mesh"}, args...),
+	code := daemon.Main(append([]string{"node", "--data-dir", dir + "/data", "--socket", dir + "/s", "--no-mesh"}, args...),
 		strings.NewReader(""), &out, &errb, d)
 	return cfg, code, errb.String()
 }
@@ -87,11 +88,11 @@ func TestBadProviderAndRemoteFlagsRefuseTheStart(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--provider", "gemini"}, cli.ExitUsage, "--provider"},
-		{[]string{"--provider-url", "ftp://x/"}, cli.ExitUsage, "--provider-url"},
-		{[]string{"--remote-profiles", "root"}, cli.ExitUsage, "--remote-profiles"},
-		{[]string{"--workspace", filepath.Join(dir, "missing")}, cli.ExitUsage, "--workspace"},
-		{[]string{"--provider-key-file", filepath.Join(dir, "open.key")}, cli.ExitPermission, "chmod 600"},
+		{[]string{"--provider", "gemini"}, hook.ExitUsage, "--provider"},
+		{[]string{"--provider-url", "ftp://x/"}, hook.ExitUsage, "--provider-url"},
+		{[]string{"--remote-profiles", "root"}, hook.ExitUsage, "--remote-profiles"},
+		{[]string{"--workspace", filepath.Join(dir, "missing")}, hook.ExitUsage, "--workspace"},
+		{[]string{"--provider-key-file", filepath.Join(dir, "open.key")}, hook.ExitPermission, "chmod 600"},
 	} {
 		writeMode(t, filepath.Join(dir, "open.key"), "sk-1", 0o644)
 		_, code, stderr := agentConfigOf(t, c.args...)
@@ -101,7 +102,7 @@ func TestBadProviderAndRemoteFlagsRefuseTheStart(t *testing.T) {
 	}
 	t.Setenv("HARN_PROVIDER_KEY", "sk-env")
 	writeMode(t, filepath.Join(dir, "ok.key"), "sk-1", 0o600)
-	if _, code, stderr := agentConfigOf(t, "--provider-key-file", filepath.Join(dir, "ok.key")); code != cli.ExitUsage || !strings.Contains(stderr, "keep the file") {
+	if _, code, stderr := agentConfigOf(t, "--provider-key-file", filepath.Join(dir, "ok.key")); code != hook.ExitUsage || !strings.Contains(stderr, "keep the file") {
 		t.Errorf("the key twice: exit %d, %q", code, stderr)
 	}
 }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node"
 )
 
@@ -22,10 +22,10 @@ func agentBoundsConfig(c *cobra.Command, cfg *node.Config) error {
 		{"agent.max-steps", &cfg.AgentBounds.Steps}, {"agent.tool-preview-bytes", &cfg.AgentBounds.ToolPreviewBytes}} {
 		v, err := f.GetInt(b.flag)
 		if err != nil {
-			return cli.UsageErr(err)
+			return hook.UsageErr(err)
 		}
 		if v < 1 {
-			return cli.UsageErr(fmt.Errorf("--%s %d: a bound is at least 1; leave it out for the default", b.flag, v))
+			return hook.UsageErr(fmt.Errorf("--%s %d: a bound is at least 1; leave it out for the default", b.flag, v))
 		}
 		*b.to = v
 	}

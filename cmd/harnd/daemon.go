@@ -5,16 +5,17 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/api/wire"
 	"github.com/harn-dev/harn/util/clock"
 )
 
-// daemon is what harnd runs in its own process: the node, and the offline
+// work is what harnd runs in its own process: the node, and the offline
 // operations that write the data dir's trust store.
-func daemon() *cli.Daemon {
-	return &cli.Daemon{
+func work() *daemon.Daemon {
+	return &daemon.Daemon{
 		RunNode: func(c *cobra.Command) error { return runNode(c) },
 		InitMesh: func(dataDir, name string, a wire.TokenCreateArgs) (wire.MeshInit, error) {
 			if name == "" {
@@ -22,7 +23,7 @@ func daemon() *cli.Daemon {
 			}
 			res, err := node.InitMesh(dataDir, name, a, clock.Real{})
 			if errors.Is(err, node.ErrConfig) {
-				return res, cli.UsageErr(err)
+				return res, hook.UsageErr(err)
 			}
 			return res, err
 		},

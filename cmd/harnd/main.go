@@ -2,13 +2,15 @@
 // the mesh's gossip and registry, the board, tracing and metrics), and the
 // offline operations on its data dir (`mesh init`, `token create` with no
 // node running). `harn node ...` runs it, found beside harn or on PATH; run
-// directly, it takes the same command line: `harnd node [flags]`.
+// directly, it takes the same command line for those commands (`harnd node
+// [flags]`, `harnd mesh init`, `harnd token create`), defined in cli/daemon
+// with harn's: harnd links no other part of harn's command line, and no TUI.
 package main
 
 import (
 	"os"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/daemon"
 	"github.com/harn-dev/harn/util/procguard"
 )
 
@@ -17,5 +19,5 @@ func main() {
 		// a tool's process group leader (see util/procguard)
 		os.Exit(procguard.Main(os.Args[2:]))
 	}
-	os.Exit(cli.DaemonMain(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, daemon()))
+	os.Exit(daemon.Main(os.Args[1:], os.Stdin, os.Stdout, os.Stderr, work()))
 }

@@ -4,7 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/harn-dev/harn/cli"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/claims"
@@ -15,15 +26,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
-	"io"
-	"log/slog"
-	"maps"
-	"os"
-	"os/signal"
-	"runtime/pprof"
-	"strings"
-	"syscall"
-	"time"
 )
 
 // startCPUProfile writes a CPU profile of the node's whole run to path
@@ -68,8 +70,9 @@ func writeHeapProfile(path string, log *slog.Logger) {
 // runNode runs the node in the foreground until SIGINT or SIGTERM.
 func runNode(c *cobra.Command) error {
 	cfg := node.DefaultConfig()
-	cfg.DataDir, cfg.Socket = cli.PlaceOf(c)
-	cfg.Version = cli.Version()
+	place := hook.PlaceOf(c)
+	cfg.DataDir, cfg.Socket = place.DataDir, place.Socket
+	cfg.Version = hook.Version()
 	if name, _ := c.Flags().GetString("name"); name != "" {
 		cfg.Name = name
 	}
@@ -84,7 +87,7 @@ func runNode(c *cobra.Command) error {
 		return err
 	}
 	if _, err := claims.ParseMode(cfg.Claims); err != nil {
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	if err := meshConfig(c, &cfg.Cluster); err != nil {
 		return err
@@ -101,7 +104,7 @@ func runNode(c *cobra.Command) error {
 	lvl, _ := c.Flags().GetString("log-level")
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(lvl)); err != nil {
-		return cli.UsageErr(fmt.Errorf("--log-level %q: use debug, info, warn or error", lvl))
+		return hook.UsageErr(fmt.Errorf("--log-level %q: use debug, info, warn or error", lvl))
 	}
 	hp, _ := c.Flags().GetString("http-port")
 	cfg.HTTPAddr, _, _ = node.ParseHTTPAddr(hp) // checked by meshConfig
@@ -123,13 +126,13 @@ func runNode(c *cobra.Command) error {
 	defer stopTracing()
 	stopProfile, err := startCPUProfile(os.Getenv("HARN_CPU_PROFILE"))
 	if err != nil {
-		return cli.UsageErr(fmt.Errorf("HARN_CPU_PROFILE: %v", err))
+		return hook.UsageErr(fmt.Errorf("HARN_CPU_PROFILE: %v", err))
 	}
 	defer stopProfile()
 	defer writeHeapProfile(os.Getenv("HARN_HEAP_PROFILE"), cfg.Logger)
 	n, err := node.New(cfg)
 	if err != nil {
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	// Catch the signals before Open: the socket answers while Open still
 	// joins the mesh, and a stop in that window must still be graceful.
@@ -158,7 +161,7 @@ func runNode(c *cobra.Command) error {
 		})
 	}
 	announce(c.ErrOrStderr(), isTerminal(c.ErrOrStderr()), cfg.Logger,
-		readyInfo{name: n.Name(), boardURL: n.BoardURL(), hints: cli.HintsFor(cfg.DataDir, cfg.Socket)})
+		readyInfo{name: n.Name(), boardURL: n.BoardURL(), hints: daemon.HintsFor(cfg.DataDir, cfg.Socket)})
 	s := <-sig
 	cfg.Logger.Info("stopping", "signal", s.String())
 	return stopWithin(stopBound, func() error {
@@ -219,17 +222,17 @@ func openErr(err error) error {
 	var le *node.ListenError
 	switch {
 	case errors.As(err, &le):
-		return cli.WithCode(cli.ExitPortInUse, fmt.Errorf("%w (exit %d)", err, cli.ExitPortInUse))
+		return hook.WithCode(hook.ExitPortInUse, fmt.Errorf("%w (exit %d)", err, hook.ExitPortInUse))
 	case errors.Is(err, node.ErrLocked):
-		return cli.WithCode(cli.ExitConflict, err)
+		return hook.WithCode(hook.ExitConflict, err)
 	case errors.Is(err, node.ErrDataDirUnsafe):
-		return cli.WithCode(cli.ExitPermission, err)
+		return hook.WithCode(hook.ExitPermission, err)
 	case errors.Is(err, node.ErrTrust):
-		return cli.WithCode(cli.ExitTrust, err)
+		return hook.WithCode(hook.ExitTrust, err)
 	case errors.Is(err, node.ErrTokenFile):
-		return cli.WithCode(cli.ExitPermission, err)
+		return hook.WithCode(hook.ExitPermission, err)
 	case errors.Is(err, node.ErrGossipKey) || errors.Is(err, node.ErrConfig):
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	return err
 }
@@ -250,7 +253,7 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	hp, _ := f.GetString("http-port")
 	_, port, err := node.ParseHTTPAddr(hp)
 	if err != nil {
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	cc.HTTPPort = port
 	cc.Join, _ = f.GetStringSlice("join")
@@ -263,11 +266,11 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	if k, _ := f.GetString("gossip-key"); k != "" {
 		key, err := node.DecodeGossipKey(k)
 		if err != nil {
-			return cli.UsageErr(fmt.Errorf("--gossip-key: %v", err))
+			return hook.UsageErr(fmt.Errorf("--gossip-key: %v", err))
 		}
 		cc.GossipKey = key
 	}
-	tok, err := cli.ReadJoinToken(c)
+	tok, err := daemon.ReadJoinToken(c)
 	if err != nil {
 		return err
 	}
@@ -277,11 +280,11 @@ func meshConfig(c *cobra.Command, cc *node.ClusterConfig) error {
 	cc.RemoteControl, _ = f.GetString("remote-control")
 	mib, _ := f.GetInt("max-peer-reply-mib")
 	if mib < 1 || mib > 1024 {
-		return cli.UsageErr(fmt.Errorf("--max-peer-reply-mib %d: use 1 to 1024", mib))
+		return hook.UsageErr(fmt.Errorf("--max-peer-reply-mib %d: use 1 to 1024", mib))
 	}
 	cc.MaxPeerReply = mib << 20
 	if err := cc.Validate(); err != nil {
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	return nil
 }
@@ -290,12 +293,12 @@ func registryAuthConfig(f *pflag.FlagSet, cc *node.ClusterConfig) error {
 	s, _ := f.GetString("notify-admins")
 	admins, err := node.ParseNotifyAdmins(s)
 	if err != nil {
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	cc.NotifyAdmins = admins
 	q, _ := f.GetInt("session-quota")
 	if q < 1 {
-		return cli.UsageErr(fmt.Errorf("--session-quota %d: give at least 1 (default %d)", q, node.DefaultSessionQuota))
+		return hook.UsageErr(fmt.Errorf("--session-quota %d: give at least 1 (default %d)", q, node.DefaultSessionQuota))
 	}
 	cc.SessionQuota = q
 	return nil
@@ -305,9 +308,9 @@ func registryAuthConfig(f *pflag.FlagSet, cc *node.ClusterConfig) error {
 // --launcher, which replaces a definition of the same name) and
 // --remote-exec into cfg.
 func launcherConfig(c *cobra.Command, cfg *node.Config) error {
-	fromFile, err := cli.ConfigLaunchers(c)
+	fromFile, err := daemon.ConfigLaunchers(c)
 	if err != nil {
-		return cli.UsageErr(err) // applySettings reported it first
+		return hook.UsageErr(err) // applySettings reported it first
 	}
 	l := tasks.Launchers{}
 	maps.Copy(l, fromFile)
@@ -315,17 +318,17 @@ func launcherConfig(c *cobra.Command, cfg *node.Config) error {
 	for _, d := range defs {
 		name, argv, err := tasks.ParseLauncherFlag(d)
 		if err != nil {
-			return cli.UsageErr(err)
+			return hook.UsageErr(err)
 		}
 		l[name] = argv
 	}
 	if err := l.Check(); err != nil {
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	rx, _ := c.Flags().GetString("remote-exec")
 	names, err := tasks.ParseRemoteExec(rx, l)
 	if err != nil {
-		return cli.UsageErr(err)
+		return hook.UsageErr(err)
 	}
 	if rc, _ := trust.ParseRemoteControl(cfg.Cluster.RemoteControl); len(names) > 0 && rc.Off() {
 		cfg.Logger.Warn(fmt.Sprintf("--remote-exec %v has no effect while --remote-control is off", names))
@@ -341,9 +344,9 @@ func webConfig(c *cobra.Command, cfg *node.Config) error {
 	cfg.HTTPToken, _ = f.GetString("http-token")
 	if path, _ := f.GetString("http-token-file"); path != "" {
 		if cfg.HTTPToken != "" {
-			return cli.UsageErr(errors.New("--http-token and --http-token-file are both set; keep the file (the flag shows in ps)"))
+			return hook.UsageErr(errors.New("--http-token and --http-token-file are both set; keep the file (the flag shows in ps)"))
 		}
-		tok, err := cli.ReadSecretFile(path)
+		tok, err := hook.ReadSecretFile(path)
 		if err != nil {
 			return err
 		}
@@ -352,12 +355,12 @@ func webConfig(c *cobra.Command, cfg *node.Config) error {
 	if u, _ := f.GetString("http-public-url"); u != "" {
 		pu, err := node.ParsePublicURL(u)
 		if err != nil {
-			return cli.UsageErr(err)
+			return hook.UsageErr(err)
 		}
 		cfg.Web.PublicURL = pu
 	}
 	if path, _ := f.GetString("metrics-token-file"); path != "" {
-		tok, err := cli.ReadSecretFile(path)
+		tok, err := hook.ReadSecretFile(path)
 		if err != nil {
 			return err
 		}
@@ -370,7 +373,7 @@ func webConfig(c *cobra.Command, cfg *node.Config) error {
 	}{{"http-read-timeout", &l.ReadTimeout}, {"http-write-timeout", &l.WriteTimeout}, {"http-idle-timeout", &l.IdleTimeout}} {
 		*d.v, _ = f.GetDuration(d.flag)
 		if *d.v <= 0 {
-			return cli.UsageErr(errors.New("--" + d.flag + " must be a positive duration, e.g. 30s"))
+			return hook.UsageErr(errors.New("--" + d.flag + " must be a positive duration, e.g. 30s"))
 		}
 	}
 	l.ReadHeaderTimeout = min(board.DefaultLimits.ReadHeaderTimeout, l.ReadTimeout)
@@ -380,7 +383,7 @@ func webConfig(c *cobra.Command, cfg *node.Config) error {
 	}{{"http-max-streams", &l.MaxStreams}, {"http-max-client-streams", &l.MaxClientStreams}, {"http-max-peer-conns", &l.MaxPeerConns}} {
 		*n.v, _ = f.GetInt(n.flag)
 		if *n.v <= 0 {
-			return cli.UsageErr(errors.New("--" + n.flag + " must be at least 1"))
+			return hook.UsageErr(errors.New("--" + n.flag + " must be at least 1"))
 		}
 	}
 	return nil
@@ -398,7 +401,7 @@ func notifyConfig(c *cobra.Command, server bool, nc *node.NotifyConfig) error {
 	case "off", "false", "no", "0":
 		nc.Desktop = false
 	default:
-		return cli.UsageErr(fmt.Errorf("--desktop-notify %q: use on, off or auto", v))
+		return hook.UsageErr(fmt.Errorf("--desktop-notify %q: use on, off or auto", v))
 	}
 	return nil
 }
@@ -410,15 +413,15 @@ func gossipKeyFromFile(c *cobra.Command, cc *node.ClusterConfig) error {
 		return nil
 	}
 	if k, _ := c.Flags().GetString("gossip-key"); k != "" {
-		return cli.UsageErr(errors.New("--gossip-key and --gossip-key-file are both set; keep one (the file keeps the key out of ps)"))
+		return hook.UsageErr(errors.New("--gossip-key and --gossip-key-file are both set; keep one (the file keeps the key out of ps)"))
 	}
-	s, err := cli.ReadSecretFile(path)
+	s, err := hook.ReadSecretFile(path)
 	if err != nil {
 		return err
 	}
 	key, err := node.DecodeGossipKey(s)
 	if err != nil {
-		return cli.UsageErr(fmt.Errorf("--gossip-key-file %s: %v; make one with `harn keygen`", text.OneLine(path), err))
+		return hook.UsageErr(fmt.Errorf("--gossip-key-file %s: %v; make one with `harn keygen`", text.OneLine(path), err))
 	}
 	cc.GossipKey = key
 	return nil

@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/daemon"
 	"github.com/harn-dev/harn/util/text"
 )
 
@@ -14,7 +14,7 @@ import (
 type readyInfo struct {
 	name     string
 	boardURL string // with ?token=; "" without a board
-	hints    cli.NodeHints
+	hints    daemon.NodeHints
 }
 
 // announce tells the person who started the node where its board is and

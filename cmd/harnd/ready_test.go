@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/daemon"
 )
 
 // TestStartPrintsTheBoardAndTheNextCommand: a node started on a terminal
@@ -16,7 +16,7 @@ import (
 // and the command that prints the URL, never the token.
 func TestStartPrintsTheBoardAndTheNextCommand(t *testing.T) {
 	r := readyInfo{name: "vm", boardURL: "http://127.0.0.1:7713/?token=s3cret0123456789",
-		hints: cli.NodeHints{WebURL: "harn web url", Next: []string{"harn hook install claude-code", "harn agents list"}}}
+		hints: daemon.NodeHints{WebURL: "harn web url", Next: []string{"harn hook install claude-code", "harn agents list"}}}
 	var term, logs bytes.Buffer
 	announce(&term, true, slog.New(slog.NewJSONHandler(&logs, nil)), r)
 	out := term.String()

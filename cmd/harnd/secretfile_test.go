@@ -10,7 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/harn-dev/harn/cli"
+	"github.com/harn-dev/harn/cli/daemon"
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node"
 )
 
@@ -21,7 +22,7 @@ func runMain(t *testing.T, args ...string) (int, string) {
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv("HARN_CONFIG", "")
 	var out, errb bytes.Buffer
-	code := cli.DaemonMain(args, strings.NewReader(""), &out, &errb, daemon())
+	code := daemon.Main(args, strings.NewReader(""), &out, &errb, work())
 	return code, errb.String()
 }
 
@@ -51,15 +52,15 @@ func TestGossipKeyFileReadsKey(t *testing.T) {
 		t.Fatalf("key from file: %x, %v", cc.GossipKey, err)
 	}
 	c.Flags().Set("gossip-key", key)
-	if err := gossipKeyFromFile(c, &cc); cli.ExitCode(err) != cli.ExitUsage {
+	if err := gossipKeyFromFile(c, &cc); hook.ExitCode(err) != hook.ExitUsage {
 		t.Fatalf("both flags: %v; want a usage error", err)
 	}
 
 	os.Chmod(kf, 0o644)
 	data := filepath.Join(dir, "data")
 	code, stderr := runMain(t, "node", "--no-mesh", "--data-dir", data, "--socket", filepath.Join(dir, "s"), "--gossip-key-file", kf)
-	if code != cli.ExitPermission || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "chmod 600") {
-		t.Fatalf("open key file: exit %d, stderr %q; want exit %d and one line", code, stderr, cli.ExitPermission)
+	if code != hook.ExitPermission || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "chmod 600") {
+		t.Fatalf("open key file: exit %d, stderr %q; want exit %d and one line", code, stderr, hook.ExitPermission)
 	}
 	if _, err := os.Stat(filepath.Join(data, "ledger")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatal("the node opened its ledger with a refused key file")

@@ -3,11 +3,12 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/harn-dev/harn/cli"
+	"time"
+
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node"
 	"github.com/harn-dev/harn/node/tracing"
 	"github.com/spf13/cobra"
-	"time"
 )
 
 // tracingFlushBound bounds the last export of spans when the node stops.
@@ -23,9 +24,9 @@ func openTracing(c *cobra.Command, cfg *node.Config) (func(), error) {
 		return func() {}, nil
 	}
 	if err := tracing.CheckEndpoint(endpoint); err != nil {
-		return nil, cli.UsageErr(fmt.Errorf("--otlp-endpoint: %w", err))
+		return nil, hook.UsageErr(fmt.Errorf("--otlp-endpoint: %w", err))
 	}
-	tp, err := tracing.Open(c.Context(), tracing.Config{Endpoint: endpoint, Service: "harn-node", Version: cli.Version(), Node: cfg.Name})
+	tp, err := tracing.Open(c.Context(), tracing.Config{Endpoint: endpoint, Service: "harn-node", Version: hook.Version(), Node: cfg.Name})
 	if err != nil {
 		return nil, err
 	}

@@ -1,9 +1,10 @@
 package main
 
 import (
-	"github.com/harn-dev/harn/cli"
 	"strings"
 	"testing"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 // TestBadWebFlagsAreUsageErrors: both board tokens at once, a
@@ -34,8 +35,8 @@ func TestBadWebFlagsAreUsageErrors(t *testing.T) {
 	} {
 		args := append([]string{"node", "--data-dir", dir + "/data", "--socket", dir + "/s", "--no-mesh"}, c.args...)
 		code, stderr := runMain(t, args...)
-		if code != cli.ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
-			t.Errorf("%v: exit %d, %q; want exit %d, one line naming %s", c.args, code, stderr, cli.ExitUsage, c.want)
+		if code != hook.ExitUsage || !strings.Contains(stderr, c.want) || strings.Count(stderr, "\n") != 1 {
+			t.Errorf("%v: exit %d, %q; want exit %d, one line naming %s", c.args, code, stderr, hook.ExitUsage, c.want)
 		}
 	}
 }

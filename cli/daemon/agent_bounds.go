@@ -1,4 +1,4 @@
-package cli
+package daemon
 
 import "github.com/spf13/cobra"
 

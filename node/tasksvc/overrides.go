@@ -1,4 +1,4 @@
-package node
+package tasksvc
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"github.com/harn-dev/harn/node/meshtrust"
 	"github.com/harn-dev/harn/node/operator"
 	"github.com/harn-dev/harn/node/tasks"
-	"github.com/harn-dev/harn/node/tasksvc"
 	"github.com/harn-dev/harn/raftstore"
 	"github.com/harn-dev/harn/runtime"
 )
@@ -34,30 +33,29 @@ const (
 var ErrBadOverride = meshtrust.ErrBadSwitch
 
 // Reduce shrinks a task's ceiling on the node that owns the task.
-func (s *localService) Reduce(ctx context.Context, req *api.ReduceRequest) (*api.TaskResponse, error) {
+func (s *TaskLocal) Reduce(ctx context.Context, req *api.ReduceRequest) (*api.TaskResponse, error) {
 	a := tasks.Action{Op: tasks.OpReduce, Task: req.Task, Capability: req.Capability, Level: req.Level,
-		Reason: req.Reason, By: operator.By(ctx, s.n.cfg.Name, "")}
-	res, err := s.n.taskSvc.Route(ctx, req.Node, a)
+		Reason: req.Reason, By: operator.By(ctx, s.Node, "")}
+	res, err := s.Route(ctx, req.Node, a)
 	if err != nil {
-		return nil, tasksvc.Status(err)
+		return nil, Status(err)
 	}
 	return res, nil
 }
 
 // Override sets or lifts a switch: in the registry when this node is in a
 // mesh, else on this node's runtimes.
-func (s *localService) Override(ctx context.Context, req *api.OverrideRequest) (*api.OverrideResponse, error) {
+func (s *TaskLocal) Override(ctx context.Context, req *api.OverrideRequest) (*api.OverrideResponse, error) {
 	if err := meshtrust.CheckSwitch(req.Kind, req.Name); err != nil {
 		return nil, status.Error(codes.InvalidArgument, err.Error())
 	}
 	if len(req.Reason) > runtime.MaxReasonBytes {
 		return nil, status.Error(codes.InvalidArgument, fmt.Sprintf("reason over %d bytes", runtime.MaxReasonBytes))
 	}
-	n := s.n
-	by := operator.By(ctx, n.cfg.Name, "")
-	out := &api.OverrideResponse{Kind: req.Kind, Name: req.Name, Active: !req.Lift, By: by, Node: n.cfg.Name}
-	rt := n.tasks.Runtime()
-	if n.cl == nil {
+	by := operator.By(ctx, s.Node, "")
+	out := &api.OverrideResponse{Kind: req.Kind, Name: req.Name, Active: !req.Lift, By: by, Node: s.Node}
+	rt := s.Tasks.Runtime()
+	if s.Mesh() == nil {
 		o := rt.Overrides()
 		if req.Kind == OverrideCapability {
 			o.Revoked = toggle(o.Revoked, req.Name, !req.Lift)
@@ -66,26 +64,26 @@ func (s *localService) Override(ctx context.Context, req *api.OverrideRequest) (
 		}
 		out.Changed = len(rt.SetOverrides(o, by)) > 0
 	} else {
-		v := meshtrust.Switch{Kind: req.Kind, Name: req.Name, On: !req.Lift, By: by, Reason: req.Reason, At: n.cfg.Clock.Now().UTC()}
+		v := meshtrust.Switch{Kind: req.Kind, Name: req.Name, On: !req.Lift, By: by, Reason: req.Reason, At: s.Clock.Now().UTC()}
 		b, _ := json.Marshal(v)
 		key := meshtrust.SwitchKey(req.Kind, req.Name)
-		prev, _ := meshtrust.Switches(n.cl.Registry().KVList(meshtrust.SwitchPrefix))[key]
+		prev, _ := meshtrust.Switches(s.Mesh().Registry().KVList(meshtrust.SwitchPrefix))[key]
 		was := prev.On
-		ctx, cancel := context.WithTimeout(ctx, n.cfg.Cluster.ForwardTimeout)
+		ctx, cancel := context.WithTimeout(ctx, s.ForwardTimeout)
 		defer cancel()
-		idx, err := n.cl.Apply(ctx, raftstore.KVCommand(raftstore.KVOp{Key: key, Value: b}))
+		idx, err := s.Mesh().Apply(ctx, raftstore.KVCommand(raftstore.KVOp{Key: key, Value: b}))
 		if err != nil {
 			return nil, status.Error(codes.Unavailable, fmt.Sprintf("%s %s: the mesh registry did not take the switch (%v); retry when it has a leader", req.Kind, req.Name, err))
 		}
-		if err := n.cl.Registry().WaitForApplied(ctx, idx); err != nil {
+		if err := s.Mesh().Registry().WaitForApplied(ctx, idx); err != nil {
 			return nil, status.Error(codes.Unavailable, fmt.Sprintf("%s %s: written, but not yet applied here: %v", req.Kind, req.Name, err))
 		}
-		n.ApplySwitches(meshtrust.Switches(n.cl.Registry().KVList(meshtrust.SwitchPrefix)))
+		s.ApplySwitches(meshtrust.Switches(s.Mesh().Registry().KVList(meshtrust.SwitchPrefix)))
 		out.Mesh, out.Changed = true, was != !req.Lift
 	}
 	o := rt.Overrides()
 	out.Revoked, out.DisabledProviders = o.Revoked, o.Disabled
-	n.log.Info("task runtime switch", "kind", req.Kind, "name", req.Name, "on", !req.Lift, "by", by, "mesh", out.Mesh)
+	s.Log.Info("task runtime switch", "kind", req.Kind, "name", req.Name, "on", !req.Lift, "by", by, "mesh", out.Mesh)
 	return out, nil
 }
 
@@ -105,8 +103,8 @@ func toggle(list []string, name string, on bool) []string {
 // ApplySwitches makes this node's runtimes apply the registry's switches
 // (all, by key), each change recorded in the ledgers of the live tasks
 // with who made it.
-func (n *Node) ApplySwitches(all map[string]meshtrust.Switch) {
-	h := n.tasks
+func (s *Service) ApplySwitches(all map[string]meshtrust.Switch) {
+	h := s.Tasks
 	if h == nil {
 		return
 	}

@@ -1,14 +1,14 @@
-package node
+package upkeep
 
 import (
 	"github.com/harn-dev/harn/node/clockguard"
 	"github.com/harn-dev/harn/presence"
 )
 
-// noteClamped records a diagnostic (`harn node errors`) for each stored
+// NoteClamped records a diagnostic (`harn node errors`) for each stored
 // event whose future time the clock guard replaced; a duplicate of an event
 // already stored is not noted again.
-func (n *Node) noteClamped(clamped []clockguard.Clamped, stored []presence.Event) {
+func (k *Keeper) NoteClamped(clamped []clockguard.Clamped, stored []presence.Event) {
 	if len(clamped) == 0 {
 		return
 	}
@@ -20,8 +20,8 @@ func (n *Node) noteClamped(clamped []clockguard.Clamped, stored []presence.Event
 		if !ids[c.EventID] {
 			continue
 		}
-		n.log.Warn("event from the future stored at receipt time", "session", c.SessionID,
+		k.Log.Warn("event from the future stored at receipt time", "session", c.SessionID,
 			"event", c.EventID, "orig_ts", presence.FormatTime(c.Orig))
-		n.diagnose("clock", c.Message(), 0, "")
+		k.Diagnose("clock", c.Message(), 0, "")
 	}
 }

@@ -1,7 +1,9 @@
-package cli
+package daemon
 
 import (
 	"github.com/spf13/cobra"
+
+	"github.com/harn-dev/harn/cli/hook"
 )
 
 // addNodeAgentFlags adds the flags of what harn's own agent runs with on
@@ -19,7 +21,7 @@ func addNodeAgentFlags(c *cobra.Command) {
 
 // ConfigWorkspaces are the config file's [workspaces].
 func ConfigWorkspaces(c *cobra.Command) ([]string, error) {
-	file, err := loadConfigFile(c)
+	file, err := hook.LoadConfigFile(c)
 	if err != nil {
 		return nil, err
 	}
@@ -28,6 +30,6 @@ func ConfigWorkspaces(c *cobra.Command) ([]string, error) {
 
 // ConfigPath is the config file the command reads ("" for none).
 func ConfigPath(c *cobra.Command) string {
-	p, _, _ := configPath(c)
+	p, _, _ := hook.ConfigPath(c)
 	return p
 }

@@ -1,4 +1,4 @@
-package cli
+package daemon
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/harn-dev/harn/cli/hook"
 	"github.com/harn-dev/harn/node/layout"
 	"github.com/harn-dev/harn/presence/adapter/all"
 )
@@ -37,12 +38,12 @@ func HintsFor(dataDir, socket string) NodeHints {
 func hintsFor(harn, dataDir, socket string) NodeHints {
 	var at, env []string
 	if def, err := filepath.Abs(layout.DefaultDataDir()); err != nil || def != dataDir {
-		at = append(at, "--data-dir", shellQuote(dataDir))
-		env = append(env, "HARN_DATA_DIR="+shellQuote(dataDir))
+		at = append(at, "--data-dir", hook.ShellQuote(dataDir))
+		env = append(env, "HARN_DATA_DIR="+hook.ShellQuote(dataDir))
 	}
 	if socket != layout.DefaultSocket(dataDir) {
-		at = append(at, "--socket", shellQuote(socket))
-		env = append(env, "HARN_SOCKET="+shellQuote(socket))
+		at = append(at, "--socket", hook.ShellQuote(socket))
+		env = append(env, "HARN_SOCKET="+hook.ShellQuote(socket))
 	}
 	cmd := func(words ...string) string {
 		return strings.Join(append(append([]string{harn}, words...), at...), " ")

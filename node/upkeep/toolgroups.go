@@ -1,4 +1,4 @@
-package node
+package upkeep
 
 import (
 	"encoding/json"
@@ -18,42 +18,42 @@ const toolGroupSpace = "toolgroups"
 
 func toolGroupKey(g procguard.Group) []byte { return fmt.Appendf(nil, "%d/%d", g.PGID, g.Start) }
 
-// recordToolGroup is the tool boxes' OnGroup: the group is recorded
+// RecordToolGroup is the tool boxes' OnGroup: the group is recorded
 // before its command runs (a full disk refuses the tool), and removed
 // when it is gone.
-func (n *Node) recordToolGroup(g procguard.Group) (func(), error) {
+func (k *Keeper) RecordToolGroup(g procguard.Group) (func(), error) {
 	b, err := json.Marshal(g)
 	if err != nil {
 		return nil, err
 	}
-	k := toolGroupKey(g)
-	if err := n.ledger.PutKV(toolGroupSpace, k, b); err != nil {
+	key := toolGroupKey(g)
+	if err := k.Ledger.PutKV(toolGroupSpace, key, b); err != nil {
 		return nil, err
 	}
 	return func() {
-		if err := n.ledger.DeleteKV(toolGroupSpace, k); err != nil {
-			n.log.Warn("tool group record not removed", "pgid", g.PGID, "err", err)
+		if err := k.Ledger.DeleteKV(toolGroupSpace, key); err != nil {
+			k.Log.Warn("tool group record not removed", "pgid", g.PGID, "err", err)
 		}
 	}, nil
 }
 
-// reapToolGroups kills what is left of the tool groups the node's
+// ReapToolGroups kills what is left of the tool groups the node's
 // previous run recorded and did not see end (it died: on Linux the
 // guards killed them already; elsewhere this is what does), and forgets
 // them. It runs at start, before any task.
-func (n *Node) reapToolGroups() {
+func (k *Keeper) ReapToolGroups() {
 	var groups []procguard.Group
 	var keys [][]byte
-	err := n.ledger.ScanKV(toolGroupSpace, nil, func(k, v []byte) error {
+	err := k.Ledger.ScanKV(toolGroupSpace, nil, func(key, v []byte) error {
 		var g procguard.Group
 		if json.Unmarshal(v, &g) == nil {
 			groups = append(groups, g)
 		}
-		keys = append(keys, append([]byte(nil), k...))
+		keys = append(keys, append([]byte(nil), key...))
 		return nil
 	})
 	if err != nil {
-		n.log.Warn("reading the tool groups the previous run left", "err", err)
+		k.Log.Warn("reading the tool groups the previous run left", "err", err)
 		return
 	}
 	reaped := 0
@@ -62,12 +62,12 @@ func (n *Node) reapToolGroups() {
 			reaped++
 		}
 	}
-	for _, k := range keys {
-		if err := n.ledger.DeleteKVSync(toolGroupSpace, k); err != nil {
-			n.log.Warn("tool group record not removed", "err", err)
+	for _, key := range keys {
+		if err := k.Ledger.DeleteKVSync(toolGroupSpace, key); err != nil {
+			k.Log.Warn("tool group record not removed", "err", err)
 		}
 	}
 	if len(groups) > 0 {
-		n.log.Info("reaped the tool process groups the previous run left", "recorded", len(groups), "killed", reaped)
+		k.Log.Info("reaped the tool process groups the previous run left", "recorded", len(groups), "killed", reaped)
 	}
 }
