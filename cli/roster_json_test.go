@@ -38,8 +38,12 @@ func TestNodeWrittenRosterJSONEqualsTheCLIsOwn(t *testing.T) {
 			st.LastEvidenceAt = at.Add(time.Duration(rapid.IntRange(0, 600).Draw(t, "evidence-s")) * time.Second)
 			st.LastEventAt, st.Events = st.LastEvidenceAt, 3
 			st.Ended = rapid.IntRange(0, 9).Draw(t, "ended") == 0
-			entries[i] = noderoster.Entry{State: st, Reachable: true, Source: "registry"}
-			raw[i] = entries[i].Row()
+			mk := func() *api.SessionRow { // two rows: the node's Rows changes its own in place
+				r := api.RowOf(&st)
+				r.Reachable, r.Source = true, "registry"
+				return r
+			}
+			entries[i], raw[i] = noderoster.Entry{SessionRow: mk()}, mk()
 		}
 		fromNode, err := decodeRoster(noderoster.Rows(entries, now, after), now, after)
 		if err != nil {

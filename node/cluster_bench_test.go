@@ -381,7 +381,7 @@ func benchPresencePropagation(b *testing.B, n, rounds int) {
 			entries, _, err := nd.roster.List(ctx, false, false, true)
 			ok := false
 			for _, e := range entries {
-				if err == nil && e.State.SessionID == s && e.Source == "gossip" && e.State.Activity == want {
+				if err == nil && e.State().SessionID == s && e.Source == "gossip" && e.State().Activity == want {
 					ok = true
 				}
 			}

@@ -92,7 +92,7 @@ func rosterState(n *Node, session string) (roster.Entry, bool) {
 		return roster.Entry{}, false
 	}
 	for _, e := range es {
-		if e.State.SessionID == session {
+		if e.State().SessionID == session {
 			return e, true
 		}
 	}
@@ -107,7 +107,7 @@ func TestPresenceReachesEveryNode(t *testing.T) {
 	for _, n := range c.nodes[1:] {
 		waitFor(t, clusterWait, "needs_input on "+n.Name(), func() bool {
 			e, ok := rosterState(n, "p1")
-			return ok && e.State.Activity == presence.ActivityNeedsInput && e.Reachable && e.State.Node == c.nodes[0].Name()
+			return ok && e.State().Activity == presence.ActivityNeedsInput && e.Reachable && e.State().Node == c.nodes[0].Name()
 		})
 	}
 }

@@ -108,7 +108,7 @@ func TestNonServerReadsTheRegistryFromItsWatch(t *testing.T) {
 		t.Fatalf("n2's view staleness %+v", st)
 	}
 	rows, info, err := n2.roster.List(context.Background(), true, true, true)
-	if err != nil || !info.Consistent || info.Stale || !slices.ContainsFunc(rows, func(e roster.Entry) bool { return e.State.SessionID == "w1" }) {
+	if err != nil || !info.Consistent || info.Stale || !slices.ContainsFunc(rows, func(e roster.Entry) bool { return e.State().SessionID == "w1" }) {
 		t.Fatalf("consistent read on n2: %d rows, %+v, %v", len(rows), info, err)
 	}
 }

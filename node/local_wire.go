@@ -52,8 +52,9 @@ func newLocalServer(n *Node) *localServer {
 			NoMesh: ErrNoMesh, ErrStatus: statusErr},
 		DeclareLocal: &declare.DeclareLocal{Decl: n.decl, OwnerErr: n.roster.OwnerErr, ErrStatus: statusErr,
 			Row: func(st presence.State) *api.SessionRow {
-				e := roster.Entry{State: st, Reachable: true, Source: "local", HarnTask: n.taskSvc.Brief(st.SessionID)}
-				return e.Row()
+				row := api.RowOf(&st)
+				row.Reachable, row.Source, row.HarnTask = true, "local", n.taskSvc.Brief(st.SessionID)
+				return row
 			}},
 	}
 }

@@ -23,9 +23,9 @@ func TestMeshWidePeerContextAndGlanceFields(t *testing.T) {
 	waitFor(t, 10*time.Second, "the remote row with its glance fields", func() bool {
 		e, ok := rosterState(a, "far")
 		row = e
-		return ok && e.Source == "gossip" && e.State.WaitingOn == "Edit src/app.go"
+		return ok && e.Source == "gossip" && e.State().WaitingOn == "Edit src/app.go"
 	})
-	st := row.State
+	st := row.State()
 	if st.Repo != "shop" || st.Branch != "fix/round" || st.LastEvidenceAt.IsZero() || st.Node != b.Name() ||
 		st.Activity != presence.ActivityNeedsInput {
 		t.Fatalf("remote row %+v", st)
@@ -46,7 +46,7 @@ func TestMeshWidePeerContextAndGlanceFields(t *testing.T) {
 	cbIngest(t, b, "far", presence.TypeTaskSet, map[string]any{presence.AttrTask: "round half up"})
 	waitFor(t, 10*time.Second, "the remote task", func() bool {
 		e, ok := rosterState(a, "far")
-		return ok && e.State.Task == "round half up"
+		return ok && e.State().Task == "round half up"
 	})
 	if got := a.roster.PeerContext("me"); !strings.Contains(got, "round half up") {
 		t.Fatalf("a remote change did not change the hash: %q", got)

@@ -37,8 +37,8 @@ func TestWaitWakesOnAChangeOfThisNode(t *testing.T) {
 	mustIngest(t, n, ev("s1", "3", presence.TypeInputRequested, 3, nil))
 	select {
 	case r := <-done:
-		if r.err != nil || r.e.State.SessionID != "s1" || r.e.State.Activity != presence.ActivityNeedsInput {
-			t.Fatalf("wait: %+v, %v", r.e.State, r.err)
+		if r.err != nil || r.e.State().SessionID != "s1" || r.e.State().Activity != presence.ActivityNeedsInput {
+			t.Fatalf("wait: %+v, %v", r.e.SessionRow, r.err)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the wait did not wake on the change")

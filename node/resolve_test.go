@@ -11,8 +11,8 @@ func TestShowAcceptsTheSessionName(t *testing.T) {
 	st, _ := n.Resolve("sess-1")
 	for _, h := range []string{st.Name, strings.ToLower(st.Name), "Agent " + st.Name} {
 		e, _, err := n.roster.ReadSession(t.Context(), h)
-		if err != nil || e.State.SessionID != "sess-1" {
-			t.Errorf("%q: %v %v", h, e.State.SessionID, err)
+		if err != nil || e.State().SessionID != "sess-1" {
+			t.Errorf("%q: %v %v", h, e.State().SessionID, err)
 		}
 	}
 }

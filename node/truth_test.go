@@ -27,7 +27,7 @@ func rosterRow(t *testing.T, n *Node, id string) (roster.Entry, map[string]any) 
 		t.Fatal(err)
 	}
 	for _, r := range rows {
-		if r.State.SessionID == id {
+		if r.State().SessionID == id {
 			b, err := r.Encode()
 			if err != nil {
 				t.Fatal(err)
@@ -53,26 +53,26 @@ func TestWorkingSessionSilentAfterSilenceAfter(t *testing.T) {
 	n := openNode(t, cfg)
 	mustIngest(t, n, at(n, "w", "1", presence.TypeUserPromptSubmit, nil))
 	began := clk.Now()
-	if r, m := rosterRow(t, n, "w"); !r.State.SilentSince.IsZero() || m["silent_since"] != nil {
+	if r, m := rosterRow(t, n, "w"); !r.State().SilentSince.IsZero() || m["silent_since"] != nil {
 		t.Fatalf("silent at once: %+v", m)
 	}
 	clk.Advance(DefaultSilenceAfter)
-	if r, _ := rosterRow(t, n, "w"); !r.State.SilentSince.IsZero() {
+	if r, _ := rosterRow(t, n, "w"); !r.State().SilentSince.IsZero() {
 		t.Fatal("silent at exactly SilenceAfter")
 	}
 	clk.Advance(time.Second)
 	r, m := rosterRow(t, n, "w")
-	if !r.State.SilentSince.Equal(began) || m["silent_since"] != presence.FormatTime(began) {
-		t.Fatalf("silent_since %v / %v, want %v", r.State.SilentSince, m["silent_since"], began)
+	if !r.State().SilentSince.Equal(began) || m["silent_since"] != presence.FormatTime(began) {
+		t.Fatalf("silent_since %v / %v, want %v", r.State().SilentSince, m["silent_since"], began)
 	}
-	if r.State.Activity != presence.ActivityWorking || m["activity"] != "working" {
+	if r.State().Activity != presence.ActivityWorking || m["activity"] != "working" {
 		t.Fatalf("silence changed the activity: %v", m["activity"])
 	}
 	if st, _ := n.Resolve("w"); st.Activity != presence.ActivityWorking || !st.SilentSince.IsZero() {
 		t.Fatalf("the folded state changed: %+v", st)
 	}
 	mustIngest(t, n, at(n, "w", "2", presence.TypeToolPreUse, map[string]any{presence.AttrTool: "Bash"}))
-	if r, m := rosterRow(t, n, "w"); !r.State.SilentSince.IsZero() || m["silent_since"] != nil {
+	if r, m := rosterRow(t, n, "w"); !r.State().SilentSince.IsZero() || m["silent_since"] != nil {
 		t.Fatalf("new evidence left it silent: %+v", m)
 	}
 }
@@ -89,12 +89,12 @@ func TestSubagentInputSurfacesOnParent(t *testing.T) {
 	req.ParentSessionID = "p"
 	mustIngest(t, n, child, req)
 	p, pm := rosterRow(t, n, "p")
-	if p.State.Activity != presence.ActivityNeedsInput || p.State.WaitingChild != "c" || pm["waiting_child"] != "c" ||
-		!strings.HasPrefix(p.State.WaitingOn, presence.SubagentPrefix) {
+	if p.State().Activity != presence.ActivityNeedsInput || p.State().WaitingChild != "c" || pm["waiting_child"] != "c" ||
+		!strings.HasPrefix(p.State().WaitingOn, presence.SubagentPrefix) {
 		t.Fatalf("parent %+v", pm)
 	}
 	c, cm := rosterRow(t, n, "c")
-	if c.State.Activity != presence.ActivityNeedsInput || cm["parent_session_id"] != "p" || cm["waiting_child"] != nil {
+	if c.State().Activity != presence.ActivityNeedsInput || cm["parent_session_id"] != "p" || cm["waiting_child"] != nil {
 		t.Fatalf("child %+v", cm)
 	}
 	if st, _ := n.Resolve("p"); st.Activity != presence.ActivityWorking {

@@ -385,10 +385,12 @@ func TestBoardRowsCarryOpenRequestsAndApproveAnswersThem(t *testing.T) {
 func TestRowOfHarnTaskGetsTaskButtonsAndConfirmations(t *testing.T) {
 	st := presence.NewState("s")
 	st.Events = 1
-	e := roster.Entry{State: st, Reachable: true, Source: "local",
-		HarnTask: &api.HarnTask{Id: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}}
+	row := api.RowOf(&st)
+	row.Reachable, row.Source = true, "local"
+	row.HarnTask = &api.HarnTask{Id: "t-1", State: "running", Text: "fix it", PendingCalls: []string{"c1"}}
+	e := roster.Entry{SessionRow: row}
 	r := board.RowOf(e.Row())
-	if !r.HasTask() || r.Task != "fix it" {
+	if !r.HasTask() || r.TaskText() != "fix it" {
 		t.Fatalf("row %+v", r)
 	}
 	if len(r.PendingRequests) != 1 || r.PendingRequests[0] != (board.Request{ID: "c1", Kind: "confirmation", TaskID: "t-1"}) {

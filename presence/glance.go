@@ -11,13 +11,20 @@ import (
 // interrupt fires no hook, an approval wait reports nothing) is still
 // working, shown honestly as silent.
 func SilentSince(s *State, now time.Time, after time.Duration) time.Time {
-	if s.Activity != ActivityWorking || s.Ended {
+	return Silence(s.Activity, s.Ended, s.LastEvidenceAt, s.ActivityUpdatedAt, now, after)
+}
+
+// Silence is SilentSince over the fields it reads: a session's activity,
+// whether it ended, its last evidence and its activity's time (a reader
+// holding a roster row rather than a State calls it).
+func Silence(activity Activity, ended bool, lastEvidence, activityAt, now time.Time, after time.Duration) time.Time {
+	if activity != ActivityWorking || ended {
 		return time.Time{}
 	}
-	at := s.LastEvidenceAt
+	at := lastEvidence
 	if at.IsZero() {
 		// A heartbeat written before last_evidence_at existed.
-		at = s.ActivityUpdatedAt
+		at = activityAt
 	}
 	if at.IsZero() || now.Sub(at) <= after {
 		return time.Time{}

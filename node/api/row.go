@@ -120,6 +120,13 @@ func (r *SessionRow) EvidenceAt() time.Time {
 	return TimeOf(r.GetLastEventAtUnixNano())
 }
 
+// SilentSince is the silence rule (presence.Silence) over the row's
+// fields, at now with threshold after.
+func (r *SessionRow) SilentSince(now time.Time, after time.Duration) time.Time {
+	return presence.Silence(presence.Activity(r.GetActivity()), r.GetEnded(), TimeOf(r.GetLastEvidenceAtUnixNano()),
+		TimeOf(r.GetActivityUpdatedAtUnixNano()), now, after)
+}
+
 // UrgencyKey is the row's key for presence.CompareUrgency.
 func (r *SessionRow) UrgencyKey() presence.UrgencyKey {
 	return presence.UrgencyKey{SessionID: r.GetSessionId(), Activity: presence.Activity(r.GetActivity()),

@@ -1,7 +1,10 @@
 package api_test
 
 import (
+	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -11,6 +14,7 @@ import (
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/node/notify"
 	"github.com/harn-dev/harn/presence"
+	"github.com/harn-dev/harn/util/clock"
 )
 
 // bookkeeping are the reducer's fields: they persist in the heartbeat and
@@ -56,8 +60,13 @@ var views = []struct {
 		return e.State("n")
 	}},
 	{"board", map[string]string{
-		"AgentPIDStart": "the process start only tells a reused pid apart",
-	}, func(st *presence.State) any { return board.RowOf(api.RowOf(st)) }},
+		"AgentPIDStart":      "the process start only tells a reused pid apart",
+		"AgentPID":           "a pid means nothing on another machine's page",
+		"PendingClaims":      "the page shows the claims held",
+		"SessionNameSeenFor": "the shown name is enough",
+		"EndedAt":            "shown for an ended session; the baseline is live",
+		"EndReason":          "shown for an ended session; the baseline is live",
+	}, boardPages},
 	{"notify", map[string]string{
 		"ParentSessionID":   "a message names the session, not its tree",
 		"ActivityUpdatedAt": "the engine times a state itself", "ActivitySource": "not a state worth telling",
@@ -77,11 +86,58 @@ var views = []struct {
 	}},
 }
 
+// boardPages is what the board shows of the state's row: its card on the
+// board and its session page, as the pages render them.
+func boardPages(st *presence.State) any {
+	src.row = board.RowOf(api.RowOf(st))
+	var out []string
+	for _, target := range []string{"/", "/s/" + st.SessionID} {
+		req := httptest.NewRequest(http.MethodGet, target, nil)
+		req.Host = "127.0.0.1:7713"
+		req.Header.Set("Authorization", "Bearer "+boardToken)
+		w := httptest.NewRecorder()
+		boardServer.Handler().ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			panic(fmt.Sprintf("board %s: %d %s", target, w.Code, w.Body))
+		}
+		out = append(out, w.Body.String())
+	}
+	return out
+}
+
+const boardToken = "row-views-token"
+
+// src and boardServer are one board over one row, rendered once per view
+// (one server: the page's CSRF token stays the same).
+var (
+	src         = &oneRow{}
+	boardServer = func() *board.Server {
+		s, err := board.New(board.Config{Token: boardToken, Source: src,
+			Clock: clock.NewFake(time.Date(2026, 8, 12, 11, 0, 0, 0, time.UTC))})
+		if err != nil {
+			panic(err)
+		}
+		return s
+	}()
+)
+
+// oneRow is a board source of one row.
+type oneRow struct{ row board.Row }
+
+func (o *oneRow) Roster(context.Context) ([]board.Row, error)             { return []board.Row{o.row}, nil }
+func (o *oneRow) Session(context.Context, string) (board.Row, error)      { return o.row, nil }
+func (o *oneRow) Trace(context.Context, string) ([]presence.Event, error) { return nil, nil }
+func (o *oneRow) Changes() (<-chan struct{}, func())                      { return make(chan struct{}), func() {} }
+
 // distinct sets field f of st to a value no baseline has.
 func distinct(t *testing.T, st *presence.State, f reflect.StructField) {
 	t.Helper()
 	v := reflect.ValueOf(st).Elem().FieldByIndex(f.Index)
 	switch {
+	case f.Type == reflect.TypeOf(presence.Activity("")): // a value the views know (the baseline's is unknown)
+		v.SetString(string(presence.ActivityWorking))
+	case f.Type == reflect.TypeOf(presence.TaskState("")): // (the baseline's is active)
+		v.SetString(string(presence.TaskBlocked))
 	case f.Type == reflect.TypeOf(time.Time{}):
 		v.Set(reflect.ValueOf(time.Date(2026, 8, 12, 10, 3, 4, 5e6, time.UTC)))
 	case f.Type.Kind() == reflect.String:

@@ -214,7 +214,7 @@ func TestBrowser(t *testing.T) {
 			chromedp.WithPollingTimeout(10*time.Second)))
 		eval[bool](t, bctx, `window.__sameDocument = true`)
 		r := src.row("s-work")
-		r.TaskState, r.BlockerReason, r.TaskStateUpdatedAt = "blocked", "waiting for review", t0
+		r.TaskState, r.BlockerReason, r.TaskStateUpdatedAtUnixNano = "blocked", "waiting for review", ns(t0)
 		start := time.Now()
 		src.update(r)
 		step(t, bctx, 5*time.Second, chromedp.Poll[chromedp.Void](
@@ -250,7 +250,7 @@ func TestBrowser(t *testing.T) {
 		}
 		// The new stream carries changes.
 		r := src.row("s-idle")
-		r.Activity, r.ActivityUpdatedAt = "needs_input", t0
+		r.Activity, r.ActivityUpdatedAtUnixNano = "needs_input", ns(t0)
 		src.update(r)
 		step(t, bctx, 5*time.Second, chromedp.Poll[chromedp.Void](
 			`document.querySelector('article[data-id="s-idle"]').dataset.activity === 'needs_input'`,

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/harn-dev/harn/internal/testsupport"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/clock"
 )
 
@@ -23,17 +24,16 @@ const hostileCommand = "echo '<script>window.__pwned=1</script><img src=x onerro
 func factsRows() []Row {
 	m := func(d time.Duration) time.Time { return t0.Add(-d) }
 	return []Row{
-		{SessionID: "s-harn", Name: "hal", Agent: "harn", Node: "beta", Task: "push the branch", Activity: "needs_input",
-			ActivityUpdatedAt: m(time.Minute), TaskState: "active", Reachable: true,
-			HarnTask: &HarnTask{ID: "t-7", State: "running", PendingCalls: []string{"call-1"}},
+		{SessionRow: &api.SessionRow{SessionId: "s-harn", Name: "hal", Agent: "harn", Node: "beta", Task: "push the branch", Activity: "needs_input",
+			ActivityUpdatedAtUnixNano: ns(m(time.Minute)), TaskState: "active", Reachable: true,
+			HarnTask: &api.HarnTask{Id: "t-7", State: "running", PendingCalls: []string{"call-1"}}},
 			PendingRequests: []Request{{ID: "call-1", Kind: "confirmation", TaskID: "t-7", Tool: "shell", Agent: "harn",
 				Command: hostileCommand, Cwd: "/src/harn", Handle: "hal", Opened: m(90 * time.Second)}}},
-		{SessionID: "s-edit", Name: "eda", Agent: "claude-code", Node: "beta", Task: "fix the parser", Activity: "needs_input",
-			ActivityUpdatedAt: m(time.Minute), TaskState: "active", Reachable: true,
+		{SessionRow: &api.SessionRow{SessionId: "s-edit", Name: "eda", Agent: "claude-code", Node: "beta", Task: "fix the parser", Activity: "needs_input",
+			ActivityUpdatedAtUnixNano: ns(m(time.Minute)), TaskState: "active", Reachable: true},
 			PendingRequests: []Request{{ID: "r-2", Kind: "permission", Tool: "Edit", Agent: "claude-code",
 				Path: "/src/harn/parse.go", Diff: "--- a/parse.go\n+++ b/parse.go\n@@ (the file's lines are not known) @@\n-old <b>line</b>\n+new line",
-				Cwd: "/src/harn", Handle: "eda", Opened: m(30 * time.Second)}}},
-	}
+				Cwd: "/src/harn", Handle: "eda", Opened: m(30 * time.Second)}}}}
 }
 
 // TestCardShowsWhatEachApprovalAsksEscaped: a card shows each waiting

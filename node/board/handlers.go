@@ -143,9 +143,9 @@ func (s *Server) detailData(r *http.Request) (page, int) {
 	}
 	row = clean(row)
 	var evs []presence.Event
-	evs, err = s.cfg.Source.Trace(ctx, row.SessionID)
-	p.Title = "session " + orDash(row.Name) + " " + short(row.SessionID)
-	p.Live = "/s/" + url.PathEscape(row.SessionID) + "/fragment"
+	evs, err = s.cfg.Source.Trace(ctx, row.SessionId)
+	p.Title = "session " + orDash(row.Name) + " " + short(row.SessionId)
+	p.Live = "/s/" + url.PathEscape(row.SessionId) + "/fragment"
 	p.Detail = s.buildDetail(row, evs, err)
 	return p, http.StatusOK
 }

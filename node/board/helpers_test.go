@@ -8,6 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -40,10 +43,10 @@ func (f *fakeSource) Session(ctx context.Context, h string) (Row, error) {
 	defer f.mu.Unlock()
 	var found []Row
 	for _, r := range f.rows {
-		if r.SessionID == h {
+		if r.GetSessionId() == h {
 			return r, nil
 		}
-		if strings.HasPrefix(r.SessionID, h) {
+		if strings.HasPrefix(r.GetSessionId(), h) {
 			found = append(found, r)
 		}
 	}
@@ -110,7 +113,7 @@ func (f *fakeSource) kick() {
 func (f *fakeSource) update(r Row) {
 	f.mu.Lock()
 	for i := range f.rows {
-		if f.rows[i].SessionID == r.SessionID {
+		if f.rows[i].GetSessionId() == r.GetSessionId() {
 			f.rows[i] = r
 		}
 	}
@@ -122,7 +125,9 @@ func (f *fakeSource) row(id string) Row {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, r := range f.rows {
-		if r.SessionID == id {
+		if r.GetSessionId() == id {
+			// a copy: the caller changes it while the board reads the source
+			r.SessionRow = proto.Clone(r.SessionRow).(*api.SessionRow)
 			return r
 		}
 	}
@@ -188,32 +193,31 @@ func fakeClock(t *testing.T, s *Server) *clock.Fake {
 func seed() []Row {
 	m := func(d time.Duration) time.Time { return t0.Add(-d) }
 	return []Row{
-		{SessionID: "s-idle", Name: "ivy", Agent: "codex", Node: "alpha", Task: "tidy the docs",
-			Activity: "idle", ActivityUpdatedAt: m(20 * time.Minute), TaskState: "done", TaskStateUpdatedAt: m(19 * time.Minute),
-			Reachable: true, Project: "harn", Branch: "docs"},
-		{SessionID: "s-work", Name: "wren", Agent: "claude-code", Node: "alpha", Task: "write the board",
-			Activity: "working", ActivityUpdatedAt: m(9 * time.Minute), TaskState: "active", SilentSince: m(7 * time.Minute),
-			Reachable: true, LastEvidenceAt: m(7 * time.Minute), Claims: []string{"node/board/**"}},
-		{SessionID: "s-need", Name: "nell", Agent: "codex", Node: "beta", Task: "migrate the ledger",
-			Activity: "needs_input", ActivityUpdatedAt: m(3 * time.Minute), ActivitySource: "interaction.input_requested",
-			TaskState: "active", Reachable: true,
+		{SessionRow: &api.SessionRow{SessionId: "s-idle", Name: "ivy", Agent: "codex", Node: "alpha", Task: "tidy the docs",
+			Activity: "idle", ActivityUpdatedAtUnixNano: ns(m(20 * time.Minute)), TaskState: "done", TaskStateUpdatedAtUnixNano: ns(m(19 * time.Minute)),
+			Reachable: true, Project: "harn", Branch: "docs"}},
+		{SessionRow: &api.SessionRow{SessionId: "s-work", Name: "wren", Agent: "claude-code", Node: "alpha", Task: "write the board",
+			Activity: "working", ActivityUpdatedAtUnixNano: ns(m(9 * time.Minute)), TaskState: "active", SilentSinceUnixNano: ns(m(7 * time.Minute)),
+			Reachable: true, LastEvidenceAtUnixNano: ns(m(7 * time.Minute)), Claims: []string{"node/board/**"}}},
+		{SessionRow: &api.SessionRow{SessionId: "s-need", Name: "nell", Agent: "codex", Node: "beta", Task: "migrate the ledger",
+			Activity: "needs_input", ActivityUpdatedAtUnixNano: ns(m(3 * time.Minute)), ActivitySource: "interaction.input_requested",
+			TaskState: "active", Reachable: true},
 			PendingRequests: []Request{{ID: "req-1", Kind: "permission", Summary: "Bash: runs rm …",
 				Tool: "Bash", Detail: "rm -rf build && make release VERSION=<1.2>", Cwd: "/src/harn", Handle: "nell",
 				Place: "harn@main", Opened: m(2 * time.Minute)}}},
-		{SessionID: "s-block", Name: "bo", Agent: "cursor", Node: "beta", Task: "ship the release",
-			Activity: "idle", ActivityUpdatedAt: m(30 * time.Minute), TaskState: "blocked", TaskStateUpdatedAt: m(25 * time.Minute),
-			BlockerReason: "waiting for repository access", Reachable: true},
-		{SessionID: "s-task", Name: "tao", Agent: "harn", Node: "beta", Task: "refactor the spool",
-			Activity: "working", ActivityUpdatedAt: m(1 * time.Minute), TaskState: "active", Reachable: true,
-			HarnTask: &HarnTask{ID: "t-42", State: "running"}},
-		{SessionID: "s-gone", Name: "gus", Agent: "gemini", Node: "gamma", Task: "profile the raft log",
-			Activity: "working", ActivityUpdatedAt: m(50 * time.Minute), TaskState: "active",
-			Reachable: false, UnreachableSince: m(12 * time.Minute)},
-		{SessionID: "s-ended", Name: "eve", Agent: "claude-code", Node: "alpha", Task: "fix the flaky test",
-			Activity: "idle", ActivityUpdatedAt: m(2 * time.Hour), TaskState: "done", TaskStateUpdatedAt: m(2 * time.Hour),
-			SuggestedSessionName: "[DONE] - Agent eve - fix the flaky test", Ended: true, EndedAt: m(90 * time.Minute),
-			EndReason: "session.end", Reachable: true, Claims: []string{"presence/fold.go"}},
-	}
+		{SessionRow: &api.SessionRow{SessionId: "s-block", Name: "bo", Agent: "cursor", Node: "beta", Task: "ship the release",
+			Activity: "idle", ActivityUpdatedAtUnixNano: ns(m(30 * time.Minute)), TaskState: "blocked", TaskStateUpdatedAtUnixNano: ns(m(25 * time.Minute)),
+			BlockerReason: "waiting for repository access", Reachable: true}},
+		{SessionRow: &api.SessionRow{SessionId: "s-task", Name: "tao", Agent: "harn", Node: "beta", Task: "refactor the spool",
+			Activity: "working", ActivityUpdatedAtUnixNano: ns(m(1 * time.Minute)), TaskState: "active", Reachable: true,
+			HarnTask: &api.HarnTask{Id: "t-42", State: "running"}}},
+		{SessionRow: &api.SessionRow{SessionId: "s-gone", Name: "gus", Agent: "gemini", Node: "gamma", Task: "profile the raft log",
+			Activity: "working", ActivityUpdatedAtUnixNano: ns(m(50 * time.Minute)), TaskState: "active",
+			Reachable: false, UnreachableSinceUnixNano: ns(m(12 * time.Minute))}},
+		{SessionRow: &api.SessionRow{SessionId: "s-ended", Name: "eve", Agent: "claude-code", Node: "alpha", Task: "fix the flaky test",
+			Activity: "idle", ActivityUpdatedAtUnixNano: ns(m(2 * time.Hour)), TaskState: "done", TaskStateUpdatedAtUnixNano: ns(m(2 * time.Hour)),
+			SuggestedSessionName: "[DONE] - Agent eve - fix the flaky test", Ended: true, EndedAtUnixNano: ns(m(90 * time.Minute)),
+			EndReason: "session.end", Reachable: true, Claims: []string{"presence/fold.go"}}}}
 }
 
 func seedTrace() []presence.Event {

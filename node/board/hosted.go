@@ -21,13 +21,6 @@ import (
 // every text from the terminal is escaped (html/template) after its
 // control characters are stripped.
 
-// Hosted is a hosted session's terminal as its row carries it.
-type Hosted struct {
-	Worktree, Branch string
-	// Peek is the last lines of its screen while it needs input.
-	Peek []string
-}
-
 // RunRequest is a start asked from the board.
 type RunRequest struct {
 	Agent, Node, Dir, Worktree, Base, Prompt string
@@ -91,9 +84,10 @@ func (s *Server) hostedData(r *http.Request) (hostedPage, int) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readTimeout)
 	defer cancel()
+	p.Row = clean(Row{}) // the page reads an empty row when the roster has none
 	if row, err := s.cfg.Source.Session(ctx, id); err == nil {
 		p.Row, p.Found = clean(row), true
-		p.ID, p.Short = p.Row.SessionID, short(p.Row.SessionID)
+		p.ID, p.Short = p.Row.SessionId, short(p.Row.SessionId)
 		p.Poll = "/h/" + url.PathEscape(p.ID) + "/screen"
 	}
 	lines, err := h.Screen(ctx, p.ID)

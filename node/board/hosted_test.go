@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/harn-dev/harn/node/api"
 )
 
 // fakeHoster is a board Actions that hosts terminals.
@@ -32,9 +34,9 @@ func hostedServer(t *testing.T, screen ...string) (*Server, *fakeHoster) {
 	t.Helper()
 	h := &fakeHoster{fakeActions: &fakeActions{}, screen: screen}
 	s, src, _ := newTestServer(t, func(c *Config) { c.Actions = h })
-	src.rows = append(src.rows, Row{SessionID: "hs-1", Name: "hugo", Agent: "claude-code", Node: "beta", Activity: "needs_input",
-		TaskState: "active", Reachable: true, Hosted: &Hosted{Worktree: "/src/app/.harn/worktrees/fix", Branch: "fix",
-			Peek: []string{"<b>Allow Bash: rm -rf build?</b> [y/n]", "\x1b]0;pwned\x07evil"}}})
+	src.rows = append(src.rows, Row{SessionRow: &api.SessionRow{SessionId: "hs-1", Name: "hugo", Agent: "claude-code", Node: "beta", Activity: "needs_input",
+		TaskState: "active", Reachable: true, Hosted: &api.HostedView{Worktree: "/src/app/.harn/worktrees/fix", Branch: "fix",
+			Peek: []string{"<b>Allow Bash: rm -rf build?</b> [y/n]", "\x1b]0;pwned\x07evil"}}}})
 	return s, h
 }
 

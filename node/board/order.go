@@ -1,6 +1,10 @@
 package board
 
-import "time"
+import (
+	"time"
+
+	"github.com/harn-dev/harn/node/api"
+)
 
 // Urgency ranks, most urgent first: the order the board and `harn agents
 // list` share.
@@ -16,13 +20,13 @@ const (
 // blocked, working, idle, and unknown last.
 func rank(r Row) int {
 	switch {
-	case r.Activity == "needs_input":
+	case r.GetActivity() == "needs_input":
 		return rankNeedsInput
-	case r.TaskState == "blocked":
+	case r.GetTaskState() == "blocked":
 		return rankBlocked
-	case r.Activity == "working":
+	case r.GetActivity() == "working":
 		return rankWorking
-	case r.Activity == "idle":
+	case r.GetActivity() == "idle":
 		return rankIdle
 	}
 	return rankUnknown
@@ -32,9 +36,9 @@ func rank(r Row) int {
 // lifecycle time for a blocked row, the activity time otherwise.
 func waitingSince(r Row) time.Time {
 	if rank(r) == rankBlocked {
-		return r.TaskStateUpdatedAt
+		return api.TimeOf(r.GetTaskStateUpdatedAtUnixNano())
 	}
-	return r.ActivityUpdatedAt
+	return api.TimeOf(r.GetActivityUpdatedAtUnixNano())
 }
 
 // DefaultLess is the board's order when Config.Less is nil: needs_input,
@@ -55,8 +59,8 @@ func DefaultLess(a, b Row) bool {
 		}
 		return ta.Before(tb)
 	}
-	if a.Node != b.Node {
-		return a.Node < b.Node
+	if a.GetNode() != b.GetNode() {
+		return a.GetNode() < b.GetNode()
 	}
-	return a.SessionID < b.SessionID
+	return a.GetSessionId() < b.GetSessionId()
 }

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"github.com/harn-dev/harn/node/api"
 )
 
 func genRow(t *rapid.T, label string) Row {
@@ -15,14 +17,12 @@ func genRow(t *rapid.T, label string) Row {
 		}
 		return t0.Add(-time.Duration(rapid.IntRange(0, 5).Draw(t, label+name)) * time.Minute)
 	}
-	return Row{
-		SessionID:          rapid.SampledFrom([]string{"a", "b", "c", "d"}).Draw(t, label+"id"),
-		Node:               rapid.SampledFrom([]string{"n1", "n2"}).Draw(t, label+"node"),
-		Activity:           rapid.SampledFrom([]string{"working", "needs_input", "idle", "unknown", "", "weird"}).Draw(t, label+"act"),
-		TaskState:          rapid.SampledFrom([]string{"active", "blocked", "done", ""}).Draw(t, label+"lc"),
-		ActivityUpdatedAt:  tm("at"),
-		TaskStateUpdatedAt: tm("lt"),
-	}
+	return Row{SessionRow: &api.SessionRow{SessionId: rapid.SampledFrom([]string{"a", "b", "c", "d"}).Draw(t, label+"id"),
+		Node:                       rapid.SampledFrom([]string{"n1", "n2"}).Draw(t, label+"node"),
+		Activity:                   rapid.SampledFrom([]string{"working", "needs_input", "idle", "unknown", "", "weird"}).Draw(t, label+"act"),
+		TaskState:                  rapid.SampledFrom([]string{"active", "blocked", "done", ""}).Draw(t, label+"lc"),
+		ActivityUpdatedAtUnixNano:  ns(tm("at")),
+		TaskStateUpdatedAtUnixNano: ns(tm("lt"))}}
 }
 
 // TestOrderIsAStrictWeakOrdering: irreflexive, asymmetric, transitive, so
@@ -56,20 +56,20 @@ func TestNeedsInputThenBlockedThenWorkingIdleUnknown(t *testing.T) {
 }
 
 func TestOldestWaitFirstWithinARank(t *testing.T) {
-	old := Row{SessionID: "z", Activity: "needs_input", ActivityUpdatedAt: t0.Add(-time.Hour)}
-	fresh := Row{SessionID: "a", Activity: "needs_input", ActivityUpdatedAt: t0.Add(-time.Minute)}
-	unknownTime := Row{SessionID: "0", Activity: "needs_input"}
+	old := Row{SessionRow: &api.SessionRow{SessionId: "z", Activity: "needs_input", ActivityUpdatedAtUnixNano: ns(t0.Add(-time.Hour))}}
+	fresh := Row{SessionRow: &api.SessionRow{SessionId: "a", Activity: "needs_input", ActivityUpdatedAtUnixNano: ns(t0.Add(-time.Minute))}}
+	unknownTime := Row{SessionRow: &api.SessionRow{SessionId: "0", Activity: "needs_input"}}
 	if !DefaultLess(old, fresh) || !DefaultLess(fresh, unknownTime) {
 		t.Fatal("needs_input: the oldest wait does not come first")
 	}
 	// A blocked row waits since its lifecycle changed, not its activity.
-	b1 := Row{SessionID: "b1", Activity: "working", ActivityUpdatedAt: t0, TaskState: "blocked", TaskStateUpdatedAt: t0.Add(-time.Hour)}
-	b2 := Row{SessionID: "b2", Activity: "idle", ActivityUpdatedAt: t0.Add(-2 * time.Hour), TaskState: "blocked", TaskStateUpdatedAt: t0.Add(-time.Minute)}
+	b1 := Row{SessionRow: &api.SessionRow{SessionId: "b1", Activity: "working", ActivityUpdatedAtUnixNano: ns(t0), TaskState: "blocked", TaskStateUpdatedAtUnixNano: ns(t0.Add(-time.Hour))}}
+	b2 := Row{SessionRow: &api.SessionRow{SessionId: "b2", Activity: "idle", ActivityUpdatedAtUnixNano: ns(t0.Add(-2 * time.Hour)), TaskState: "blocked", TaskStateUpdatedAtUnixNano: ns(t0.Add(-time.Minute))}}
 	if !DefaultLess(b1, b2) {
 		t.Fatal("blocked: the oldest block does not come first")
 	}
 	// needs_input outranks blocked, even when the row is both.
-	both := Row{SessionID: "x", Activity: "needs_input", TaskState: "blocked"}
+	both := Row{SessionRow: &api.SessionRow{SessionId: "x", Activity: "needs_input", TaskState: "blocked"}}
 	if rank(both) != rankNeedsInput || !DefaultLess(both, b1) {
 		t.Fatal("needs_input and blocked does not rank as needs_input")
 	}

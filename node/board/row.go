@@ -4,102 +4,34 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/util/text"
 )
 
-// Row is one session as the board shows it: the fields of a roster entry
-// (`harn agents list --json`) plus the data its action buttons need.
+// Row is one session as the board shows it: the roster row itself
+// (api.SessionRow, the one row type `harn agents list --json`, the
+// gossip and the registry use; templates read its fields) and the
+// waiting calls its action buttons need, which the row does not carry.
 type Row struct {
-	SessionID       string
-	ParentSessionID string
-	Name            string
-	Agent           string
-	Node            string
-	Task            string
-	Cwd             string
-	Project         string
-	Branch          string
-
-	Activity          string // unknown, working, needs_input, idle
-	ActivityUpdatedAt time.Time
-	ActivitySource    string
-
-	TaskState          string // active, blocked, done
-	TaskStateUpdatedAt time.Time
-	BlockerReason      string
-	LifecycleReason    string
-
-	LastEvidenceAt time.Time
-	LastEventAt    time.Time
-	StartedAt      time.Time
-	SilentSince    time.Time
-	WaitingOn      string
-	WaitingChild   string
-
-	// Reachable is false when the owning node cannot be reached; an absent
-	// field reads as reachable.
-	Reachable        bool
-	UnreachableSince time.Time
-	// Source says where the state came from (local, gossip, registry).
-	Source string
-
-	Claims               []string
-	PendingClaims        []string
-	SuggestedSessionName string
-	SessionName          string
-	SessionNameSeenFor   string
-	AgentPID             int
-
-	Ended     bool
-	EndedAt   time.Time
-	EndReason string
-	Events    int
-
+	*api.SessionRow
 	// PendingRequests are the open permission requests and task
 	// confirmations; each gets Approve and Deny buttons.
 	PendingRequests []Request
-	// HarnTask is the session's harn task, when it has one; it gets Steer,
-	// Follow-up and Cancel buttons.
-	HarnTask *HarnTask
-	// Hosted is the session's terminal when its node hosts it.
-	Hosted *Hosted
 }
 
-// RowOf is a roster row as the board shows it: the one function from the
-// row (api.SessionRow) to the board's view. A harn task's text stands in
-// for a missing task, and its pending calls become confirmation requests.
+// RowOf is a roster row as the board shows it. Its harn task's pending
+// calls become confirmation requests.
 func RowOf(s *api.SessionRow) Row {
-	r := rowOfAPI(s)
-	if h := s.GetHosted(); h != nil {
-		r.Hosted = &Hosted{Worktree: h.Worktree, Branch: h.Branch, Peek: append([]string(nil), h.Peek...)}
+	if s == nil {
+		s = &api.SessionRow{}
 	}
-	return r
-}
-
-func rowOfAPI(s *api.SessionRow) Row {
-	t := api.TimeOf
-	r := Row{SessionID: s.GetSessionId(), ParentSessionID: s.GetParentSessionId(), Name: s.GetName(),
-		Agent: s.GetAgent(), Node: s.GetNode(), Task: s.GetTask(), Cwd: s.GetCwd(), Project: s.ProjectName(),
-		Branch: s.GetBranch(), Activity: s.GetActivity(), ActivityUpdatedAt: t(s.GetActivityUpdatedAtUnixNano()),
-		ActivitySource: s.GetActivitySource(), TaskState: s.GetTaskState(),
-		TaskStateUpdatedAt: t(s.GetTaskStateUpdatedAtUnixNano()), BlockerReason: s.GetBlockerReason(),
-		LifecycleReason: s.GetLifecycleReason(), LastEvidenceAt: t(s.GetLastEvidenceAtUnixNano()),
-		LastEventAt: t(s.GetLastEventAtUnixNano()), StartedAt: t(s.GetStartedAtUnixNano()),
-		SilentSince: t(s.GetSilentSinceUnixNano()), WaitingOn: s.GetWaitingOn(), WaitingChild: s.GetWaitingChild(),
-		Reachable: s.GetReachable(), UnreachableSince: t(s.GetUnreachableSinceUnixNano()), Source: s.GetSource(),
-		Claims: s.GetClaims(), PendingClaims: s.GetPendingClaims(), SuggestedSessionName: s.GetSuggestedSessionName(),
-		SessionName: s.GetSessionName(), SessionNameSeenFor: s.GetSessionNameSeenFor(), Ended: s.GetEnded(),
-		EndedAt: t(s.GetEndedAtUnixNano()), EndReason: s.GetEndReason(), Events: int(s.GetEvents()),
-		AgentPID: int(s.GetAgentPid())}
+	r := Row{SessionRow: s}
 	if ht := s.GetHarnTask(); ht != nil {
-		r.HarnTask = &HarnTask{ID: ht.Id, State: ht.State, Status: ht.Status, Text: ht.Text,
-			PendingCalls: append([]string(nil), ht.PendingCalls...)}
-		if r.Task == "" {
-			r.Task = ht.Text
-		}
-		for _, c := range ht.PendingCalls {
-			r.PendingRequests = append(r.PendingRequests, Request{ID: c, Kind: "confirmation", TaskID: ht.Id})
+		for _, c := range ht.GetPendingCalls() {
+			r.PendingRequests = append(r.PendingRequests, Request{ID: c, Kind: "confirmation", TaskID: ht.GetId()})
 		}
 	}
 	return r
@@ -151,51 +83,51 @@ func (q Request) DiffLines() int {
 	return strings.Count(q.Diff, "\n") + 1
 }
 
-// HarnTask is a session's harn task as the task runtime shows it.
-type HarnTask struct {
-	ID           string
-	State        string // running, queued, blocked, cancelling, quiescing, terminal
-	Status       string
-	Text         string
-	PendingCalls []string // calls waiting for a confirmation
+// TaskText is the session's task: the row's, or its harn task's text
+// when the row has none.
+func (r Row) TaskText() string {
+	if t := r.GetTask(); t != "" {
+		return t
+	}
+	return r.GetHarnTask().GetText()
 }
 
 // HasTask reports whether the row carries a harn task that can still be
 // steered or cancelled.
 func (r Row) HasTask() bool {
-	return r.HarnTask != nil && r.HarnTask.ID != "" && r.HarnTask.State != "terminal"
+	t := r.GetHarnTask()
+	return t.GetId() != "" && t.GetState() != "terminal"
 }
 
 // Evidence is the time of the session's last evidence: last_evidence_at,
 // or the newest of the axis times and the last event when it is absent.
 func (r Row) Evidence() time.Time {
-	if !r.LastEvidenceAt.IsZero() {
-		return r.LastEvidenceAt
+	if t := api.TimeOf(r.GetLastEvidenceAtUnixNano()); !t.IsZero() {
+		return t
 	}
-	t := r.ActivityUpdatedAt
-	for _, u := range []time.Time{r.TaskStateUpdatedAt, r.LastEventAt} {
-		if u.After(t) {
-			t = u
+	t := api.TimeOf(r.GetActivityUpdatedAtUnixNano())
+	for _, u := range []int64{r.GetTaskStateUpdatedAtUnixNano(), r.GetLastEventAtUnixNano()} {
+		if ut := api.TimeOf(u); ut.After(t) {
+			t = ut
 		}
 	}
 	return t
 }
 
-// clean returns r with every text field stripped of control characters,
+// clean returns r over a copy of its row with every text field (every
+// string of the message, however deep) stripped of control characters,
 // so agent text reaches a page only through text.Sanitize (html/template
-// escapes it on top).
+// escapes it on top). The caller's row is not touched.
 func clean(r Row) Row {
-	c := text.Sanitize
-	for _, p := range []*string{&r.SessionID, &r.ParentSessionID, &r.Name, &r.Agent, &r.Node, &r.Task,
-		&r.Cwd, &r.Project, &r.Branch, &r.Activity, &r.ActivitySource, &r.TaskState, &r.BlockerReason,
-		&r.LifecycleReason, &r.WaitingOn, &r.WaitingChild, &r.Source, &r.SuggestedSessionName,
-		&r.SessionName, &r.EndReason} {
-		*p = c(*p)
+	row := &api.SessionRow{}
+	if r.SessionRow != nil {
+		row = proto.Clone(r.SessionRow).(*api.SessionRow)
+		sanitizeMessage(row.ProtoReflect())
 	}
-	r.SessionNameSeenFor = c(r.SessionNameSeenFor)
-	r.Claims, r.PendingClaims = cleanList(r.Claims), cleanList(r.PendingClaims)
+	r.SessionRow = row
 	if r.PendingRequests != nil {
 		rs := make([]Request, len(r.PendingRequests))
+		c := text.Sanitize
 		for i, q := range r.PendingRequests {
 			cmd, cmdCut := text.CutBytes(text.Lines(q.Command), maxCommand)
 			diff, diffCut := text.CutBytes(text.Lines(q.Diff), maxDiff)
@@ -207,26 +139,32 @@ func clean(r Row) Row {
 		}
 		r.PendingRequests = rs
 	}
-	if r.HarnTask != nil {
-		t := *r.HarnTask
-		t.ID, t.State, t.Status, t.Text = c(t.ID), c(t.State), c(t.Status), c(t.Text)
-		t.PendingCalls = cleanList(t.PendingCalls)
-		r.HarnTask = &t
-	}
-	if r.Hosted != nil {
-		h := Hosted{Worktree: c(r.Hosted.Worktree), Branch: c(r.Hosted.Branch), Peek: cleanList(r.Hosted.Peek)}
-		r.Hosted = &h
-	}
 	return r
 }
 
-func cleanList(in []string) []string {
-	if in == nil {
-		return nil
-	}
-	out := make([]string, len(in))
-	for i, s := range in {
-		out[i] = text.Sanitize(s)
-	}
-	return out
+// sanitizeMessage strips control characters from every string field of
+// m, in lists and nested messages too (a field added to the row later is
+// covered without a change here).
+func sanitizeMessage(m protoreflect.Message) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		switch {
+		case fd.IsList() && fd.Kind() == protoreflect.StringKind:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				l.Set(i, protoreflect.ValueOfString(text.Sanitize(l.Get(i).String())))
+			}
+		case fd.IsList() && fd.Message() != nil:
+			l := v.List()
+			for i := 0; i < l.Len(); i++ {
+				sanitizeMessage(l.Get(i).Message())
+			}
+		case fd.IsMap():
+			// the row has no maps; were one added, its values are not shown
+		case fd.Kind() == protoreflect.StringKind:
+			m.Set(fd, protoreflect.ValueOfString(text.Sanitize(v.String())))
+		case fd.Message() != nil:
+			sanitizeMessage(v.Message())
+		}
+		return true
+	})
 }

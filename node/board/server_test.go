@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/clock"
 )
@@ -121,9 +122,9 @@ func TestCardShowsChipsAgeAndSilentMarker(t *testing.T) {
 }
 
 func TestAgentTextIsEscapedAndSanitized(t *testing.T) {
-	evil := Row{SessionID: "s-evil", Name: "<script>alert(1)</script>", Agent: "codex", Node: "alpha",
+	evil := Row{SessionRow: &api.SessionRow{SessionId: "s-evil", Name: "<script>alert(1)</script>", Agent: "codex", Node: "alpha",
 		Task: "\x1b]0;pwned\x07 rm -rf \u202e<b>", Activity: "working", TaskState: "blocked",
-		BlockerReason: "\"><img src=x onerror=alert(1)>", Reachable: true}
+		BlockerReason: "\"><img src=x onerror=alert(1)>", Reachable: true}}
 	s, err := New(Config{Token: secret, Source: newFake(evil), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
@@ -438,7 +439,7 @@ func TestAgesUseTheInjectedClock(t *testing.T) {
 }
 
 func TestRosterSliceOfTheSourceIsNotModified(t *testing.T) {
-	shared := []Row{{SessionID: "s\x1b", Name: "n\x07", Activity: "idle", Reachable: true}}
+	shared := []Row{{SessionRow: &api.SessionRow{SessionId: "s\x1b", Name: "n\x07", Activity: "idle", Reachable: true}}}
 	s, err := New(Config{Token: secret, Source: newFake(shared...), Clock: clock.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/presence"
 	"github.com/harn-dev/harn/util/text"
 )
@@ -44,22 +45,22 @@ func (f Filter) Query() string {
 func (f Filter) Active() bool { return f != Filter{} }
 
 func activityOf(r Row) string {
-	if slices.Contains(activities, r.Activity) {
-		return r.Activity
+	if a := r.GetActivity(); slices.Contains(activities, a) {
+		return a
 	}
 	return "unknown"
 }
 
 func lifecycleOf(r Row) string {
-	if slices.Contains(lifecycles, r.TaskState) {
-		return r.TaskState
+	if l := r.GetTaskState(); slices.Contains(lifecycles, l) {
+		return l
 	}
 	return "active"
 }
 
 // Match reports whether r passes the filter.
 func (f Filter) Match(r Row) bool {
-	return (f.Node == "" || f.Node == r.Node) && (f.Agent == "" || f.Agent == r.Agent) &&
+	return (f.Node == "" || f.Node == r.GetNode()) && (f.Agent == "" || f.Agent == r.GetAgent()) &&
 		(f.Activity == "" || f.Activity == activityOf(r)) &&
 		(f.Lifecycle == "" || f.Lifecycle == lifecycleOf(r))
 }
@@ -75,10 +76,10 @@ type card struct {
 	Project, Branch              string
 	Unreachable                  bool
 	Requests                     []Request
-	Hosted                       *Hosted   // a hosted session's terminal (its peek while it needs input)
-	Actions                      bool      // render the action buttons
-	CSRF                         string    // for the forms that work without the script
-	HarnTask                     *HarnTask // the harn task when it can be steered
+	Hosted                       *api.HostedView // a hosted session's terminal (its peek while it needs input)
+	Actions                      bool            // render the action buttons
+	CSRF                         string          // for the forms that work without the script
+	HarnTask                     *api.HarnTask   // the harn task when it can be steered
 }
 
 // stamp is a time as the page shows it: an age now, and the time for the
@@ -147,30 +148,30 @@ func waited(now time.Time, rs []Request) []Request {
 }
 
 func cardOf(now time.Time, r Row) card {
-	c := card{ID: r.SessionID, Short: short(r.SessionID), Agent: orDash(r.Agent), Name: r.Name,
-		Task: text.Clip(text.OneLine(r.Task), 240), Activity: activityOf(r), WaitingOn: r.WaitingOn,
-		Project: r.Project, Branch: r.Branch, Unreachable: !r.Reachable, Evidence: stampOf(now, r.Evidence()),
+	c := card{ID: r.GetSessionId(), Short: short(r.GetSessionId()), Agent: orDash(r.GetAgent()), Name: r.GetName(),
+		Task: text.Clip(text.OneLine(r.TaskText()), 240), Activity: activityOf(r), WaitingOn: r.GetWaitingOn(),
+		Project: r.ProjectName(), Branch: r.GetBranch(), Unreachable: !r.GetReachable(), Evidence: stampOf(now, r.Evidence()),
 		Requests: waited(now, r.PendingRequests)}
 	c.ActivityLabel = strings.ReplaceAll(c.Activity, "_", " ")
-	if c.Activity == "working" && !r.SilentSince.IsZero() {
-		c.Silent = "silent " + text.Age(now, r.SilentSince)
+	if silent := api.TimeOf(r.GetSilentSinceUnixNano()); c.Activity == "working" && !silent.IsZero() {
+		c.Silent = "silent " + text.Age(now, silent)
 	}
-	if c.WaitingOn == "" && r.WaitingChild != "" {
-		c.WaitingOn = "child " + r.WaitingChild
+	if c.WaitingOn == "" && r.GetWaitingChild() != "" {
+		c.WaitingOn = "child " + r.GetWaitingChild()
 	}
 	switch lifecycleOf(r) {
 	case "blocked":
 		c.Lifecycle, c.LifecycleLabel = "blocked", "blocked"
-		if r.BlockerReason != "" {
-			c.LifecycleLabel += ": " + text.Clip(text.OneLine(r.BlockerReason), 160)
+		if br := r.GetBlockerReason(); br != "" {
+			c.LifecycleLabel += ": " + text.Clip(text.OneLine(br), 160)
 		}
 	case "done":
 		c.Lifecycle, c.LifecycleLabel = "done", "done"
 	}
 	if r.HasTask() {
-		c.HarnTask = r.HarnTask
+		c.HarnTask = r.GetHarnTask()
 	}
-	c.Hosted = r.Hosted
+	c.Hosted = r.GetHosted()
 	return c
 }
 
@@ -189,7 +190,7 @@ func (s *Server) buildBoard(rows []Row, f Filter) boardView {
 		NowISO: now.UTC().Format(time.RFC3339Nano), FilterQueryPart: f.Query()}
 	live := make([]Row, 0, len(rows))
 	for _, r := range rows {
-		if r.Ended {
+		if r.GetEnded() {
 			continue
 		}
 		v.Live++
@@ -208,20 +209,20 @@ func (s *Server) buildBoard(rows []Row, f Filter) boardView {
 	v.Shown = len(live)
 	idx := map[string]int{}
 	for _, r := range live {
-		i, ok := idx[r.Node]
+		i, ok := idx[r.GetNode()]
 		if !ok {
 			i = len(v.Groups)
-			idx[r.Node] = i
-			v.Groups = append(v.Groups, group{Node: orDash(r.Node), Unreachable: true})
+			idx[r.GetNode()] = i
+			v.Groups = append(v.Groups, group{Node: orDash(r.GetNode()), Unreachable: true})
 		}
 		g := &v.Groups[i]
 		c := cardOf(now, r)
 		c.Actions, c.CSRF = v.ActionsOn, s.csrf
 		g.Cards = append(g.Cards, c)
-		if r.Reachable {
+		if r.GetReachable() {
 			g.Unreachable = false
-		} else if g.Since.ISO == "" || r.UnreachableSince.Before(mustTime(g.Since.ISO)) {
-			g.Since = stampOf(now, r.UnreachableSince)
+		} else if since := api.TimeOf(r.GetUnreachableSinceUnixNano()); g.Since.ISO == "" || since.Before(mustTime(g.Since.ISO)) {
+			g.Since = stampOf(now, since)
 		}
 	}
 	sort.SliceStable(v.Groups, func(i, j int) bool { return !v.Groups[i].Unreachable && v.Groups[j].Unreachable })
@@ -242,8 +243,8 @@ type options struct {
 func optionsOf(rows []Row, f Filter) options {
 	nodes, agents := map[string]bool{}, map[string]bool{}
 	for _, r := range rows {
-		if !r.Ended {
-			nodes[r.Node], agents[r.Agent] = true, true
+		if !r.GetEnded() {
+			nodes[r.GetNode()], agents[r.GetAgent()] = true, true
 		}
 	}
 	nodes[f.Node], agents[f.Agent] = true, true
@@ -285,9 +286,9 @@ type detail struct {
 // ActionData is the session's action forms' data (the card's fields the
 // "actions" template reads).
 func (d detail) ActionData() card {
-	c := card{ID: d.Row.SessionID, CSRF: d.CSRF, Requests: d.Row.PendingRequests}
+	c := card{ID: d.Row.GetSessionId(), CSRF: d.CSRF, Requests: d.Row.PendingRequests}
 	if d.Row.HasTask() {
-		c.HarnTask = d.Row.HarnTask
+		c.HarnTask = d.Row.GetHarnTask()
 	}
 	return c
 }
@@ -345,10 +346,11 @@ const maxTrace = 1000
 func (s *Server) buildDetail(r Row, evs []presence.Event, traceErr error) detail {
 	now := s.cfg.Clock.Now()
 	r.PendingRequests = waited(now, r.PendingRequests)
-	d := detail{Row: r, Activity: activityOf(r), Lifecycle: lifecycleOf(r), Short: short(r.SessionID),
-		ActivityAt: stampOf(now, r.ActivityUpdatedAt), LifecycleAt: stampOf(now, r.TaskStateUpdatedAt),
-		Evidence: stampOf(now, r.Evidence()), Started: stampOf(now, r.StartedAt), Ended: stampOf(now, r.EndedAt),
-		Unreachable: stampOf(now, r.UnreachableSince), Silent: stampOf(now, r.SilentSince),
+	at := func(ns int64) stamp { return stampOf(now, api.TimeOf(ns)) }
+	d := detail{Row: r, Activity: activityOf(r), Lifecycle: lifecycleOf(r), Short: short(r.GetSessionId()),
+		ActivityAt: at(r.GetActivityUpdatedAtUnixNano()), LifecycleAt: at(r.GetTaskStateUpdatedAtUnixNano()),
+		Evidence: stampOf(now, r.Evidence()), Started: at(r.GetStartedAtUnixNano()), Ended: at(r.GetEndedAtUnixNano()),
+		Unreachable: at(r.GetUnreachableSinceUnixNano()), Silent: at(r.GetSilentSinceUnixNano()),
 		ActionsOn: s.cfg.Actions != nil, CSRF: s.csrf, NowISO: now.UTC().Format(time.RFC3339Nano)}
 	if traceErr != nil {
 		d.TraceErr = text.OneLine(traceErr.Error())

@@ -1,7 +1,7 @@
 // Package roster is the roster room: every session on every node as a
 // reader sees it. It merges this node's own sessions, the live presence
 // other nodes gossip and the registry's records into one list of entries
-// (List), derives what the fold never sets (silent_since, a waiting
+// (List), each entry the session's roster row (api.SessionRow), made once, derives what the fold never sets (silent_since, a waiting
 // subagent surfaced on its parent), orders it for `harn agents list
 // --json` (Rows), reads one session anywhere, asking its owner for the
 // live detail (ReadSession, ReadTrace), names the owner of a session this

@@ -45,7 +45,7 @@ func (s *RosterLocal) Get(ctx context.Context, req *api.SessionRequest) (*api.Se
 	if err != nil {
 		return nil, s.ErrStatus(err)
 	}
-	return &api.SessionResponse{Session: e.Row(), Live: !e.State.Ended, Note: note}, nil
+	return &api.SessionResponse{Session: e.Row(), Live: !e.GetEnded(), Note: note}, nil
 }
 
 // Trace is one session's events, wherever it runs.

@@ -37,15 +37,16 @@ func (ro *Roster) PeerContext(session string) string {
 	}
 	peers := make([]peerRow, 0, len(rows))
 	for i := range rows {
-		s := &rows[i].State
-		if !rows[i].Reachable || s.Ended || s.SessionID == session || s.ParentSessionID == session {
+		r := rows[i].SessionRow
+		if !r.GetReachable() || r.GetEnded() || r.GetSessionId() == session || r.GetParentSessionId() == session {
 			continue
 		}
 		node := ""
-		if rows[i].Source != "local" && s.Node != ro.cfg.Name {
-			node = s.Node
+		if r.GetSource() != "local" && r.GetNode() != ro.cfg.Name {
+			node = r.GetNode()
 		}
-		peers = append(peers, peerRow{st: s, node: node})
+		st := r.State()
+		peers = append(peers, peerRow{st: &st, node: node})
 	}
 	budget := ro.cfg.PeerContextBytes
 	if remind != "" {

@@ -39,7 +39,7 @@ func (ro *Roster) resolveLocal(handle string) (presence.State, error) {
 // timeout). When the owner cannot be reached, it returns the registry's
 // record and since when.
 func (ro *Roster) readAnywhere(ctx context.Context, handle string, timeout time.Duration,
-	ask func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error)) (readResult, error) {
+	ask func(ctx context.Context, cl apigrpc.ClusterClient, id string) (*api.SessionRow, error)) (readResult, error) {
 	st, err := ro.resolveLocal(handle)
 	if err == nil {
 		return readResult{entry: ro.LocalEntry(st), local: true}, nil
@@ -56,10 +56,10 @@ func (ro *Roster) readAnywhere(ctx context.Context, handle string, timeout time.
 	if Reachable(mb, known) {
 		if cl, cerr := m.ClientOf(rec.Node); cerr == nil {
 			rctx, cancel := context.WithTimeout(ctx, timeout)
-			st, rerr := ask(rctx, cl, rec.SessionID)
+			row, rerr := ask(rctx, cl, rec.SessionID)
 			cancel()
 			if rerr == nil {
-				e := Entry{State: st, Reachable: true, Source: "owner"}
+				e := ownerEntry(row)
 				if ge, ok := ro.remote.Get(rec.Node, rec.SessionID); ok {
 					e.HarnTask = ge.HarnTask // the owner's task view, as gossiped
 					e.Hosted = ge.Hosted
@@ -68,13 +68,33 @@ func (ro *Roster) readAnywhere(ctx context.Context, handle string, timeout time.
 			}
 		}
 	}
-	e := Entry{State: RecordState(&rec), Reachable: false, Source: "registry"}
+	e := recordEntry(&rec, "registry")
 	since := "now"
 	if known && !mb.Since.IsZero() {
-		e.UnreachableSince = mb.Since
+		e.UnreachableSinceUnixNano = api.UnixNano(mb.Since)
 		since = presence.FormatTime(mb.Since)
 	}
 	return readResult{entry: e, since: since}, nil
+}
+
+// ownerEntry is the row an owning node answered with, as a roster entry
+// (the owner's row is the reader's own copy: the call decoded it). Its
+// shown name and project are worked out again, as for any row made here.
+func ownerEntry(row *api.SessionRow) Entry {
+	if row == nil {
+		row = &api.SessionRow{}
+	}
+	if row.Activity == "" {
+		row.Activity = string(presence.ActivityUnknown)
+	}
+	if row.TaskState == "" {
+		row.TaskState = string(presence.TaskActive)
+	}
+	row.SessionName, row.Project = sessionName(row), (&presence.State{Repo: row.GetRepo(), Cwd: row.GetCwd()}).Project()
+	row.ClaimCount = 0
+	row.Reachable, row.UnreachableSinceUnixNano, row.Source = true, 0, "owner"
+	row.HarnTask, row.Hosted = nil, nil
+	return Entry{row}
 }
 
 // ReadSession resolves a session anywhere: this node's own first, else the
@@ -82,21 +102,21 @@ func (ro *Roster) readAnywhere(ctx context.Context, handle string, timeout time.
 // cannot be reached, it returns the registry's record and a note saying so.
 func (ro *Roster) ReadSession(ctx context.Context, handle string) (Entry, string, error) {
 	r, err := ro.readAnywhere(ctx, handle, ro.cfg.OwnerReadTimeout,
-		func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error) {
+		func(ctx context.Context, cl apigrpc.ClusterClient, id string) (*api.SessionRow, error) {
 			res, err := cl.Session(ctx, &api.SessionRequest{Id: id})
 			if err != nil {
-				return presence.State{}, err
+				return nil, err
 			}
-			return res.GetSession().State(), nil
+			return res.GetSession(), nil
 		})
 	if err != nil {
 		return r.entry, "", err
 	}
-	r.entry.State.SilentSince = presence.SilentSince(&r.entry.State, ro.cfg.Clock.Now(), ro.cfg.SilenceAfter)
+	r.entry.SilentSinceUnixNano = api.UnixNano(r.entry.SilentSince(ro.cfg.Clock.Now(), ro.cfg.SilenceAfter))
 	if r.since == "" {
 		return r.entry, "", nil
 	}
-	return r.entry, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", r.entry.State.Node, r.since), nil
+	return r.entry, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); showing the registry's record", r.entry.GetNode(), r.since), nil
 }
 
 // ReadTrace returns a session's events: from this node's ledger, or from
@@ -105,29 +125,29 @@ func (ro *Roster) ReadSession(ctx context.Context, handle string) (Entry, string
 func (ro *Roster) ReadTrace(ctx context.Context, handle string) (Entry, []*api.Event, string, error) {
 	var evs []*api.Event
 	r, err := ro.readAnywhere(ctx, handle, ro.cfg.OwnerTraceTimeout,
-		func(ctx context.Context, cl apigrpc.ClusterClient, id string) (presence.State, error) {
+		func(ctx context.Context, cl apigrpc.ClusterClient, id string) (*api.SessionRow, error) {
 			res, err := cl.SessionTrace(ctx, &api.SessionRequest{Id: id})
 			if err != nil {
-				return presence.State{}, err
+				return nil, err
 			}
 			if err := cluster.CheckPeerList("the owner of session "+id, "events", len(res.Events)); err != nil {
-				return presence.State{}, err
+				return nil, err
 			}
 			evs = res.Events
-			return res.GetSession().State(), nil
+			return res.GetSession(), nil
 		})
 	if err != nil {
 		return Entry{}, nil, "", err
 	}
 	if r.local {
-		if evs, err = ro.traceEvents(r.entry.State.SessionID); err != nil {
+		if evs, err = ro.traceEvents(r.entry.GetSessionId()); err != nil {
 			return Entry{}, nil, "", err
 		}
 	}
 	if r.since == "" {
 		return r.entry, evs, "", nil
 	}
-	return r.entry, nil, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); its events stay on that node", r.entry.State.Node, r.since), nil
+	return r.entry, nil, fmt.Sprintf("live detail unavailable: node %s is unreachable (since %s); its events stay on that node", r.entry.GetNode(), r.since), nil
 }
 
 // traceEvents are a local session's events, sorted, for the wire.

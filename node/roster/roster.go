@@ -6,6 +6,8 @@ import (
 	"sort"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/harn-dev/harn/mesh"
 	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/api/apigrpc"
@@ -106,47 +108,29 @@ func New(cfg Config, host Host, remote Remote) *Roster {
 	return &Roster{cfg: cfg, host: host, remote: remote, log: log}
 }
 
-// Entry is one session as a reader anywhere sees it: its state, and
-// whether its owning node can be reached now. Row is its one form for
-// readers (api.SessionRow).
+// Entry is one session as a reader anywhere sees it: its roster row
+// (api.SessionRow, the one row type: the session's state and the
+// roster's own fields: whether its owning node can be reached now and
+// since when, where the row came from, its harn task and hosted
+// terminal). The merged list carries each row once, made once: from a
+// local session's state, from a peer's gossiped row (a copy), from the
+// owner's row, or from a registry record.
 type Entry struct {
-	State presence.State
-	// Reachable is false when the owning node is dead or has left.
-	Reachable bool
-	// UnreachableSince is when the owning node stopped being reachable.
-	UnreachableSince time.Time
-	// Source says where the state came from: local (this node's own
-	// session), gossip (live presence of a reachable node), owner or
-	// registry.
-	Source string
-	// HarnTask is the session's harn task, if it has one.
-	HarnTask *api.HarnTask
-	// Hosted is the session's hosted terminal, if its node hosts it.
-	Hosted *api.HostedView
-	// Project, when set, is the project the owner worked out (a gossiped
-	// row's, whose cwd may not have travelled); else the state's.
-	Project string
+	*api.SessionRow
 }
 
-// Row is the entry's roster row: the one function from a roster entry to
-// what every reader sees.
-func (r *Entry) Row() *api.SessionRow {
-	row := api.RowOf(&r.State)
-	if r.Project != "" {
-		row.Project = r.Project
-	}
-	row.Reachable, row.UnreachableSinceUnixNano, row.Source = r.Reachable, api.UnixNano(r.UnreachableSince), r.Source
-	row.HarnTask = r.HarnTask
-	row.Hosted = r.Hosted
-	return row
-}
+// Row is the entry's roster row.
+func (r *Entry) Row() *api.SessionRow { return r.SessionRow }
 
 // Encode is the entry's row as JSON (api.MarshalRowJSON).
 func (r *Entry) Encode() ([]byte, error) { return api.MarshalRowJSON(r.Row()) }
 
 // LocalEntry is one of this node's sessions as a roster entry.
 func (ro *Roster) LocalEntry(st presence.State) Entry {
-	return Entry{State: st, Reachable: true, Source: "local", HarnTask: ro.host.HarnTask(st.SessionID), Hosted: ro.host.HostedView(&st)}
+	row := api.RowOf(&st)
+	row.Reachable, row.Source = true, "local"
+	row.HarnTask, row.Hosted = ro.host.HarnTask(st.SessionID), ro.host.HostedView(&st)
+	return Entry{row}
 }
 
 // localEntries are this node's sessions as roster entries, each with its
@@ -158,13 +142,57 @@ func (ro *Roster) localEntries(all bool, now time.Time) []Entry {
 	}
 	out := make([]Entry, 0, ss.Len())
 	ss.Views(all, func(st *presence.State, _ *sessions.View) {
-		re := Entry{State: *st, Reachable: true, Source: "local"}
-		re.State.SilentSince = presence.SilentSince(st, now, ro.cfg.SilenceAfter)
-		re.HarnTask = ro.host.HarnTask(st.SessionID)
-		re.Hosted = ro.host.HostedView(st)
-		out = append(out, re)
+		row := api.RowOf(st)
+		row.SilentSinceUnixNano = api.UnixNano(presence.SilentSince(st, now, ro.cfg.SilenceAfter))
+		row.Reachable, row.Source = true, "local"
+		row.HarnTask, row.Hosted = ro.host.HarnTask(st.SessionID), ro.host.HostedView(st)
+		out = append(out, Entry{row})
 	})
 	return out
+}
+
+// gossipEntry is a peer's gossiped row as a roster entry: a copy (the
+// gossip table's row is not changed), with the sender's node whatever
+// the row says.
+func gossipEntry(ne gossip.NodeEntry) Entry {
+	row := &api.SessionRow{}
+	if ne.Entry.SessionRow != nil {
+		row = proto.Clone(ne.Entry.SessionRow).(*api.SessionRow)
+	}
+	row.Node = ne.Node
+	if row.BlockerReason != "" && row.LifecycleReason == "" {
+		row.LifecycleReason = row.BlockerReason
+	}
+	if row.Activity == "" {
+		row.Activity = string(presence.ActivityUnknown)
+	}
+	if row.TaskState == "" {
+		row.TaskState = string(presence.TaskActive)
+	}
+	if row.Project == "" {
+		row.Project = row.ProjectName()
+	}
+	row.ClaimCount = 0 // gossip's own: a reader's row lists the claims it has
+	row.Reachable, row.Source = true, "gossip"
+	row.UnreachableSinceUnixNano = 0
+	return Entry{row}
+}
+
+// sessionName is the shown name a state with the row's name, task and
+// lifecycle has (presence.State.SessionName).
+func sessionName(r *api.SessionRow) string {
+	if r.GetName() == "" {
+		return ""
+	}
+	return presence.ProjectName(r.GetName(), r.GetTask(), presence.TaskState(r.GetTaskState()))
+}
+
+// recordEntry is a registry record as a roster entry.
+func recordEntry(r *raftstore.Record, source string) Entry {
+	st := RecordState(r)
+	row := api.RowOf(&st)
+	row.Source = source
+	return Entry{row}
 }
 
 // ReadInfo says how a roster read was made and how stale it may be.
@@ -269,7 +297,7 @@ func (ro *Roster) List(ctx context.Context, all, consistent, ordered bool) ([]En
 	out := ro.localEntries(all, now)
 	seen := make(map[string]bool, len(out)+len(recs))
 	for i := range out {
-		seen[out[i].State.SessionID] = true
+		seen[out[i].GetSessionId()] = true
 	}
 	if info.Mesh {
 		var byID map[string]*raftstore.Record
@@ -280,24 +308,24 @@ func (ro *Roster) List(ctx context.Context, all, consistent, ordered bool) ([]En
 					byID[recs[i].SessionID] = &recs[i]
 				}
 			}
-			if seen[ne.Entry.GetSessionId()] || ne.Node == ro.cfg.Name {
+			id := ne.Entry.GetSessionId()
+			if seen[id] || ne.Node == ro.cfg.Name {
 				continue
 			}
 			m, known := members[ne.Node]
-			ok := Reachable(m, known)
-			st := ne.Entry.State(ne.Node)
-			if rec := byID[st.SessionID]; rec != nil && rec.Task != "" && len(rec.Task) > len(st.Task) {
-				st.Task = rec.Task
-			}
-			if !ok {
+			if !Reachable(m, known) {
 				continue // an unreachable node's gossip is stale: the registry speaks
 			}
-			seen[st.SessionID] = true
-			if st.Ended && !all {
+			seen[id] = true
+			if ne.Entry.GetEnded() && !all {
 				continue
 			}
-			out = append(out, Entry{State: st, Reachable: true, Source: "gossip",
-				HarnTask: ne.Entry.GetHarnTask(), Project: ne.Entry.GetProject(), Hosted: ne.Entry.GetHosted()})
+			e := gossipEntry(ne)
+			if rec := byID[id]; rec != nil && rec.Task != "" && len(rec.Task) > len(e.Task) {
+				e.Task = rec.Task
+			}
+			e.SessionName = sessionName(e.SessionRow)
+			out = append(out, e)
 		}
 	}
 	for i := range recs {
@@ -309,9 +337,10 @@ func (ro *Roster) List(ctx context.Context, all, consistent, ordered bool) ([]En
 			continue
 		}
 		m, known := members[r.Node]
-		e := Entry{State: RecordState(r), Reachable: Reachable(m, known), Source: "registry"}
+		e := recordEntry(r, "registry")
+		e.Reachable = Reachable(m, known)
 		if !e.Reachable && known {
-			e.UnreachableSince = m.Since
+			e.UnreachableSinceUnixNano = api.UnixNano(m.Since)
 		}
 		out = append(out, e)
 	}
@@ -326,11 +355,11 @@ func (ro *Roster) List(ctx context.Context, all, consistent, ordered bool) ([]En
 		idx[i] = i
 	}
 	sort.Slice(idx, func(i, j int) bool {
-		a, b := &out[idx[i]].State, &out[idx[j]].State
-		if !a.StartedAt.Equal(b.StartedAt) {
-			return a.StartedAt.Before(b.StartedAt)
+		a, b := out[idx[i]].SessionRow, out[idx[j]].SessionRow
+		if sa, sb := a.GetStartedAtUnixNano(), b.GetStartedAtUnixNano(); sa != sb {
+			return sa < sb
 		}
-		return a.SessionID < b.SessionID
+		return a.GetSessionId() < b.GetSessionId()
 	})
 	sorted := make([]Entry, len(out))
 	for i, k := range idx {
@@ -350,19 +379,19 @@ func (ro *Roster) registryRoster(recs []raftstore.Record, members map[string]mes
 		if r.Ended && !all {
 			continue
 		}
-		e := Entry{State: RecordState(r), Source: "registry"}
+		e := recordEntry(r, "registry")
 		if r.Node == ro.cfg.Name {
 			e.Reachable = true
 		} else {
 			m, known := members[r.Node]
 			e.Reachable = Reachable(m, known)
 			if !e.Reachable && known {
-				e.UnreachableSince = m.Since
+				e.UnreachableSinceUnixNano = api.UnixNano(m.Since)
 			}
 		}
 		out = append(out, e)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].State.SessionID < out[j].State.SessionID })
+	sort.Slice(out, func(i, j int) bool { return out[i].GetSessionId() < out[j].GetSessionId() })
 	return out
 }
 
@@ -375,20 +404,23 @@ func (ro *Roster) decorateRecords(out []Entry) {
 	ss := ro.host.Sessions()
 	for i := range out {
 		e := &out[i]
-		id := e.State.SessionID
-		if e.State.Node == ro.cfg.Name {
+		id := e.GetSessionId()
+		if e.GetNode() == ro.cfg.Name {
 			if ss == nil {
 				continue
 			}
 			if st, ok := ss.State(id); ok {
-				e.State.Repo, e.State.Branch, e.State.Cwd = st.Repo, st.Branch, st.Cwd
+				e.Repo, e.Branch, e.Cwd, e.Project = st.Repo, st.Branch, st.Cwd, st.Project()
 				e.Hosted = ro.host.HostedView(&st)
 			}
 			e.HarnTask = ro.host.HarnTask(id)
 			continue
 		}
-		if ge, ok := ro.remote.Get(e.State.Node, id); ok {
-			e.State.Repo, e.State.Branch, e.Project, e.HarnTask = ge.GetRepo(), ge.GetBranch(), ge.GetProject(), ge.GetHarnTask()
+		if ge, ok := ro.remote.Get(e.GetNode(), id); ok {
+			e.Repo, e.Branch, e.Project, e.HarnTask = ge.GetRepo(), ge.GetBranch(), ge.GetProject(), ge.GetHarnTask()
+			if e.Project == "" {
+				e.Project = e.ProjectName()
+			}
 			e.Hosted = ge.GetHosted()
 		}
 	}

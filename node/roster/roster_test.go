@@ -113,19 +113,19 @@ func TestListMergesOwnGossipAndRegistry(t *testing.T) {
 	}
 	for i, w := range want {
 		e := got[i]
-		if e.State.SessionID != w.id || e.Source != w.source || e.State.Node != w.node {
-			t.Errorf("entry %d: %s from %s on %s, want %s from %s on %s", i, e.State.SessionID, e.Source, e.State.Node, w.id, w.source, w.node)
+		if e.State().SessionID != w.id || e.Source != w.source || e.State().Node != w.node {
+			t.Errorf("entry %d: %s from %s on %s, want %s from %s on %s", i, e.State().SessionID, e.Source, e.State().Node, w.id, w.source, w.node)
 		}
 	}
-	if got[1].State.Task != "the whole task text" || !got[1].Reachable {
-		t.Errorf("gossiped entry: task %q reachable %v", got[1].State.Task, got[1].Reachable)
+	if got[1].State().Task != "the whole task text" || !got[1].Reachable {
+		t.Errorf("gossiped entry: task %q reachable %v", got[1].State().Task, got[1].Reachable)
 	}
-	if got[2].Reachable || !got[2].UnreachableSince.Equal(died) {
-		t.Errorf("dead node's entry: reachable %v since %v, want unreachable since %v", got[2].Reachable, got[2].UnreachableSince, died)
+	if since := api.TimeOf(got[2].UnreachableSinceUnixNano); got[2].Reachable || !since.Equal(died) {
+		t.Errorf("dead node's entry: reachable %v since %v, want unreachable since %v", got[2].Reachable, since, died)
 	}
 	// A consistent read is the registry's alone, sorted by id.
 	got, info, err = ro.List(context.Background(), false, true, true)
-	if err != nil || !info.Consistent || info.LeaderID != "n0" || len(got) != 3 || got[0].State.SessionID != "s-dead" || got[0].Source != "registry" {
+	if err != nil || !info.Consistent || info.LeaderID != "n0" || len(got) != 3 || got[0].State().SessionID != "s-dead" || got[0].Source != "registry" {
 		t.Fatalf("consistent list: %+v %+v %v", got, info, err)
 	}
 	// The owner of a session this node does not hold is named.

@@ -22,17 +22,17 @@ func (ro *Roster) Rows(entries []Entry, after time.Duration) []*api.SessionRow {
 func Rows(entries []Entry, now time.Time, after time.Duration) []*api.SessionRow {
 	ranks := make([]presence.UrgencyRank, len(entries))
 	for i := range entries {
-		st := &entries[i].State
-		if after > 0 && st.SilentSince.IsZero() {
+		r := entries[i].SessionRow
+		if after > 0 && r.GetSilentSinceUnixNano() == 0 {
 			a := after
-			if entries[i].Source == "gossip" {
+			if r.GetSource() == "gossip" {
 				a += gossip.EvidenceRefresh // a peer's evidence reaches us this much later
 			}
-			if s := presence.SilentSince(st, now, a); !s.IsZero() {
-				st.SilentSince = s
+			if s := r.SilentSince(now, a); !s.IsZero() {
+				r.SilentSinceUnixNano = api.UnixNano(s)
 			}
 		}
-		ranks[i] = st.UrgencyKey().Rank()
+		ranks[i] = r.UrgencyKey().Rank()
 	}
 	idx := make([]int32, len(entries))
 	for i := range idx {
@@ -57,32 +57,37 @@ func Rows(entries []Entry, now time.Time, after time.Duration) []*api.SessionRow
 func (ro *Roster) glance(rows []Entry, now time.Time) {
 	surface := false
 	for i := range rows {
-		r := &rows[i]
-		switch r.Source {
+		r := rows[i].SessionRow
+		switch r.GetSource() {
 		case "local":
 		case "gossip":
-			r.State.SilentSince = presence.SilentSince(&r.State, now, ro.cfg.SilenceAfter+gossip.EvidenceRefresh)
+			r.SilentSinceUnixNano = api.UnixNano(r.SilentSince(now, ro.cfg.SilenceAfter+gossip.EvidenceRefresh))
 		default:
-			r.State.SilentSince = presence.SilentSince(&r.State, now, ro.cfg.SilenceAfter)
+			r.SilentSinceUnixNano = api.UnixNano(r.SilentSince(now, ro.cfg.SilenceAfter))
 		}
-		if r.State.ParentSessionID != "" && r.State.Activity == presence.ActivityNeedsInput && !r.State.Ended {
+		if r.GetParentSessionId() != "" && r.GetActivity() == string(presence.ActivityNeedsInput) && !r.GetEnded() {
 			surface = true
 		}
 	}
 	if !surface {
-		return // the common case: no copy of the roster
+		return // the common case: no states made
 	}
+	// Surfacing reads the whole roster's parent links: over states made
+	// for it, the changes copied back to the rows.
 	states := make([]presence.State, len(rows))
 	for i := range rows {
-		states[i] = rows[i].State
+		states[i] = rows[i].State()
 	}
 	presence.SurfaceChildren(states)
 	for i := range rows {
-		if states[i].WaitingChild == rows[i].State.WaitingChild {
+		st, r := &states[i], rows[i].SessionRow
+		if st.WaitingChild == r.GetWaitingChild() {
 			continue
 		}
-		rows[i].State = states[i]
+		r.Activity, r.ActivitySource = string(st.Activity), st.ActivitySource
+		r.ActivityUpdatedAtUnixNano = api.UnixNano(st.ActivityUpdatedAt)
+		r.WaitingChild, r.WaitingOn = st.WaitingChild, st.WaitingOn
 		// It shows needs_input now: not silent.
-		rows[i].State.SilentSince = presence.SilentSince(&rows[i].State, now, ro.cfg.SilenceAfter)
+		r.SilentSinceUnixNano = api.UnixNano(r.SilentSince(now, ro.cfg.SilenceAfter))
 	}
 }

@@ -50,7 +50,7 @@ func (s *RosterLocal) WaitFor(ctx context.Context, handle string, any bool, want
 		}
 		cands := make([]sessions.Candidate, len(entries))
 		for i := range entries {
-			cands[i] = sessions.Candidate{ID: entries[i].State.SessionID, Name: entries[i].State.Name, Ended: entries[i].State.Ended}
+			cands[i] = sessions.Candidate{ID: entries[i].GetSessionId(), Name: entries[i].GetName(), Ended: entries[i].GetEnded()}
 		}
 		if id, err = sessions.PickHandle(handle, cands); err != nil {
 			return Entry{}, err
@@ -84,7 +84,7 @@ func (s *RosterLocal) WaitFor(ctx context.Context, handle string, any bool, want
 func pickWaited(entries []Entry, id string, want alerts.WaitFor) (Entry, bool, error) {
 	states := make([]presence.State, len(entries))
 	for i := range entries {
-		states[i] = entries[i].State
+		states[i] = entries[i].State()
 	}
 	presence.SurfaceChildren(states)
 	for i := range entries {
@@ -97,8 +97,10 @@ func pickWaited(entries []Entry, id string, want alerts.WaitFor) (Entry, bool, e
 		}
 		if want.Holds(st) {
 			e := entries[i]
-			if e.State.Activity != st.Activity {
-				e.State = *st
+			if e.GetActivity() != string(st.Activity) { // surfaced: the child's wait shows on its top-level row
+				e.Activity, e.ActivitySource = string(st.Activity), st.ActivitySource
+				e.ActivityUpdatedAtUnixNano = api.UnixNano(st.ActivityUpdatedAt)
+				e.WaitingChild, e.WaitingOn = st.WaitingChild, st.WaitingOn
 			}
 			return e, true, nil
 		}

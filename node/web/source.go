@@ -22,13 +22,7 @@ import (
 
 // UrgencyLess is the order of `harn agents list`: presence.CompareUrgency.
 func UrgencyLess(a, b board.Row) bool {
-	return presence.CompareUrgency(urgencyKeyOf(&a), urgencyKeyOf(&b)) < 0
-}
-
-func urgencyKeyOf(r *board.Row) presence.UrgencyKey {
-	return presence.UrgencyKey{SessionID: r.SessionID, Activity: presence.Activity(r.Activity),
-		TaskState: presence.TaskState(r.TaskState), Ended: r.Ended,
-		ActivityUpdatedAt: r.ActivityUpdatedAt, TaskStateUpdatedAt: r.TaskStateUpdatedAt}
+	return presence.CompareUrgency(a.UrgencyKey(), b.UrgencyKey()) < 0
 }
 
 // webSource is the board's Source over the node's mesh-wide roster.
@@ -41,8 +35,8 @@ func (s webSource) Roster(ctx context.Context) ([]board.Row, error) {
 	}
 	asking := map[string]bool{} // nodes with a session waiting on input
 	for i := range rows {
-		if !rows[i].Ended && rows[i].Activity == string(presence.ActivityNeedsInput) {
-			asking[rows[i].Node] = true
+		if !rows[i].GetEnded() && rows[i].GetActivity() == string(presence.ActivityNeedsInput) {
+			asking[rows[i].GetNode()] = true
 		}
 	}
 	s.w.addPending(ctx, rows, asking)
@@ -55,7 +49,7 @@ func (s webSource) Session(ctx context.Context, handle string) (board.Row, error
 		return board.Row{}, notFound(err)
 	}
 	rows := []board.Row{r}
-	s.w.addPending(ctx, rows, map[string]bool{r.Node: r.Activity == string(presence.ActivityNeedsInput)})
+	s.w.addPending(ctx, rows, map[string]bool{r.GetNode(): r.GetActivity() == string(presence.ActivityNeedsInput)})
 	return rows[0], nil
 }
 
@@ -116,7 +110,7 @@ func (w *Web) addPending(ctx context.Context, rows []board.Row, asking map[strin
 		bySession[r.Session] = append(bySession[r.Session], boardRequest(r))
 	}
 	for i := range rows {
-		rs := bySession[rows[i].SessionID]
+		rs := bySession[rows[i].GetSessionId()]
 		if len(rs) == 0 {
 			continue
 		}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/harn-dev/harn/mesh"
+	"github.com/harn-dev/harn/node/api"
 	"github.com/harn-dev/harn/node/board"
 	"github.com/harn-dev/harn/node/gossip"
 	"github.com/harn-dev/harn/presence"
@@ -15,15 +16,14 @@ import (
 
 func TestUrgencyLessIsAgentsListOrder(t *testing.T) {
 	rows := []board.Row{
-		{SessionID: "idle", Activity: "idle", TaskState: "active", ActivityUpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
-		{SessionID: "blocked", Activity: "working", TaskState: "blocked", TaskStateUpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
-		{SessionID: "ask", Activity: "needs_input", TaskState: "blocked", ActivityUpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
-		{SessionID: "work", Activity: "working", TaskState: "active", ActivityUpdatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)},
-	}
+		{SessionRow: &api.SessionRow{SessionId: "idle", Activity: "idle", TaskState: "active", ActivityUpdatedAtUnixNano: api.UnixNano(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}},
+		{SessionRow: &api.SessionRow{SessionId: "blocked", Activity: "working", TaskState: "blocked", TaskStateUpdatedAtUnixNano: api.UnixNano(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}},
+		{SessionRow: &api.SessionRow{SessionId: "ask", Activity: "needs_input", TaskState: "blocked", ActivityUpdatedAtUnixNano: api.UnixNano(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}},
+		{SessionRow: &api.SessionRow{SessionId: "work", Activity: "working", TaskState: "active", ActivityUpdatedAtUnixNano: api.UnixNano(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}}}
 	sort.Slice(rows, func(i, j int) bool { return UrgencyLess(rows[i], rows[j]) })
 	var got []string
 	for _, r := range rows {
-		got = append(got, r.SessionID)
+		got = append(got, r.SessionId)
 	}
 	if strings.Join(got, " ") != "ask blocked work idle" {
 		t.Fatalf("order %v", got)
