@@ -69,7 +69,8 @@ func TestNonServerIsNotARaftMember(t *testing.T) {
 		ss, err := s0.cl.RaftServers()
 		return err == nil && len(ss) == 1
 	})
-	time.Sleep(300 * time.Millisecond) // a reconcile pass or two: nobody is added
+	s0.cl.ReconcileNow() // two passes of the leader's reconcile: nobody is added
+	s0.cl.ReconcileNow()
 	ss, _ := s0.cl.RaftServers()
 	if len(ss) != 1 || ss[0].ID != s0.Name() || !ss[0].Voter {
 		t.Fatalf("raft configuration %+v; want the server alone", ss)
